@@ -1,0 +1,210 @@
+//! `canonicalize`: simplify the graph without changing what it computes.
+//!
+//! Rewrites, applied until nothing changes (at most [`MAX_ROUNDS`] rounds):
+//! - **fold constants**: an op whose operands are all constants is evaluated with the op
+//!   semantics (the same code as the reference interpreter, so folding is exact under the
+//!   numeric contract) and replaced by a constant, if its result has at most
+//!   `max-fold-elements` elements. This turns `tosa.pow(2/π, 0.5)`, weight transposes and
+//!   shapes computed from constants into plain constants.
+//! - **identities**: a reshape to its input's shape and a transpose by the identity
+//!   permutation are dropped.
+//! - **chains**: reshape of reshape becomes one reshape; transpose of transpose becomes one
+//!   transpose by the composed permutation (or nothing, if that is the identity).
+//! - **CSE**: identical ops on identical operands (constants included) are merged.
+//! - **DCE**: ops no function result depends on are removed.
+//!
+//! Preconditions: a verified graph. Postconditions: a verified graph computing bit-identical
+//! results. Options: `max-fold-elements` (default 1048576), `fold-constants` (default true),
+//! `cse` (default true).
+//!
+//! ```mlir
+//! %s = tosa.const_shape {values = dense<[2, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
+//! %0 = tosa.reshape %arg0, %s : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<2x3xf32>
+//! %1 = tosa.transpose %0 {perms = array<i32: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+//! %2 = tosa.transpose %1 {perms = array<i32: 1, 0>} : (tensor<3x2xf32>) -> tensor<2x3xf32>
+//! return %2
+//! // becomes
+//! return %arg0
+//! ```
+
+use crate::pass::registry::{OptionKind, PassInfo, PassOption};
+use crate::pass::{Pass, PassOptions};
+use f16c_dialect::semantics::{eval, Value};
+use f16c_dialect::{Diagnostic, Diagnostics, Graph, Module, NodeId, Op};
+use std::collections::HashMap;
+
+/// Upper bound on rewrite rounds (each round applies every rewrite once over the graph).
+pub const MAX_ROUNDS: usize = 16;
+
+/// Registry entry.
+pub const INFO: PassInfo = PassInfo {
+    name: "canonicalize",
+    type_name: "Canonicalize",
+    summary: "Fold constants, drop identity reshapes/transposes, merge chains, CSE and DCE",
+    options: &[
+        PassOption {
+            name: "max-fold-elements",
+            kind: OptionKind::UInt,
+            default: "1048576",
+            summary: "Largest result (in elements) that constant folding materialises",
+        },
+        PassOption { name: "fold-constants", kind: OptionKind::Bool, default: "true", summary: "Evaluate ops whose operands are all constants" },
+        PassOption { name: "cse", kind: OptionKind::Bool, default: "true", summary: "Merge identical ops on identical operands" },
+    ],
+    create: |o| Box::new(Canonicalize::new(o)),
+};
+
+/// The pass.
+pub struct Canonicalize {
+    max_fold_elements: usize,
+    fold_constants: bool,
+    cse: bool,
+}
+
+impl Canonicalize {
+    /// Makes the pass from its options.
+    pub fn new(o: &PassOptions) -> Self {
+        Canonicalize { max_fold_elements: o.uint("max-fold-elements") as usize, fold_constants: o.flag("fold-constants"), cse: o.flag("cse") }
+    }
+
+    fn round(&self, g: &mut Graph) -> bool {
+        let mut changed = false;
+        let order = g.topo_order().expect("verified graph is acyclic");
+        for id in order {
+            if !g.contains(id) {
+                continue;
+            }
+            changed |= self.fold(g, id) || simplify(g, id);
+        }
+        if self.cse {
+            changed |= cse(g);
+        }
+        changed |= g.remove_dead_nodes() > 0;
+        changed
+    }
+
+    /// Replaces `id` by a constant if all its operands are constants.
+    fn fold(&self, g: &mut Graph, id: NodeId) -> bool {
+        let op = g.op(id);
+        if !self.fold_constants || op.is_constant() || matches!(op, Op::Arg(_)) {
+            return false;
+        }
+        let operands = g.operands(id);
+        if !operands.iter().all(|&o| g.op(o).is_constant()) {
+            return false;
+        }
+        if g.tensor_ty(id).is_some_and(|t| t.num_elements() > self.max_fold_elements) {
+            return false;
+        }
+        let values: Vec<Value> = operands
+            .iter()
+            .map(|&o| match g.op(o) {
+                Op::Const(t) => Value::Tensor(t.clone()),
+                Op::ConstShape(s) => Value::Shape(s.clone()),
+                _ => unreachable!("checked: constant"),
+            })
+            .collect();
+        let refs: Vec<&Value> = values.iter().collect();
+        // An op that cannot be evaluated (say, an out-of-range gather index) is left for the
+        // runtime to report.
+        let Ok(v) = eval(g.op(id), &refs, g.ty(id)) else { return false };
+        let new_op = match v {
+            Value::Tensor(t) => Op::Const(t),
+            Value::Shape(s) => Op::ConstShape(s),
+        };
+        let ty = g.ty(id).clone();
+        let folded = g.add_node(new_op, ty, &[], g.location(id));
+        g.replace_all_uses(id, folded);
+        true
+    }
+}
+
+/// Identity and chain rewrites at `id`.
+fn simplify(g: &mut Graph, id: NodeId) -> bool {
+    let operands = g.operands(id);
+    match g.op(id).clone() {
+        Op::Reshape | Op::Transpose { .. } if g.ty(operands[0]) == g.ty(id) && is_identity(g.op(id)) => {
+            g.replace_all_uses(id, operands[0]);
+            true
+        }
+        Op::Reshape => {
+            let src = operands[0];
+            if matches!(g.op(src), Op::Reshape) {
+                let inner = g.operands(src)[0];
+                g.set_operand(id, 0, inner);
+                return true;
+            }
+            false
+        }
+        Op::Transpose { perms: outer } => {
+            let src = operands[0];
+            let Op::Transpose { perms: inner } = g.op(src).clone() else { return false };
+            let x = g.operands(src)[0];
+            let composed: Vec<usize> = outer.iter().map(|&p| inner[p]).collect();
+            if composed.iter().enumerate().all(|(i, &p)| i == p) {
+                g.replace_all_uses(id, x);
+            } else {
+                g.node_mut(id).op = Op::Transpose { perms: composed };
+                g.set_operand(id, 0, x);
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A reshape always qualifies when shapes match (checked by the caller); a transpose only with
+/// the identity permutation.
+fn is_identity(op: &Op) -> bool {
+    match op {
+        Op::Transpose { perms } => perms.iter().enumerate().all(|(i, &p)| i == p),
+        _ => true,
+    }
+}
+
+/// Merges identical nodes: same op (attributes and constant data included), same result type,
+/// same operands, same discardable attributes.
+fn cse(g: &mut Graph) -> bool {
+    let mut seen: HashMap<String, NodeId> = HashMap::new();
+    let mut changed = false;
+    for id in g.topo_order().expect("verified graph is acyclic") {
+        if matches!(g.op(id), Op::Arg(_)) {
+            continue;
+        }
+        let node = g.node(id);
+        let key = match &node.op {
+            Op::Const(t) => format!("const {} {:?} {:?}", t.ty(), t.data().to_le_bytes(), node.attrs),
+            op => format!("{op:?} {} {:?} {:?}", node.ty, g.operands(id), node.attrs),
+        };
+        match seen.get(&key) {
+            Some(&first) => {
+                g.replace_all_uses(id, first);
+                changed = true;
+            }
+            None => {
+                seen.insert(key, id);
+            }
+        }
+    }
+    changed
+}
+
+impl Pass for Canonicalize {
+    fn info(&self) -> &'static PassInfo {
+        &INFO
+    }
+
+    fn run(&mut self, module: &mut Module, _diagnostics: &mut Vec<Diagnostic>) -> Result<bool, Diagnostics> {
+        let mut changed = false;
+        for g in &mut module.functions {
+            for _ in 0..MAX_ROUNDS {
+                if !self.round(g) {
+                    break;
+                }
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+}
+

@@ -1,0 +1,3 @@
+//! One pass per file; each file's `INFO` is its registry entry.
+
+pub mod canonicalize;

@@ -1,0 +1,294 @@
+//! The closed set of operations f16c understands, with typed attributes.
+//!
+//! Operands are not stored in the op: they are the graph's edges, in TOSA's operand order,
+//! zero points and shift operands included, so that export gives back what was imported.
+
+use crate::tensor::Tensor;
+use crate::types::DType;
+
+/// Convolution attributes (`tosa.conv2d`, `tosa.depthwise_conv2d`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvAttrs {
+    /// Padding `[top, bottom, left, right]`.
+    pub pad: [usize; 4],
+    /// Stride `[y, x]`.
+    pub stride: [usize; 2],
+    /// Dilation `[y, x]`.
+    pub dilation: [usize; 2],
+    /// Accumulator type.
+    pub acc: DType,
+}
+
+/// `tosa.transpose_conv2d` attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransposeConvAttrs {
+    /// Output padding `[top, bottom, left, right]`.
+    pub out_pad: [usize; 4],
+    /// Stride `[y, x]`.
+    pub stride: [usize; 2],
+    /// Accumulator type.
+    pub acc: DType,
+}
+
+/// Pooling attributes (`tosa.max_pool2d`, `tosa.avg_pool2d`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolAttrs {
+    /// Window `[y, x]`.
+    pub kernel: [usize; 2],
+    /// Stride `[y, x]`.
+    pub stride: [usize; 2],
+    /// Padding `[top, bottom, left, right]`.
+    pub pad: [usize; 4],
+    /// Accumulator type (avg_pool2d only; `None` for max_pool2d).
+    pub acc: Option<DType>,
+}
+
+/// One-input elementwise ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum UnaryOp {
+    /// `tosa.negate` (operands: input, input_zp, output_zp).
+    Negate,
+    Abs,
+    Exp,
+    Log,
+    Rsqrt,
+    Reciprocal,
+    Tanh,
+    Sigmoid,
+    Erf,
+}
+
+/// Two-input elementwise ops with TOSA broadcasting (equal ranks, size-1 dims stretch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    /// `tosa.mul` (operands: input1, input2, shift).
+    Mul,
+    Maximum,
+    Minimum,
+    Pow,
+    /// Comparisons produce i1.
+    Equal,
+    Greater,
+    GreaterEqual,
+}
+
+impl BinaryOp {
+    /// True for the comparisons, whose result is i1.
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinaryOp::Equal | BinaryOp::Greater | BinaryOp::GreaterEqual)
+    }
+}
+
+/// Reductions along one axis, keeping it as size 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ReduceKind {
+    Sum,
+    Max,
+    Min,
+    Prod,
+    All,
+    Any,
+}
+
+/// An operation. Its result type lives on the graph node.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// The function argument with this index.
+    Arg(usize),
+    /// A constant tensor (`tosa.const`, tensor-valued `arith.constant`).
+    Const(Tensor),
+    /// A constant shape (`tosa.const_shape`).
+    ConstShape(Vec<i64>),
+    /// NHWC input, OHWI weight, bias, input_zp, weight_zp.
+    Conv2d(ConvAttrs),
+    /// NHWC input, `[KH, KW, C, M]` weight, bias, input_zp, weight_zp.
+    DepthwiseConv2d(ConvAttrs),
+    /// NHWC input, OHWI weight, bias, input_zp, weight_zp.
+    TransposeConv2d(TransposeConvAttrs),
+    /// Batched `[N, H, C] x [N, C, W]`, then a_zp, b_zp.
+    MatMul,
+    /// Elementwise, one input.
+    Unary(UnaryOp),
+    /// Elementwise, two inputs, broadcasting.
+    Binary(BinaryOp),
+    /// Clamp to `[min, max]` (floats, or integers held exactly in f64).
+    Clamp {
+        /// Lower bound.
+        min: f64,
+        /// Upper bound.
+        max: f64,
+    },
+    /// Reduction along `axis` (kept with size 1).
+    Reduce {
+        /// Which reduction.
+        kind: ReduceKind,
+        /// The axis.
+        axis: usize,
+    },
+    /// Index of the first maximum along `axis` (removed from the shape).
+    ArgMax {
+        /// The axis.
+        axis: usize,
+    },
+    /// Max pooling, NHWC.
+    MaxPool2d(PoolAttrs),
+    /// Average pooling, NHWC, padding excluded from the divisor; operands input, input_zp, output_zp.
+    AvgPool2d(PoolAttrs),
+    /// Operands: input, shape.
+    Reshape,
+    /// Output dim `i` is input dim `perms[i]`.
+    Transpose {
+        /// The permutation.
+        perms: Vec<usize>,
+    },
+    /// Operands: input, start, size.
+    Slice,
+    /// Operands: input, padding (`[lo0, hi0, lo1, hi1, ...]`), pad_const.
+    Pad,
+    /// Concatenation of the operands along `axis`.
+    Concat {
+        /// The axis.
+        axis: usize,
+    },
+    /// Operands: input, multiples.
+    Tile,
+    /// Element type conversion.
+    Cast,
+    /// Operands: i1 predicate, on-true, on-false (broadcasting).
+    Select,
+    /// Operands: values `[N, K, C]`, indices `[N, W]`.
+    Gather,
+}
+
+impl Op {
+    /// The MLIR operation name this op imports from and exports to.
+    pub fn mlir_name(&self) -> &'static str {
+        match self {
+            Op::Arg(_) => "func.arg",
+            Op::Const(_) => "tosa.const",
+            Op::ConstShape(_) => "tosa.const_shape",
+            Op::Conv2d(_) => "tosa.conv2d",
+            Op::DepthwiseConv2d(_) => "tosa.depthwise_conv2d",
+            Op::TransposeConv2d(_) => "tosa.transpose_conv2d",
+            Op::MatMul => "tosa.matmul",
+            Op::Unary(u) => match u {
+                UnaryOp::Negate => "tosa.negate",
+                UnaryOp::Abs => "tosa.abs",
+                UnaryOp::Exp => "tosa.exp",
+                UnaryOp::Log => "tosa.log",
+                UnaryOp::Rsqrt => "tosa.rsqrt",
+                UnaryOp::Reciprocal => "tosa.reciprocal",
+                UnaryOp::Tanh => "tosa.tanh",
+                UnaryOp::Sigmoid => "tosa.sigmoid",
+                UnaryOp::Erf => "tosa.erf",
+            },
+            Op::Binary(b) => match b {
+                BinaryOp::Add => "tosa.add",
+                BinaryOp::Sub => "tosa.sub",
+                BinaryOp::Mul => "tosa.mul",
+                BinaryOp::Maximum => "tosa.maximum",
+                BinaryOp::Minimum => "tosa.minimum",
+                BinaryOp::Pow => "tosa.pow",
+                BinaryOp::Equal => "tosa.equal",
+                BinaryOp::Greater => "tosa.greater",
+                BinaryOp::GreaterEqual => "tosa.greater_equal",
+            },
+            Op::Clamp { .. } => "tosa.clamp",
+            Op::Reduce { kind, .. } => match kind {
+                ReduceKind::Sum => "tosa.reduce_sum",
+                ReduceKind::Max => "tosa.reduce_max",
+                ReduceKind::Min => "tosa.reduce_min",
+                ReduceKind::Prod => "tosa.reduce_product",
+                ReduceKind::All => "tosa.reduce_all",
+                ReduceKind::Any => "tosa.reduce_any",
+            },
+            Op::ArgMax { .. } => "tosa.argmax",
+            Op::MaxPool2d(_) => "tosa.max_pool2d",
+            Op::AvgPool2d(_) => "tosa.avg_pool2d",
+            Op::Reshape => "tosa.reshape",
+            Op::Transpose { .. } => "tosa.transpose",
+            Op::Slice => "tosa.slice",
+            Op::Pad => "tosa.pad",
+            Op::Concat { .. } => "tosa.concat",
+            Op::Tile => "tosa.tile",
+            Op::Cast => "tosa.cast",
+            Op::Select => "tosa.select",
+            Op::Gather => "tosa.gather",
+        }
+    }
+
+    /// The name without its dialect prefix (`add`, `conv2d`), as policy files and reports use it.
+    pub fn short_name(&self) -> &'static str {
+        let n = self.mlir_name();
+        n.split_once('.').map_or(n, |(_, s)| s)
+    }
+
+    /// How many operands the op takes: `(min, max)`; `max` is `None` for variadic ops.
+    pub fn arity(&self) -> (usize, Option<usize>) {
+        match self {
+            Op::Arg(_) | Op::Const(_) | Op::ConstShape(_) => (0, Some(0)),
+            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) => (5, Some(5)),
+            Op::MatMul => (4, Some(4)),
+            Op::Unary(UnaryOp::Negate) => (3, Some(3)),
+            Op::Unary(_) => (1, Some(1)),
+            Op::Binary(BinaryOp::Mul) => (3, Some(3)),
+            Op::Binary(_) => (2, Some(2)),
+            Op::Clamp { .. } | Op::Reduce { .. } | Op::ArgMax { .. } | Op::MaxPool2d(_) | Op::Transpose { .. } | Op::Cast => {
+                (1, Some(1))
+            }
+            Op::AvgPool2d(_) => (3, Some(3)),
+            Op::Reshape | Op::Tile | Op::Gather => (2, Some(2)),
+            Op::Slice | Op::Pad | Op::Select => (3, Some(3)),
+            Op::Concat { .. } => (1, None),
+        }
+    }
+
+    /// Operand positions that must be `!tosa.shape` values.
+    pub fn shape_operands(&self) -> &'static [usize] {
+        match self {
+            Op::Reshape | Op::Tile => &[1],
+            Op::Slice => &[1, 2],
+            Op::Pad => &[1],
+            _ => &[],
+        }
+    }
+
+    /// Operand positions that are zero points or shifts: scalar side inputs that are not data.
+    pub fn side_operands(&self) -> &'static [usize] {
+        match self {
+            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) => &[3, 4],
+            Op::MatMul => &[2, 3],
+            Op::Unary(UnaryOp::Negate) => &[1, 2],
+            Op::Binary(BinaryOp::Mul) => &[2],
+            Op::AvgPool2d(_) => &[1, 2],
+            _ => &[],
+        }
+    }
+
+    /// True for constants (tensor or shape).
+    pub fn is_constant(&self) -> bool {
+        matches!(self, Op::Const(_) | Op::ConstShape(_))
+    }
+
+    /// True for matmul and the convolutions: the ops that run on tensor cores.
+    pub fn is_contraction(&self) -> bool {
+        matches!(self, Op::MatMul | Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_))
+    }
+}
+
+/// Every MLIR op name f16c imports, for `--help` and the README.
+pub const SUPPORTED_OPS: &[&str] = &[
+    "tosa.const", "tosa.const_shape", "arith.constant", "tosa.conv2d", "tosa.depthwise_conv2d",
+    "tosa.transpose_conv2d", "tosa.matmul", "tosa.add", "tosa.sub", "tosa.mul", "tosa.negate",
+    "tosa.abs", "tosa.clamp", "tosa.maximum", "tosa.minimum", "tosa.exp", "tosa.log", "tosa.rsqrt",
+    "tosa.reciprocal", "tosa.tanh", "tosa.sigmoid", "tosa.erf", "tosa.pow", "tosa.reduce_sum",
+    "tosa.reduce_max", "tosa.reduce_min", "tosa.reduce_product", "tosa.reduce_all", "tosa.reduce_any",
+    "tosa.argmax", "tosa.max_pool2d", "tosa.avg_pool2d", "tosa.reshape", "tosa.transpose",
+    "tosa.slice", "tosa.pad", "tosa.concat", "tosa.tile", "tosa.cast", "tosa.select", "tosa.equal",
+    "tosa.greater", "tosa.greater_equal", "tosa.gather",
+];

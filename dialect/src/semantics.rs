@@ -1,0 +1,868 @@
+//! What each op computes: the golden definition behind the reference interpreter and constant
+//! folding.
+//!
+//! The numeric contract (DESIGN.md, "Numerics"):
+//! - f32, f16 and bf16 values are widened to f32 (exactly), the op computes in f32, and the
+//!   result is rounded once to the result type (round to nearest even; overflow gives ±inf,
+//!   subnormals are kept, NaN stays NaN). For `+ − × ÷ √` this equals native fp16 arithmetic.
+//! - Contractions (matmul, convolutions) and reductions accumulate in f32 (f64 for f64 data),
+//!   in a fixed order: the index order of the reduced dimensions.
+//! - f64 ops compute in f64; integer ops in i64, wrapping to the result width.
+//! - Data movement (reshape, transpose, slice, pad, concat, tile, gather, select) copies bits:
+//!   it never rounds.
+//!
+//! Shapes are not inferred here: the result type comes from the graph, whose verifier has
+//! checked it.
+
+use crate::op::{BinaryOp, ConvAttrs, Op, PoolAttrs, ReduceKind, TransposeConvAttrs, UnaryOp};
+use crate::tensor::{Data, Tensor};
+use crate::types::{DType, TensorType, ValueType};
+use half::{bf16, f16};
+
+/// A runtime value: a tensor, or a shape (the value of a `!tosa.shape`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A tensor.
+    Tensor(Tensor),
+    /// A shape.
+    Shape(Vec<i64>),
+}
+
+impl Value {
+    /// The tensor, if this is one.
+    pub fn as_tensor(&self) -> Option<&Tensor> {
+        match self {
+            Value::Tensor(t) => Some(t),
+            Value::Shape(_) => None,
+        }
+    }
+}
+
+/// An op that cannot be evaluated on these operands (an out-of-range gather index, an operand
+/// of the wrong kind).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EvalError(pub String);
+
+type EvalResult<T> = Result<T, EvalError>;
+
+fn err<T>(msg: impl Into<String>) -> EvalResult<T> {
+    Err(EvalError(msg.into()))
+}
+
+/// Evaluates one op on its operand values, producing a value of type `result`.
+/// `Op::Arg` cannot be evaluated (the caller binds arguments).
+pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Value> {
+    if let Op::ConstShape(s) = op {
+        return Ok(Value::Shape(s.clone()));
+    }
+    let out = result.as_tensor().ok_or_else(|| EvalError(format!("{} must produce a tensor", op.mlir_name())))?;
+    let t = |i: usize| -> EvalResult<&Tensor> {
+        operands
+            .get(i)
+            .and_then(|v| v.as_tensor())
+            .ok_or_else(|| EvalError(format!("{}: operand #{i} must be a tensor", op.mlir_name())))
+    };
+    let shape = |i: usize| -> EvalResult<&[i64]> {
+        match operands.get(i) {
+            Some(Value::Shape(s)) => Ok(s),
+            _ => err(format!("{}: operand #{i} must be a shape", op.mlir_name())),
+        }
+    };
+    let tensor = match op {
+        Op::Arg(i) => return err(format!("argument #{i} has no value")),
+        Op::ConstShape(_) => unreachable!("handled above"),
+        Op::Const(c) => c.clone(),
+        Op::Conv2d(a) => conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out, false)?,
+        Op::DepthwiseConv2d(a) => conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out, true)?,
+        Op::TransposeConv2d(a) => transpose_conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out)?,
+        Op::MatMul => matmul(t(0)?, t(1)?, zp(t(2)?), zp(t(3)?), out)?,
+        Op::Unary(u) => {
+            let zps = if *u == UnaryOp::Negate { (zp(t(1)?), zp(t(2)?)) } else { (0, 0) };
+            unary(*u, t(0)?, zps, out)?
+        }
+        Op::Binary(b) => {
+            let shift = if *b == BinaryOp::Mul { zp(t(2)?) } else { 0 };
+            binary(*b, t(0)?, t(1)?, shift, out)?
+        }
+        Op::Clamp { min, max } => clamp(t(0)?, *min, *max, out),
+        Op::Reduce { kind, axis } => reduce(*kind, t(0)?, *axis, out)?,
+        Op::ArgMax { axis } => argmax(t(0)?, *axis, out)?,
+        Op::MaxPool2d(p) => pool(t(0)?, p, out, false)?,
+        Op::AvgPool2d(p) => pool(t(0)?, p, out, true)?,
+        Op::Reshape => {
+            shape(1)?;
+            reshape(t(0)?, out)?
+        }
+        Op::Transpose { perms } => transpose(t(0)?, perms, out)?,
+        Op::Slice => slice(t(0)?, shape(1)?, out)?,
+        Op::Pad => pad(t(0)?, shape(1)?, t(2)?, out)?,
+        Op::Concat { axis } => {
+            let parts: Vec<&Tensor> = (0..operands.len()).map(t).collect::<EvalResult<_>>()?;
+            concat(&parts, *axis, out)?
+        }
+        Op::Tile => tile(t(0)?, out)?,
+        Op::Cast => cast(t(0)?, out.dtype),
+        Op::Select => select(t(0)?, t(1)?, t(2)?, out)?,
+        Op::Gather => gather(t(0)?, t(1)?, out)?,
+    };
+    Ok(Value::Tensor(tensor))
+}
+
+/// The value of a zero-point or shift operand (element 0, as an integer).
+fn zp(t: &Tensor) -> i64 {
+    t.to_f64_vec().first().copied().unwrap_or(0.0) as i64
+}
+
+// ---------------------------------------------------------------------------------------------
+// The compute domain: f32 for f32/f16/bf16, f64, i64 for integers, bool.
+// ---------------------------------------------------------------------------------------------
+
+enum Num {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Int(Vec<i64>),
+    Bool(Vec<bool>),
+}
+
+fn widen(t: &Tensor) -> Num {
+    match t.data() {
+        Data::F32(_) | Data::F16(_) | Data::BF16(_) => Num::F32(t.to_f32_vec()),
+        Data::F64(v) => Num::F64(v.clone()),
+        Data::I1(v) => Num::Bool(v.clone()),
+        _ => Num::Int(t.to_i64_vec()),
+    }
+}
+
+/// Rounds computed values once into the result type. The domain matches the result's dtype
+/// family by construction (the verifier checks element types).
+fn narrow(n: Num, ty: &TensorType) -> Tensor {
+    let data = match (n, ty.dtype) {
+        (Num::F32(v), DType::F32) => Data::F32(v),
+        (Num::F32(v), DType::F16) => Data::F16(v.into_iter().map(f16::from_f32).collect()),
+        (Num::F32(v), DType::BF16) => Data::BF16(v.into_iter().map(bf16::from_f32).collect()),
+        (Num::F64(v), DType::F64) => Data::F64(v),
+        (Num::Bool(v), DType::I1) => Data::I1(v),
+        (Num::Int(v), DType::I8) => Data::I8(v.into_iter().map(|x| x as i8).collect()),
+        (Num::Int(v), DType::I32) => Data::I32(v.into_iter().map(|x| x as i32).collect()),
+        (Num::Int(v), DType::I64) => Data::I64(v),
+        (n, d) => {
+            // A mismatch means a dtype combination the verifier should have rejected; convert
+            // through f64 rather than fail.
+            let f: Vec<f64> = match n {
+                Num::F32(v) => v.into_iter().map(f64::from).collect(),
+                Num::F64(v) => v,
+                Num::Int(v) => v.into_iter().map(|x| x as f64).collect(),
+                Num::Bool(v) => v.into_iter().map(|x| x as u8 as f64).collect(),
+            };
+            return cast(&Tensor::new(ty.shape.clone(), Data::F64(f)).expect("same length"), d);
+        }
+    };
+    Tensor::new(ty.shape.clone(), data).expect("op produced as many elements as its type holds")
+}
+
+/// Float arithmetic shared by f32 and f64.
+trait Real: num_traits::Float + std::iter::Sum + Default + std::fmt::Debug {
+    fn erf(self) -> Self;
+    fn from_f64(v: f64) -> Self;
+}
+
+impl Real for f32 {
+    fn erf(self) -> Self {
+        libm::erff(self)
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+
+impl Real for f64 {
+    fn erf(self) -> Self {
+        libm::erf(self)
+    }
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+}
+
+/// NaN-propagating maximum and minimum (TOSA `nan_mode = PROPAGATE`).
+fn fmax<T: Real>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::nan()
+    } else {
+        a.max(b)
+    }
+}
+
+fn fmin<T: Real>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::nan()
+    } else {
+        a.min(b)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Index maps: every data-movement op and every broadcast is "output element i comes from
+// input element map[i]".
+// ---------------------------------------------------------------------------------------------
+
+/// Row-major strides.
+pub fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Calls `f(coords)` for every coordinate of `shape` in row-major order.
+fn for_each_coord(shape: &[usize], mut f: impl FnMut(&[usize])) {
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return;
+    }
+    let mut c = vec![0; shape.len()];
+    for _ in 0..n {
+        f(&c);
+        for d in (0..shape.len()).rev() {
+            c[d] += 1;
+            if c[d] < shape[d] {
+                break;
+            }
+            c[d] = 0;
+        }
+    }
+}
+
+/// For every element of `out`, the element of `input` that TOSA broadcasting reads.
+fn broadcast_map(input: &[usize], out: &[usize]) -> EvalResult<Vec<usize>> {
+    if input.len() != out.len() || input.iter().zip(out).any(|(&i, &o)| i != o && i != 1) {
+        return err(format!("cannot broadcast {input:?} to {out:?}"));
+    }
+    let st = strides(input);
+    let mut map = Vec::with_capacity(out.iter().product());
+    for_each_coord(out, |c| map.push(c.iter().zip(input).zip(&st).map(|((&x, &d), &s)| if d == 1 { 0 } else { x * s }).sum()));
+    Ok(map)
+}
+
+fn moved(t: &Tensor, map: &[usize], out: &TensorType) -> Tensor {
+    Tensor::new(out.shape.clone(), t.data().gather(map)).expect("map covers the output")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise
+// ---------------------------------------------------------------------------------------------
+
+fn unary_real<T: Real>(op: UnaryOp, x: T) -> T {
+    match op {
+        UnaryOp::Negate => -x,
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Rsqrt => T::one() / x.sqrt(),
+        UnaryOp::Reciprocal => T::one() / x,
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => T::one() / (T::one() + (-x).exp()),
+        UnaryOp::Erf => x.erf(),
+    }
+}
+
+fn unary(op: UnaryOp, x: &Tensor, (in_zp, out_zp): (i64, i64), out: &TensorType) -> EvalResult<Tensor> {
+    let n = match widen(x) {
+        Num::F32(v) => Num::F32(v.into_iter().map(|x| unary_real(op, x)).collect()),
+        Num::F64(v) => Num::F64(v.into_iter().map(|x| unary_real(op, x)).collect()),
+        Num::Int(v) => Num::Int(match op {
+            UnaryOp::Negate => v.into_iter().map(|x| out_zp.wrapping_sub(x.wrapping_sub(in_zp))).collect(),
+            UnaryOp::Abs => v.into_iter().map(i64::wrapping_abs).collect(),
+            _ => return err(format!("{} is not defined on integers", Op::Unary(op).mlir_name())),
+        }),
+        Num::Bool(_) => return err(format!("{} is not defined on i1", Op::Unary(op).mlir_name())),
+    };
+    Ok(narrow(n, out))
+}
+
+fn binary_real<T: Real>(op: BinaryOp, a: T, b: T) -> T {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Maximum => fmax(a, b),
+        BinaryOp::Minimum => fmin(a, b),
+        BinaryOp::Pow => a.powf(b),
+        BinaryOp::Equal | BinaryOp::Greater | BinaryOp::GreaterEqual => unreachable!("comparisons handled apart"),
+    }
+}
+
+fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
+    match op {
+        BinaryOp::Equal => a == b,
+        BinaryOp::Greater => a > b,
+        _ => a >= b,
+    }
+}
+
+fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, shift: i64, out: &TensorType) -> EvalResult<Tensor> {
+    let (ma, mb) = (broadcast_map(a.shape(), &out.shape)?, broadcast_map(b.shape(), &out.shape)?);
+    macro_rules! zip {
+        ($x:expr, $y:expr, $f:expr) => {
+            ma.iter().zip(&mb).map(|(&i, &j)| $f($x[i], $y[j])).collect()
+        };
+    }
+    let n = match (widen(a), widen(b)) {
+        (Num::F32(x), Num::F32(y)) if op.is_comparison() => Num::Bool(zip!(x, y, |p, q| compare(op, p, q))),
+        (Num::F64(x), Num::F64(y)) if op.is_comparison() => Num::Bool(zip!(x, y, |p, q| compare(op, p, q))),
+        (Num::Int(x), Num::Int(y)) if op.is_comparison() => Num::Bool(zip!(x, y, |p, q| compare(op, p, q))),
+        (Num::Bool(x), Num::Bool(y)) if op == BinaryOp::Equal => Num::Bool(zip!(x, y, |p, q| p == q)),
+        (Num::F32(x), Num::F32(y)) => Num::F32(zip!(x, y, |p, q| binary_real(op, p, q))),
+        (Num::F64(x), Num::F64(y)) => Num::F64(zip!(x, y, |p, q| binary_real(op, p, q))),
+        (Num::Int(x), Num::Int(y)) => Num::Int(match op {
+            BinaryOp::Add => zip!(x, y, i64::wrapping_add),
+            BinaryOp::Sub => zip!(x, y, i64::wrapping_sub),
+            BinaryOp::Mul if shift > 0 => zip!(x, y, |p: i64, q: i64| (p.wrapping_mul(q) + (1 << (shift - 1))) >> shift),
+            BinaryOp::Mul => zip!(x, y, i64::wrapping_mul),
+            BinaryOp::Maximum => zip!(x, y, i64::max),
+            BinaryOp::Minimum => zip!(x, y, i64::min),
+            _ => return err(format!("{} is not defined on integers", Op::Binary(op).mlir_name())),
+        }),
+        _ => return err(format!("{}: operands {} and {} do not match", Op::Binary(op).mlir_name(), a.dtype(), b.dtype())),
+    };
+    Ok(narrow(n, out))
+}
+
+fn clamp(x: &Tensor, min: f64, max: f64, out: &TensorType) -> Tensor {
+    let n = match widen(x) {
+        Num::F32(v) => {
+            let (lo, hi) = (min as f32, max as f32);
+            Num::F32(v.into_iter().map(|x| fmin(fmax(x, lo), hi)).collect())
+        }
+        Num::F64(v) => Num::F64(v.into_iter().map(|x| fmin(fmax(x, min), max)).collect()),
+        Num::Int(v) => Num::Int(v.into_iter().map(|x| x.clamp(min as i64, max as i64)).collect()),
+        Num::Bool(v) => Num::Bool(v),
+    };
+    narrow(n, out)
+}
+
+fn select(p: &Tensor, a: &Tensor, b: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
+    let Data::I1(pred) = p.data() else { return err("tosa.select: the predicate must be i1") };
+    let (mp, ma, mb) = (broadcast_map(p.shape(), &out.shape)?, broadcast_map(a.shape(), &out.shape)?, broadcast_map(b.shape(), &out.shape)?);
+    let both = Data::concat(&[a.data(), b.data()]);
+    let map: Vec<usize> = (0..mp.len()).map(|i| if pred[mp[i]] { ma[i] } else { a.len() + mb[i] }).collect();
+    Ok(Tensor::new(out.shape.clone(), both.gather(&map)).expect("map covers the output"))
+}
+
+/// TOSA `cast`: float→float rounds to nearest even; float→int rounds to nearest even and
+/// saturates (NaN gives 0); int→int wraps; anything→i1 is "not zero".
+pub fn cast(x: &Tensor, to: DType) -> Tensor {
+    let shape = x.shape().to_vec();
+    let data = match (x.data(), to) {
+        (d, t) if d.dtype() == t => d.clone(),
+        (_, DType::I1) => Data::I1(x.to_f64_vec().into_iter().map(|v| v != 0.0).collect()),
+        (Data::F32(v), DType::F16) => Data::F16(v.iter().map(|&x| f16::from_f32(x)).collect()),
+        (Data::F32(v), DType::BF16) => Data::BF16(v.iter().map(|&x| bf16::from_f32(x)).collect()),
+        (Data::F64(v), DType::F16) => Data::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+        (Data::F64(v), DType::BF16) => Data::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
+        (Data::F64(v), DType::F32) => Data::F32(v.iter().map(|&x| x as f32).collect()),
+        (d, DType::F16 | DType::BF16 | DType::F32) if d.dtype().is_float() => {
+            // f16/bf16 → wider or other 16-bit float: exact widening to f32 first.
+            let w = x.to_f32_vec();
+            match to {
+                DType::F32 => Data::F32(w),
+                DType::F16 => Data::F16(w.into_iter().map(f16::from_f32).collect()),
+                _ => Data::BF16(w.into_iter().map(bf16::from_f32).collect()),
+            }
+        }
+        (_, DType::F64) => Data::F64(x.to_f64_vec()),
+        (d, DType::F32 | DType::F16 | DType::BF16) => {
+            // Integer or bool → float: exact in f64 (|x| < 2^53), then one rounding.
+            let _ = d;
+            let w = x.to_f64_vec();
+            match to {
+                DType::F32 => Data::F32(w.into_iter().map(|v| v as f32).collect()),
+                DType::F16 => Data::F16(w.into_iter().map(f16::from_f64).collect()),
+                _ => Data::BF16(w.into_iter().map(bf16::from_f64).collect()),
+            }
+        }
+        (d, int) if d.dtype().is_float() => {
+            let (lo, hi) = match int {
+                DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+                DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+                _ => (i64::MIN as f64, i64::MAX as f64),
+            };
+            let v: Vec<i64> =
+                x.to_f64_vec().into_iter().map(|f| if f.is_nan() { 0 } else { f.round_ties_even().clamp(lo, hi) as i64 }).collect();
+            int_data(v, int)
+        }
+        (_, int) => int_data(x.to_i64_vec(), int),
+    };
+    Tensor::new(shape, data).expect("cast keeps the element count")
+}
+
+fn int_data(v: Vec<i64>, dtype: DType) -> Data {
+    match dtype {
+        DType::I8 => Data::I8(v.into_iter().map(|x| x as i8).collect()),
+        DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
+        _ => Data::I64(v),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+// ---------------------------------------------------------------------------------------------
+
+/// Splits `shape` around `axis` into (outer, axis length, inner).
+fn around(shape: &[usize], axis: usize) -> EvalResult<(usize, usize, usize)> {
+    if axis >= shape.len() {
+        return err(format!("axis {axis} is out of range for rank {}", shape.len()));
+    }
+    Ok((shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product()))
+}
+
+fn reduce_lanes<T: Copy>(v: &[T], (outer, len, inner): (usize, usize, usize), init: T, f: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut out = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut acc = init;
+            for k in 0..len {
+                acc = f(acc, v[(o * len + k) * inner + i]);
+            }
+            out.push(acc);
+        }
+    }
+    out
+}
+
+fn reduce(kind: ReduceKind, x: &Tensor, axis: usize, out: &TensorType) -> EvalResult<Tensor> {
+    let dims = around(x.shape(), axis)?;
+    macro_rules! real {
+        ($v:expr, $t:ty) => {
+            match kind {
+                ReduceKind::Sum => reduce_lanes(&$v, dims, 0.0 as $t, |a, b| a + b),
+                ReduceKind::Prod => reduce_lanes(&$v, dims, 1.0 as $t, |a, b| a * b),
+                ReduceKind::Max => reduce_lanes(&$v, dims, <$t>::NEG_INFINITY, fmax),
+                ReduceKind::Min => reduce_lanes(&$v, dims, <$t>::INFINITY, fmin),
+                _ => return err("reduce_all/reduce_any take i1"),
+            }
+        };
+    }
+    let n = match widen(x) {
+        Num::F32(v) => Num::F32(real!(v, f32)),
+        Num::F64(v) => Num::F64(real!(v, f64)),
+        Num::Int(v) => Num::Int(match kind {
+            ReduceKind::Sum => reduce_lanes(&v, dims, 0, i64::wrapping_add),
+            ReduceKind::Prod => reduce_lanes(&v, dims, 1, i64::wrapping_mul),
+            ReduceKind::Max => reduce_lanes(&v, dims, i64::MIN, i64::max),
+            ReduceKind::Min => reduce_lanes(&v, dims, i64::MAX, i64::min),
+            _ => return err("reduce_all/reduce_any take i1"),
+        }),
+        Num::Bool(v) => Num::Bool(match kind {
+            ReduceKind::All | ReduceKind::Min | ReduceKind::Prod => reduce_lanes(&v, dims, true, |a, b| a && b),
+            _ => reduce_lanes(&v, dims, false, |a, b| a || b),
+        }),
+    };
+    Ok(narrow(n, out))
+}
+
+fn argmax(x: &Tensor, axis: usize, out: &TensorType) -> EvalResult<Tensor> {
+    let (outer, len, inner) = around(x.shape(), axis)?;
+    let v = x.to_f64_vec();
+    let mut idx = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut best = 0;
+            for k in 0..len {
+                let (cur, b) = (v[(o * len + k) * inner + i], v[(o * len + best) * inner + i]);
+                if b.is_nan() {
+                    break; // the first NaN wins (PROPAGATE)
+                }
+                if cur.is_nan() || cur > b {
+                    best = k;
+                }
+            }
+            idx.push(best as i64);
+        }
+    }
+    Ok(Tensor::new(out.shape.clone(), int_data(idx, out.dtype)).map_err(|e| EvalError(e.to_string()))?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contractions: inputs widened, products and sums in the accumulator domain, one rounding.
+// ---------------------------------------------------------------------------------------------
+
+/// Accumulator arithmetic (f32, f64, i64).
+trait Acc: Copy + Default + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Sub<Output = Self> {
+    fn from_i64(v: i64) -> Self;
+}
+impl Acc for f32 {
+    fn from_i64(v: i64) -> Self {
+        v as f32
+    }
+}
+impl Acc for f64 {
+    fn from_i64(v: i64) -> Self {
+        v as f64
+    }
+}
+impl Acc for i64 {
+    fn from_i64(v: i64) -> Self {
+        v
+    }
+}
+
+/// Widens the operands of a contraction to one domain and runs `$body` with them bound as
+/// slices of that domain's type.
+macro_rules! contraction {
+    ([$($x:ident),+], $out:expr, $body:expr) => {{
+        $(let $x = widen($x);)+
+        let n = match ($($x,)+) {
+            ($(Num::F32($x),)+) => Num::F32($body),
+            ($(Num::F64($x),)+) => Num::F64($body),
+            ($(Num::Int($x),)+) => Num::Int($body),
+            _ => return err("contraction operands must share one element type family"),
+        };
+        Ok(narrow(n, $out))
+    }};
+}
+
+fn matmul(a: &Tensor, b: &Tensor, a_zp: i64, b_zp: i64, out: &TensorType) -> EvalResult<Tensor> {
+    let (&[n, h, c], &[_, _, w]) = (a.shape(), b.shape()) else { return err("tosa.matmul takes rank-3 operands") };
+    fn mm<T: Acc>(a: &[T], b: &[T], n: usize, h: usize, c: usize, w: usize, az: T, bz: T) -> Vec<T> {
+        let mut out = vec![T::default(); n * h * w];
+        for bi in 0..n {
+            for y in 0..h {
+                let row = &mut out[(bi * h + y) * w..(bi * h + y + 1) * w];
+                for k in 0..c {
+                    let av = a[(bi * h + y) * c + k] - az;
+                    let brow = &b[(bi * c + k) * w..(bi * c + k + 1) * w];
+                    for (o, &bv) in row.iter_mut().zip(brow) {
+                        *o = *o + av * (bv - bz);
+                    }
+                }
+            }
+        }
+        out
+    }
+    contraction!([a, b], out, mm(&a, &b, n, h, c, w, Acc::from_i64(a_zp), Acc::from_i64(b_zp)))
+}
+
+struct ConvGeom {
+    n: usize,
+    ih: usize,
+    iw: usize,
+    ic: usize,
+    oh: usize,
+    ow: usize,
+    oc: usize,
+    kh: usize,
+    kw: usize,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &ConvAttrs, out: &TensorType, depthwise: bool) -> EvalResult<Tensor> {
+    let (&[n, ih, iw, ic], &[oh, ow, oc]) = (x.shape(), &out.shape[1..]) else { return err("convolution input must be NHWC") };
+    let (kh, kw) = if depthwise { (w.shape()[0], w.shape()[1]) } else { (w.shape()[1], w.shape()[2]) };
+    let g = ConvGeom { n, ih, iw, ic, oh, ow, oc, kh, kw };
+    #[allow(clippy::too_many_arguments)]
+    fn run<T: Acc>(x: &[T], w: &[T], bias: &[T], g: &ConvGeom, a: &ConvAttrs, xz: T, wz: T, depthwise: bool) -> Vec<T> {
+        let mut out = vec![T::default(); g.n * g.oh * g.ow * g.oc];
+        let mult = if depthwise { g.oc / g.ic.max(1) } else { 0 };
+        for b in 0..g.n {
+            for oy in 0..g.oh {
+                for ox in 0..g.ow {
+                    for o in 0..g.oc {
+                        let mut acc = T::default();
+                        for ky in 0..g.kh {
+                            let y = (oy * a.stride[0] + ky * a.dilation[0]) as isize - a.pad[0] as isize;
+                            if y < 0 || y >= g.ih as isize {
+                                continue;
+                            }
+                            for kx in 0..g.kw {
+                                let xx = (ox * a.stride[1] + kx * a.dilation[1]) as isize - a.pad[2] as isize;
+                                if xx < 0 || xx >= g.iw as isize {
+                                    continue;
+                                }
+                                let base = ((b * g.ih + y as usize) * g.iw + xx as usize) * g.ic;
+                                if depthwise {
+                                    let (c, m) = (o / mult, o % mult);
+                                    acc = acc + (x[base + c] - xz) * (w[((ky * g.kw + kx) * g.ic + c) * mult + m] - wz);
+                                } else {
+                                    let wbase = ((o * g.kh + ky) * g.kw + kx) * g.ic;
+                                    for c in 0..g.ic {
+                                        acc = acc + (x[base + c] - xz) * (w[wbase + c] - wz);
+                                    }
+                                }
+                            }
+                        }
+                        let bv = if bias.len() == 1 { bias[0] } else { bias[o] };
+                        out[((b * g.oh + oy) * g.ow + ox) * g.oc + o] = acc + bv;
+                    }
+                }
+            }
+        }
+        out
+    }
+    contraction!([x, w, bias], out, run(&x, &w, &bias, &g, a, Acc::from_i64(x_zp), Acc::from_i64(w_zp), depthwise))
+}
+
+fn transpose_conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &TransposeConvAttrs, out: &TensorType) -> EvalResult<Tensor> {
+    let (&[n, ih, iw, ic], &[oh, ow, oc]) = (x.shape(), &out.shape[1..]) else { return err("convolution input must be NHWC") };
+    let g = ConvGeom { n, ih, iw, ic, oh, ow, oc, kh: w.shape()[1], kw: w.shape()[2] };
+    fn run<T: Acc>(x: &[T], w: &[T], bias: &[T], g: &ConvGeom, a: &TransposeConvAttrs, xz: T, wz: T) -> Vec<T> {
+        let mut acc = vec![T::default(); g.n * g.oh * g.ow * g.oc];
+        for b in 0..g.n {
+            for iy in 0..g.ih {
+                for ix in 0..g.iw {
+                    for ky in 0..g.kh {
+                        let oy = (iy * a.stride[0] + ky) as isize + a.out_pad[0] as isize;
+                        for kx in 0..g.kw {
+                            let ox = (ix * a.stride[1] + kx) as isize + a.out_pad[2] as isize;
+                            if oy < 0 || oy >= g.oh as isize || ox < 0 || ox >= g.ow as isize {
+                                continue;
+                            }
+                            for o in 0..g.oc {
+                                let mut s = T::default();
+                                for c in 0..g.ic {
+                                    s = s + (x[((b * g.ih + iy) * g.iw + ix) * g.ic + c] - xz) * (w[((o * g.kh + ky) * g.kw + kx) * g.ic + c] - wz);
+                                }
+                                let at = ((b * g.oh + oy as usize) * g.ow + ox as usize) * g.oc + o;
+                                acc[at] = acc[at] + s;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (i, v) in acc.iter_mut().enumerate() {
+            let o = i % g.oc;
+            *v = *v + if bias.len() == 1 { bias[0] } else { bias[o] };
+        }
+        acc
+    }
+    contraction!([x, w, bias], out, run(&x, &w, &bias, &g, a, Acc::from_i64(x_zp), Acc::from_i64(w_zp)))
+}
+
+/// Max pooling ignores padding; average pooling divides by the number of in-bounds elements.
+fn pool(x: &Tensor, p: &PoolAttrs, out: &TensorType, avg: bool) -> EvalResult<Tensor> {
+    let (&[n, ih, iw, c], &[oh, ow, _]) = (x.shape(), &out.shape[1..]) else { return err("pooling input must be NHWC") };
+    fn run<T: Real>(x: &[T], p: &PoolAttrs, dims: [usize; 6], avg: bool) -> Vec<T> {
+        let [n, ih, iw, c, oh, ow] = dims;
+        let mut out = Vec::with_capacity(n * oh * ow * c);
+        for b in 0..n {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    for ch in 0..c {
+                        let (mut acc, mut count) = (if avg { T::zero() } else { T::neg_infinity() }, 0usize);
+                        for ky in 0..p.kernel[0] {
+                            let y = (oy * p.stride[0] + ky) as isize - p.pad[0] as isize;
+                            for kx in 0..p.kernel[1] {
+                                let xx = (ox * p.stride[1] + kx) as isize - p.pad[2] as isize;
+                                if y < 0 || y >= ih as isize || xx < 0 || xx >= iw as isize {
+                                    continue;
+                                }
+                                let v = x[((b * ih + y as usize) * iw + xx as usize) * c + ch];
+                                acc = if avg { acc + v } else { fmax(acc, v) };
+                                count += 1;
+                            }
+                        }
+                        out.push(if avg { acc / T::from_f64(count.max(1) as f64) } else { acc });
+                    }
+                }
+            }
+        }
+        out
+    }
+    let dims = [n, ih, iw, c, oh, ow];
+    let num = match widen(x) {
+        Num::F32(v) => Num::F32(run(&v, p, dims, avg)),
+        Num::F64(v) => Num::F64(run(&v, p, dims, avg)),
+        _ => return err("integer pooling is not supported by the reference interpreter"),
+    };
+    Ok(narrow(num, out))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data movement
+// ---------------------------------------------------------------------------------------------
+
+fn reshape(x: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
+    x.reshaped(out.shape.clone()).map_err(|e| EvalError(e.to_string()))
+}
+
+fn transpose(x: &Tensor, perms: &[usize], out: &TensorType) -> EvalResult<Tensor> {
+    let st = strides(x.shape());
+    if perms.len() != st.len() {
+        return err("tosa.transpose: perms and rank differ");
+    }
+    let mut map = Vec::with_capacity(out.num_elements());
+    for_each_coord(&out.shape, |c| map.push(c.iter().zip(perms).map(|(&i, &p)| i * st[p]).sum()));
+    Ok(moved(x, &map, out))
+}
+
+fn slice(x: &Tensor, start: &[i64], out: &TensorType) -> EvalResult<Tensor> {
+    let st = strides(x.shape());
+    if start.len() != st.len() {
+        return err("tosa.slice: start and rank differ");
+    }
+    let mut map = Vec::with_capacity(out.num_elements());
+    for_each_coord(&out.shape, |c| map.push(c.iter().zip(start).zip(&st).map(|((&i, &s), &k)| (i + s as usize) * k).sum()));
+    Ok(moved(x, &map, out))
+}
+
+fn pad(x: &Tensor, padding: &[i64], fill: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
+    let st = strides(x.shape());
+    if padding.len() != 2 * st.len() || fill.dtype() != x.dtype() {
+        return err("tosa.pad: padding must have two entries a dimension and pad_const the input's type");
+    }
+    let mut map = Vec::with_capacity(out.num_elements());
+    for_each_coord(&out.shape, |c| {
+        let mut at = Some(0usize);
+        for (d, &i) in c.iter().enumerate() {
+            let src = i as i64 - padding[2 * d];
+            if src < 0 || src >= x.shape()[d] as i64 {
+                at = None;
+                break;
+            }
+            at = at.map(|a| a + src as usize * st[d]);
+        }
+        map.push(at);
+    });
+    Ok(Tensor::new(out.shape.clone(), x.data().gather_or(&map, fill.data())).expect("map covers the output"))
+}
+
+fn concat(parts: &[&Tensor], axis: usize, out: &TensorType) -> EvalResult<Tensor> {
+    let datas: Vec<&Data> = parts.iter().map(|t| t.data()).collect();
+    let all = Data::concat(&datas);
+    let (mut offsets, mut base) = (Vec::new(), 0);
+    for t in parts {
+        offsets.push(base);
+        base += t.len();
+    }
+    let mut map = Vec::with_capacity(out.num_elements());
+    for_each_coord(&out.shape, |c| {
+        let mut k = c[axis];
+        let mut p = 0;
+        while k >= parts[p].shape()[axis] {
+            k -= parts[p].shape()[axis];
+            p += 1;
+        }
+        let st = strides(parts[p].shape());
+        let idx: usize = c.iter().enumerate().map(|(d, &i)| if d == axis { k } else { i } * st[d]).sum();
+        map.push(offsets[p] + idx);
+    });
+    Ok(Tensor::new(out.shape.clone(), all.gather(&map)).expect("map covers the output"))
+}
+
+fn tile(x: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
+    let st = strides(x.shape());
+    let mut map = Vec::with_capacity(out.num_elements());
+    for_each_coord(&out.shape, |c| map.push(c.iter().zip(x.shape()).zip(&st).map(|((&i, &d), &s)| (i % d) * s).sum()));
+    Ok(moved(x, &map, out))
+}
+
+fn gather(values: &Tensor, indices: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
+    let (&[n, k, c], &[_, w]) = (values.shape(), indices.shape()) else { return err("tosa.gather takes [N,K,C] values and [N,W] indices") };
+    let idx = indices.to_i64_vec();
+    let mut map = Vec::with_capacity(n * w * c);
+    for b in 0..n {
+        for j in 0..w {
+            let i = idx[b * w + j];
+            if i < 0 || i as usize >= k {
+                return err(format!("tosa.gather: index {i} is out of range [0, {k})"));
+            }
+            map.extend((0..c).map(|ch| (b * k + i as usize) * c + ch));
+        }
+    }
+    Ok(moved(values, &map, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32t(shape: &[usize], v: &[f32]) -> Value {
+        Value::Tensor(Tensor::from_f32(shape.to_vec(), v.to_vec()).unwrap())
+    }
+
+    fn run(op: Op, operands: &[Value], out: TensorType) -> Tensor {
+        let refs: Vec<&Value> = operands.iter().collect();
+        match eval(&op, &refs, &ValueType::Tensor(out)).unwrap() {
+            Value::Tensor(t) => t,
+            Value::Shape(_) => panic!("expected a tensor"),
+        }
+    }
+
+    #[test]
+    fn f16_add_rounds_once_to_nearest_even() {
+        // 2049 is not an f16; 2048 + 1 in f32 is 2049, which rounds to 2048 (ties to even).
+        let a = Value::Tensor(Tensor::new(vec![1], Data::F16(vec![f16::from_f32(2048.0)])).unwrap());
+        let b = Value::Tensor(Tensor::new(vec![1], Data::F16(vec![f16::from_f32(1.0)])).unwrap());
+        let t = run(Op::Binary(BinaryOp::Add), &[a, b], TensorType::new(DType::F16, [1]));
+        assert_eq!(t.data(), &Data::F16(vec![f16::from_f32(2048.0)]));
+    }
+
+    #[test]
+    fn f16_overflow_gives_infinity() {
+        let a = Value::Tensor(Tensor::new(vec![1], Data::F16(vec![f16::MAX])).unwrap());
+        let t = run(Op::Binary(BinaryOp::Add), &[a.clone(), a], TensorType::new(DType::F16, [1]));
+        assert_eq!(t.data(), &Data::F16(vec![f16::INFINITY]));
+    }
+
+    #[test]
+    fn broadcasting_add() {
+        let t = run(Op::Binary(BinaryOp::Add), &[f32t(&[2, 1], &[1., 2.]), f32t(&[1, 3], &[10., 20., 30.])], TensorType::new(DType::F32, [2, 3]));
+        assert_eq!(t.to_f32_vec(), vec![11., 21., 31., 12., 22., 32.]);
+    }
+
+    #[test]
+    fn pow_of_negative_base_with_integer_exponent() {
+        let t = run(Op::Binary(BinaryOp::Pow), &[f32t(&[1], &[-2.0]), f32t(&[1], &[3.0])], TensorType::new(DType::F32, [1]));
+        assert_eq!(t.to_f32_vec(), vec![-8.0]);
+    }
+
+    #[test]
+    fn matmul_batched() {
+        let a = f32t(&[1, 2, 2], &[1., 2., 3., 4.]);
+        let b = f32t(&[1, 2, 1], &[5., 6.]);
+        let z = f32t(&[1], &[0.]);
+        let t = run(Op::MatMul, &[a, b, z.clone(), z], TensorType::new(DType::F32, [1, 2, 1]));
+        assert_eq!(t.to_f32_vec(), vec![17., 39.]);
+    }
+
+    #[test]
+    fn conv2d_with_padding_and_bias() {
+        // 1x3x3x1 input of ones, 3x3 kernel of ones, pad 1: corners see 4, edges 6, centre 9.
+        let x = f32t(&[1, 3, 3, 1], &[1.; 9]);
+        let w = f32t(&[1, 3, 3, 1], &[1.; 9]);
+        let bias = f32t(&[1], &[0.5]);
+        let z = f32t(&[1], &[0.]);
+        let a = ConvAttrs { pad: [1, 1, 1, 1], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+        let t = run(Op::Conv2d(a), &[x, w, bias, z.clone(), z], TensorType::new(DType::F32, [1, 3, 3, 1]));
+        assert_eq!(t.to_f32_vec(), vec![4.5, 6.5, 4.5, 6.5, 9.5, 6.5, 4.5, 6.5, 4.5]);
+    }
+
+    #[test]
+    fn transpose_and_slice_and_pad() {
+        let x = f32t(&[2, 3], &[0., 1., 2., 3., 4., 5.]);
+        let t = run(Op::Transpose { perms: vec![1, 0] }, &[x.clone()], TensorType::new(DType::F32, [3, 2]));
+        assert_eq!(t.to_f32_vec(), vec![0., 3., 1., 4., 2., 5.]);
+        let s = run(Op::Slice, &[x.clone(), Value::Shape(vec![0, 1]), Value::Shape(vec![2, 2])], TensorType::new(DType::F32, [2, 2]));
+        assert_eq!(s.to_f32_vec(), vec![1., 2., 4., 5.]);
+        let p = run(Op::Pad, &[x, Value::Shape(vec![0, 0, 1, 0]), f32t(&[1], &[9.])], TensorType::new(DType::F32, [2, 4]));
+        assert_eq!(p.to_f32_vec(), vec![9., 0., 1., 2., 9., 3., 4., 5.]);
+    }
+
+    #[test]
+    fn cast_float_to_int_rounds_half_to_even_and_saturates() {
+        let x = Tensor::from_f32(vec![5], vec![2.5, 3.5, -2.5, 1e10, f32::NAN]).unwrap();
+        assert_eq!(cast(&x, DType::I32).to_i64_vec(), vec![2, 4, -2, i32::MAX as i64, 0]);
+    }
+
+    #[test]
+    fn avg_pool_excludes_padding() {
+        let x = f32t(&[1, 2, 2, 1], &[1., 2., 3., 4.]);
+        let z = f32t(&[1], &[0.]);
+        let p = PoolAttrs { kernel: [2, 2], stride: [2, 2], pad: [1, 1, 1, 1], acc: Some(DType::F32) };
+        let t = run(Op::AvgPool2d(p), &[x, z.clone(), z], TensorType::new(DType::F32, [1, 2, 2, 1]));
+        assert_eq!(t.to_f32_vec(), vec![1., 2., 3., 4.]);
+    }
+}

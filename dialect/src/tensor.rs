@@ -1,0 +1,288 @@
+//! Dense tensors: the values of constants, of the reference interpreter and of the runtime.
+//!
+//! Elements are stored in their own type (an f16 tensor holds `half::f16`, two bytes each), so a
+//! weight converted to fp16 really takes half the memory.
+
+use crate::types::{DType, TensorType};
+use half::{bf16, f16};
+
+/// Element storage, one variant per [`DType`].
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Data {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F64(Vec<f64>),
+    I1(Vec<bool>),
+    I8(Vec<i8>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+/// Applies `$body` to the vector inside any [`Data`] variant, rebuilding the same variant.
+macro_rules! map_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            Data::F32($v) => Data::F32($body),
+            Data::F16($v) => Data::F16($body),
+            Data::BF16($v) => Data::BF16($body),
+            Data::F64($v) => Data::F64($body),
+            Data::I1($v) => Data::I1($body),
+            Data::I8($v) => Data::I8($body),
+            Data::I32($v) => Data::I32($body),
+            Data::I64($v) => Data::I64($body),
+        }
+    };
+}
+
+impl Data {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Data::F32(_) => DType::F32,
+            Data::F16(_) => DType::F16,
+            Data::BF16(_) => DType::BF16,
+            Data::F64(_) => DType::F64,
+            Data::I1(_) => DType::I1,
+            Data::I8(_) => DType::I8,
+            Data::I32(_) => DType::I32,
+            Data::I64(_) => DType::I64,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::F32(v) => v.len(),
+            Data::F16(v) => v.len(),
+            Data::BF16(v) => v.len(),
+            Data::F64(v) => v.len(),
+            Data::I1(v) => v.len(),
+            Data::I8(v) => v.len(),
+            Data::I32(v) => v.len(),
+            Data::I64(v) => v.len(),
+        }
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A new vector whose element `i` is `self[index[i]]`: every data-movement op is one of these.
+    pub fn gather(&self, index: &[usize]) -> Data {
+        map_data!(self, v => index.iter().map(|&i| v[i]).collect())
+    }
+
+    /// Like [`Data::gather`], with `None` meaning "take element 0 of `fill`" (padding).
+    pub fn gather_or(&self, index: &[Option<usize>], fill: &Data) -> Data {
+        match (self, fill) {
+            (Data::F32(v), Data::F32(f)) => Data::F32(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::F16(v), Data::F16(f)) => Data::F16(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::BF16(v), Data::BF16(f)) => Data::BF16(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::F64(v), Data::F64(f)) => Data::F64(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::I1(v), Data::I1(f)) => Data::I1(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::I8(v), Data::I8(f)) => Data::I8(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::I32(v), Data::I32(f)) => Data::I32(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::I64(v), Data::I64(f)) => Data::I64(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            _ => panic!("gather_or: fill dtype {} differs from data dtype {}", fill.dtype(), self.dtype()),
+        }
+    }
+
+    /// Concatenates pieces of one dtype, in order.
+    pub fn concat(parts: &[&Data]) -> Data {
+        macro_rules! cat {
+            ($var:ident) => {{
+                let mut out = Vec::new();
+                for p in parts {
+                    match p {
+                        Data::$var(x) => out.extend_from_slice(x),
+                        other => panic!("concat: mixed dtypes {} and {}", parts[0].dtype(), other.dtype()),
+                    }
+                }
+                Data::$var(out)
+            }};
+        }
+        match parts.first().expect("concat of no parts") {
+            Data::F32(_) => cat!(F32),
+            Data::F16(_) => cat!(F16),
+            Data::BF16(_) => cat!(BF16),
+            Data::F64(_) => cat!(F64),
+            Data::I1(_) => cat!(I1),
+            Data::I8(_) => cat!(I8),
+            Data::I32(_) => cat!(I32),
+            Data::I64(_) => cat!(I64),
+        }
+    }
+
+    /// Little-endian bytes of the elements (i1 as one byte each).
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::F16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+            Data::BF16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+            Data::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I1(v) => v.iter().map(|&b| b as u8).collect(),
+            Data::I8(v) => v.iter().map(|&x| x as u8).collect(),
+            Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    /// Decodes little-endian bytes (i1: one byte each, non-zero is true). `None` if the length is
+    /// not a whole number of elements.
+    pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<Data> {
+        let size = dtype.byte_size();
+        if bytes.len() % size != 0 {
+            return None;
+        }
+        let chunks = bytes.chunks_exact(size);
+        Some(match dtype {
+            DType::F32 => Data::F32(chunks.map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
+            DType::F16 => Data::F16(chunks.map(|c| f16::from_bits(u16::from_le_bytes(c.try_into().unwrap()))).collect()),
+            DType::BF16 => Data::BF16(chunks.map(|c| bf16::from_bits(u16::from_le_bytes(c.try_into().unwrap()))).collect()),
+            DType::F64 => Data::F64(chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()),
+            DType::I1 => Data::I1(bytes.iter().map(|&b| b != 0).collect()),
+            DType::I8 => Data::I8(bytes.iter().map(|&b| b as i8).collect()),
+            DType::I32 => Data::I32(chunks.map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
+            DType::I64 => Data::I64(chunks.map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()),
+        })
+    }
+}
+
+/// A dense tensor: shape plus typed elements in row-major order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    data: Data,
+}
+
+/// A tensor whose element count does not match its shape.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{len} elements do not fill shape {shape:?}")]
+pub struct ShapeMismatch {
+    /// The shape asked for.
+    pub shape: Vec<usize>,
+    /// The number of elements given.
+    pub len: usize,
+}
+
+impl Tensor {
+    /// Makes a tensor; the element count must match the shape.
+    pub fn new(shape: impl Into<Vec<usize>>, data: Data) -> Result<Tensor, ShapeMismatch> {
+        let shape = shape.into();
+        if shape.iter().product::<usize>() != data.len() {
+            return Err(ShapeMismatch { shape, len: data.len() });
+        }
+        Ok(Tensor { shape, data })
+    }
+
+    /// An f32 tensor.
+    pub fn from_f32(shape: impl Into<Vec<usize>>, values: Vec<f32>) -> Result<Tensor, ShapeMismatch> {
+        Tensor::new(shape, Data::F32(values))
+    }
+
+    /// A tensor of `ty` with every element equal to `value` (converted, rounding to nearest even).
+    pub fn splat(ty: &TensorType, value: f64) -> Tensor {
+        let n = ty.num_elements();
+        let data = match ty.dtype {
+            DType::F32 => Data::F32(vec![value as f32; n]),
+            DType::F16 => Data::F16(vec![f16::from_f64(value); n]),
+            DType::BF16 => Data::BF16(vec![bf16::from_f64(value); n]),
+            DType::F64 => Data::F64(vec![value; n]),
+            DType::I1 => Data::I1(vec![value != 0.0; n]),
+            DType::I8 => Data::I8(vec![value as i8; n]),
+            DType::I32 => Data::I32(vec![value as i32; n]),
+            DType::I64 => Data::I64(vec![value as i64; n]),
+        };
+        Tensor { shape: ty.shape.clone(), data }
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element storage.
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// Takes the element storage.
+    pub fn into_data(self) -> Data {
+        self.data
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// The tensor type.
+    pub fn ty(&self) -> TensorType {
+        TensorType::new(self.dtype(), self.shape.clone())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// True when the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Bytes of element storage.
+    pub fn byte_size(&self) -> usize {
+        self.len() * self.dtype().byte_size()
+    }
+
+    /// The same elements under another shape with the same element count.
+    pub fn reshaped(&self, shape: impl Into<Vec<usize>>) -> Result<Tensor, ShapeMismatch> {
+        Tensor::new(shape, self.data.clone())
+    }
+
+    /// Every element as f64 (exact for every dtype but i64 beyond 2^53).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match &self.data {
+            Data::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            Data::BF16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            Data::F64(v) => v.clone(),
+            Data::I1(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+            Data::I8(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::I32(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::I64(v) => v.iter().map(|&x| x as f64).collect(),
+        }
+    }
+
+    /// Every element widened to f32 (exact for f16/bf16; rounds f64).
+    pub fn to_f32_vec(&self) -> Vec<f32> {
+        match &self.data {
+            Data::F32(v) => v.clone(),
+            Data::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
+            Data::BF16(v) => v.iter().map(|x| x.to_f32()).collect(),
+            _ => self.to_f64_vec().into_iter().map(|x| x as f32).collect(),
+        }
+    }
+
+    /// Every element as i64 (floats truncate toward zero; for integer and bool data only).
+    pub fn to_i64_vec(&self) -> Vec<i64> {
+        match &self.data {
+            Data::I1(v) => v.iter().map(|&x| x as i64).collect(),
+            Data::I8(v) => v.iter().map(|&x| x as i64).collect(),
+            Data::I32(v) => v.iter().map(|&x| x as i64).collect(),
+            Data::I64(v) => v.clone(),
+            _ => self.to_f64_vec().into_iter().map(|x| x as i64).collect(),
+        }
+    }
+
+    /// True when every element has the same bits (printed as a splat `dense<v>`).
+    pub fn is_splat(&self) -> bool {
+        let bytes = self.data.to_le_bytes();
+        let size = self.dtype().byte_size();
+        bytes.chunks(size).all(|c| c == &bytes[..size])
+    }
+}

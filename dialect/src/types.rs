@@ -1,0 +1,233 @@
+//! Element types and static tensor types, spelled exactly as MLIR spells them.
+
+use std::fmt;
+
+/// An element type f16c understands. Everything else in a model is rejected at import.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16: the top half of an f32.
+    BF16,
+    /// IEEE binary64 (torch-mlir computes layer-norm variance in it).
+    F64,
+    /// Boolean.
+    I1,
+    /// Signless 8-bit integer.
+    I8,
+    /// Signless 32-bit integer.
+    I32,
+    /// Signless 64-bit integer.
+    I64,
+}
+
+impl DType {
+    /// Every dtype, in a stable order.
+    pub const ALL: [DType; 8] = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::I1,
+        DType::I8,
+        DType::I32,
+        DType::I64,
+    ];
+
+    /// The MLIR spelling (`f32`, `bf16`, `i1`, ...).
+    pub fn mlir_name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F64 => "f64",
+            DType::I1 => "i1",
+            DType::I8 => "i8",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+        }
+    }
+
+    /// Parses an MLIR element type spelling.
+    pub fn from_mlir(s: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.mlir_name() == s)
+    }
+
+    /// Floating-point types (f16, bf16, f32, f64).
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
+    }
+
+    /// The 16-bit float types that f16c lowers precision to.
+    pub fn is_low_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// Integer types other than i1.
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I32 | DType::I64)
+    }
+
+    /// Bytes one element occupies in memory (i1 takes a byte).
+    pub fn byte_size(self) -> usize {
+        match self {
+            DType::I1 | DType::I8 => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+        }
+    }
+
+    /// Bit width of the element as MLIR counts it.
+    pub fn bit_width(self) -> usize {
+        match self {
+            DType::I1 => 1,
+            d => d.byte_size() * 8,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mlir_name())
+    }
+}
+
+/// A ranked tensor type with a static shape: `tensor<2x3xf32>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorType {
+    /// Element type.
+    pub dtype: DType,
+    /// Dimensions, outermost first. Empty for a rank-0 tensor.
+    pub shape: Vec<usize>,
+}
+
+impl TensorType {
+    /// Makes a tensor type.
+    pub fn new(dtype: DType, shape: impl Into<Vec<usize>>) -> Self {
+        TensorType { dtype, shape: shape.into() }
+    }
+
+    /// Number of elements.
+    pub fn num_elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Rank (number of dimensions).
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Bytes the tensor occupies.
+    pub fn byte_size(&self) -> usize {
+        self.num_elements() * self.dtype.byte_size()
+    }
+
+    /// The same shape with another element type.
+    pub fn with_dtype(&self, dtype: DType) -> Self {
+        TensorType { dtype, shape: self.shape.clone() }
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tensor<")?;
+        for d in &self.shape {
+            write!(f, "{d}x")?;
+        }
+        write!(f, "{}>", self.dtype)
+    }
+}
+
+/// The type of a value in the graph: a tensor, or a TOSA shape (`!tosa.shape<N>`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ValueType {
+    /// A ranked, statically shaped tensor.
+    Tensor(TensorType),
+    /// A compile-time shape of the given rank.
+    Shape(usize),
+}
+
+impl ValueType {
+    /// The tensor type, if this is a tensor.
+    pub fn as_tensor(&self) -> Option<&TensorType> {
+        match self {
+            ValueType::Tensor(t) => Some(t),
+            ValueType::Shape(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueType::Tensor(t) => t.fmt(f),
+            ValueType::Shape(n) => write!(f, "!tosa.shape<{n}>"),
+        }
+    }
+}
+
+/// Why a type string was not accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypeParseError {
+    /// A `?` dimension or an unranked tensor.
+    Dynamic,
+    /// An element type f16c does not support.
+    UnsupportedElement(String),
+    /// Something that is not a tensor or shape type at all.
+    NotATensor,
+}
+
+impl ValueType {
+    /// Parses the MLIR spelling of a type (`tensor<1x3xf32>`, `tensor<f32>`, `!tosa.shape<4>`).
+    pub fn parse(s: &str) -> Result<ValueType, TypeParseError> {
+        let s = s.trim();
+        if let Some(rest) = s.strip_prefix("!tosa.shape<").and_then(|r| r.strip_suffix('>')) {
+            return rest.trim().parse().map(ValueType::Shape).map_err(|_| TypeParseError::NotATensor);
+        }
+        let body = s
+            .strip_prefix("tensor<")
+            .and_then(|r| r.strip_suffix('>'))
+            .ok_or(TypeParseError::NotATensor)?;
+        if body.starts_with('*') {
+            return Err(TypeParseError::Dynamic);
+        }
+        // An encoding (`tensor<4xf32, #enc>`) is not something f16c can honour.
+        if body.contains(',') {
+            return Err(TypeParseError::UnsupportedElement(body.to_string()));
+        }
+        let mut parts: Vec<&str> = body.split('x').collect();
+        let elem = parts.pop().ok_or(TypeParseError::NotATensor)?;
+        let mut shape = Vec::with_capacity(parts.len());
+        for p in parts {
+            if p == "?" {
+                return Err(TypeParseError::Dynamic);
+            }
+            shape.push(p.parse().map_err(|_| TypeParseError::NotATensor)?);
+        }
+        let dtype = DType::from_mlir(elem).ok_or_else(|| TypeParseError::UnsupportedElement(elem.to_string()))?;
+        Ok(ValueType::Tensor(TensorType { dtype, shape }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_print_round_trip() {
+        for s in ["tensor<1x3x16x16xf32>", "tensor<f64>", "tensor<0x2xi1>", "!tosa.shape<4>", "tensor<7xbf16>"] {
+            assert_eq!(ValueType::parse(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn parse_rejects_what_f16c_cannot_run() {
+        assert_eq!(ValueType::parse("tensor<?x3xf32>"), Err(TypeParseError::Dynamic));
+        assert_eq!(ValueType::parse("tensor<*xf32>"), Err(TypeParseError::Dynamic));
+        assert_eq!(ValueType::parse("tensor<3xi16>"), Err(TypeParseError::UnsupportedElement("i16".into())));
+        assert_eq!(ValueType::parse("memref<3xf32>"), Err(TypeParseError::NotATensor));
+    }
+}

@@ -1,0 +1,375 @@
+//! The graph verifier: the invariants every pass must preserve, all checked, every violation
+//! reported (not just the first).
+//!
+//! Invariants:
+//! 1. The graph is acyclic; every node's operand positions are exactly `0..n`, and `n` is within
+//!    the op's arity ([`Op::arity`]).
+//! 2. Arguments are the `Op::Arg` nodes, numbered in order; every function result is a tensor.
+//! 3. Shape operands ([`Op::shape_operands`]) are `!tosa.shape` values; all other operands and
+//!    every result except `tosa.const_shape`'s are tensors.
+//! 4. Constants hold data of exactly their result type; a const_shape's rank is its length.
+//! 5. Element types: elementwise ops, clamp, reductions, pooling and data movement keep the
+//!    element type of their data operands; comparisons produce i1; select takes an i1
+//!    predicate; contractions take one float family (or integers) on both data operands.
+//! 6. Shapes: elementwise operands broadcast to the result (equal rank, size-1 dims stretch);
+//!    reshape keeps the element count; transpose permutes; reductions keep the axis as 1;
+//!    cast keeps the shape; matmul is `[N,H,C] x [N,C,W] -> [N,H,W]`; convolutions and pooling
+//!    produce the spatial size their attributes imply.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::graph::{Graph, Module, NodeId};
+use crate::op::{BinaryOp, Op, UnaryOp};
+use crate::types::{DType, TensorType, ValueType};
+
+/// Proof that a module passed [`verify_module`]; backends take it as an argument.
+#[derive(Clone, Copy, Debug)]
+pub struct Verified(());
+
+/// Verifies every function of a module.
+pub fn verify_module(m: &Module) -> Result<Verified, Diagnostics> {
+    let mut errors = Vec::new();
+    for g in &m.functions {
+        if let Err(d) = verify(g) {
+            errors.extend(d.0);
+        }
+    }
+    if errors.is_empty() { Ok(Verified(())) } else { Err(Diagnostics(errors)) }
+}
+
+/// Verifies one function.
+pub fn verify(g: &Graph) -> Result<(), Diagnostics> {
+    let mut v = Verifier { g, errors: Vec::new() };
+    v.run();
+    if v.errors.is_empty() { Ok(()) } else { Err(Diagnostics(v.errors)) }
+}
+
+struct Verifier<'g> {
+    g: &'g Graph,
+    errors: Vec<Diagnostic>,
+}
+
+impl Verifier<'_> {
+    fn fail(&mut self, id: NodeId, msg: impl Into<String>) {
+        let op = self.g.op(id).mlir_name();
+        self.errors.push(Diagnostic::error(self.g.location(id), format!("'{op}' op {}", msg.into())));
+    }
+
+    fn run(&mut self) {
+        let g = self.g;
+        if g.topo_order().is_none() {
+            self.errors.push(Diagnostic::error(g.location.clone(), format!("function '@{}' has a cycle", g.name)));
+            return;
+        }
+        for (k, &i) in g.inputs().iter().enumerate() {
+            if g.op(i) != &Op::Arg(k) {
+                self.fail(i, format!("input #{k} is not argument node #{k}"));
+            }
+        }
+        for (k, &o) in g.outputs().iter().enumerate() {
+            if g.tensor_ty(o).is_none() {
+                self.errors.push(Diagnostic::error(g.location.clone(), format!("result #{k} of '@{}' is not a tensor", g.name)));
+            }
+        }
+        for id in g.node_ids() {
+            self.node(id);
+        }
+    }
+
+    fn node(&mut self, id: NodeId) {
+        let g = self.g;
+        let op = g.op(id);
+        let slots = g.operand_slots(id);
+        if slots.iter().enumerate().any(|(i, &s)| i != s) {
+            self.fail(id, format!("has operand slots {slots:?}, expected 0..{}", slots.len()));
+            return;
+        }
+        let operands = g.operands(id);
+        let (lo, hi) = op.arity();
+        if operands.len() < lo || hi.is_some_and(|h| operands.len() > h) {
+            self.fail(id, format!("takes {lo}{} operands, has {}", hi.map_or("+".to_string(), |h| if h == lo { String::new() } else { format!("..{h}") }), operands.len()));
+            return;
+        }
+        if let Op::Arg(k) = op {
+            if g.inputs().get(*k) != Some(&id) {
+                self.fail(id, format!("argument #{k} is not input #{k}"));
+            }
+        }
+        for (i, &o) in operands.iter().enumerate() {
+            let want_shape = op.shape_operands().contains(&i);
+            let is_shape = matches!(g.ty(o), ValueType::Shape(_));
+            if want_shape != is_shape {
+                self.fail(id, format!("operand #{i} must be {}", if want_shape { "a !tosa.shape" } else { "a tensor" }));
+                return;
+            }
+        }
+        let out = match (op, g.ty(id)) {
+            (Op::ConstShape(s), ValueType::Shape(n)) => {
+                if s.len() != *n {
+                    self.fail(id, format!("holds {} values but its type is !tosa.shape<{n}>", s.len()));
+                }
+                return;
+            }
+            (_, ValueType::Tensor(t)) => t,
+            _ => {
+                self.fail(id, "must produce a tensor");
+                return;
+            }
+        };
+        let t = |i: usize| g.tensor_ty(operands[i]).expect("checked: tensor operand");
+        let shape_val = |i: usize| match g.op(operands[i]) {
+            Op::ConstShape(s) => Some(s.clone()),
+            _ => None,
+        };
+        match op {
+            Op::Arg(_) | Op::ConstShape(_) => {}
+            Op::Const(c) => {
+                if c.ty() != *out {
+                    self.fail(id, format!("holds {} data but its type is {out}", c.ty()));
+                }
+            }
+            Op::Unary(u) => {
+                self.same_elem(id, t(0), out);
+                self.same_shape(id, t(0), out);
+                if *u != UnaryOp::Negate && *u != UnaryOp::Abs && !out.dtype.is_float() {
+                    self.fail(id, format!("needs a float type, has {}", out.dtype));
+                }
+            }
+            Op::Binary(b) => {
+                for i in 0..2 {
+                    self.broadcasts(id, i, t(i), out);
+                }
+                if t(0).dtype != t(1).dtype {
+                    self.fail(id, format!("operands have element types {} and {}", t(0).dtype, t(1).dtype));
+                }
+                if b.is_comparison() {
+                    if out.dtype != DType::I1 {
+                        self.fail(id, format!("produces {}, expected i1", out.dtype));
+                    }
+                } else {
+                    self.same_elem(id, t(0), out);
+                }
+                if *b == BinaryOp::Pow && !out.dtype.is_float() {
+                    self.fail(id, "needs a float type");
+                }
+            }
+            Op::Clamp { min, max } => {
+                self.same_elem(id, t(0), out);
+                self.same_shape(id, t(0), out);
+                if min > max {
+                    self.fail(id, format!("has min_val {min} above max_val {max}"));
+                }
+            }
+            Op::Cast => self.same_shape(id, t(0), out),
+            Op::Select => {
+                if t(0).dtype != DType::I1 {
+                    self.fail(id, "predicate must be i1");
+                }
+                for i in 0..3 {
+                    self.broadcasts(id, i, t(i), out);
+                }
+                self.same_elem(id, t(1), out);
+                self.same_elem(id, t(2), out);
+            }
+            Op::Reduce { axis, .. } => {
+                self.same_elem(id, t(0), out);
+                let mut want = t(0).shape.clone();
+                if *axis < want.len() {
+                    want[*axis] = 1;
+                    self.shape_is(id, out, &want);
+                } else {
+                    self.fail(id, format!("axis {axis} is out of range for rank {}", want.len()));
+                }
+            }
+            Op::ArgMax { axis } => {
+                let mut want = t(0).shape.clone();
+                if *axis < want.len() {
+                    want.remove(*axis);
+                    self.shape_is(id, out, &want);
+                } else {
+                    self.fail(id, format!("axis {axis} is out of range for rank {}", want.len()));
+                }
+                if !out.dtype.is_int() {
+                    self.fail(id, "must produce an integer tensor");
+                }
+            }
+            Op::Reshape => {
+                self.same_elem(id, t(0), out);
+                if t(0).num_elements() != out.num_elements() {
+                    self.fail(id, format!("reshapes {} into {out}: element counts differ", t(0)));
+                }
+                if let Some(s) = shape_val(1) {
+                    if s.len() != out.rank() || s.iter().zip(&out.shape).any(|(&a, &b)| a != -1 && a as usize != b) {
+                        self.fail(id, format!("shape operand {s:?} does not match result {out}"));
+                    }
+                }
+            }
+            Op::Transpose { perms } => {
+                self.same_elem(id, t(0), out);
+                let mut seen = perms.clone();
+                seen.sort_unstable();
+                if seen != (0..t(0).rank()).collect::<Vec<_>>() {
+                    self.fail(id, format!("perms {perms:?} is not a permutation of 0..{}", t(0).rank()));
+                } else {
+                    let want: Vec<usize> = perms.iter().map(|&p| t(0).shape[p]).collect();
+                    self.shape_is(id, out, &want);
+                }
+            }
+            Op::Slice => {
+                self.same_elem(id, t(0), out);
+                if let (Some(start), Some(size)) = (shape_val(1), shape_val(2)) {
+                    let input = &t(0).shape;
+                    let ok = start.len() == input.len()
+                        && size.len() == input.len()
+                        && start.iter().zip(&size).zip(input).all(|((&s, &z), &d)| s >= 0 && z >= 0 && (s + z) as usize <= d);
+                    if !ok {
+                        self.fail(id, format!("start {start:?} + size {size:?} is outside the input {}", t(0)));
+                    } else {
+                        self.shape_is(id, out, &size.iter().map(|&z| z as usize).collect::<Vec<_>>());
+                    }
+                }
+            }
+            Op::Pad => {
+                self.same_elem(id, t(0), out);
+                self.same_elem(id, t(2), out);
+                if let Some(p) = shape_val(1) {
+                    if p.len() != 2 * t(0).rank() || p.iter().any(|&x| x < 0) {
+                        self.fail(id, format!("padding {p:?} needs two non-negative entries for each of {} dims", t(0).rank()));
+                    } else {
+                        let want: Vec<usize> = t(0).shape.iter().enumerate().map(|(d, &s)| s + (p[2 * d] + p[2 * d + 1]) as usize).collect();
+                        self.shape_is(id, out, &want);
+                    }
+                }
+            }
+            Op::Tile => {
+                self.same_elem(id, t(0), out);
+                if let Some(m) = shape_val(1) {
+                    let want: Vec<usize> = t(0).shape.iter().zip(&m).map(|(&s, &k)| s * k.max(0) as usize).collect();
+                    if m.len() != t(0).rank() {
+                        self.fail(id, "multiples must have one entry a dimension");
+                    } else {
+                        self.shape_is(id, out, &want);
+                    }
+                }
+            }
+            Op::Concat { axis } => {
+                let first = t(0).clone();
+                let mut total = 0;
+                for i in 0..operands.len() {
+                    let ti = t(i);
+                    self.same_elem(id, ti, out);
+                    if ti.rank() != first.rank() || *axis >= ti.rank() {
+                        self.fail(id, format!("operand #{i} has rank {} or axis {axis} is out of range", ti.rank()));
+                        return;
+                    }
+                    total += ti.shape[*axis];
+                }
+                let mut want = first.shape.clone();
+                want[*axis] = total;
+                self.shape_is(id, out, &want);
+            }
+            Op::Gather => {
+                self.same_elem(id, t(0), out);
+                if let (&[n, _, c], &[_, w]) = (&t(0).shape[..], &t(1).shape[..]) {
+                    self.shape_is(id, out, &[n, w, c]);
+                } else {
+                    self.fail(id, "takes [N,K,C] values and [N,W] indices");
+                }
+            }
+            Op::MatMul => {
+                self.contraction_types(id, &[t(0), t(1)], out);
+                match (&t(0).shape[..], &t(1).shape[..]) {
+                    (&[n, h, c], &[n2, c2, w]) if n == n2 && c == c2 => self.shape_is(id, out, &[n, h, w]),
+                    _ => self.fail(id, format!("cannot multiply {} by {}", t(0), t(1))),
+                }
+            }
+            Op::Conv2d(a) | Op::DepthwiseConv2d(a) => {
+                self.contraction_types(id, &[t(0), t(1)], out);
+                let dw = matches!(op, Op::DepthwiseConv2d(_));
+                if let (&[n, ih, iw, ic], &[w0, w1, w2, w3]) = (&t(0).shape[..], &t(1).shape[..]) {
+                    let (kh, kw, oc, wic) = if dw { (w0, w1, w2 * w3, w2) } else { (w1, w2, w0, w3) };
+                    if wic != ic {
+                        self.fail(id, format!("weight {} does not match {ic} input channels", t(1)));
+                    }
+                    let oh = conv_out(ih, a.pad[0] + a.pad[1], kh, a.stride[0], a.dilation[0]);
+                    let ow = conv_out(iw, a.pad[2] + a.pad[3], kw, a.stride[1], a.dilation[1]);
+                    match (oh, ow) {
+                        (Some(oh), Some(ow)) => self.shape_is(id, out, &[n, oh, ow, oc]),
+                        _ => self.fail(id, "kernel, stride and padding leave no output"),
+                    }
+                    self.bias(id, t(2), oc);
+                } else {
+                    self.fail(id, "takes a rank-4 NHWC input and a rank-4 weight");
+                }
+            }
+            Op::TransposeConv2d(a) => {
+                self.contraction_types(id, &[t(0), t(1)], out);
+                if let (&[n, ih, iw, _], &[oc, kh, kw, _]) = (&t(0).shape[..], &t(1).shape[..]) {
+                    let oh = (ih - 1) * a.stride[0] + a.out_pad[0] + a.out_pad[1] + kh;
+                    let ow = (iw.max(1) - 1) * a.stride[1] + a.out_pad[2] + a.out_pad[3] + kw;
+                    self.shape_is(id, out, &[n, oh, ow, oc]);
+                    self.bias(id, t(2), oc);
+                } else {
+                    self.fail(id, "takes a rank-4 NHWC input and a rank-4 OHWI weight");
+                }
+            }
+            Op::MaxPool2d(p) | Op::AvgPool2d(p) => {
+                self.same_elem(id, t(0), out);
+                if let &[n, ih, iw, c] = &t(0).shape[..] {
+                    let oh = conv_out(ih, p.pad[0] + p.pad[1], p.kernel[0], p.stride[0], 1);
+                    let ow = conv_out(iw, p.pad[2] + p.pad[3], p.kernel[1], p.stride[1], 1);
+                    match (oh, ow) {
+                        (Some(oh), Some(ow)) => self.shape_is(id, out, &[n, oh, ow, c]),
+                        _ => self.fail(id, "kernel, stride and padding leave no output"),
+                    }
+                } else {
+                    self.fail(id, "takes a rank-4 NHWC input");
+                }
+            }
+        }
+    }
+
+    fn same_elem(&mut self, id: NodeId, a: &TensorType, out: &TensorType) {
+        if a.dtype != out.dtype {
+            self.fail(id, format!("operand element type {} differs from result element type {}", a.dtype, out.dtype));
+        }
+    }
+
+    fn same_shape(&mut self, id: NodeId, a: &TensorType, out: &TensorType) {
+        if a.shape != out.shape {
+            self.fail(id, format!("operand {a} and result {out} differ in shape"));
+        }
+    }
+
+    fn shape_is(&mut self, id: NodeId, out: &TensorType, want: &[usize]) {
+        if out.shape != want {
+            self.fail(id, format!("result type {out} should have shape {want:?}"));
+        }
+    }
+
+    fn broadcasts(&mut self, id: NodeId, i: usize, a: &TensorType, out: &TensorType) {
+        if a.rank() != out.rank() || a.shape.iter().zip(&out.shape).any(|(&x, &y)| x != y && x != 1) {
+            self.fail(id, format!("operand #{i} {a} does not broadcast to result {out}"));
+        }
+    }
+
+    fn contraction_types(&mut self, id: NodeId, data: &[&TensorType], out: &TensorType) {
+        let fam = |d: DType| if d.is_float() { 0 } else { 1 };
+        if data.iter().any(|t| fam(t.dtype) != fam(data[0].dtype)) || fam(out.dtype) != fam(data[0].dtype) {
+            let list: Vec<String> = data.iter().map(|t| t.dtype.to_string()).collect();
+            self.fail(id, format!("mixes element types {} -> {}", list.join(", "), out.dtype));
+        }
+    }
+
+    fn bias(&mut self, id: NodeId, bias: &TensorType, oc: usize) {
+        if bias.rank() != 1 || (bias.shape[0] != oc && bias.shape[0] != 1) {
+            self.fail(id, format!("bias {bias} does not match {oc} output channels"));
+        }
+    }
+}
+
+/// Output size of a convolution or pooling window along one axis.
+fn conv_out(input: usize, pad: usize, kernel: usize, stride: usize, dilation: usize) -> Option<usize> {
+    let span = (kernel.checked_sub(1)?) * dilation + 1;
+    let padded = input + pad;
+    (padded >= span && stride > 0).then(|| (padded - span) / stride + 1)
+}

@@ -1,0 +1,100 @@
+//! `.npy` files (NumPy's array format), read and written with the `npyz` crate.
+//!
+//! Supported element types: float32, float16, float64, bool, int8, int32, int64, in C order
+//! and either byte order. NumPy has no bfloat16, so bf16 tensors are not written as `.npy`
+//! (f16c keeps model inputs and outputs in f32 unless asked otherwise).
+
+use crate::{Result, RuntimeError};
+use f16c_dialect::{DType, Data, Tensor};
+use half::f16;
+use npyz::WriterBuilder;
+use std::path::Path;
+
+fn npy_err(path: &Path, message: impl Into<String>) -> RuntimeError {
+    RuntimeError::Npy { path: path.display().to_string(), message: message.into() }
+}
+
+/// Reads a `.npy` file into a tensor.
+pub fn read(path: &Path) -> Result<Tensor> {
+    let bytes = std::fs::read(path).map_err(|e| npy_err(path, format!("cannot read: {e}")))?;
+    let file = npyz::NpyFile::new(&bytes[..]).map_err(|e| npy_err(path, format!("not a valid .npy file: {e}")))?;
+    if file.order() == npyz::Order::Fortran && file.shape().iter().filter(|&&d| d > 1).count() > 1 {
+        return Err(npy_err(path, "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)"));
+    }
+    let shape: Vec<usize> = file.shape().iter().map(|&d| d as usize).collect();
+    let descr = match file.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => return Err(npy_err(path, format!("structured dtype {other:?} is not supported"))),
+    };
+    let kind = descr.trim_start_matches(['<', '>', '|', '=']);
+    let bad = |e: std::io::Error| npy_err(path, format!("cannot read the data: {e}"));
+    let data = match kind {
+        "f4" => Data::F32(file.into_vec::<f32>().map_err(bad)?),
+        "f2" => Data::F16(file.into_vec::<f16>().map_err(bad)?),
+        "f8" => Data::F64(file.into_vec::<f64>().map_err(bad)?),
+        "b1" => Data::I1(file.into_vec::<bool>().map_err(bad)?),
+        "i1" => Data::I8(file.into_vec::<i8>().map_err(bad)?),
+        "i4" => Data::I32(file.into_vec::<i32>().map_err(bad)?),
+        "i8" => Data::I64(file.into_vec::<i64>().map_err(bad)?),
+        _ => return Err(npy_err(path, format!("dtype '{descr}' is not supported (float32, float16, float64, bool, int8, int32, int64)"))),
+    };
+    Tensor::new(shape, data).map_err(|e| npy_err(path, e.to_string()))
+}
+
+/// Writes a tensor as a `.npy` file (little-endian, C order).
+pub fn write(path: &Path, t: &Tensor) -> Result<()> {
+    let shape: Vec<u64> = t.shape().iter().map(|&d| d as u64).collect();
+    let io = |e: std::io::Error| npy_err(path, format!("cannot write: {e}"));
+    let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    macro_rules! put {
+        ($ty:ty, $v:expr) => {{
+            let mut w = npyz::WriteOptions::<$ty>::new().default_dtype().shape(&shape).writer(file).begin_nd().map_err(io)?;
+            w.extend($v.iter().copied()).map_err(io)?;
+            w.finish().map_err(io)?;
+        }};
+    }
+    match t.data() {
+        Data::F32(v) => put!(f32, v),
+        Data::F16(v) => put!(f16, v),
+        Data::F64(v) => put!(f64, v),
+        Data::I1(v) => put!(bool, v),
+        Data::I8(v) => put!(i8, v),
+        Data::I32(v) => put!(i32, v),
+        Data::I64(v) => put!(i64, v),
+        Data::BF16(_) => return Err(npy_err(path, format!("NumPy has no {} type; keep outputs in f32", DType::BF16))),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_every_writable_dtype() {
+        let dir = std::env::temp_dir().join(format!("f16c-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for data in [
+            Data::F32(vec![1.5, -2.0, 3.25, 0.0, f32::INFINITY, -0.0]),
+            Data::F16(vec![f16::from_f32(0.1); 6]),
+            Data::F64(vec![1e300; 6]),
+            Data::I1(vec![true, false, true, true, false, false]),
+            Data::I8(vec![-128, 127, 0, 1, 2, 3]),
+            Data::I32(vec![i32::MIN, 0, 1, 2, 3, i32::MAX]),
+            Data::I64(vec![i64::MIN, 0, 1, 2, 3, i64::MAX]),
+        ] {
+            let t = Tensor::new(vec![2, 3], data).unwrap();
+            let p = dir.join("x.npy");
+            write(&p, &t).unwrap();
+            assert_eq!(read(&p).unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn garbage_is_a_clear_error() {
+        let p = std::env::temp_dir().join(format!("f16c-garbage-{}.npy", std::process::id()));
+        std::fs::write(&p, b"not numpy").unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("not a valid .npy file"), "{e}");
+    }
+}

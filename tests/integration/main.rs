@@ -1,0 +1,6 @@
+//! f16c's integration tests: one harness, because every test binary links MLIR statically.
+
+mod canonicalize;
+mod diagnostics;
+mod models;
+mod roundtrip;

@@ -1,0 +1,76 @@
+//! The `f16c` command line.
+
+mod diagnostics;
+mod opt;
+mod run;
+
+use clap::{Arg, ArgAction, Command};
+use std::process::ExitCode;
+
+const ABOUT: &str = "f16c: a mixed-precision compiler for neural-network inference (TOSA MLIR in)";
+
+fn cli() -> Command {
+    Command::new("f16c")
+        .about(ABOUT)
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommand(opt::command())
+        .subcommand(run::command())
+}
+
+/// MLIR tools spell long options with one dash (`-split-input-file`); accept that too.
+fn normalise_args() -> Vec<String> {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| {
+            let single_dash_long = a.starts_with('-') && !a.starts_with("--") && a.len() > 2 && a.as_bytes()[1].is_ascii_alphabetic();
+            if i > 0 && single_dash_long && !a.starts_with("-o") { format!("-{a}") } else { a }
+        })
+        .collect()
+}
+
+fn main() -> ExitCode {
+    let matches = match cli().try_get_matches_from(normalise_args()) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    let result = match matches.subcommand() {
+        Some(("opt", m)) => opt::main(m),
+        Some(("run", m)) => run::main(m),
+        _ => unreachable!("clap requires a subcommand"),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The `<input>` positional argument shared by subcommands.
+fn input_arg() -> Arg {
+    Arg::new("input").help("Input .mlir file ('-' for standard input)").default_value("-")
+}
+
+/// Reads the input file or standard input.
+fn read_input(path: &str) -> anyhow::Result<(String, String)> {
+    use anyhow::Context;
+    if path == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).context("cannot read standard input")?;
+        Ok((s, "<stdin>".to_string()))
+    } else {
+        let s = std::fs::read_to_string(path).with_context(|| format!("cannot read '{path}'"))?;
+        Ok((s, path.to_string()))
+    }
+}
+
+/// `--flag` switch.
+fn switch(name: &'static str, help: &'static str) -> Arg {
+    Arg::new(name).long(name).action(ArgAction::SetTrue).help(help)
+}

@@ -1,0 +1,79 @@
+//! `f16c run`: execute a model on `.npy` inputs.
+
+use crate::{input_arg, read_input};
+use anyhow::{bail, Context};
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use f16c_dialect::import::parse_module;
+use f16c_runtime::{npy, reference};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Targets `run` knows; only the reference interpreter exists in this build.
+const TARGETS: &[&str] = &["reference", "x86_64"];
+
+pub fn command() -> Command {
+    Command::new("run")
+        .about("Run a model on .npy inputs and write .npy outputs")
+        .after_help(
+            "Targets:\n  reference  the reference interpreter (the golden model of f16c's numeric contract)\n  \
+             x86_64     the Cranelift JIT (not built yet: use --target=reference)\n\n\
+             Example:\n  f16c run net.mlir --target=reference --input x.npy --output y.npy",
+        )
+        .arg(input_arg())
+        .arg(
+            Arg::new("target")
+                .long("target")
+                .value_name("TARGET")
+                .default_value("reference")
+                .value_parser(clap::builder::PossibleValuesParser::new(TARGETS))
+                .help("Where to run the model"),
+        )
+        .arg(Arg::new("inputs").long("input").value_name("X.npy").action(ArgAction::Append).help("Input tensor, one per function argument, in order"))
+        .arg(Arg::new("outputs").long("output").value_name("Y.npy").action(ArgAction::Append).help("Where to write each result, in order (omitted: print them)"))
+        .arg(Arg::new("function").long("function").value_name("NAME").help("The function to run (default: the only one, or 'forward')"))
+}
+
+pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
+    let target = m.get_one::<String>("target").expect("has default");
+    if target != "reference" {
+        bail!("target '{target}' is not available yet in this build; use --target=reference");
+    }
+    let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
+    let module = match parse_module(&source, &file) {
+        Ok(m) => m,
+        Err(d) => {
+            eprint!("{}", d.render(Some(&source)));
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let wanted = m.get_one::<String>("function");
+    let g = match wanted {
+        Some(name) => module.functions.iter().find(|g| &g.name == name),
+        None if module.functions.len() == 1 => module.functions.first(),
+        None => module.functions.iter().find(|g| g.name == "forward"),
+    };
+    let Some(g) = g else {
+        let names: Vec<&str> = module.functions.iter().map(|g| g.name.as_str()).collect();
+        bail!("{file}: no function to run{} (functions: {}); choose one with --function", wanted.map(|w| format!(" named '{w}'")).unwrap_or_default(), names.join(", "));
+    };
+    let inputs = m
+        .get_many::<String>("inputs")
+        .into_iter()
+        .flatten()
+        .map(|p| npy::read(Path::new(p)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let outputs = reference::run(g, &inputs)?;
+    let paths: Vec<&String> = m.get_many::<String>("outputs").into_iter().flatten().collect();
+    if !paths.is_empty() && paths.len() != outputs.len() {
+        bail!("'@{}' has {} result(s) but {} --output file(s) were given", g.name, outputs.len(), paths.len());
+    }
+    if paths.is_empty() {
+        for (k, t) in outputs.iter().enumerate() {
+            println!("result #{k}: {} = {:?}", t.ty(), t.to_f64_vec());
+        }
+    }
+    for (p, t) in paths.iter().zip(&outputs) {
+        npy::write(Path::new(p), t).with_context(|| format!("writing result to '{p}'"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
