@@ -113,8 +113,11 @@ impl Importer<'_> {
                     let id = g.add_input(t, from_mlir_location(arg.location(), self.file));
                     values.insert(arg.to_raw().ptr as usize, id);
                 }
-                Ok(ValueType::Shape(_)) | Err(_) => {
-                    let why = type_error_text(&ty_text, ValueType::parse(&ty_text).err());
+                Ok(ValueType::Shape(_)) => {
+                    self.error(&func, format!("argument #{i} of '@{name}': function arguments must be ranked tensors, not '{ty_text}'"));
+                }
+                Err(e) => {
+                    let why = type_error_text(&ty_text, Some(e));
                     self.error(&func, format!("argument #{i} of '@{name}': {why}"));
                 }
             }

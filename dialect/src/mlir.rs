@@ -56,7 +56,13 @@ fn convert_diagnostic(d: &melior::diagnostic::Diagnostic, file: &str) -> Diagnos
         melior::diagnostic::DiagnosticSeverity::Note => Severity::Note,
         melior::diagnostic::DiagnosticSeverity::Remark => Severity::Remark,
     };
-    let notes = (0..d.note_count()).filter_map(|i| d.note(i).ok()).map(|n| convert_diagnostic(&n, file)).collect();
+    // MLIR attaches the failing op, printed in generic form, as a note to verifier errors; the
+    // location already points at it.
+    let notes = (0..d.note_count())
+        .filter_map(|i| d.note(i).ok())
+        .map(|n| convert_diagnostic(&n, file))
+        .filter(|n| !n.message.starts_with("see current operation"))
+        .collect();
     Diagnostic { severity, location: from_mlir_location(d.location(), file), message: d.to_string(), notes }
 }
 

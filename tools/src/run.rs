@@ -30,6 +30,13 @@ pub fn command() -> Command {
         )
         .arg(Arg::new("inputs").long("input").value_name("X.npy").action(ArgAction::Append).help("Input tensor, one per function argument, in order"))
         .arg(Arg::new("outputs").long("output").value_name("Y.npy").action(ArgAction::Append).help("Where to write each result, in order (omitted: print them)"))
+        .arg(
+            Arg::new("compare")
+                .long("compare")
+                .value_name("REF.npy")
+                .action(ArgAction::Append)
+                .help("Compare each result with a reference .npy (in order) and print the error"),
+        )
         .arg(Arg::new("function").long("function").value_name("NAME").help("The function to run (default: the only one, or 'forward')"))
 }
 
@@ -71,6 +78,20 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         for (k, t) in outputs.iter().enumerate() {
             println!("result #{k}: {} = {:?}", t.ty(), t.to_f64_vec());
         }
+    }
+    let refs: Vec<&String> = m.get_many::<String>("compare").into_iter().flatten().collect();
+    if refs.len() > outputs.len() {
+        bail!("'@{}' has {} result(s) but {} --compare file(s) were given", g.name, outputs.len(), refs.len());
+    }
+    for (k, (p, t)) in refs.iter().zip(&outputs).enumerate() {
+        let want = npy::read(Path::new(p))?;
+        if want.shape() != t.shape() {
+            bail!("result #{k} has shape {:?} but {p} has shape {:?}", t.shape(), want.shape());
+        }
+        let (got, want) = (t.to_f64_vec(), want.to_f64_vec());
+        let peak = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        let worst = got.iter().zip(&want).fold(0.0f64, |a, (x, y)| if x.is_nan() != y.is_nan() { f64::INFINITY } else if x.is_nan() { a } else { a.max((x - y).abs()) });
+        println!("result #{k} vs {p}: max |diff| = {worst:.3e}, relative to max |ref| ({peak:.4e}) = {:.3e}", worst / peak.max(f64::MIN_POSITIVE));
     }
     for (p, t) in paths.iter().zip(&outputs) {
         npy::write(Path::new(p), t).with_context(|| format!("writing result to '{p}'"))?;

@@ -1,0 +1,92 @@
+// Every import error is a located diagnostic (checked with -verify-diagnostics).
+// RUN: %f16c opt %s -split-input-file -verify-diagnostics
+
+func.func @unsupported_op(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tosa.floor' is not supported by f16c}}
+  %0 = tosa.floor %a : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{argument #0 of '@dynamic_argument': dynamic shape 'tensor<?x4xf32>' is not supported by f16c}}
+func.func @dynamic_argument(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  return %a : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @dynamic_result(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tosa.abs' result: dynamic shape 'tensor<*xf32>' is not supported}}
+  %0 = tosa.abs %a : (tensor<4xf32>) -> tensor<*xf32>
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{element type 'i16' in 'tensor<4xi16>' is not supported by f16c}}
+func.func @element_type(%a: tensor<4xi16>) -> tensor<4xi16> {
+  return %a : tensor<4xi16>
+}
+
+// -----
+
+func.func @multi_result(%a: tensor<1x4x4xf32>) -> tensor<1x4x3xf32> {
+  // expected-error@+1 {{'tosa.rfft2d' is not supported by f16c}}
+  %0, %1 = tosa.rfft2d %a : (tensor<1x4x4xf32>) -> (tensor<1x4x3xf32>, tensor<1x4x3xf32>)
+  return %0 : tensor<1x4x3xf32>
+}
+
+// -----
+
+func.func @nan_ignore(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tosa.maximum' with nan_mode IGNORE is not supported by f16c}}
+  %0 = tosa.maximum %a, %a {nan_mode = IGNORE} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{function '@declaration' has no body}}
+func.func private @declaration(%a: tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+func.func @missing_resource() -> tensor<2xf32> {
+  // expected-error@+1 {{resource 'nowhere' is not in the file's dialect_resources section}}
+  %0 = "tosa.const"() <{values = dense_resource<nowhere> : tensor<2xf32>}> : () -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// MLIR's own parser and verifier errors come through with their locations.
+func.func @parse_error(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{custom op 'tosa.bogus' is unknown}}
+  %0 = tosa.bogus %a : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @verifier_error(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tosa.add' op}}
+  %0 = tosa.add %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{argument #0 of '@shape_argument': function arguments must be ranked tensors, not '!tosa.shape<2>'}}
+func.func @shape_argument(%s: !tosa.shape<2>) -> tensor<2xf32> {
+  %0 = "tosa.const"() <{values = dense<1.0> : tensor<2xf32>}> : () -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @calls(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{'func.call' is not supported by f16c}}
+  %0 = func.call @calls(%a) : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

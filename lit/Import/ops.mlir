@@ -1,0 +1,156 @@
+// Every op of the import list survives import -> export, and the export verifies in mlir-opt.
+// RUN: %f16c opt %s -split-input-file | FileCheck %s
+// RUN: %f16c opt %s -split-input-file | mlir-opt -split-input-file -o /dev/null
+// RUN: %f16c opt %s -split-input-file | %f16c opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @contractions
+// CHECK: tosa.conv2d %{{.*}} {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 0, 1, 0>, stride = array<i64: 2, 2>}
+// CHECK: tosa.depthwise_conv2d
+// CHECK: tosa.transpose_conv2d %{{.*}} {acc_type = f32, out_pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}
+// CHECK: tosa.matmul
+func.func @contractions(%x: tensor<1x8x8x4xf32>, %a: tensor<1x3x4xf32>, %b: tensor<1x4x5xf32>) -> (tensor<1x4x4x6xf32>, tensor<1x8x8x8xf32>, tensor<1x16x16x3xf32>, tensor<1x3x5xf32>) {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<6x3x3x4xf32>}> : () -> tensor<6x3x3x4xf32>
+  %bias = "tosa.const"() <{values = dense<0.0> : tensor<6xf32>}> : () -> tensor<6xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.conv2d %x, %w, %bias, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 0, 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x8x8x4xf32>, tensor<6x3x3x4xf32>, tensor<6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x6xf32>
+  %dw = "tosa.const"() <{values = dense<0.25> : tensor<3x3x4x2xf32>}> : () -> tensor<3x3x4x2xf32>
+  %db = "tosa.const"() <{values = dense<0.0> : tensor<8xf32>}> : () -> tensor<8xf32>
+  %1 = tosa.depthwise_conv2d %x, %dw, %db, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<3x3x4x2xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x8xf32>
+  %tw = "tosa.const"() <{values = dense<1.0> : tensor<3x2x2x4xf32>}> : () -> tensor<3x2x2x4xf32>
+  %tb = "tosa.const"() <{values = dense<0.0> : tensor<3xf32>}> : () -> tensor<3xf32>
+  %2 = tosa.transpose_conv2d %x, %tw, %tb, %zp, %zp {acc_type = f32, out_pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x8x8x4xf32>, tensor<3x2x2x4xf32>, tensor<3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x16x3xf32>
+  %3 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x3x4xf32>, tensor<1x4x5xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x5xf32>
+  return %0, %1, %2, %3 : tensor<1x4x4x6xf32>, tensor<1x8x8x8xf32>, tensor<1x16x16x3xf32>, tensor<1x3x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK-DAG: tosa.add
+// CHECK-DAG: tosa.sub
+// CHECK-DAG: tosa.mul
+// CHECK-DAG: tosa.negate
+// CHECK-DAG: tosa.abs
+// CHECK-DAG: tosa.clamp %{{.*}} {max_val = 6.000000e+00 : f32, min_val = 0.000000e+00 : f32}
+// CHECK-DAG: tosa.maximum
+// CHECK-DAG: tosa.minimum
+// CHECK-DAG: tosa.exp
+// CHECK-DAG: tosa.log
+// CHECK-DAG: tosa.rsqrt
+// CHECK-DAG: tosa.reciprocal
+// CHECK-DAG: tosa.tanh
+// CHECK-DAG: tosa.sigmoid
+// CHECK-DAG: tosa.erf
+// CHECK-DAG: tosa.pow
+// CHECK-DAG: tosa.equal
+// CHECK-DAG: tosa.greater %
+// CHECK-DAG: tosa.greater_equal
+// CHECK-DAG: tosa.select
+// CHECK-DAG: tosa.cast %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf16>
+func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<1x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf16>) {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.add %a, %b : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %1 = tosa.sub %0, %b : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %2 = tosa.mul %1, %b, %shift : (tensor<2x3xf32>, tensor<1x3xf32>, tensor<1xi8>) -> tensor<2x3xf32>
+  %3 = tosa.negate %2, %zp, %zp : (tensor<2x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %4 = tosa.abs %3 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %5 = tosa.clamp %4 {min_val = 0.0 : f32, max_val = 6.0 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %6 = tosa.maximum %5, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %7 = tosa.minimum %6, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %8 = tosa.exp %7 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %9 = tosa.log %8 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %10 = tosa.rsqrt %9 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %11 = tosa.reciprocal %10 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %12 = tosa.tanh %11 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %13 = tosa.sigmoid %12 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %14 = tosa.erf %13 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %15 = tosa.pow %14, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %16 = tosa.equal %15, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  %17 = tosa.greater %15, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  %18 = tosa.greater_equal %15, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  %19 = tosa.select %16, %15, %a : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %20 = tosa.select %17, %19, %a : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %21 = tosa.select %18, %20, %a : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %22 = tosa.cast %21 : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return %21, %22 : tensor<2x3xf32>, tensor<2x3xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reductions_and_pooling
+// CHECK-DAG: tosa.reduce_sum %{{.*}} {axis = 1 : i32}
+// CHECK-DAG: tosa.reduce_max
+// CHECK-DAG: tosa.reduce_min
+// CHECK-DAG: tosa.reduce_product
+// CHECK-DAG: tosa.reduce_all
+// CHECK-DAG: tosa.reduce_any
+// CHECK-DAG: tosa.argmax %{{.*}} {axis = 3 : i32}
+// CHECK-DAG: tosa.max_pool2d %{{.*}} {kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}
+// CHECK-DAG: tosa.avg_pool2d %{{.*}} {acc_type = f32, kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}
+func.func @reductions_and_pooling(%x: tensor<1x4x4x2xf32>, %p: tensor<1x4x4x2xi1>) -> (tensor<1x1x4x2xf32>, tensor<1x4x1x2xf32>, tensor<1x4x4x1xf32>, tensor<1x4x4x1xf32>, tensor<1x1x4x2xi1>, tensor<1x4x1x2xi1>, tensor<1x4x4xi32>, tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<1x4x4x2xf32>) -> tensor<1x1x4x2xf32>
+  %1 = tosa.reduce_max %x {axis = 2 : i32} : (tensor<1x4x4x2xf32>) -> tensor<1x4x1x2xf32>
+  %2 = tosa.reduce_min %x {axis = 3 : i32} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x1xf32>
+  %3 = tosa.reduce_product %x {axis = 3 : i32} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x1xf32>
+  %4 = tosa.reduce_all %p {axis = 1 : i32} : (tensor<1x4x4x2xi1>) -> tensor<1x1x4x2xi1>
+  %5 = tosa.reduce_any %p {axis = 2 : i32} : (tensor<1x4x4x2xi1>) -> tensor<1x4x1x2xi1>
+  %6 = tosa.argmax %x {axis = 3 : i32} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4xi32>
+  %7 = tosa.max_pool2d %x {kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x4x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %8 = tosa.avg_pool2d %x, %zp, %zp {acc_type = f32, kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x4x4x2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x2x2x2xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<1x1x4x2xf32>, tensor<1x4x1x2xf32>, tensor<1x4x4x1xf32>, tensor<1x4x4x1xf32>, tensor<1x1x4x2xi1>, tensor<1x4x1x2xi1>, tensor<1x4x4xi32>, tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @data_movement
+// CHECK-DAG: tosa.reshape
+// CHECK-DAG: tosa.transpose %{{.*}} {perms = array<i32: 1, 0>}
+// CHECK-DAG: tosa.slice
+// CHECK-DAG: tosa.pad
+// CHECK-DAG: tosa.concat %{{.*}} {axis = 0 : i32}
+// CHECK-DAG: tosa.tile
+// CHECK-DAG: tosa.gather
+func.func @data_movement(%x: tensor<2x3xf32>, %v: tensor<1x5x2xf32>, %i: tensor<1x3xi32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<1x2xf32>, tensor<4x5xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<1x3x2xf32>) {
+  %s = tosa.const_shape {values = dense<[3, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %0 = tosa.reshape %x, %s : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<3x2xf32>
+  %1 = tosa.transpose %x {perms = array<i32: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %start = tosa.const_shape {values = dense<[1, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %size = tosa.const_shape {values = dense<[1, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %2 = tosa.slice %x, %start, %size : (tensor<2x3xf32>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1x2xf32>
+  %padding = tosa.const_shape {values = dense<[1, 1, 0, 2]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %pv = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %3 = tosa.pad %x, %padding, %pv : (tensor<2x3xf32>, !tosa.shape<4>, tensor<1xf32>) -> tensor<4x5xf32>
+  %4 = tosa.concat %x, %x {axis = 0 : i32} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %m = tosa.const_shape {values = dense<[2, 1]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %5 = tosa.tile %x, %m : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<4x3xf32>
+  %6 = tosa.gather %v, %i : (tensor<1x5x2xf32>, tensor<1x3xi32>) -> tensor<1x3x2xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<1x2xf32>, tensor<4x5xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<1x3x2xf32>
+}
+
+// -----
+
+// Weights in every spelling real exporters use; f64 and i1 tensors.
+// CHECK-LABEL: func.func @constants
+// CHECK: dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK: dense<0xFFF0000000000000> : tensor<1xf64>
+// CHECK: dense<[true, false]> : tensor<2xi1>
+// CHECK: dense<[3, 4]> : tensor<2xi32>
+// CHECK: dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+func.func @constants() -> (tensor<2xf32>, tensor<1xf64>, tensor<2xi1>, tensor<2xi32>, tensor<2xf32>) {
+  %0 = "tosa.const"() <{values = dense<"0x0000803F00000040"> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %1 = "tosa.const"() <{values = dense<0xFFF0000000000000> : tensor<1xf64>}> : () -> tensor<1xf64>
+  %2 = "tosa.const"() <{values = dense<[true, false]> : tensor<2xi1>}> : () -> tensor<2xi1>
+  %3 = arith.constant dense<[3, 4]> : tensor<2xi32>
+  %4 = "tosa.const"() <{values = dense_resource<blob_a> : tensor<2xf32>}> : () -> tensor<2xf32>
+  return %0, %1, %2, %3, %4 : tensor<2xf32>, tensor<1xf64>, tensor<2xi1>, tensor<2xi32>, tensor<2xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      blob_a: "0x040000000000803F00000040"
+    }
+  }
+#-}

@@ -1,0 +1,20 @@
+"""Writes the small .npy inputs the lit tests use (no NumPy needed). Run: python3 make_npy.py"""
+import struct
+
+
+def npy(path, descr, shape, fmt, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join(f"{d}, " for d in shape) if len(shape) == 1 else ", ".join(map(str, shape)))
+    pad = 64 - (10 + len(header) + 1) % 64
+    header = header + " " * pad + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<" + fmt * len(values), *values))
+
+
+npy("x2_f32.npy", "<f4", [2], "f", [1.5, -2.0])
+npy("x3_f32.npy", "<f4", [3], "f", [1.0, 2.0, 3.0])
+npy("x2_f64.npy", "<f8", [2], "d", [1.5, -2.0])
+npy("f16_2048.npy", "<f4", [2], "f", [2048.0, 2048.0])
+with open("not_npy.npy", "wb") as f:
+    f.write(b"this is not a numpy file\n")

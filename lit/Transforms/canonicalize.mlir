@@ -1,0 +1,101 @@
+// RUN: %f16c opt %s -split-input-file --canonicalize | FileCheck %s
+// RUN: %f16c opt %s -split-input-file --canonicalize="fold-constants=false cse=false" | FileCheck %s --check-prefix=NOFOLD
+
+// Identity reshape and identity transpose disappear.
+// CHECK-LABEL: func.func @identities
+// CHECK-NEXT: return %arg0
+func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %s = tosa.const_shape {values = dense<[2, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %0 = tosa.reshape %x, %s : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<2x3xf32>
+  %1 = tosa.transpose %0 {perms = array<i32: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}
+
+// -----
+
+// Transposes compose; when the composition is the identity, both go.
+// CHECK-LABEL: func.func @transpose_chains
+// CHECK-NEXT: %[[T:.*]] = tosa.transpose %arg0 {perms = array<i32: 2, 0, 1>}
+// CHECK-NEXT: return %[[T]], %arg0
+func.func @transpose_chains(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<2x3x4xf32>) {
+  %0 = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %1 = tosa.transpose %0 {perms = array<i32: 2, 1, 0>} : (tensor<3x2x4xf32>) -> tensor<4x2x3xf32>
+  %2 = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %3 = tosa.transpose %2 {perms = array<i32: 1, 0, 2>} : (tensor<3x2x4xf32>) -> tensor<2x3x4xf32>
+  return %1, %3 : tensor<4x2x3xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
+// A reshape of a reshape reads the original value.
+// CHECK-LABEL: func.func @reshape_chain
+// CHECK: %[[S:.*]] = tosa.const_shape {{.*}}dense<6>
+// CHECK-NEXT: %[[R:.*]] = tosa.reshape %arg0, %[[S]] : (tensor<2x3xf32>, !tosa.shape<1>) -> tensor<6xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @reshape_chain(%x: tensor<2x3xf32>) -> tensor<6xf32> {
+  %a = tosa.const_shape {values = dense<[3, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %b = tosa.const_shape {values = dense<[6]> : tensor<1xindex>} : () -> !tosa.shape<1>
+  %0 = tosa.reshape %x, %a : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<3x2xf32>
+  %1 = tosa.reshape %0, %b : (tensor<3x2xf32>, !tosa.shape<1>) -> tensor<6xf32>
+  return %1 : tensor<6xf32>
+}
+
+// -----
+
+// Constant subgraphs fold, with the interpreter's semantics (pow(2/pi, 0.5) from GELU).
+// CHECK-LABEL: func.func @fold_constants
+// CHECK-DAG: %[[C:.*]] = "tosa.const"() <{values = dense<0.79788{{[0-9]+}}> : tensor<1xf32>}>
+// CHECK-DAG: %[[S:.*]] = "tosa.const"() <{values = dense<0> : tensor<1xi8>}>
+// CHECK: %[[M:.*]] = tosa.mul %arg0, %[[C]], %[[S]]
+// CHECK-NEXT: return %[[M]]
+// NOFOLD-LABEL: func.func @fold_constants
+// NOFOLD: tosa.pow
+func.func @fold_constants(%x: tensor<1xf32>) -> tensor<1xf32> {
+  %a = "tosa.const"() <{values = dense<0.636619746> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %b = "tosa.const"() <{values = dense<0.5> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %p = tosa.pow %a, %b : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %0 = tosa.mul %x, %p, %shift : (tensor<1xf32>, tensor<1xf32>, tensor<1xi8>) -> tensor<1xf32>
+  return %0 : tensor<1xf32>
+}
+
+// -----
+
+// Weight transposes fold into the constant.
+// CHECK-LABEL: func.func @fold_weight_transpose
+// CHECK-NEXT: "tosa.const"() <{values = dense<{{\[\[}}1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>}>
+// CHECK-NOT: tosa.transpose
+func.func @fold_weight_transpose() -> tensor<2x2xf32> {
+  %w = "tosa.const"() <{values = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>}> : () -> tensor<2x2xf32>
+  %0 = tosa.transpose %w {perms = array<i32: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Identical ops on identical operands merge; dead ops go.
+// CHECK-LABEL: func.func @cse_and_dce
+// CHECK-NEXT: %[[E:.*]] = tosa.exp %arg0
+// CHECK-NEXT: %[[A:.*]] = tosa.add %[[E]], %[[E]]
+// CHECK-NEXT: return %[[A]]
+// NOFOLD-LABEL: func.func @cse_and_dce
+// NOFOLD-COUNT-2: tosa.exp
+func.func @cse_and_dce(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = tosa.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = tosa.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %dead = tosa.tanh %x : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = tosa.add %0, %1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// Folding stops at the size limit.
+// RUN: %f16c opt %s -split-input-file --canonicalize="max-fold-elements=2" | FileCheck %s --check-prefix=LIMIT
+// LIMIT-LABEL: func.func @fold_limit
+// LIMIT: tosa.exp
+func.func @fold_limit() -> tensor<4xf32> {
+  %c = "tosa.const"() <{values = dense<1.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %0 = tosa.exp %c : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what f16c needs and is missing; safe to run again (it only installs what is absent).
+#   - Debian's LLVM/MLIR 22 (melior and inkwell link against it), clang, lld (fast linking),
+#     lit and FileCheck (llvm-22-tools)
+#   - the AArch64 cross toolchain and qemu-user (for running AArch64 code in tests)
+#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22 libpolly-22-dev
+          libzstd-dev zlib1g-dev libxml2-dev qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+          python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# ptxas for checking generated PTX (CUDA 12 still targets sm_70).
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import nvidia.cuda_nvcc" 2>/dev/null; then
+  echo "setup: installing nvidia-cuda-nvcc-cu12 into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "nvidia-cuda-nvcc-cu12>=12.4,<13"
+fi
+
+command -v cargo >/dev/null || { echo "setup: cargo is missing (install Rust 1.95 with rustup)"; exit 1; }
+echo "setup: ok"
