@@ -134,7 +134,7 @@ impl Data {
     /// not a whole number of elements.
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<Data> {
         let size = dtype.byte_size();
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return None;
         }
         let chunks = bytes.chunks_exact(size);

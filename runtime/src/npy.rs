@@ -88,6 +88,7 @@ mod tests {
             write(&p, &t).unwrap();
             assert_eq!(read(&p).unwrap(), t);
         }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -95,6 +96,7 @@ mod tests {
         let p = std::env::temp_dir().join(format!("f16c-garbage-{}.npy", std::process::id()));
         std::fs::write(&p, b"not numpy").unwrap();
         let e = read(&p).unwrap_err().to_string();
+        std::fs::remove_file(&p).unwrap();
         assert!(e.contains("not a valid .npy file"), "{e}");
     }
 }

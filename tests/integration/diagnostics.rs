@@ -3,7 +3,7 @@
 use f16c_dialect::import::parse_module;
 
 fn first_error(src: &str) -> String {
-    parse_module(src, "bad.mlir").err().expect("import must fail").0[0].to_string()
+    parse_module(src, "bad.mlir").expect_err("import must fail").0[0].to_string()
 }
 
 #[test]

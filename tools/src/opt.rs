@@ -154,7 +154,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             outputs.push(o);
         }
     }
-    if !(failed && !verify) {
+    if !failed || verify {
         let text = outputs.join("// -----\n");
         match m.get_one::<String>("output") {
             Some(path) if path != "-" => std::fs::write(path, text).with_context(|| format!("cannot write '{path}'"))?,
