@@ -4,3 +4,4 @@ mod canonicalize;
 mod diagnostics;
 mod models;
 mod roundtrip;
+mod verifier;
