@@ -802,6 +802,18 @@ mod tests {
     }
 
     #[test]
+    fn bf16_mul_rounds_once_to_nearest_even() {
+        // bf16 keeps 8 significant bits: (1 + 2^-7) * 1.5 = 1.5 + 3*2^-8 lies exactly halfway
+        // between 1.5 + 2^-7 (odd last bit) and 1.5 + 2^-6 (even): the tie goes to even.
+        // Truncation would give 1.5 + 2^-7.
+        let a = Value::Tensor(Tensor::new(vec![1], Data::BF16(vec![bf16::from_f32(1.0 + 1.0 / 128.0)])).unwrap());
+        let b = Value::Tensor(Tensor::new(vec![1], Data::BF16(vec![bf16::from_f32(1.5)])).unwrap());
+        let shift = Value::Tensor(Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+        let t = run(Op::Binary(BinaryOp::Mul), &[a, b, shift], TensorType::new(DType::BF16, [1]));
+        assert_eq!(t.data(), &Data::BF16(vec![bf16::from_f32(1.5 + 1.0 / 64.0)]));
+    }
+
+    #[test]
     fn f16_overflow_gives_infinity() {
         let a = Value::Tensor(Tensor::new(vec![1], Data::F16(vec![f16::MAX])).unwrap());
         let t = run(Op::Binary(BinaryOp::Add), &[a.clone(), a], TensorType::new(DType::F16, [1]));
