@@ -12,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod npy;
 pub mod reference;
 

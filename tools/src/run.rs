@@ -4,7 +4,7 @@ use crate::{input_arg, read_input};
 use anyhow::{bail, Context};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use f16c_dialect::import::parse_module;
-use f16c_runtime::{npy, reference};
+use f16c_runtime::{compare, npy, reference};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -84,14 +84,13 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         bail!("'@{}' has {} result(s) but {} --compare file(s) were given", g.name, outputs.len(), refs.len());
     }
     for (k, (p, t)) in refs.iter().zip(&outputs).enumerate() {
-        let want = npy::read(Path::new(p))?;
-        if want.shape() != t.shape() {
-            bail!("result #{k} has shape {:?} but {p} has shape {:?}", t.shape(), want.shape());
-        }
-        let (got, want) = (t.to_f64_vec(), want.to_f64_vec());
-        let peak = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        let worst = got.iter().zip(&want).fold(0.0f64, |a, (x, y)| if x.is_nan() != y.is_nan() { f64::INFINITY } else if x.is_nan() { a } else { a.max((x - y).abs()) });
-        println!("result #{k} vs {p}: max |diff| = {worst:.3e}, relative to max |ref| ({peak:.4e}) = {:.3e}", worst / peak.max(f64::MIN_POSITIVE));
+        let e = compare::compare(t, &npy::read(Path::new(p))?).with_context(|| format!("result #{k} vs {p}"))?;
+        println!(
+            "result #{k} vs {p}: max |diff| = {:.3e}, relative to max |ref| ({:.4e}) = {:.3e}",
+            e.max_abs,
+            e.peak,
+            e.relative_to_peak()
+        );
     }
     for (p, t) in paths.iter().zip(&outputs) {
         npy::write(Path::new(p), t).with_context(|| format!("writing result to '{p}'"))?;

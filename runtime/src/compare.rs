@@ -1,0 +1,55 @@
+//! Comparing a result with a reference tensor: the error measure used by `f16c run --compare`
+//! and by the test suite.
+
+use crate::{Result, RuntimeError, Tensor};
+
+/// How far a result is from a reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Error {
+    /// Largest |result - reference| (infinite where exactly one of the two is NaN; positions
+    /// where both are NaN agree).
+    pub max_abs: f64,
+    /// Largest |reference|.
+    pub peak: f64,
+}
+
+impl Error {
+    /// `max_abs` relative to the reference's peak magnitude.
+    pub fn relative_to_peak(&self) -> f64 {
+        self.max_abs / self.peak.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Measures `got` against `reference`; their shapes must match.
+pub fn compare(got: &Tensor, reference: &Tensor) -> Result<Error> {
+    if got.shape() != reference.shape() {
+        return Err(RuntimeError::BadInput(format!(
+            "cannot compare shape {:?} with reference shape {:?}",
+            got.shape(),
+            reference.shape()
+        )));
+    }
+    let (x, y) = (got.to_f64_vec(), reference.to_f64_vec());
+    let peak = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let max_abs = x.iter().zip(&y).fold(0.0f64, |m, (p, q)| match (p.is_nan(), q.is_nan()) {
+        (true, true) => m,
+        (false, false) => m.max((p - q).abs()),
+        _ => f64::INFINITY,
+    });
+    Ok(Error { max_abs, peak })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_mismatch_is_infinite_and_shapes_must_match() {
+        let a = Tensor::from_f32(vec![2], vec![1.0, f32::NAN]).unwrap();
+        let b = Tensor::from_f32(vec![2], vec![2.0, 1.0]).unwrap();
+        assert_eq!(compare(&a, &b).unwrap().max_abs, f64::INFINITY);
+        let e = compare(&b, &Tensor::from_f32(vec![2], vec![1.0, 1.0]).unwrap()).unwrap();
+        assert_eq!((e.max_abs, e.peak, e.relative_to_peak()), (1.0, 1.0, 1.0));
+        assert!(compare(&a, &Tensor::from_f32(vec![1], vec![1.0]).unwrap()).is_err());
+    }
+}
