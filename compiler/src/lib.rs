@@ -13,6 +13,8 @@
 #![deny(missing_docs)]
 
 pub mod pass;
+pub mod policy;
+pub mod report;
 pub mod transforms;
 
 pub use pass::{Pass, PassError, PassManager, PassOptions};

@@ -42,6 +42,41 @@ pub struct Node {
     pub attrs: Vec<(String, String)>,
 }
 
+impl Node {
+    /// The MLIR text of a discardable attribute, if present.
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The value of a string attribute (`name = "text"`), if present and a string.
+    pub fn string_attr(&self, name: &str) -> Option<&str> {
+        let text = self.attr(name)?;
+        text.strip_prefix('"')?.strip_suffix('"')
+    }
+
+    /// The value of a float attribute (`name = 1.5e+05 : f32`), if present and a number.
+    pub fn float_attr(&self, name: &str) -> Option<f64> {
+        let text = self.attr(name)?;
+        let number = text.split(':').next()?.trim();
+        number.parse().ok()
+    }
+
+    /// Sets (or replaces) a discardable attribute, given as MLIR attribute text.
+    pub fn set_attr(&mut self, name: &str, text: impl Into<String>) {
+        let text = text.into();
+        match self.attrs.iter_mut().find(|(k, _)| k == name) {
+            Some(slot) => slot.1 = text,
+            None => self.attrs.push((name.to_string(), text)),
+        }
+    }
+
+    /// Removes a discardable attribute; returns its text.
+    pub fn remove_attr(&mut self, name: &str) -> Option<String> {
+        let at = self.attrs.iter().position(|(k, _)| k == name)?;
+        Some(self.attrs.remove(at).1)
+    }
+}
+
 /// One function: a DAG of ops with named inputs and ordered outputs.
 #[derive(Clone, Debug, Default)]
 pub struct Graph {

@@ -10,7 +10,7 @@
 //! 4. Constants hold data of exactly their result type; a const_shape's rank is its length.
 //! 5. Element types: elementwise ops, clamp, reductions, pooling and data movement keep the
 //!    element type of their data operands; comparisons produce i1; select takes an i1
-//!    predicate; contractions take one float family (or integers) on both data operands.
+//!    predicate; contractions take one element type on both data operands.
 //! 6. Shapes: elementwise operands broadcast to the result (equal rank, size-1 dims stretch);
 //!    reshape keeps the element count; transpose permutes; reductions keep the axis as 1;
 //!    cast keeps the shape; matmul is `[N,H,C] x [N,C,W] -> [N,H,W]`; convolutions and pooling
@@ -353,8 +353,10 @@ impl Verifier<'_> {
     }
 
     fn contraction_types(&mut self, id: NodeId, data: &[&TensorType], out: &TensorType) {
+        // Input and weight share one element type (TOSA); the result is in the same family
+        // (an integer contraction widens to i32, a float one may widen to f32).
         let fam = |d: DType| if d.is_float() { 0 } else { 1 };
-        if data.iter().any(|t| fam(t.dtype) != fam(data[0].dtype)) || fam(out.dtype) != fam(data[0].dtype) {
+        if data.iter().any(|t| t.dtype != data[0].dtype) || fam(out.dtype) != fam(data[0].dtype) {
             let list: Vec<String> = data.iter().map(|t| t.dtype.to_string()).collect();
             self.fail(id, format!("mixes element types {} -> {}", list.join(", "), out.dtype));
         }

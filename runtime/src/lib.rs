@@ -12,6 +12,8 @@
 
 #![deny(missing_docs)]
 
+pub mod calibrate;
+pub mod check;
 pub mod compare;
 pub mod npy;
 pub mod reference;

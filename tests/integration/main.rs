@@ -3,5 +3,6 @@
 mod canonicalize;
 mod diagnostics;
 mod models;
+mod precision;
 mod roundtrip;
 mod verifier;

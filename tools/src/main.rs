@@ -1,7 +1,10 @@
 //! The `f16c` command line.
 
+mod check;
+mod compile;
 mod diagnostics;
 mod opt;
+mod precision;
 mod run;
 
 use clap::{Arg, ArgAction, Command};
@@ -15,6 +18,8 @@ fn cli() -> Command {
         .version(env!("CARGO_PKG_VERSION"))
         .subcommand_required(true)
         .arg_required_else_help(true)
+        .subcommand(compile::command())
+        .subcommand(check::command())
         .subcommand(opt::command())
         .subcommand(run::command())
 }
@@ -39,6 +44,8 @@ fn main() -> ExitCode {
         }
     };
     let result = match matches.subcommand() {
+        Some(("compile", m)) => compile::main(m),
+        Some(("check", m)) => check::main(m),
         Some(("opt", m)) => opt::main(m),
         Some(("run", m)) => run::main(m),
         _ => unreachable!("clap requires a subcommand"),

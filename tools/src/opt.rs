@@ -21,6 +21,7 @@ pub fn command() -> Command {
         .arg(Arg::new("print-ir-after").long("print-ir-after").value_name("PASS").action(ArgAction::Append).help("Print the IR after this pass (repeatable)"))
         .arg(switch("print-ir-after-change", "With --print-ir-after*, print only when the pass changed the IR"))
         .arg(switch("time-passes", "Print a wall-time report of the passes (to stderr)"))
+        .arg(switch("pass-statistics", "Print the passes' counters (to stderr)"))
         .arg(switch("mlir-print-debuginfo", "Print op locations"))
         .arg(switch("mlir-print-op-generic", "Print every op in generic form"))
         .arg(
@@ -30,6 +31,7 @@ pub fn command() -> Command {
                 .value_parser(clap::value_parser!(usize))
                 .help("Elide constants with more than N elements"),
         );
+    c = crate::precision::args(c, "fp16", true);
     for p in registry::REGISTRY {
         c = c.arg(
             Arg::new(p.name)
@@ -57,7 +59,10 @@ fn pipeline(m: &ArgMatches) -> Result<PassManager, PassError> {
     }
     chosen.sort_by_key(|c| c.0);
     let mut pm = PassManager::new();
+    let target = m.get_one::<String>("target").expect("has default");
     for (_, name, opts) in chosen {
+        // The global precision flags are defaults that the pass's own options override.
+        let opts = if name == "assign-precision" { format!("{} {opts}", crate::precision::assign_options(m, target)) } else { opts };
         pm.add(registry::create(name, &opts)?);
     }
     for p in m.get_many::<String>("print-ir-after").into_iter().flatten() {
@@ -69,6 +74,7 @@ fn pipeline(m: &ArgMatches) -> Result<PassManager, PassError> {
     pm.instrumentation.print_after = m.get_many::<String>("print-ir-after").into_iter().flatten().cloned().collect();
     pm.instrumentation.print_after_change = m.get_flag("print-ir-after-change");
     pm.instrumentation.time_passes = m.get_flag("time-passes");
+    pm.instrumentation.pass_statistics = m.get_flag("pass-statistics");
     pm.instrumentation.print = print_options(m);
     Ok(pm)
 }
@@ -101,11 +107,13 @@ fn split(source: &str, enabled: bool) -> Vec<(u32, String)> {
 
 /// Processes one piece: import, passes, print. Diagnostics (errors and warnings) are returned
 /// beside the output text, if any.
-fn process(text: &str, file: &str, pm: &mut PassManager, print: PrintOptions) -> Result<(Option<String>, Vec<Diagnostic>), PassError> {
+fn process(text: &str, file: &str, pm: &mut PassManager, m: &ArgMatches) -> anyhow::Result<(Option<String>, Vec<Diagnostic>)> {
+    let print = print_options(m);
     let mut module = match parse_module(text, file) {
         Ok(m) => m,
         Err(d) => return Ok((None, d.0)),
     };
+    crate::precision::calibrate(&mut module, m)?;
     let mut stderr = std::io::stderr();
     match pm.run(&mut module, &mut stderr) {
         Ok(notes) => {
@@ -113,7 +121,7 @@ fn process(text: &str, file: &str, pm: &mut PassManager, print: PrintOptions) ->
             Ok((Some(out), notes))
         }
         Err(PassError::Diagnostics(d)) => Ok((None, d.0)),
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -127,13 +135,12 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
     };
     let verify = m.get_flag("verify-diagnostics");
-    let print = print_options(m);
     let mut outputs = Vec::new();
     let mut failed = false;
     for (first_line, chunk) in split(&source, m.get_flag("split-input-file")) {
         // Pad with newlines so that line numbers are those of the whole file.
         let padded = "\n".repeat(first_line as usize - 1) + &chunk;
-        let (out, diags) = match process(&padded, &file, &mut pm, print) {
+        let (out, diags) = match process(&padded, &file, &mut pm, m) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -154,7 +161,8 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             outputs.push(o);
         }
     }
-    if !failed || verify {
+    // As mlir-opt does, the pieces that succeeded are printed even when another one failed.
+    {
         let text = outputs.join("// -----\n");
         match m.get_one::<String>("output") {
             Some(path) if path != "-" => std::fs::write(path, text).with_context(|| format!("cannot write '{path}'"))?,

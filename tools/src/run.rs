@@ -12,12 +12,15 @@ use std::process::ExitCode;
 const TARGETS: &[&str] = &["reference", "x86_64"];
 
 pub fn command() -> Command {
-    Command::new("run")
+    let c = Command::new("run")
         .about("Run a model on .npy inputs and write .npy outputs")
         .after_help(
             "Targets:\n  reference  the reference interpreter (the golden model of f16c's numeric contract)\n  \
              x86_64     the Cranelift JIT (not built yet: use --target=reference)\n\n\
-             Example:\n  f16c run net.mlir --target=reference --input x.npy --output y.npy",
+             With --precision=fp16|bf16 the model is first compiled to mixed precision (canonicalize,\n\
+             assign-precision, insert-casts) and the mixed-precision graph runs.\n\n\
+             Examples:\n  f16c run net.mlir --target=reference --input x.npy --output y.npy\n  \
+             f16c run net.mlir --target=reference --precision=fp16 --policy=O1 --input x.npy --output y.npy",
         )
         .arg(input_arg())
         .arg(
@@ -37,7 +40,8 @@ pub fn command() -> Command {
                 .action(ArgAction::Append)
                 .help("Compare each result with a reference .npy (in order) and print the error"),
         )
-        .arg(Arg::new("function").long("function").value_name("NAME").help("The function to run (default: the only one, or 'forward')"))
+        .arg(Arg::new("function").long("function").value_name("NAME").help("The function to run (default: the only one, or 'forward')"));
+    crate::precision::args(c, "fp32", false)
 }
 
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
@@ -46,13 +50,26 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         bail!("target '{target}' is not available yet in this build; use --target=reference");
     }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
-    let module = match parse_module(&source, &file) {
+    let mut module = match parse_module(&source, &file) {
         Ok(m) => m,
         Err(d) => {
             eprint!("{}", d.render(Some(&source)));
             return Ok(ExitCode::FAILURE);
         }
     };
+    // The mixed-precision pipeline (nothing changes with the default --precision=fp32).
+    if m.get_one::<String>("precision").map(String::as_str) != Some("fp32") {
+        crate::precision::calibrate(&mut module, m)?;
+        let mut pm = crate::precision::pipeline(m, target)?;
+        match pm.run(&mut module, &mut std::io::stderr()) {
+            Ok(notes) => eprint!("{}", f16c_dialect::Diagnostics(notes).render(Some(&source))),
+            Err(f16c_compiler::PassError::Diagnostics(d)) => {
+                eprint!("{}", d.render(Some(&source)));
+                return Ok(ExitCode::FAILURE);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     let wanted = m.get_one::<String>("function");
     let g = match wanted {
         Some(name) => module.functions.iter().find(|g| &g.name == name),

@@ -2,7 +2,7 @@
 //! `--print-ir-after-all`, `--print-ir-after=<pass>`, `--print-ir-after-change` and
 //! `--time-passes`.
 
-use super::{Pass, PassError, Result};
+use super::{Pass, PassError, Result, Statistic};
 use f16c_dialect::export::{print_module, PrintOptions};
 use f16c_dialect::verify::verify_module;
 use f16c_dialect::{Diagnostic, Diagnostics, Location, Module};
@@ -20,6 +20,8 @@ pub struct Instrumentation {
     pub print_after_change: bool,
     /// Print a timing report at the end.
     pub time_passes: bool,
+    /// Print every pass's counters at the end (`--pass-statistics`).
+    pub pass_statistics: bool,
     /// How dumps are printed.
     pub print: PrintOptions,
 }
@@ -41,6 +43,11 @@ impl PassManager {
     /// Appends a pass.
     pub fn add(&mut self, pass: Box<dyn Pass>) {
         self.passes.push(pass);
+    }
+
+    /// The counters of every pass from its last run, in pipeline order: `(type name, counters)`.
+    pub fn statistics(&self) -> Vec<(&'static str, Vec<Statistic>)> {
+        self.passes.iter().map(|p| (p.info().type_name, p.statistics())).collect()
     }
 
     /// Number of passes.
@@ -88,6 +95,9 @@ impl PassManager {
             times.push(("(V) Verifier", verify_time));
             let _ = out.write_all(timing_report(&times, total.elapsed()).as_bytes());
         }
+        if self.instrumentation.pass_statistics {
+            let _ = out.write_all(statistics_report(&self.statistics()).as_bytes());
+        }
         Ok(notes)
     }
 }
@@ -102,5 +112,18 @@ fn timing_report(times: &[(&str, Duration)], total: Duration) -> String {
         s.push_str(&format!("    {:.4} ({:5.1}%)  {name}\n", d.as_secs_f64(), 100.0 * d.as_secs_f64() / t));
     }
     s.push_str(&format!("    {:.4} (100.0%)  Total\n", total.as_secs_f64()));
+    s
+}
+
+/// MLIR's `--mlir-pass-statistics` report layout.
+fn statistics_report(stats: &[(&str, Vec<Statistic>)]) -> String {
+    let bar = "===-------------------------------------------------------------------------===";
+    let mut s = format!("{bar}\n{:^79}\n{bar}\n", "... Pass statistics report ...");
+    for (name, counters) in stats {
+        s.push_str(&format!("{name}\n"));
+        for c in counters {
+            s.push_str(&format!("  (S) {:>6} {} - {}\n", c.value, c.name, c.description));
+        }
+    }
     s
 }

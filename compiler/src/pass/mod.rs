@@ -31,6 +31,23 @@ pub trait Pass {
     /// Runs the pass. Returns whether anything changed. `diagnostics` collects warnings and
     /// remarks; errors are returned.
     fn run(&mut self, module: &mut Module, diagnostics: &mut Vec<Diagnostic>) -> std::result::Result<bool, Diagnostics>;
+
+    /// Counters of what the last run did (`--pass-statistics`, the precision report), like
+    /// LLVM's `STATISTIC`: `(name, value, description)`.
+    fn statistics(&self) -> Vec<Statistic> {
+        Vec::new()
+    }
+}
+
+/// One counter of a pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statistic {
+    /// kebab-case name (`casts-inserted`).
+    pub name: &'static str,
+    /// The count.
+    pub value: u64,
+    /// One line saying what is counted.
+    pub description: &'static str,
 }
 
 /// Option values of one pass, checked against its declared options.
@@ -70,6 +87,11 @@ impl PassOptions {
     /// A boolean option.
     pub fn flag(&self, key: &str) -> bool {
         self.string(key) == "true"
+    }
+
+    /// A number option (0 if empty).
+    pub fn float(&self, key: &str) -> f64 {
+        self.string(key).parse().unwrap_or_default()
     }
 
     /// An unsigned option.

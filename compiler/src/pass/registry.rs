@@ -13,6 +13,8 @@ pub enum OptionKind {
     UInt,
     /// One of these words.
     Enum(&'static [&'static str]),
+    /// A finite floating-point number.
+    Float,
     /// Free text.
     Text,
 }
@@ -26,6 +28,10 @@ impl OptionKind {
             OptionKind::UInt => value.parse::<u64>().map(|_| ()).map_err(|_| format!("'{value}' is not a non-negative integer")),
             OptionKind::Enum(words) if words.contains(&value) => Ok(()),
             OptionKind::Enum(words) => Err(format!("'{value}' is not one of {}", words.join(", "))),
+            OptionKind::Float => match value.parse::<f64>() {
+                Ok(f) if f.is_finite() => Ok(()),
+                _ => Err(format!("'{value}' is not a number")),
+            },
             OptionKind::Text => Ok(()),
         }
     }
@@ -36,6 +42,7 @@ impl OptionKind {
             OptionKind::Bool => "bool".into(),
             OptionKind::UInt => "uint".into(),
             OptionKind::Enum(w) => w.join("|"),
+            OptionKind::Float => "number".into(),
             OptionKind::Text => "string".into(),
         }
     }
@@ -64,8 +71,9 @@ pub struct PassInfo {
     pub summary: &'static str,
     /// Typed options.
     pub options: &'static [PassOption],
-    /// Makes the pass from checked options.
-    pub create: fn(&PassOptions) -> Box<dyn Pass>,
+    /// Makes the pass from checked options (fails on values that only the pass can check, such
+    /// as a policy file or a regex).
+    pub create: fn(&PassOptions) -> Result<Box<dyn Pass>>,
 }
 
 impl std::fmt::Debug for PassInfo {
@@ -75,7 +83,8 @@ impl std::fmt::Debug for PassInfo {
 }
 
 /// Every pass f16c has.
-pub static REGISTRY: &[PassInfo] = &[transforms::canonicalize::INFO];
+pub static REGISTRY: &[PassInfo] =
+    &[transforms::canonicalize::INFO, transforms::assign_precision::INFO, transforms::insert_casts::INFO];
 
 /// Looks a pass up by its flag name.
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {
@@ -88,7 +97,7 @@ pub fn create(name: &str, options: &str) -> Result<Box<dyn Pass>> {
         let known: Vec<&str> = REGISTRY.iter().map(|p| p.name).collect();
         super::PassError::Usage(format!("unknown pass '{name}' (passes: {})", known.join(", ")))
     })?;
-    Ok((info.create)(&PassOptions::parse(info, options)?))
+    (info.create)(&PassOptions::parse(info, options)?)
 }
 
 /// A help text listing every pass and its options.

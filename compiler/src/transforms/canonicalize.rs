@@ -51,7 +51,7 @@ pub const INFO: PassInfo = PassInfo {
         PassOption { name: "fold-constants", kind: OptionKind::Bool, default: "true", summary: "Evaluate ops whose operands are all constants" },
         PassOption { name: "cse", kind: OptionKind::Bool, default: "true", summary: "Merge identical ops on identical operands" },
     ],
-    create: |o| Box::new(Canonicalize::new(o)),
+    create: |o| Ok(Box::new(Canonicalize::new(o))),
 };
 
 /// The pass.

@@ -1,0 +1,400 @@
+//! `assign-precision`: decide, per op, whether it computes in the low type (fp16 or bf16) or in
+//! f32.
+//!
+//! The pass only decides; it writes the decision on each op as `f16c.assigned = "f16"` and the
+//! rule that made it as `f16c.rule = "low-list"`, and `insert-casts` then retypes the graph.
+//! Keeping the two apart makes each decision visible (and testable) in the MLIR between them.
+//!
+//! Candidates are the ops that compute in f32 (f64 ops, integer ops and the model's own casts
+//! are never touched) and the function arguments. They are visited in topological order; the
+//! first rule that applies wins:
+//!
+//! | rule | when | precision |
+//! |---|---|---|
+//! | `io` | a function argument | f32, or low with `io-types=low` |
+//! | `override` | the op has `f16c.precision = "f32" \| "f16" \| "bf16"` | that type |
+//! | `keep-f32` | `keep-f32=<regex>` matches the op's location name (or `file:line:col` when it has none) | f32 |
+//! | `low-list` | the op is in the policy's low list | low |
+//! | `follow` / `follow-widest` | the op is in the follow list: it takes its non-constant inputs' type, and the widest one when they differ (f16 with bf16 gives f32) | that type |
+//! | `fp32-list` / `unlisted` | the op is in the fp32 list, or in no list | f32 |
+//!
+//! A low decision is then checked, and turned into f32 with the rule that says why:
+//! `target` (the target cannot run the type: see [`crate::policy::target::LOW_TYPES`]; with
+//! `strict=true` this is an error instead), `weight-range` (a constant operand would overflow
+//! the low type: weights are never clamped silently), `calibration` (the op's result or one of
+//! its data inputs exceeded the policy's safe range on calibration data, recorded as
+//! `f16c.max_abs` by `f16c ... --calibrate x.npy`; the pass consumes those attributes), and,
+//! except at `O3`, `weight-gain` (a contraction with constant weights whose gain, the largest
+//! sum of |weight| over one output plus |bias|, exceeds the safe range: such a layer turns
+//! unit-scale inputs into values near the fp16 limit, so it stays f32 even without
+//! calibration data).
+//!
+//! Options: `precision=fp16|bf16|fp32`, `policy=O0|O1|O2|O3|<file.toml>`, `target=<name>`,
+//! `keep-f32=<regex>`, `io-types=f32|low`, `strict=<bool>`, `safe-range=<number>` (overrides
+//! the policy's). `O0` and `precision=fp32` leave the graph as it is.
+//!
+//! Pre: a verified graph. Post: the same graph, with decisions in attributes.
+//!
+//! ```mlir
+//! %0 = tosa.matmul %a, %b, %zp, %zp : (...) -> tensor<1x2x4xf32>
+//! %1 = tosa.exp %0 : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+//! // becomes
+//! %0 = tosa.matmul %a, %b, %zp, %zp {f16c.assigned = "f16", f16c.rule = "low-list"} : ...
+//! %1 = tosa.exp %0 {f16c.assigned = "f32", f16c.rule = "fp32-list"} : ...
+//! ```
+
+use super::{attrs, compute_dtype, data_operands, typed_operands, widest};
+use crate::pass::registry::{OptionKind, PassInfo, PassOption};
+use crate::pass::{Pass, PassError, PassOptions, Statistic};
+use crate::policy::{Category, Level, Policy, Precision, Target};
+use f16c_dialect::semantics::cast;
+use f16c_dialect::{DType, Diagnostic, Diagnostics, Graph, Module, NodeId, Op};
+use std::collections::HashMap;
+
+/// Registry entry.
+pub const INFO: PassInfo = PassInfo {
+    name: "assign-precision",
+    type_name: "AssignPrecision",
+    summary: "Decide per op: fp16/bf16 or f32 (policy lists, overrides, target legality, weight range, calibration)",
+    options: &[
+        PassOption { name: "precision", kind: OptionKind::Enum(Precision::NAMES), default: "fp16", summary: "The low type" },
+        PassOption { name: "policy", kind: OptionKind::Text, default: "O1", summary: "O0|O1|O2|O3 or a TOML policy file" },
+        PassOption { name: "target", kind: OptionKind::Enum(Target::NAMES), default: "reference", summary: "Whose legality applies" },
+        PassOption { name: "keep-f32", kind: OptionKind::Text, default: "", summary: "Regex: ops whose location name matches stay f32" },
+        PassOption { name: "io-types", kind: OptionKind::Enum(&["f32", "low"]), default: "f32", summary: "Type of function arguments and results" },
+        PassOption { name: "strict", kind: OptionKind::Bool, default: "false", summary: "Error instead of f32 when the target cannot run the type" },
+        PassOption { name: "safe-range", kind: OptionKind::Float, default: "0", summary: "Calibration threshold (0: the policy's)" },
+    ],
+    create: |o| Ok(Box::new(AssignPrecision::new(o)?)),
+};
+
+/// The pass.
+pub struct AssignPrecision {
+    policy: Policy,
+    keep_f32: Option<regex::Regex>,
+    io_low: bool,
+    strict: bool,
+    counts: HashMap<&'static str, u64>,
+}
+
+/// How an op's precision was decided, as written in `f16c.rule`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// A function argument.
+    Io,
+    /// `f16c.precision` on the op.
+    Override,
+    /// `--keep-f32` matched.
+    KeepF32,
+    /// In the low list.
+    LowList,
+    /// In the follow list, all inputs one type.
+    Follow,
+    /// In the follow list, inputs of different types: the widest.
+    FollowWidest,
+    /// In the fp32 list.
+    Fp32List,
+    /// In no list.
+    Unlisted,
+    /// The target cannot run the low type.
+    Target,
+    /// A constant operand overflows the low type.
+    WeightRange,
+    /// Calibration data exceeded the safe range.
+    Calibration,
+    /// A contraction's constant weights amplify unit-scale inputs beyond the safe range.
+    WeightGain,
+}
+
+impl Rule {
+    /// The spelling in `f16c.rule` and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Io => "io",
+            Rule::Override => "override",
+            Rule::KeepF32 => "keep-f32",
+            Rule::LowList => "low-list",
+            Rule::Follow => "follow",
+            Rule::FollowWidest => "follow-widest",
+            Rule::Fp32List => "fp32-list",
+            Rule::Unlisted => "unlisted",
+            Rule::Target => "target",
+            Rule::WeightRange => "weight-range",
+            Rule::Calibration => "calibration",
+            Rule::WeightGain => "weight-gain",
+        }
+    }
+}
+
+impl AssignPrecision {
+    /// Makes the pass from its options (reads the policy file, compiles the regex).
+    pub fn new(o: &PassOptions) -> crate::pass::Result<Self> {
+        let precision = Precision::parse(o.string("precision")).expect("checked by the option kind");
+        let target = Target::parse(o.string("target")).expect("checked by the option kind");
+        let mut policy = Policy::from_spec(o.string("policy"), precision, target).map_err(|e| PassError::Usage(e.to_string()))?;
+        if o.float("safe-range") > 0.0 {
+            policy.safe_range = o.float("safe-range");
+        }
+        let keep = o.string("keep-f32");
+        let keep_f32 = if keep.is_empty() {
+            None
+        } else {
+            Some(regex::Regex::new(keep).map_err(|e| PassError::Usage(format!("keep-f32: bad regex: {e}")))?)
+        };
+        Ok(AssignPrecision { policy, keep_f32, io_low: o.string("io-types") == "low", strict: o.flag("strict"), counts: HashMap::new() })
+    }
+
+    /// Makes the pass from a policy directly (the host API).
+    pub fn with_policy(policy: Policy) -> Self {
+        AssignPrecision { policy, keep_f32: None, io_low: false, strict: false, counts: HashMap::new() }
+    }
+
+    /// Checks `f16c.precision` attributes when nothing is lowered (`O0`, `precision=fp32`):
+    /// a bad value is an error at every level.
+    fn validate(&self, g: &Graph, diags: &mut Vec<Diagnostic>, errors: &mut Vec<Diagnostic>) {
+        for id in g.topo_order().expect("verified graphs are acyclic") {
+            let Some(text) = g.node(id).attr(attrs::PRECISION) else { continue };
+            let name = g.op(id).mlir_name();
+            if !matches!(g.node(id).string_attr(attrs::PRECISION), Some("f32" | "f16" | "bf16")) {
+                errors.push(Diagnostic::error(g.location(id), format!("'{name}' op: f16c.precision = {text} is not one of \"f32\", \"f16\", \"bf16\"")));
+            } else if compute_dtype(g, id) != Some(DType::F32) || matches!(g.op(id), Op::Cast | Op::Const(_)) {
+                diags.push(Diagnostic::warning(g.location(id), format!("'{name}' op: f16c.precision has no effect on an op that does not compute in f32")));
+            }
+        }
+    }
+
+    fn function(&mut self, g: &mut Graph, diags: &mut Vec<Diagnostic>, errors: &mut Vec<Diagnostic>) {
+        let Some(low) = self.policy.low else {
+            self.validate(g, diags, errors);
+            return;
+        };
+        let order = g.topo_order().expect("verified graphs are acyclic");
+        // Calibration ranges are read for an op and for its inputs, so collect them first.
+        let ranges: HashMap<NodeId, f64> = order.iter().filter_map(|&n| Some((n, g.node(n).float_attr(attrs::MAX_ABS)?))).collect();
+        let mut decided: HashMap<NodeId, DType> = HashMap::new();
+        let mut downgraded = 0usize;
+        let mut weight_ok: HashMap<(NodeId, DType), bool> = HashMap::new();
+        for id in order {
+            let Some((dt, rule)) = self.decide(g, id, low, &ranges, &decided, &mut weight_ok, &mut downgraded, errors) else {
+                if g.node(id).attr(attrs::PRECISION).is_some() && !matches!(g.op(id), Op::Arg(_)) {
+                    diags.push(Diagnostic::warning(
+                        g.location(id),
+                        format!("'{}' op: f16c.precision has no effect on an op that does not compute in f32", g.op(id).mlir_name()),
+                    ));
+                }
+                g.node_mut(id).remove_attr(attrs::MAX_ABS);
+                continue;
+            };
+            decided.insert(id, dt);
+            *self.counts.entry(rule.name()).or_default() += 1;
+            let node = g.node_mut(id);
+            node.remove_attr(attrs::MAX_ABS);
+            node.set_attr(attrs::ASSIGNED, format!("\"{dt}\""));
+            node.set_attr(attrs::RULE, format!("\"{}\"", rule.name()));
+        }
+        if downgraded > 0 {
+            diags.push(Diagnostic::warning(
+                g.location.clone(),
+                format!(
+                    "{low} is not supported on {}: {downgraded} op(s) of '@{}' stay f32 (use --precision=fp16, or a target that has {low})",
+                    self.policy.target, g.name
+                ),
+            ));
+        }
+    }
+
+    /// The decision for one node; `None` if it is not a candidate.
+    #[allow(clippy::too_many_arguments)]
+    fn decide(
+        &self,
+        g: &Graph,
+        id: NodeId,
+        low: DType,
+        ranges: &HashMap<NodeId, f64>,
+        decided: &HashMap<NodeId, DType>,
+        weight_ok: &mut HashMap<(NodeId, DType), bool>,
+        downgraded: &mut usize,
+        errors: &mut Vec<Diagnostic>,
+    ) -> Option<(DType, Rule)> {
+        let op = g.op(id);
+        let name = op.mlir_name();
+        if let Op::Arg(_) = op {
+            if g.tensor_ty(id)?.dtype != DType::F32 {
+                return None;
+            }
+            let want = if self.io_low { low } else { DType::F32 };
+            return Some(self.legal(g, id, want, Rule::Io, downgraded, errors));
+        }
+        if matches!(op, Op::Const(_) | Op::ConstShape(_) | Op::Cast) || compute_dtype(g, id) != Some(DType::F32) {
+            return None;
+        }
+        // Explicit requests first: they are final (except for target legality).
+        if let Some(text) = g.node(id).attr(attrs::PRECISION) {
+            let want = match g.node(id).string_attr(attrs::PRECISION) {
+                Some("f32") => Some(DType::F32),
+                Some("f16") => Some(DType::F16),
+                Some("bf16") => Some(DType::BF16),
+                _ => None,
+            };
+            let Some(want) = want else {
+                errors.push(Diagnostic::error(
+                    g.location(id),
+                    format!("'{name}' op: f16c.precision = {text} is not one of \"f32\", \"f16\", \"bf16\""),
+                ));
+                return Some((DType::F32, Rule::Override));
+            };
+            return Some(self.legal(g, id, want, Rule::Override, downgraded, errors));
+        }
+        if let Some(re) = &self.keep_f32 {
+            let loc = g.location(id);
+            let label = loc.name.clone().unwrap_or_else(|| loc.to_string());
+            if re.is_match(&label) {
+                return Some((DType::F32, Rule::KeepF32));
+            }
+        }
+        let ops = g.operands(id);
+        let (want, rule) = match self.policy.category(op.short_name()) {
+            Some(Category::Low) => (low, Rule::LowList),
+            Some(Category::Follow) => {
+                let types: Vec<DType> = data_operands(g, id)
+                    .into_iter()
+                    .map(|p| ops[p])
+                    .filter(|o| !g.op(*o).is_constant())
+                    .map(|o| decided.get(&o).copied().unwrap_or_else(|| g.tensor_ty(o).expect("typed operand").dtype))
+                    .collect();
+                match types.split_first() {
+                    None => (DType::F32, Rule::Follow),
+                    Some((first, rest)) => {
+                        let w = rest.iter().fold(*first, |a, b| widest(a, *b));
+                        (w, if rest.iter().all(|t| t == first) { Rule::Follow } else { Rule::FollowWidest })
+                    }
+                }
+            }
+            Some(Category::Fp32) => (DType::F32, Rule::Fp32List),
+            None => (DType::F32, Rule::Unlisted),
+        };
+        if want == DType::F32 {
+            return Some((want, rule));
+        }
+        let (want, rule) = self.legal(g, id, want, rule, downgraded, errors);
+        if want == DType::F32 {
+            return Some((want, rule));
+        }
+        // Range safety: weights that would overflow, activations seen too large.
+        for p in typed_operands(g, id) {
+            let o = ops[p];
+            if let Op::Const(t) = g.op(o) {
+                let ok = *weight_ok.entry((o, want)).or_insert_with(|| {
+                    let converted = cast(t, want);
+                    t.to_f64_vec().iter().zip(converted.to_f64_vec()).all(|(a, b)| !a.is_finite() || b.is_finite())
+                });
+                if !ok {
+                    return Some((DType::F32, Rule::WeightRange));
+                }
+            }
+        }
+        let too_big = |n: NodeId| ranges.get(&n).is_some_and(|&m| m > self.policy.safe_range);
+        if too_big(id) || data_operands(g, id).into_iter().any(|p| too_big(ops[p])) {
+            return Some((DType::F32, Rule::Calibration));
+        }
+        if self.policy.level != Level::O3 && weight_gain(g, id).is_some_and(|gain| gain > self.policy.safe_range) {
+            return Some((DType::F32, Rule::WeightGain));
+        }
+        Some((want, rule))
+    }
+
+    /// Target legality of a low type: downgrade to f32 (or an error with `strict`).
+    fn legal(&self, g: &Graph, id: NodeId, want: DType, rule: Rule, downgraded: &mut usize, errors: &mut Vec<Diagnostic>) -> (DType, Rule) {
+        let target = self.policy.target;
+        if target.supports(want) {
+            return (want, rule);
+        }
+        if self.strict {
+            errors.push(Diagnostic::error(
+                g.location(id),
+                format!("'{}' op would run in {want}, which {target} does not support (strict: no fallback to f32)", g.op(id).mlir_name()),
+            ));
+        }
+        *downgraded += 1;
+        (DType::F32, Rule::Target)
+    }
+}
+
+impl Pass for AssignPrecision {
+    fn info(&self) -> &'static PassInfo {
+        &INFO
+    }
+
+    fn run(&mut self, module: &mut Module, diagnostics: &mut Vec<Diagnostic>) -> Result<bool, Diagnostics> {
+        self.counts.clear();
+        let mut errors = Vec::new();
+        for g in &mut module.functions {
+            self.function(g, diagnostics, &mut errors);
+        }
+        if errors.is_empty() { Ok(!self.counts.is_empty()) } else { Err(Diagnostics(errors)) }
+    }
+
+    fn statistics(&self) -> Vec<Statistic> {
+        const RULES: [(Rule, &str); 12] = [
+            (Rule::Io, "arguments decided by io-types"),
+            (Rule::Override, "ops with an f16c.precision override"),
+            (Rule::KeepF32, "ops kept f32 by keep-f32"),
+            (Rule::LowList, "ops lowered by the low list"),
+            (Rule::Follow, "ops following their inputs"),
+            (Rule::FollowWidest, "ops following the widest of mixed inputs"),
+            (Rule::Fp32List, "ops kept f32 by the fp32 list"),
+            (Rule::Unlisted, "ops kept f32 because no list has them"),
+            (Rule::Target, "ops kept f32 because the target lacks the type"),
+            (Rule::WeightRange, "ops kept f32 because a weight overflows the low type"),
+            (Rule::Calibration, "ops kept f32 by calibration ranges"),
+            (Rule::WeightGain, "contractions kept f32 because their weights amplify past the safe range"),
+        ];
+        RULES
+            .iter()
+            .map(|(r, d)| Statistic { name: r.name(), value: self.counts.get(r.name()).copied().unwrap_or(0), description: d })
+            .collect()
+    }
+}
+
+/// The gain of a contraction's constant weights: the largest sum of |weight| that feeds one
+/// output element, plus the largest |bias|. `None` when the weights are not constant.
+pub fn weight_gain(g: &Graph, id: NodeId) -> Option<f64> {
+    let ops = g.operands(id);
+    let constant = |p: usize| match g.op(ops[p]) {
+        Op::Const(t) => Some((t.shape().to_vec(), t.to_f64_vec())),
+        _ => None,
+    };
+    let bias = || constant(2).map_or(0.0, |(_, b)| b.iter().fold(0.0f64, |m, v| m.max(v.abs())));
+    // Sums |w| over the flattened positions `inner` for each output index of `outer` x `rest`.
+    let max_sum = |w: &[f64], outer: usize, inner: usize, rest: usize| -> f64 {
+        let mut best = 0.0f64;
+        for o in 0..outer {
+            for r in 0..rest {
+                let s: f64 = (0..inner).map(|i| w[(o * inner + i) * rest + r].abs()).sum();
+                best = best.max(s);
+            }
+        }
+        best
+    };
+    match g.op(id) {
+        Op::MatMul => {
+            if let Some((s, w)) = constant(1) {
+                // [N, C, W]: one output sums over C.
+                Some(max_sum(&w, s[0], s[1], s[2]))
+            } else {
+                let (s, w) = constant(0)?;
+                // [N, H, C]: one output sums over C.
+                Some(max_sum(&w, s[0] * s[1], s[2], 1))
+            }
+        }
+        Op::Conv2d(_) | Op::TransposeConv2d(_) => {
+            let (s, w) = constant(1)?;
+            Some(max_sum(&w, s[0], s[1] * s[2] * s[3], 1) + bias())
+        }
+        Op::DepthwiseConv2d(_) => {
+            let (s, w) = constant(1)?;
+            Some(max_sum(&w, 1, s[0] * s[1], s[2] * s[3]) + bias())
+        }
+        _ => None,
+    }
+}

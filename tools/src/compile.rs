@@ -1,0 +1,129 @@
+//! `f16c compile`: the whole pipeline for a target, emitting a chosen form.
+
+use crate::{input_arg, precision, read_input, switch};
+use anyhow::{bail, Context};
+use clap::{Arg, ArgMatches, Command};
+use f16c_compiler::policy::Target;
+use f16c_compiler::report::{to_dot, Report};
+use f16c_compiler::PassError;
+use f16c_dialect::export::{print_module, PrintOptions};
+use f16c_dialect::import::parse_module;
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+/// What `--emit` can produce, and which of them this build has.
+const EMITS: &[&str] = &["mlir", "report", "dot", "ptx", "llvm", "asm", "obj", "clif"];
+const AVAILABLE: &[&str] = &["mlir", "report", "dot"];
+
+pub fn command() -> Command {
+    let c = Command::new("compile")
+        .about("Compile a model: canonicalize, assign precision, insert casts, then emit")
+        .after_help(
+            "Emit forms:\n  mlir    the mixed-precision TOSA MLIR (valid for mlir-opt)\n  \
+             report  per op: precision, accumulator, deciding rule, casts, weight bytes (--report-format=table|json)\n  \
+             dot     the graph coloured by precision, casts marked (Graphviz: dot -Tsvg)\n  \
+             ptx, llvm, asm, obj, clif: code generation (not in this build yet)\n\n\
+             Examples:\n  f16c compile net.mlir --target=sm_70 --precision=fp16 --emit=report\n  \
+             f16c compile net.mlir --policy=my-policy.toml --print-policy\n  \
+             f16c compile net.mlir --calibrate x.npy --emit=mlir -o net.f16.mlir",
+        )
+        .arg(input_arg())
+        .arg(Arg::new("output").short('o').value_name("FILE").help("Write the output here instead of standard output"))
+        .arg(
+            Arg::new("emit")
+                .long("emit")
+                .value_name("FORM")
+                .value_parser(clap::builder::PossibleValuesParser::new(EMITS))
+                .help("What to produce (see below)"),
+        )
+        .arg(
+            Arg::new("report-format")
+                .long("report-format")
+                .value_name("F")
+                .default_value("table")
+                .value_parser(["table", "json"])
+                .help("Format of --emit=report"),
+        )
+        .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"));
+    precision::args(c, "fp16", true)
+}
+
+pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
+    let target = m.get_one::<String>("target").expect("has default").clone();
+    if m.get_flag("print-policy") {
+        let text = precision::policy(m, &target)?.to_toml();
+        return write_output(m, &text).map(|_| ExitCode::SUCCESS);
+    }
+    let emit = match m.get_one::<String>("emit") {
+        Some(e) if AVAILABLE.contains(&e.as_str()) => e.clone(),
+        Some(e) => bail!("--emit={e}: code generation for {target} is not in this build yet (available: {})", AVAILABLE.join(", ")),
+        None => bail!(
+            "no backend in this build produces a loadable artifact for {target} yet; choose --emit={}",
+            AVAILABLE.join("|")
+        ),
+    };
+    Target::parse(&target).with_context(|| format!("unknown target '{target}'"))?;
+    let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
+    let mut module = match parse_module(&source, &file) {
+        Ok(m) => m,
+        Err(d) => {
+            eprint!("{}", d.render(Some(&source)));
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    precision::calibrate(&mut module, m)?;
+    // Canonicalize first, on its own, so that the report can compare before and after.
+    let mut canon = f16c_compiler::PassManager::new();
+    canon.add(f16c_compiler::pass::registry::create("canonicalize", "")?);
+    let mut pm = f16c_compiler::PassManager::new();
+    pm.add(f16c_compiler::pass::registry::create("assign-precision", &precision::assign_options(m, &target))?);
+    pm.add(f16c_compiler::pass::registry::create("insert-casts", "")?);
+    let mut sink = std::io::sink();
+    let result = canon.run(&mut module, &mut sink).and_then(|mut notes| {
+        let before = module.clone();
+        notes.extend(pm.run(&mut module, &mut sink)?);
+        Ok((before, notes))
+    });
+    let before = match result {
+        Ok((before, notes)) => {
+            eprint!("{}", f16c_dialect::Diagnostics(notes).render(Some(&source)));
+            before
+        }
+        Err(PassError::Diagnostics(d)) => {
+            eprint!("{}", d.render(Some(&source)));
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let text = match emit.as_str() {
+        "mlir" => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,
+        "dot" => before.functions.iter().zip(&module.functions).map(|(b, a)| to_dot(b, a)).collect(),
+        _ => {
+            let mut settings = BTreeMap::new();
+            for k in ["target", "precision", "policy", "io-types"] {
+                settings.insert(k.to_string(), m.get_one::<String>(k).cloned().unwrap_or_else(|| target.clone()));
+            }
+            let stats = pm.statistics();
+            let reports: Vec<Report> =
+                before.functions.iter().zip(&module.functions).map(|(b, a)| Report::build(&file, settings.clone(), b, a, &stats)).collect();
+            if m.get_one::<String>("report-format").map(String::as_str) == Some("json") {
+                let items: Vec<String> = reports.iter().map(Report::to_json).collect();
+                if items.len() == 1 { items[0].clone() + "\n" } else { format!("[\n{}\n]\n", items.join(",\n")) }
+            } else {
+                reports.iter().map(Report::to_table).collect::<Vec<_>>().join("\n")
+            }
+        }
+    };
+    write_output(m, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_output(m: &ArgMatches, text: &str) -> anyhow::Result<()> {
+    match m.get_one::<String>("output") {
+        Some(path) if path != "-" => std::fs::write(path, text).with_context(|| format!("cannot write '{path}'")),
+        _ => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
