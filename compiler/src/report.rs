@@ -248,7 +248,7 @@ pub fn to_dot(before: &Graph, after: &Graph) -> String {
 }
 
 /// `dir/net.mlir:3:5` as `net.mlir:3:5`, to keep tables narrow.
-fn short_location(loc: &str) -> String {
+pub fn short_location(loc: &str) -> String {
     match loc.rsplit_once('/') {
         Some((_, tail)) if !loc.starts_with("loc(") => tail.to_string(),
         _ => loc.to_string(),

@@ -2,13 +2,9 @@
 //! goes non-finite or out of tolerance, with the override that keeps it in f32.
 
 use crate::{input_arg, precision, read_input};
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_compiler::pass::registry;
-use f16c_compiler::{PassError, PassManager};
-use f16c_dialect::import::parse_module;
-use f16c_runtime::{check, npy};
-use std::path::Path;
+use f16c_runtime::check;
 use std::process::ExitCode;
 
 /// Default per-op tolerance: largest |mixed - f32| relative to the f32 value's peak. fp16 has
@@ -43,60 +39,20 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = m.get_one::<String>("target").expect("has default").clone();
     let tolerance = *m.get_one::<f64>("tolerance").expect("has default");
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
-    let mut module = match parse_module(&source, &file) {
-        Ok(m) => m,
-        Err(d) => {
-            eprint!("{}", d.render(Some(&source)));
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    precision::calibrate(&mut module, m)?;
-    let mut canon = PassManager::new();
-    canon.add(registry::create("canonicalize", "")?);
-    let mut pm = PassManager::new();
-    pm.add(registry::create("assign-precision", &precision::assign_options(m, &target))?);
-    pm.add(registry::create("insert-casts", "")?);
-    let mut sink = std::io::sink();
-    let result = canon.run(&mut module, &mut sink).and_then(|_| {
-        let f32_module = module.clone();
-        pm.run(&mut module, &mut sink)?;
-        Ok(f32_module)
-    });
-    let f32_module = match result {
-        Ok(f) => f,
-        Err(PassError::Diagnostics(d)) => {
-            eprint!("{}", d.render(Some(&source)));
-            return Ok(ExitCode::FAILURE);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let wanted = m.get_one::<String>("function");
-    let index = match wanted {
-        Some(name) => module.functions.iter().position(|g| &g.name == name),
-        None if module.functions.len() == 1 => Some(0),
-        None => module.functions.iter().position(|g| g.name == "forward"),
-    };
-    let Some(index) = index else { bail!("{file}: no function to check; choose one with --function") };
-    let inputs = m
-        .get_many::<String>("inputs")
-        .into_iter()
-        .flatten()
-        .map(|p| npy::read(Path::new(p)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (f32_graph, mixed) = (&f32_module.functions[index], &module.functions[index]);
+    let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
+    let Some(compiled) = precision::compile(&mut module, m, &target, &source)? else { return Ok(ExitCode::FAILURE) };
+    let index = crate::choose_function(&module, m, &file)?;
+    let inputs = crate::read_npys(m, "inputs")?;
+    let (f32_graph, mixed) = (&compiled.before.functions[index], &module.functions[index]);
     let result = check::check(f32_graph, mixed, &inputs, tolerance).context("running the two graphs")?;
 
-    let short = |l: &f16c_dialect::Location| {
-        let s = l.to_string();
-        s.rsplit_once('/').map_or(s.clone(), |(_, t)| t.to_string())
-    };
     println!("{:<24} {:<28} {:<5} {:>10} {:>10}", "op", "location", "type", "rel. error", "non-finite");
     for o in &result.ops {
         let flag = if Some(o.id) == result.culprit.map(|c| result.ops[c].id) { "  <-- first failure" } else if o.fails(tolerance) { "  (fails)" } else { "" };
         println!(
             "{:<24} {:<28} {:<5} {:>10.3e} {:>10}{flag}",
             format!("{} {}", o.id, o.op),
-            short(&o.location),
+            f16c_compiler::report::short_location(&o.location.to_string()),
             o.dtype.to_string(),
             o.error.relative_to_peak(),
             o.non_finite

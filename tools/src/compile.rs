@@ -5,9 +5,7 @@ use anyhow::{bail, Context};
 use clap::{Arg, ArgMatches, Command};
 use f16c_compiler::policy::Target;
 use f16c_compiler::report::{to_dot, Report};
-use f16c_compiler::PassError;
 use f16c_dialect::export::{print_module, PrintOptions};
-use f16c_dialect::import::parse_module;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -52,7 +50,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = m.get_one::<String>("target").expect("has default").clone();
     if m.get_flag("print-policy") {
         let text = precision::policy(m, &target)?.to_toml();
-        return write_output(m, &text).map(|_| ExitCode::SUCCESS);
+        return crate::write_output(m, &text).map(|_| ExitCode::SUCCESS);
     }
     let emit = match m.get_one::<String>("emit") {
         Some(e) if AVAILABLE.contains(&e.as_str()) => e.clone(),
@@ -64,36 +62,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     };
     Target::parse(&target).with_context(|| format!("unknown target '{target}'"))?;
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
-    let mut module = match parse_module(&source, &file) {
-        Ok(m) => m,
-        Err(d) => {
-            eprint!("{}", d.render(Some(&source)));
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    precision::calibrate(&mut module, m)?;
-    // Canonicalize first, on its own, so that the report can compare before and after.
-    let mut canon = f16c_compiler::PassManager::new();
-    canon.add(f16c_compiler::pass::registry::create("canonicalize", "")?);
-    let mut pm = f16c_compiler::PassManager::new();
-    pm.add(f16c_compiler::pass::registry::create("assign-precision", &precision::assign_options(m, &target))?);
-    pm.add(f16c_compiler::pass::registry::create("insert-casts", "")?);
-    let mut sink = std::io::sink();
-    let result = canon.run(&mut module, &mut sink).and_then(|mut notes| {
-        let before = module.clone();
-        notes.extend(pm.run(&mut module, &mut sink)?);
-        Ok((before, notes))
-    });
-    let before = match result {
-        Ok((before, notes)) => {
-            eprint!("{}", f16c_dialect::Diagnostics(notes).render(Some(&source)));
-            before
-        }
-        Err(PassError::Diagnostics(d)) => {
-            eprint!("{}", d.render(Some(&source)));
-            return Ok(ExitCode::FAILURE);
-        }
-        Err(e) => return Err(e.into()),
+    let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
+    let Some(precision::Compiled { before, stats }) = precision::compile(&mut module, m, &target, &source)? else {
+        return Ok(ExitCode::FAILURE);
     };
     let text = match emit.as_str() {
         "mlir" => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,
@@ -103,7 +74,6 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             for k in ["target", "precision", "policy", "io-types"] {
                 settings.insert(k.to_string(), m.get_one::<String>(k).cloned().unwrap_or_else(|| target.clone()));
             }
-            let stats = pm.statistics();
             let reports: Vec<Report> =
                 before.functions.iter().zip(&module.functions).map(|(b, a)| Report::build(&file, settings.clone(), b, a, &stats)).collect();
             if m.get_one::<String>("report-format").map(String::as_str) == Some("json") {
@@ -114,16 +84,6 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    write_output(m, &text)?;
+    crate::write_output(m, &text)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn write_output(m: &ArgMatches, text: &str) -> anyhow::Result<()> {
-    match m.get_one::<String>("output") {
-        Some(path) if path != "-" => std::fs::write(path, text).with_context(|| format!("cannot write '{path}'")),
-        _ => {
-            print!("{text}");
-            Ok(())
-        }
-    }
 }

@@ -81,3 +81,48 @@ fn read_input(path: &str) -> anyhow::Result<(String, String)> {
 fn switch(name: &'static str, help: &'static str) -> Arg {
     Arg::new(name).long(name).action(ArgAction::SetTrue).help(help)
 }
+
+/// Parses a module, printing its diagnostics against `source` when it fails.
+fn parse_or_report(source: &str, file: &str) -> Option<f16c_dialect::Module> {
+    match f16c_dialect::import::parse_module(source, file) {
+        Ok(m) => Some(m),
+        Err(d) => {
+            eprint!("{}", d.render(Some(source)));
+            None
+        }
+    }
+}
+
+/// The index of the function a command works on: `--function NAME`, else the only one, else
+/// `forward`.
+fn choose_function(module: &f16c_dialect::Module, m: &clap::ArgMatches, file: &str) -> anyhow::Result<usize> {
+    let wanted = m.get_one::<String>("function");
+    let fs = &module.functions;
+    let index = match wanted {
+        Some(name) => fs.iter().position(|g| &g.name == name),
+        None if fs.len() == 1 => Some(0),
+        None => fs.iter().position(|g| g.name == "forward"),
+    };
+    index.ok_or_else(|| {
+        let names: Vec<&str> = fs.iter().map(|g| g.name.as_str()).collect();
+        let named = wanted.map(|w| format!(" named '{w}'")).unwrap_or_default();
+        anyhow::anyhow!("{file}: no function{named} (functions: {}); choose one with --function", names.join(", "))
+    })
+}
+
+/// The `.npy` files given to a repeatable flag, read in order.
+fn read_npys(m: &clap::ArgMatches, flag: &str) -> anyhow::Result<Vec<f16c_runtime::Tensor>> {
+    let files = m.get_many::<String>(flag).into_iter().flatten();
+    Ok(files.map(|p| f16c_runtime::npy::read(std::path::Path::new(p))).collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Writes a command's text to `-o FILE`, or to standard output.
+pub(crate) fn write_output(m: &clap::ArgMatches, text: &str) -> anyhow::Result<()> {
+    match m.get_one::<String>("output") {
+        Some(path) if path != "-" => anyhow::Context::with_context(std::fs::write(path, text), || format!("cannot write '{path}'")),
+        _ => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}

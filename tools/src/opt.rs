@@ -1,7 +1,6 @@
 //! `f16c opt`: MLIR in, passes, MLIR out — the driver lit tests use.
 
 use crate::{diagnostics, input_arg, read_input, switch};
-use anyhow::Context;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use f16c_compiler::pass::{registry, PassError, PassManager};
 use f16c_dialect::export::{print_module, PrintOptions};
@@ -162,12 +161,6 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
     }
     // As mlir-opt does, the pieces that succeeded are printed even when another one failed.
-    {
-        let text = outputs.join("// -----\n");
-        match m.get_one::<String>("output") {
-            Some(path) if path != "-" => std::fs::write(path, text).with_context(|| format!("cannot write '{path}'"))?,
-            _ => print!("{text}"),
-        }
-    }
+    crate::write_output(m, &outputs.join("// -----\n"))?;
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

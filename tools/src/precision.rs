@@ -3,9 +3,9 @@
 
 use anyhow::Context;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_compiler::pass::{registry, PassError, PassManager};
+use f16c_compiler::pass::{registry, PassError, PassManager, Statistic};
 use f16c_compiler::policy::{Policy, Precision, Target};
-use f16c_dialect::Module;
+use f16c_dialect::{Diagnostics, Module};
 use f16c_runtime::npy;
 use std::path::Path;
 
@@ -81,13 +81,42 @@ pub fn policy(m: &ArgMatches, target: &str) -> anyhow::Result<Policy> {
     Ok(Policy::from_spec(m.get_one::<String>("policy").expect("has default"), p, t)?)
 }
 
-/// The standard pipeline: canonicalize, assign-precision, insert-casts.
-pub fn pipeline(m: &ArgMatches, target: &str) -> Result<PassManager, PassError> {
+/// The result of [`compile`].
+pub struct Compiled {
+    /// The module after canonicalize, before precision assignment: what the report and
+    /// `check` compare with (the precision passes keep the ids of the ops they retype).
+    pub before: Module,
+    /// The precision passes' counters.
+    pub stats: Vec<(&'static str, Vec<Statistic>)>,
+}
+
+/// The standard pipeline: calibration (with `--calibrate`), canonicalize, assign-precision,
+/// insert-casts. Diagnostics (warnings, or the errors that stopped it) are printed against
+/// `source`; `Ok(None)` means errors stopped it.
+pub fn compile(module: &mut Module, m: &ArgMatches, target: &str, source: &str) -> anyhow::Result<Option<Compiled>> {
+    calibrate(module, m)?;
+    let mut canon = PassManager::new();
+    canon.add(registry::create("canonicalize", "")?);
     let mut pm = PassManager::new();
-    pm.add(registry::create("canonicalize", "")?);
     pm.add(registry::create("assign-precision", &assign_options(m, target))?);
     pm.add(registry::create("insert-casts", "")?);
-    Ok(pm)
+    let mut sink = std::io::sink();
+    let result = canon.run(module, &mut sink).and_then(|mut notes| {
+        let before = module.clone();
+        notes.extend(pm.run(module, &mut sink)?);
+        Ok((before, notes))
+    });
+    match result {
+        Ok((before, notes)) => {
+            eprint!("{}", Diagnostics(notes).render(Some(source)));
+            Ok(Some(Compiled { before, stats: pm.statistics() }))
+        }
+        Err(PassError::Diagnostics(d)) => {
+            eprint!("{}", d.render(Some(source)));
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Runs every function on the `--calibrate` inputs (f32, reference interpreter) and records on

@@ -3,7 +3,6 @@
 use crate::{input_arg, read_input};
 use anyhow::{bail, Context};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_dialect::import::parse_module;
 use f16c_runtime::{compare, npy, reference};
 use std::path::Path;
 use std::process::ExitCode;
@@ -50,42 +49,15 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         bail!("target '{target}' is not available yet in this build; use --target=reference");
     }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
-    let mut module = match parse_module(&source, &file) {
-        Ok(m) => m,
-        Err(d) => {
-            eprint!("{}", d.render(Some(&source)));
-            return Ok(ExitCode::FAILURE);
-        }
-    };
+    let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
     // The mixed-precision pipeline (nothing changes with the default --precision=fp32).
-    if m.get_one::<String>("precision").map(String::as_str) != Some("fp32") {
-        crate::precision::calibrate(&mut module, m)?;
-        let mut pm = crate::precision::pipeline(m, target)?;
-        match pm.run(&mut module, &mut std::io::stderr()) {
-            Ok(notes) => eprint!("{}", f16c_dialect::Diagnostics(notes).render(Some(&source))),
-            Err(f16c_compiler::PassError::Diagnostics(d)) => {
-                eprint!("{}", d.render(Some(&source)));
-                return Ok(ExitCode::FAILURE);
-            }
-            Err(e) => return Err(e.into()),
-        }
+    if m.get_one::<String>("precision").map(String::as_str) != Some("fp32")
+        && crate::precision::compile(&mut module, m, target, &source)?.is_none()
+    {
+        return Ok(ExitCode::FAILURE);
     }
-    let wanted = m.get_one::<String>("function");
-    let g = match wanted {
-        Some(name) => module.functions.iter().find(|g| &g.name == name),
-        None if module.functions.len() == 1 => module.functions.first(),
-        None => module.functions.iter().find(|g| g.name == "forward"),
-    };
-    let Some(g) = g else {
-        let names: Vec<&str> = module.functions.iter().map(|g| g.name.as_str()).collect();
-        bail!("{file}: no function to run{} (functions: {}); choose one with --function", wanted.map(|w| format!(" named '{w}'")).unwrap_or_default(), names.join(", "));
-    };
-    let inputs = m
-        .get_many::<String>("inputs")
-        .into_iter()
-        .flatten()
-        .map(|p| npy::read(Path::new(p)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let g = &module.functions[crate::choose_function(&module, m, &file)?];
+    let inputs = crate::read_npys(m, "inputs")?;
     let outputs = reference::run(g, &inputs)?;
     let paths: Vec<&String> = m.get_many::<String>("outputs").into_iter().flatten().collect();
     if !paths.is_empty() && paths.len() != outputs.len() {

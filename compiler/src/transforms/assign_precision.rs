@@ -149,23 +149,12 @@ impl AssignPrecision {
         AssignPrecision { policy, keep_f32: None, io_low: false, strict: false, counts: HashMap::new() }
     }
 
-    /// Checks `f16c.precision` attributes when nothing is lowered (`O0`, `precision=fp32`):
-    /// a bad value is an error at every level.
-    fn validate(&self, g: &Graph, diags: &mut Vec<Diagnostic>, errors: &mut Vec<Diagnostic>) {
-        for id in g.topo_order().expect("verified graphs are acyclic") {
-            let Some(text) = g.node(id).attr(attrs::PRECISION) else { continue };
-            let name = g.op(id).mlir_name();
-            if !matches!(g.node(id).string_attr(attrs::PRECISION), Some("f32" | "f16" | "bf16")) {
-                errors.push(Diagnostic::error(g.location(id), format!("'{name}' op: f16c.precision = {text} is not one of \"f32\", \"f16\", \"bf16\"")));
-            } else if compute_dtype(g, id) != Some(DType::F32) || matches!(g.op(id), Op::Cast | Op::Const(_)) {
-                diags.push(Diagnostic::warning(g.location(id), format!("'{name}' op: f16c.precision has no effect on an op that does not compute in f32")));
-            }
-        }
-    }
-
     fn function(&mut self, g: &mut Graph, diags: &mut Vec<Diagnostic>, errors: &mut Vec<Diagnostic>) {
         let Some(low) = self.policy.low else {
-            self.validate(g, diags, errors);
+            // Nothing is lowered (`O0`, `precision=fp32`), but a bad request is still an error.
+            for id in g.node_ids() {
+                check_unused_request(g, id, diags, errors);
+            }
             return;
         };
         let order = g.topo_order().expect("verified graphs are acyclic");
@@ -176,12 +165,7 @@ impl AssignPrecision {
         let mut weight_ok: HashMap<(NodeId, DType), bool> = HashMap::new();
         for id in order {
             let Some((dt, rule)) = self.decide(g, id, low, &ranges, &decided, &mut weight_ok, &mut downgraded, errors) else {
-                if g.node(id).attr(attrs::PRECISION).is_some() && !matches!(g.op(id), Op::Arg(_)) {
-                    diags.push(Diagnostic::warning(
-                        g.location(id),
-                        format!("'{}' op: f16c.precision has no effect on an op that does not compute in f32", g.op(id).mlir_name()),
-                    ));
-                }
+                check_unused_request(g, id, diags, errors);
                 g.node_mut(id).remove_attr(attrs::MAX_ABS);
                 continue;
             };
@@ -217,7 +201,6 @@ impl AssignPrecision {
         errors: &mut Vec<Diagnostic>,
     ) -> Option<(DType, Rule)> {
         let op = g.op(id);
-        let name = op.mlir_name();
         if let Op::Arg(_) = op {
             if g.tensor_ty(id)?.dtype != DType::F32 {
                 return None;
@@ -225,25 +208,17 @@ impl AssignPrecision {
             let want = if self.io_low { low } else { DType::F32 };
             return Some(self.legal(g, id, want, Rule::Io, downgraded, errors));
         }
-        if matches!(op, Op::Const(_) | Op::ConstShape(_) | Op::Cast) || compute_dtype(g, id) != Some(DType::F32) {
+        if !computes_in_f32(g, id) {
             return None;
         }
         // Explicit requests first: they are final (except for target legality).
-        if let Some(text) = g.node(id).attr(attrs::PRECISION) {
-            let want = match g.node(id).string_attr(attrs::PRECISION) {
-                Some("f32") => Some(DType::F32),
-                Some("f16") => Some(DType::F16),
-                Some("bf16") => Some(DType::BF16),
-                _ => None,
-            };
-            let Some(want) = want else {
-                errors.push(Diagnostic::error(
-                    g.location(id),
-                    format!("'{name}' op: f16c.precision = {text} is not one of \"f32\", \"f16\", \"bf16\""),
-                ));
+        match requested(g, id) {
+            Some(Ok(want)) => return Some(self.legal(g, id, want, Rule::Override, downgraded, errors)),
+            Some(Err(e)) => {
+                errors.push(e);
                 return Some((DType::F32, Rule::Override));
-            };
-            return Some(self.legal(g, id, want, Rule::Override, downgraded, errors));
+            }
+            None => {}
         }
         if let Some(re) = &self.keep_f32 {
             let loc = g.location(id);
@@ -353,6 +328,40 @@ impl Pass for AssignPrecision {
             .iter()
             .map(|(r, d)| Statistic { name: r.name(), value: self.counts.get(r.name()).copied().unwrap_or(0), description: d })
             .collect()
+    }
+}
+
+/// True for the ops whose precision the pass decides (besides the arguments): those that
+/// compute in f32, other than constants and the model's own casts.
+fn computes_in_f32(g: &Graph, id: NodeId) -> bool {
+    !matches!(g.op(id), Op::Arg(_) | Op::Const(_) | Op::ConstShape(_) | Op::Cast) && compute_dtype(g, id) == Some(DType::F32)
+}
+
+/// The precision an op asks for with `f16c.precision`: `None` without the attribute, an error
+/// for a value other than "f32", "f16", "bf16".
+fn requested(g: &Graph, id: NodeId) -> Option<Result<DType, Diagnostic>> {
+    let text = g.node(id).attr(attrs::PRECISION)?;
+    Some(match g.node(id).string_attr(attrs::PRECISION) {
+        Some("f32") => Ok(DType::F32),
+        Some("f16") => Ok(DType::F16),
+        Some("bf16") => Ok(DType::BF16),
+        _ => Err(Diagnostic::error(
+            g.location(id),
+            format!("'{}' op: f16c.precision = {text} is not one of \"f32\", \"f16\", \"bf16\"", g.op(id).mlir_name()),
+        )),
+    })
+}
+
+/// A request on an op the pass does not decide: an error if malformed, else a warning that it
+/// has no effect (for ops that do not compute in f32).
+fn check_unused_request(g: &Graph, id: NodeId, diags: &mut Vec<Diagnostic>, errors: &mut Vec<Diagnostic>) {
+    match requested(g, id) {
+        Some(Err(e)) => errors.push(e),
+        Some(Ok(_)) if !computes_in_f32(g, id) => diags.push(Diagnostic::warning(
+            g.location(id),
+            format!("'{}' op: f16c.precision has no effect on an op that does not compute in f32", g.op(id).mlir_name()),
+        )),
+        _ => {}
     }
 }
 
