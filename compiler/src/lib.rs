@@ -12,6 +12,8 @@
 
 #![deny(missing_docs)]
 
+pub mod backend;
+pub mod lower;
 pub mod pass;
 pub mod policy;
 pub mod report;

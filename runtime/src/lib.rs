@@ -7,6 +7,9 @@
 //! types say f16 runs exactly under the fp16 contract (inputs widened to f32, one rounding per
 //! op, f32 accumulation) and an f32 graph runs in f32.
 //!
+//! [`jit`] compiles models for this x86-64 host with Cranelift and runs them (the host API:
+//! [`jit::Model::compile_file`], [`jit::Model::run`]).
+//!
 //! Inputs are checked at the boundary (count, shape, element type) with errors that say which
 //! input and what was expected; nothing past the boundary sees a wrongly sized buffer.
 
@@ -15,6 +18,7 @@
 pub mod calibrate;
 pub mod check;
 pub mod compare;
+pub mod jit;
 pub mod npy;
 pub mod reference;
 
@@ -44,6 +48,12 @@ pub enum RuntimeError {
         /// What went wrong.
         message: String,
     },
+    /// The model could not be compiled (rendered diagnostics or a located error).
+    #[error("{0}")]
+    Compile(String),
+    /// Cranelift could not generate code for this host.
+    #[error("JIT: {0}")]
+    Jit(String),
     /// The graph does not verify.
     #[error("{0}")]
     Invalid(#[from] f16c_dialect::Diagnostics),

@@ -3,32 +3,41 @@
 use crate::{input_arg, read_input};
 use anyhow::{bail, Context};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_runtime::{compare, npy, reference};
+use f16c_runtime::{compare, jit, npy, reference};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Targets `run` knows; only the reference interpreter exists in this build.
-const TARGETS: &[&str] = &["reference", "x86_64"];
+/// Targets `run` knows.
+const TARGETS: &[&str] = &["x86_64", "reference"];
 
 pub fn command() -> Command {
     let c = Command::new("run")
         .about("Run a model on .npy inputs and write .npy outputs")
         .after_help(
-            "Targets:\n  reference  the reference interpreter (the golden model of f16c's numeric contract)\n  \
-             x86_64     the Cranelift JIT (not built yet: use --target=reference)\n\n\
+            "Targets:\n  x86_64     compile with Cranelift and run on this machine (default; fp16/bf16 emulated\n             \
+             in software, bit-faithful to the reference)\n  \
+             reference  the reference interpreter (the golden model of f16c's numeric contract)\n\n\
              With --precision=fp16|bf16 the model is first compiled to mixed precision (canonicalize,\n\
              assign-precision, insert-casts) and the mixed-precision graph runs.\n\n\
-             Examples:\n  f16c run net.mlir --target=reference --input x.npy --output y.npy\n  \
-             f16c run net.mlir --target=reference --precision=fp16 --policy=O1 --input x.npy --output y.npy",
+             Examples:\n  f16c run net.mlir --input x.npy --output y.npy\n  \
+             f16c run net.mlir --precision=fp16 --policy=O1 --input x.npy --output y.npy --threads=2\n  \
+             f16c run net.mlir --target=reference --input x.npy --compare y_ref.npy",
         )
         .arg(input_arg())
         .arg(
             Arg::new("target")
                 .long("target")
                 .value_name("TARGET")
-                .default_value("reference")
+                .default_value("x86_64")
                 .value_parser(clap::builder::PossibleValuesParser::new(TARGETS))
                 .help("Where to run the model"),
+        )
+        .arg(
+            Arg::new("threads")
+                .long("threads")
+                .value_name("N")
+                .value_parser(clap::value_parser!(usize))
+                .help("Threads for large kernels on x86_64 (default: every core)"),
         )
         .arg(Arg::new("inputs").long("input").value_name("X.npy").action(ArgAction::Append).help("Input tensor, one per function argument, in order"))
         .arg(Arg::new("outputs").long("output").value_name("Y.npy").action(ArgAction::Append).help("Where to write each result, in order (omitted: print them)"))
@@ -45,9 +54,6 @@ pub fn command() -> Command {
 
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = m.get_one::<String>("target").expect("has default");
-    if target != "reference" {
-        bail!("target '{target}' is not available yet in this build; use --target=reference");
-    }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
     let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
     // The mixed-precision pipeline (nothing changes with the default --precision=fp32).
@@ -58,7 +64,15 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     let g = &module.functions[crate::choose_function(&module, m, &file)?];
     let inputs = crate::read_npys(m, "inputs")?;
-    let outputs = reference::run(g, &inputs)?;
+    let outputs = if target == "reference" {
+        reference::run(g, &inputs)?
+    } else {
+        let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(jit::default_threads);
+        if threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        jit::Model::compile_graph(g, threads)?.run(&inputs)?
+    };
     let paths: Vec<&String> = m.get_many::<String>("outputs").into_iter().flatten().collect();
     if !paths.is_empty() && paths.len() != outputs.len() {
         bail!("'@{}' has {} result(s) but {} --output file(s) were given", g.name, outputs.len(), paths.len());

@@ -1,0 +1,715 @@
+//! The emitter: a thin layer over Cranelift's `FunctionBuilder` with the pieces every kernel
+//! family uses: counted loops, typed loads and stores that convert to and from the compute
+//! domain, the software fp16/bf16 conversions (scalar and four lanes at a time), and the
+//! elementwise ops of the numeric contract.
+//!
+//! Compute domains: f32, f16 and bf16 values compute in f32 (`F32`, or `F32X4` four lanes at a
+//! time); f64 in `F64`; i8/i32/i64 in `I64` (wrapped to their width after each op); i1 in `I8`
+//! holding 0 or 1.
+
+use super::legal::Libcall;
+use crate::lower::{EwKind, EwOp};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, I16X8, I32, I32X4, I64, I64X2, I8};
+use cranelift_codegen::ir::{AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, Type, Value};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::FunctionBuilder;
+use f16c_dialect::{BinaryOp, DType, UnaryOp};
+use std::collections::HashMap;
+
+/// Memory accesses of kernels: buffers never alias what they write, never trap (the runtime
+/// checked every size), little-endian.
+pub fn mem() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+/// Vector bitcasts need an explicit lane order.
+fn lanes() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little)
+}
+
+/// The compute domain of a dtype.
+pub fn domain(d: DType) -> Type {
+    match d {
+        DType::F32 | DType::F16 | DType::BF16 => F32,
+        DType::F64 => F64,
+        DType::I1 => I8,
+        DType::I8 | DType::I32 | DType::I64 => I64,
+    }
+}
+
+/// A kernel function being built, with its parameters.
+pub struct Fx<'a> {
+    /// The builder.
+    pub b: FunctionBuilder<'a>,
+    /// `*const *mut u8`: the buffer table.
+    pub bufs: Value,
+    /// First work item of this call.
+    pub begin: Value,
+    /// One past the last work item.
+    pub end: Value,
+    /// This thread's scratch memory.
+    pub scratch: Value,
+    /// `*const fn`: the runtime's libcall table.
+    pub rt: Value,
+    sigs: HashMap<Libcall, SigRef>,
+    buffers: HashMap<usize, Value>,
+}
+
+impl<'a> Fx<'a> {
+    /// Starts a kernel function: `(bufs, begin, end, scratch, rt) -> i32` in the entry block.
+    pub fn new(mut b: FunctionBuilder<'a>) -> Self {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let p = b.block_params(entry).to_vec();
+        Fx { b, bufs: p[0], begin: p[1], end: p[2], scratch: p[3], rt: p[4], sigs: HashMap::new(), buffers: HashMap::new() }
+    }
+
+    /// The kernel signature.
+    pub fn signature() -> Signature {
+        let mut s = Signature::new(CallConv::SystemV);
+        s.params.extend([I64; 5].map(AbiParam::new));
+        s.returns.push(AbiParam::new(I32));
+        s
+    }
+
+    /// Returns `code` (0: success) and seals everything.
+    pub fn finish(mut self, code: i32) {
+        let c = self.b.ins().iconst(I32, code as i64);
+        self.b.ins().return_(&[c]);
+        self.b.seal_all_blocks();
+        self.b.finalize(super::frontend_config());
+    }
+
+    /// An i64 constant.
+    pub fn i(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(I64, v)
+    }
+
+    /// A constant of integer type `ty` (splatted for vectors).
+    pub fn k(&mut self, ty: Type, v: i64) -> Value {
+        if ty.is_vector() {
+            let s = self.b.ins().iconst(ty.lane_type(), v);
+            self.b.ins().splat(ty, s)
+        } else {
+            self.b.ins().iconst(ty, v)
+        }
+    }
+
+    /// An f32 constant (splatted for `F32X4`).
+    pub fn f(&mut self, ty: Type, v: f32) -> Value {
+        let s = self.b.ins().f32const(v);
+        if ty.is_vector() {
+            self.b.ins().splat(ty, s)
+        } else {
+            s
+        }
+    }
+
+    /// `cond ? a : b` for a scalar `i8` condition or a lane mask.
+    pub fn sel(&mut self, cond: Value, a: Value, b: Value) -> Value {
+        if self.b.func.dfg.value_type(a).is_vector() {
+            self.b.ins().bitselect(cond, a, b)
+        } else {
+            self.b.ins().select(cond, a, b)
+        }
+    }
+
+    /// The base address of buffer `id` (loaded once, in the entry block).
+    pub fn buffer(&mut self, id: usize) -> Value {
+        if let Some(&v) = self.buffers.get(&id) {
+            return v;
+        }
+        let v = self.b.ins().load(I64, mem().with_readonly(), self.bufs, (id * 8) as i32);
+        self.buffers.insert(id, v);
+        v
+    }
+
+    /// `base + index * size`.
+    pub fn addr(&mut self, base: Value, index: Value, size: usize) -> Value {
+        let off = if size == 1 { index } else { self.b.ins().imul_imm_s(index, size as i64) };
+        self.b.ins().iadd(base, off)
+    }
+
+    /// A counted loop `for iv in (start..end).step_by(step)` carrying `carried` values; the body
+    /// returns their next values, and the loop returns their final values.
+    pub fn for_range(
+        &mut self,
+        start: Value,
+        end: Value,
+        step: i64,
+        carried: &[Value],
+        body: impl FnOnce(&mut Self, Value, &[Value]) -> Vec<Value>,
+    ) -> Vec<Value> {
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.append_block_param(header, I64);
+        let types: Vec<Type> = carried.iter().map(|&v| self.b.func.dfg.value_type(v)).collect();
+        for &t in &types {
+            self.b.append_block_param(header, t);
+            self.b.append_block_param(exit, t);
+        }
+        let args: Vec<BlockArg> = std::iter::once(start).chain(carried.iter().copied()).map(BlockArg::Value).collect();
+        self.b.ins().jump(header, &args);
+        self.b.switch_to_block(header);
+        let params = self.b.block_params(header).to_vec();
+        let (iv, vals) = (params[0], params[1..].to_vec());
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, iv, end);
+        let exit_args: Vec<BlockArg> = vals.iter().copied().map(BlockArg::Value).collect();
+        self.b.ins().brif(more, body_block, &[], exit, &exit_args);
+        self.b.switch_to_block(body_block);
+        let next = body(self, iv, &vals);
+        let step_v = self.b.ins().iadd_imm_s(iv, step);
+        let back: Vec<BlockArg> = std::iter::once(step_v).chain(next).map(BlockArg::Value).collect();
+        self.b.ins().jump(header, &back);
+        self.b.switch_to_block(exit);
+        self.b.block_params(exit).to_vec()
+    }
+
+    /// The loop over this call's work items `begin..end`.
+    pub fn for_items(&mut self, body: impl FnOnce(&mut Self, Value) -> Vec<Value>) {
+        let (begin, end) = (self.begin, self.end);
+        self.for_range(begin, end, 1, &[], |fx, item, _| body(fx, item));
+    }
+
+    /// A loop with constant bounds.
+    pub fn for_n(&mut self, start: i64, end: i64, step: i64, carried: &[Value], body: impl FnOnce(&mut Self, Value, &[Value]) -> Vec<Value>) -> Vec<Value> {
+        let (s, e) = (self.i(start), self.i(end));
+        self.for_range(s, e, step, carried, body)
+    }
+
+    /// Runs `then` when `cond` (an `i8`) is non-zero.
+    pub fn if_then(&mut self, cond: Value, then: impl FnOnce(&mut Self)) {
+        let t = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.ins().brif(cond, t, &[], join, &[]);
+        self.b.switch_to_block(t);
+        then(self);
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(join);
+    }
+
+    /// `cond ? then : otherwise`, each branch producing values of the same types.
+    pub fn if_else(&mut self, cond: Value, then: impl FnOnce(&mut Self) -> Vec<Value>, otherwise: impl FnOnce(&mut Self) -> Vec<Value>) -> Vec<Value> {
+        let (t, e, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(cond, t, &[], e, &[]);
+        self.b.switch_to_block(t);
+        let a = then(self);
+        for &v in &a {
+            let ty = self.b.func.dfg.value_type(v);
+            self.b.append_block_param(join, ty);
+        }
+        let args: Vec<BlockArg> = a.iter().copied().map(BlockArg::Value).collect();
+        self.b.ins().jump(join, &args);
+        self.b.switch_to_block(e);
+        let bvals = otherwise(self);
+        let args: Vec<BlockArg> = bvals.iter().copied().map(BlockArg::Value).collect();
+        self.b.ins().jump(join, &args);
+        self.b.switch_to_block(join);
+        self.b.block_params(join).to_vec()
+    }
+
+    /// Returns `code` from the function when `cond` holds (an error exit).
+    pub fn fail_if(&mut self, cond: Value, code: i32) {
+        self.if_then(cond, |fx| {
+            let c = fx.b.ins().iconst(I32, code as i64);
+            fx.b.ins().return_(&[c]);
+            // Code after a return is unreachable; give the builder a fresh block to fill.
+            let dead = fx.b.create_block();
+            fx.b.switch_to_block(dead);
+        });
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // fp16 and bf16 in software (DESIGN.md, "Numerics"): exact widening, round to nearest even
+    // narrowing, overflow to inf, subnormals kept, NaN quieted with its payload's top bits.
+    // The same code serves one lane (I32) and four (I32X4).
+    // -----------------------------------------------------------------------------------------
+
+    fn to_bits(&mut self, v: Value) -> Value {
+        let ty = if self.b.func.dfg.value_type(v).is_vector() { I32X4 } else { I32 };
+        self.b.ins().bitcast(ty, lanes(), v)
+    }
+
+    fn to_float(&mut self, v: Value) -> Value {
+        let ty = if self.b.func.dfg.value_type(v).is_vector() { F32X4 } else { F32 };
+        self.b.ins().bitcast(ty, lanes(), v)
+    }
+
+    /// f16 bits (low 16 bits of each i32 lane) to f32, exactly.
+    pub fn f16_to_f32(&mut self, h: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(h);
+        let (m7fff, m8000, m3ff) = (self.k(ty, 0x7fff), self.k(ty, 0x8000), self.k(ty, 0x3ff));
+        let abs = self.b.ins().band(h, m7fff);
+        let o = self.b.ins().ishl_imm_s(abs, 13);
+        let exp_mask = self.k(ty, 0x0f80_0000);
+        let exp = self.b.ins().band(o, exp_mask);
+        let rebias = self.k(ty, 0x3800_0000);
+        let o = self.b.ins().iadd(o, rebias);
+        // Inf/NaN: exponent all ones; NaN gets the quiet bit.
+        let infnan = self.b.ins().iadd(o, rebias);
+        let man = self.b.ins().band(h, m3ff);
+        let zero = self.k(ty, 0);
+        let is_nan = self.b.ins().icmp(IntCC::NotEqual, man, zero);
+        let quiet = self.k(ty, 0x0040_0000);
+        let q = self.sel(is_nan, quiet, zero);
+        let infnan = self.b.ins().bor(infnan, q);
+        // Subnormal: renormalise through a float subtraction (exact).
+        let one_exp = self.k(ty, 0x0080_0000);
+        let s = self.b.ins().iadd(o, one_exp);
+        let sf = self.to_float(s);
+        let magic = self.k(ty, 0x3880_0000);
+        let mf = self.to_float(magic);
+        let sub = self.b.ins().fsub(sf, mf);
+        let sub = self.to_bits(sub);
+        let is_infnan = self.b.ins().icmp(IntCC::Equal, exp, exp_mask);
+        let is_sub = self.b.ins().icmp(IntCC::Equal, exp, zero);
+        let r = self.sel(is_sub, sub, o);
+        let r = self.sel(is_infnan, infnan, r);
+        let sign = self.b.ins().band(h, m8000);
+        let sign = self.b.ins().ishl_imm_s(sign, 16);
+        let r = self.b.ins().bor(r, sign);
+        self.to_float(r)
+    }
+
+    /// f32 to f16 bits (in an i32 lane), rounding to nearest even.
+    pub fn f32_to_f16(&mut self, v: Value) -> Value {
+        let x = self.to_bits(v);
+        let ty = self.b.func.dfg.value_type(x);
+        let sign_mask = self.k(ty, 0x8000_0000u32 as i32 as i64);
+        let sign = self.b.ins().band(x, sign_mask);
+        let a = self.b.ins().bxor(x, sign);
+        // Normal numbers: rebias, round to nearest even, shift.
+        let t = self.b.ins().ushr_imm_s(a, 13);
+        let one = self.k(ty, 1);
+        let odd = self.b.ins().band(t, one);
+        let bias = self.k(ty, (0xC800_0FFFu32 as i32) as i64);
+        let n = self.b.ins().iadd(a, bias);
+        let n = self.b.ins().iadd(n, odd);
+        let n = self.b.ins().ushr_imm_s(n, 13);
+        // Subnormals and zero: let the FPU round by adding 0.5 (its ulp is the f16 subnormal's).
+        let magic = self.k(ty, 0x3f00_0000);
+        let af = self.to_float(a);
+        let mf = self.to_float(magic);
+        let s = self.b.ins().fadd(af, mf);
+        let s = self.to_bits(s);
+        let s = self.b.ins().isub(s, magic);
+        // Overflow gives inf; NaN stays NaN (quiet, top payload bits kept).
+        let m3ff = self.k(ty, 0x3ff);
+        let payload = self.b.ins().band(t, m3ff);
+        let q = self.k(ty, 0x7e00);
+        let nan = self.b.ins().bor(payload, q);
+        let inf = self.k(ty, 0x7c00);
+        let f32_inf = self.k(ty, 0x7f80_0000);
+        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, a, f32_inf);
+        let big = self.k(ty, 0x4780_0000);
+        let is_big = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, a, big);
+        let small = self.k(ty, 0x3880_0000);
+        let is_small = self.b.ins().icmp(IntCC::SignedLessThan, a, small);
+        let special = self.sel(is_nan, nan, inf);
+        let r = self.sel(is_small, s, n);
+        let r = self.sel(is_big, special, r);
+        let sign = self.b.ins().ushr_imm_s(sign, 16);
+        self.b.ins().bor(r, sign)
+    }
+
+    /// bf16 bits (low 16 bits of each lane) to f32: the top half of an f32 (NaN quieted).
+    pub fn bf16_to_f32(&mut self, h: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(h);
+        let x = self.b.ins().ishl_imm_s(h, 16);
+        let abs_mask = self.k(ty, 0x7fff_ffff);
+        let abs = self.b.ins().band(x, abs_mask);
+        let inf = self.k(ty, 0x7f80_0000);
+        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
+        let quiet = self.k(ty, 0x0040_0000);
+        let xq = self.b.ins().bor(x, quiet);
+        let r = self.sel(is_nan, xq, x);
+        self.to_float(r)
+    }
+
+    /// f32 to bf16 bits, rounding to nearest even (NaN quieted).
+    pub fn f32_to_bf16(&mut self, v: Value) -> Value {
+        let x = self.to_bits(v);
+        let ty = self.b.func.dfg.value_type(x);
+        let hi = self.b.ins().ushr_imm_s(x, 16);
+        let one = self.k(ty, 1);
+        let odd = self.b.ins().band(hi, one);
+        let half = self.k(ty, 0x7fff);
+        let r = self.b.ins().iadd(x, half);
+        let r = self.b.ins().iadd(r, odd);
+        let r = self.b.ins().ushr_imm_s(r, 16);
+        let abs_mask = self.k(ty, 0x7fff_ffff);
+        let abs = self.b.ins().band(x, abs_mask);
+        let inf = self.k(ty, 0x7f80_0000);
+        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
+        let quiet = self.k(ty, 0x40);
+        let nan = self.b.ins().bor(hi, quiet);
+        self.sel(is_nan, nan, r)
+    }
+
+    /// Rounds an f32-domain value to the precision of `d` (f16, bf16), leaving it in f32.
+    pub fn round_f32(&mut self, d: DType, v: Value) -> Value {
+        match d {
+            DType::F16 => {
+                let h = self.f32_to_f16(v);
+                self.f16_to_f32(h)
+            }
+            DType::BF16 => {
+                let h = self.f32_to_bf16(v);
+                self.bf16_to_f32(h)
+            }
+            _ => v,
+        }
+    }
+
+    /// Rounds or wraps a domain value to its dtype (f16/bf16 precision, integer width).
+    pub fn round_to(&mut self, d: DType, v: Value) -> Value {
+        match d {
+            DType::F16 | DType::BF16 => self.round_f32(d, v),
+            DType::I8 | DType::I32 => {
+                let t = if d == DType::I8 { I8 } else { I32 };
+                let n = self.b.ins().ireduce(t, v);
+                self.b.ins().sextend(I64, n)
+            }
+            _ => v,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Loads and stores
+    // -----------------------------------------------------------------------------------------
+
+    /// Loads element `index` of a `d` buffer into its compute domain.
+    pub fn load(&mut self, d: DType, base: Value, index: Value) -> Value {
+        let p = self.addr(base, index, d.byte_size());
+        self.load_at(d, p, 0)
+    }
+
+    /// Loads the element at address `p + offset` into its compute domain.
+    pub fn load_at(&mut self, d: DType, p: Value, offset: i32) -> Value {
+        let m = mem();
+        match d {
+            DType::F32 => self.b.ins().load(F32, m, p, offset),
+            DType::F64 => self.b.ins().load(F64, m, p, offset),
+            DType::F16 => {
+                let h = self.b.ins().uload16(I32, m, p, offset);
+                self.f16_to_f32(h)
+            }
+            DType::BF16 => {
+                let h = self.b.ins().uload16(I32, m, p, offset);
+                self.bf16_to_f32(h)
+            }
+            DType::I1 => self.b.ins().load(I8, m, p, offset),
+            DType::I8 => self.b.ins().sload8(I64, m, p, offset),
+            DType::I32 => self.b.ins().sload32(m, p, offset),
+            DType::I64 => self.b.ins().load(I64, m, p, offset),
+        }
+    }
+
+    /// Stores a domain value as element `index` of a `d` buffer.
+    pub fn store(&mut self, d: DType, base: Value, index: Value, v: Value) {
+        let p = self.addr(base, index, d.byte_size());
+        self.store_at(d, p, 0, v);
+    }
+
+    /// Stores a domain value at `p + offset`.
+    pub fn store_at(&mut self, d: DType, p: Value, offset: i32, v: Value) {
+        let m = mem();
+        match d {
+            DType::F32 | DType::F64 | DType::I1 | DType::I64 => {
+                self.b.ins().store(m, v, p, offset);
+            }
+            DType::F16 => {
+                let h = self.f32_to_f16(v);
+                self.b.ins().istore16(m, h, p, offset);
+            }
+            DType::BF16 => {
+                let h = self.f32_to_bf16(v);
+                self.b.ins().istore16(m, h, p, offset);
+            }
+            DType::I8 => {
+                self.b.ins().istore8(m, v, p, offset);
+            }
+            DType::I32 => {
+                self.b.ins().istore32(m, v, p, offset);
+            }
+        }
+    }
+
+    /// Loads four consecutive f32/f16/bf16 elements at `p + offset` as `F32X4`.
+    pub fn load4_at(&mut self, d: DType, p: Value, offset: i32) -> Value {
+        let m = mem();
+        match d {
+            DType::F32 => self.b.ins().load(F32X4, m, p, offset),
+            DType::F16 => {
+                let h = self.b.ins().uload16x4(m, p, offset);
+                self.f16_to_f32(h)
+            }
+            DType::BF16 => {
+                let h = self.b.ins().uload16x4(m, p, offset);
+                self.bf16_to_f32(h)
+            }
+            other => unreachable!("{other} has no four-lane load"),
+        }
+    }
+
+    /// Loads four consecutive elements starting at `index`.
+    pub fn load4(&mut self, d: DType, base: Value, index: Value) -> Value {
+        let p = self.addr(base, index, d.byte_size());
+        self.load4_at(d, p, 0)
+    }
+
+    /// Stores an `F32X4` as four consecutive `d` elements at `p + offset` (rounding once).
+    pub fn store4_at(&mut self, d: DType, p: Value, offset: i32, v: Value) {
+        let m = mem();
+        match d {
+            DType::F32 => {
+                self.b.ins().store(m, v, p, offset);
+            }
+            DType::F16 | DType::BF16 => {
+                let h = if d == DType::F16 { self.f32_to_f16(v) } else { self.f32_to_bf16(v) };
+                let packed = self.b.ins().unarrow(h, h);
+                let q = self.b.ins().bitcast(I64X2, lanes(), packed);
+                let low = self.b.ins().extractlane(q, 0);
+                self.b.ins().store(m, low, p, offset);
+            }
+            other => unreachable!("{other} has no four-lane store"),
+        }
+        let _ = I16X8;
+    }
+
+    /// Stores four consecutive elements starting at `index`.
+    pub fn store4(&mut self, d: DType, base: Value, index: Value, v: Value) {
+        let p = self.addr(base, index, d.byte_size());
+        self.store4_at(d, p, 0, v);
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Libcalls: transcendental functions come from the runtime's table, so they are the very
+    // functions the reference interpreter calls (bit-identical results).
+    // -----------------------------------------------------------------------------------------
+
+    /// Calls libcall `lc` on scalar arguments.
+    pub fn libcall(&mut self, lc: Libcall, args: &[Value]) -> Value {
+        let sig = match self.sigs.get(&lc) {
+            Some(&s) => s,
+            None => {
+                let s = self.b.import_signature(lc.signature());
+                self.sigs.insert(lc, s);
+                s
+            }
+        };
+        let f = self.b.ins().load(I64, mem().with_readonly(), self.rt, (lc as usize * 8) as i32);
+        let call = self.b.ins().call_indirect(sig, f, args);
+        self.b.inst_results(call)[0]
+    }
+
+    /// Applies a scalar libcall to every lane of `F32X4` arguments (or to scalars).
+    fn libcall_lanes(&mut self, lc: Libcall, args: &[Value]) -> Value {
+        if !self.b.func.dfg.value_type(args[0]).is_vector() {
+            return self.libcall(lc, args);
+        }
+        let mut out = self.f(F32X4, 0.0);
+        for lane in 0..4u8 {
+            let a: Vec<Value> = args.iter().map(|&v| self.b.ins().extractlane(v, lane)).collect();
+            let r = self.libcall(lc, &a);
+            out = self.b.ins().insertlane(out, r, lane);
+        }
+        out
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Elementwise ops
+    // -----------------------------------------------------------------------------------------
+
+    /// Computes one elementwise op on domain values (`F32X4` lanes when vectorised), rounding
+    /// the result once to `op.dtype`.
+    pub fn ew(&mut self, op: &EwOp, args: &[Value], arg_types: &[DType]) -> Result<Value, String> {
+        let in_dt = arg_types.first().copied().unwrap_or(op.dtype);
+        let r = match op.kind {
+            EwKind::Cast => self.convert(in_dt, op.dtype, args[0])?,
+            EwKind::Select => self.sel_bool(args[0], args[1], args[2]),
+            EwKind::Clamp { min, max } => self.clamp(in_dt, args[0], min, max),
+            EwKind::Unary(u) => self.unary(u, in_dt, args[0], op.zp)?,
+            EwKind::Binary(bop) => self.binary(bop, in_dt, args[0], args[1], op.shift)?,
+        };
+        Ok(self.round_to(op.dtype, r))
+    }
+
+    fn sel_bool(&mut self, p: Value, a: Value, b: Value) -> Value {
+        self.b.ins().select(p, a, b)
+    }
+
+    fn clamp(&mut self, d: DType, x: Value, min: f64, max: f64) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        match domain(d) {
+            F32 => {
+                let (lo, hi) = (self.f(ty, min as f32), self.f(ty, max as f32));
+                let y = self.b.ins().fmax(x, lo);
+                self.b.ins().fmin(y, hi)
+            }
+            F64 => {
+                let (lo, hi) = (self.b.ins().f64const(min), self.b.ins().f64const(max));
+                let y = self.b.ins().fmax(x, lo);
+                self.b.ins().fmin(y, hi)
+            }
+            I64 => {
+                let (lo, hi) = (self.i(min as i64), self.i(max as i64));
+                let y = self.b.ins().smax(x, lo);
+                self.b.ins().smin(y, hi)
+            }
+            _ => x,
+        }
+    }
+
+    fn one(&mut self, ty: Type) -> Value {
+        if ty == F64 {
+            self.b.ins().f64const(1.0)
+        } else {
+            self.f(ty, 1.0)
+        }
+    }
+
+    fn unary(&mut self, u: UnaryOp, d: DType, x: Value, (in_zp, out_zp): (i64, i64)) -> Result<Value, String> {
+        let ty = self.b.func.dfg.value_type(x);
+        let f64_ = domain(d) == F64;
+        let lc = |f32_call: Libcall, f64_call: Libcall| if f64_ { f64_call } else { f32_call };
+        if domain(d) == I64 {
+            return match u {
+                UnaryOp::Negate => {
+                    let a = self.b.ins().iadd_imm_s(x, -in_zp);
+                    let o = self.i(out_zp);
+                    Ok(self.b.ins().isub(o, a))
+                }
+                UnaryOp::Abs => Ok(self.b.ins().iabs(x)),
+                _ => Err(format!("tosa.{u:?} is not defined on integers").to_lowercase()),
+            };
+        }
+        if domain(d) == I8 {
+            return Err("elementwise arithmetic is not defined on i1".into());
+        }
+        Ok(match u {
+            UnaryOp::Negate => self.b.ins().fneg(x),
+            UnaryOp::Abs => self.b.ins().fabs(x),
+            UnaryOp::Exp => self.libcall_lanes(lc(Libcall::ExpF32, Libcall::ExpF64), &[x]),
+            UnaryOp::Log => self.libcall_lanes(lc(Libcall::LogF32, Libcall::LogF64), &[x]),
+            UnaryOp::Tanh => self.libcall_lanes(lc(Libcall::TanhF32, Libcall::TanhF64), &[x]),
+            UnaryOp::Erf => self.libcall_lanes(lc(Libcall::ErfF32, Libcall::ErfF64), &[x]),
+            UnaryOp::Rsqrt => {
+                let s = self.b.ins().sqrt(x);
+                let one = self.one(ty);
+                self.b.ins().fdiv(one, s)
+            }
+            UnaryOp::Reciprocal => {
+                let one = self.one(ty);
+                self.b.ins().fdiv(one, x)
+            }
+            UnaryOp::Sigmoid => {
+                // 1 / (1 + exp(-x)), as the reference computes it.
+                let n = self.b.ins().fneg(x);
+                let e = self.libcall_lanes(lc(Libcall::ExpF32, Libcall::ExpF64), &[n]);
+                let one = self.one(ty);
+                let d = self.b.ins().fadd(one, e);
+                self.b.ins().fdiv(one, d)
+            }
+        })
+    }
+
+    fn binary(&mut self, op: BinaryOp, d: DType, a: Value, b: Value, shift: i64) -> Result<Value, String> {
+        let dom = domain(d);
+        if op.is_comparison() {
+            return Ok(match dom {
+                F32 | F64 => {
+                    let cc = match op {
+                        BinaryOp::Equal => FloatCC::Equal,
+                        BinaryOp::Greater => FloatCC::GreaterThan,
+                        _ => FloatCC::GreaterThanOrEqual,
+                    };
+                    self.b.ins().fcmp(cc, a, b)
+                }
+                _ => {
+                    let cc = match op {
+                        BinaryOp::Equal => IntCC::Equal,
+                        BinaryOp::Greater => IntCC::SignedGreaterThan,
+                        _ => IntCC::SignedGreaterThanOrEqual,
+                    };
+                    self.b.ins().icmp(cc, a, b)
+                }
+            });
+        }
+        if dom == I8 {
+            return Err("arithmetic is not defined on i1".into());
+        }
+        if dom == I64 {
+            return Ok(match op {
+                BinaryOp::Add => self.b.ins().iadd(a, b),
+                BinaryOp::Sub => self.b.ins().isub(a, b),
+                BinaryOp::Mul if shift > 0 => {
+                    let p = self.b.ins().imul(a, b);
+                    let p = self.b.ins().iadd_imm_s(p, 1 << (shift - 1));
+                    self.b.ins().sshr_imm_s(p, shift)
+                }
+                BinaryOp::Mul => self.b.ins().imul(a, b),
+                BinaryOp::Maximum => self.b.ins().smax(a, b),
+                BinaryOp::Minimum => self.b.ins().smin(a, b),
+                _ => return Err("tosa.pow is not defined on integers".into()),
+            });
+        }
+        Ok(match op {
+            BinaryOp::Add => self.b.ins().fadd(a, b),
+            BinaryOp::Sub => self.b.ins().fsub(a, b),
+            BinaryOp::Mul => self.b.ins().fmul(a, b),
+            BinaryOp::Maximum => self.b.ins().fmax(a, b),
+            BinaryOp::Minimum => self.b.ins().fmin(a, b),
+            BinaryOp::Pow => self.libcall_lanes(if dom == F64 { Libcall::PowF64 } else { Libcall::PowF32 }, &[a, b]),
+            _ => unreachable!("comparisons handled above"),
+        })
+    }
+
+    /// TOSA `cast` from a `from` domain value to `to` (not yet rounded to `to`'s width).
+    pub fn convert(&mut self, from: DType, to: DType, x: Value) -> Result<Value, String> {
+        if from == to {
+            return Ok(x);
+        }
+        let (df, dt) = (domain(from), domain(to));
+        Ok(match (df, dt) {
+            (_, I8) => match df {
+                F32 | F64 => {
+                    let z = if df == F64 { self.b.ins().f64const(0.0) } else { self.b.ins().f32const(0.0) };
+                    self.b.ins().fcmp(FloatCC::NotEqual, x, z)
+                }
+                _ => self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+            },
+            (F32, F32) => x,
+            (F32, F64) => self.b.ins().fpromote(F64, x),
+            (F64, F32) => match to {
+                DType::F32 => self.b.ins().fdemote(F32, x),
+                DType::F16 => self.libcall(Libcall::F64ToF16, &[x]),
+                _ => self.libcall(Libcall::F64ToBf16, &[x]),
+            },
+            (I64 | I8, F32 | F64) => {
+                let wide = if df == I8 { self.b.ins().uextend(I64, x) } else { x };
+                let f = self.b.ins().fcvt_from_sint(F64, wide);
+                self.convert(DType::F64, to, f)?
+            }
+            (F32 | F64, I64) => {
+                let f = if df == F32 { self.b.ins().fpromote(F64, x) } else { x };
+                let (lo, hi) = match to {
+                    DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+                    DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+                    _ => (i64::MIN as f64, i64::MAX as f64),
+                };
+                let r = self.b.ins().nearest(f);
+                let (lo, hi) = (self.b.ins().f64const(lo), self.b.ins().f64const(hi));
+                let r = self.b.ins().fmax(r, lo);
+                let r = self.b.ins().fmin(r, hi);
+                self.b.ins().fcvt_to_sint_sat(I64, r)
+            }
+            (I8, I64) => self.b.ins().uextend(I64, x),
+            (I64, I64) => x,
+            _ => return Err(format!("no conversion from {from} to {to}")),
+        })
+    }
+}

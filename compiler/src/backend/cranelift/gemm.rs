@@ -1,0 +1,678 @@
+//! Contractions: matmul and conv2d as a packed GEMM with a register-blocked f32x4 FMA
+//! micro-kernel; depthwise and transpose convolutions computed directly.
+//!
+//! GEMM layout (Goto/BLIS style, specialised to static shapes):
+//! - `B` (`K × N`) is packed into panels of [`NR`] columns, `[batch][panel][k][NR]` f32. A
+//!   constant `B` is packed at compile time in its own type; an f32 one is used in place, an
+//!   f16/bf16 one is widened panel by panel into the kernel's temporary by a first step. A
+//!   `B` computed at run time is packed by that first step.
+//! - Each work item of the second step takes [`MC`] rows of `A`, packs them (converting to f32,
+//!   gathering conv windows: an implicit im2col, zero outside the input) into micro-panels
+//!   `[MR][k]` transposed in this thread's scratch, then for every `B` panel runs the 6×8
+//!   micro-kernel over each micro-panel: 12 f32x4 accumulators, one FMA per (row, vector, k).
+//! - The epilogue adds the bias, rounds once to the contraction's type, applies the fused
+//!   elementwise ops (rounding after each, as the graph does), and stores. Edge tiles use
+//!   scalar lanes.
+//!
+//! Accumulation is in f32 in index order of `k`, with FMA: results may differ from the
+//! reference interpreter (separate multiply and add) by the reduction tolerance.
+
+use super::emit::{domain, Fx};
+use super::legal::{LANES, MC, MR, NR};
+use super::lower::{eval, row_offset, Context};
+use super::CraneliftError;
+use crate::lower::{BufferKind, Contraction, ContractionKind, ConvGeometry, Epilogue, Buffer};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::types::{F32, F32X4};
+use cranelift_codegen::ir::{InstBuilder, Value};
+use f16c_dialect::{DType, Data};
+
+impl Context<'_> {
+    pub fn contraction(&mut self, c: &Contraction) -> Result<(), CraneliftError> {
+        if domain(c.a.ty.dtype) != F32 || domain(c.b.ty.dtype) != F32 {
+            return Err(self.error(format!("{} contractions are not supported (f32, f16 and bf16 are)", c.a.ty.dtype)));
+        }
+        match &c.kind {
+            ContractionKind::MatMul | ContractionKind::Conv(_) => self.gemm(c),
+            ContractionKind::Depthwise(g) => self.depthwise(c, g.clone()),
+            ContractionKind::TransposeConv(g) => self.transpose_conv(c, g.clone()),
+        }
+    }
+
+    fn gemm(&mut self, c: &Contraction) -> Result<(), CraneliftError> {
+        let (batch, m, n, k) = (c.batch, c.m, c.n, c.k);
+        let panels = n.div_ceil(NR);
+        let panel_elems = k * NR;
+        let packed_elems = batch * panels * panel_elems;
+        let bdt = c.b.ty.dtype;
+        // Where the packed f32 B lives: a pre-packed constant (f32), or the kernel temporary.
+        let b_slot;
+        if c.b_constant {
+            let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
+            let packed = pack_b_constant(c, t.data());
+            let packed_slot = self.program.buffers.len() + self.current;
+            self.buffers[packed_slot] = Buffer { kind: BufferKind::Constant(packed), bytes: packed_elems * bdt.byte_size() };
+            self.used[packed_slot] = true;
+            self.used[c.b.buffer.0] = false;
+            if bdt == DType::F32 {
+                b_slot = packed_slot;
+            } else {
+                // Widen panel by panel into the temporary.
+                b_slot = self.temp_slot();
+                self.temps[self.current] = packed_elems * 4;
+                self.add("_widen_b", batch * panels, packed_elems as f64, move |fx| {
+                    let (src, dst) = (fx.buffer(packed_slot), fx.buffer(b_slot));
+                    fx.for_items(|fx, p| {
+                        let base = fx.b.ins().imul_imm_s(p, panel_elems as i64);
+                        fx.for_n(0, panel_elems as i64, LANES as i64, &[], |fx, i, _| {
+                            let at = fx.b.ins().iadd(base, i);
+                            let v = fx.load4(bdt, src, at);
+                            fx.store4(DType::F32, dst, at, v);
+                            vec![]
+                        });
+                        vec![]
+                    });
+                    Ok(())
+                })?;
+            }
+        } else {
+            b_slot = self.temp_slot();
+            self.temps[self.current] = packed_elems * 4;
+            let bbuf = c.b.buffer.0;
+            self.add("_pack_b", batch * panels, packed_elems as f64, move |fx| {
+                let (src, dst) = (fx.buffer(bbuf), fx.buffer(b_slot));
+                fx.for_items(|fx, item| {
+                    // item = bi * panels + p; B[bi][k][col] at (bi*K + k)*N + col.
+                    let bi = fx.b.ins().udiv_imm_s(item, panels as i64);
+                    let p = fx.b.ins().urem_imm_s(item, panels as i64);
+                    let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                    let out0 = fx.b.ins().imul_imm_s(item, panel_elems as i64);
+                    let row0 = fx.b.ins().imul_imm_s(bi, (k * n) as i64);
+                    let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col0, (n - NR.min(n)) as i64);
+                    let full = if n < NR { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) } else { full };
+                    fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
+                        let src_row = fx.b.ins().imul_imm_s(kk, n as i64);
+                        let src_row = fx.b.ins().iadd(src_row, row0);
+                        let src_at = fx.b.ins().iadd(src_row, col0);
+                        let dst_at = fx.b.ins().imul_imm_s(kk, NR as i64);
+                        let dst_at = fx.b.ins().iadd(dst_at, out0);
+                        fx.if_else(
+                            full,
+                            |fx| {
+                                for v in 0..NR / LANES {
+                                    let s = fx.b.ins().iadd_imm_s(src_at, (v * LANES) as i64);
+                                    let x = fx.load4(bdt, src, s);
+                                    let d = fx.b.ins().iadd_imm_s(dst_at, (v * LANES) as i64);
+                                    fx.store4(DType::F32, dst, d, x);
+                                }
+                                vec![]
+                            },
+                            |fx| {
+                                for j in 0..NR {
+                                    // Clamp the column so the load stays in bounds; zero past N.
+                                    let col = fx.b.ins().iadd_imm_s(col0, j as i64);
+                                    let last = fx.i(n as i64 - 1);
+                                    let cc = fx.b.ins().smin(col, last);
+                                    let s = fx.b.ins().isub(src_at, col0);
+                                    let s = fx.b.ins().iadd(s, cc);
+                                    let x = fx.load(bdt, src, s);
+                                    let z = fx.f(F32, 0.0);
+                                    let inside = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, col, n as i64);
+                                    let x = fx.b.ins().select(inside, x, z);
+                                    let d = fx.b.ins().iadd_imm_s(dst_at, j as i64);
+                                    fx.store(DType::F32, dst, d, x);
+                                }
+                                vec![]
+                            },
+                        );
+                        vec![]
+                    });
+                    vec![]
+                });
+                Ok(())
+            })?;
+        }
+        // The compute step.
+        let blocks = m.div_ceil(MC);
+        let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
+        self.scratch_bytes = self.scratch_bytes.max(a_panels * MR * k * 4);
+        let c = c.clone();
+        let fma = self.options.fma;
+        let cost = 2.0 * (batch * m * n * k) as f64;
+        self.add("", batch * blocks, cost, move |fx| {
+            let a = fx.buffer(c.a.buffer.0);
+            let bp = fx.buffer(b_slot);
+            let out = fx.buffer(c.out.buffer.0);
+            let bias = c.bias.as_ref().map(|b| fx.buffer(b.buffer.0));
+            let epi_bases: Vec<Value> = c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| fx.buffer(i.buffer.0)).collect();
+            let scratch = fx.scratch;
+            let mut result = Ok(());
+            fx.for_items(|fx, item| {
+                let bi = fx.b.ins().udiv_imm_s(item, blocks as i64);
+                let blk = fx.b.ins().urem_imm_s(item, blocks as i64);
+                let row0 = fx.b.ins().imul_imm_s(blk, MC as i64);
+                pack_a(fx, &c, a, bi, row0, scratch);
+                fx.for_n(0, panels as i64, 1, &[], |fx, p, _| {
+                    let boff = fx.b.ins().imul_imm_s(bi, (panels * panel_elems * 4) as i64);
+                    let poff = fx.b.ins().imul_imm_s(p, (panel_elems * 4) as i64);
+                    let bpanel = fx.b.ins().iadd(bp, boff);
+                    let bpanel = fx.b.ins().iadd(bpanel, poff);
+                    let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                    fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
+                        let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
+                        let r0 = fx.b.ins().iadd(r0, row0);
+                        // Skip micro-panels past the last row (the last block is short).
+                        let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
+                        fx.if_then(live, |fx| {
+                            let aoff = fx.b.ins().imul_imm_s(ip, (MR * k * 4) as i64);
+                            let apanel = fx.b.ins().iadd(scratch, aoff);
+                            let acc = micro_kernel(fx, apanel, bpanel, k, fma);
+                            if let Err(e) = store_tile(fx, &c, &acc, bi, r0, col0, out, bias, &epi_bases) {
+                                result = Err(e);
+                            }
+                        });
+                        vec![]
+                    });
+                    vec![]
+                });
+                vec![]
+            });
+            result
+        })
+    }
+
+    fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), CraneliftError> {
+        let mult = g.oc / g.ic.max(1);
+        let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32;
+        let c = c.clone();
+        let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
+        self.add("", g.n * g.oh, cost, move |fx| {
+            let (x, w, out) = (fx.buffer(c.a.buffer.0), fx.buffer(c.b.buffer.0), fx.buffer(c.out.buffer.0));
+            let bias = fx.buffer(c.bias.as_ref().expect("convolutions have a bias").buffer.0);
+            let bias_len = c.bias.as_ref().map_or(1, |b| b.ty.num_elements());
+            let (xd, wd, bd, od) = (c.a.ty.dtype, c.b.ty.dtype, c.bias.as_ref().map_or(DType::F32, |b| b.ty.dtype), c.out.ty.dtype);
+            fx.for_items(|fx, row| {
+                let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
+                let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
+                fx.for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
+                    let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
+                    let pix = fx.b.ins().iadd(pix, ox);
+                    let out_base = fx.b.ins().imul_imm_s(pix, g.oc as i64);
+                    // One output channel group (4 lanes or 1) at channel `o`.
+                    let body = |fx: &mut Fx, o: Value, lanes: bool| -> Value {
+                        let ty = if lanes { F32X4 } else { F32 };
+                        let init = fx.f(ty, 0.0);
+                        let acc = fx.for_n(0, g.kh as i64, 1, &[init], |fx, ky, acc| {
+                            let y = window_coord(fx, oy, ky, g.stride[0], g.dilation[0], g.pad[0]);
+                            let ok_y = in_range(fx, y, g.ih);
+                            fx.if_else(
+                                ok_y,
+                                |fx| {
+                                    fx.for_n(0, g.kw as i64, 1, acc, |fx, kx, acc| {
+                                        let xx = window_coord(fx, ox, kx, g.stride[1], g.dilation[1], g.pad[2]);
+                                        let ok_x = in_range(fx, xx, g.iw);
+                                        fx.if_else(
+                                            ok_x,
+                                            |fx| {
+                                                let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
+                                                let m_ = if mult == 1 { fx.i(0) } else { fx.b.ins().urem_imm_s(o, mult as i64) };
+                                                let p = fx.b.ins().imul_imm_s(b, g.ih as i64);
+                                                let p = fx.b.ins().iadd(p, y);
+                                                let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
+                                                let p = fx.b.ins().iadd(p, xx);
+                                                let p = fx.b.ins().imul_imm_s(p, g.ic as i64);
+                                                let xi = fx.b.ins().iadd(p, ch);
+                                                let wi = fx.b.ins().imul_imm_s(ky, g.kw as i64);
+                                                let wi = fx.b.ins().iadd(wi, kx);
+                                                let wi = fx.b.ins().imul_imm_s(wi, g.ic as i64);
+                                                let wi = fx.b.ins().iadd(wi, ch);
+                                                let wi = fx.b.ins().imul_imm_s(wi, mult as i64);
+                                                let wi = fx.b.ins().iadd(wi, m_);
+                                                let (xv, wv) = if lanes { (fx.load4(xd, x, xi), fx.load4(wd, w, wi)) } else { (fx.load(xd, x, xi), fx.load(wd, w, wi)) };
+                                                // Multiply, then add: the reference's order and roundings.
+                                                let pr = fx.b.ins().fmul(xv, wv);
+                                                vec![fx.b.ins().fadd(acc[0], pr)]
+                                            },
+                                            |_| acc.to_vec(),
+                                        )
+                                    })
+                                },
+                                |_| acc.to_vec(),
+                            )
+                        })[0];
+                        let bv = if bias_len == 1 {
+                            let z = fx.i(0);
+                            let s = fx.load(bd, bias, z);
+                            if lanes { fx.b.ins().splat(F32X4, s) } else { s }
+                        } else if lanes {
+                            fx.load4(bd, bias, o)
+                        } else {
+                            fx.load(bd, bias, o)
+                        };
+                        fx.b.ins().fadd(acc, bv)
+                    };
+                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
+                    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, o, _| {
+                        let v = body(fx, o, true);
+                        let at = fx.b.ins().iadd(out_base, o);
+                        fx.store4(od, out, at, v);
+                        vec![]
+                    });
+                    fx.for_n(vec_end as i64, g.oc as i64, 1, &[], |fx, o, _| {
+                        let v = body(fx, o, false);
+                        let at = fx.b.ins().iadd(out_base, o);
+                        fx.store(od, out, at, v);
+                        vec![]
+                    });
+                    vec![]
+                });
+                vec![]
+            });
+            Ok(())
+        })
+    }
+
+    fn transpose_conv(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), CraneliftError> {
+        let c = c.clone();
+        let cost = 2.0 * (g.n * g.ih * g.iw * g.oc * g.kh * g.kw * g.ic) as f64;
+        self.add("", g.n * g.oh, cost, move |fx| {
+            let (x, w, out) = (fx.buffer(c.a.buffer.0), fx.buffer(c.b.buffer.0), fx.buffer(c.out.buffer.0));
+            let bias = fx.buffer(c.bias.as_ref().expect("convolutions have a bias").buffer.0);
+            let bias_len = c.bias.as_ref().map_or(1, |b| b.ty.num_elements());
+            let (xd, wd, bd, od) = (c.a.ty.dtype, c.b.ty.dtype, c.bias.as_ref().map_or(DType::F32, |b| b.ty.dtype), c.out.ty.dtype);
+            fx.for_items(|fx, row| {
+                let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
+                let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
+                fx.for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
+                    fx.for_n(0, g.oc as i64, 1, &[], |fx, o, _| {
+                        let init = fx.f(F32, 0.0);
+                        // Contributions in input order (iy, ix), as the reference adds them.
+                        let acc = fx.for_n(0, g.ih as i64, 1, &[init], |fx, iy, acc| {
+                            let ky = tap(fx, oy, iy, g.stride[0], g.pad[0]);
+                            let ok_y = in_range(fx, ky, g.kh);
+                            fx.if_else(
+                                ok_y,
+                                |fx| {
+                                    fx.for_n(0, g.iw as i64, 1, acc, |fx, ix, acc| {
+                                        let kx = tap(fx, ox, ix, g.stride[1], g.pad[2]);
+                                        let ok_x = in_range(fx, kx, g.kw);
+                                        fx.if_else(
+                                            ok_x,
+                                            |fx| {
+                                                let p = fx.b.ins().imul_imm_s(b, g.ih as i64);
+                                                let p = fx.b.ins().iadd(p, iy);
+                                                let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
+                                                let p = fx.b.ins().iadd(p, ix);
+                                                let xbase = fx.b.ins().imul_imm_s(p, g.ic as i64);
+                                                let q = fx.b.ins().imul_imm_s(o, g.kh as i64);
+                                                let q = fx.b.ins().iadd(q, ky);
+                                                let q = fx.b.ins().imul_imm_s(q, g.kw as i64);
+                                                let q = fx.b.ins().iadd(q, kx);
+                                                let wbase = fx.b.ins().imul_imm_s(q, g.ic as i64);
+                                                let z = fx.f(F32, 0.0);
+                                                let s = fx.for_n(0, g.ic as i64, 1, &[z], |fx, ch, s| {
+                                                    let xi = fx.b.ins().iadd(xbase, ch);
+                                                    let wi = fx.b.ins().iadd(wbase, ch);
+                                                    let xv = fx.load(xd, x, xi);
+                                                    let wv = fx.load(wd, w, wi);
+                                                    let pr = fx.b.ins().fmul(xv, wv);
+                                                    vec![fx.b.ins().fadd(s[0], pr)]
+                                                })[0];
+                                                vec![fx.b.ins().fadd(acc[0], s)]
+                                            },
+                                            |_| acc.to_vec(),
+                                        )
+                                    })
+                                },
+                                |_| acc.to_vec(),
+                            )
+                        })[0];
+                        let bi = if bias_len == 1 { fx.i(0) } else { o };
+                        let bv = fx.load(bd, bias, bi);
+                        let v = fx.b.ins().fadd(acc, bv);
+                        let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
+                        let pix = fx.b.ins().iadd(pix, ox);
+                        let at = fx.b.ins().imul_imm_s(pix, g.oc as i64);
+                        let at = fx.b.ins().iadd(at, o);
+                        fx.store(od, out, at, v);
+                        vec![]
+                    });
+                    vec![]
+                });
+                vec![]
+            });
+            Ok(())
+        })
+    }
+}
+
+/// `o·stride + k·dilation − pad`: the input coordinate a window tap reads.
+fn window_coord(fx: &mut Fx, o: Value, k: Value, stride: usize, dilation: usize, pad: usize) -> Value {
+    let a = fx.b.ins().imul_imm_s(o, stride as i64);
+    let b = fx.b.ins().imul_imm_s(k, dilation as i64);
+    let s = fx.b.ins().iadd(a, b);
+    fx.b.ins().iadd_imm_s(s, -(pad as i64))
+}
+
+/// Transpose conv: the kernel tap `o − pad − i·stride` that maps input `i` to output `o`.
+fn tap(fx: &mut Fx, o: Value, i: Value, stride: usize, pad: usize) -> Value {
+    let s = fx.b.ins().imul_imm_s(i, stride as i64);
+    let t = fx.b.ins().isub(o, s);
+    fx.b.ins().iadd_imm_s(t, -(pad as i64))
+}
+
+/// `0 <= v < len` as an `i8`.
+fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
+    // One unsigned comparison covers both bounds.
+    fx.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, v, len as i64)
+}
+
+/// Packs a constant `B` at compile time: `[batch][panel][k][NR]` in its own type, zero padded.
+fn pack_b_constant(c: &Contraction, data: &Data) -> Vec<u8> {
+    let (batch, n, k) = (c.batch, c.n, c.k);
+    let panels = n.div_ceil(NR);
+    let elem = c.b.ty.dtype.byte_size();
+    let bytes = data.to_le_bytes();
+    let mut out = vec![0u8; batch * panels * k * NR * elem];
+    // Element (bi, kk, col) of B: matmul `[batch][k][n]`; conv weight OHWI, `B[kk][o] = W[o][kk]`.
+    let conv = !matches!(c.kind, ContractionKind::MatMul);
+    for bi in 0..batch {
+        for p in 0..panels {
+            for kk in 0..k {
+                for j in 0..NR {
+                    let col = p * NR + j;
+                    if col >= n {
+                        continue;
+                    }
+                    let src = if conv { col * k + kk } else { (bi * k + kk) * n + col };
+                    let dst = ((bi * panels + p) * k + kk) * NR + j;
+                    out[dst * elem..(dst + 1) * elem].copy_from_slice(&bytes[src * elem..(src + 1) * elem]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Packs rows `row0..row0+MC` of `A` (batch `bi`) into `scratch` as f32 micro-panels
+/// `[panel][k][MR]`, zero for rows past `m` and for conv taps outside the input.
+fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratch: Value) {
+    let (m, k) = (c.m, c.k);
+    let ad = c.a.ty.dtype;
+    let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
+    fx.for_n(0, (a_panels * MR) as i64, 1, &[], |fx, r, _| {
+        let row = fx.b.ins().iadd(row0, r);
+        // Destination of (r, kk): ((r / MR) * k + kk) * MR + r % MR.
+        let pn = fx.b.ins().udiv_imm_s(r, MR as i64);
+        let pr = fx.b.ins().urem_imm_s(r, MR as i64);
+        let dbase = fx.b.ins().imul_imm_s(pn, (k * MR) as i64);
+        let dbase = fx.b.ins().iadd(dbase, pr);
+        let dbase = fx.b.ins().imul_imm_s(dbase, 4);
+        let dbase = fx.b.ins().iadd(scratch, dbase);
+        let inside = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
+        let store_f32 = |fx: &mut Fx, kk: Value, v: Value| {
+            let off = fx.b.ins().imul_imm_s(kk, (MR * 4) as i64);
+            let p = fx.b.ins().iadd(dbase, off);
+            fx.b.ins().store(super::emit::mem(), v, p, 0);
+        };
+        fx.if_else(
+            inside,
+            |fx| {
+                match &c.kind {
+                    ContractionKind::MatMul => {
+                        let src = fx.b.ins().imul_imm_s(bi, m as i64);
+                        let src = fx.b.ins().iadd(src, row);
+                        let src = fx.b.ins().imul_imm_s(src, k as i64);
+                        copy_run(fx, ad, a, src, k, |fx, kk, v| store_f32(fx, kk, v));
+                    }
+                    ContractionKind::Conv(g) => {
+                        // row = (n, oy, ox); kk = (ky, kx, c).
+                        let ox = fx.b.ins().urem_imm_s(row, g.ow as i64);
+                        let t = fx.b.ins().udiv_imm_s(row, g.ow as i64);
+                        let oy = fx.b.ins().urem_imm_s(t, g.oh as i64);
+                        let nb = fx.b.ins().udiv_imm_s(t, g.oh as i64);
+                        for ky in 0..g.kh {
+                            let kyv = fx.i(ky as i64);
+                            let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
+                            let ok_y = in_range(fx, y, g.ih);
+                            for kx in 0..g.kw {
+                                let kxv = fx.i(kx as i64);
+                                let xx = window_coord(fx, ox, kxv, g.stride[1], g.dilation[1], g.pad[2]);
+                                let ok_x = in_range(fx, xx, g.iw);
+                                let ok = fx.b.ins().band(ok_y, ok_x);
+                                let k0 = (ky * g.kw + kx) * g.ic;
+                                fx.if_else(
+                                    ok,
+                                    |fx| {
+                                        let p = fx.b.ins().imul_imm_s(nb, g.ih as i64);
+                                        let p = fx.b.ins().iadd(p, y);
+                                        let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
+                                        let p = fx.b.ins().iadd(p, xx);
+                                        let src = fx.b.ins().imul_imm_s(p, g.ic as i64);
+                                        copy_run(fx, ad, a, src, g.ic, |fx, kk, v| {
+                                            let kk = fx.b.ins().iadd_imm_s(kk, k0 as i64);
+                                            store_f32(fx, kk, v)
+                                        });
+                                        vec![]
+                                    },
+                                    |fx| {
+                                        let z = fx.f(F32, 0.0);
+                                        fx.for_n(k0 as i64, (k0 + g.ic) as i64, 1, &[], |fx, kk, _| {
+                                            store_f32(fx, kk, z);
+                                            vec![]
+                                        });
+                                        vec![]
+                                    },
+                                );
+                            }
+                        }
+                    }
+                    _ => unreachable!("only GEMM contractions pack A"),
+                }
+                vec![]
+            },
+            |fx| {
+                let z = fx.f(F32, 0.0);
+                fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
+                    store_f32(fx, kk, z);
+                    vec![]
+                });
+                vec![]
+            },
+        );
+        vec![]
+    });
+}
+
+/// Reads `len` consecutive elements of `d` from `base[src..]`, converted to f32, handing each to
+/// `put(kk, value)` (four at a time, then the rest).
+fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: impl Fn(&mut Fx, Value, Value)) {
+    let vec_end = len - len % LANES;
+    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, kk, _| {
+        let at = fx.b.ins().iadd(src, kk);
+        let v = fx.load4(d, base, at);
+        for l in 0..LANES {
+            let x = fx.b.ins().extractlane(v, l as u8);
+            let kl = fx.b.ins().iadd_imm_s(kk, l as i64);
+            put(fx, kl, x);
+        }
+        vec![]
+    });
+    fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, kk, _| {
+        let at = fx.b.ins().iadd(src, kk);
+        let v = fx.load(d, base, at);
+        put(fx, kk, v);
+        vec![]
+    });
+}
+
+/// The 6×8 micro-kernel: returns 12 `F32X4` accumulators, `acc[r * 2 + v]` for row `r` and
+/// columns `4v..4v+4` of the panel.
+fn micro_kernel(fx: &mut Fx, apanel: Value, bpanel: Value, k: usize, fma: bool) -> Vec<Value> {
+    let m = super::emit::mem();
+    let zero = fx.f(F32X4, 0.0);
+    let mut init = vec![apanel, bpanel];
+    init.extend(std::iter::repeat_n(zero, MR * 2));
+    let step = |fx: &mut Fx, st: &[Value], unroll: usize| -> Vec<Value> {
+        let (ap, bpp) = (st[0], st[1]);
+        let mut acc = st[2..].to_vec();
+        for u in 0..unroll {
+            let b0 = fx.b.ins().load(F32X4, m, bpp, (u * NR * 4) as i32);
+            let b1 = fx.b.ins().load(F32X4, m, bpp, (u * NR * 4 + 16) as i32);
+            for r in 0..MR {
+                let a = fx.b.ins().load(F32, m, ap, ((u * MR + r) * 4) as i32);
+                let av = fx.b.ins().splat(F32X4, a);
+                for (v, bv) in [b0, b1].into_iter().enumerate() {
+                    let i = r * 2 + v;
+                    acc[i] = if fma {
+                        fx.b.ins().fma(av, bv, acc[i])
+                    } else {
+                        let p = fx.b.ins().fmul(av, bv);
+                        fx.b.ins().fadd(acc[i], p)
+                    };
+                }
+            }
+        }
+        let ap = fx.b.ins().iadd_imm_s(ap, (unroll * MR * 4) as i64);
+        let bpp = fx.b.ins().iadd_imm_s(bpp, (unroll * NR * 4) as i64);
+        let mut next = vec![ap, bpp];
+        next.extend(acc);
+        next
+    };
+    let pairs = k / 2;
+    let st = fx.for_n(0, pairs as i64, 1, &init, |fx, _, st| step(fx, st, 2));
+    let st = if k % 2 == 1 { step(fx, &st, 1) } else { st };
+    st[2..].to_vec()
+}
+
+/// Bias, rounding, epilogue and store of one tile; rows from `r0`, columns from `col0`.
+#[allow(clippy::too_many_arguments)]
+fn store_tile(
+    fx: &mut Fx,
+    c: &Contraction,
+    acc: &[Value],
+    bi: Value,
+    r0: Value,
+    col0: Value,
+    out: Value,
+    bias: Option<Value>,
+    epi_bases: &[Value],
+) -> Result<(), String> {
+    let (m, n) = (c.m, c.n);
+    let od = c.out.ty.dtype;
+    let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
+    let bias_len = c.bias.as_ref().map_or(0, |b| b.ty.num_elements());
+    let bd = c.bias.as_ref().map_or(DType::F32, |b| b.ty.dtype);
+    let err = std::cell::RefCell::new(Ok(()));
+    for r in 0..MR {
+        let row = fx.b.ins().iadd_imm_s(r0, r as i64);
+        let row_ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
+        fx.if_then(row_ok, |fx| {
+            // Global row over all batches, and the epilogue inputs' row offsets.
+            let grow = fx.b.ins().imul_imm_s(bi, m as i64);
+            let grow = fx.b.ins().iadd(grow, row);
+            let row_offs: Vec<Value> = match &c.epilogue {
+                Some(e) => e.inputs.iter().map(|i| row_offset(fx, grow, &e.rows_shape, &i.row_strides)).collect(),
+                None => Vec::new(),
+            };
+            let out_row = fx.b.ins().imul_imm_s(grow, n as i64);
+            for v in 0..NR / LANES {
+                let col = fx.b.ins().iadd_imm_s(col0, (v * LANES) as i64);
+                let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col, (n as i64) - LANES as i64);
+                let value = acc[r * 2 + v];
+                let full = if vector_epilogue { full } else { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) };
+                fx.if_else(
+                    full,
+                    |fx| {
+                        let x = finish(fx, c, value, col, bias, bias_len, bd, &row_offs, epi_bases, true);
+                        match x {
+                            Ok(x) => {
+                                let at = fx.b.ins().iadd(out_row, col);
+                                fx.store4(od, out, at, x);
+                            }
+                            Err(e) => *err.borrow_mut() = Err(e),
+                        }
+                        vec![]
+                    },
+                    |fx| {
+                        for l in 0..LANES {
+                            let cl = fx.b.ins().iadd_imm_s(col, l as i64);
+                            let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, cl, n as i64);
+                            let lane = fx.b.ins().extractlane(value, l as u8);
+                            fx.if_then(ok, |fx| match finish(fx, c, lane, cl, bias, bias_len, bd, &row_offs, epi_bases, false) {
+                                Ok(x) => {
+                                    let at = fx.b.ins().iadd(out_row, cl);
+                                    fx.store(od, out, at, x);
+                                }
+                                Err(e) => *err.borrow_mut() = Err(e),
+                            });
+                        }
+                        vec![]
+                    },
+                );
+            }
+        });
+    }
+    err.into_inner()
+}
+
+/// Bias add, rounding to the contraction's type, and the fused epilogue for a value at column
+/// `col` (four lanes from `col` when `lanes`).
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    fx: &mut Fx,
+    c: &Contraction,
+    value: Value,
+    col: Value,
+    bias: Option<Value>,
+    bias_len: usize,
+    bd: DType,
+    row_offs: &[Value],
+    epi_bases: &[Value],
+    lanes: bool,
+) -> Result<Value, String> {
+    let mut x = value;
+    if let Some(bias) = bias {
+        let bv = if bias_len == 1 {
+            let z = fx.i(0);
+            let s = fx.load(bd, bias, z);
+            if lanes {
+                fx.b.ins().splat(F32X4, s)
+            } else {
+                s
+            }
+        } else if lanes {
+            fx.load4(bd, bias, col)
+        } else {
+            fx.load(bd, bias, col)
+        };
+        x = fx.b.ins().fadd(x, bv);
+    }
+    let x = fx.round_f32(c.result, x);
+    let Some(Epilogue { expr, inputs, .. }) = &c.epilogue else { return Ok(x) };
+    let mut args = vec![x];
+    for (i, input) in inputs.iter().enumerate() {
+        let off = if input.col_stride == 0 { row_offs[i] } else {
+            let t = fx.b.ins().imul_imm_s(col, input.col_stride as i64);
+            fx.b.ins().iadd(row_offs[i], t)
+        };
+        let v = if !lanes {
+            fx.load(input.dtype, epi_bases[i], off)
+        } else if input.col_stride == 0 {
+            let s = fx.load(input.dtype, epi_bases[i], off);
+            fx.b.ins().splat(F32X4, s)
+        } else if input.col_stride == 1 {
+            fx.load4(input.dtype, epi_bases[i], off)
+        } else {
+            let mut v = fx.f(F32X4, 0.0);
+            for l in 0..LANES {
+                let o = fx.b.ins().iadd_imm_s(off, (l * input.col_stride) as i64);
+                let s = fx.load(input.dtype, epi_bases[i], o);
+                v = fx.b.ins().insertlane(v, s, l as u8);
+            }
+            v
+        };
+        args.push(v);
+    }
+    eval(fx, expr, args)
+}

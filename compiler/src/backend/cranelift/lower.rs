@@ -1,0 +1,563 @@
+//! Kernel families to CLIF, one section per family.
+
+use super::emit::{domain, Fx};
+use super::legal::LANES;
+use super::{CraneliftError, Options, Step};
+use crate::lower::{Buffer, Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, I16, I32, I64, I8, I8X16};
+use cranelift_codegen::ir::{Function, InstBuilder, Value};
+use cranelift_frontend::FunctionBuilderContext;
+use f16c_dialect::{DType, ReduceKind};
+
+/// Compilation state of one program.
+pub struct Context<'p> {
+    pub program: &'p Program,
+    pub options: &'p Options,
+    pub buffers: Vec<Buffer>,
+    pub used: Vec<bool>,
+    pub functions: Vec<(String, Function)>,
+    pub steps: Vec<Step>,
+    /// Temporary bytes per kernel.
+    pub temps: Vec<usize>,
+    pub scratch_bytes: usize,
+    pub fctx: FunctionBuilderContext,
+    /// The kernel being compiled.
+    pub current: usize,
+}
+
+impl<'p> Context<'p> {
+    pub fn new(program: &'p Program, options: &'p Options) -> Self {
+        // Table layout: the program's buffers, one slot per kernel for a packed constant, then
+        // (past `buffers`) one temporary per kernel.
+        let mut used = vec![false; program.buffers.len() + program.kernels.len()];
+        let mut buffers = program.buffers.clone();
+        buffers.extend(program.kernels.iter().map(|_| Buffer { kind: crate::lower::BufferKind::Constant(Vec::new()), bytes: 0 }));
+        for k in &program.kernels {
+            used[k.writes().0] = true;
+            for r in k.reads() {
+                used[r.0] = true;
+            }
+        }
+        for o in &program.outputs {
+            used[o.buffer.0] = true;
+        }
+        Context {
+            program,
+            options,
+            buffers,
+            used,
+            functions: Vec::new(),
+            steps: Vec::new(),
+            temps: vec![0; program.kernels.len()],
+            scratch_bytes: 0,
+            fctx: FunctionBuilderContext::new(),
+            current: 0,
+        }
+    }
+
+    pub fn error(&self, message: impl Into<String>) -> CraneliftError {
+        let k = &self.program.kernels[self.current];
+        CraneliftError { location: k.location.clone(), op: k.op_name, message: message.into() }
+    }
+
+    /// The table slot of the current kernel's temporary.
+    pub fn temp_slot(&self) -> usize {
+        self.buffers.len() + self.current
+    }
+
+    /// Adds a function and the step that runs it.
+    pub fn add(&mut self, suffix: &str, work: usize, cost: f64, body: impl FnOnce(&mut Fx) -> Result<(), String>) -> Result<(), CraneliftError> {
+        let name = format!("{}{suffix}", self.program.kernels[self.current].name);
+        let f = super::build_function(&name, &mut self.fctx, body).map_err(|m| self.error(m))?;
+        self.functions.push((name, f));
+        self.steps.push(Step { function: self.functions.len() - 1, work, cost, kernel: self.current });
+        Ok(())
+    }
+
+    pub fn kernel(&mut self, k: usize) -> Result<(), CraneliftError> {
+        self.current = k;
+        let kernel = &self.program.kernels[k];
+        match &kernel.kind {
+            KernelKind::Elementwise(e) => self.elementwise(e),
+            KernelKind::Contraction(c) => self.contraction(c),
+            KernelKind::Reduction(r) => self.reduction(r),
+            KernelKind::Pool(p) => self.pool(p),
+            KernelKind::Copy(c) => self.copy(c),
+            KernelKind::Gather(g) => self.gather(g),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Elementwise
+    // -----------------------------------------------------------------------------------------
+
+    fn elementwise(&mut self, e: &Elementwise) -> Result<(), CraneliftError> {
+        let rank = e.shape.len();
+        let inner = e.shape[rank - 1];
+        let rows: usize = e.shape[..rank - 1].iter().product();
+        // Four lanes when everything computes in f32 and every input is contiguous or
+        // broadcast along the innermost dimension.
+        let vector = e.expr.is_f32_domain() && inner >= LANES && e.inputs.iter().all(|i| i.strides[rank - 1] <= 1);
+        let cost = (rows * inner * (e.expr.ops.len() + 1)) as f64;
+        let e = e.clone();
+        self.add("", rows, cost, move |fx| {
+            let out = fx.buffer(e.output.0);
+            let bases: Vec<Value> = e.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
+            let failure = std::cell::RefCell::new(None);
+            fx.for_items(|fx, row| {
+                let offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
+                let out_off = fx.b.ins().imul_imm_s(row, inner as i64);
+                let vec_end = if vector { inner - inner % LANES } else { 0 };
+                if vector {
+                    // Broadcast inputs are loaded once per row.
+                    let mut splats = Vec::new();
+                    for (k, i) in e.inputs.iter().enumerate() {
+                        splats.push(if i.strides[rank - 1] == 0 {
+                            let v = fx.load(i.dtype, bases[k], offsets[k]);
+                            Some(fx.b.ins().splat(F32X4, v))
+                        } else {
+                            None
+                        });
+                    }
+                    let err = std::cell::Cell::new(None);
+                    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
+                        let args: Vec<Value> = (0..e.inputs.len())
+                            .map(|k| match splats[k] {
+                                Some(s) => s,
+                                None => {
+                                    let at = fx.b.ins().iadd(offsets[k], j);
+                                    fx.load4(e.inputs[k].dtype, bases[k], at)
+                                }
+                            })
+                            .collect();
+                        match eval(fx, &e.expr, args) {
+                            Ok(v) => {
+                                let at = fx.b.ins().iadd(out_off, j);
+                                fx.store4(e.expr.result_dtype(), out, at, v);
+                            }
+                            Err(m) => err.set(Some(m)),
+                        }
+                        vec![]
+                    });
+                    if let Some(m) = err.take() {
+                        *failure.borrow_mut() = Some(m);
+                    }
+                }
+                let err = std::cell::Cell::new(None);
+                fx.for_n(vec_end as i64, inner as i64, 1, &[], |fx, j, _| {
+                    let args: Vec<Value> = e
+                        .inputs
+                        .iter()
+                        .enumerate()
+                        .map(|(k, i)| {
+                            let s = fx.b.ins().imul_imm_s(j, i.strides[rank - 1] as i64);
+                            let at = fx.b.ins().iadd(offsets[k], s);
+                            fx.load(i.dtype, bases[k], at)
+                        })
+                        .collect();
+                    match eval(fx, &e.expr, args) {
+                        Ok(v) => {
+                            let at = fx.b.ins().iadd(out_off, j);
+                            fx.store(e.expr.result_dtype(), out, at, v);
+                        }
+                        Err(m) => err.set(Some(m)),
+                    }
+                    vec![]
+                });
+                if let Some(m) = err.take() {
+                    *failure.borrow_mut() = Some(m);
+                }
+                vec![]
+            });
+            failure.into_inner().map_or(Ok(()), Err)
+        })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Reductions: sequential over the axis (the reference's order), four output lanes at a
+    // time where the inner dimension allows.
+    // -----------------------------------------------------------------------------------------
+
+    fn reduction(&mut self, r: &Reduction) -> Result<(), CraneliftError> {
+        let (din, dout) = (r.input.ty.dtype, r.output.ty.dtype);
+        let (len, inner) = (r.len, r.inner);
+        let f32_domain = domain(din) == F32 && domain(dout) == F32;
+        let vector = f32_domain && inner >= LANES && r.kind.is_some_and(|k| !matches!(k, ReduceKind::All | ReduceKind::Any));
+        let r = r.clone();
+        self.add("", r.outer, (r.outer * len * inner) as f64, move |fx| {
+            let (src, dst) = (fx.buffer(r.input.buffer.0), fx.buffer(r.output.buffer.0));
+            let vec_end = if vector { inner - inner % LANES } else { 0 };
+            let result: Result<(), String> = Ok(());
+            let mut result = result;
+            fx.for_items(|fx, o| {
+                let base = fx.b.ins().imul_imm_s(o, (len * inner) as i64);
+                let out_base = fx.b.ins().imul_imm_s(o, inner as i64);
+                if let Some(kind) = r.kind.filter(|_| vector) {
+                    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, i, _| {
+                        let init = reduce_init(fx, kind, F32X4);
+                        let at0 = fx.b.ins().iadd(base, i);
+                        let acc = fx.for_n(0, len as i64, 1, &[init], |fx, k, acc| {
+                            let off = fx.b.ins().imul_imm_s(k, inner as i64);
+                            let at = fx.b.ins().iadd(at0, off);
+                            let v = fx.load4(din, src, at);
+                            vec![reduce_step(fx, kind, acc[0], v)]
+                        });
+                        let at = fx.b.ins().iadd(out_base, i);
+                        fx.store4(dout, dst, at, acc[0]);
+                        vec![]
+                    });
+                }
+                fx.for_n(vec_end as i64, inner as i64, 1, &[], |fx, i, _| {
+                    let at0 = fx.b.ins().iadd(base, i);
+                    let value = match r.kind {
+                        Some(kind) => {
+                            let init = reduce_init(fx, kind, domain(din));
+                            fx.for_n(0, len as i64, 1, &[init], |fx, k, acc| {
+                                let off = fx.b.ins().imul_imm_s(k, inner as i64);
+                                let at = fx.b.ins().iadd(at0, off);
+                                let v = fx.load(din, src, at);
+                                vec![reduce_step(fx, kind, acc[0], v)]
+                            })[0]
+                        }
+                        None => argmax(fx, din, src, at0, len, inner),
+                    };
+                    let at = fx.b.ins().iadd(out_base, i);
+                    if r.kind.is_some() && domain(din) != domain(dout) {
+                        result = Err(format!("reduction from {din} to {dout} is not supported"));
+                    }
+                    let v = fx.round_to(dout, value);
+                    fx.store(dout, dst, at, v);
+                    vec![]
+                });
+                vec![]
+            });
+            result
+        })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Pooling: window ranges are clipped to the input, so no branch sits in the window loops;
+    // four channels at a time.
+    // -----------------------------------------------------------------------------------------
+
+    fn pool(&mut self, p: &Pool) -> Result<(), CraneliftError> {
+        let (din, dout) = (p.input.ty.dtype, p.output.ty.dtype);
+        if domain(din) != F32 && domain(din) != F64 {
+            return Err(self.error("integer pooling is not supported"));
+        }
+        let (&[n, ih, iw, c], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
+            return Err(self.error("pooling input must be NHWC"));
+        };
+        let vector = domain(din) == F32 && domain(dout) == F32 && c >= LANES;
+        let p = p.clone();
+        let cost = (n * oh * ow * c * p.kernel[0] * p.kernel[1]) as f64;
+        self.add("", n * oh, cost, move |fx| {
+            let (src, dst) = (fx.buffer(p.input.buffer.0), fx.buffer(p.output.buffer.0));
+            fx.for_items(|fx, row| {
+                let b = fx.b.ins().udiv_imm_s(row, oh as i64);
+                let oy = fx.b.ins().urem_imm_s(row, oh as i64);
+                // Valid ky: 0 <= oy*sy + ky - pt < ih.
+                let y0 = fx.b.ins().imul_imm_s(oy, p.stride[0] as i64);
+                let y0 = fx.b.ins().iadd_imm_s(y0, -(p.pad[0] as i64));
+                let (ky_lo, ky_hi) = clip(fx, y0, p.kernel[0], ih);
+                fx.for_n(0, ow as i64, 1, &[], |fx, ox, _| {
+                    let x0 = fx.b.ins().imul_imm_s(ox, p.stride[1] as i64);
+                    let x0 = fx.b.ins().iadd_imm_s(x0, -(p.pad[2] as i64));
+                    let (kx_lo, kx_hi) = clip(fx, x0, p.kernel[1], iw);
+                    let dy = fx.b.ins().isub(ky_hi, ky_lo);
+                    let dx = fx.b.ins().isub(kx_hi, kx_lo);
+                    let count = fx.b.ins().imul(dy, dx);
+                    let one = fx.i(1);
+                    let count = fx.b.ins().smax(count, one);
+                    let pixel = fx.b.ins().imul_imm_s(b, (oh * ow) as i64);
+                    let oyw = fx.b.ins().imul_imm_s(oy, ow as i64);
+                    let pixel = fx.b.ins().iadd(pixel, oyw);
+                    let pixel = fx.b.ins().iadd(pixel, ox);
+                    let out_base = fx.b.ins().imul_imm_s(pixel, c as i64);
+                    let in_base = fx.b.ins().imul_imm_s(b, (ih * iw * c) as i64);
+                    let window = |fx: &mut Fx, ch: Value, ty: cranelift_codegen::ir::Type| -> Value {
+                        let init = if p.avg { zero(fx, ty) } else { neg_inf(fx, ty) };
+                        let acc = fx.for_range(ky_lo, ky_hi, 1, &[init], |fx, ky, acc| {
+                            let y = fx.b.ins().iadd(y0, ky);
+                            let yoff = fx.b.ins().imul_imm_s(y, (iw * c) as i64);
+                            let yoff = fx.b.ins().iadd(yoff, in_base);
+                            fx.for_range(kx_lo, kx_hi, 1, acc, |fx, kx, acc| {
+                                let x = fx.b.ins().iadd(x0, kx);
+                                let xoff = fx.b.ins().imul_imm_s(x, c as i64);
+                                let at = fx.b.ins().iadd(yoff, xoff);
+                                let at = fx.b.ins().iadd(at, ch);
+                                let v = if ty == F32X4 { fx.load4(din, src, at) } else { fx.load(din, src, at) };
+                                vec![if p.avg { fx.b.ins().fadd(acc[0], v) } else { fx.b.ins().fmax(acc[0], v) }]
+                            })
+                        })[0];
+                        if p.avg {
+                            let cnt = if ty == F64 { fx.b.ins().fcvt_from_sint(F64, count) } else { fx.b.ins().fcvt_from_sint(F32, count) };
+                            let cnt = if ty == F32X4 { fx.b.ins().splat(F32X4, cnt) } else { cnt };
+                            fx.b.ins().fdiv(acc, cnt)
+                        } else {
+                            acc
+                        }
+                    };
+                    let vec_end = if vector { c - c % LANES } else { 0 };
+                    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, ch, _| {
+                        let v = window(fx, ch, F32X4);
+                        let at = fx.b.ins().iadd(out_base, ch);
+                        fx.store4(dout, dst, at, v);
+                        vec![]
+                    });
+                    fx.for_n(vec_end as i64, c as i64, 1, &[], |fx, ch, _| {
+                        let v = window(fx, ch, domain(din));
+                        let at = fx.b.ins().iadd(out_base, ch);
+                        let v = fx.round_to(dout, v);
+                        fx.store(dout, dst, at, v);
+                        vec![]
+                    });
+                    vec![]
+                });
+                vec![]
+            });
+            Ok(())
+        })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Data movement: bit copies (never a rounding), contiguous rows copied 16 bytes at a time.
+    // -----------------------------------------------------------------------------------------
+
+    fn copy(&mut self, c: &Copy) -> Result<(), CraneliftError> {
+        let c = c.clone();
+        let bytes = c.output.ty.byte_size();
+        self.add("", 1, bytes as f64, move |fx| {
+            let dst = fx.buffer(c.output.buffer.0);
+            let elem = c.elem_bytes;
+            let ety = match elem {
+                1 => I8,
+                2 => I16,
+                4 => I32,
+                _ => I64,
+            };
+            if let Some(fill) = c.fill {
+                let f = fx.buffer(fill.0);
+                let v = fx.b.ins().load(ety, super::emit::mem(), f, 0);
+                let total = c.output.ty.num_elements();
+                fx.for_n(0, total as i64, 1, &[], |fx, i, _| {
+                    let p = fx.addr(dst, i, elem);
+                    fx.b.ins().store(super::emit::mem(), v, p, 0);
+                    vec![]
+                });
+            }
+            for m in &c.moves {
+                let src = fx.buffer(m.src.0);
+                let s0 = fx.i(m.src_offset as i64);
+                let d0 = fx.i(m.dst_offset as i64);
+                copy_dims(fx, m, 0, s0, d0, src, dst, elem, ety);
+            }
+            Ok(())
+        })
+    }
+
+    fn gather(&mut self, g: &Gather) -> Result<(), CraneliftError> {
+        let g = g.clone();
+        let (&[_, k, c], &[n, w]) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice()) else {
+            return Err(self.error("gather takes [N,K,C] values and [N,W] indices"));
+        };
+        let elem = g.values.ty.dtype.byte_size();
+        self.add("", n * w, (n * w * c) as f64, move |fx| {
+            let (vals, idx, out) = (fx.buffer(g.values.buffer.0), fx.buffer(g.indices.buffer.0), fx.buffer(g.output.buffer.0));
+            fx.for_items(|fx, item| {
+                let i = fx.load(g.indices.ty.dtype, idx, item);
+                let lo = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, 0);
+                let hi = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, i, k as i64);
+                let bad = fx.b.ins().bor(lo, hi);
+                fx.fail_if(bad, 1);
+                let b = fx.b.ins().udiv_imm_s(item, w as i64);
+                let row = fx.b.ins().imul_imm_s(b, k as i64);
+                let row = fx.b.ins().iadd(row, i);
+                let from = fx.b.ins().imul_imm_s(row, (c * elem) as i64);
+                let from = fx.b.ins().iadd(vals, from);
+                let to = fx.b.ins().imul_imm_s(item, (c * elem) as i64);
+                let to = fx.b.ins().iadd(out, to);
+                copy_bytes(fx, from, to, c * elem);
+                vec![]
+            });
+            Ok(())
+        })
+    }
+}
+
+/// Evaluates an expression on input values (domain values, or `F32X4` lanes).
+pub fn eval(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>) -> Result<Value, String> {
+    let mut values = inputs;
+    for op in &expr.ops {
+        let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
+        let types: Vec<DType> = op.args.iter().map(|&a| expr.dtype(a)).collect();
+        // select's type is that of its data operands, not of its predicate.
+        let types = if matches!(op.kind, crate::lower::EwKind::Select) { types[1..].to_vec() } else { types };
+        let v = fx.ew(op, &args, &types)?;
+        values.push(v);
+    }
+    Ok(*values.last().expect("at least one value"))
+}
+
+/// `Σ coord_d · strides_d` for the row-major coordinates of `row` over `dims`.
+pub fn row_offset(fx: &mut Fx, row: Value, dims: &[usize], strides: &[usize]) -> Value {
+    let mut off = fx.i(0);
+    let mut rest = row;
+    for d in (0..dims.len()).rev() {
+        if strides[d] != 0 {
+            let c = if d == 0 { rest } else { fx.b.ins().urem_imm_s(rest, dims[d] as i64) };
+            let t = fx.b.ins().imul_imm_s(c, strides[d] as i64);
+            off = fx.b.ins().iadd(off, t);
+        }
+        if d > 0 {
+            rest = fx.b.ins().udiv_imm_s(rest, dims[d] as i64);
+        }
+    }
+    off
+}
+
+fn zero(fx: &mut Fx, ty: cranelift_codegen::ir::Type) -> Value {
+    match ty {
+        F64 => fx.b.ins().f64const(0.0),
+        _ => fx.f(ty, 0.0),
+    }
+}
+
+fn neg_inf(fx: &mut Fx, ty: cranelift_codegen::ir::Type) -> Value {
+    match ty {
+        F64 => fx.b.ins().f64const(f64::NEG_INFINITY),
+        _ => fx.f(ty, f32::NEG_INFINITY),
+    }
+}
+
+/// The valid window offsets `[lo, hi)` for a window of `k` starting at `start` over `0..len`.
+fn clip(fx: &mut Fx, start: Value, k: usize, len: usize) -> (Value, Value) {
+    let zero = fx.i(0);
+    let neg = fx.b.ins().ineg(start);
+    let lo = fx.b.ins().smax(neg, zero);
+    let lim = fx.i(len as i64);
+    let room = fx.b.ins().isub(lim, start);
+    let kk = fx.i(k as i64);
+    let hi = fx.b.ins().smin(room, kk);
+    let hi = fx.b.ins().smax(hi, lo);
+    (lo, hi)
+}
+
+fn reduce_init(fx: &mut Fx, kind: ReduceKind, ty: cranelift_codegen::ir::Type) -> Value {
+    let f = |v: f64| v;
+    match (ty, kind) {
+        (F32 | F32X4, ReduceKind::Sum) => fx.f(ty, 0.0),
+        (F32 | F32X4, ReduceKind::Prod) => fx.f(ty, 1.0),
+        (F32 | F32X4, ReduceKind::Max) => fx.f(ty, f32::NEG_INFINITY),
+        (F32 | F32X4, _) => fx.f(ty, f32::INFINITY),
+        (F64, ReduceKind::Sum) => fx.b.ins().f64const(f(0.0)),
+        (F64, ReduceKind::Prod) => fx.b.ins().f64const(1.0),
+        (F64, ReduceKind::Max) => fx.b.ins().f64const(f64::NEG_INFINITY),
+        (F64, _) => fx.b.ins().f64const(f64::INFINITY),
+        (I8, ReduceKind::All | ReduceKind::Min | ReduceKind::Prod) => fx.b.ins().iconst(I8, 1),
+        (I8, _) => fx.b.ins().iconst(I8, 0),
+        (_, ReduceKind::Sum) => fx.i(0),
+        (_, ReduceKind::Prod) => fx.i(1),
+        (_, ReduceKind::Max) => fx.i(i64::MIN),
+        (_, _) => fx.i(i64::MAX),
+    }
+}
+
+fn reduce_step(fx: &mut Fx, kind: ReduceKind, acc: Value, v: Value) -> Value {
+    let ty = fx.b.func.dfg.value_type(acc);
+    let float = matches!(ty, F32 | F32X4 | F64);
+    match (float, ty == I8, kind) {
+        (true, _, ReduceKind::Sum) => fx.b.ins().fadd(acc, v),
+        (true, _, ReduceKind::Prod) => fx.b.ins().fmul(acc, v),
+        (true, _, ReduceKind::Max) => fx.b.ins().fmax(acc, v),
+        (true, _, _) => fx.b.ins().fmin(acc, v),
+        (false, true, ReduceKind::All | ReduceKind::Min | ReduceKind::Prod) => fx.b.ins().band(acc, v),
+        (false, true, _) => fx.b.ins().bor(acc, v),
+        (false, false, ReduceKind::Sum) => fx.b.ins().iadd(acc, v),
+        (false, false, ReduceKind::Prod) => fx.b.ins().imul(acc, v),
+        (false, false, ReduceKind::Max) => fx.b.ins().smax(acc, v),
+        (false, false, _) => fx.b.ins().smin(acc, v),
+    }
+}
+
+/// Index of the first maximum (the first NaN wins), as the reference computes it.
+fn argmax(fx: &mut Fx, d: DType, src: Value, at0: Value, len: usize, inner: usize) -> Value {
+    let first = fx.load(d, src, at0);
+    let zero = fx.i(0);
+    let r = fx.for_n(0, len as i64, 1, &[zero, first], |fx, k, st| {
+        let (best, bv) = (st[0], st[1]);
+        let off = fx.b.ins().imul_imm_s(k, inner as i64);
+        let at = fx.b.ins().iadd(at0, off);
+        let cur = fx.load(d, src, at);
+        let take = match domain(d) {
+            F32 | F64 => {
+                let best_nan = fx.b.ins().fcmp(FloatCC::Unordered, bv, bv);
+                let cur_nan = fx.b.ins().fcmp(FloatCC::Unordered, cur, cur);
+                let gt = fx.b.ins().fcmp(FloatCC::GreaterThan, cur, bv);
+                let t = fx.b.ins().bor(cur_nan, gt);
+                let one = fx.b.ins().iconst(I8, 1);
+                let not_best_nan = fx.b.ins().bxor(best_nan, one);
+                fx.b.ins().band(t, not_best_nan)
+            }
+            _ => fx.b.ins().icmp(IntCC::SignedGreaterThan, cur, bv),
+        };
+        let nb = fx.b.ins().select(take, k, best);
+        let nv = fx.b.ins().select(take, cur, bv);
+        vec![nb, nv]
+    });
+    r[0]
+}
+
+/// Nested loops over a move's dimensions; the innermost contiguous case copies bytes.
+#[allow(clippy::too_many_arguments)]
+fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, src: Value, dst: Value, elem: usize, ety: cranelift_codegen::ir::Type) {
+    let last = m.shape.len() - 1;
+    if d == last {
+        if m.src_strides[d] == 1 && m.dst_strides[d] == 1 {
+            let from = fx.addr(src, s, elem);
+            let to = fx.addr(dst, t, elem);
+            copy_bytes(fx, from, to, m.shape[d] * elem);
+        } else {
+            fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
+                let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
+                let si = fx.b.ins().iadd(s, si);
+                let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
+                let ti = fx.b.ins().iadd(t, ti);
+                let from = fx.addr(src, si, elem);
+                let to = fx.addr(dst, ti, elem);
+                let v = fx.b.ins().load(ety, super::emit::mem(), from, 0);
+                fx.b.ins().store(super::emit::mem(), v, to, 0);
+                vec![]
+            });
+        }
+        return;
+    }
+    fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
+        let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
+        let si = fx.b.ins().iadd(s, si);
+        let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
+        let ti = fx.b.ins().iadd(t, ti);
+        copy_dims(fx, m, d + 1, si, ti, src, dst, elem, ety);
+        vec![]
+    });
+}
+
+/// Copies `n` bytes (a constant) from `from` to `to`: 16 at a time, then the rest.
+pub fn copy_bytes(fx: &mut Fx, from: Value, to: Value, n: usize) {
+    let m = super::emit::mem();
+    let chunks = n / 16;
+    fx.for_n(0, chunks as i64, 1, &[], |fx, i, _| {
+        let off = fx.b.ins().imul_imm_s(i, 16);
+        let f = fx.b.ins().iadd(from, off);
+        let t = fx.b.ins().iadd(to, off);
+        let v = fx.b.ins().load(I8X16, m, f, 0);
+        fx.b.ins().store(m, v, t, 0);
+        vec![]
+    });
+    for b in chunks * 16..n {
+        let v = fx.b.ins().load(I8, m, from, b as i32);
+        fx.b.ins().store(m, v, to, b as i32);
+    }
+}
+

@@ -1,0 +1,934 @@
+//! Target-independent lowering: from a verified (mixed-precision) graph to a [`Program`] of
+//! kernels over planned buffers.
+//!
+//! A kernel is one of five families, each described by data that every backend reads:
+//! - [`Contraction`]: matmul, conv2d, depthwise conv2d, transpose conv2d, with an optional
+//!   elementwise epilogue (bias add, batch-norm affine, clamp, residual add) fused in;
+//! - [`Elementwise`]: a fused tree of elementwise ops (unary, binary, clamp, select, cast,
+//!   comparisons) over one iteration space, operands broadcast by stride 0;
+//! - [`Reduction`]: reduce_* and argmax along one axis;
+//! - [`Pool`]: max and average pooling;
+//! - [`Copy`] and [`Gather`]: data movement. Transpose, slice, tile, pad and concat are strided
+//!   copies (pad first fills the output); reshape is a view of its input's buffer and costs
+//!   nothing.
+//!
+//! Every value a kernel reads or writes is a [`BufferId`]: a function argument, a constant
+//! (its bytes travel with the program), or an intermediate placed in one arena by
+//! [`plan::plan`] by liveness. The plan reports its peak and the liveness lower bound.
+//!
+//! Numerics are those of the graph's types: an op whose result is f16 rounds to f16 once, even
+//! inside a fused kernel, so fusion never changes results (DESIGN.md, "Numerics").
+
+pub mod plan;
+
+use f16c_dialect::{BinaryOp, DType, Graph, Location, NodeId, Op, ReduceKind, Tensor, TensorType, UnaryOp};
+use std::collections::{HashMap, HashSet};
+
+pub use plan::BufferPlan;
+
+/// A buffer of the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(pub usize);
+
+/// Where a buffer's memory comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BufferKind {
+    /// Function argument `k` (the caller's memory, read only).
+    Input(usize),
+    /// A constant: these bytes, little-endian.
+    Constant(Vec<u8>),
+    /// An intermediate in the arena (offset given by the plan).
+    Intermediate,
+}
+
+/// A buffer: its kind and size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    /// Where the memory comes from.
+    pub kind: BufferKind,
+    /// Size in bytes.
+    pub bytes: usize,
+}
+
+/// A tensor operand of a kernel: a buffer read (or written) as `ty`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operand {
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Its element type and shape.
+    pub ty: TensorType,
+}
+
+/// One op of a fused elementwise expression.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum EwKind {
+    /// A unary op (negate with its zero points folded: floats have none).
+    Unary(UnaryOp),
+    /// A binary op (`mul`'s shift is in [`EwOp::shift`]).
+    Binary(BinaryOp),
+    /// Clamp to `[min, max]`.
+    Clamp {
+        /// Lower bound.
+        min: f64,
+        /// Upper bound.
+        max: f64,
+    },
+    /// `select(pred, a, b)`.
+    Select,
+    /// Element type conversion.
+    Cast,
+}
+
+/// An elementwise op inside a fused expression: its arguments are expression values (inputs
+/// first, then earlier ops), its result has type `dtype` (rounded once).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EwOp {
+    /// What it computes.
+    pub kind: EwKind,
+    /// Argument value indices.
+    pub args: Vec<usize>,
+    /// Result element type.
+    pub dtype: DType,
+    /// Integer `mul` shift; integer negate zero points `(input, output)`.
+    pub shift: i64,
+    /// Integer negate zero points.
+    pub zp: (i64, i64),
+}
+
+/// A fused elementwise expression over an iteration space.
+///
+/// Values `0..inputs.len()` are the inputs, value `inputs.len() + i` is `ops[i]`'s result;
+/// the last op's value is stored to `output`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    /// Input element types.
+    pub inputs: Vec<DType>,
+    /// The ops in evaluation order.
+    pub ops: Vec<EwOp>,
+}
+
+impl Expr {
+    /// The element type of value `v`.
+    pub fn dtype(&self, v: usize) -> DType {
+        if v < self.inputs.len() {
+            self.inputs[v]
+        } else {
+            self.ops[v - self.inputs.len()].dtype
+        }
+    }
+
+    /// The element type of the result.
+    pub fn result_dtype(&self) -> DType {
+        self.ops.last().map_or(self.inputs[0], |o| o.dtype)
+    }
+
+    /// True when every value is a float computed in f32 (f32, f16, bf16): such an expression
+    /// can run four lanes at a time.
+    pub fn is_f32_domain(&self) -> bool {
+        let f = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+        self.inputs.iter().all(|&d| f(d)) && self.ops.iter().all(|o| f(o.dtype))
+    }
+}
+
+/// An input of an elementwise kernel with its element strides over the iteration space
+/// (0 where it broadcasts).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strided {
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Element type.
+    pub dtype: DType,
+    /// Element stride per dimension of the iteration space.
+    pub strides: Vec<usize>,
+}
+
+/// A fused elementwise kernel. The iteration space is `shape` (dimensions that are contiguous
+/// for every operand are merged); the output is dense row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Elementwise {
+    /// Iteration space.
+    pub shape: Vec<usize>,
+    /// Inputs, in expression order.
+    pub inputs: Vec<Strided>,
+    /// The expression.
+    pub expr: Expr,
+    /// The output buffer.
+    pub output: BufferId,
+}
+
+/// Which contraction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ContractionKind {
+    /// `C[b] = A[b] · B[b]`, `A` is `[batch, m, k]`, `B` is `[batch, k, n]`.
+    MatMul,
+    /// NHWC conv2d as a GEMM: rows are output pixels, columns output channels, `k` is
+    /// `(ky, kx, c)`. The weight (OHWI) is `B` transposed.
+    Conv(ConvGeometry),
+    /// Depthwise conv2d (weight `[KH, KW, C, M]`), computed directly.
+    Depthwise(ConvGeometry),
+    /// Transpose conv2d (weight OHWI), computed directly.
+    TransposeConv(ConvGeometry),
+}
+
+/// Convolution geometry (all static).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvGeometry {
+    /// Batch.
+    pub n: usize,
+    /// Input height, width, channels.
+    pub ih: usize,
+    /// Input width.
+    pub iw: usize,
+    /// Input channels.
+    pub ic: usize,
+    /// Output height.
+    pub oh: usize,
+    /// Output width.
+    pub ow: usize,
+    /// Output channels.
+    pub oc: usize,
+    /// Kernel height.
+    pub kh: usize,
+    /// Kernel width.
+    pub kw: usize,
+    /// Stride `[y, x]`.
+    pub stride: [usize; 2],
+    /// Dilation `[y, x]` (1 for transpose conv).
+    pub dilation: [usize; 2],
+    /// Padding `[top, bottom, left, right]` (output padding for transpose conv).
+    pub pad: [usize; 4],
+}
+
+/// An elementwise epilogue fused into a contraction: value 0 of `expr` is the contraction's
+/// result (after bias, rounded to its type); the other inputs are read at the output element's
+/// coordinates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Epilogue {
+    /// The expression (input 0 is the contraction result).
+    pub expr: Expr,
+    /// Inputs 1.. with strides over the output's `[rows, cols]` view: `row_strides` over the
+    /// row dimensions (`rows_shape`), `col_stride` along the columns.
+    pub inputs: Vec<EpilogueInput>,
+    /// The dimensions rows decompose into (batch, m for matmul; n, oh, ow for conv).
+    pub rows_shape: Vec<usize>,
+}
+
+/// An extra input of an [`Epilogue`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpilogueInput {
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Element type.
+    pub dtype: DType,
+    /// Element strides over [`Epilogue::rows_shape`].
+    pub row_strides: Vec<usize>,
+    /// Element stride along the columns.
+    pub col_stride: usize,
+}
+
+/// A contraction kernel: `out[rows, cols] = Σ_k A[row, k] · B[k, col] (+ bias[col])`, accumulated
+/// in f32 (f64 for f64 data), rounded once to the output type, then the epilogue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contraction {
+    /// Which contraction (and its geometry).
+    pub kind: ContractionKind,
+    /// Batch count (matmul), 1 otherwise.
+    pub batch: usize,
+    /// Rows of the output per batch.
+    pub m: usize,
+    /// Columns of the output.
+    pub n: usize,
+    /// Reduction length.
+    pub k: usize,
+    /// The activation input.
+    pub a: Operand,
+    /// The second input (weight or activation).
+    pub b: Operand,
+    /// Whether `b` is a constant (backends pre-pack it).
+    pub b_constant: bool,
+    /// The bias (convolutions), one value or one per column.
+    pub bias: Option<Operand>,
+    /// The output buffer and its type (the type of the last epilogue op when there is one).
+    pub out: Operand,
+    /// The contraction's own result type before the epilogue.
+    pub result: DType,
+    /// A fused elementwise epilogue.
+    pub epilogue: Option<Epilogue>,
+}
+
+/// A reduction along one axis: input viewed as `[outer, len, inner]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reduction {
+    /// Which reduction (`None`: argmax).
+    pub kind: Option<ReduceKind>,
+    /// Input.
+    pub input: Operand,
+    /// Output.
+    pub output: Operand,
+    /// Product of the dimensions before the axis.
+    pub outer: usize,
+    /// The axis length.
+    pub len: usize,
+    /// Product of the dimensions after the axis.
+    pub inner: usize,
+}
+
+/// Max or average pooling, NHWC.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pool {
+    /// Average (else max).
+    pub avg: bool,
+    /// Input `[n, ih, iw, c]`.
+    pub input: Operand,
+    /// Output `[n, oh, ow, c]`.
+    pub output: Operand,
+    /// Window `[y, x]`.
+    pub kernel: [usize; 2],
+    /// Stride `[y, x]`.
+    pub stride: [usize; 2],
+    /// Padding `[top, bottom, left, right]`.
+    pub pad: [usize; 4],
+}
+
+/// One strided copy: `dst[dst_offset + Σ i_d·dst_strides_d] = src[src_offset + Σ i_d·src_strides_d]`
+/// for every index of `shape` (offsets and strides in elements).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Move {
+    /// Source buffer.
+    pub src: BufferId,
+    /// Source offset.
+    pub src_offset: usize,
+    /// Source strides.
+    pub src_strides: Vec<usize>,
+    /// Destination offset.
+    pub dst_offset: usize,
+    /// Destination strides.
+    pub dst_strides: Vec<usize>,
+    /// The index space.
+    pub shape: Vec<usize>,
+}
+
+/// A data-movement kernel: optionally fill the output with one value, then strided copies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Copy {
+    /// The output.
+    pub output: Operand,
+    /// Bytes of one element.
+    pub elem_bytes: usize,
+    /// Fill the whole output first with this element (pad), read from a buffer.
+    pub fill: Option<BufferId>,
+    /// The copies.
+    pub moves: Vec<Move>,
+}
+
+/// `tosa.gather`: `out[b, j, :] = values[b, indices[b, j], :]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gather {
+    /// Values `[n, k, c]`.
+    pub values: Operand,
+    /// Indices `[n, w]` (i32 or i64).
+    pub indices: Operand,
+    /// Output `[n, w, c]`.
+    pub output: Operand,
+}
+
+/// A kernel family with its description.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelKind {
+    /// Matmul and convolutions.
+    Contraction(Contraction),
+    /// Fused elementwise ops.
+    Elementwise(Elementwise),
+    /// Reductions and argmax.
+    Reduction(Reduction),
+    /// Pooling.
+    Pool(Pool),
+    /// Strided copies (transpose, slice, tile, pad, concat).
+    Copy(Copy),
+    /// Gather.
+    Gather(Gather),
+}
+
+/// A kernel: what it computes, which graph ops it covers, where they came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// A name for printed code: `k3_matmul`.
+    pub name: String,
+    /// The description.
+    pub kind: KernelKind,
+    /// The graph ops it implements, in order.
+    pub nodes: Vec<NodeId>,
+    /// The location of its main op (for runtime errors).
+    pub location: Location,
+    /// The main op's MLIR name.
+    pub op_name: &'static str,
+}
+
+impl Kernel {
+    /// Buffers the kernel reads.
+    pub fn reads(&self) -> Vec<BufferId> {
+        match &self.kind {
+            KernelKind::Contraction(c) => {
+                let mut r = vec![c.a.buffer, c.b.buffer];
+                r.extend(c.bias.as_ref().map(|b| b.buffer));
+                if let Some(e) = &c.epilogue {
+                    r.extend(e.inputs.iter().map(|i| i.buffer));
+                }
+                r
+            }
+            KernelKind::Elementwise(e) => e.inputs.iter().map(|i| i.buffer).collect(),
+            KernelKind::Reduction(r) => vec![r.input.buffer],
+            KernelKind::Pool(p) => vec![p.input.buffer],
+            KernelKind::Copy(c) => c.moves.iter().map(|m| m.src).chain(c.fill).collect(),
+            KernelKind::Gather(g) => vec![g.values.buffer, g.indices.buffer],
+        }
+    }
+
+    /// The buffer the kernel writes.
+    pub fn writes(&self) -> BufferId {
+        match &self.kind {
+            KernelKind::Contraction(c) => c.out.buffer,
+            KernelKind::Elementwise(e) => e.output,
+            KernelKind::Reduction(r) => r.output.buffer,
+            KernelKind::Pool(p) => p.output.buffer,
+            KernelKind::Copy(c) => c.output.buffer,
+            KernelKind::Gather(g) => g.output.buffer,
+        }
+    }
+}
+
+/// A lowered function: kernels in execution order over buffers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The function's name.
+    pub name: String,
+    /// All buffers.
+    pub buffers: Vec<Buffer>,
+    /// Argument buffers and types, in order.
+    pub inputs: Vec<Operand>,
+    /// Result buffers and types, in order.
+    pub outputs: Vec<Operand>,
+    /// Kernels in execution order.
+    pub kernels: Vec<Kernel>,
+    /// Where every intermediate lives.
+    pub plan: BufferPlan,
+}
+
+impl Program {
+    /// Bytes of constants (weights) the program carries.
+    pub fn constant_bytes(&self) -> usize {
+        self.buffers.iter().filter(|b| matches!(b.kind, BufferKind::Constant(_))).map(|b| b.bytes).sum()
+    }
+}
+
+/// Why a graph cannot be lowered.
+#[derive(Debug, thiserror::Error)]
+#[error("{location}: error: '{op}' cannot be lowered: {message}")]
+pub struct LowerError {
+    /// The op's location.
+    pub location: Location,
+    /// The op.
+    pub op: &'static str,
+    /// Why.
+    pub message: String,
+}
+
+/// Lowers a verified graph (run the verifier first: lowering relies on its shape checks).
+pub fn lower(g: &Graph) -> Result<Program, LowerError> {
+    Lowering::new(g).run()
+}
+
+/// Row-major element strides.
+pub fn dense_strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Strides with which a tensor of `shape` is read when broadcast to `out` (TOSA broadcasting:
+/// equal ranks, size-1 dimensions stretch).
+pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
+    let dense = dense_strides(shape);
+    let lead = out.len() - shape.len();
+    (0..out.len()).map(|d| if d < lead || shape[d - lead] == 1 { 0 } else { dense[d - lead] }).collect()
+}
+
+/// Merges adjacent dimensions that are contiguous for every stride list and drops size-1
+/// dimensions. Returns the new shape and strides (at least one dimension).
+pub fn collapse(shape: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let keep: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+    let mut out_shape: Vec<usize> = Vec::new();
+    let mut out_strides: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    for &d in &keep {
+        let mergeable = !out_shape.is_empty()
+            && strides.iter().enumerate().all(|(i, s)| *out_strides[i].last().expect("same length") == s[d] * shape[d]);
+        if mergeable {
+            *out_shape.last_mut().expect("not empty") *= shape[d];
+            for (i, s) in strides.iter().enumerate() {
+                *out_strides[i].last_mut().expect("not empty") = s[d];
+            }
+        } else {
+            out_shape.push(shape[d]);
+            for (i, s) in strides.iter().enumerate() {
+                out_strides[i].push(s[d]);
+            }
+        }
+    }
+    if out_shape.is_empty() {
+        out_shape.push(1);
+        for s in &mut out_strides {
+            s.push(0);
+        }
+    }
+    (out_shape, out_strides)
+}
+
+fn is_elementwise(op: &Op) -> bool {
+    matches!(op, Op::Unary(_) | Op::Binary(_) | Op::Clamp { .. } | Op::Select | Op::Cast)
+}
+
+/// An elementwise group fused into a contraction's epilogue.
+struct Fusion {
+    /// The value the group reads (the contraction, or the last reshape of it).
+    value: NodeId,
+    /// Reshapes between the contraction and the group.
+    views: Vec<NodeId>,
+    /// The group.
+    members: Vec<NodeId>,
+}
+
+struct Lowering<'g> {
+    g: &'g Graph,
+    buffers: Vec<Buffer>,
+    /// The buffer holding each node's value (views share their input's).
+    of: HashMap<NodeId, BufferId>,
+    kernels: Vec<Kernel>,
+}
+
+impl<'g> Lowering<'g> {
+    fn new(g: &'g Graph) -> Self {
+        Lowering { g, buffers: Vec::new(), of: HashMap::new(), kernels: Vec::new() }
+    }
+
+    fn ty(&self, id: NodeId) -> TensorType {
+        self.g.tensor_ty(id).expect("data values are tensors").clone()
+    }
+
+    fn operand(&self, id: NodeId) -> Operand {
+        Operand { buffer: self.of[&id], ty: self.ty(id) }
+    }
+
+    fn new_buffer(&mut self, kind: BufferKind, bytes: usize) -> BufferId {
+        self.buffers.push(Buffer { kind, bytes });
+        BufferId(self.buffers.len() - 1)
+    }
+
+    fn intermediate(&mut self, id: NodeId) -> BufferId {
+        let b = self.new_buffer(BufferKind::Intermediate, self.ty(id).byte_size());
+        self.of.insert(id, b);
+        b
+    }
+
+    fn error(&self, id: NodeId, message: impl Into<String>) -> LowerError {
+        LowerError { location: self.g.location(id), op: self.g.op(id).mlir_name(), message: message.into() }
+    }
+
+    fn push(&mut self, kind: KernelKind, nodes: Vec<NodeId>) {
+        let main = nodes.iter().copied().find(|&n| self.g.op(n).is_contraction()).unwrap_or(nodes[0]);
+        let op_name = self.g.op(main).mlir_name();
+        let name = format!("k{}_{}", self.kernels.len(), self.g.op(main).short_name());
+        self.kernels.push(Kernel { name, kind, nodes, location: self.g.location(main), op_name });
+    }
+
+    fn run(mut self) -> Result<Program, LowerError> {
+        let g = self.g;
+        let order = g.topo_order().expect("verified graphs are acyclic");
+        let outputs: HashSet<NodeId> = g.outputs().iter().copied().collect();
+        let groups = self.elementwise_groups(&order, &outputs);
+        // A contraction with a fused epilogue runs where the epilogue's root is: every input of
+        // the group is ready there. The reshapes between them are never materialized.
+        let fusions = self.epilogue_candidates(&order, &groups, &outputs);
+        let mut at_root: HashMap<NodeId, NodeId> = HashMap::new();
+        let mut skip: HashSet<NodeId> = HashSet::new();
+        for (&c, f) in &fusions {
+            at_root.insert(*f.members.last().expect("groups are not empty"), c);
+            skip.insert(c);
+            skip.extend(f.views.iter().copied());
+            skip.extend(f.members.iter().copied());
+        }
+        for &id in &order {
+            if let Some(&c) = at_root.get(&id) {
+                self.contraction(c, fusions.get(&c))?;
+                continue;
+            }
+            if skip.contains(&id) {
+                continue;
+            }
+            match g.op(id) {
+                Op::Arg(k) => {
+                    let b = self.new_buffer(BufferKind::Input(*k), self.ty(id).byte_size());
+                    self.of.insert(id, b);
+                }
+                Op::Const(t) => {
+                    let bytes = t.data().to_le_bytes();
+                    let b = self.new_buffer(BufferKind::Constant(bytes), t.byte_size());
+                    self.of.insert(id, b);
+                }
+                Op::ConstShape(_) => {}
+                Op::Reshape => {
+                    let src = self.of[&g.operands(id)[0]];
+                    self.of.insert(id, src);
+                }
+                op if op.is_contraction() => self.contraction(id, None)?,
+                op if is_elementwise(op) => {
+                    let members = groups.get(&id).cloned().unwrap_or_else(|| vec![id]);
+                    if members.last() == Some(&id) {
+                        self.elementwise(&members);
+                    }
+                }
+                Op::Reduce { kind, axis } => self.reduction(id, Some(*kind), *axis),
+                Op::ArgMax { axis } => self.reduction(id, None, *axis),
+                Op::MaxPool2d(p) | Op::AvgPool2d(p) => {
+                    let input = self.operand(g.operands(id)[0]);
+                    let output = Operand { buffer: self.intermediate(id), ty: self.ty(id) };
+                    let avg = matches!(g.op(id), Op::AvgPool2d(_));
+                    self.push(KernelKind::Pool(Pool { avg, input, output, kernel: p.kernel, stride: p.stride, pad: p.pad }), vec![id]);
+                }
+                Op::Transpose { .. } | Op::Slice | Op::Pad | Op::Concat { .. } | Op::Tile => self.copy(id),
+                Op::Gather => {
+                    let ops = g.operands(id);
+                    let (values, indices) = (self.operand(ops[0]), self.operand(ops[1]));
+                    if !matches!(indices.ty.dtype, DType::I32 | DType::I64) {
+                        return Err(self.error(id, "gather indices must be i32 or i64"));
+                    }
+                    let output = Operand { buffer: self.intermediate(id), ty: self.ty(id) };
+                    self.push(KernelKind::Gather(Gather { values, indices, output }), vec![id]);
+                }
+                op => return Err(self.error(id, format!("no lowering for {}", op.mlir_name()))),
+            }
+        }
+        let inputs = g.inputs().iter().map(|&a| self.operand(a)).collect();
+        let outputs: Vec<Operand> = g.outputs().iter().map(|&o| self.operand(o)).collect();
+        let plan = plan::plan(&self.buffers, &self.kernels, &outputs);
+        Ok(Program { name: g.name.clone(), buffers: self.buffers, inputs, outputs, kernels: self.kernels, plan })
+    }
+
+    /// Fusion groups of elementwise ops, keyed by every member, members in evaluation order
+    /// (the root last). A node joins its operand's group when that operand is elementwise,
+    /// has the same shape, and has no other user (nor is a function result): the group's
+    /// intermediates are then used nowhere else and never need a buffer.
+    fn elementwise_groups(&self, order: &[NodeId], outputs: &HashSet<NodeId>) -> HashMap<NodeId, Vec<NodeId>> {
+        let g = self.g;
+        let mut groups: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+        for &id in order {
+            if !is_elementwise(g.op(id)) {
+                continue;
+            }
+            let mut members = Vec::new();
+            let mut seen = HashSet::new();
+            for o in g.operands(id) {
+                if is_elementwise(g.op(o))
+                    && g.users(o).len() == 1
+                    && !outputs.contains(&o)
+                    && g.tensor_ty(o).map(|t| &t.shape) == g.tensor_ty(id).map(|t| &t.shape)
+                    && seen.insert(o)
+                {
+                    members.extend(groups.remove(&o).unwrap_or_else(|| vec![o]));
+                }
+            }
+            members.push(id);
+            for &m in &members {
+                groups.insert(m, members.clone());
+            }
+        }
+        groups
+    }
+
+    /// Elementwise groups that can become the epilogue of the contraction feeding them: the
+    /// contraction's result (through reshapes that keep the last dimension) has this group as
+    /// its only user, exactly once, and the group iterates over exactly the contraction's
+    /// elements with the same innermost dimension. Keyed by the contraction.
+    fn epilogue_candidates(&self, order: &[NodeId], groups: &HashMap<NodeId, Vec<NodeId>>, outputs: &HashSet<NodeId>) -> HashMap<NodeId, Fusion> {
+        let g = self.g;
+        let mut out = HashMap::new();
+        for &id in order {
+            let Some(cols) = self.contraction_cols(id) else { continue };
+            let (mut value, mut views) = (id, Vec::new());
+            loop {
+                let users = g.users(value);
+                if users.len() != 1 || outputs.contains(&value) {
+                    break;
+                }
+                let u = users[0].0;
+                if matches!(g.op(u), Op::Reshape) && self.ty(u).shape.last() == Some(&cols) {
+                    views.push(u);
+                    value = u;
+                    continue;
+                }
+                if let Some(members) = groups.get(&u).filter(|_| is_elementwise(g.op(u))) {
+                    let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
+                    let used_once = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count() == 1;
+                    if same_space && used_once {
+                        out.insert(id, Fusion { value, views, members: members.clone() });
+                    }
+                }
+                break;
+            }
+        }
+        out
+    }
+
+    /// The number of output columns of a GEMM-style contraction (matmul, conv2d), if `id` is one.
+    fn contraction_cols(&self, id: NodeId) -> Option<usize> {
+        match self.g.op(id) {
+            Op::MatMul | Op::Conv2d(_) => self.ty(id).shape.last().copied(),
+            _ => None,
+        }
+    }
+
+    /// Builds the expression of an elementwise group. `first_input` (the contraction result for
+    /// an epilogue) becomes input 0. Returns the expression and its input nodes.
+    fn expression(&self, members: &[NodeId], first_input: Option<NodeId>) -> (Expr, Vec<NodeId>) {
+        let g = self.g;
+        let mut inputs: Vec<NodeId> = first_input.into_iter().collect();
+        let mut value_of: HashMap<NodeId, usize> = HashMap::new();
+        let member_set: HashSet<NodeId> = members.iter().copied().collect();
+        for &m in members {
+            for (slot, o) in g.operands(m).into_iter().enumerate() {
+                if member_set.contains(&o) || g.op(m).side_operands().contains(&slot) || inputs.contains(&o) {
+                    continue;
+                }
+                inputs.push(o);
+            }
+        }
+        for (i, &n) in inputs.iter().enumerate() {
+            value_of.insert(n, i);
+        }
+        let mut ops = Vec::new();
+        for &m in members {
+            let operands = g.operands(m);
+            let side = g.op(m).side_operands();
+            let args: Vec<usize> =
+                operands.iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| value_of[o]).collect();
+            let scalar = |slot: usize| -> i64 {
+                match g.op(operands[slot]) {
+                    Op::Const(t) => t.to_i64_vec().first().copied().unwrap_or(0),
+                    _ => 0,
+                }
+            };
+            let (kind, shift, zp) = match g.op(m) {
+                Op::Unary(u) => {
+                    let zp = if *u == UnaryOp::Negate { (scalar(1), scalar(2)) } else { (0, 0) };
+                    (EwKind::Unary(*u), 0, zp)
+                }
+                Op::Binary(b) => (EwKind::Binary(*b), if *b == BinaryOp::Mul { scalar(2) } else { 0 }, (0, 0)),
+                Op::Clamp { min, max } => (EwKind::Clamp { min: *min, max: *max }, 0, (0, 0)),
+                Op::Select => (EwKind::Select, 0, (0, 0)),
+                Op::Cast => (EwKind::Cast, 0, (0, 0)),
+                other => unreachable!("{} is not elementwise", other.mlir_name()),
+            };
+            ops.push(EwOp { kind, args, dtype: self.ty(m).dtype, shift, zp });
+            value_of.insert(m, inputs.len() + ops.len() - 1);
+        }
+        let input_types = inputs.iter().map(|&i| self.ty(i).dtype).collect();
+        (Expr { inputs: input_types, ops }, inputs)
+    }
+
+    fn elementwise(&mut self, members: &[NodeId]) {
+        let root = *members.last().expect("groups are not empty");
+        let (expr, input_nodes) = self.expression(members, None);
+        let shape = self.ty(root).shape.clone();
+        let mut strides: Vec<Vec<usize>> = input_nodes.iter().map(|&i| broadcast_strides(&self.ty(i).shape, &shape)).collect();
+        strides.push(dense_strides(&shape));
+        let (shape, mut strides) = collapse(&shape, &strides);
+        strides.pop();
+        let inputs = input_nodes
+            .iter()
+            .zip(strides)
+            .map(|(&n, strides)| Strided { buffer: self.of[&n], dtype: self.ty(n).dtype, strides })
+            .collect();
+        let output = self.intermediate(root);
+        self.push(KernelKind::Elementwise(Elementwise { shape, inputs, expr, output }), members.to_vec());
+    }
+
+    /// Lowers a contraction (with its fused epilogue group, if any).
+    fn contraction(&mut self, id: NodeId, fusion: Option<&Fusion>) -> Result<(), LowerError> {
+        let g = self.g;
+        let ops = g.operands(id);
+        let (a, b) = (self.operand(ops[0]), self.operand(ops[1]));
+        let out_ty = self.ty(id);
+        let is_const = |n: NodeId| matches!(g.op(n), Op::Const(_));
+        let geometry = |attrs_stride: [usize; 2], dilation: [usize; 2], pad: [usize; 4], kh: usize, kw: usize| {
+            let (&[n, ih, iw, ic], &[_, oh, ow, oc]) = (a.ty.shape.as_slice(), out_ty.shape.as_slice()) else {
+                return None;
+            };
+            Some(ConvGeometry { n, ih, iw, ic, oh, ow, oc, kh, kw, stride: attrs_stride, dilation, pad })
+        };
+        let bad_shape = || self.error(id, "operand shapes are not those of the op");
+        let (kind, batch, m, n, k, bias) = match g.op(id) {
+            Op::MatMul => {
+                let (&[batch, m, k], &[_, _, n]) = (a.ty.shape.as_slice(), b.ty.shape.as_slice()) else { return Err(bad_shape()) };
+                (ContractionKind::MatMul, batch, m, n, k, None)
+            }
+            Op::Conv2d(c) => {
+                let w = &b.ty.shape;
+                let geo = geometry(c.stride, c.dilation, c.pad, w[1], w[2]).ok_or_else(bad_shape)?;
+                let (m, n, k) = (geo.n * geo.oh * geo.ow, geo.oc, geo.kh * geo.kw * geo.ic);
+                (ContractionKind::Conv(geo), 1, m, n, k, Some(self.operand(ops[2])))
+            }
+            Op::DepthwiseConv2d(c) => {
+                let w = &b.ty.shape;
+                let geo = geometry(c.stride, c.dilation, c.pad, w[0], w[1]).ok_or_else(bad_shape)?;
+                let (m, n, k) = (geo.n * geo.oh * geo.ow, geo.oc, geo.kh * geo.kw);
+                (ContractionKind::Depthwise(geo), 1, m, n, k, Some(self.operand(ops[2])))
+            }
+            Op::TransposeConv2d(c) => {
+                let w = &b.ty.shape;
+                let geo = geometry(c.stride, [1, 1], c.out_pad, w[1], w[2]).ok_or_else(bad_shape)?;
+                let (m, n, k) = (geo.n * geo.oh * geo.ow, geo.oc, geo.kh * geo.kw * geo.ic);
+                (ContractionKind::TransposeConv(geo), 1, m, n, k, Some(self.operand(ops[2])))
+            }
+            _ => unreachable!("called on contractions"),
+        };
+        if a.ty.dtype.is_int() || a.ty.dtype == DType::I1 {
+            return Err(self.error(id, "integer (quantized) contractions are not supported by the JIT yet"));
+        }
+        let b_constant = is_const(ops[1]);
+        let mut nodes = vec![id];
+        let (out, epi) = match fusion {
+            None => (Operand { buffer: self.intermediate(id), ty: out_ty.clone() }, None),
+            Some(Fusion { value, views, members }) => {
+                let root = *members.last().expect("groups are not empty");
+                let (expr, input_nodes) = self.expression(members, Some(*value));
+                // Rows decompose into the output's leading dimensions as the group sees them.
+                let group_shape = self.ty(root).shape.clone();
+                let rows_shape = group_shape[..group_shape.len() - 1].to_vec();
+                let inputs = input_nodes[1..]
+                    .iter()
+                    .map(|&i| {
+                        let s = broadcast_strides(&self.ty(i).shape, &group_shape);
+                        EpilogueInput {
+                            buffer: self.of[&i],
+                            dtype: self.ty(i).dtype,
+                            row_strides: s[..s.len() - 1].to_vec(),
+                            col_stride: *s.last().expect("rank >= 1"),
+                        }
+                    })
+                    .collect();
+                nodes.extend(views.iter().chain(members).copied());
+                let out_ty = self.ty(root);
+                (Operand { buffer: self.intermediate(root), ty: out_ty }, Some(Epilogue { expr, inputs, rows_shape }))
+            }
+        };
+        let result = out_ty.dtype;
+        self.push(
+            KernelKind::Contraction(Contraction { kind, batch, m, n, k, a, b, b_constant, bias, out, result, epilogue: epi }),
+            nodes,
+        );
+        Ok(())
+    }
+
+    fn reduction(&mut self, id: NodeId, kind: Option<ReduceKind>, axis: usize) {
+        let input = self.operand(self.g.operands(id)[0]);
+        let shape = &input.ty.shape;
+        let (outer, len, inner) =
+            (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+        let output = Operand { buffer: self.intermediate(id), ty: self.ty(id) };
+        self.push(KernelKind::Reduction(Reduction { kind, input, output, outer, len, inner }), vec![id]);
+    }
+
+    fn copy(&mut self, id: NodeId) {
+        let g = self.g;
+        let ops = g.operands(id);
+        let out_ty = self.ty(id);
+        let dst = dense_strides(&out_ty.shape);
+        let shape_value = |n: NodeId| -> Vec<i64> {
+            match g.op(n) {
+                Op::ConstShape(s) => s.clone(),
+                _ => Vec::new(),
+            }
+        };
+        let src_ty = self.ty(ops[0]);
+        let src_dense = dense_strides(&src_ty.shape);
+        let mut fill = None;
+        let moves = match g.op(id) {
+            Op::Transpose { perms } => {
+                let src_strides = perms.iter().map(|&p| src_dense[p]).collect();
+                vec![self.make_move(ops[0], 0, src_strides, 0, dst.clone(), out_ty.shape.clone())]
+            }
+            Op::Slice => {
+                let start = shape_value(ops[1]);
+                let offset = start.iter().zip(&src_dense).map(|(&s, &st)| s as usize * st).sum();
+                vec![self.make_move(ops[0], offset, src_dense.clone(), 0, dst.clone(), out_ty.shape.clone())]
+            }
+            Op::Tile => {
+                // out viewed as [m0, d0, m1, d1, ...]: the multiple index has source stride 0.
+                let mut shape = Vec::new();
+                let (mut src_s, mut dst_s) = (Vec::new(), Vec::new());
+                for (d, &len) in src_ty.shape.iter().enumerate() {
+                    let mult = out_ty.shape[d] / len.max(1);
+                    shape.extend([mult, len]);
+                    src_s.extend([0, src_dense[d]]);
+                    dst_s.extend([len * dst[d], dst[d]]);
+                }
+                vec![self.make_move(ops[0], 0, src_s, 0, dst_s, shape)]
+            }
+            Op::Pad => {
+                let padding = shape_value(ops[1]);
+                fill = Some(self.of[&ops[2]]);
+                let offset = (0..src_ty.rank()).map(|d| padding[2 * d] as usize * dst[d]).sum();
+                vec![self.make_move(ops[0], 0, src_dense.clone(), offset, dst.clone(), src_ty.shape.clone())]
+            }
+            Op::Concat { axis } => {
+                let mut at = 0;
+                let mut moves = Vec::new();
+                for &p in &ops {
+                    let pt = self.ty(p);
+                    moves.push(self.make_move(p, 0, dense_strides(&pt.shape), at * dst[*axis], dst.clone(), pt.shape.clone()));
+                    at += pt.shape[*axis];
+                }
+                moves
+            }
+            _ => unreachable!("called on data movement"),
+        };
+        let output = Operand { buffer: self.intermediate(id), ty: out_ty.clone() };
+        self.push(KernelKind::Copy(Copy { output, elem_bytes: out_ty.dtype.byte_size(), fill, moves }), vec![id]);
+    }
+
+    fn make_move(&self, src: NodeId, src_offset: usize, src_strides: Vec<usize>, dst_offset: usize, dst_strides: Vec<usize>, shape: Vec<usize>) -> Move {
+        let (shape, s) = collapse(&shape, &[src_strides, dst_strides]);
+        let mut s = s.into_iter();
+        let (src_strides, dst_strides) = (s.next().expect("two"), s.next().expect("two"));
+        Move { src: self.of[&src], src_offset, src_strides, dst_offset, dst_strides, shape }
+    }
+}
+
+/// The constant tensor a buffer holds, decoded (for backends that pre-pack weights).
+pub fn constant_tensor(program: &Program, op: &Operand) -> Option<Tensor> {
+    match &program.buffers[op.buffer.0].kind {
+        BufferKind::Constant(bytes) => {
+            let data = f16c_dialect::Data::from_le_bytes(op.ty.dtype, bytes)?;
+            Tensor::new(op.ty.shape.clone(), data).ok()
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapse_merges_contiguous_dims_and_keeps_broadcasts() {
+        // [2,3,4] with a dense input and a [1,3,1]-broadcast one.
+        let dense = dense_strides(&[2, 3, 4]);
+        let b = broadcast_strides(&[1, 3, 1], &[2, 3, 4]);
+        let (shape, s) = collapse(&[2, 3, 4], &[dense.clone(), b]);
+        assert_eq!(shape, vec![2, 3, 4]);
+        assert_eq!(s[1], vec![0, 1, 0]);
+        let (shape, s) = collapse(&[2, 3, 4], &[dense.clone(), dense]);
+        assert_eq!((shape, s[0].clone()), (vec![24], vec![1]));
+    }
+}

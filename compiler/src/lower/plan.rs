@@ -1,0 +1,102 @@
+//! The buffer plan: every intermediate gets an offset in one arena, reused by liveness.
+//!
+//! A buffer is live from the kernel that writes it to the last kernel that reads it (results
+//! stay live to the end: the runtime copies them out after the last kernel). Kernel
+//! temporaries (a backend's packed operands) are live during their kernel only. Buffers are
+//! placed largest first at the lowest offset that no buffer live at the same time occupies
+//! (greedy best-offset placement, as TFLite's arena planner does). The plan reports its peak
+//! and the liveness lower bound: the largest total of buffers live at one kernel, which no
+//! placement can beat.
+
+use super::{Buffer, BufferId, BufferKind, Kernel, Operand};
+
+/// Arena offsets are multiples of this (a cache line: vector loads never straddle one
+/// needlessly, and buffers never share a line between threads).
+pub const ALIGN: usize = 64;
+
+/// Where every intermediate lives.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BufferPlan {
+    /// Arena offset of each buffer (`None` for inputs and constants), then of each kernel
+    /// temporary (indexed `buffers.len() + k` for kernel `k`).
+    pub offsets: Vec<Option<usize>>,
+    /// Arena size: the peak of the plan.
+    pub arena_bytes: usize,
+    /// The liveness lower bound on the arena size.
+    pub lower_bound: usize,
+}
+
+impl BufferPlan {
+    /// The arena offset of a buffer.
+    pub fn offset(&self, b: BufferId) -> Option<usize> {
+        self.offsets.get(b.0).copied().flatten()
+    }
+
+    /// The arena offset of kernel `k`'s temporary, if it has one.
+    pub fn temp_offset(&self, buffers: usize, k: usize) -> Option<usize> {
+        self.offsets.get(buffers + k).copied().flatten()
+    }
+}
+
+fn aligned(n: usize) -> usize {
+    n.div_ceil(ALIGN) * ALIGN
+}
+
+/// Plans the arena for `kernels` over `buffers`, with no kernel temporaries.
+pub fn plan(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand]) -> BufferPlan {
+    plan_with_temps(buffers, kernels, outputs, &vec![0; kernels.len()])
+}
+
+/// Plans the arena; `temps[k]` bytes of temporary are live during kernel `k`.
+pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand], temps: &[usize]) -> BufferPlan {
+    let end = kernels.len();
+    // (size, first kernel, last kernel) per planned item.
+    let mut live: Vec<Option<(usize, usize, usize)>> = vec![None; buffers.len() + kernels.len()];
+    for (k, kernel) in kernels.iter().enumerate() {
+        let w = kernel.writes();
+        if matches!(buffers[w.0].kind, BufferKind::Intermediate) {
+            let e = live[w.0].get_or_insert((aligned(buffers[w.0].bytes), k, k));
+            e.1 = e.1.min(k);
+            e.2 = e.2.max(k);
+        }
+        for r in kernel.reads() {
+            if let Some(e) = live[r.0].as_mut() {
+                e.2 = e.2.max(k);
+            }
+        }
+        if temps[k] > 0 {
+            live[buffers.len() + k] = Some((aligned(temps[k]), k, k));
+        }
+    }
+    for o in outputs {
+        if let Some(e) = live[o.buffer.0].as_mut() {
+            e.2 = end;
+        }
+    }
+    let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].is_some()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(live[i].expect("filtered").0), i));
+    let mut offsets: Vec<Option<usize>> = vec![None; live.len()];
+    let mut placed: Vec<(usize, usize, usize, usize)> = Vec::new(); // (offset, size, first, last)
+    let mut arena = 0;
+    for i in order {
+        let (size, first, last) = live[i].expect("filtered");
+        let mut busy: Vec<(usize, usize)> =
+            placed.iter().filter(|p| p.2 <= last && first <= p.3).map(|p| (p.0, p.0 + p.1)).collect();
+        busy.sort_unstable();
+        let mut at = 0;
+        for (lo, hi) in busy {
+            if lo >= at + size {
+                break;
+            }
+            at = at.max(hi);
+        }
+        offsets[i] = Some(at);
+        placed.push((at, size, first, last));
+        arena = arena.max(at + size);
+    }
+    let lower_bound = (0..=end)
+        .map(|t| live.iter().flatten().filter(|(_, f, l)| *f <= t && t <= *l).map(|(s, _, _)| s).sum::<usize>())
+        .max()
+        .unwrap_or(0);
+    BufferPlan { offsets, arena_bytes: arena, lower_bound }
+}
