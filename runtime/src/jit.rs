@@ -186,6 +186,24 @@ fn libcall_table() -> Vec<usize> {
         .collect()
 }
 
+/// The standard pipeline before lowering: canonicalize, then (unless `fp32`) assign-precision
+/// and insert-casts with the options' precision and policy for the `x86_64` target.
+pub fn prepare(module: &mut f16c_dialect::Module, options: &CompileOptions) -> Result<()> {
+    let mut pm = PassManager::new();
+    let usage = |e: PassError| RuntimeError::BadInput(e.to_string());
+    pm.add(registry::create("canonicalize", "").map_err(usage)?);
+    if options.precision != "fp32" {
+        let opts = format!("precision={} policy={} target=x86_64", options.precision, options.policy);
+        pm.add(registry::create("assign-precision", &opts).map_err(usage)?);
+        pm.add(registry::create("insert-casts", "").map_err(usage)?);
+    }
+    match pm.run(module, &mut std::io::sink()) {
+        Ok(_) => Ok(()),
+        Err(PassError::Diagnostics(d)) => Err(RuntimeError::Invalid(d)),
+        Err(e) => Err(usage(e)),
+    }
+}
+
 /// The host's Cranelift ISA, optimising for speed, and whether it has FMA.
 fn host_isa() -> Result<(cranelift_codegen::isa::OwnedTargetIsa, bool)> {
     let mut flags = settings::builder();
@@ -220,19 +238,10 @@ impl Model {
         let mut module = f16c_dialect::import::parse_module(source, file).map_err(render)?;
         let parse = t0.elapsed();
         let t1 = Instant::now();
-        let mut pm = PassManager::new();
-        let usage = |e: PassError| RuntimeError::BadInput(e.to_string());
-        pm.add(registry::create("canonicalize", "").map_err(usage)?);
-        if options.precision != "fp32" {
-            let opts = format!("precision={} policy={} target=x86_64", options.precision, options.policy);
-            pm.add(registry::create("assign-precision", &opts).map_err(usage)?);
-            pm.add(registry::create("insert-casts", "").map_err(usage)?);
-        }
-        match pm.run(&mut module, &mut std::io::sink()) {
-            Ok(_) => {}
-            Err(PassError::Diagnostics(d)) => return Err(render(d)),
-            Err(e) => return Err(usage(e)),
-        }
+        prepare(&mut module, options).map_err(|e| match e {
+            RuntimeError::Invalid(d) => render(d),
+            e => e,
+        })?;
         let passes = t1.elapsed();
         let index = match &options.function {
             Some(name) => module.functions.iter().position(|g| &g.name == name),

@@ -2,6 +2,7 @@
 
 mod canonicalize;
 mod diagnostics;
+mod jit;
 mod models;
 mod precision;
 mod roundtrip;

@@ -1,0 +1,570 @@
+//! The x86-64 JIT against the reference interpreter: every shared model, every op × {f32, f16,
+//! bf16} × sizes at vector edges, and the fp16/bf16 conversions bit for bit against `half`.
+
+use f16c_dialect::import::parse_file;
+use f16c_dialect::{BinaryOp, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, PoolAttrs, ReduceKind, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
+use f16c_runtime::jit::{self, CompileOptions, Model};
+use f16c_runtime::{npy, reference};
+use f16c_tests::{max_rel_to_peak, model_path, MODELS};
+use half::{bf16, f16};
+
+/// Sizes that hit every edge of 4-lane vectors and 6×8 GEMM tiles, and a large odd one.
+const SIZES: &[usize] = &[1, 3, 7, 8, 9, 15, 16, 17, 33, 1031];
+
+/// f32 runs of the shared models: the JIT meets the same bound against PyTorch as the reference.
+const F32_TOLERANCE: f64 = 1e-5;
+
+/// Contractions accumulate with FMA (one rounding per step instead of two): the difference
+/// from the reference's multiply-then-add is at most K·2⁻²⁴ relative to Σ|a·b|, so measured
+/// against the output's peak a few ulp of f32 per term (DESIGN.md, "Numerics").
+fn contraction_tolerance(k: usize) -> f64 {
+    4.0 * k as f64 * f32::EPSILON as f64
+}
+
+/// A mixed-precision model run: a contraction's f32 accumulation may round differently, which
+/// can flip the f16 rounding of its result by one ulp (2⁻¹¹ relative) and that difference
+/// propagates: 4 f16 ulp of the peak.
+const FP16_MODEL_TOLERANCE: f64 = 4.0 / 2048.0;
+
+fn loc() -> Location {
+    Location::unknown()
+}
+
+/// A deterministic pseudo-random source (no dependency, same values on every machine).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 11
+    }
+    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * (self.next() as f64 / (1u64 << 53) as f64) as f32
+    }
+}
+
+fn random(ty: &TensorType, rng: &mut Rng, lo: f32, hi: f32) -> Tensor {
+    let v: Vec<f32> = (0..ty.num_elements()).map(|_| rng.uniform(lo, hi)).collect();
+    let data = match ty.dtype {
+        DType::F32 => Data::F32(v),
+        DType::F16 => Data::F16(v.into_iter().map(f16::from_f32).collect()),
+        DType::BF16 => Data::BF16(v.into_iter().map(bf16::from_f32).collect()),
+        DType::I1 => Data::I1(v.into_iter().map(|x| x > 0.0).collect()),
+        DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
+        d => panic!("no random {d}"),
+    };
+    Tensor::new(ty.shape.clone(), data).unwrap()
+}
+
+fn tensor_ty(d: DType, shape: &[usize]) -> ValueType {
+    ValueType::Tensor(TensorType::new(d, shape))
+}
+
+fn constant(g: &mut Graph, t: Tensor) -> NodeId {
+    let ty = ValueType::Tensor(t.ty());
+    g.add_node(Op::Const(t), ty, &[], loc())
+}
+
+fn zero(g: &mut Graph, d: DType) -> NodeId {
+    constant(g, Tensor::splat(&TensorType::new(d, [1]), 0.0))
+}
+
+/// Equal bits, except that any NaN equals any NaN (IEEE leaves payloads to the hardware).
+fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
+    let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
+    if a.ty() != b.ty() {
+        return Err(format!("types differ: {} vs {}", a.ty(), b.ty()));
+    }
+    for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+        let same = (p.is_nan() && q.is_nan()) || (p.to_bits() == q.to_bits());
+        if !same {
+            return Err(format!("element {i}: JIT {p:e} vs reference {q:e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `g` on both engines; bit-exact, or within `tolerance` of the peak when given.
+fn check(what: &str, g: &Graph, inputs: &[Tensor], tolerance: Option<f64>) {
+    let want = reference::run(g, inputs).unwrap_or_else(|e| panic!("{what}: reference: {e}"));
+    let model = Model::compile_graph(g, 2).unwrap_or_else(|e| panic!("{what}: compile: {e}"));
+    let got = model.run(inputs).unwrap_or_else(|e| panic!("{what}: run: {e}"));
+    for (a, b) in got.iter().zip(&want) {
+        match tolerance {
+            None => same_bits(a, b).unwrap_or_else(|e| panic!("{what}: {e}")),
+            Some(t) => {
+                let err = max_rel_to_peak(a, b);
+                assert!(err <= t, "{what}: error {err:e} > {t:e}");
+            }
+        }
+    }
+}
+
+const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+#[test]
+fn every_model_runs_on_the_jit_in_f32_and_o1_fp16() {
+    for name in MODELS {
+        let path = model_path(&format!("{name}.tosa.mlir"));
+        let input = npy::read(&model_path(&format!("{name}.input.npy"))).unwrap();
+        let want = npy::read(&model_path(&format!("{name}.out_f32.npy"))).unwrap();
+        for precision in ["fp32", "fp16"] {
+            let options = CompileOptions { precision: precision.into(), threads: 2, ..CompileOptions::default() };
+            let (mut module, _) = parse_file(&path).unwrap();
+            jit::prepare(&mut module, &options).unwrap();
+            let g = &module.functions[0];
+            let model = Model::compile_graph(g, 2).unwrap();
+            let got = model.run(std::slice::from_ref(&input)).unwrap();
+            let reference = reference::run(g, std::slice::from_ref(&input)).unwrap();
+            let vs_ref = max_rel_to_peak(&got[0], &reference[0]);
+            assert!(got[0].to_f32_vec().iter().all(|x| x.is_finite()), "{name} {precision}: non-finite output");
+            if precision == "fp32" {
+                let err = max_rel_to_peak(&got[0], &want);
+                assert!(err <= F32_TOLERANCE, "{name}: JIT f32 vs out_f32 {err:e}");
+                assert!(vs_ref <= F32_TOLERANCE, "{name}: JIT f32 vs reference {vs_ref:e}");
+            } else {
+                assert!(vs_ref <= FP16_MODEL_TOLERANCE, "{name}: JIT fp16 vs reference fp16 {vs_ref:e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn compile_source_matches_compile_graph_and_model_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Model>();
+    let path = model_path("mlp_small.tosa.mlir");
+    let model = Model::compile_file(&path, &CompileOptions::fp16()).unwrap();
+    let input = npy::read(&model_path("mlp_small.input.npy")).unwrap();
+    let first = model.run(std::slice::from_ref(&input)).unwrap();
+    // Several threads share one model.
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| model.run(std::slice::from_ref(&input)).unwrap())).collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), first);
+        }
+    });
+    // The matmul weights are stored in fp16 (biases, added in f32 at O1 where they meet an f32
+    // value, may stay f32): the total is close to half.
+    let f32_model = Model::compile_file(&path, &CompileOptions::default()).unwrap();
+    let ratio = model.weight_bytes() as f64 / f32_model.weight_bytes() as f64;
+    assert!(ratio < 0.6, "fp16 weights {} vs f32 {} bytes", model.weight_bytes(), f32_model.weight_bytes());
+}
+
+#[test]
+fn wrong_inputs_are_rejected_before_any_code_runs() {
+    let model = Model::compile_file(&model_path("mlp_small.tosa.mlir"), &CompileOptions::default()).unwrap();
+    let wrong = Tensor::from_f32(vec![3, 64], vec![0.0; 192]).unwrap();
+    let e = model.run(&[wrong]).unwrap_err().to_string();
+    assert!(e.contains("input #0 of '@forward' must be tensor<2x64xf32>, got tensor<3x64xf32>"), "{e}");
+    let e = model.run(&[]).unwrap_err().to_string();
+    assert!(e.contains("takes 1 input(s), 0 given"), "{e}");
+    let half_input = Tensor::new(vec![2, 64], Data::F16(vec![f16::ZERO; 128])).unwrap();
+    let e = model.run(&[half_input]).unwrap_err().to_string();
+    assert!(e.contains("element type f16"), "{e}");
+}
+
+/// A one-op graph `out = cast(in)` run on every bit pattern given.
+fn cast_graph(from: DType, to: DType, n: usize) -> Graph {
+    let mut g = Graph::new("cast");
+    let x = g.add_input(TensorType::new(from, [n]), loc());
+    let c = g.add_node(Op::Cast, tensor_ty(to, &[n]), &[x], loc());
+    g.add_output(c);
+    g
+}
+
+fn run_jit(g: &Graph, inputs: &[Tensor]) -> Vec<Tensor> {
+    Model::compile_graph(g, 1).unwrap().run(inputs).unwrap()
+}
+
+#[test]
+fn f16_and_bf16_widening_is_bit_exact_for_all_65536_values() {
+    let n = 1 << 16;
+    for (d, name) in [(DType::F16, "f16"), (DType::BF16, "bf16")] {
+        let data = if d == DType::F16 {
+            Data::F16((0..n).map(|b| f16::from_bits(b as u16)).collect())
+        } else {
+            Data::BF16((0..n).map(|b| bf16::from_bits(b as u16)).collect())
+        };
+        let x = Tensor::new(vec![n], data).unwrap();
+        let got = run_jit(&cast_graph(d, DType::F32, n), std::slice::from_ref(&x));
+        let Data::F32(v) = got[0].data() else { panic!() };
+        for (b, y) in v.iter().enumerate() {
+            let want = if d == DType::F16 { f16::from_bits(b as u16).to_f32() } else { bf16::from_bits(b as u16).to_f32() };
+            assert_eq!(y.to_bits(), want.to_bits(), "{name} bits {b:#06x}: JIT {y:e}, half {want:e}");
+        }
+    }
+}
+
+/// f32 values that stress narrowing: every f16 and bf16 value and the midpoints between
+/// neighbours (ties), one ulp either side of them, f32 subnormals, huge values, inf, NaNs with
+/// payloads, and a large random sample of bit patterns. The count is odd so both the four-lane
+/// loop and the scalar tail run.
+fn narrowing_samples() -> Vec<f32> {
+    let mut v = Vec::new();
+    for b in 0..=u16::MAX {
+        for w in [f16::from_bits(b).to_f32(), bf16::from_bits(b).to_f32()] {
+            v.push(w);
+            if w.is_finite() {
+                // The midpoint to the next value up (a tie for f16 or bf16), and its neighbours.
+                let up16 = f16::from_bits(b.wrapping_add(1)).to_f32();
+                let up_bf = bf16::from_bits(b.wrapping_add(1)).to_f32();
+                for up in [up16, up_bf] {
+                    if up.is_finite() && up > w {
+                        let mid = ((w as f64 + up as f64) / 2.0) as f32;
+                        v.extend([mid, f32::from_bits(mid.to_bits() + 1), f32::from_bits(mid.to_bits().saturating_sub(1))]);
+                    }
+                }
+            }
+        }
+    }
+    v.extend([f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN_POSITIVE, 1e-45, -1e-45, 65504.0, 65519.99, 65520.0, -65520.0]);
+    v.extend([f32::from_bits(0x7f80_0001), f32::from_bits(0xffc1_2345), f32::from_bits(0x7fbf_ffff)]);
+    let mut rng = Rng(7);
+    v.extend((0..1_000_001).map(|_| f32::from_bits(rng.next() as u32)));
+    if v.len() % 2 == 0 {
+        v.push(0.5);
+    }
+    v
+}
+
+#[test]
+fn f32_to_f16_and_bf16_narrowing_is_bit_exact_against_half() {
+    let v = narrowing_samples();
+    let n = v.len();
+    let x = Tensor::from_f32(vec![n], v.clone()).unwrap();
+    for d in [DType::F16, DType::BF16] {
+        let got = run_jit(&cast_graph(DType::F32, d, n), std::slice::from_ref(&x));
+        for (i, (&s, y)) in v.iter().zip(got[0].data().to_le_bytes().chunks(2)).enumerate() {
+            let y = u16::from_le_bytes([y[0], y[1]]);
+            let want = if d == DType::F16 { f16::from_f32(s).to_bits() } else { bf16::from_f32(s).to_bits() };
+            assert_eq!(y, want, "{d} element {i}: f32 {s:e} ({:#010x}): JIT {y:#06x}, half {want:#06x}", s.to_bits());
+        }
+    }
+}
+
+/// One elementwise op on `[2, n]` operands (the second operand broadcast as `[1, n]` or
+/// `[2, 1]` in turn) in dtype `d`.
+fn elementwise_graph(op: &Op, d: DType, n: usize, broadcast: usize) -> Graph {
+    let mut g = Graph::new("ew");
+    let shape = [2, n];
+    let other = match broadcast {
+        1 => [1, n],
+        2 => [2, 1],
+        _ => [2, n],
+    };
+    let a = g.add_input(TensorType::new(d, shape), loc());
+    let result_d = match op {
+        Op::Binary(b) if b.is_comparison() => DType::I1,
+        _ => d,
+    };
+    let out = match op {
+        Op::Unary(UnaryOp::Negate) => {
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            g.add_node(op.clone(), tensor_ty(d, &shape), &[a, z1, z2], loc())
+        }
+        Op::Unary(_) | Op::Clamp { .. } => g.add_node(op.clone(), tensor_ty(d, &shape), &[a], loc()),
+        Op::Binary(b) => {
+            let x = g.add_input(TensorType::new(d, other), loc());
+            let mut operands = vec![a, x];
+            if *b == BinaryOp::Mul {
+                operands.push(constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap()));
+            }
+            g.add_node(op.clone(), tensor_ty(result_d, &shape), &operands, loc())
+        }
+        Op::Select => {
+            let p = g.add_input(TensorType::new(DType::I1, other), loc());
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            g.add_node(Op::Select, tensor_ty(d, &shape), &[p, a, x], loc())
+        }
+        _ => unreachable!(),
+    };
+    g.add_output(out);
+    g
+}
+
+fn inputs_for(g: &Graph, rng: &mut Rng, lo: f32, hi: f32) -> Vec<Tensor> {
+    g.inputs().iter().map(|&i| random(g.tensor_ty(i).unwrap(), rng, lo, hi)).collect()
+}
+
+#[test]
+fn elementwise_ops_are_bit_exact_in_every_float_type_and_size() {
+    let mut ops: Vec<Op> = [
+        UnaryOp::Negate,
+        UnaryOp::Abs,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Rsqrt,
+        UnaryOp::Reciprocal,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Erf,
+    ]
+    .into_iter()
+    .map(Op::Unary)
+    .collect();
+    ops.extend(
+        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow, BinaryOp::Equal, BinaryOp::Greater, BinaryOp::GreaterEqual]
+            .into_iter()
+            .map(Op::Binary),
+    );
+    ops.push(Op::Clamp { min: -1.0, max: 6.0 });
+    ops.push(Op::Select);
+    let mut rng = Rng(1);
+    for op in &ops {
+        for d in FLOATS {
+            for &n in SIZES {
+                let broadcasts: &[usize] = if matches!(op, Op::Binary(_) | Op::Select) { &[0, 1, 2] } else { &[0] };
+                for &bc in broadcasts {
+                    let g = elementwise_graph(op, d, n, bc);
+                    // Values that overflow f16 in exp and pow, and negatives for log and rsqrt.
+                    let inputs = inputs_for(&g, &mut rng, -12.0, 12.0);
+                    check(&format!("{} {d} n={n} broadcast={bc}", op.mlir_name()), &g, &inputs, None);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_elementwise_chains_round_after_every_op() {
+    // (a * b + a) then clamp, in f16: three roundings, fused into one kernel.
+    for d in FLOATS {
+        for &n in SIZES {
+            let mut g = Graph::new("chain");
+            let shape = [3, n];
+            let a = g.add_input(TensorType::new(d, shape), loc());
+            let b = g.add_input(TensorType::new(d, [1, n]), loc());
+            let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+            let m = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[a, b, shift], loc());
+            let s = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &shape), &[m, a], loc());
+            let c = g.add_node(Op::Clamp { min: -30.0, max: 30.0 }, tensor_ty(d, &shape), &[s], loc());
+            let w = g.add_node(Op::Cast, tensor_ty(DType::F32, &shape), &[c], loc());
+            g.add_output(w);
+            let program = f16c_compiler::lower::lower(&g).unwrap();
+            assert_eq!(program.kernels.len(), 1, "the chain fuses into one kernel");
+            let inputs = inputs_for(&g, &mut Rng(n as u64), -8.0, 8.0);
+            check(&format!("chain {d} n={n}"), &g, &inputs, None);
+        }
+    }
+}
+
+#[test]
+fn reductions_argmax_and_pooling_match_the_reference_bit_for_bit() {
+    let mut rng = Rng(3);
+    for d in FLOATS {
+        for &n in SIZES {
+            let shape = [2, n, 5];
+            for axis in 0..3 {
+                let mut out_shape = shape;
+                out_shape[axis] = 1;
+                for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::Prod] {
+                    let mut g = Graph::new("reduce");
+                    let x = g.add_input(TensorType::new(d, shape), loc());
+                    let r = g.add_node(Op::Reduce { kind, axis }, tensor_ty(d, &out_shape), &[x], loc());
+                    g.add_output(r);
+                    let inputs = inputs_for(&g, &mut rng, -2.0, 2.0);
+                    check(&format!("reduce {kind:?} {d} n={n} axis={axis}"), &g, &inputs, None);
+                }
+                let mut g = Graph::new("argmax");
+                let x = g.add_input(TensorType::new(d, shape), loc());
+                let reduced: Vec<usize> = shape.iter().enumerate().filter(|&(i, _)| i != axis).map(|(_, &s)| s).collect();
+                let r = g.add_node(Op::ArgMax { axis }, tensor_ty(DType::I32, &reduced), &[x], loc());
+                g.add_output(r);
+                let inputs = inputs_for(&g, &mut rng, -2.0, 2.0);
+                check(&format!("argmax {d} n={n} axis={axis}"), &g, &inputs, None);
+            }
+            // Pooling over an n×n... image with n channels (small sizes only: cost is n^3).
+            if n <= 33 {
+                for avg in [false, true] {
+                    let (h, w, c) = (n.max(2), 5, n);
+                    let attrs = PoolAttrs { kernel: [2, 3], stride: [2, 1], pad: [1, 0, 1, 1], acc: if avg { Some(DType::F32) } else { None } };
+                    let oh = (h + 1 - 2) / 2 + 1;
+                    let ow = w + 2 - 3 + 1;
+                    let mut g = Graph::new("pool");
+                    let x = g.add_input(TensorType::new(d, [1, h, w, c]), loc());
+                    let op = if avg { Op::AvgPool2d(attrs) } else { Op::MaxPool2d(attrs) };
+                    let mut operands = vec![x];
+                    if avg {
+                        operands.push(zero(&mut g, d));
+                        operands.push(zero(&mut g, d));
+                    }
+                    let p = g.add_node(op, tensor_ty(d, &[1, oh, ow, c]), &operands, loc());
+                    g.add_output(p);
+                    let inputs = inputs_for(&g, &mut rng, -4.0, 4.0);
+                    check(&format!("pool avg={avg} {d} n={n}"), &g, &inputs, None);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn data_movement_copies_bits() {
+    let mut rng = Rng(5);
+    for d in [DType::F32, DType::F16, DType::BF16, DType::I32, DType::I1] {
+        for &n in SIZES {
+            let shape = [2, 3, n];
+            let t = |s: &[usize]| tensor_ty(d, s);
+            let mut graphs = Vec::new();
+            // transpose
+            let mut g = Graph::new("transpose");
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            let o = g.add_node(Op::Transpose { perms: vec![2, 0, 1] }, t(&[n, 2, 3]), &[x], loc());
+            g.add_output(o);
+            graphs.push(("transpose", g));
+            // slice
+            let mut g = Graph::new("slice");
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            let start = g.add_node(Op::ConstShape(vec![1, 1, (n / 2) as i64]), ValueType::Shape(3), &[], loc());
+            let size = g.add_node(Op::ConstShape(vec![1, 2, (n - n / 2) as i64]), ValueType::Shape(3), &[], loc());
+            let o = g.add_node(Op::Slice, t(&[1, 2, n - n / 2]), &[x, start, size], loc());
+            g.add_output(o);
+            graphs.push(("slice", g));
+            // pad
+            let mut g = Graph::new("pad");
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            let pads = g.add_node(Op::ConstShape(vec![0, 1, 2, 0, 1, 3]), ValueType::Shape(6), &[], loc());
+            let fill = constant(&mut g, Tensor::splat(&TensorType::new(d, [1]), 1.0));
+            let o = g.add_node(Op::Pad, t(&[3, 5, n + 4]), &[x, pads, fill], loc());
+            g.add_output(o);
+            graphs.push(("pad", g));
+            // concat
+            let mut g = Graph::new("concat");
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            let y = g.add_input(TensorType::new(d, [2, 1, n]), loc());
+            let o = g.add_node(Op::Concat { axis: 1 }, t(&[2, 4, n]), &[x, y], loc());
+            g.add_output(o);
+            graphs.push(("concat", g));
+            // tile
+            let mut g = Graph::new("tile");
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            let mult = g.add_node(Op::ConstShape(vec![2, 1, 3]), ValueType::Shape(3), &[], loc());
+            let o = g.add_node(Op::Tile, t(&[4, 3, 3 * n]), &[x, mult], loc());
+            g.add_output(o);
+            graphs.push(("tile", g));
+            // reshape (a view) feeding a transpose
+            let mut g = Graph::new("reshape");
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            let s = g.add_node(Op::ConstShape(vec![6, n as i64]), ValueType::Shape(2), &[], loc());
+            let r = g.add_node(Op::Reshape, t(&[6, n]), &[x, s], loc());
+            let o = g.add_node(Op::Transpose { perms: vec![1, 0] }, t(&[n, 6]), &[r], loc());
+            g.add_output(o);
+            graphs.push(("reshape", g));
+            for (what, g) in graphs {
+                let inputs = inputs_for(&g, &mut rng, -100.0, 100.0);
+                check(&format!("{what} {d} n={n}"), &g, &inputs, None);
+            }
+        }
+    }
+}
+
+#[test]
+fn gather_matches_and_rejects_out_of_range_indices() {
+    let mut rng = Rng(9);
+    for d in FLOATS {
+        for &c in SIZES {
+            let mut g = Graph::new("gather");
+            let v = g.add_input(TensorType::new(d, [2, 5, c]), loc());
+            let i = g.add_input(TensorType::new(DType::I32, [2, 3]), loc());
+            let o = g.add_node(Op::Gather, tensor_ty(d, &[2, 3, c]), &[v, i], loc());
+            g.add_output(o);
+            let values = random(&TensorType::new(d, [2, 5, c]), &mut rng, -1.0, 1.0);
+            let idx = Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 2, 1, 1, 3])).unwrap();
+            check(&format!("gather {d} c={c}"), &g, &[values.clone(), idx], None);
+            let bad = Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 5, 1, 1, 3])).unwrap();
+            let e = Model::compile_graph(&g, 1).unwrap().run(&[values, bad]).unwrap_err().to_string();
+            assert!(e.contains("while running 'tosa.gather': an index is out of range"), "{e}");
+        }
+    }
+}
+
+fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool) -> (Graph, usize) {
+    let mut rng = Rng((n * 31 + c) as u64);
+    let mut g = Graph::new(op);
+    let (h, w) = (n.min(9), n);
+    let x = g.add_input(TensorType::new(d, [1, h, w, c]), loc());
+    let (kh, kw) = (3, 2);
+    let (weight_shape, oc) = match op {
+        "depthwise" => (vec![kh, kw, c, 1], c),
+        _ => (vec![o, kh, kw, c], o),
+    };
+    let weight = constant(&mut g, random(&TensorType::new(d, weight_shape), &mut rng, -1.0, 1.0));
+    let bias = constant(&mut g, random(&TensorType::new(d, [oc]), &mut rng, -1.0, 1.0));
+    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+    let (node, out_shape, k) = match op {
+        "conv" => {
+            let a = ConvAttrs { pad: [1, 1, 0, 1], stride: [1, 2], dilation: [1, 1], acc: DType::F32 };
+            let (oh, ow) = (h + 2 - kh + 1, (w + 1 - kw) / 2 + 1);
+            (Op::Conv2d(a), vec![1, oh, ow, oc], kh * kw * c)
+        }
+        "depthwise" => {
+            let a = ConvAttrs { pad: [1, 1, 1, 0], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+            (Op::DepthwiseConv2d(a), vec![1, h, w, oc], kh * kw)
+        }
+        _ => {
+            let a = TransposeConvAttrs { out_pad: [0, 0, 0, 0], stride: [2, 1], acc: DType::F32 };
+            ((Op::TransposeConv2d(a)), vec![1, (h - 1) * 2 + kh, w - 1 + kw, oc], kh * kw * c)
+        }
+    };
+    let mut y = g.add_node(node, tensor_ty(d, &out_shape), &[x, weight, bias, z1, z2], loc());
+    if fused {
+        // A residual add and a ReLU6 in the epilogue.
+        let r = g.add_input(TensorType::new(d, out_shape.clone()), loc());
+        y = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &out_shape), &[y, r], loc());
+        y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &out_shape), &[y], loc());
+    }
+    g.add_output(y);
+    (g, k)
+}
+
+#[test]
+fn contractions_match_the_reference_within_the_reduction_tolerance() {
+    let mut rng = Rng(11);
+    for d in FLOATS {
+        for &n in SIZES {
+            // matmul [2, m, k] x [2, k, n], activation times activation and times a weight.
+            for constant_b in [false, true] {
+                let (m, k) = (n.min(40) + 2, 17 + n % 5);
+                let mut g = Graph::new("matmul");
+                let a = g.add_input(TensorType::new(d, [2, m, k]), loc());
+                let b = if constant_b {
+                    constant(&mut g, random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0))
+                } else {
+                    g.add_input(TensorType::new(d, [2, k, n]), loc())
+                };
+                let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+                let o = g.add_node(Op::MatMul, tensor_ty(d, &[2, m, n]), &[a, b, z1, z2], loc());
+                g.add_output(o);
+                let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+                // A low-precision result may round one ulp apart.
+                let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+                check(&format!("matmul {d} n={n} constant_b={constant_b}"), &g, &inputs, Some(tol));
+            }
+            if n <= 33 {
+                for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false)] {
+                    let (g, k) = conv_graph(op, d, n, n.min(10), 7, fused);
+                    let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+                    let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+                    // Depthwise and transpose conv multiply and add in the reference's order.
+                    let tol = if op == "conv" { Some(tol) } else { None };
+                    check(&format!("{op} fused={fused} {d} n={n}"), &g, &inputs, tol);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn epilogues_fuse_into_contractions_and_the_plan_is_near_its_lower_bound() {
+    let (g, _) = conv_graph("conv", DType::F16, 16, 8, 12, true);
+    let program = f16c_compiler::lower::lower(&g).unwrap();
+    assert_eq!(program.kernels.len(), 1, "conv + add + clamp is one kernel: {:#?}", program.kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
+    for name in MODELS {
+        let (mut module, _) = parse_file(&model_path(&format!("{name}.tosa.mlir"))).unwrap();
+        jit::prepare(&mut module, &CompileOptions::fp16()).unwrap();
+        let program = f16c_compiler::lower::lower(&module.functions[0]).unwrap();
+        let plan = &program.plan;
+        assert!(plan.arena_bytes as f64 <= 1.2 * plan.lower_bound as f64, "{name}: arena {} vs lower bound {}", plan.arena_bytes, plan.lower_bound);
+    }
+}
