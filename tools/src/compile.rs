@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 /// What `--emit` can produce, and which of them this build has.
 const EMITS: &[&str] = &["mlir", "report", "dot", "ptx", "llvm", "asm", "obj", "clif"];
-const AVAILABLE: &[&str] = &["mlir", "report", "dot"];
+const AVAILABLE: &[&str] = &["mlir", "report", "dot", "clif"];
 
 pub fn command() -> Command {
     let c = Command::new("compile")
@@ -20,8 +20,11 @@ pub fn command() -> Command {
             "Emit forms:\n  mlir    the mixed-precision TOSA MLIR (valid for mlir-opt)\n  \
              report  per op: precision, accumulator, deciding rule, casts, weight bytes (--report-format=table|json)\n  \
              dot     the graph coloured by precision, casts marked (Graphviz: dot -Tsvg)\n  \
-             ptx, llvm, asm, obj, clif: code generation (not in this build yet)\n\n\
+             clif    the Cranelift IR of every kernel (--target=x86_64), after a header with the\n          \
+             kernels, the buffer plan's peak and its liveness lower bound, and the weight bytes\n  \
+             ptx, llvm, asm, obj: code generation for sm_* and aarch64 (not in this build yet)\n\n\
              Examples:\n  f16c compile net.mlir --target=sm_70 --precision=fp16 --emit=report\n  \
+             f16c compile net.mlir --target=x86_64 --precision=fp16 --emit=clif\n  \
              f16c compile net.mlir --policy=my-policy.toml --print-policy\n  \
              f16c compile net.mlir --calibrate x.npy --emit=mlir -o net.f16.mlir",
         )
@@ -61,6 +64,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         ),
     };
     Target::parse(&target).with_context(|| format!("unknown target '{target}'"))?;
+    if emit == "clif" && target != "x86_64" {
+        bail!("--emit=clif is the x86_64 backend's output; add --target=x86_64");
+    }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
     let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
     let Some(precision::Compiled { before, stats }) = precision::compile(&mut module, m, &target, &source)? else {
@@ -69,6 +75,13 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let text = match emit.as_str() {
         "mlir" => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,
         "dot" => before.functions.iter().zip(&module.functions).map(|(b, a)| to_dot(b, a)).collect(),
+        "clif" => {
+            let mut text = String::new();
+            for g in &module.functions {
+                text.push_str(&clif(g)?);
+            }
+            text
+        }
         _ => {
             let mut settings = BTreeMap::new();
             for k in ["target", "precision", "policy", "io-types"] {
@@ -86,4 +99,25 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     };
     crate::write_output(m, &text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The x86_64 backend's CLIF for one function, after a summary of its kernels and memory.
+fn clif(g: &f16c_dialect::Graph) -> anyhow::Result<String> {
+    use f16c_compiler::backend::cranelift;
+    let program = f16c_compiler::lower::lower(g)?;
+    // Printed with FMA on (what x86-64 hosts with FMA3 run), so the text is the same everywhere.
+    let artifact = cranelift::compile(&program, &cranelift::Options::default())?;
+    let mut s = format!("; function @{}: {} kernels\n", g.name, program.kernels.len());
+    for k in &program.kernels {
+        s.push_str(&format!(";   {} ({} ops)\n", k.name, k.nodes.len()));
+    }
+    s.push_str(&format!(
+        "; arena {} bytes (liveness lower bound {}), weights {} bytes, scratch {} bytes per thread\n",
+        artifact.plan.arena_bytes,
+        artifact.plan.lower_bound,
+        artifact.weight_bytes(),
+        artifact.scratch_bytes
+    ));
+    s.push_str(&artifact.clif());
+    Ok(s)
 }

@@ -121,8 +121,12 @@ pub(crate) fn write_output(m: &clap::ArgMatches, text: &str) -> anyhow::Result<(
     match m.get_one::<String>("output") {
         Some(path) if path != "-" => anyhow::Context::with_context(std::fs::write(path, text), || format!("cannot write '{path}'")),
         _ => {
-            print!("{text}");
-            Ok(())
+            use std::io::Write;
+            match std::io::stdout().write_all(text.as_bytes()) {
+                // `f16c ... | head` closes the pipe early: not an error of ours.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::anyhow!("cannot write to standard output: {e}")),
+                _ => Ok(()),
+            }
         }
     }
 }

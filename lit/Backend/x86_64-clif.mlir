@@ -1,0 +1,50 @@
+// f16c compile --target=x86_64 --emit=clif prints the Cranelift IR of every kernel.
+// RUN: %f16c compile %s --target=x86_64 --precision=fp32 --emit=clif | FileCheck %s
+// RUN: not %f16c compile %s --target=sm_70 --emit=clif 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: --emit=clif is the x86_64 backend's output; add --target=x86_64
+
+// The add + clamp + add that consume the matmul become its epilogue: one kernel.
+// CHECK: ; function @fused: 1 kernels
+// CHECK-NEXT: ;   k0_matmul (4 ops)
+// CHECK-NEXT: ; arena {{[0-9]+}} bytes (liveness lower bound {{[0-9]+}}), weights 0 bytes
+
+// B is computed at run time, so a first step packs it into f32 panels, widening f16 four
+// lanes at a time in software.
+// CHECK-LABEL: function %k0_matmul_pack_b(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: uload16x4
+// CHECK: return
+
+// The micro-kernel broadcasts A and accumulates with f32x4 fused multiply-adds; the epilogue
+// rounds the product to f16, then adds, clamps and adds (rounding after each), and packs
+// four results back to 16 bits.
+// CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: splat.f32x4
+// CHECK: fma
+// CHECK: fadd
+// CHECK: fmax
+// CHECK: fmin
+// CHECK: unarrow
+// CHECK: return
+func.func @fused(%a: tensor<1x9x8xf16>, %b: tensor<1x8x13xf16>, %c: tensor<1x9x13xf16>) -> tensor<1x9x13xf16> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>
+  %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x9x8xf16>, tensor<1x8x13xf16>, tensor<1xf16>, tensor<1xf16>) -> tensor<1x9x13xf16>
+  %1 = tosa.add %c, %c : (tensor<1x9x13xf16>, tensor<1x9x13xf16>) -> tensor<1x9x13xf16>
+  %2 = tosa.clamp %1 {min_val = 0.0 : f16, max_val = 6.0 : f16} : (tensor<1x9x13xf16>) -> tensor<1x9x13xf16>
+  %3 = tosa.add %0, %2 : (tensor<1x9x13xf16>, tensor<1x9x13xf16>) -> tensor<1x9x13xf16>
+  return %3 : tensor<1x9x13xf16>
+}
+
+// An elementwise chain on its own: one kernel, bf16 widened by a 16-bit shift.
+// CHECK: ; function @chain: 1 kernels
+// CHECK-NEXT: ;   k0_sigmoid (2 ops)
+// CHECK-LABEL: function %k0_sigmoid(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: uload16x4
+// CHECK: ishl
+// The exponential is the runtime's (the reference's) function, called per lane.
+// CHECK: call_indirect
+// CHECK: return
+func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
+  %0 = tosa.sigmoid %a : (tensor<3x17xbf16>) -> tensor<3x17xbf16>
+  %1 = tosa.abs %0 : (tensor<3x17xbf16>) -> tensor<3x17xbf16>
+  return %1 : tensor<3x17xbf16>
+}
