@@ -3,7 +3,8 @@
 #   - Debian's LLVM/MLIR 22 (melior and inkwell link against it), clang, lld (fast linking),
 #     lit and FileCheck (llvm-22-tools)
 #   - the AArch64 cross toolchain and qemu-user (for running AArch64 code in tests)
-#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas)
+#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas) and numpy
+#     (the peer of the benchmark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,12 @@ fi
 if ! .venv/bin/python -c "import nvidia.cuda_nvcc" 2>/dev/null; then
   echo "setup: installing nvidia-cuda-nvcc-cu12 into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "nvidia-cuda-nvcc-cu12>=12.4,<13"
+fi
+
+# numpy (OpenBLAS inside) is the peer that `f16c bench` measures the JIT against.
+if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
+  echo "setup: installing numpy into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "numpy>=2,<3"
 fi
 
 command -v cargo >/dev/null || { echo "setup: cargo is missing (install Rust 1.95 with rustup)"; exit 1; }

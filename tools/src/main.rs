@@ -1,5 +1,6 @@
 //! The `f16c` command line.
 
+mod bench;
 mod check;
 mod compile;
 mod diagnostics;
@@ -22,6 +23,7 @@ fn cli() -> Command {
         .subcommand(check::command())
         .subcommand(opt::command())
         .subcommand(run::command())
+        .subcommand(bench::command())
 }
 
 /// MLIR tools spell long options with one dash (`-split-input-file`); accept that too.
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Some(("check", m)) => check::main(m),
         Some(("opt", m)) => opt::main(m),
         Some(("run", m)) => run::main(m),
+        Some(("bench", m)) => bench::main(m),
         _ => unreachable!("clap requires a subcommand"),
     };
     match result {

@@ -670,7 +670,10 @@ impl<'g> Lowering<'g> {
                 if let Some(members) = groups.get(&u).filter(|_| is_elementwise(g.op(u))) {
                     let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
                     let used_once = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count() == 1;
-                    if same_space && used_once {
+                    // A group fuses into one contraction only (a residual add of two convs).
+                    let root = members.last().expect("groups are not empty");
+                    let claimed = out.values().any(|f: &Fusion| f.members.last() == Some(root));
+                    if same_space && used_once && !claimed {
                         out.insert(id, Fusion { value, views, members: members.clone() });
                     }
                 }

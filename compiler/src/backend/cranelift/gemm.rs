@@ -135,9 +135,10 @@ impl Context<'_> {
         // The compute step.
         let blocks = m.div_ceil(MC);
         let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
-        self.scratch_bytes = self.scratch_bytes.max(a_panels * MR * k * 4);
+        // Packed A, then the micro-kernel's accumulator tile.
+        let tile_offset = a_panels * MR * k * 4;
+        self.scratch_bytes = self.scratch_bytes.max(tile_offset + MR * NR * 4);
         let c = c.clone();
-        let fma = self.options.fma;
         let cost = 2.0 * (batch * m * n * k) as f64;
         self.add("", batch * blocks, cost, move |fx| {
             let a = fx.buffer(c.a.buffer.0);
@@ -166,7 +167,8 @@ impl Context<'_> {
                         fx.if_then(live, |fx| {
                             let aoff = fx.b.ins().imul_imm_s(ip, (MR * k * 4) as i64);
                             let apanel = fx.b.ins().iadd(scratch, aoff);
-                            let acc = micro_kernel(fx, apanel, bpanel, k, fma);
+                            let tile = fx.b.ins().iadd_imm_s(scratch, tile_offset as i64);
+                            let acc = micro_kernel(fx, apanel, bpanel, k, tile);
                             if let Err(e) = store_tile(fx, &c, &acc, bi, r0, col0, out, bias, &epi_bases) {
                                 result = Err(e);
                             }
@@ -506,43 +508,73 @@ fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: imp
     });
 }
 
-/// The 6×8 micro-kernel: returns 12 `F32X4` accumulators, `acc[r * 2 + v]` for row `r` and
-/// columns `4v..4v+4` of the panel.
-fn micro_kernel(fx: &mut Fx, apanel: Value, bpanel: Value, k: usize, fma: bool) -> Vec<Value> {
+/// The micro-kernel, a function of its own: `(apanel, bpanel, k, tile)` accumulates
+/// `MR × NR` products over `k` into 8 (`MR × NR / 4`) f32x4 accumulators and stores them to
+/// `tile`. It is separate so that nothing else competes for its 16 xmm registers: inlined into
+/// a kernel, the epilogue's hoisted constants made the accumulators spill.
+pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContext, fma: bool) -> cranelift_codegen::ir::Function {
+    use cranelift_codegen::ir::{types::I64, AbiParam, Function, Signature, UserFuncName};
+    let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+    // A fifth, unused parameter keeps the kernel parameter layout `Fx` expects.
+    sig.params.extend([I64; 5].map(AbiParam::new));
+    let mut func = Function::with_name_signature(UserFuncName::testcase(MICRO_KERNEL), sig);
+    let fb = cranelift_frontend::FunctionBuilder::new(&mut func, ctx);
+    let mut fx = Fx::new(fb);
+    // Fx names its parameters for kernels: here they are (apanel, bpanel, k, tile).
+    let (apanel, bpanel, k, tile) = (fx.bufs, fx.begin, fx.end, fx.scratch);
     let m = super::emit::mem();
     let zero = fx.f(F32X4, 0.0);
     let mut init = vec![apanel, bpanel];
     init.extend(std::iter::repeat_n(zero, MR * 2));
-    let step = |fx: &mut Fx, st: &[Value], unroll: usize| -> Vec<Value> {
+    let start = fx.i(0);
+    let st = fx.for_range(start, k, 1, &init, |fx, _, st| {
         let (ap, bpp) = (st[0], st[1]);
         let mut acc = st[2..].to_vec();
-        for u in 0..unroll {
-            let b0 = fx.b.ins().load(F32X4, m, bpp, (u * NR * 4) as i32);
-            let b1 = fx.b.ins().load(F32X4, m, bpp, (u * NR * 4 + 16) as i32);
-            for r in 0..MR {
-                let a = fx.b.ins().load(F32, m, ap, ((u * MR + r) * 4) as i32);
-                let av = fx.b.ins().splat(F32X4, a);
-                for (v, bv) in [b0, b1].into_iter().enumerate() {
-                    let i = r * 2 + v;
-                    acc[i] = if fma {
-                        fx.b.ins().fma(av, bv, acc[i])
-                    } else {
-                        let p = fx.b.ins().fmul(av, bv);
-                        fx.b.ins().fadd(acc[i], p)
-                    };
-                }
+        let b0 = fx.b.ins().load(F32X4, m, bpp, 0);
+        let b1 = fx.b.ins().load(F32X4, m, bpp, 16);
+        for r in 0..MR {
+            let a = fx.b.ins().load(F32, m, ap, (r * 4) as i32);
+            let av = fx.b.ins().splat(F32X4, a);
+            for (v, bv) in [b0, b1].into_iter().enumerate() {
+                let i = r * 2 + v;
+                acc[i] = if fma {
+                    fx.b.ins().fma(av, bv, acc[i])
+                } else {
+                    let p = fx.b.ins().fmul(av, bv);
+                    fx.b.ins().fadd(acc[i], p)
+                };
             }
         }
-        let ap = fx.b.ins().iadd_imm_s(ap, (unroll * MR * 4) as i64);
-        let bpp = fx.b.ins().iadd_imm_s(bpp, (unroll * NR * 4) as i64);
+        let ap = fx.b.ins().iadd_imm_s(ap, (MR * 4) as i64);
+        let bpp = fx.b.ins().iadd_imm_s(bpp, (NR * 4) as i64);
         let mut next = vec![ap, bpp];
         next.extend(acc);
         next
-    };
-    let pairs = k / 2;
-    let st = fx.for_n(0, pairs as i64, 1, &init, |fx, _, st| step(fx, st, 2));
-    let st = if k % 2 == 1 { step(fx, &st, 1) } else { st };
-    st[2..].to_vec()
+    });
+    for (i, &v) in st[2..].iter().enumerate() {
+        fx.b.ins().store(m, v, tile, (i * 16) as i32);
+    }
+    fx.b.ins().return_(&[]);
+    fx.b.seal_all_blocks();
+    fx.b.finalize(super::frontend_config());
+    func
+}
+
+/// The micro-kernel's name; it is always function 0 of an artifact.
+pub const MICRO_KERNEL: &str = "gemm_micro_kernel";
+
+/// Calls the micro-kernel (function 0) and loads its accumulators back from `tile`.
+fn micro_kernel(fx: &mut Fx, apanel: Value, bpanel: Value, k: usize, tile: Value) -> Vec<Value> {
+    use cranelift_codegen::ir::{types::I64, AbiParam, ExtFuncData, ExternalName, Signature, UserExternalName};
+    let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+    sig.params.extend([I64; 5].map(AbiParam::new));
+    let sigref = fx.b.import_signature(sig);
+    let name = fx.b.func.declare_imported_user_function(UserExternalName::new(0, 0));
+    let f = fx.b.import_function(ExtFuncData { name: ExternalName::user(name), signature: sigref, colocated: true, patchable: false });
+    let kv = fx.i(k as i64);
+    let unused = fx.i(0);
+    fx.b.ins().call(f, &[apanel, bpanel, kv, tile, unused]);
+    (0..MR * 2).map(|i| fx.b.ins().load(F32X4, super::emit::mem(), tile, (i * 16) as i32)).collect()
 }
 
 /// Bias, rounding, epilogue and store of one tile; rows from `r0`, columns from `col0`.

@@ -10,12 +10,12 @@ pub const LANES: usize = 4;
 
 /// GEMM micro-kernel rows: 6 rows × 2 vectors = 12 accumulators, plus 2 B vectors and one
 /// broadcast A value: 15 of x86-64's 16 xmm registers.
-pub const MR: usize = 6;
+pub const MR: usize = 4;
 /// GEMM micro-kernel columns (two vectors).
 pub const NR: usize = 8;
 /// Rows of A packed at a time by one work item (a multiple of [`MR`]): 16 micro-panels, whose
 /// packed copy (`MC × K × 4` bytes) stays in L2 for K up to a few thousand.
-pub const MC: usize = 96;
+pub const MC: usize = 64;
 
 /// Functions the generated code calls through the runtime's table (`rt[index]`), so that
 /// transcendental results are bit-identical to the reference interpreter's.

@@ -2,7 +2,7 @@
 
 use super::emit::{domain, Fx};
 use super::legal::LANES;
-use super::{CraneliftError, Options, Step};
+use super::{CraneliftError, Step};
 use crate::lower::{Buffer, Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, F64, I16, I32, I64, I8, I8X16};
@@ -13,7 +13,6 @@ use f16c_dialect::{DType, ReduceKind};
 /// Compilation state of one program.
 pub struct Context<'p> {
     pub program: &'p Program,
-    pub options: &'p Options,
     pub buffers: Vec<Buffer>,
     pub used: Vec<bool>,
     pub functions: Vec<(String, Function)>,
@@ -27,7 +26,7 @@ pub struct Context<'p> {
 }
 
 impl<'p> Context<'p> {
-    pub fn new(program: &'p Program, options: &'p Options) -> Self {
+    pub fn new(program: &'p Program) -> Self {
         // Table layout: the program's buffers, one slot per kernel for a packed constant, then
         // (past `buffers`) one temporary per kernel.
         let mut used = vec![false; program.buffers.len() + program.kernels.len()];
@@ -44,7 +43,6 @@ impl<'p> Context<'p> {
         }
         Context {
             program,
-            options,
             buffers,
             used,
             functions: Vec::new(),

@@ -75,7 +75,8 @@ pub struct Artifact {
     pub buffers: Vec<Buffer>,
     /// Which buffers the code reads or writes.
     pub used: Vec<bool>,
-    /// The functions, with their names.
+    /// The functions, with their names. Function 0 is the GEMM micro-kernel, which kernels call
+    /// as `UserExternalName(0, 0)`: a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
     /// Calls in execution order.
     pub steps: Vec<Step>,
@@ -122,7 +123,9 @@ pub fn frontend_config() -> TargetFrontendConfig {
 
 /// Compiles a lowered program to CLIF.
 pub fn compile(program: &Program, options: &Options) -> Result<Artifact, CraneliftError> {
-    let mut cx = lower::Context::new(program, options);
+    let mut cx = lower::Context::new(program);
+    let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma);
+    cx.functions.push((gemm::MICRO_KERNEL.to_string(), micro));
     for k in 0..program.kernels.len() {
         cx.kernel(k)?;
     }
