@@ -333,6 +333,8 @@ pub struct Gather {
 }
 
 /// A kernel family with its description.
+// A program has tens of kernels: boxing the large variant would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelKind {
     /// Matmul and convolutions.

@@ -228,12 +228,12 @@ impl<'a> Fx<'a> {
     // The same code serves one lane (I32) and four (I32X4).
     // -----------------------------------------------------------------------------------------
 
-    fn to_bits(&mut self, v: Value) -> Value {
+    fn bits_of(&mut self, v: Value) -> Value {
         let ty = if self.b.func.dfg.value_type(v).is_vector() { I32X4 } else { I32 };
         self.b.ins().bitcast(ty, lanes(), v)
     }
 
-    fn to_float(&mut self, v: Value) -> Value {
+    fn float_of(&mut self, v: Value) -> Value {
         let ty = if self.b.func.dfg.value_type(v).is_vector() { F32X4 } else { F32 };
         self.b.ins().bitcast(ty, lanes(), v)
     }
@@ -259,11 +259,11 @@ impl<'a> Fx<'a> {
         // Subnormal: renormalise through a float subtraction (exact).
         let one_exp = self.k(ty, 0x0080_0000);
         let s = self.b.ins().iadd(o, one_exp);
-        let sf = self.to_float(s);
+        let sf = self.float_of(s);
         let magic = self.k(ty, 0x3880_0000);
-        let mf = self.to_float(magic);
+        let mf = self.float_of(magic);
         let sub = self.b.ins().fsub(sf, mf);
-        let sub = self.to_bits(sub);
+        let sub = self.bits_of(sub);
         let is_infnan = self.b.ins().icmp(IntCC::Equal, exp, exp_mask);
         let is_sub = self.b.ins().icmp(IntCC::Equal, exp, zero);
         let r = self.sel(is_sub, sub, o);
@@ -271,12 +271,12 @@ impl<'a> Fx<'a> {
         let sign = self.b.ins().band(h, m8000);
         let sign = self.b.ins().ishl_imm_s(sign, 16);
         let r = self.b.ins().bor(r, sign);
-        self.to_float(r)
+        self.float_of(r)
     }
 
     /// f32 to f16 bits (in an i32 lane), rounding to nearest even.
     pub fn f32_to_f16(&mut self, v: Value) -> Value {
-        let x = self.to_bits(v);
+        let x = self.bits_of(v);
         let ty = self.b.func.dfg.value_type(x);
         let sign_mask = self.k(ty, 0x8000_0000u32 as i32 as i64);
         let sign = self.b.ins().band(x, sign_mask);
@@ -291,10 +291,10 @@ impl<'a> Fx<'a> {
         let n = self.b.ins().ushr_imm_s(n, 13);
         // Subnormals and zero: let the FPU round by adding 0.5 (its ulp is the f16 subnormal's).
         let magic = self.k(ty, 0x3f00_0000);
-        let af = self.to_float(a);
-        let mf = self.to_float(magic);
+        let af = self.float_of(a);
+        let mf = self.float_of(magic);
         let s = self.b.ins().fadd(af, mf);
-        let s = self.to_bits(s);
+        let s = self.bits_of(s);
         let s = self.b.ins().isub(s, magic);
         // Overflow gives inf; NaN stays NaN (quiet, top payload bits kept).
         let m3ff = self.k(ty, 0x3ff);
@@ -326,12 +326,12 @@ impl<'a> Fx<'a> {
         let quiet = self.k(ty, 0x0040_0000);
         let xq = self.b.ins().bor(x, quiet);
         let r = self.sel(is_nan, xq, x);
-        self.to_float(r)
+        self.float_of(r)
     }
 
     /// f32 to bf16 bits, rounding to nearest even (NaN quieted).
     pub fn f32_to_bf16(&mut self, v: Value) -> Value {
-        let x = self.to_bits(v);
+        let x = self.bits_of(v);
         let ty = self.b.func.dfg.value_type(x);
         let hi = self.b.ins().ushr_imm_s(x, 16);
         let one = self.k(ty, 1);
