@@ -206,15 +206,38 @@ pub fn prepare(module: &mut f16c_dialect::Module, options: &CompileOptions) -> R
 
 /// The host's Cranelift ISA, optimising for speed, and whether it has FMA.
 fn host_isa() -> Result<(cranelift_codegen::isa::OwnedTargetIsa, bool)> {
+    host_isa_at("speed")
+}
+
+/// The host ISA at a Cranelift `opt_level` (`speed`, or `none` for [`Artifact::keep_order`]).
+fn host_isa_at(opt_level: &str) -> Result<(cranelift_codegen::isa::OwnedTargetIsa, bool)> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| RuntimeError::Jit(format!("cranelift setting {k}: {e}")));
-    set(&mut flags, "opt_level", "speed")?;
+    set(&mut flags, "opt_level", opt_level)?;
     // The backend's output is verified in the test suite; skip the verifier at run time.
     set(&mut flags, "enable_verifier", "false")?;
     let isa_builder = cranelift_native::builder().map_err(|e| RuntimeError::Jit(format!("this host is not supported by Cranelift: {e}")))?;
     let isa = isa_builder.finish(settings::Flags::new(flags)).map_err(|e| RuntimeError::Jit(e.to_string()))?;
     let fma = isa.isa_flags().iter().any(|f| f.name == "has_fma" && f.as_bool() == Some(true));
     Ok((isa, fma))
+}
+
+/// The host machine code of every function of `artifact`, as Cranelift prints it (what
+/// `f16c compile --target=x86_64 --emit=asm` shows).
+pub fn disassemble(artifact: &Artifact) -> Result<String> {
+    use std::fmt::Write;
+    let (isa, _) = host_isa()?;
+    let (as_written, _) = host_isa_at("none")?;
+    let mut out = String::new();
+    for (i, (name, func)) in artifact.functions.iter().enumerate() {
+        let isa = if artifact.keep_order.contains(&i) { &as_written } else { &isa };
+        let mut ctx = cranelift_codegen::Context::for_function(func.clone());
+        ctx.set_disasm(true);
+        let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+        let code = ctx.compile(&**isa, &mut ctrl).map_err(|e| RuntimeError::Jit(format!("{name}: {:?}", e.inner)))?;
+        let _ = writeln!(out, "; {name}: {} bytes\n{}", code.code_buffer().len(), code.vcode.as_deref().unwrap_or(""));
+    }
+    Ok(out)
 }
 
 /// Backend options for this host.
@@ -272,15 +295,29 @@ impl Model {
     pub fn from_artifact(artifact: Artifact, threads: usize) -> Result<Model> {
         let t0 = Instant::now();
         let (isa, _) = host_isa()?;
+        let (as_written, _) = host_isa_at("none")?;
         let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
         let mut module = JITModule::new(builder);
         let jit = |e: cranelift_module::ModuleError| RuntimeError::Jit(format!("{e:?}"));
         let mut ids = Vec::new();
-        for (name, func) in &artifact.functions {
+        for (i, (name, func)) in artifact.functions.iter().enumerate() {
             let id = module.declare_function(name, Linkage::Local, &func.signature).map_err(jit)?;
             let mut ctx = module.make_context();
             ctx.func = func.clone();
-            module.define_function(id, &mut ctx).map_err(jit)?;
+            if artifact.keep_order.contains(&i) {
+                // Compiled on its own at opt_level=none; it calls nothing, so it has no
+                // relocations to carry over.
+                let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+                let code = ctx.compile(&*as_written, &mut ctrl).map_err(|e| RuntimeError::Jit(format!("{name}: {:?}", e.inner)))?;
+                if !code.buffer.relocs().is_empty() {
+                    return Err(RuntimeError::Jit(format!("{name}: a function compiled as written must not call or reference anything")));
+                }
+                let align = (code.buffer.alignment as u64).max(16);
+                let bytes = code.code_buffer().to_vec();
+                module.define_function_bytes(id, align, &bytes, &[]).map_err(jit)?;
+            } else {
+                module.define_function(id, &mut ctx).map_err(jit)?;
+            }
             ids.push(id);
         }
         module.finalize_definitions().map_err(jit)?;

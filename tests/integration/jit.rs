@@ -555,6 +555,34 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
     }
 }
 
+/// The GEMM works through the reduction in chunks of 256 (`legal::KC`): matmuls whose `k` is
+/// just below, at, above and a few times the chunk, and convs whose taps group into chunks
+/// (100 channels), fill one exactly (256) or are split across two (300 channels).
+#[test]
+fn contractions_split_their_reduction_into_chunks_correctly() {
+    let mut rng = Rng(5);
+    for d in [DType::F32, DType::F16] {
+        for k in [255, 256, 257, 600] {
+            let (m, n) = (9, 13);
+            let mut g = Graph::new("matmul");
+            let a = g.add_input(TensorType::new(d, [1, m, k]), loc());
+            let b = constant(&mut g, random(&TensorType::new(d, [1, k, n]), &mut rng, -1.0, 1.0));
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            let o = g.add_node(Op::MatMul, tensor_ty(d, &[1, m, n]), &[a, b, z1, z2], loc());
+            g.add_output(o);
+            let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+            let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+            check(&format!("matmul {d} k={k}"), &g, &inputs, Some(tol));
+        }
+        for c in [100, 256, 300] {
+            let (g, k) = conv_graph("conv", d, 5, c, 9, true);
+            let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+            let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+            check(&format!("conv {d} channels={c}"), &g, &inputs, Some(tol));
+        }
+    }
+}
+
 #[test]
 fn epilogues_fuse_into_contractions_and_the_plan_is_near_its_lower_bound() {
     let (g, _) = conv_graph("conv", DType::F16, 16, 8, 12, true);

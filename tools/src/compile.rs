@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 /// What `--emit` can produce, and which of them this build has.
 const EMITS: &[&str] = &["mlir", "report", "dot", "ptx", "llvm", "asm", "obj", "clif"];
-const AVAILABLE: &[&str] = &["mlir", "report", "dot", "clif"];
+const AVAILABLE: &[&str] = &["mlir", "report", "dot", "clif", "asm"];
 
 pub fn command() -> Command {
     let c = Command::new("compile")
@@ -22,7 +22,8 @@ pub fn command() -> Command {
              dot     the graph coloured by precision, casts marked (Graphviz: dot -Tsvg)\n  \
              clif    the Cranelift IR of every kernel (--target=x86_64), after a header with the\n          \
              kernels, the buffer plan's peak and its liveness lower bound, and the weight bytes\n  \
-             ptx, llvm, asm, obj: code generation for sm_* and aarch64 (not in this build yet)\n\n\
+             asm     the host machine code of every kernel (--target=x86_64, as Cranelift prints it)\n  \
+             ptx, llvm, obj, and asm for sm_* and aarch64: not in this build yet\n\n\
              Examples:\n  f16c compile net.mlir --target=sm_70 --precision=fp16 --emit=report\n  \
              f16c compile net.mlir --target=x86_64 --precision=fp16 --emit=clif\n  \
              f16c compile net.mlir --policy=my-policy.toml --print-policy\n  \
@@ -64,8 +65,8 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         ),
     };
     Target::parse(&target).with_context(|| format!("unknown target '{target}'"))?;
-    if emit == "clif" && target != "x86_64" {
-        bail!("--emit=clif is the x86_64 backend's output; add --target=x86_64");
+    if matches!(emit.as_str(), "clif" | "asm") && target != "x86_64" {
+        bail!("--emit={emit} for {target}: code generation for {target} is not in this build yet (--target=x86_64 has it)");
     }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
     let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
@@ -75,10 +76,10 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let text = match emit.as_str() {
         "mlir" => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,
         "dot" => before.functions.iter().zip(&module.functions).map(|(b, a)| to_dot(b, a)).collect(),
-        "clif" => {
+        "clif" | "asm" => {
             let mut text = String::new();
             for g in &module.functions {
-                text.push_str(&clif(g)?);
+                text.push_str(&clif(g, emit == "asm")?);
             }
             text
         }
@@ -101,8 +102,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The x86_64 backend's CLIF for one function, after a summary of its kernels and memory.
-fn clif(g: &f16c_dialect::Graph) -> anyhow::Result<String> {
+/// The x86_64 backend's CLIF (or, with `asm`, the host machine code) for one function, after a
+/// summary of its kernels and memory.
+fn clif(g: &f16c_dialect::Graph, asm: bool) -> anyhow::Result<String> {
     use f16c_compiler::backend::cranelift;
     let program = f16c_compiler::lower::lower(g)?;
     // Printed with FMA on (what x86-64 hosts with FMA3 run), so the text is the same everywhere.
@@ -118,6 +120,10 @@ fn clif(g: &f16c_dialect::Graph) -> anyhow::Result<String> {
         artifact.weight_bytes(),
         artifact.scratch_bytes
     ));
-    s.push_str(&artifact.clif());
+    if asm {
+        s.push_str(&f16c_runtime::jit::disassemble(&artifact)?);
+    } else {
+        s.push_str(&artifact.clif());
+    }
     Ok(s)
 }

@@ -6,19 +6,21 @@
 //!   constant `B` is packed at compile time in its own type; an f32 one is used in place, an
 //!   f16/bf16 one is widened panel by panel into the kernel's temporary by a first step. A
 //!   `B` computed at run time is packed by that first step.
-//! - Each work item of the second step takes [`MC`] rows of `A`, packs them (converting to f32,
+//! - Each work item of the second step takes [`MC`] rows of `A` and walks the reduction in
+//!   chunks of about [`KC`] ([`k_chunks`]). Per chunk it packs those rows (converting to f32,
 //!   gathering conv windows: an implicit im2col, zero outside the input) into micro-panels
-//!   `[MR][k]` transposed in this thread's scratch, then for every `B` panel runs the 6×8
-//!   micro-kernel over each micro-panel: 12 f32x4 accumulators, one FMA per (row, vector, k).
-//! - The epilogue adds the bias, rounds once to the contraction's type, applies the fused
-//!   elementwise ops (rounding after each, as the graph does), and stores. Edge tiles use
-//!   scalar lanes.
+//!   `[kc][MR]` in this thread's scratch, each value stored broadcast to a vector ([`AW`]),
+//!   then for every `B` panel runs the 4×8 micro-kernel over each micro-panel, accumulating
+//!   into an f32 `C` block in scratch: one A and one B micro-panel chunk fit L1 together.
+//! - After the last chunk, the epilogue adds the bias, rounds once to the contraction's type,
+//!   applies the fused elementwise ops (rounding after each, as the graph does), and stores.
+//!   Edge tiles use scalar lanes.
 //!
 //! Accumulation is in f32 in index order of `k`, with FMA: results may differ from the
 //! reference interpreter (separate multiply and add) by the reduction tolerance.
 
 use super::emit::{domain, Fx};
-use super::legal::{LANES, MC, MR, NR};
+use super::legal::{AW, KC, KU, LANES, MC, MR, NR};
 use super::lower::{eval, row_offset, Context};
 use super::CraneliftError;
 use crate::lower::{BufferKind, Contraction, ContractionKind, ConvGeometry, Epilogue, Buffer};
@@ -135,9 +137,13 @@ impl Context<'_> {
         // The compute step.
         let blocks = m.div_ceil(MC);
         let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
-        // Packed A, then the micro-kernel's accumulator tile.
-        let tile_offset = a_panels * MR * k * 4;
-        self.scratch_bytes = self.scratch_bytes.max(tile_offset + MR * NR * 4);
+        let chunks = k_chunks(&c.kind, k);
+        let kc_max = chunks.iter().map(|(k0, k1)| k1 - k0).max().unwrap_or(0);
+        // Scratch: the packed A chunk, then the f32 C block (one MR × NR tile per (panel,
+        // micro-panel)) that the chunks accumulate into.
+        let c_offset = a_panels * MR * kc_max * AW;
+        let tile_bytes = MR * NR * 4;
+        self.scratch_bytes = self.scratch_bytes.max(c_offset + panels * a_panels * tile_bytes);
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         self.add("", batch * blocks, cost, move |fx| {
@@ -152,30 +158,48 @@ impl Context<'_> {
                 let bi = fx.b.ins().udiv_imm_s(item, blocks as i64);
                 let blk = fx.b.ins().urem_imm_s(item, blocks as i64);
                 let row0 = fx.b.ins().imul_imm_s(blk, MC as i64);
-                pack_a(fx, &c, a, bi, row0, scratch);
-                fx.for_n(0, panels as i64, 1, &[], |fx, p, _| {
-                    let boff = fx.b.ins().imul_imm_s(bi, (panels * panel_elems * 4) as i64);
-                    let poff = fx.b.ins().imul_imm_s(p, (panel_elems * 4) as i64);
-                    let bpanel = fx.b.ins().iadd(bp, boff);
-                    let bpanel = fx.b.ins().iadd(bpanel, poff);
-                    let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                    fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
-                        let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
-                        let r0 = fx.b.ins().iadd(r0, row0);
-                        // Skip micro-panels past the last row (the last block is short).
-                        let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
-                        fx.if_then(live, |fx| {
-                            let aoff = fx.b.ins().imul_imm_s(ip, (MR * k * 4) as i64);
-                            let apanel = fx.b.ins().iadd(scratch, aoff);
-                            let tile = fx.b.ins().iadd_imm_s(scratch, tile_offset as i64);
-                            let acc = micro_kernel(fx, apanel, bpanel, k, tile);
-                            if let Err(e) = store_tile(fx, &c, &acc, bi, r0, col0, out, bias, &epi_bases) {
-                                result = Err(e);
-                            }
+                // Rows of this block's micro-panels (the last block is short).
+                let live_panels = |fx: &mut Fx, body: &mut dyn FnMut(&mut Fx, Value, Value, Value)| {
+                    fx.for_n(0, panels as i64, 1, &[], |fx, p, _| {
+                        fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
+                            let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
+                            let r0 = fx.b.ins().iadd(r0, row0);
+                            let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
+                            fx.if_then(live, |fx| {
+                                let t = fx.b.ins().imul_imm_s(p, a_panels as i64);
+                                let t = fx.b.ins().iadd(t, ip);
+                                let t = fx.b.ins().imul_imm_s(t, tile_bytes as i64);
+                                let t = fx.b.ins().iadd_imm_s(t, c_offset as i64);
+                                let tile = fx.b.ins().iadd(scratch, t);
+                                body(fx, p, ip, tile);
+                            });
+                            vec![]
                         });
                         vec![]
                     });
-                    vec![]
+                };
+                for (ci, &(k0, k1)) in chunks.iter().enumerate() {
+                    pack_a(fx, &c, a, bi, row0, scratch, k0, k1);
+                    let kc = k1 - k0;
+                    live_panels(fx, &mut |fx, p, ip, tile| {
+                        let boff = fx.b.ins().imul_imm_s(bi, (panels * panel_elems * 4) as i64);
+                        let poff = fx.b.ins().imul_imm_s(p, (panel_elems * 4) as i64);
+                        let bpanel = fx.b.ins().iadd(bp, boff);
+                        let bpanel = fx.b.ins().iadd(bpanel, poff);
+                        let bpanel = fx.b.ins().iadd_imm_s(bpanel, (k0 * NR * 4) as i64);
+                        let aoff = fx.b.ins().imul_imm_s(ip, (MR * kc * AW) as i64);
+                        let apanel = fx.b.ins().iadd(scratch, aoff);
+                        micro_kernel(fx, apanel, bpanel, kc, tile, ci > 0);
+                    });
+                }
+                live_panels(fx, &mut |fx, p, ip, tile| {
+                    let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
+                    let r0 = fx.b.ins().iadd(r0, row0);
+                    let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                    let acc: Vec<Value> = (0..MR * NR / LANES).map(|i| fx.b.ins().load(F32X4, super::emit::mem(), tile, (i * 16) as i32)).collect();
+                    if let Err(e) = store_tile(fx, &c, &acc, bi, r0, col0, out, bias, &epi_bases) {
+                        result = Err(e);
+                    }
                 });
                 vec![]
             });
@@ -396,10 +420,14 @@ fn pack_b_constant(c: &Contraction, data: &Data) -> Vec<u8> {
     out
 }
 
-/// Packs rows `row0..row0+MC` of `A` (batch `bi`) into `scratch` as f32 micro-panels
-/// `[panel][k][MR]`, zero for rows past `m` and for conv taps outside the input.
-fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratch: Value) {
-    let (m, k) = (c.m, c.k);
+/// Packs columns `k0..k1` of rows `row0..row0+MC` of `A` (batch `bi`) into `scratch` as
+/// micro-panels `[panel][k1 - k0][MR]` of f32 values, each stored broadcast to four lanes
+/// ([`AW`] bytes), zero for rows past `m` and for conv taps outside the input. For a conv,
+/// `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
+#[allow(clippy::too_many_arguments)]
+fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratch: Value, k0: usize, k1: usize) {
+    let m = c.m;
+    let k = k1 - k0;
     let ad = c.a.ty.dtype;
     let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
     fx.for_n(0, (a_panels * MR) as i64, 1, &[], |fx, r, _| {
@@ -409,12 +437,13 @@ fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratc
         let pr = fx.b.ins().urem_imm_s(r, MR as i64);
         let dbase = fx.b.ins().imul_imm_s(pn, (k * MR) as i64);
         let dbase = fx.b.ins().iadd(dbase, pr);
-        let dbase = fx.b.ins().imul_imm_s(dbase, 4);
+        let dbase = fx.b.ins().imul_imm_s(dbase, AW as i64);
         let dbase = fx.b.ins().iadd(scratch, dbase);
         let inside = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
         let store_f32 = |fx: &mut Fx, kk: Value, v: Value| {
-            let off = fx.b.ins().imul_imm_s(kk, (MR * 4) as i64);
+            let off = fx.b.ins().imul_imm_s(kk, (MR * AW) as i64);
             let p = fx.b.ins().iadd(dbase, off);
+            let v = fx.b.ins().splat(F32X4, v);
             fx.b.ins().store(super::emit::mem(), v, p, 0);
         };
         fx.if_else(
@@ -424,7 +453,8 @@ fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratc
                     ContractionKind::MatMul => {
                         let src = fx.b.ins().imul_imm_s(bi, m as i64);
                         let src = fx.b.ins().iadd(src, row);
-                        let src = fx.b.ins().imul_imm_s(src, k as i64);
+                        let src = fx.b.ins().imul_imm_s(src, c.k as i64);
+                        let src = fx.b.ins().iadd_imm_s(src, k0 as i64);
                         copy_run(fx, ad, a, src, k, |fx, kk, v| store_f32(fx, kk, v));
                     }
                     ContractionKind::Conv(g) => {
@@ -433,16 +463,20 @@ fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratc
                         let t = fx.b.ins().udiv_imm_s(row, g.ow as i64);
                         let oy = fx.b.ins().urem_imm_s(t, g.oh as i64);
                         let nb = fx.b.ins().udiv_imm_s(t, g.oh as i64);
-                        for ky in 0..g.kh {
+                        for tap in k0 / g.ic..k1.div_ceil(g.ic) {
+                            let (ky, kx) = (tap / g.kw, tap % g.kw);
+                            // The channels of this tap inside k0..k1, and where they go.
+                            let c0 = k0.max(tap * g.ic) - tap * g.ic;
+                            let c1 = k1.min((tap + 1) * g.ic) - tap * g.ic;
+                            let dst0 = tap * g.ic + c0 - k0;
                             let kyv = fx.i(ky as i64);
                             let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
                             let ok_y = in_range(fx, y, g.ih);
-                            for kx in 0..g.kw {
+                            {
                                 let kxv = fx.i(kx as i64);
                                 let xx = window_coord(fx, ox, kxv, g.stride[1], g.dilation[1], g.pad[2]);
                                 let ok_x = in_range(fx, xx, g.iw);
                                 let ok = fx.b.ins().band(ok_y, ok_x);
-                                let k0 = (ky * g.kw + kx) * g.ic;
                                 fx.if_else(
                                     ok,
                                     |fx| {
@@ -451,15 +485,16 @@ fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratc
                                         let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
                                         let p = fx.b.ins().iadd(p, xx);
                                         let src = fx.b.ins().imul_imm_s(p, g.ic as i64);
-                                        copy_run(fx, ad, a, src, g.ic, |fx, kk, v| {
-                                            let kk = fx.b.ins().iadd_imm_s(kk, k0 as i64);
+                                        let src = fx.b.ins().iadd_imm_s(src, c0 as i64);
+                                        copy_run(fx, ad, a, src, c1 - c0, |fx, kk, v| {
+                                            let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
                                             store_f32(fx, kk, v)
                                         });
                                         vec![]
                                     },
                                     |fx| {
                                         let z = fx.f(F32, 0.0);
-                                        fx.for_n(k0 as i64, (k0 + g.ic) as i64, 1, &[], |fx, kk, _| {
+                                        fx.for_n(dst0 as i64, (dst0 + c1 - c0) as i64, 1, &[], |fx, kk, _| {
                                             store_f32(fx, kk, z);
                                             vec![]
                                         });
@@ -508,63 +543,129 @@ fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: imp
     });
 }
 
-/// The micro-kernel, a function of its own: `(apanel, bpanel, k, tile)` accumulates
-/// `MR × NR` products over `k` into 8 (`MR × NR / 4`) f32x4 accumulators and stores them to
-/// `tile`. It is separate so that nothing else competes for its 16 xmm registers: inlined into
-/// a kernel, the epilogue's hoisted constants made the accumulators spill.
+/// The micro-kernel, a function of its own: `(apanel, bpanel, k, tile, accumulate)` computes
+/// `tile = (accumulate ? tile : 0) + A·B` for an `MR × NR` tile over `k`, in `MR × NR / 4`
+/// f32x4 accumulators.
+///
+/// Per `k` step it loads the `NR / 4` B vectors and, per row, the A value (packed already
+/// broadcast, [`AW`]), which feeds that row's FMAs. x86 `vfmadd213ps` overwrites a
+/// multiplicand, so the register allocator copies the A vector for its first FMA (a move the
+/// CPU eliminates at rename) and the new accumulator lands in the copy's register. The `k` loop
+/// is unrolled [`KU`] times, which lets the allocator rotate the accumulators back into their
+/// loop registers without moves.
+///
+/// Its instruction order is its schedule: the runtime compiles it without Cranelift's
+/// optimizer (see [`super::Artifact::keep_order`]), which would hoist every load of an
+/// unrolled body above the FMAs. It is separate from the kernels so that nothing else
+/// competes for the 16 xmm registers.
 pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContext, fma: bool) -> cranelift_codegen::ir::Function {
-    use cranelift_codegen::ir::{types::I64, AbiParam, Function, Signature, UserFuncName};
+    use cranelift_codegen::ir::{types::I64, AbiParam, BlockArg, Function, Signature, UserFuncName};
     let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
-    // A fifth, unused parameter keeps the kernel parameter layout `Fx` expects.
     sig.params.extend([I64; 5].map(AbiParam::new));
     let mut func = Function::with_name_signature(UserFuncName::testcase(MICRO_KERNEL), sig);
-    let fb = cranelift_frontend::FunctionBuilder::new(&mut func, ctx);
-    let mut fx = Fx::new(fb);
-    // Fx names its parameters for kernels: here they are (apanel, bpanel, k, tile).
-    let (apanel, bpanel, k, tile) = (fx.bufs, fx.begin, fx.end, fx.scratch);
+    let mut b = cranelift_frontend::FunctionBuilder::new(&mut func, ctx);
     let m = super::emit::mem();
-    let zero = fx.f(F32X4, 0.0);
-    let mut init = vec![apanel, bpanel];
-    init.extend(std::iter::repeat_n(zero, MR * 2));
-    let start = fx.i(0);
-    let st = fx.for_range(start, k, 1, &init, |fx, _, st| {
-        let (ap, bpp) = (st[0], st[1]);
-        let mut acc = st[2..].to_vec();
-        let b0 = fx.b.ins().load(F32X4, m, bpp, 0);
-        let b1 = fx.b.ins().load(F32X4, m, bpp, 16);
+    let accs = MR * NR / LANES;
+    let args = |vals: &[Value]| vals.iter().map(|&v| BlockArg::Value(v)).collect::<Vec<_>>();
+    // One k step at `ap`/`bp` (byte offsets `ao`/`bo`): B vectors, then per row its A vector
+    // and one FMA per B vector.
+    let step = |b: &mut cranelift_frontend::FunctionBuilder, ap: Value, bp: Value, ao: i32, bo: i32, acc: &mut [Value]| {
+        let bv: Vec<Value> = (0..NR / LANES).map(|v| b.ins().load(F32X4, m, bp, bo + (v * 16) as i32)).collect();
         for r in 0..MR {
-            let a = fx.b.ins().load(F32, m, ap, (r * 4) as i32);
-            let av = fx.b.ins().splat(F32X4, a);
-            for (v, bv) in [b0, b1].into_iter().enumerate() {
-                let i = r * 2 + v;
+            let av = b.ins().load(F32X4, m, ap, ao + (r * AW) as i32);
+            for (v, &bvec) in bv.iter().enumerate() {
+                let i = r * (NR / LANES) + v;
                 acc[i] = if fma {
-                    fx.b.ins().fma(av, bv, acc[i])
+                    b.ins().fma(av, bvec, acc[i])
                 } else {
-                    let p = fx.b.ins().fmul(av, bv);
-                    fx.b.ins().fadd(acc[i], p)
+                    let p = b.ins().fmul(av, bvec);
+                    b.ins().fadd(acc[i], p)
                 };
             }
         }
-        let ap = fx.b.ins().iadd_imm_s(ap, (MR * 4) as i64);
-        let bpp = fx.b.ins().iadd_imm_s(bpp, (NR * 4) as i64);
-        let mut next = vec![ap, bpp];
-        next.extend(acc);
-        next
-    });
-    for (i, &v) in st[2..].iter().enumerate() {
-        fx.b.ins().store(m, v, tile, (i * 16) as i32);
+    };
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    // Two loops, each a header that tests and a body that jumps back: the unrolled one over
+    // `k / KU` and the remainder over `k % KU`; then the exit stores the tile. Every loop
+    // value is a parameter of the header, which has two predecessors, so each accumulator chain
+    // of a body has exactly one use (its jump back). With a second use (a branch to both the
+    // loop and the exit), Cranelift would not fold the A loads into `vbroadcastss`.
+    let (head, body, rest_head, rest_body, exit) = (b.create_block(), b.create_block(), b.create_block(), b.create_block(), b.create_block());
+    for blk in [head, rest_head] {
+        for _ in 0..3 {
+            b.append_block_param(blk, I64);
+        }
+        for _ in 0..accs {
+            b.append_block_param(blk, F32X4);
+        }
     }
-    fx.b.ins().return_(&[]);
-    fx.b.seal_all_blocks();
-    fx.b.finalize(super::frontend_config());
+    for _ in 0..accs {
+        b.append_block_param(exit, F32X4);
+    }
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let (apanel, bpanel, k, tile) = (p[0], p[1], p[2], p[3]);
+    let accumulate = p[4];
+    let trips = b.ins().ushr_imm_u(k, KU.trailing_zeros() as i64);
+    let left = b.ins().band_imm_u(k, (KU - 1) as i64);
+    let (from_tile, from_zero) = (b.create_block(), b.create_block());
+    b.ins().brif(accumulate, from_tile, &[], from_zero, &[]);
+    b.switch_to_block(from_tile);
+    let mut start = vec![apanel, bpanel, trips];
+    start.extend((0..accs).map(|i| b.ins().load(F32X4, m, tile, (i * 16) as i32)));
+    b.ins().jump(head, &args(&start));
+    b.switch_to_block(from_zero);
+    let zero = b.ins().f32const(0.0);
+    let zero = b.ins().splat(F32X4, zero);
+    let mut start = vec![apanel, bpanel, trips];
+    start.extend(std::iter::repeat_n(zero, accs));
+    b.ins().jump(head, &args(&start));
+
+    // A loop: the header branches to the body or to `next` with (ap, bp, acc..); the body runs
+    // `steps` k steps and jumps back.
+    let lp = |b: &mut cranelift_frontend::FunctionBuilder, head, body, steps: usize, next: &dyn Fn(&mut cranelift_frontend::FunctionBuilder, &[Value]) -> Vec<Value>, next_block| {
+        b.switch_to_block(head);
+        let p = b.block_params(head).to_vec();
+        let out = next(b, &p);
+        b.ins().brif(p[2], body, &[], next_block, &args(&out));
+        b.switch_to_block(body);
+        let (ap, bp, count) = (p[0], p[1], p[2]);
+        let mut acc = p[3..].to_vec();
+        for u in 0..steps {
+            step(b, ap, bp, (u * MR * AW) as i32, (u * NR * 4) as i32, &mut acc);
+        }
+        let ap = b.ins().iadd_imm_s(ap, (steps * MR * AW) as i64);
+        let bp = b.ins().iadd_imm_s(bp, (steps * NR * 4) as i64);
+        let count = b.ins().iadd_imm_s(count, -1);
+        let mut again = vec![ap, bp, count];
+        again.extend(&acc);
+        b.ins().jump(head, &args(&again));
+    };
+    let to_rest = |_: &mut cranelift_frontend::FunctionBuilder, p: &[Value]| {
+        let mut v = vec![p[0], p[1], left];
+        v.extend(&p[3..]);
+        v
+    };
+    lp(&mut b, head, body, KU, &to_rest, rest_head);
+    lp(&mut b, rest_head, rest_body, 1, &|_, p: &[Value]| p[3..].to_vec(), exit);
+
+    b.switch_to_block(exit);
+    let p = b.block_params(exit).to_vec();
+    for (i, &v) in p.iter().enumerate() {
+        b.ins().store(m, v, tile, (i * 16) as i32);
+    }
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(super::frontend_config());
     func
 }
 
 /// The micro-kernel's name; it is always function 0 of an artifact.
 pub const MICRO_KERNEL: &str = "gemm_micro_kernel";
 
-/// Calls the micro-kernel (function 0) and loads its accumulators back from `tile`.
-fn micro_kernel(fx: &mut Fx, apanel: Value, bpanel: Value, k: usize, tile: Value) -> Vec<Value> {
+/// Calls the micro-kernel (function 0): `tile` = (`accumulate` ? `tile` : 0) + A·B over `k`.
+fn micro_kernel(fx: &mut Fx, apanel: Value, bpanel: Value, k: usize, tile: Value, accumulate: bool) {
     use cranelift_codegen::ir::{types::I64, AbiParam, ExtFuncData, ExternalName, Signature, UserExternalName};
     let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
     sig.params.extend([I64; 5].map(AbiParam::new));
@@ -572,9 +673,36 @@ fn micro_kernel(fx: &mut Fx, apanel: Value, bpanel: Value, k: usize, tile: Value
     let name = fx.b.func.declare_imported_user_function(UserExternalName::new(0, 0));
     let f = fx.b.import_function(ExtFuncData { name: ExternalName::user(name), signature: sigref, colocated: true, patchable: false });
     let kv = fx.i(k as i64);
-    let unused = fx.i(0);
-    fx.b.ins().call(f, &[apanel, bpanel, kv, tile, unused]);
-    (0..MR * 2).map(|i| fx.b.ins().load(F32X4, super::emit::mem(), tile, (i * 16) as i32)).collect()
+    let flag = fx.i(accumulate as i64);
+    fx.b.ins().call(f, &[apanel, bpanel, kv, tile, flag]);
+}
+
+/// The ranges `k0..k1` of the reduction dimension that the GEMM handles one at a time, so that
+/// a micro-panel of packed A (`MR × KC` broadcast values, 16 KiB) and of B (`KC × NR`, 8 KiB)
+/// stay in L1 while the micro-kernel runs. A conv's ranges are whole taps, or parts of one tap
+/// when a tap has more than [`KC`] channels, so packing never splits a window at run time.
+fn k_chunks(kind: &ContractionKind, k: usize) -> Vec<(usize, usize)> {
+    let step = match kind {
+        ContractionKind::Conv(g) if g.ic <= KC => (KC / g.ic) * g.ic,
+        ContractionKind::Conv(g) => g.ic.div_ceil(g.ic.div_ceil(KC)),
+        _ => KC,
+    };
+    let mut out = Vec::new();
+    let mut k0 = 0;
+    while k0 < k {
+        let k1 = match kind {
+            // Never cross a tap boundary inside a split tap.
+            ContractionKind::Conv(g) if g.ic > KC => (k0 + step).min((k0 / g.ic + 1) * g.ic),
+            _ => (k0 + step).min(k),
+        };
+        out.push((k0, k1));
+        k0 = k1;
+    }
+    if out.is_empty() {
+        // k = 0: one empty range still zeroes the C block.
+        out.push((0, 0));
+    }
+    out
 }
 
 /// Bias, rounding, epilogue and store of one tile; rows from `r0`, columns from `col0`.

@@ -8,14 +8,24 @@ use cranelift_codegen::isa::CallConv;
 /// f32 lanes in one vector register (Cranelift's SIMD is 128-bit).
 pub const LANES: usize = 4;
 
-/// GEMM micro-kernel rows: 6 rows × 2 vectors = 12 accumulators, plus 2 B vectors and one
-/// broadcast A value: 15 of x86-64's 16 xmm registers.
+/// GEMM micro-kernel rows: 4 rows × 2 vectors = 8 accumulators, 2 B vectors, an A vector and
+/// its copy. (6 rows fit the 16 xmm registers on paper, but Cranelift's register allocator
+/// spills them once the `k` loop is unrolled.)
 pub const MR: usize = 4;
 /// GEMM micro-kernel columns (two vectors).
 pub const NR: usize = 8;
 /// Rows of A packed at a time by one work item (a multiple of [`MR`]): 16 micro-panels, whose
-/// packed copy (`MC × K × 4` bytes) stays in L2 for K up to a few thousand.
+/// packed chunk (`MC × KC × AW` bytes, 256 KiB) stays in L2.
 pub const MC: usize = 64;
+/// Length of the reduction chunks the GEMM works through one at a time: a packed A micro-panel
+/// chunk (`MR × KC × AW` = 16 KiB) and a B one (`KC × NR × 4` = 8 KiB) share L1.
+pub const KC: usize = 256;
+/// Bytes per packed A value: each is stored broadcast to a whole f32x4, so that the
+/// micro-kernel reads it with one plain vector load (a load port, no shuffle) and shares it
+/// between the row's two FMAs.
+pub const AW: usize = 16;
+/// Unrolling of the micro-kernel's `k` loop (a power of two).
+pub const KU: usize = 4;
 
 /// Functions the generated code calls through the runtime's table (`rt[index]`), so that
 /// transcendental results are bit-identical to the reference interpreter's.

@@ -8,7 +8,7 @@
 //!
 //! fp16 and bf16 live in memory as 16-bit integers and compute in f32 (converted in software,
 //! four lanes at a time in loops; [`emit`]). Contractions pack their operands into f32 panels
-//! and run a 6×8 register-blocked micro-kernel with f32x4 FMA ([`gemm`]); constant weights are
+//! and run a 4×8 register-blocked micro-kernel with f32x4 FMA ([`gemm`]); constant weights are
 //! packed at compile time, in their own type (an f16 weight keeps two bytes per element).
 //!
 //! The backend returns an [`Artifact`]: CLIF functions plus the schedule and memory layout.
@@ -78,6 +78,10 @@ pub struct Artifact {
     /// The functions, with their names. Function 0 is the GEMM micro-kernel, which kernels call
     /// as `UserExternalName(0, 0)`: a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
+    /// Functions whose instruction order is their schedule: compile them without Cranelift's
+    /// optimizer (`opt_level=none`), which would reorder and merge their loads. The GEMM
+    /// micro-kernel is one.
+    pub keep_order: Vec<usize>,
     /// Calls in execution order.
     pub steps: Vec<Step>,
     /// The arena plan, including kernel temporaries (slot `buffers.len() + k`).
@@ -131,7 +135,7 @@ pub fn compile(program: &Program, options: &Options) -> Result<Artifact, Craneli
     }
     let lower::Context { buffers, used, functions, steps, temps, scratch_bytes, .. } = cx;
     let plan = plan::plan_with_temps(&buffers, &program.kernels, &program.outputs, &temps);
-    Ok(Artifact { program: program.clone(), buffers, used, functions, steps, plan, scratch_bytes })
+    Ok(Artifact { program: program.clone(), buffers, used, functions, keep_order: vec![0], steps, plan, scratch_bytes })
 }
 
 /// Builds one kernel function with `body`.

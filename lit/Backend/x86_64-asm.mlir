@@ -1,0 +1,23 @@
+// f16c compile --target=x86_64 --emit=asm prints the host machine code of every kernel, as
+// Cranelift's disassembler writes it. (The suite runs on x86-64 hosts with AVX2 and FMA.)
+// RUN: %f16c compile %s --target=x86_64 --precision=fp32 --emit=asm | FileCheck %s
+// RUN: not %f16c compile %s --target=aarch64 --emit=asm 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: --emit=asm for aarch64: code generation for aarch64 is not in this build yet (--target=x86_64 has it)
+
+// CHECK: ; function @mm: 1 kernels
+// The micro-kernel is compiled as written: per k step two B vectors, per row one A vector
+// (packed already broadcast), and eight fused multiply-adds on xmm registers; unrolled four
+// times, with no spill to the stack.
+// CHECK-LABEL: ; gemm_micro_kernel: {{[0-9]+}} bytes
+// CHECK-NOT: (%rsp)
+// CHECK-COUNT-32: vfmadd213ps
+// CHECK-NOT: (%rsp)
+// CHECK: ; k0_matmul_pack_b: {{[0-9]+}} bytes
+// CHECK-LABEL: ; k0_matmul: {{[0-9]+}} bytes
+// CHECK: call
+// CHECK: retq
+func.func @mm(%a: tensor<1x8x300xf32>, %b: tensor<1x300x16xf32>) -> tensor<1x8x16xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x8x300xf32>, tensor<1x300x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x16xf32>
+  return %0 : tensor<1x8x16xf32>
+}
