@@ -90,6 +90,25 @@ func.func @cse_and_dce(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// Equal constants merge (and then so do the adds that use them); constants that differ only
+// in the sign of zero do not: CSE compares bits, not values.
+// CHECK-LABEL: func.func @cse_constants
+// CHECK-COUNT-2: tosa.const
+// CHECK-NOT: tosa.const
+// CHECK-COUNT-2: tosa.add
+// CHECK-NOT: tosa.add
+func.func @cse_constants(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+  %a = "tosa.const"() <{values = dense<[1.5, 0.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %b = "tosa.const"() <{values = dense<[1.5, 0.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %c = "tosa.const"() <{values = dense<[1.5, -0.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %0 = tosa.add %x, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %1 = tosa.add %x, %b : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %2 = tosa.add %x, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %0, %1, %2 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
 // Folding stops at the size limit.
 // RUN: %f16c opt %s -split-input-file --canonicalize="max-fold-elements=2" | FileCheck %s --check-prefix=LIMIT
 // LIMIT-LABEL: func.func @fold_limit

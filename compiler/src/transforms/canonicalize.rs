@@ -163,9 +163,11 @@ fn is_identity(op: &Op) -> bool {
 }
 
 /// Merges identical nodes: same op (attributes and constant data included), same result type,
-/// same operands, same discardable attributes.
+/// same operands, same discardable attributes. Constants are keyed by a fingerprint of their
+/// bytes and compared byte for byte only when fingerprints agree, so a model's weights are
+/// neither formatted nor copied into keys.
 fn cse(g: &mut Graph) -> bool {
-    let mut seen: HashMap<String, NodeId> = HashMap::new();
+    let mut seen: HashMap<(String, u64), Vec<NodeId>> = HashMap::new();
     let mut changed = false;
     for id in g.topo_order().expect("verified graph is acyclic") {
         if matches!(g.op(id), Op::Arg(_)) {
@@ -173,20 +175,38 @@ fn cse(g: &mut Graph) -> bool {
         }
         let node = g.node(id);
         let key = match &node.op {
-            Op::Const(t) => format!("const {} {:?} {:?}", t.ty(), t.data().to_le_bytes(), node.attrs),
-            op => format!("{op:?} {} {:?} {:?}", node.ty, g.operands(id), node.attrs),
+            Op::Const(t) => (format!("const {} {:?}", t.ty(), node.attrs), fingerprint(&t.data().to_le_bytes())),
+            op => (format!("{op:?} {} {:?} {:?}", node.ty, g.operands(id), node.attrs), 0),
         };
-        match seen.get(&key) {
-            Some(&first) => {
+        let same = |g: &Graph, other: NodeId| match (g.op(id), g.op(other)) {
+            (Op::Const(a), Op::Const(b)) => a.data().to_le_bytes() == b.data().to_le_bytes(),
+            _ => true,
+        };
+        let candidates = seen.entry(key).or_default();
+        match candidates.iter().copied().find(|&c| same(g, c)) {
+            Some(first) => {
                 g.replace_all_uses(id, first);
                 changed = true;
             }
-            None => {
-                seen.insert(key, id);
-            }
+            None => candidates.push(id),
         }
     }
     changed
+}
+
+/// A 64-bit fingerprint of `bytes` (FxHash-style, eight bytes at a time): fast on large
+/// weights; equal fingerprints are confirmed by comparing the bytes.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w.try_into().expect("eight bytes"))).wrapping_mul(K);
+    }
+    for &b in words.remainder() {
+        h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+    }
+    h
 }
 
 impl Pass for Canonicalize {
