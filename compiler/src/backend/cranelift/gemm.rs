@@ -47,7 +47,13 @@ impl Context<'_> {
         let panel_elems = k * NR;
         let packed_elems = batch * panels * panel_elems;
         let bdt = c.b.ty.dtype;
-        // Where the packed f32 B lives: a pre-packed constant (f32), or the kernel temporary.
+        let blocks = m.div_ceil(MC);
+        // A narrow constant B is widened once per run when more than this many row blocks
+        // would each widen it again; below, chunk by chunk with no f32 copy.
+        const WIDEN_ONCE_BLOCKS: usize = 4;
+        let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS;
+        // Where the packed B lives: a pre-packed constant in its own type, or the kernel
+        // temporary in f32 (computed at run time, or widened once).
         let b_slot;
         if c.b_constant {
             let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
@@ -56,10 +62,13 @@ impl Context<'_> {
             self.buffers[packed_slot] = Buffer { kind: BufferKind::Constant(packed), bytes: packed_elems * bdt.byte_size() };
             self.used[packed_slot] = true;
             self.used[c.b.buffer.0] = false;
-            if bdt == DType::F32 {
+            if bdt == DType::F32 || !widen_once {
+                // An f16/bf16 one used by few row blocks stays in its type: the compute step
+                // widens one chunk of a panel at a time into scratch, next to the A chunk that
+                // uses it, and no f32 copy of the weight is ever made.
                 b_slot = packed_slot;
             } else {
-                // Widen panel by panel into the temporary.
+                // Used by many row blocks: widen it once per run into the temporary.
                 b_slot = self.temp_slot();
                 self.temps[self.current] = packed_elems * 4;
                 self.add("_widen_b", batch * panels, packed_elems as f64, move |fx| {
@@ -135,15 +144,17 @@ impl Context<'_> {
             })?;
         }
         // The compute step.
-        let blocks = m.div_ceil(MC);
+        let packed_dt = if c.b_constant && !widen_once { bdt } else { DType::F32 };
         let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
         let chunks = k_chunks(&c.kind, k);
         let kc_max = chunks.iter().map(|(k0, k1)| k1 - k0).max().unwrap_or(0);
-        // Scratch: the packed A chunk, then the f32 C block (one MR × NR tile per (panel,
-        // micro-panel)) that the chunks accumulate into.
+        // Scratch: the packed A chunk, the f32 C block (one MR × NR tile per (panel,
+        // micro-panel)) that the chunks accumulate into, then (f16/bf16 B) one widened B chunk.
         let c_offset = a_panels * MR * kc_max * AW;
         let tile_bytes = MR * NR * 4;
-        self.scratch_bytes = self.scratch_bytes.max(c_offset + panels * a_panels * tile_bytes);
+        let wide_offset = c_offset + panels * a_panels * tile_bytes;
+        let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
+        self.scratch_bytes = self.scratch_bytes.max(wide_offset + wide_bytes);
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         self.add("", batch * blocks, cost, move |fx| {
@@ -158,9 +169,11 @@ impl Context<'_> {
                 let bi = fx.b.ins().udiv_imm_s(item, blocks as i64);
                 let blk = fx.b.ins().urem_imm_s(item, blocks as i64);
                 let row0 = fx.b.ins().imul_imm_s(blk, MC as i64);
-                // Rows of this block's micro-panels (the last block is short).
-                let live_panels = |fx: &mut Fx, body: &mut dyn FnMut(&mut Fx, Value, Value, Value)| {
+                // For each B panel `p`: `panel(p)` (its result is handed on), then `body(p, ip,
+                // tile, ..)` for each micro-panel `ip` with rows (the last block is short).
+                let live_panels = |fx: &mut Fx, panel: &mut dyn FnMut(&mut Fx, Value) -> Value, body: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value)| {
                     fx.for_n(0, panels as i64, 1, &[], |fx, p, _| {
+                        let per_panel = panel(fx, p);
                         fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
                             let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
                             let r0 = fx.b.ins().iadd(r0, row0);
@@ -171,7 +184,7 @@ impl Context<'_> {
                                 let t = fx.b.ins().imul_imm_s(t, tile_bytes as i64);
                                 let t = fx.b.ins().iadd_imm_s(t, c_offset as i64);
                                 let tile = fx.b.ins().iadd(scratch, t);
-                                body(fx, p, ip, tile);
+                                body(fx, p, ip, tile, per_panel);
                             });
                             vec![]
                         });
@@ -181,18 +194,31 @@ impl Context<'_> {
                 for (ci, &(k0, k1)) in chunks.iter().enumerate() {
                     pack_a(fx, &c, a, bi, row0, scratch, k0, k1);
                     let kc = k1 - k0;
-                    live_panels(fx, &mut |fx, p, ip, tile| {
-                        let boff = fx.b.ins().imul_imm_s(bi, (panels * panel_elems * 4) as i64);
-                        let poff = fx.b.ins().imul_imm_s(p, (panel_elems * 4) as i64);
-                        let bpanel = fx.b.ins().iadd(bp, boff);
-                        let bpanel = fx.b.ins().iadd(bpanel, poff);
-                        let bpanel = fx.b.ins().iadd_imm_s(bpanel, (k0 * NR * 4) as i64);
+                    // This chunk of panel `p` of B: in place (f32), or widened into scratch.
+                    let mut b_chunk = |fx: &mut Fx, p: Value| {
+                        let at = fx.b.ins().imul_imm_s(bi, panels as i64);
+                        let at = fx.b.ins().iadd(at, p);
+                        let at = fx.b.ins().imul_imm_s(at, panel_elems as i64);
+                        let at = fx.b.ins().iadd_imm_s(at, (k0 * NR) as i64);
+                        if packed_dt == DType::F32 {
+                            return fx.addr(bp, at, 4);
+                        }
+                        let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
+                        fx.for_n(0, (kc * NR) as i64, LANES as i64, &[], |fx, i, _| {
+                            let src = fx.b.ins().iadd(at, i);
+                            let v = fx.load4(packed_dt, bp, src);
+                            fx.store4(DType::F32, wide, i, v);
+                            vec![]
+                        });
+                        wide
+                    };
+                    live_panels(fx, &mut b_chunk, &mut |fx, _, ip, tile, bpanel| {
                         let aoff = fx.b.ins().imul_imm_s(ip, (MR * kc * AW) as i64);
                         let apanel = fx.b.ins().iadd(scratch, aoff);
                         micro_kernel(fx, apanel, bpanel, kc, tile, ci > 0);
                     });
                 }
-                live_panels(fx, &mut |fx, p, ip, tile| {
+                live_panels(fx, &mut |fx, _| fx.i(0), &mut |fx, p, ip, tile, _| {
                     let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
                     let r0 = fx.b.ins().iadd(r0, row0);
                     let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
