@@ -48,3 +48,25 @@ func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
   %1 = tosa.abs %0 : (tensor<3x17xbf16>) -> tensor<3x17xbf16>
   return %1 : tensor<3x17xbf16>
 }
+
+// Softmax over the last axis is one row kernel: per row a max pass, a subtract-and-exp
+// pass, a sum pass and a scaling pass, with the row in scratch.
+// CHECK: ; function @softmax: 1 kernels
+// CHECK-NEXT: ;   k0_rows_reduce_max (6 ops)
+// CHECK-LABEL: function %k0_rows_reduce_max(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: fmax
+// CHECK: call_indirect
+// CHECK: fadd
+// CHECK: fdiv
+// CHECK: fmul
+// CHECK: return
+func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %0 = tosa.reduce_max %x {axis = 1 : i32} : (tensor<4x10xf32>) -> tensor<4x1xf32>
+  %1 = tosa.sub %x, %0 : (tensor<4x10xf32>, tensor<4x1xf32>) -> tensor<4x10xf32>
+  %2 = tosa.exp %1 : (tensor<4x10xf32>) -> tensor<4x10xf32>
+  %3 = tosa.reduce_sum %2 {axis = 1 : i32} : (tensor<4x10xf32>) -> tensor<4x1xf32>
+  %4 = tosa.reciprocal %3 : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %5 = tosa.mul %2, %4, %shift : (tensor<4x10xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x10xf32>
+  return %5 : tensor<4x10xf32>
+}

@@ -555,6 +555,108 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
     }
 }
 
+/// Softmax `[rows, n]` as torch-mlir writes it: max, subtract, exp, sum, reciprocal, multiply.
+fn softmax(g: &mut Graph, x: NodeId, d: DType, rows: usize, n: usize) -> NodeId {
+    let (full, one) = (tensor_ty(d, &[rows, n]), tensor_ty(d, &[rows, 1]));
+    let shift = constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+    let m = g.add_node(Op::Reduce { kind: ReduceKind::Max, axis: 1 }, one.clone(), &[x], loc());
+    let s = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[x, m], loc());
+    let e = g.add_node(Op::Unary(UnaryOp::Exp), full.clone(), &[s], loc());
+    let sum = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[e], loc());
+    let r = g.add_node(Op::Unary(UnaryOp::Reciprocal), one, &[sum], loc());
+    g.add_node(Op::Binary(BinaryOp::Mul), full, &[e, r, shift], loc())
+}
+
+/// Layer norm `[rows, n]` after a residual add, as torch-mlir writes it; with `f64_variance`
+/// the variance is computed in f64 between casts (torch's `var`), as in attention_tiny.
+#[allow(clippy::too_many_arguments)]
+fn layer_norm(g: &mut Graph, x: NodeId, res: NodeId, d: DType, rows: usize, n: usize, f64_variance: bool, rng: &mut Rng) -> NodeId {
+    let (full, one) = (tensor_ty(d, &[rows, n]), tensor_ty(d, &[rows, 1]));
+    let shift = constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+    let scalar = |g: &mut Graph, d: DType, v: f64| {
+        let data = match d {
+            DType::F64 => Data::F64(vec![v]),
+            DType::F32 => Data::F32(vec![v as f32]),
+            DType::F16 => Data::F16(vec![f16::from_f64(v)]),
+            _ => Data::BF16(vec![bf16::from_f64(v)]),
+        };
+        constant(g, Tensor::new(vec![1, 1], data).unwrap())
+    };
+    let h = g.add_node(Op::Binary(BinaryOp::Add), full.clone(), &[x, res], loc());
+    let inv_n = scalar(g, d, 1.0 / n as f64);
+    let sum = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[h], loc());
+    let mean = g.add_node(Op::Binary(BinaryOp::Mul), one.clone(), &[sum, inv_n, shift], loc());
+    let var = if f64_variance {
+        let (full64, one64) = (tensor_ty(DType::F64, &[rows, n]), tensor_ty(DType::F64, &[rows, 1]));
+        let h64 = g.add_node(Op::Cast, full64.clone(), &[h], loc());
+        let s64 = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one64.clone(), &[h64], loc());
+        let inv64 = scalar(g, DType::F64, 1.0 / n as f64);
+        let m64 = g.add_node(Op::Binary(BinaryOp::Mul), one64.clone(), &[s64, inv64, shift], loc());
+        let c64 = g.add_node(Op::Binary(BinaryOp::Sub), full64.clone(), &[h64, m64], loc());
+        let sq = g.add_node(Op::Binary(BinaryOp::Mul), full64, &[c64, c64, shift], loc());
+        let v64 = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one64.clone(), &[sq], loc());
+        let v64 = g.add_node(Op::Binary(BinaryOp::Mul), one64, &[v64, inv64, shift], loc());
+        g.add_node(Op::Cast, one.clone(), &[v64], loc())
+    } else {
+        let c = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[h, mean], loc());
+        let sq = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[c, c, shift], loc());
+        let v = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[sq], loc());
+        g.add_node(Op::Binary(BinaryOp::Mul), one.clone(), &[v, inv_n, shift], loc())
+    };
+    let eps = scalar(g, d, 1e-5);
+    let ve = g.add_node(Op::Binary(BinaryOp::Add), one.clone(), &[var, eps], loc());
+    let r = g.add_node(Op::Unary(UnaryOp::Rsqrt), one, &[ve], loc());
+    let c = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[h, mean], loc());
+    let y = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[c, r, shift], loc());
+    let gamma = random(&TensorType::new(d, [1, n]), rng, 0.5, 1.5);
+    let gamma = constant(g, gamma);
+    let beta = random(&TensorType::new(d, [1, n]), rng, -0.5, 0.5);
+    let beta = constant(g, beta);
+    let y = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[y, gamma, shift], loc());
+    g.add_node(Op::Binary(BinaryOp::Add), full, &[y, beta], loc())
+}
+
+/// Softmax and layer norm each run as one row kernel, bit for bit the unfused graph's.
+#[test]
+fn softmax_and_layer_norm_are_single_kernels_bit_exact() {
+    let mut rng = Rng(21);
+    for d in FLOATS {
+        for &n in SIZES {
+            let rows = 3;
+            for variant in ["softmax", "layer_norm", "layer_norm_f64", "escaping"] {
+                if variant == "layer_norm_f64" && d != DType::F32 {
+                    continue;
+                }
+                let mut g = Graph::new(variant);
+                let x = g.add_input(TensorType::new(d, [rows, n]), loc());
+                let y = match variant {
+                    "softmax" => softmax(&mut g, x, d, rows, n),
+                    "escaping" => {
+                        // The residual sum is also a result: it leaves the region, which
+                        // still fuses the rest.
+                        let res = g.add_input(TensorType::new(d, [rows, n]), loc());
+                        let h = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &[rows, n]), &[x, res], loc());
+                        g.add_output(h);
+                        softmax(&mut g, h, d, rows, n)
+                    }
+                    _ => {
+                        let res = g.add_input(TensorType::new(d, [rows, n]), loc());
+                        layer_norm(&mut g, x, res, d, rows, n, variant == "layer_norm_f64", &mut rng)
+                    }
+                };
+                g.add_output(y);
+                let program = f16c_compiler::lower::lower(&g).unwrap();
+                let rows_kernels = program.kernels.iter().filter(|k| matches!(k.kind, f16c_compiler::lower::KernelKind::Rows(_))).count();
+                let expected = if variant == "escaping" { 2 } else { 1 };
+                assert_eq!(program.kernels.len(), expected, "{variant} {d} n={n}: {:?}", program.kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
+                assert_eq!(rows_kernels, 1, "{variant} {d} n={n}");
+                let inputs = inputs_for(&g, &mut rng, -4.0, 4.0);
+                check(&format!("{variant} {d} n={n}"), &g, &inputs, None);
+            }
+        }
+    }
+}
+
 /// The GEMM works through the reduction in chunks of 256 (`legal::KC`): matmuls whose `k` is
 /// just below, at, above and a few times the chunk, and convs whose taps group into chunks
 /// (100 channels), fill one exactly (256) or are split across two (300 channels).

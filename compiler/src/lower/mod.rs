@@ -332,6 +332,65 @@ pub struct Gather {
     pub output: Operand,
 }
 
+/// A value of a [`Rows`] kernel: an input (`0..inputs.len()`), then one per stage.
+pub type RowValue = usize;
+
+/// An input of a [`Rows`] kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowInput {
+    /// The buffer.
+    pub buffer: BufferId,
+    /// Element type.
+    pub dtype: DType,
+    /// One row of `len` values (else one value per row).
+    pub full: bool,
+    /// Each row reads its own (else every row reads the same, broadcast over the rows).
+    pub per_row: bool,
+}
+
+/// One step of a [`Rows`] kernel, run for every row in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RowStage {
+    /// One elementwise op (`op.args` are [`RowValue`]s), over the row when `full`, else on
+    /// the row's scalars.
+    Map {
+        /// The op.
+        op: EwOp,
+        /// Over the whole row.
+        full: bool,
+    },
+    /// A reduction of a full value along the row, into the row's scalar of type `dtype`.
+    Reduce {
+        /// Which reduction.
+        kind: ReduceKind,
+        /// Its argument.
+        arg: RowValue,
+        /// Result type (accumulated as the reference does, rounded once).
+        dtype: DType,
+    },
+}
+
+/// Row-wise fused ops: reductions along the last axis together with the elementwise ops that
+/// use their results (softmax, layer norm, log-softmax), one pass per stage over a row that
+/// stays in this thread's scratch. Values are `[rows, len]` ("full") or `[rows, 1]`; the last
+/// stage is the only result, `[rows, len]`, written to `output`. Stages compute in the
+/// graph's order with the graph's rounding, so the result is the unfused graph's, bit for bit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rows {
+    /// Number of rows (product of the leading dimensions).
+    pub rows: usize,
+    /// Row length (the last dimension).
+    pub len: usize,
+    /// Inputs.
+    pub inputs: Vec<RowInput>,
+    /// Stages in order; value `inputs.len() + i` is stage `i`'s result.
+    pub stages: Vec<RowStage>,
+    /// Element types of the stages' results.
+    pub dtypes: Vec<DType>,
+    /// The result buffer (the last stage's value).
+    pub output: BufferId,
+}
+
 /// A kernel family with its description.
 // A program has tens of kernels: boxing the large variant would save nothing that matters.
 #[allow(clippy::large_enum_variant)]
@@ -349,6 +408,8 @@ pub enum KernelKind {
     Copy(Copy),
     /// Gather.
     Gather(Gather),
+    /// Row-wise fused reductions and elementwise ops.
+    Rows(Rows),
 }
 
 /// A kernel: what it computes, which graph ops it covers, where they came from.
@@ -383,6 +444,7 @@ impl Kernel {
             KernelKind::Pool(p) => vec![p.input.buffer],
             KernelKind::Copy(c) => c.moves.iter().map(|m| m.src).chain(c.fill).collect(),
             KernelKind::Gather(g) => vec![g.values.buffer, g.indices.buffer],
+            KernelKind::Rows(r) => r.inputs.iter().map(|i| i.buffer).collect(),
         }
     }
 
@@ -395,6 +457,7 @@ impl Kernel {
             KernelKind::Pool(p) => p.output.buffer,
             KernelKind::Copy(c) => c.output.buffer,
             KernelKind::Gather(g) => g.output.buffer,
+            KernelKind::Rows(r) => r.output,
         }
     }
 }
@@ -540,7 +603,10 @@ impl<'g> Lowering<'g> {
     fn push(&mut self, kind: KernelKind, nodes: Vec<NodeId>) {
         let main = nodes.iter().copied().find(|&n| self.g.op(n).is_contraction()).unwrap_or(nodes[0]);
         let op_name = self.g.op(main).mlir_name();
-        let name = format!("k{}_{}", self.kernels.len(), self.g.op(main).short_name());
+        let name = match kind {
+            KernelKind::Rows(_) => format!("k{}_rows_{}", self.kernels.len(), self.g.op(main).short_name()),
+            _ => format!("k{}_{}", self.kernels.len(), self.g.op(main).short_name()),
+        };
         self.kernels.push(Kernel { name, kind, nodes, location: self.g.location(main), op_name });
     }
 
@@ -548,7 +614,12 @@ impl<'g> Lowering<'g> {
         let g = self.g;
         let order = g.topo_order().expect("verified graphs are acyclic");
         let outputs: HashSet<NodeId> = g.outputs().iter().copied().collect();
-        let groups = self.elementwise_groups(&order, &outputs);
+        let regions = self.row_regions(&order, &outputs);
+        let mut region_of: HashMap<NodeId, usize> = HashMap::new();
+        for (r, members) in regions.iter().enumerate() {
+            region_of.extend(members.iter().map(|&m| (m, r)));
+        }
+        let groups = self.elementwise_groups(&order, &outputs, &region_of);
         // A contraction with a fused epilogue runs where the epilogue's root is: every input of
         // the group is ready there. The reshapes between them are never materialized.
         let fusions = self.epilogue_candidates(&order, &groups, &outputs);
@@ -566,6 +637,13 @@ impl<'g> Lowering<'g> {
                 continue;
             }
             if skip.contains(&id) {
+                continue;
+            }
+            if let Some(&r) = region_of.get(&id) {
+                // A region runs where its result is: every input is ready there.
+                if regions[r].last() == Some(&id) {
+                    self.rows(&regions[r]);
+                }
                 continue;
             }
             match g.op(id) {
@@ -621,17 +699,18 @@ impl<'g> Lowering<'g> {
     /// (the root last). A node joins its operand's group when that operand is elementwise,
     /// has the same shape, and has no other user (nor is a function result): the group's
     /// intermediates are then used nowhere else and never need a buffer.
-    fn elementwise_groups(&self, order: &[NodeId], outputs: &HashSet<NodeId>) -> HashMap<NodeId, Vec<NodeId>> {
+    fn elementwise_groups(&self, order: &[NodeId], outputs: &HashSet<NodeId>, regions: &HashMap<NodeId, usize>) -> HashMap<NodeId, Vec<NodeId>> {
         let g = self.g;
         let mut groups: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
         for &id in order {
-            if !is_elementwise(g.op(id)) {
+            if !is_elementwise(g.op(id)) || regions.contains_key(&id) {
                 continue;
             }
             let mut members = Vec::new();
             let mut seen = HashSet::new();
             for o in g.operands(id) {
                 if is_elementwise(g.op(o))
+                    && !regions.contains_key(&o)
                     && g.users(o).len() == 1
                     && !outputs.contains(&o)
                     && g.tensor_ty(o).map(|t| &t.shape) == g.tensor_ty(id).map(|t| &t.shape)
@@ -646,6 +725,127 @@ impl<'g> Lowering<'g> {
             }
         }
         groups
+    }
+
+    /// Row regions: a reduction along the last axis together with the elementwise ops and
+    /// further last-axis reductions connected to it over the same rows (softmax, layer norm),
+    /// each a set of nodes in evaluation order whose only value used outside is the last one,
+    /// a full `[rows, len]` tensor. Such a set is convex (every member reaches the last one),
+    /// so it can run as one kernel where its last node is. Inputs from outside must broadcast
+    /// per row or over all rows; a region that does not fit is left to the other kernels.
+    fn row_regions(&self, order: &[NodeId], outputs: &HashSet<NodeId>) -> Vec<Vec<NodeId>> {
+        let g = self.g;
+        let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64);
+        let reduces = |k: &ReduceKind| matches!(k, ReduceKind::Sum | ReduceKind::Max | ReduceKind::Min | ReduceKind::Prod);
+        let mut taken: HashSet<NodeId> = HashSet::new();
+        let mut regions = Vec::new();
+        for &seed in order {
+            let Op::Reduce { kind, axis } = g.op(seed) else { continue };
+            let in_shape = self.ty(g.operands(seed)[0]).shape.clone();
+            if taken.contains(&seed) || !reduces(kind) || *axis + 1 != in_shape.len() {
+                continue;
+            }
+            let (outer, len) = (&in_shape[..*axis], in_shape[*axis]);
+            let fits = |id: NodeId| -> bool {
+                let Some(t) = g.tensor_ty(id) else { return false };
+                if !float(t.dtype) || t.shape.len() != outer.len() + 1 || t.shape[..outer.len()] != *outer {
+                    return false;
+                }
+                let last = t.shape[outer.len()];
+                match g.op(id) {
+                    Op::Reduce { kind, axis } => {
+                        reduces(kind) && *axis == outer.len() && last == 1 && self.ty(g.operands(id)[0]).shape.last() == Some(&len)
+                    }
+                    op => is_elementwise(op) && !matches!(op, Op::Select) && (last == len || last == 1),
+                }
+            };
+            // Grow over operands and users that fit.
+            let mut set: HashSet<NodeId> = HashSet::from([seed]);
+            let mut stack = vec![seed];
+            while let Some(n) = stack.pop() {
+                let side = g.op(n).side_operands();
+                let operands = g.operands(n).into_iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| o);
+                let neighbours: Vec<NodeId> = operands.chain(g.users(n).into_iter().map(|(u, _)| u)).collect();
+                for m in neighbours {
+                    if !set.contains(&m) && !taken.contains(&m) && fits(m) {
+                        set.insert(m);
+                        stack.push(m);
+                    }
+                }
+            }
+            // Shrink until one member (the last) is used outside.
+            let members = loop {
+                let members: Vec<NodeId> = order.iter().copied().filter(|n| set.contains(n)).collect();
+                let escaping: Vec<NodeId> = members
+                    .iter()
+                    .copied()
+                    .filter(|&m| outputs.contains(&m) || g.users(m).iter().any(|(u, _)| !set.contains(u)))
+                    .collect();
+                if escaping.len() <= 1 {
+                    break (escaping.len() == 1 && escaping[0] == *members.last().expect("not empty")).then_some(members);
+                }
+                for e in &escaping[..escaping.len() - 1] {
+                    set.remove(e);
+                }
+            };
+            let Some(members) = members else { continue };
+            let root = *members.last().expect("not empty");
+            let has_reduce = members.iter().any(|&m| matches!(g.op(m), Op::Reduce { .. }));
+            let full_root = !matches!(g.op(root), Op::Reduce { .. }) && self.ty(root).shape.last() == Some(&len);
+            // Outside inputs: same rank, leading dimensions all the rows' or all 1.
+            let inputs_fit = members.iter().all(|&m| {
+                let side = g.op(m).side_operands();
+                g.operands(m).into_iter().enumerate().filter(|(slot, o)| !side.contains(slot) && !set.contains(o)).all(|(_, o)| {
+                    let t = self.ty(o);
+                    t.shape.len() == outer.len() + 1
+                        && (t.shape[..outer.len()] == *outer || t.shape[..outer.len()].iter().all(|&d| d == 1))
+                        && (t.shape[outer.len()] == len || t.shape[outer.len()] == 1)
+                })
+            });
+            if has_reduce && full_root && inputs_fit {
+                taken.extend(members.iter().copied());
+                regions.push(members);
+            }
+        }
+        regions
+    }
+
+    /// Lowers a row region (see [`Self::row_regions`]).
+    fn rows(&mut self, members: &[NodeId]) {
+        let g = self.g;
+        let root = *members.last().expect("regions are not empty");
+        let shape = self.ty(root).shape.clone();
+        let (outer, len) = (&shape[..shape.len() - 1], shape[shape.len() - 1]);
+        let set: HashSet<NodeId> = members.iter().copied().collect();
+        let mut value_of: HashMap<NodeId, RowValue> = HashMap::new();
+        let mut inputs = Vec::new();
+        for &m in members {
+            let side = g.op(m).side_operands();
+            for (slot, o) in g.operands(m).into_iter().enumerate() {
+                if side.contains(&slot) || set.contains(&o) || value_of.contains_key(&o) {
+                    continue;
+                }
+                let t = self.ty(o);
+                value_of.insert(o, inputs.len());
+                inputs.push(RowInput { buffer: self.of[&o], dtype: t.dtype, full: t.shape.last() == Some(&len), per_row: t.shape[..outer.len()] == *outer });
+            }
+        }
+        let (mut stages, mut dtypes) = (Vec::new(), Vec::new());
+        for &m in members {
+            let side = g.op(m).side_operands();
+            let args: Vec<RowValue> =
+                g.operands(m).into_iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| value_of[&o]).collect();
+            let dtype = self.ty(m).dtype;
+            stages.push(match g.op(m) {
+                Op::Reduce { kind, .. } => RowStage::Reduce { kind: *kind, arg: args[0], dtype },
+                _ => RowStage::Map { op: self.ew_op(m, args), full: self.ty(m).shape.last() == Some(&len) },
+            });
+            dtypes.push(dtype);
+            value_of.insert(m, inputs.len() + stages.len() - 1);
+        }
+        let output = self.intermediate(root);
+        let rows = outer.iter().product();
+        self.push(KernelKind::Rows(Rows { rows, len, inputs, stages, dtypes, output }), members.to_vec());
     }
 
     /// Elementwise groups that can become the epilogue of the contraction feeding them: the
@@ -693,6 +893,30 @@ impl<'g> Lowering<'g> {
         }
     }
 
+    /// The elementwise op of node `m` with argument values `args`.
+    fn ew_op(&self, m: NodeId, args: Vec<usize>) -> EwOp {
+        let g = self.g;
+        let operands = g.operands(m);
+        let scalar = |slot: usize| -> i64 {
+            match g.op(operands[slot]) {
+                Op::Const(t) => t.to_i64_vec().first().copied().unwrap_or(0),
+                _ => 0,
+            }
+        };
+        let (kind, shift, zp) = match g.op(m) {
+            Op::Unary(u) => {
+                let zp = if *u == UnaryOp::Negate { (scalar(1), scalar(2)) } else { (0, 0) };
+                (EwKind::Unary(*u), 0, zp)
+            }
+            Op::Binary(b) => (EwKind::Binary(*b), if *b == BinaryOp::Mul { scalar(2) } else { 0 }, (0, 0)),
+            Op::Clamp { min, max } => (EwKind::Clamp { min: *min, max: *max }, 0, (0, 0)),
+            Op::Select => (EwKind::Select, 0, (0, 0)),
+            Op::Cast => (EwKind::Cast, 0, (0, 0)),
+            other => unreachable!("{} is not elementwise", other.mlir_name()),
+        };
+        EwOp { kind, args, dtype: self.ty(m).dtype, shift, zp }
+    }
+
     /// Builds the expression of an elementwise group. `first_input` (the contraction result for
     /// an epilogue) becomes input 0. Returns the expression and its input nodes.
     fn expression(&self, members: &[NodeId], first_input: Option<NodeId>) -> (Expr, Vec<NodeId>) {
@@ -717,24 +941,7 @@ impl<'g> Lowering<'g> {
             let side = g.op(m).side_operands();
             let args: Vec<usize> =
                 operands.iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| value_of[o]).collect();
-            let scalar = |slot: usize| -> i64 {
-                match g.op(operands[slot]) {
-                    Op::Const(t) => t.to_i64_vec().first().copied().unwrap_or(0),
-                    _ => 0,
-                }
-            };
-            let (kind, shift, zp) = match g.op(m) {
-                Op::Unary(u) => {
-                    let zp = if *u == UnaryOp::Negate { (scalar(1), scalar(2)) } else { (0, 0) };
-                    (EwKind::Unary(*u), 0, zp)
-                }
-                Op::Binary(b) => (EwKind::Binary(*b), if *b == BinaryOp::Mul { scalar(2) } else { 0 }, (0, 0)),
-                Op::Clamp { min, max } => (EwKind::Clamp { min: *min, max: *max }, 0, (0, 0)),
-                Op::Select => (EwKind::Select, 0, (0, 0)),
-                Op::Cast => (EwKind::Cast, 0, (0, 0)),
-                other => unreachable!("{} is not elementwise", other.mlir_name()),
-            };
-            ops.push(EwOp { kind, args, dtype: self.ty(m).dtype, shift, zp });
+            ops.push(self.ew_op(m, args));
             value_of.insert(m, inputs.len() + ops.len() - 1);
         }
         let input_types = inputs.iter().map(|&i| self.ty(i).dtype).collect();

@@ -3,7 +3,7 @@
 use super::emit::{domain, Fx};
 use super::legal::LANES;
 use super::{CraneliftError, Step};
-use crate::lower::{Buffer, Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction};
+use crate::lower::{Buffer, Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, F64, I16, I32, I64, I8, I8X16};
 use cranelift_codegen::ir::{Function, InstBuilder, Value};
@@ -83,6 +83,7 @@ impl<'p> Context<'p> {
             KernelKind::Pool(p) => self.pool(p),
             KernelKind::Copy(c) => self.copy(c),
             KernelKind::Gather(g) => self.gather(g),
+            KernelKind::Rows(r) => self.rows(r),
         }
     }
 
@@ -228,6 +229,155 @@ impl<'p> Context<'p> {
                     fx.store(dout, dst, at, v);
                     vec![]
                 });
+                vec![]
+            });
+            result
+        })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Row regions (softmax, layer norm): per row, every stage in order; full intermediate
+    // values live in this thread's scratch (f32, or f64), per-row scalars in registers.
+    // Reductions run sequentially along the row (the reference's order); full elementwise
+    // stages four lanes at a time where they compute in f32.
+    // -----------------------------------------------------------------------------------------
+
+    fn rows(&mut self, r: &Rows) -> Result<(), CraneliftError> {
+        let n_in = r.inputs.len();
+        let last = n_in + r.stages.len() - 1;
+        let dtype_of = |v: RowValue| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
+        let full_of = |v: RowValue| {
+            if v < n_in {
+                r.inputs[v].full
+            } else {
+                matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
+            }
+        };
+        // Scratch for the full intermediate values, in their compute type.
+        let mut slots: Vec<Option<(usize, DType)>> = vec![None; last + 1];
+        let mut bytes = 0;
+        for (v, slot) in slots.iter_mut().enumerate().take(last).skip(n_in) {
+            if full_of(v) {
+                let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
+                *slot = Some((bytes, t));
+                bytes += (r.len * t.byte_size()).next_multiple_of(16);
+            }
+        }
+        self.scratch_bytes = self.scratch_bytes.max(bytes);
+        let r = r.clone();
+        let dtypes: Vec<DType> = (0..=last).map(dtype_of).collect();
+        let full: Vec<bool> = (0..=last).map(full_of).collect();
+        let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
+        self.add("", r.rows, cost, move |fx| {
+            let bases: Vec<Value> = r.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
+            let out = fx.buffer(r.output.0);
+            let scratch = fx.scratch;
+            let len = r.len;
+            let mut result = Ok(());
+            fx.for_items(|fx, row| {
+                let row_at = fx.b.ins().imul_imm_s(row, len as i64);
+                // Where full value `v` lives: (base, first index, element type as stored).
+                let place = |fx: &mut Fx, v: RowValue| -> (Value, Value, DType) {
+                    if v == last {
+                        (out, row_at, dtypes[v])
+                    } else if v < n_in {
+                        let at = if r.inputs[v].per_row { row_at } else { fx.i(0) };
+                        (bases[v], at, dtypes[v])
+                    } else {
+                        let (off, t) = slots[v].expect("full values have a slot");
+                        (fx.b.ins().iadd_imm_s(scratch, off as i64), fx.i(0), t)
+                    }
+                };
+                let mut scalars: Vec<Option<Value>> = vec![None; last + 1];
+                for (k, i) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
+                    let at = if i.per_row { row } else { fx.i(0) };
+                    scalars[k] = Some(fx.load(i.dtype, bases[k], at));
+                }
+                for (si, stage) in r.stages.iter().enumerate() {
+                    let v = n_in + si;
+                    match stage {
+                        RowStage::Reduce { kind, arg, dtype } => {
+                            let (base, at0, t) = place(fx, *arg);
+                            let init = reduce_init(fx, *kind, domain(dtypes[*arg]));
+                            let acc = fx.for_n(0, len as i64, 1, &[init], |fx, j, acc| {
+                                let at = fx.b.ins().iadd(at0, j);
+                                let x = fx.load(t, base, at);
+                                vec![reduce_step(fx, *kind, acc[0], x)]
+                            })[0];
+                            scalars[v] = Some(fx.round_to(*dtype, acc));
+                        }
+                        RowStage::Map { op, full: false } => {
+                            let args: Vec<Value> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
+                            let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                            match fx.ew(op, &args, &types) {
+                                Ok(y) => scalars[v] = Some(y),
+                                Err(e) => result = Err(e),
+                            }
+                        }
+                        RowStage::Map { op, full: true } => {
+                            let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                            let f32_domain = types.iter().chain([&op.dtype]).all(|&d| domain(d) == F32);
+                            let vec_end = if f32_domain { len - len % LANES } else { 0 };
+                            let places: Vec<Option<(Value, Value, DType)>> =
+                                op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
+                            let (obase, oat, ot) = place(fx, v);
+                            if vec_end > 0 {
+                                let splats: Vec<Option<Value>> =
+                                    op.args.iter().map(|&a| scalars[a].map(|s| fx.b.ins().splat(F32X4, s))).collect();
+                                let mut failed = None;
+                                fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
+                                    let args: Vec<Value> = places
+                                        .iter()
+                                        .zip(&splats)
+                                        .map(|(p, s)| match (p, s) {
+                                            (Some((base, at0, t)), _) => {
+                                                let at = fx.b.ins().iadd(*at0, j);
+                                                fx.load4(*t, *base, at)
+                                            }
+                                            (None, s) => s.expect("a scalar argument"),
+                                        })
+                                        .collect();
+                                    match fx.ew(op, &args, &types) {
+                                        Ok(y) => {
+                                            let at = fx.b.ins().iadd(oat, j);
+                                            fx.store4(ot, obase, at, y);
+                                        }
+                                        Err(e) => failed = Some(e),
+                                    }
+                                    vec![]
+                                });
+                                if let Some(e) = failed {
+                                    result = Err(e);
+                                }
+                            }
+                            let mut failed = None;
+                            fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, j, _| {
+                                let args: Vec<Value> = places
+                                    .iter()
+                                    .zip(&op.args)
+                                    .map(|(p, &a)| match p {
+                                        Some((base, at0, t)) => {
+                                            let at = fx.b.ins().iadd(*at0, j);
+                                            fx.load(*t, *base, at)
+                                        }
+                                        None => scalars[a].expect("a scalar argument"),
+                                    })
+                                    .collect();
+                                match fx.ew(op, &args, &types) {
+                                    Ok(y) => {
+                                        let at = fx.b.ins().iadd(oat, j);
+                                        fx.store(ot, obase, at, y);
+                                    }
+                                    Err(e) => failed = Some(e),
+                                }
+                                vec![]
+                            });
+                            if let Some(e) = failed {
+                                result = Err(e);
+                            }
+                        }
+                    }
+                }
                 vec![]
             });
             result
