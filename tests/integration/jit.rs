@@ -663,7 +663,7 @@ fn softmax_and_layer_norm_are_single_kernels_bit_exact() {
 #[test]
 fn contractions_split_their_reduction_into_chunks_correctly() {
     let mut rng = Rng(5);
-    for d in [DType::F32, DType::F16] {
+    for d in [DType::F32, DType::F16, DType::BF16] {
         for k in [255, 256, 257, 600] {
             let (m, n) = (9, 13);
             let mut g = Graph::new("matmul");
@@ -675,6 +675,22 @@ fn contractions_split_their_reduction_into_chunks_correctly() {
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
             check(&format!("matmul {d} k={k}"), &g, &inputs, Some(tol));
+        }
+        // An f16 weight over 1 MiB as f32, used by one block of rows: widened chunk by chunk
+        // in scratch rather than copied.
+        if d != DType::F32 {
+            let (m, k, n) = (5, 1100, 260);
+            let mut g = Graph::new("matmul");
+            let a = g.add_input(TensorType::new(d, [1, m, k]), loc());
+            let b = constant(&mut g, random(&TensorType::new(d, [1, k, n]), &mut rng, -1.0, 1.0));
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            let o = g.add_node(Op::MatMul, tensor_ty(d, &[1, m, n]), &[a, b, z1, z2], loc());
+            g.add_output(o);
+            let program = f16c_compiler::lower::lower(&g).unwrap();
+            let artifact = f16c_compiler::backend::cranelift::compile(&program, &Default::default()).unwrap();
+            assert!(artifact.functions.iter().all(|(name, _)| !name.ends_with("_widen_b")), "no f32 copy of a large weight");
+            let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+            check(&format!("matmul {d} large weight"), &g, &inputs, Some(contraction_tolerance(k) + 2.0f64.powi(-7)));
         }
         for c in [100, 256, 300] {
             let (g, k) = conv_graph("conv", d, 5, c, 9, true);

@@ -48,10 +48,13 @@ impl Context<'_> {
         let packed_elems = batch * panels * panel_elems;
         let bdt = c.b.ty.dtype;
         let blocks = m.div_ceil(MC);
-        // A narrow constant B is widened once per run when more than this many row blocks
-        // would each widen it again; below, chunk by chunk with no f32 copy.
+        // A narrow constant B is widened once per run into an f32 temporary when that copy is
+        // small, or when more than a few row blocks would each widen it again. Otherwise (a
+        // large weight used by few rows: the deep layers of a CNN at batch 1) each row block
+        // widens it chunk by chunk in scratch, and no f32 copy of it exists.
         const WIDEN_ONCE_BLOCKS: usize = 4;
-        let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS;
+        const WIDEN_ONCE_BYTES: usize = 1 << 20;
+        let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS || packed_elems * 4 <= WIDEN_ONCE_BYTES;
         // Where the packed B lives: a pre-packed constant in its own type, or the kernel
         // temporary in f32 (computed at run time, or widened once).
         let b_slot;
