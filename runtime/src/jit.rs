@@ -233,11 +233,20 @@ pub fn disassemble(artifact: &Artifact) -> Result<String> {
         let isa = if artifact.keep_order.contains(&i) { &as_written } else { &isa };
         let mut ctx = cranelift_codegen::Context::for_function(func.clone());
         ctx.set_disasm(true);
-        let mut ctrl = cranelift_codegen::control::ControlPlane::default();
-        let code = ctx.compile(&**isa, &mut ctrl).map_err(|e| RuntimeError::Jit(format!("{name}: {:?}", e.inner)))?;
+        let code = compile_with(&mut ctx, &**isa, name)?;
         let _ = writeln!(out, "; {name}: {} bytes\n{}", code.code_buffer().len(), code.vcode.as_deref().unwrap_or(""));
     }
     Ok(out)
+}
+
+/// Compiles `ctx`'s function for `isa` by hand (where the module does not do it for us).
+fn compile_with<'c>(
+    ctx: &'c mut cranelift_codegen::Context,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    name: &str,
+) -> Result<&'c cranelift_codegen::CompiledCode> {
+    let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+    ctx.compile(isa, &mut ctrl).map_err(|e| RuntimeError::Jit(format!("{name}: {:?}", e.inner)))
 }
 
 /// Backend options for this host.
@@ -307,8 +316,7 @@ impl Model {
             if artifact.keep_order.contains(&i) {
                 // Compiled on its own at opt_level=none; it calls nothing, so it has no
                 // relocations to carry over.
-                let mut ctrl = cranelift_codegen::control::ControlPlane::default();
-                let code = ctx.compile(&*as_written, &mut ctrl).map_err(|e| RuntimeError::Jit(format!("{name}: {:?}", e.inner)))?;
+                let code = compile_with(&mut ctx, &*as_written, name)?;
                 if !code.buffer.relocs().is_empty() {
                     return Err(RuntimeError::Jit(format!("{name}: a function compiled as written must not call or reference anything")));
                 }

@@ -581,6 +581,25 @@ impl<'g> Lowering<'g> {
         self.g.tensor_ty(id).expect("data values are tensors").clone()
     }
 
+    /// The operands of `id` that carry data (not zero points or shifts), in order.
+    fn data_inputs(&self, id: NodeId) -> Vec<NodeId> {
+        let side = self.g.op(id).side_operands();
+        self.g.operands(id).into_iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| o).collect()
+    }
+
+    /// The data operands of `members` defined outside them, each once, in first-use order.
+    fn outside_inputs(&self, members: &[NodeId]) -> Vec<NodeId> {
+        let mut inputs: Vec<NodeId> = Vec::new();
+        for &m in members {
+            for o in self.data_inputs(m) {
+                if !members.contains(&o) && !inputs.contains(&o) {
+                    inputs.push(o);
+                }
+            }
+        }
+        inputs
+    }
+
     fn operand(&self, id: NodeId) -> Operand {
         Operand { buffer: self.of[&id], ty: self.ty(id) }
     }
@@ -763,9 +782,7 @@ impl<'g> Lowering<'g> {
             let mut set: HashSet<NodeId> = HashSet::from([seed]);
             let mut stack = vec![seed];
             while let Some(n) = stack.pop() {
-                let side = g.op(n).side_operands();
-                let operands = g.operands(n).into_iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| o);
-                let neighbours: Vec<NodeId> = operands.chain(g.users(n).into_iter().map(|(u, _)| u)).collect();
+                let neighbours: Vec<NodeId> = self.data_inputs(n).into_iter().chain(g.users(n).into_iter().map(|(u, _)| u)).collect();
                 for m in neighbours {
                     if !set.contains(&m) && !taken.contains(&m) && fits(m) {
                         set.insert(m);
@@ -793,14 +810,11 @@ impl<'g> Lowering<'g> {
             let has_reduce = members.iter().any(|&m| matches!(g.op(m), Op::Reduce { .. }));
             let full_root = !matches!(g.op(root), Op::Reduce { .. }) && self.ty(root).shape.last() == Some(&len);
             // Outside inputs: same rank, leading dimensions all the rows' or all 1.
-            let inputs_fit = members.iter().all(|&m| {
-                let side = g.op(m).side_operands();
-                g.operands(m).into_iter().enumerate().filter(|(slot, o)| !side.contains(slot) && !set.contains(o)).all(|(_, o)| {
-                    let t = self.ty(o);
-                    t.shape.len() == outer.len() + 1
-                        && (t.shape[..outer.len()] == *outer || t.shape[..outer.len()].iter().all(|&d| d == 1))
-                        && (t.shape[outer.len()] == len || t.shape[outer.len()] == 1)
-                })
+            let inputs_fit = self.outside_inputs(&members).into_iter().all(|o| {
+                let t = self.ty(o);
+                t.shape.len() == outer.len() + 1
+                    && (t.shape[..outer.len()] == *outer || t.shape[..outer.len()].iter().all(|&d| d == 1))
+                    && (t.shape[outer.len()] == len || t.shape[outer.len()] == 1)
             });
             if has_reduce && full_root && inputs_fit {
                 taken.extend(members.iter().copied());
@@ -816,25 +830,18 @@ impl<'g> Lowering<'g> {
         let root = *members.last().expect("regions are not empty");
         let shape = self.ty(root).shape.clone();
         let (outer, len) = (&shape[..shape.len() - 1], shape[shape.len() - 1]);
-        let set: HashSet<NodeId> = members.iter().copied().collect();
-        let mut value_of: HashMap<NodeId, RowValue> = HashMap::new();
-        let mut inputs = Vec::new();
-        for &m in members {
-            let side = g.op(m).side_operands();
-            for (slot, o) in g.operands(m).into_iter().enumerate() {
-                if side.contains(&slot) || set.contains(&o) || value_of.contains_key(&o) {
-                    continue;
-                }
+        let outside = self.outside_inputs(members);
+        let mut value_of: HashMap<NodeId, RowValue> = outside.iter().enumerate().map(|(i, &o)| (o, i)).collect();
+        let inputs: Vec<RowInput> = outside
+            .iter()
+            .map(|&o| {
                 let t = self.ty(o);
-                value_of.insert(o, inputs.len());
-                inputs.push(RowInput { buffer: self.of[&o], dtype: t.dtype, full: t.shape.last() == Some(&len), per_row: t.shape[..outer.len()] == *outer });
-            }
-        }
+                RowInput { buffer: self.of[&o], dtype: t.dtype, full: t.shape.last() == Some(&len), per_row: t.shape[..outer.len()] == *outer }
+            })
+            .collect();
         let (mut stages, mut dtypes) = (Vec::new(), Vec::new());
         for &m in members {
-            let side = g.op(m).side_operands();
-            let args: Vec<RowValue> =
-                g.operands(m).into_iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| value_of[&o]).collect();
+            let args: Vec<RowValue> = self.data_inputs(m).iter().map(|o| value_of[o]).collect();
             let dtype = self.ty(m).dtype;
             stages.push(match g.op(m) {
                 Op::Reduce { kind, .. } => RowStage::Reduce { kind: *kind, arg: args[0], dtype },
@@ -920,27 +927,12 @@ impl<'g> Lowering<'g> {
     /// Builds the expression of an elementwise group. `first_input` (the contraction result for
     /// an epilogue) becomes input 0. Returns the expression and its input nodes.
     fn expression(&self, members: &[NodeId], first_input: Option<NodeId>) -> (Expr, Vec<NodeId>) {
-        let g = self.g;
         let mut inputs: Vec<NodeId> = first_input.into_iter().collect();
-        let mut value_of: HashMap<NodeId, usize> = HashMap::new();
-        let member_set: HashSet<NodeId> = members.iter().copied().collect();
-        for &m in members {
-            for (slot, o) in g.operands(m).into_iter().enumerate() {
-                if member_set.contains(&o) || g.op(m).side_operands().contains(&slot) || inputs.contains(&o) {
-                    continue;
-                }
-                inputs.push(o);
-            }
-        }
-        for (i, &n) in inputs.iter().enumerate() {
-            value_of.insert(n, i);
-        }
+        inputs.extend(self.outside_inputs(members).into_iter().filter(|o| Some(*o) != first_input));
+        let mut value_of: HashMap<NodeId, usize> = inputs.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         let mut ops = Vec::new();
         for &m in members {
-            let operands = g.operands(m);
-            let side = g.op(m).side_operands();
-            let args: Vec<usize> =
-                operands.iter().enumerate().filter(|(slot, _)| !side.contains(slot)).map(|(_, o)| value_of[o]).collect();
+            let args: Vec<usize> = self.data_inputs(m).iter().map(|o| value_of[o]).collect();
             ops.push(self.ew_op(m, args));
             value_of.insert(m, inputs.len() + ops.len() - 1);
         }

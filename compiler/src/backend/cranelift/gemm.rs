@@ -242,10 +242,8 @@ impl Context<'_> {
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
-            let (x, w, out) = (fx.buffer(c.a.buffer.0), fx.buffer(c.b.buffer.0), fx.buffer(c.out.buffer.0));
-            let bias = fx.buffer(c.bias.as_ref().expect("convolutions have a bias").buffer.0);
-            let bias_len = c.bias.as_ref().map_or(1, |b| b.ty.num_elements());
-            let (xd, wd, bd, od) = (c.a.ty.dtype, c.b.ty.dtype, c.bias.as_ref().map_or(DType::F32, |b| b.ty.dtype), c.out.ty.dtype);
+            let conv = DirectConv::new(fx, &c);
+            let DirectConv { x, w, out, xd, wd, od, .. } = conv;
             fx.for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
                 let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
@@ -295,15 +293,7 @@ impl Context<'_> {
                                 |_| acc.to_vec(),
                             )
                         })[0];
-                        let bv = if bias_len == 1 {
-                            let z = fx.i(0);
-                            let s = fx.load(bd, bias, z);
-                            if lanes { fx.b.ins().splat(F32X4, s) } else { s }
-                        } else if lanes {
-                            fx.load4(bd, bias, o)
-                        } else {
-                            fx.load(bd, bias, o)
-                        };
+                        let bv = conv.bias(fx, o, lanes);
                         fx.b.ins().fadd(acc, bv)
                     };
                     let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
@@ -331,10 +321,8 @@ impl Context<'_> {
         let c = c.clone();
         let cost = 2.0 * (g.n * g.ih * g.iw * g.oc * g.kh * g.kw * g.ic) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
-            let (x, w, out) = (fx.buffer(c.a.buffer.0), fx.buffer(c.b.buffer.0), fx.buffer(c.out.buffer.0));
-            let bias = fx.buffer(c.bias.as_ref().expect("convolutions have a bias").buffer.0);
-            let bias_len = c.bias.as_ref().map_or(1, |b| b.ty.num_elements());
-            let (xd, wd, bd, od) = (c.a.ty.dtype, c.b.ty.dtype, c.bias.as_ref().map_or(DType::F32, |b| b.ty.dtype), c.out.ty.dtype);
+            let conv = DirectConv::new(fx, &c);
+            let DirectConv { x, w, out, xd, wd, od, .. } = conv;
             fx.for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
                 let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
@@ -382,8 +370,7 @@ impl Context<'_> {
                                 |_| acc.to_vec(),
                             )
                         })[0];
-                        let bi = if bias_len == 1 { fx.i(0) } else { o };
-                        let bv = fx.load(bd, bias, bi);
+                        let bv = conv.bias(fx, o, false);
                         let v = fx.b.ins().fadd(acc, bv);
                         let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
                         let pix = fx.b.ins().iadd(pix, ox);
@@ -398,6 +385,51 @@ impl Context<'_> {
             });
             Ok(())
         })
+    }
+}
+
+/// What a directly computed convolution (depthwise, transpose) reads and writes.
+#[derive(Clone, Copy)]
+struct DirectConv {
+    x: Value,
+    w: Value,
+    out: Value,
+    bias: Value,
+    bias_len: usize,
+    xd: DType,
+    wd: DType,
+    bd: DType,
+    od: DType,
+}
+
+impl DirectConv {
+    fn new(fx: &mut Fx, c: &Contraction) -> DirectConv {
+        let b = c.bias.as_ref().expect("convolutions have a bias");
+        DirectConv {
+            x: fx.buffer(c.a.buffer.0),
+            w: fx.buffer(c.b.buffer.0),
+            out: fx.buffer(c.out.buffer.0),
+            bias: fx.buffer(b.buffer.0),
+            bias_len: b.ty.num_elements(),
+            xd: c.a.ty.dtype,
+            wd: c.b.ty.dtype,
+            bd: b.ty.dtype,
+            od: c.out.ty.dtype,
+        }
+    }
+
+    /// The bias of output channel `o` (of the four from `o` when `lanes`); a one-element bias
+    /// broadcasts.
+    fn bias(&self, fx: &mut Fx, o: Value, lanes: bool) -> Value {
+        if self.bias_len == 1 {
+            let z = fx.i(0);
+            let s = fx.load(self.bd, self.bias, z);
+            if lanes { fx.b.ins().splat(F32X4, s) } else { s }
+        } else if lanes {
+            fx.load4(self.bd, self.bias, o)
+        } else {
+            fx.load(self.bd, self.bias, o)
+        }
     }
 }
 
@@ -653,10 +685,10 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
 
     // A loop: the header branches to the body or to `next` with (ap, bp, acc..); the body runs
     // `steps` k steps and jumps back.
-    let lp = |b: &mut cranelift_frontend::FunctionBuilder, head, body, steps: usize, next: &dyn Fn(&mut cranelift_frontend::FunctionBuilder, &[Value]) -> Vec<Value>, next_block| {
+    let lp = |b: &mut cranelift_frontend::FunctionBuilder, head, body, steps: usize, next: &dyn Fn(&[Value]) -> Vec<Value>, next_block| {
         b.switch_to_block(head);
         let p = b.block_params(head).to_vec();
-        let out = next(b, &p);
+        let out = next(&p);
         b.ins().brif(p[2], body, &[], next_block, &args(&out));
         b.switch_to_block(body);
         let (ap, bp, count) = (p[0], p[1], p[2]);
@@ -671,13 +703,13 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
         again.extend(&acc);
         b.ins().jump(head, &args(&again));
     };
-    let to_rest = |_: &mut cranelift_frontend::FunctionBuilder, p: &[Value]| {
+    let to_rest = |p: &[Value]| {
         let mut v = vec![p[0], p[1], left];
         v.extend(&p[3..]);
         v
     };
     lp(&mut b, head, body, KU, &to_rest, rest_head);
-    lp(&mut b, rest_head, rest_body, 1, &|_, p: &[Value]| p[3..].to_vec(), exit);
+    lp(&mut b, rest_head, rest_body, 1, &|p: &[Value]| p[3..].to_vec(), exit);
 
     b.switch_to_block(exit);
     let p = b.block_params(exit).to_vec();

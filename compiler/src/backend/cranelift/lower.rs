@@ -321,60 +321,41 @@ impl<'p> Context<'p> {
                             let places: Vec<Option<(Value, Value, DType)>> =
                                 op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
                             let (obase, oat, ot) = place(fx, v);
-                            if vec_end > 0 {
-                                let splats: Vec<Option<Value>> =
-                                    op.args.iter().map(|&a| scalars[a].map(|s| fx.b.ins().splat(F32X4, s))).collect();
-                                let mut failed = None;
-                                fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
+                            // Elements `from..to`, four lanes at a time or one.
+                            let mut run = |fx: &mut Fx, from: usize, to: usize, vector: bool| {
+                                if from == to {
+                                    return;
+                                }
+                                let args_at: Vec<Option<Value>> = op
+                                    .args
+                                    .iter()
+                                    .map(|&a| scalars[a].map(|s| if vector { fx.b.ins().splat(F32X4, s) } else { s }))
+                                    .collect();
+                                let step = if vector { LANES } else { 1 };
+                                fx.for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
                                     let args: Vec<Value> = places
                                         .iter()
-                                        .zip(&splats)
-                                        .map(|(p, s)| match (p, s) {
-                                            (Some((base, at0, t)), _) => {
+                                        .zip(&args_at)
+                                        .map(|(p, s)| match p {
+                                            Some((base, at0, t)) => {
                                                 let at = fx.b.ins().iadd(*at0, j);
-                                                fx.load4(*t, *base, at)
+                                                if vector { fx.load4(*t, *base, at) } else { fx.load(*t, *base, at) }
                                             }
-                                            (None, s) => s.expect("a scalar argument"),
+                                            None => s.expect("a scalar argument"),
                                         })
                                         .collect();
                                     match fx.ew(op, &args, &types) {
                                         Ok(y) => {
                                             let at = fx.b.ins().iadd(oat, j);
-                                            fx.store4(ot, obase, at, y);
+                                            if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
                                         }
-                                        Err(e) => failed = Some(e),
+                                        Err(e) => result = Err(e),
                                     }
                                     vec![]
                                 });
-                                if let Some(e) = failed {
-                                    result = Err(e);
-                                }
-                            }
-                            let mut failed = None;
-                            fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, j, _| {
-                                let args: Vec<Value> = places
-                                    .iter()
-                                    .zip(&op.args)
-                                    .map(|(p, &a)| match p {
-                                        Some((base, at0, t)) => {
-                                            let at = fx.b.ins().iadd(*at0, j);
-                                            fx.load(*t, *base, at)
-                                        }
-                                        None => scalars[a].expect("a scalar argument"),
-                                    })
-                                    .collect();
-                                match fx.ew(op, &args, &types) {
-                                    Ok(y) => {
-                                        let at = fx.b.ins().iadd(oat, j);
-                                        fx.store(ot, obase, at, y);
-                                    }
-                                    Err(e) => failed = Some(e),
-                                }
-                                vec![]
-                            });
-                            if let Some(e) = failed {
-                                result = Err(e);
-                            }
+                            };
+                            run(fx, 0, vec_end, true);
+                            run(fx, vec_end, len, false);
                         }
                     }
                 }
