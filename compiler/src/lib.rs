@@ -13,10 +13,14 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod calibrate;
+pub mod check;
+pub mod driver;
 pub mod lower;
 pub mod pass;
 pub mod policy;
 pub mod report;
+pub mod target;
 pub mod transforms;
 
 pub use pass::{Pass, PassError, PassManager, PassOptions};

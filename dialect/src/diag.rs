@@ -109,7 +109,12 @@ impl Diagnostic {
     }
 
     fn render_into(&self, out: &mut String, source: Option<&str>) {
-        out.push_str(&format!("{}: {}: {}\n", self.location, self.severity.as_str(), self.message));
+        // A problem of the whole file or run has no position: it reads as a plain error.
+        if self.location.file.is_none() && self.location.name.is_none() {
+            out.push_str(&format!("{}: {}\n", self.severity.as_str(), self.message));
+        } else {
+            out.push_str(&format!("{}: {}: {}\n", self.location, self.severity.as_str(), self.message));
+        }
         if let (Some(src), Some((_, line, col))) = (source, &self.location.file) {
             if let Some(text) = src.lines().nth((*line as usize).saturating_sub(1)) {
                 out.push_str(text);

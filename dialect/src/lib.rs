@@ -27,7 +27,7 @@
 //!
 //! ## Meaning
 //! [`semantics`] defines what each op computes, on tensors: the golden definition used by the
-//! reference interpreter (in `f16c-runtime`) and by constant folding. It implements the numeric
+//! reference interpreter ([`reference`]) and by constant folding. It implements the numeric
 //! contract of f16c: a float op widens its inputs to f32, computes in f32 and rounds once to its
 //! result type; contractions accumulate in f32; f64 ops compute in f64.
 
@@ -39,10 +39,14 @@ pub mod graph;
 pub mod import;
 mod mlir;
 pub mod op;
+pub mod reference;
 pub mod semantics;
-pub mod tensor;
-pub mod types;
 pub mod verify;
+
+/// Element and tensor types live in `f16c-core`, shared with the thin runtime.
+pub use f16c_core::types;
+/// Dense tensors live in `f16c-core`, shared with the thin runtime.
+pub use f16c_core::tensor;
 
 pub use diag::{Diagnostic, Diagnostics, Location, Severity};
 pub use graph::{Graph, Module, Node, NodeId};

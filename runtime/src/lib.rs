@@ -1,28 +1,32 @@
-//! # f16c-runtime: running what f16c compiles
+//! # f16c-runtime: running what f16c compiles, without the compiler
 //!
-//! The runtime owns everything that executes: tensors (re-exported from the dialect, where
-//! constants use the same type), `.npy` input and output, and the reference interpreter, the
-//! golden model every backend is compared against. The interpreter walks a verified graph in
-//! topological order and evaluates each op with [`f16c_dialect::semantics`], so a graph whose
-//! types say f16 runs exactly under the fp16 contract (inputs widened to f32, one rounding per
-//! op, f32 accumulation) and an f32 graph runs in f32.
+//! This crate links neither MLIR nor LLVM (`cargo tree -p f16c-runtime` shows it): it is what a
+//! user copies to a deployment machine, with its `f16c-run` binary (the analogue of IREE's
+//! `iree-run-module`). It holds:
+//! - [`exec`]: the one CPU executor. It checks inputs at the boundary, fills the buffer table
+//!   from the artifact's slots (inputs in place, constants loaded once, intermediates in one
+//!   arena per run), gives each thread its scratch, splits large steps across threads, and
+//!   turns a kernel's status into a located error. The in-process JIT (`f16c-jit`) and the
+//!   shared-object loader both run their code through it.
+//! - [`libcalls`]: the math functions generated code calls through the `rt` table, the very
+//!   functions the reference interpreter uses, so results are bit-identical.
+//! - [`loader`]: reads an artifact file and loads its shared object.
+//! - [`npy`]: `.npy` input and output; [`results`]: writing, printing and comparing results.
 //!
-//! [`jit`] compiles models for this x86-64 host with Cranelift and runs them (the host API:
-//! [`jit::Model::compile_file`], [`jit::Model::run`]).
-//!
-//! Inputs are checked at the boundary (count, shape, element type) with errors that say which
-//! input and what was expected; nothing past the boundary sees a wrongly sized buffer.
+//! Tensors, the kernel ABI and the artifact format come from `f16c-core`, which the compiler
+//! shares.
 
 #![deny(missing_docs)]
 
-pub mod calibrate;
-pub mod check;
-pub mod compare;
-pub mod jit;
+pub mod exec;
+pub mod libcalls;
+pub mod loader;
 pub mod npy;
-pub mod reference;
+pub mod results;
 
-pub use f16c_dialect::{DType, Data, Tensor, TensorType};
+pub use f16c_core::artifact::{Artifact, ArtifactError, Manifest};
+pub use f16c_core::compare;
+pub use f16c_core::{DType, Data, Tensor, TensorType};
 
 /// Errors of the runtime.
 #[derive(Debug, thiserror::Error)]
@@ -38,25 +42,28 @@ pub enum RuntimeError {
     /// The inputs given do not match the function's arguments.
     #[error("{0}")]
     BadInput(String),
-    /// An op failed while running (for example a gather index out of range).
+    /// A kernel failed while running (for example a gather index out of range).
     #[error("{location}: error: while running '{op}': {message}")]
     Eval {
-        /// The op's location.
-        location: f16c_dialect::Location,
+        /// The op's location (`file:line:col`).
+        location: String,
         /// The op name.
-        op: &'static str,
+        op: String,
         /// What went wrong.
         message: String,
     },
-    /// The model could not be compiled (rendered diagnostics or a located error).
+    /// The artifact file is not valid.
+    #[error("{path}: {source}")]
+    Artifact {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: ArtifactError,
+    },
+    /// The artifact cannot run here (another target, a missing CPU feature, a loader failure).
     #[error("{0}")]
-    Compile(String),
-    /// Cranelift could not generate code for this host.
-    #[error("JIT: {0}")]
-    Jit(String),
-    /// The graph does not verify.
-    #[error("{0}")]
-    Invalid(#[from] f16c_dialect::Diagnostics),
+    Load(String),
 }
 
 /// Result alias for the runtime.

@@ -5,7 +5,7 @@
 //! (f16c keeps model inputs and outputs in f32 unless asked otherwise).
 
 use crate::{Result, RuntimeError};
-use f16c_dialect::{DType, Data, Tensor};
+use f16c_core::{DType, Data, Tensor};
 use half::f16;
 use npyz::WriterBuilder;
 use std::path::Path;

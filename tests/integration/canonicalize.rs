@@ -3,7 +3,8 @@
 use f16c_compiler::pass::{registry, PassManager};
 use f16c_dialect::import::parse_file;
 use f16c_dialect::Op;
-use f16c_runtime::{npy, reference};
+use f16c_dialect::reference;
+use f16c_runtime::npy;
 use f16c_tests::{model_path, MODELS};
 
 #[test]

@@ -3,8 +3,9 @@
 
 use f16c_dialect::import::parse_file;
 use f16c_dialect::{BinaryOp, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, PoolAttrs, ReduceKind, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
-use f16c_runtime::jit::{self, CompileOptions, Model};
-use f16c_runtime::{npy, reference};
+use f16c_jit::{self as jit, CompileOptions, Model};
+use f16c_dialect::reference;
+use f16c_runtime::npy;
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 use half::{bf16, f16};
 

@@ -4,7 +4,8 @@
 use f16c_dialect::export::{print_module, PrintOptions};
 use f16c_dialect::import::parse_file;
 use f16c_dialect::verify::verify_module;
-use f16c_runtime::{npy, reference};
+use f16c_dialect::reference;
+use f16c_runtime::npy;
 use f16c_tests::{max_rel_to_peak, model_path, MLIR_OPT, MODELS};
 use std::io::Write;
 use std::process::{Command, Stdio};

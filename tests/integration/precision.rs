@@ -7,7 +7,9 @@ use f16c_compiler::report::Report;
 use f16c_dialect::export::{print_module, PrintOptions};
 use f16c_dialect::import::parse_file;
 use f16c_dialect::{Graph, Module, Op};
-use f16c_runtime::{calibrate, check, npy, reference, Tensor};
+use f16c_compiler::{calibrate, check};
+use f16c_dialect::reference;
+use f16c_runtime::{npy, Tensor};
 use f16c_tests::{max_rel_to_peak, model_path, MLIR_OPT, MODELS};
 use std::collections::HashSet;
 

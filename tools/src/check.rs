@@ -4,7 +4,7 @@
 use crate::{input_arg, precision, read_input};
 use anyhow::Context;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_runtime::check;
+use f16c_compiler::check;
 use std::process::ExitCode;
 
 /// Default per-op tolerance: largest |mixed - f32| relative to the f32 value's peak. fp16 has
@@ -38,6 +38,9 @@ pub fn command() -> Command {
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = m.get_one::<String>("target").expect("has default").clone();
     let tolerance = *m.get_one::<f64>("tolerance").expect("has default");
+    if !tolerance.is_finite() || tolerance < 0.0 {
+        anyhow::bail!("--tolerance={tolerance}: the tolerance must be a finite number >= 0");
+    }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
     let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
     let Some(compiled) = precision::compile(&mut module, m, &target, &source)? else { return Ok(ExitCode::FAILURE) };

@@ -97,20 +97,28 @@ fn parse_or_report(source: &str, file: &str) -> Option<f16c_dialect::Module> {
 }
 
 /// The index of the function a command works on: `--function NAME`, else the only one, else
-/// `forward`.
+/// `forward` (the driver's rule).
 fn choose_function(module: &f16c_dialect::Module, m: &clap::ArgMatches, file: &str) -> anyhow::Result<usize> {
-    let wanted = m.get_one::<String>("function");
-    let fs = &module.functions;
-    let index = match wanted {
-        Some(name) => fs.iter().position(|g| &g.name == name),
-        None if fs.len() == 1 => Some(0),
-        None => fs.iter().position(|g| g.name == "forward"),
-    };
-    index.ok_or_else(|| {
-        let names: Vec<&str> = fs.iter().map(|g| g.name.as_str()).collect();
-        let named = wanted.map(|w| format!(" named '{w}'")).unwrap_or_default();
-        anyhow::anyhow!("{file}: no function{named} (functions: {}); choose one with --function", names.join(", "))
-    })
+    let wanted = m.get_one::<String>("function").map(String::as_str);
+    f16c_compiler::driver::choose_function(module, wanted).map_err(|e| anyhow::anyhow!("{file}: {e}"))
+}
+
+/// Prints located diagnostics against the source, exactly as import errors are printed, and
+/// returns the failure exit code.
+fn report(d: &f16c_dialect::Diagnostics, source: &str) -> ExitCode {
+    eprint!("{}", d.render(Some(source)));
+    ExitCode::FAILURE
+}
+
+/// A `file:line:col` location as the runtime reports it, back into a [`f16c_dialect::Location`]
+/// (so that a run-time error is rendered with its source line).
+fn parse_location(text: &str) -> f16c_dialect::Location {
+    let mut parts = text.rsplitn(3, ':');
+    let (col, line, file) = (parts.next(), parts.next(), parts.next());
+    match (file, line.and_then(|l| l.parse().ok()), col.and_then(|c| c.parse().ok())) {
+        (Some(f), Some(l), Some(c)) => f16c_dialect::Location::file(f, l, c),
+        _ => f16c_dialect::Location::unknown(),
+    }
 }
 
 /// The `.npy` files given to a repeatable flag, read in order.

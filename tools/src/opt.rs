@@ -59,9 +59,10 @@ fn pipeline(m: &ArgMatches) -> Result<PassManager, PassError> {
     chosen.sort_by_key(|c| c.0);
     let mut pm = PassManager::new();
     let target = m.get_one::<String>("target").expect("has default");
+    let defaults = crate::precision::assign_options(m, target).map_err(|e| PassError::Usage(e.to_string()))?;
     for (_, name, opts) in chosen {
         // The global precision flags are defaults that the pass's own options override.
-        let opts = if name == "assign-precision" { format!("{} {opts}", crate::precision::assign_options(m, target)) } else { opts };
+        let opts = if name == "assign-precision" { format!("{defaults} {opts}") } else { opts };
         pm.add(registry::create(name, &opts)?);
     }
     for p in m.get_many::<String>("print-ir-after").into_iter().flatten() {

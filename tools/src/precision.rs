@@ -1,13 +1,12 @@
-//! The precision flags shared by `compile`, `opt`, `run` and `check`, calibration, and the
-//! standard mixed-precision pipeline.
+//! The precision flags shared by `compile`, `opt`, `run` and `check`, turned into the compile
+//! driver's options.
 
 use anyhow::Context;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_compiler::pass::{registry, PassError, PassManager, Statistic};
+use f16c_compiler::driver::{self, Prepared};
+use f16c_compiler::pass::PassError;
 use f16c_compiler::policy::{Policy, Precision, Target};
 use f16c_dialect::{Diagnostics, Module};
-use f16c_runtime::npy;
-use std::path::Path;
 
 /// Adds `--precision`, `--policy`, `--keep-f32`, `--io-types`, `--strict`, `--calibrate` (and
 /// `--target` unless the command has its own).
@@ -61,55 +60,47 @@ pub fn args(mut c: Command, default_precision: &'static str, with_target: bool) 
     )
 }
 
-/// The option text of `assign-precision` for the flags given.
-pub fn assign_options(m: &ArgMatches, target: &str) -> String {
+/// The driver's options for the flags given, for `target`.
+pub fn options(m: &ArgMatches, target: &str) -> anyhow::Result<driver::Options> {
     let s = |k: &str| m.get_one::<String>(k).cloned().unwrap_or_default();
-    let mut o = format!("precision={} policy={} target={target} io-types={}", s("precision"), s("policy"), s("io-types"));
-    if let Some(re) = m.get_one::<String>("keep-f32") {
-        o.push_str(&format!(" keep-f32={re}"));
-    }
-    if m.get_flag("strict") {
-        o.push_str(" strict=true");
-    }
-    o
+    let precision = Precision::parse(&s("precision")).expect("checked by clap");
+    let target = Target::parse(target).with_context(|| format!("unknown target '{target}'"))?;
+    Ok(driver::Options {
+        target,
+        precision,
+        policy: s("policy"),
+        keep_f32: m.get_one::<String>("keep-f32").cloned(),
+        io_low: s("io-types") == "low",
+        strict: m.get_flag("strict"),
+        annotate_fp32: true,
+    })
+}
+
+/// The option text of `assign-precision` for the flags given.
+pub fn assign_options(m: &ArgMatches, target: &str) -> anyhow::Result<String> {
+    Ok(options(m, target)?.assign_precision_options())
 }
 
 /// The effective policy for the flags given (for `--print-policy`).
 pub fn policy(m: &ArgMatches, target: &str) -> anyhow::Result<Policy> {
-    let p = Precision::parse(m.get_one::<String>("precision").expect("has default")).expect("checked by clap");
-    let t = Target::parse(target).with_context(|| format!("unknown target '{target}'"))?;
-    Ok(Policy::from_spec(m.get_one::<String>("policy").expect("has default"), p, t)?)
+    let o = options(m, target)?;
+    Ok(Policy::from_spec(&o.policy, o.precision, o.target)?)
 }
 
-/// The result of [`compile`].
-pub struct Compiled {
-    /// The module after canonicalize, before precision assignment: what the report and
-    /// `check` compare with (the precision passes keep the ids of the ops they retype).
-    pub before: Module,
-    /// The precision passes' counters.
-    pub stats: Vec<(&'static str, Vec<Statistic>)>,
+/// The `--calibrate` tensors, in order.
+pub fn calibration(m: &ArgMatches) -> anyhow::Result<Vec<f16c_runtime::Tensor>> {
+    crate::read_npys(m, "calibrate")
 }
 
-/// The standard pipeline: calibration (with `--calibrate`), canonicalize, assign-precision,
-/// insert-casts. Diagnostics (warnings, or the errors that stopped it) are printed against
-/// `source`; `Ok(None)` means errors stopped it.
-pub fn compile(module: &mut Module, m: &ArgMatches, target: &str, source: &str) -> anyhow::Result<Option<Compiled>> {
-    calibrate(module, m)?;
-    let mut canon = PassManager::new();
-    canon.add(registry::create("canonicalize", "")?);
-    let mut pm = PassManager::new();
-    pm.add(registry::create("assign-precision", &assign_options(m, target))?);
-    pm.add(registry::create("insert-casts", "")?);
-    let mut sink = std::io::sink();
-    let result = canon.run(module, &mut sink).and_then(|mut notes| {
-        let before = module.clone();
-        notes.extend(pm.run(module, &mut sink)?);
-        Ok((before, notes))
-    });
-    match result {
-        Ok((before, notes)) => {
-            eprint!("{}", Diagnostics(notes).render(Some(source)));
-            Ok(Some(Compiled { before, stats: pm.statistics() }))
+/// The standard pipeline (the driver's): calibration (with `--calibrate`), canonicalize,
+/// assign-precision, insert-casts. Diagnostics (warnings, or the errors that stopped it) are
+/// printed against `source`; `Ok(None)` means errors stopped it.
+pub fn compile(module: &mut Module, m: &ArgMatches, target: &str, source: &str) -> anyhow::Result<Option<Prepared>> {
+    let options = options(m, target)?;
+    match driver::prepare(module, &options, &calibration(m)?) {
+        Ok(prepared) => {
+            eprint!("{}", Diagnostics(prepared.notes.clone()).render(Some(source)));
+            Ok(Some(prepared))
         }
         Err(PassError::Diagnostics(d)) => {
             eprint!("{}", d.render(Some(source)));
@@ -119,16 +110,13 @@ pub fn compile(module: &mut Module, m: &ArgMatches, target: &str, source: &str) 
     }
 }
 
-/// Runs every function on the `--calibrate` inputs (f32, reference interpreter) and records on
-/// each op the largest magnitude it produced, as `f16c.max_abs`, for `assign-precision`.
+/// Annotates calibration ranges on every function (for `opt`, which builds its own pipeline).
 pub fn calibrate(module: &mut Module, m: &ArgMatches) -> anyhow::Result<()> {
-    let files: Vec<&String> = m.get_many::<String>("calibrate").into_iter().flatten().collect();
-    if files.is_empty() {
-        return Ok(());
-    }
-    let tensors = files.iter().map(|p| npy::read(Path::new(p.as_str()))).collect::<Result<Vec<_>, _>>()?;
-    for g in &mut module.functions {
-        f16c_runtime::calibrate::annotate(g, &tensors)?;
+    let tensors = calibration(m)?;
+    if !tensors.is_empty() {
+        for g in &mut module.functions {
+            f16c_compiler::calibrate::annotate(g, &tensors)?;
+        }
     }
     Ok(())
 }

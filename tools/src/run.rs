@@ -1,10 +1,11 @@
 //! `f16c run`: execute a model on `.npy` inputs.
 
 use crate::{input_arg, read_input};
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_runtime::{compare, jit, npy, reference};
-use std::path::Path;
+use f16c_dialect::{reference, Diagnostic};
+use f16c_jit::JitError;
+use f16c_runtime::{results, RuntimeError};
 use std::process::ExitCode;
 
 /// Targets `run` knows.
@@ -65,38 +66,32 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let g = &module.functions[crate::choose_function(&module, m, &file)?];
     let inputs = crate::read_npys(m, "inputs")?;
     let outputs = if target == "reference" {
-        reference::run(g, &inputs)?
+        match reference::run(g, &inputs) {
+            Ok(o) => o,
+            Err(reference::Error::Eval { location, op, message }) => {
+                let d = Diagnostic::error(location, format!("while running '{op}': {message}"));
+                return Ok(crate::report(&d.into(), &source));
+            }
+            Err(reference::Error::Invalid(d)) => return Ok(crate::report(&d, &source)),
+            Err(e) => return Err(e.into()),
+        }
     } else {
-        let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(jit::default_threads);
+        let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
         if threads == 0 {
             bail!("--threads must be at least 1");
         }
-        jit::Model::compile_graph(g, threads)?.run(&inputs)?
-    };
-    let paths: Vec<&String> = m.get_many::<String>("outputs").into_iter().flatten().collect();
-    if !paths.is_empty() && paths.len() != outputs.len() {
-        bail!("'@{}' has {} result(s) but {} --output file(s) were given", g.name, outputs.len(), paths.len());
-    }
-    if paths.is_empty() {
-        for (k, t) in outputs.iter().enumerate() {
-            println!("result #{k}: {} = {:?}", t.ty(), t.to_f64_vec());
+        let result = f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(&inputs));
+        match result {
+            Ok(o) => o,
+            Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
+            Err(JitError::Run(RuntimeError::Eval { location, op, message })) => {
+                let d = Diagnostic::error(crate::parse_location(&location), format!("while running '{op}': {message}"));
+                return Ok(crate::report(&d.into(), &source));
+            }
+            Err(e) => return Err(e.into()),
         }
-    }
-    let refs: Vec<&String> = m.get_many::<String>("compare").into_iter().flatten().collect();
-    if refs.len() > outputs.len() {
-        bail!("'@{}' has {} result(s) but {} --compare file(s) were given", g.name, outputs.len(), refs.len());
-    }
-    for (k, (p, t)) in refs.iter().zip(&outputs).enumerate() {
-        let e = compare::compare(t, &npy::read(Path::new(p))?).with_context(|| format!("result #{k} vs {p}"))?;
-        println!(
-            "result #{k} vs {p}: max |diff| = {:.3e}, relative to max |ref| ({:.4e}) = {:.3e}",
-            e.max_abs,
-            e.peak,
-            e.relative_to_peak()
-        );
-    }
-    for (p, t) in paths.iter().zip(&outputs) {
-        npy::write(Path::new(p), t).with_context(|| format!("writing result to '{p}'"))?;
-    }
+    };
+    let many = |k: &str| -> Vec<String> { m.get_many::<String>(k).into_iter().flatten().cloned().collect() };
+    results::deliver(&g.name, &outputs, &many("outputs"), &many("compare"))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,240 @@
-//! Backends: from a lowered [`crate::lower::Program`] to an artifact a runtime can load.
-//! Backends return artifacts; they never run them.
+//! Backends: from a lowered [`Program`] to an [`Artifact`] a runtime can load. Backends return
+//! artifacts; they never run them (Cranelift's codegen/module/jit/object split, IREE's
+//! iree-compile/iree-run-module split).
 //!
-//! - [`cranelift`]: x86-64, compiled in process by Cranelift (fp16/bf16 emulated in software).
+//! ## The interface
+//! A [`Backend`] names itself, says which [`Target`] it generates code for (and so, through
+//! [`Target::info`], what that hardware runs), answers per kernel whether it can compile it
+//! ([`Backend::legal`], from data in the backend's `legal.rs`), prints the text forms it knows
+//! (`--emit=clif|asm|...`) and produces the loadable artifact. [`lookup`] maps a target to its
+//! backend and tells "compiled out of this build" apart from "not implemented".
+//!
+//! The driver ([`crate::driver`]) calls [`check_legal`] on the whole program before any code
+//! is emitted, so an unsupported kernel is a located error naming the op and the target, and
+//! emission code never has to reject anything.
+//!
+//! ## What backends share
+//! - [`layout`]: the buffer table (the program's buffers, one packed-constant slot and one
+//!   temporary per kernel), the arena plan including temporaries, and its translation into the
+//!   artifact's flat slot table. The runtime's executor reads exactly that table.
+//! - the CPU kernel ABI and the libcall list: [`f16c_core::abi`], shared with the runtime.
+//! - the schedule: [`f16c_core::artifact::Step`], one call of a kernel function over work
+//!   items, which the executor splits across threads.
+//! - one error type, [`BackendError`], carrying the location, op and backend.
+//!
+//! ## Adding a backend
+//! 1. Give the target a row in [`crate::target::TARGETS`] (what the hardware runs, as data).
+//! 2. Create `backend/<name>/` with `mod.rs` (a unit struct implementing [`Backend`]), `legal.rs`
+//!    (a table of what the hardware supports and `fn legal(&Kernel)` reading it) and the
+//!    emission code, one file per kernel family. Emission may assume legality.
+//! 3. Build the buffer table with [`layout::Layout`] and describe the result with
+//!    [`layout::Layout::manifest`]; put the code in the artifact in a [`CodeFormat`] the runtime
+//!    can load (a new format needs a loader in `f16c-runtime`).
+//! 4. Register it in [`lookup`], behind a Cargo feature if it needs a heavy dependency.
+//! 5. Add `lit/Target/<NAME>/` tests of its text forms and a parity test against the reference
+//!    interpreter.
 
+#[cfg(feature = "cranelift")]
 pub mod cranelift;
+pub mod layout;
+
+use crate::lower::{Kernel, Program};
+use crate::target::{Target, TargetInfo};
+use f16c_core::artifact::{Artifact, CodeFormat};
+use f16c_dialect::{Diagnostic, Location};
+use std::fmt;
+
+/// A text or binary form a backend can print (`--emit=FORM`), besides the artifact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Emit {
+    /// Cranelift IR.
+    Clif,
+    /// Target assembly.
+    Asm,
+    /// A relocatable object file.
+    Obj,
+    /// LLVM IR.
+    Llvm,
+    /// PTX.
+    Ptx,
+}
+
+impl Emit {
+    /// Every form, in `--help` order.
+    pub const ALL: [Emit; 5] = [Emit::Clif, Emit::Asm, Emit::Obj, Emit::Llvm, Emit::Ptx];
+
+    /// The `--emit` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Emit::Clif => "clif",
+            Emit::Asm => "asm",
+            Emit::Obj => "obj",
+            Emit::Llvm => "llvm",
+            Emit::Ptx => "ptx",
+        }
+    }
+
+    /// Parses an `--emit` spelling.
+    pub fn parse(s: &str) -> Option<Emit> {
+        Emit::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// True for forms that are text.
+    pub fn is_text(self) -> bool {
+        self != Emit::Obj
+    }
+}
+
+/// Why a kernel cannot be compiled by a backend (what its legality table does not cover).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported(pub String);
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What went wrong in a backend.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendErrorKind {
+    /// The kernel is outside what the backend's legality table covers.
+    #[error("{0}")]
+    Unsupported(Unsupported),
+    /// The code generator failed (a bug of f16c, reported rather than panicking).
+    #[error("code generation failed: {0}")]
+    Codegen(String),
+    /// An external tool (the linker) failed or is missing.
+    #[error("{0}")]
+    Tool(String),
+    /// This backend cannot print this form.
+    #[error("cannot emit {0}")]
+    Form(&'static str),
+}
+
+/// A backend error: where (the op of the kernel concerned, when there is one), which backend,
+/// and what.
+#[derive(Debug)]
+pub struct BackendError {
+    /// The op's location (unknown for program-level errors).
+    pub location: Location,
+    /// The op's MLIR name (empty for program-level errors).
+    pub op: &'static str,
+    /// The backend's name.
+    pub backend: &'static str,
+    /// What went wrong.
+    pub kind: BackendErrorKind,
+}
+
+impl BackendError {
+    /// An error about one kernel.
+    pub fn at(kernel: &Kernel, backend: &'static str, kind: BackendErrorKind) -> Self {
+        BackendError { location: kernel.location.clone(), op: kernel.op_name, backend, kind }
+    }
+
+    /// An error about the whole program.
+    pub fn program(backend: &'static str, kind: BackendErrorKind) -> Self {
+        BackendError { location: Location::unknown(), op: "", backend, kind }
+    }
+
+    /// The message without the location (what a [`Diagnostic`] shows).
+    pub fn message(&self) -> String {
+        match (&self.kind, self.op) {
+            (BackendErrorKind::Unsupported(u), op) => format!("'{op}' is not supported by {}: {u}", self.backend),
+            (k, "") => format!("{}: {k}", self.backend),
+            (k, op) => format!("'{op}': {}: {k}", self.backend),
+        }
+    }
+
+    /// As a located diagnostic, rendered like every other f16c error.
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        Diagnostic::error(self.location.clone(), self.message())
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_diagnostic())
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.kind)
+    }
+}
+
+/// Result alias of backends.
+pub type BackendResult<T> = Result<T, BackendError>;
+
+/// One code generator. Everything target-specific a driver needs goes through this.
+pub trait Backend: Sync {
+    /// `"cranelift-x86_64"`, ...: used in errors and `--help`.
+    fn name(&self) -> &'static str;
+    /// The target it generates code for.
+    fn target(&self) -> Target;
+    /// What that target runs, as data.
+    fn info(&self) -> &'static TargetInfo {
+        self.target().info()
+    }
+    /// Can this kernel be compiled? Called on every kernel before any code is emitted.
+    fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported>;
+    /// The forms [`Backend::emit`] can print.
+    fn forms(&self) -> &'static [Emit];
+    /// The code format of its artifacts.
+    fn code_format(&self) -> CodeFormat;
+    /// Prints one form of a (legal) program's code.
+    fn emit(&self, program: &Program, form: Emit) -> BackendResult<Vec<u8>>;
+    /// Compiles a (legal) program to a loadable artifact.
+    fn artifact(&self, program: &Program) -> BackendResult<Artifact>;
+}
+
+/// Checks every kernel of `program` against `backend`'s legality; every failure is reported.
+pub fn check_legal(backend: &dyn Backend, program: &Program) -> Result<(), Vec<BackendError>> {
+    let errors: Vec<BackendError> = program
+        .kernels
+        .iter()
+        .filter_map(|k| backend.legal(k).err().map(|u| BackendError::at(k, backend.name(), BackendErrorKind::Unsupported(u))))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Why no backend was found for a target.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// The backend exists but this build left it out (a disabled Cargo feature).
+    #[error("the {backend} backend for {target} is not compiled into this build (rebuild f16c with the Cargo feature '{feature}')")]
+    CompiledOut {
+        /// The target.
+        target: Target,
+        /// The backend's name.
+        backend: &'static str,
+        /// The feature that enables it.
+        feature: &'static str,
+    },
+    /// No backend generates code for this target yet.
+    #[error("code generation for {target} is not implemented yet (the precision passes and --emit=mlir|report|dot|kernels work for it)")]
+    NotImplemented {
+        /// The target.
+        target: Target,
+    },
+    /// The reference interpreter runs graphs; it has no code generator.
+    #[error("the reference target is the interpreter ('f16c run --target=reference'); it generates no code")]
+    Interpreter,
+}
+
+/// The backend that generates code for `target`.
+pub fn lookup(target: Target) -> Result<&'static dyn Backend, LookupError> {
+    match target {
+        Target::Reference => Err(LookupError::Interpreter),
+        #[cfg(feature = "cranelift")]
+        Target::X86_64 => Ok(&cranelift::CraneliftBackend),
+        #[cfg(not(feature = "cranelift"))]
+        Target::X86_64 => Err(LookupError::CompiledOut { target, backend: "cranelift-x86_64", feature: "cranelift" }),
+        Target::Sm(_) | Target::Aarch64 { .. } => Err(LookupError::NotImplemented { target }),
+    }
+}

@@ -20,6 +20,7 @@
 //! inside a fused kernel, so fusion never changes results (DESIGN.md, "Numerics").
 
 pub mod plan;
+mod print;
 
 use f16c_dialect::{BinaryOp, DType, Graph, Location, NodeId, Op, ReduceKind, Tensor, TensorType, UnaryOp};
 use std::collections::{HashMap, HashSet};
@@ -117,6 +118,17 @@ impl Expr {
         }
     }
 
+    /// The element types of `op`'s data arguments: its arguments' types, except for `select`,
+    /// whose type is that of its data operands, not of its predicate.
+    pub fn arg_types(&self, op: &EwOp) -> Vec<DType> {
+        let types: Vec<DType> = op.args.iter().map(|&a| self.dtype(a)).collect();
+        if matches!(op.kind, EwKind::Select) {
+            types[1..].to_vec()
+        } else {
+            types
+        }
+    }
+
     /// The element type of the result.
     pub fn result_dtype(&self) -> DType {
         self.ops.last().map_or(self.inputs[0], |o| o.dtype)
@@ -164,9 +176,11 @@ pub enum ContractionKind {
     /// NHWC conv2d as a GEMM: rows are output pixels, columns output channels, `k` is
     /// `(ky, kx, c)`. The weight (OHWI) is `B` transposed.
     Conv(ConvGeometry),
-    /// Depthwise conv2d (weight `[KH, KW, C, M]`), computed directly.
+    /// Depthwise conv2d (weight `[KH, KW, C, M]`): each of the `C·M` output channels reduces
+    /// over its own `k = KH·KW` taps of one input channel (a batched GEMV, not one GEMM).
     Depthwise(ConvGeometry),
-    /// Transpose conv2d (weight OHWI), computed directly.
+    /// Transpose conv2d (weight OHWI): each input pixel scatters into a window of outputs, so an
+    /// output gathers the taps whose stride-aligned positions reach it.
     TransposeConv(ConvGeometry),
 }
 
@@ -226,8 +240,21 @@ pub struct EpilogueInput {
     pub col_stride: usize,
 }
 
-/// A contraction kernel: `out[rows, cols] = Σ_k A[row, k] · B[k, col] (+ bias[col])`, accumulated
-/// in f32 (f64 for f64 data), rounded once to the output type, then the epilogue.
+/// How a matrix operand is laid out in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatrixLayout {
+    /// Element `(r, c)` at `r * cols + c`.
+    RowMajor,
+    /// Element `(r, c)` at `c * rows + r` (a conv weight in OHWI is a column-major `B`: each
+    /// output channel's `(ky, kx, ic)` taps are contiguous). Tensor-core fragments load either.
+    ColMajor,
+}
+
+/// A contraction kernel: `out[rows, cols] = Σ_k A[row, k] · B[k, col] (+ bias[col])`,
+/// accumulated in [`Contraction::acc`] (f64 for f64 data), rounded once to the contraction's
+/// type, then the epilogue. How a backend tiles it (register blocks, tensor-core fragments) is
+/// the backend's choice; the description states only what is computed and how operands are laid
+/// out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Contraction {
     /// Which contraction (and its geometry).
@@ -240,10 +267,20 @@ pub struct Contraction {
     pub n: usize,
     /// Reduction length.
     pub k: usize,
+    /// The accumulator type: TOSA's `acc_type` on convolutions, `f16c.acc_type` on a matmul
+    /// (written by insert-casts), else f32 (f64 for f64 data).
+    pub acc: DType,
     /// The activation input.
     pub a: Operand,
+    /// Element stride between rows of `A` when `A` is a plain matrix (matmul: `k`); `None` for
+    /// convolutions, whose rows are gathered from the input by [`ConvGeometry`] (implicit
+    /// im2col).
+    pub a_row_stride: Option<usize>,
     /// The second input (weight or activation).
     pub b: Operand,
+    /// How `B` (`k × n` per batch) is laid out: row-major for matmul and depthwise weights,
+    /// column-major for conv and transpose-conv weights (OHWI).
+    pub b_layout: MatrixLayout,
     /// Whether `b` is a constant (backends pre-pack it).
     pub b_constant: bool,
     /// The bias (convolutions), one value or one per column.
@@ -892,6 +929,16 @@ impl<'g> Lowering<'g> {
         out
     }
 
+    /// The accumulator type of contraction `id` whose inputs are `input`.
+    fn accumulator(&self, id: NodeId, input: DType) -> DType {
+        let default = if input == DType::F64 { DType::F64 } else { DType::F32 };
+        match self.g.op(id) {
+            Op::Conv2d(c) | Op::DepthwiseConv2d(c) => c.acc,
+            Op::TransposeConv2d(c) => c.acc,
+            _ => self.g.node(id).attr("f16c.acc_type").and_then(DType::from_mlir).unwrap_or(default),
+        }
+    }
+
     /// The number of output columns of a GEMM-style contraction (matmul, conv2d), if `id` is one.
     fn contraction_cols(&self, id: NodeId) -> Option<usize> {
         match self.g.op(id) {
@@ -1000,6 +1047,12 @@ impl<'g> Lowering<'g> {
             return Err(self.error(id, "integer (quantized) contractions are not supported by the JIT yet"));
         }
         let b_constant = is_const(ops[1]);
+        let acc = self.accumulator(id, a.ty.dtype);
+        let a_row_stride = matches!(kind, ContractionKind::MatMul).then_some(k);
+        let b_layout = match kind {
+            ContractionKind::MatMul | ContractionKind::Depthwise(_) => MatrixLayout::RowMajor,
+            ContractionKind::Conv(_) | ContractionKind::TransposeConv(_) => MatrixLayout::ColMajor,
+        };
         let mut nodes = vec![id];
         let (out, epi) = match fusion {
             None => (Operand { buffer: self.intermediate(id), ty: out_ty.clone() }, None),
@@ -1028,7 +1081,7 @@ impl<'g> Lowering<'g> {
         };
         let result = out_ty.dtype;
         self.push(
-            KernelKind::Contraction(Contraction { kind, batch, m, n, k, a, b, b_constant, bias, out, result, epilogue: epi }),
+            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi }),
             nodes,
         );
         Ok(())

@@ -32,9 +32,8 @@
 //! [`Policy::to_toml`] prints the effective policy in this same format (with `ops = [...]` for
 //! every list), so `f16c compile --print-policy` output is itself a policy file.
 
-pub mod target;
 
-pub use target::Target;
+pub use crate::target::Target;
 
 use f16c_dialect::DType;
 use serde::Deserialize;

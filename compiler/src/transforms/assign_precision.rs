@@ -19,7 +19,7 @@
 //! | `fp32-list` / `unlisted` | the op is in the fp32 list, or in no list | f32 |
 //!
 //! A low decision is then checked, and turned into f32 with the rule that says why:
-//! `target` (the target cannot run the type: see [`crate::policy::target::LOW_TYPES`]; with
+//! `target` (the target cannot run the type: see [`crate::target::TargetInfo::low_types`]; with
 //! `strict=true` this is an error instead), `weight-range` (a constant operand would overflow
 //! the low type: weights are never clamped silently), `calibration` (the op's result or one of
 //! its data inputs exceeded the policy's safe range on calibration data, recorded as

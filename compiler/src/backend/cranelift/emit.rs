@@ -7,10 +7,10 @@
 //! time); f64 in `F64`; i8/i32/i64 in `I64` (wrapped to their width after each op); i1 in `I8`
 //! holding 0 or 1.
 
-use super::legal::Libcall;
+use f16c_core::abi::{CType, Libcall};
 use crate::lower::{EwKind, EwOp};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::types::{F32, F32X4, F64, I16X8, I32, I32X4, I64, I64X2, I8};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, I16X8, I32, I64, I64X2, I8};
 use cranelift_codegen::ir::{AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, Type, Value};
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
@@ -24,8 +24,21 @@ pub fn mem() -> MemFlagsData {
 }
 
 /// Vector bitcasts need an explicit lane order.
-fn lanes() -> MemFlagsData {
+pub(super) fn lanes() -> MemFlagsData {
     MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little)
+}
+
+/// The Cranelift signature of a libcall, from its C types ([`f16c_core::abi`]).
+pub fn libcall_signature(lc: Libcall) -> Signature {
+    let ty = |c: CType| match c {
+        CType::F32 => F32,
+        CType::F64 => F64,
+    };
+    let (params, ret) = lc.c_types();
+    let mut s = Signature::new(CallConv::SystemV);
+    s.params.extend(params.iter().map(|&c| AbiParam::new(ty(c))));
+    s.returns.push(AbiParam::new(ty(ret)));
+    s
 }
 
 /// The compute domain of a dtype.
@@ -66,7 +79,7 @@ impl<'a> Fx<'a> {
         Fx { b, bufs: p[0], begin: p[1], end: p[2], scratch: p[3], rt: p[4], sigs: HashMap::new(), buffers: HashMap::new() }
     }
 
-    /// The kernel signature.
+    /// The kernel signature ([`f16c_core::abi::KernelFn`]).
     pub fn signature() -> Signature {
         let mut s = Signature::new(CallConv::SystemV);
         s.params.extend([I64; 5].map(AbiParam::new));
@@ -222,133 +235,6 @@ impl<'a> Fx<'a> {
         });
     }
 
-    // -----------------------------------------------------------------------------------------
-    // fp16 and bf16 in software (DESIGN.md, "Numerics"): exact widening, round to nearest even
-    // narrowing, overflow to inf, subnormals kept, NaN quieted with its payload's top bits.
-    // The same code serves one lane (I32) and four (I32X4).
-    // -----------------------------------------------------------------------------------------
-
-    fn bits_of(&mut self, v: Value) -> Value {
-        let ty = if self.b.func.dfg.value_type(v).is_vector() { I32X4 } else { I32 };
-        self.b.ins().bitcast(ty, lanes(), v)
-    }
-
-    fn float_of(&mut self, v: Value) -> Value {
-        let ty = if self.b.func.dfg.value_type(v).is_vector() { F32X4 } else { F32 };
-        self.b.ins().bitcast(ty, lanes(), v)
-    }
-
-    /// f16 bits (low 16 bits of each i32 lane) to f32, exactly.
-    pub fn f16_to_f32(&mut self, h: Value) -> Value {
-        let ty = self.b.func.dfg.value_type(h);
-        let (m7fff, m8000, m3ff) = (self.k(ty, 0x7fff), self.k(ty, 0x8000), self.k(ty, 0x3ff));
-        let abs = self.b.ins().band(h, m7fff);
-        let o = self.b.ins().ishl_imm_s(abs, 13);
-        let exp_mask = self.k(ty, 0x0f80_0000);
-        let exp = self.b.ins().band(o, exp_mask);
-        let rebias = self.k(ty, 0x3800_0000);
-        let o = self.b.ins().iadd(o, rebias);
-        // Inf/NaN: exponent all ones; NaN gets the quiet bit.
-        let infnan = self.b.ins().iadd(o, rebias);
-        let man = self.b.ins().band(h, m3ff);
-        let zero = self.k(ty, 0);
-        let is_nan = self.b.ins().icmp(IntCC::NotEqual, man, zero);
-        let quiet = self.k(ty, 0x0040_0000);
-        let q = self.sel(is_nan, quiet, zero);
-        let infnan = self.b.ins().bor(infnan, q);
-        // Subnormal: renormalise through a float subtraction (exact).
-        let one_exp = self.k(ty, 0x0080_0000);
-        let s = self.b.ins().iadd(o, one_exp);
-        let sf = self.float_of(s);
-        let magic = self.k(ty, 0x3880_0000);
-        let mf = self.float_of(magic);
-        let sub = self.b.ins().fsub(sf, mf);
-        let sub = self.bits_of(sub);
-        let is_infnan = self.b.ins().icmp(IntCC::Equal, exp, exp_mask);
-        let is_sub = self.b.ins().icmp(IntCC::Equal, exp, zero);
-        let r = self.sel(is_sub, sub, o);
-        let r = self.sel(is_infnan, infnan, r);
-        let sign = self.b.ins().band(h, m8000);
-        let sign = self.b.ins().ishl_imm_s(sign, 16);
-        let r = self.b.ins().bor(r, sign);
-        self.float_of(r)
-    }
-
-    /// f32 to f16 bits (in an i32 lane), rounding to nearest even.
-    pub fn f32_to_f16(&mut self, v: Value) -> Value {
-        let x = self.bits_of(v);
-        let ty = self.b.func.dfg.value_type(x);
-        let sign_mask = self.k(ty, 0x8000_0000u32 as i32 as i64);
-        let sign = self.b.ins().band(x, sign_mask);
-        let a = self.b.ins().bxor(x, sign);
-        // Normal numbers: rebias, round to nearest even, shift.
-        let t = self.b.ins().ushr_imm_s(a, 13);
-        let one = self.k(ty, 1);
-        let odd = self.b.ins().band(t, one);
-        let bias = self.k(ty, (0xC800_0FFFu32 as i32) as i64);
-        let n = self.b.ins().iadd(a, bias);
-        let n = self.b.ins().iadd(n, odd);
-        let n = self.b.ins().ushr_imm_s(n, 13);
-        // Subnormals and zero: let the FPU round by adding 0.5 (its ulp is the f16 subnormal's).
-        let magic = self.k(ty, 0x3f00_0000);
-        let af = self.float_of(a);
-        let mf = self.float_of(magic);
-        let s = self.b.ins().fadd(af, mf);
-        let s = self.bits_of(s);
-        let s = self.b.ins().isub(s, magic);
-        // Overflow gives inf; NaN stays NaN (quiet, top payload bits kept).
-        let m3ff = self.k(ty, 0x3ff);
-        let payload = self.b.ins().band(t, m3ff);
-        let q = self.k(ty, 0x7e00);
-        let nan = self.b.ins().bor(payload, q);
-        let inf = self.k(ty, 0x7c00);
-        let f32_inf = self.k(ty, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, a, f32_inf);
-        let big = self.k(ty, 0x4780_0000);
-        let is_big = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, a, big);
-        let small = self.k(ty, 0x3880_0000);
-        let is_small = self.b.ins().icmp(IntCC::SignedLessThan, a, small);
-        let special = self.sel(is_nan, nan, inf);
-        let r = self.sel(is_small, s, n);
-        let r = self.sel(is_big, special, r);
-        let sign = self.b.ins().ushr_imm_s(sign, 16);
-        self.b.ins().bor(r, sign)
-    }
-
-    /// bf16 bits (low 16 bits of each lane) to f32: the top half of an f32 (NaN quieted).
-    pub fn bf16_to_f32(&mut self, h: Value) -> Value {
-        let ty = self.b.func.dfg.value_type(h);
-        let x = self.b.ins().ishl_imm_s(h, 16);
-        let abs_mask = self.k(ty, 0x7fff_ffff);
-        let abs = self.b.ins().band(x, abs_mask);
-        let inf = self.k(ty, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
-        let quiet = self.k(ty, 0x0040_0000);
-        let xq = self.b.ins().bor(x, quiet);
-        let r = self.sel(is_nan, xq, x);
-        self.float_of(r)
-    }
-
-    /// f32 to bf16 bits, rounding to nearest even (NaN quieted).
-    pub fn f32_to_bf16(&mut self, v: Value) -> Value {
-        let x = self.bits_of(v);
-        let ty = self.b.func.dfg.value_type(x);
-        let hi = self.b.ins().ushr_imm_s(x, 16);
-        let one = self.k(ty, 1);
-        let odd = self.b.ins().band(hi, one);
-        let half = self.k(ty, 0x7fff);
-        let r = self.b.ins().iadd(x, half);
-        let r = self.b.ins().iadd(r, odd);
-        let r = self.b.ins().ushr_imm_s(r, 16);
-        let abs_mask = self.k(ty, 0x7fff_ffff);
-        let abs = self.b.ins().band(x, abs_mask);
-        let inf = self.k(ty, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
-        let quiet = self.k(ty, 0x40);
-        let nan = self.b.ins().bor(hi, quiet);
-        self.sel(is_nan, nan, r)
-    }
-
     /// Rounds an f32-domain value to the precision of `d` (f16, bf16), leaving it in f32.
     pub fn round_f32(&mut self, d: DType, v: Value) -> Value {
         match d {
@@ -496,12 +382,12 @@ impl<'a> Fx<'a> {
         let sig = match self.sigs.get(&lc) {
             Some(&s) => s,
             None => {
-                let s = self.b.import_signature(lc.signature());
+                let s = self.b.import_signature(libcall_signature(lc));
                 self.sigs.insert(lc, s);
                 s
             }
         };
-        let f = self.b.ins().load(I64, mem().with_readonly(), self.rt, (lc as usize * 8) as i32);
+        let f = self.b.ins().load(I64, mem().with_readonly(), self.rt, lc.table_offset() as i32);
         let call = self.b.ins().call_indirect(sig, f, args);
         self.b.inst_results(call)[0]
     }

@@ -22,15 +22,15 @@
 use super::emit::{domain, Fx};
 use super::legal::{AW, KC, KU, LANES, MC, MR, NR};
 use super::lower::{eval, row_offset, Context};
-use super::CraneliftError;
-use crate::lower::{BufferKind, Contraction, ContractionKind, ConvGeometry, Epilogue, Buffer};
+use crate::backend::BackendError;
+use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{F32, F32X4};
 use cranelift_codegen::ir::{InstBuilder, Value};
 use f16c_dialect::{DType, Data};
 
 impl Context<'_> {
-    pub fn contraction(&mut self, c: &Contraction) -> Result<(), CraneliftError> {
+    pub fn contraction(&mut self, c: &Contraction) -> Result<(), BackendError> {
         if domain(c.a.ty.dtype) != F32 || domain(c.b.ty.dtype) != F32 {
             return Err(self.error(format!("{} contractions are not supported (f32, f16 and bf16 are)", c.a.ty.dtype)));
         }
@@ -41,7 +41,7 @@ impl Context<'_> {
         }
     }
 
-    fn gemm(&mut self, c: &Contraction) -> Result<(), CraneliftError> {
+    fn gemm(&mut self, c: &Contraction) -> Result<(), BackendError> {
         let (batch, m, n, k) = (c.batch, c.m, c.n, c.k);
         let panels = n.div_ceil(NR);
         let panel_elems = k * NR;
@@ -61,10 +61,8 @@ impl Context<'_> {
         if c.b_constant {
             let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
             let packed = pack_b_constant(c, t.data());
-            let packed_slot = self.program.buffers.len() + self.current;
-            self.buffers[packed_slot] = Buffer { kind: BufferKind::Constant(packed), bytes: packed_elems * bdt.byte_size() };
-            self.used[packed_slot] = true;
-            self.used[c.b.buffer.0] = false;
+            debug_assert_eq!(packed.len(), packed_elems * bdt.byte_size());
+            let packed_slot = self.layout.replace_constant(self.current, c.b.buffer, packed);
             if bdt == DType::F32 || !widen_once {
                 // An f16/bf16 one used by few row blocks stays in its type: the compute step
                 // widens one chunk of a panel at a time into scratch, next to the A chunk that
@@ -72,8 +70,7 @@ impl Context<'_> {
                 b_slot = packed_slot;
             } else {
                 // Used by many row blocks: widen it once per run into the temporary.
-                b_slot = self.temp_slot();
-                self.temps[self.current] = packed_elems * 4;
+                b_slot = self.layout.temporary(self.current, packed_elems * 4);
                 self.add("_widen_b", batch * panels, packed_elems as f64, move |fx| {
                     let (src, dst) = (fx.buffer(packed_slot), fx.buffer(b_slot));
                     fx.for_items(|fx, p| {
@@ -90,8 +87,7 @@ impl Context<'_> {
                 })?;
             }
         } else {
-            b_slot = self.temp_slot();
-            self.temps[self.current] = packed_elems * 4;
+            b_slot = self.layout.temporary(self.current, packed_elems * 4);
             let bbuf = c.b.buffer.0;
             self.add("_pack_b", batch * panels, packed_elems as f64, move |fx| {
                 let (src, dst) = (fx.buffer(bbuf), fx.buffer(b_slot));
@@ -157,7 +153,7 @@ impl Context<'_> {
         let tile_bytes = MR * NR * 4;
         let wide_offset = c_offset + panels * a_panels * tile_bytes;
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
-        self.scratch_bytes = self.scratch_bytes.max(wide_offset + wide_bytes);
+        self.layout.scratch(wide_offset + wide_bytes);
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         self.add("", batch * blocks, cost, move |fx| {
@@ -236,7 +232,7 @@ impl Context<'_> {
         })
     }
 
-    fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), CraneliftError> {
+    fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
         let mult = g.oc / g.ic.max(1);
         let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32;
         let c = c.clone();
@@ -317,7 +313,7 @@ impl Context<'_> {
         })
     }
 
-    fn transpose_conv(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), CraneliftError> {
+    fn transpose_conv(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
         let c = c.clone();
         let cost = 2.0 * (g.n * g.ih * g.iw * g.oc * g.kh * g.kw * g.ic) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {

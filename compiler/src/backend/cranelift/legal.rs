@@ -1,9 +1,10 @@
-//! What the Cranelift backend's generated code relies on, as data: vector width, GEMM tile
-//! sizes, and the runtime functions it calls.
+//! What the Cranelift backend supports and relies on, as data: which element types each kernel
+//! family handles, the vector width and the GEMM tile sizes. [`legal`] reads the tables; the
+//! emission code assumes what it accepted.
 
-use cranelift_codegen::ir::types::{F32, F64};
-use cranelift_codegen::ir::{AbiParam, Signature, Type};
-use cranelift_codegen::isa::CallConv;
+use crate::backend::Unsupported;
+use crate::lower::{EwKind, Expr, Kernel, KernelKind, RowStage};
+use f16c_dialect::{DType, UnaryOp};
 
 /// f32 lanes in one vector register (Cranelift's SIMD is 128-bit).
 pub const LANES: usize = 4;
@@ -27,61 +28,74 @@ pub const AW: usize = 16;
 /// Unrolling of the micro-kernel's `k` loop (a power of two).
 pub const KU: usize = 4;
 
-/// Functions the generated code calls through the runtime's table (`rt[index]`), so that
-/// transcendental results are bit-identical to the reference interpreter's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum Libcall {
-    ExpF32,
-    LogF32,
-    TanhF32,
-    ErfF32,
-    PowF32,
-    ExpF64,
-    LogF64,
-    TanhF64,
-    ErfF64,
-    PowF64,
-    /// f64 to f16, rounded once, returned widened to f32.
-    F64ToF16,
-    /// f64 to bf16, rounded once, returned widened to f32.
-    F64ToBf16,
+/// Element types the GEMM and the direct convolutions read (f16/bf16 are widened to f32 as
+/// they are packed). Integer (quantized) and f64 contractions are not implemented.
+pub const CONTRACTION_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16];
+/// Element types pooling reads (integer pooling is not implemented).
+pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
+/// Unary ops defined on integers (the others are float-only: exp, log, tanh, ...).
+pub const INTEGER_UNARY: &[UnaryOp] = &[UnaryOp::Negate, UnaryOp::Abs];
+
+/// The compute domain families the emitter distinguishes.
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
 }
 
-impl Libcall {
-    /// Every libcall, in table order.
-    pub const ALL: [Libcall; 12] = [
-        Libcall::ExpF32,
-        Libcall::LogF32,
-        Libcall::TanhF32,
-        Libcall::ErfF32,
-        Libcall::PowF32,
-        Libcall::ExpF64,
-        Libcall::LogF64,
-        Libcall::TanhF64,
-        Libcall::ErfF64,
-        Libcall::PowF64,
-        Libcall::F64ToF16,
-        Libcall::F64ToBf16,
-    ];
-
-    fn types(self) -> (Vec<Type>, Type) {
-        use Libcall::*;
-        match self {
-            ExpF32 | LogF32 | TanhF32 | ErfF32 => (vec![F32], F32),
-            PowF32 => (vec![F32, F32], F32),
-            ExpF64 | LogF64 | TanhF64 | ErfF64 => (vec![F64], F64),
-            PowF64 => (vec![F64, F64], F64),
-            F64ToF16 | F64ToBf16 => (vec![F64], F32),
-        }
+/// Can every op of a fused elementwise expression be emitted?
+fn expr_legal(expr: &Expr) -> Result<(), Unsupported> {
+    for op in &expr.ops {
+        check_ew(&op.kind, expr.arg_types(op).first().copied().unwrap_or(op.dtype))?;
     }
+    Ok(())
+}
 
-    /// The C signature of the function.
-    pub fn signature(self) -> Signature {
-        let (params, ret) = self.types();
-        let mut s = Signature::new(CallConv::SystemV);
-        s.params.extend(params.into_iter().map(AbiParam::new));
-        s.returns.push(AbiParam::new(ret));
-        s
+/// One elementwise op of kind `kind` whose (data) arguments have type `input`.
+fn check_ew(kind: &EwKind, input: DType) -> Result<(), Unsupported> {
+    let unsupported = |m: String| Err(Unsupported(m));
+    match kind {
+        EwKind::Unary(u) if input == DType::I1 => unsupported(format!("{} on i1", format!("{u:?}").to_lowercase())),
+        EwKind::Unary(u) if !is_float(input) && !INTEGER_UNARY.contains(u) => {
+            unsupported(format!("{} on {input} (defined on floats only)", format!("{u:?}").to_lowercase()))
+        }
+        EwKind::Binary(b) if input == DType::I1 && !b.is_comparison() => unsupported(format!("{} on i1", format!("{b:?}").to_lowercase())),
+        EwKind::Binary(f16c_dialect::BinaryOp::Pow) if !is_float(input) => unsupported(format!("pow on {input}")),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the Cranelift backend can compile `kernel`.
+pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
+    let unsupported = |m: String| Err(Unsupported(m));
+    match &kernel.kind {
+        KernelKind::Contraction(c) => {
+            for t in [c.a.ty.dtype, c.b.ty.dtype] {
+                if !CONTRACTION_TYPES.contains(&t) {
+                    return unsupported(format!("{t} contractions (the JIT's contractions read f32, f16 and bf16)"));
+                }
+            }
+            c.epilogue.as_ref().map_or(Ok(()), |e| expr_legal(&e.expr))
+        }
+        KernelKind::Elementwise(e) => expr_legal(&e.expr),
+        KernelKind::Reduction(r) => match r.kind {
+            Some(_) if is_float(r.input.ty.dtype) != is_float(r.output.ty.dtype) => {
+                unsupported(format!("a reduction from {} to {}", r.input.ty.dtype, r.output.ty.dtype))
+            }
+            _ => Ok(()),
+        },
+        KernelKind::Pool(p) if !POOL_TYPES.contains(&p.input.ty.dtype) => unsupported(format!("{} pooling (integer pooling is not implemented)", p.input.ty.dtype)),
+        KernelKind::Pool(p) if p.input.ty.rank() != 4 => unsupported("pooling of a tensor that is not NHWC".into()),
+        KernelKind::Gather(g) if g.values.ty.rank() != 3 || g.indices.ty.rank() != 2 => unsupported("gather takes [N,K,C] values and [N,W] indices".into()),
+        KernelKind::Rows(r) => {
+            for stage in &r.stages {
+                if let RowStage::Map { op, .. } = stage {
+                    let n_in = r.inputs.len();
+                    let dtype = |v: usize| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
+                    let first = if matches!(op.kind, EwKind::Select) { op.args.get(1) } else { op.args.first() };
+                    check_ew(&op.kind, first.map_or(op.dtype, |&a| dtype(a)))?;
+                }
+            }
+            Ok(())
+        }
+        KernelKind::Pool(_) | KernelKind::Copy(_) | KernelKind::Gather(_) => Ok(()),
     }
 }

@@ -2,8 +2,10 @@
 
 use super::emit::{domain, Fx};
 use super::legal::LANES;
-use super::{CraneliftError, Step};
-use crate::lower::{Buffer, Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows};
+use crate::backend::layout::Layout;
+use crate::backend::{BackendError, BackendErrorKind};
+use f16c_core::artifact::Step;
+use crate::lower::{Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, F64, I16, I32, I64, I8, I8X16};
 use cranelift_codegen::ir::{Function, InstBuilder, Value};
@@ -13,13 +15,10 @@ use f16c_dialect::{DType, ReduceKind};
 /// Compilation state of one program.
 pub struct Context<'p> {
     pub program: &'p Program,
-    pub buffers: Vec<Buffer>,
-    pub used: Vec<bool>,
+    /// The buffer table the functions address (shared with every CPU backend).
+    pub layout: Layout,
     pub functions: Vec<(String, Function)>,
     pub steps: Vec<Step>,
-    /// Temporary bytes per kernel.
-    pub temps: Vec<usize>,
-    pub scratch_bytes: usize,
     pub fctx: FunctionBuilderContext,
     /// The kernel being compiled.
     pub current: usize,
@@ -27,45 +26,17 @@ pub struct Context<'p> {
 
 impl<'p> Context<'p> {
     pub fn new(program: &'p Program) -> Self {
-        // Table layout: the program's buffers, one slot per kernel for a packed constant, then
-        // (past `buffers`) one temporary per kernel.
-        let mut used = vec![false; program.buffers.len() + program.kernels.len()];
-        let mut buffers = program.buffers.clone();
-        buffers.extend(program.kernels.iter().map(|_| Buffer { kind: crate::lower::BufferKind::Constant(Vec::new()), bytes: 0 }));
-        for k in &program.kernels {
-            used[k.writes().0] = true;
-            for r in k.reads() {
-                used[r.0] = true;
-            }
-        }
-        for o in &program.outputs {
-            used[o.buffer.0] = true;
-        }
-        Context {
-            program,
-            buffers,
-            used,
-            functions: Vec::new(),
-            steps: Vec::new(),
-            temps: vec![0; program.kernels.len()],
-            scratch_bytes: 0,
-            fctx: FunctionBuilderContext::new(),
-            current: 0,
-        }
+        Context { program, layout: Layout::new(program), functions: Vec::new(), steps: Vec::new(), fctx: FunctionBuilderContext::new(), current: 0 }
     }
 
-    pub fn error(&self, message: impl Into<String>) -> CraneliftError {
-        let k = &self.program.kernels[self.current];
-        CraneliftError { location: k.location.clone(), op: k.op_name, message: message.into() }
-    }
-
-    /// The table slot of the current kernel's temporary.
-    pub fn temp_slot(&self) -> usize {
-        self.buffers.len() + self.current
+    /// A code generation failure in the current kernel (legality was checked before: this is
+    /// a bug of f16c, reported rather than panicking).
+    pub fn error(&self, message: impl Into<String>) -> BackendError {
+        BackendError::at(&self.program.kernels[self.current], super::NAME, BackendErrorKind::Codegen(message.into()))
     }
 
     /// Adds a function and the step that runs it.
-    pub fn add(&mut self, suffix: &str, work: usize, cost: f64, body: impl FnOnce(&mut Fx) -> Result<(), String>) -> Result<(), CraneliftError> {
+    pub fn add(&mut self, suffix: &str, work: usize, cost: f64, body: impl FnOnce(&mut Fx) -> Result<(), String>) -> Result<(), BackendError> {
         let name = format!("{}{suffix}", self.program.kernels[self.current].name);
         let f = super::build_function(&name, &mut self.fctx, body).map_err(|m| self.error(m))?;
         self.functions.push((name, f));
@@ -73,7 +44,7 @@ impl<'p> Context<'p> {
         Ok(())
     }
 
-    pub fn kernel(&mut self, k: usize) -> Result<(), CraneliftError> {
+    pub fn kernel(&mut self, k: usize) -> Result<(), BackendError> {
         self.current = k;
         let kernel = &self.program.kernels[k];
         match &kernel.kind {
@@ -91,7 +62,7 @@ impl<'p> Context<'p> {
     // Elementwise
     // -----------------------------------------------------------------------------------------
 
-    fn elementwise(&mut self, e: &Elementwise) -> Result<(), CraneliftError> {
+    fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
         let rank = e.shape.len();
         let inner = e.shape[rank - 1];
         let rows: usize = e.shape[..rank - 1].iter().product();
@@ -178,7 +149,7 @@ impl<'p> Context<'p> {
     // time where the inner dimension allows.
     // -----------------------------------------------------------------------------------------
 
-    fn reduction(&mut self, r: &Reduction) -> Result<(), CraneliftError> {
+    fn reduction(&mut self, r: &Reduction) -> Result<(), BackendError> {
         let (din, dout) = (r.input.ty.dtype, r.output.ty.dtype);
         let (len, inner) = (r.len, r.inner);
         let f32_domain = domain(din) == F32 && domain(dout) == F32;
@@ -242,7 +213,7 @@ impl<'p> Context<'p> {
     // stages four lanes at a time where they compute in f32.
     // -----------------------------------------------------------------------------------------
 
-    fn rows(&mut self, r: &Rows) -> Result<(), CraneliftError> {
+    fn rows(&mut self, r: &Rows) -> Result<(), BackendError> {
         let n_in = r.inputs.len();
         let last = n_in + r.stages.len() - 1;
         let dtype_of = |v: RowValue| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
@@ -263,7 +234,7 @@ impl<'p> Context<'p> {
                 bytes += (r.len * t.byte_size()).next_multiple_of(16);
             }
         }
-        self.scratch_bytes = self.scratch_bytes.max(bytes);
+        self.layout.scratch(bytes);
         let r = r.clone();
         let dtypes: Vec<DType> = (0..=last).map(dtype_of).collect();
         let full: Vec<bool> = (0..=last).map(full_of).collect();
@@ -370,7 +341,7 @@ impl<'p> Context<'p> {
     // four channels at a time.
     // -----------------------------------------------------------------------------------------
 
-    fn pool(&mut self, p: &Pool) -> Result<(), CraneliftError> {
+    fn pool(&mut self, p: &Pool) -> Result<(), BackendError> {
         let (din, dout) = (p.input.ty.dtype, p.output.ty.dtype);
         if domain(din) != F32 && domain(din) != F64 {
             return Err(self.error("integer pooling is not supported"));
@@ -454,7 +425,7 @@ impl<'p> Context<'p> {
     // Data movement: bit copies (never a rounding), contiguous rows copied 16 bytes at a time.
     // -----------------------------------------------------------------------------------------
 
-    fn copy(&mut self, c: &Copy) -> Result<(), CraneliftError> {
+    fn copy(&mut self, c: &Copy) -> Result<(), BackendError> {
         let c = c.clone();
         let bytes = c.output.ty.byte_size();
         self.add("", 1, bytes as f64, move |fx| {
@@ -486,7 +457,7 @@ impl<'p> Context<'p> {
         })
     }
 
-    fn gather(&mut self, g: &Gather) -> Result<(), CraneliftError> {
+    fn gather(&mut self, g: &Gather) -> Result<(), BackendError> {
         let g = g.clone();
         let (&[_, k, c], &[n, w]) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice()) else {
             return Err(self.error("gather takes [N,K,C] values and [N,W] indices"));
@@ -520,10 +491,7 @@ pub fn eval(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>) -> Result<Value, Strin
     let mut values = inputs;
     for op in &expr.ops {
         let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
-        let types: Vec<DType> = op.args.iter().map(|&a| expr.dtype(a)).collect();
-        // select's type is that of its data operands, not of its predicate.
-        let types = if matches!(op.kind, crate::lower::EwKind::Select) { types[1..].to_vec() } else { types };
-        let v = fx.ew(op, &args, &types)?;
+        let v = fx.ew(op, &args, &expr.arg_types(op))?;
         values.push(v);
     }
     Ok(*values.last().expect("at least one value"))

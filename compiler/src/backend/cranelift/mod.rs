@@ -11,20 +11,39 @@
 //! and run a 4×8 register-blocked micro-kernel with f32x4 FMA ([`gemm`]); constant weights are
 //! packed at compile time, in their own type (an f16 weight keeps two bytes per element).
 //!
-//! The backend returns an [`Artifact`]: CLIF functions plus the schedule and memory layout.
-//! The runtime (`f16c_runtime::jit`) compiles them to machine code and runs them.
+//! [`compile`] returns the CLIF functions with the buffer [`Layout`] and the schedule (the
+//! [`Compiled`] form). From it, the backend prints CLIF and host assembly, writes an object file
+//! through `cranelift-object` and links it (with `ld.lld` or the system linker) into the shared
+//! object of a loadable artifact; the JIT (`f16c-jit`) compiles the very same functions in
+//! process. Either way the runtime's one CPU executor runs them.
+//!
+//! Kernel legality (what element types each family handles) is data in [`legal`], checked for
+//! the whole program before anything is emitted.
 
 pub mod emit;
 mod gemm;
 pub mod legal;
+mod link;
 mod lower;
+mod softfloat;
 
-use crate::lower::{plan, Buffer, BufferKind, BufferPlan, Program};
+use super::layout::{CodeInfo, Layout};
+use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
+use crate::lower::{Kernel, Program};
+use crate::target::Target;
 use cranelift_codegen::ir::{Function, UserFuncName};
-use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetFrontendConfig};
+use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use f16c_dialect::Location;
+use cranelift_module::{Linkage, Module as _};
+use f16c_core::artifact::{Artifact, CodeFormat, Step};
 use std::fmt::Write;
+
+/// The backend's name in errors and manifests.
+pub const NAME: &str = "cranelift-x86_64";
+
+/// Prefix of the exported symbol of each kernel function in a shared object.
+pub const SYMBOL_PREFIX: &str = "f16c_";
 
 /// Options of the Cranelift backend.
 #[derive(Clone, Debug)]
@@ -40,41 +59,12 @@ impl Default for Options {
     }
 }
 
-/// Why a kernel could not be compiled.
-#[derive(Debug, thiserror::Error)]
-#[error("{location}: error: '{op}' is not supported by the x86_64 JIT: {message}")]
-pub struct CraneliftError {
-    /// The op's location.
-    pub location: Location,
-    /// The op.
-    pub op: &'static str,
-    /// Why.
-    pub message: String,
-}
-
-/// One call of a kernel function over `work` items.
+/// A compiled program: CLIF functions, the buffer table they address and the calls that run
+/// them.
 #[derive(Clone, Debug)]
-pub struct Step {
-    /// Index into [`Artifact::functions`].
-    pub function: usize,
-    /// Number of work items.
-    pub work: usize,
-    /// Rough operation count of the whole step: the runtime uses threads only where it pays.
-    pub cost: f64,
-    /// The kernel it belongs to (for error messages).
-    pub kernel: usize,
-}
-
-/// What the backend produces: functions, the order to run them, and the memory they use.
-#[derive(Clone, Debug)]
-pub struct Artifact {
-    /// The lowered program.
-    pub program: Program,
-    /// The buffers the functions address: the program's, then pre-packed constants. A constant
-    /// that was replaced by a packed copy is `used = false` and needs no memory.
-    pub buffers: Vec<Buffer>,
-    /// Which buffers the code reads or writes.
-    pub used: Vec<bool>,
+pub struct Compiled {
+    /// The buffer table (after [`Layout::finish`]: the arena plan includes the temporaries).
+    pub layout: Layout,
     /// The functions, with their names. Function 0 is the GEMM micro-kernel, which kernels call
     /// as `UserExternalName(0, 0)`: a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
@@ -84,26 +74,25 @@ pub struct Artifact {
     pub keep_order: Vec<usize>,
     /// Calls in execution order.
     pub steps: Vec<Step>,
-    /// The arena plan, including kernel temporaries (slot `buffers.len() + k`).
-    pub plan: BufferPlan,
-    /// Bytes of private scratch each thread needs.
-    pub scratch_bytes: usize,
 }
 
-impl Artifact {
-    /// Bytes of constant data the code uses (weights as stored, after packing).
-    pub fn weight_bytes(&self) -> usize {
-        self.buffers
-            .iter()
-            .zip(&self.used)
-            .filter(|(b, &u)| u && matches!(b.kind, BufferKind::Constant(_)))
-            .map(|(b, _)| b.bytes)
-            .sum()
-    }
-
-    /// Slots in the buffer table: buffers, then one temporary per kernel.
-    pub fn table_len(&self) -> usize {
-        self.buffers.len() + self.program.kernels.len()
+impl Compiled {
+    /// A comment header: the kernels, the arena (with its liveness lower bound), the weight
+    /// bytes and the scratch per thread.
+    pub fn summary(&self, program: &Program) -> String {
+        let mut s = format!("; function @{}: {} kernels\n", program.name, program.kernels.len());
+        for k in &program.kernels {
+            let _ = writeln!(s, ";   {} ({} ops)", k.name, k.nodes.len());
+        }
+        let _ = writeln!(
+            s,
+            "; arena {} bytes (liveness lower bound {}), weights {} bytes, scratch {} bytes per thread",
+            self.layout.plan.arena_bytes,
+            self.layout.plan.lower_bound,
+            self.layout.weight_bytes(),
+            self.layout.scratch_bytes
+        );
+        s
     }
 
     /// The CLIF text of every function (what `f16c compile --emit=clif` prints).
@@ -114,6 +103,151 @@ impl Artifact {
         }
         s
     }
+
+    /// The host machine code of every function, as Cranelift prints it (what
+    /// `f16c compile --target=x86_64 --emit=asm` shows).
+    pub fn disassemble(&self) -> BackendResult<String> {
+        let (isa, _) = host_isa("speed", false)?;
+        let (as_written, _) = host_isa("none", false)?;
+        let mut out = String::new();
+        for (i, (name, func)) in self.functions.iter().enumerate() {
+            let isa = if self.keep_order.contains(&i) { &as_written } else { &isa };
+            let mut ctx = cranelift_codegen::Context::for_function(func.clone());
+            ctx.set_disasm(true);
+            let code = compile_function(&mut ctx, &**isa, name)?;
+            let _ = writeln!(out, "; {name}: {} bytes\n{}", code.code_buffer().len(), code.vcode.as_deref().unwrap_or(""));
+        }
+        Ok(out)
+    }
+
+    /// A relocatable ELF object exporting each kernel function as `f16c_<name>` (position
+    /// independent, for a shared object), and the CPU features its code uses.
+    pub fn object(&self) -> BackendResult<(Vec<u8>, Vec<String>)> {
+        let (isa, _) = host_isa("speed", true)?;
+        let (as_written, _) = host_isa("none", true)?;
+        let requires = isa_features(&*isa);
+        let err = |e: cranelift_module::ModuleError| codegen(format!("{e:?}"));
+        let builder = cranelift_object::ObjectBuilder::new(isa, "f16c", cranelift_module::default_libcall_names()).map_err(err)?;
+        let mut module = cranelift_object::ObjectModule::new(builder);
+        for (i, (name, func)) in self.functions.iter().enumerate() {
+            // The micro-kernel (function 0) is called only from inside the object.
+            let linkage = if i == 0 { Linkage::Local } else { Linkage::Export };
+            let id = module.declare_function(&format!("{SYMBOL_PREFIX}{name}"), linkage, &func.signature).map_err(err)?;
+            let mut ctx = module.make_context();
+            ctx.func = func.clone();
+            if self.keep_order.contains(&i) {
+                let code = compile_function(&mut ctx, &*as_written, name)?;
+                if !code.buffer.relocs().is_empty() {
+                    return Err(codegen(format!("{name}: a function compiled as written must not call or reference anything")));
+                }
+                let align = (code.buffer.alignment as u64).max(16);
+                let bytes = code.code_buffer().to_vec();
+                module.define_function_bytes(id, align, &bytes, &[]).map_err(err)?;
+            } else {
+                module.define_function(id, &mut ctx).map_err(err)?;
+            }
+        }
+        let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
+        Ok((bytes, requires))
+    }
+
+    /// The names of the exported kernel symbols, in function order (the micro-kernel, which is
+    /// not exported, keeps its place so that steps index this list as they index functions).
+    pub fn symbols(&self) -> Vec<String> {
+        self.functions.iter().map(|(n, _)| format!("{SYMBOL_PREFIX}{n}")).collect()
+    }
+
+    /// The loadable artifact: the object linked into a shared object, the manifest and the
+    /// constants.
+    pub fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
+        let (object, requires) = self.object()?;
+        let code = link::shared_object(&object).map_err(|m| BackendError::program(NAME, BackendErrorKind::Tool(m)))?;
+        let info = CodeInfo { target: "x86_64", backend: NAME, format: CodeFormat::ElfSharedObject, requires };
+        let (manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
+        Ok(Artifact { manifest, code, constants })
+    }
+}
+
+fn codegen(message: String) -> BackendError {
+    BackendError::program(NAME, BackendErrorKind::Codegen(message))
+}
+
+/// The x86-64 Cranelift backend.
+pub struct CraneliftBackend;
+
+impl Backend for CraneliftBackend {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn target(&self) -> Target {
+        Target::X86_64
+    }
+
+    fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
+        legal::legal(kernel)
+    }
+
+    fn forms(&self) -> &'static [Emit] {
+        &[Emit::Clif, Emit::Asm, Emit::Obj]
+    }
+
+    fn code_format(&self) -> CodeFormat {
+        CodeFormat::ElfSharedObject
+    }
+
+    fn emit(&self, program: &Program, form: Emit) -> BackendResult<Vec<u8>> {
+        // Printed with FMA on (what x86-64 hosts with FMA3 run), so the text is the same
+        // everywhere.
+        let compiled = compile(program, &Options::default())?;
+        Ok(match form {
+            Emit::Clif => (compiled.summary(program) + &compiled.clif()).into_bytes(),
+            Emit::Asm => (compiled.summary(program) + &compiled.disassemble()?).into_bytes(),
+            Emit::Obj => compiled.object()?.0,
+            other => return Err(BackendError::program(NAME, BackendErrorKind::Form(other.name()))),
+        })
+    }
+
+    fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
+        let (_, fma) = host_isa("speed", false)?;
+        compile(program, &Options { fma })?.artifact(program)
+    }
+}
+
+/// The host's Cranelift ISA at an `opt_level` (`speed`, or `none` for functions compiled as
+/// written), position independent or not, and whether it has FMA.
+pub fn host_isa(opt_level: &str, pic: bool) -> BackendResult<(OwnedTargetIsa, bool)> {
+    let mut flags = settings::builder();
+    let mut set = |k: &str, v: &str| flags.set(k, v).map_err(|e| codegen(format!("cranelift setting {k}: {e}")));
+    set("opt_level", opt_level)?;
+    // The backend's output is verified in the test suite; skip the verifier at run time.
+    set("enable_verifier", "false")?;
+    if pic {
+        set("is_pic", "true")?;
+    }
+    let isa_builder = cranelift_native::builder().map_err(|e| codegen(format!("this host is not supported by Cranelift: {e}")))?;
+    let isa = isa_builder.finish(settings::Flags::new(flags)).map_err(|e| codegen(e.to_string()))?;
+    let fma = isa.isa_flags().iter().any(|f| f.name == "has_fma" && f.as_bool() == Some(true));
+    Ok((isa, fma))
+}
+
+/// The CPU features an ISA's code may use (its enabled `has_*` flags, without the prefix).
+fn isa_features(isa: &dyn cranelift_codegen::isa::TargetIsa) -> Vec<String> {
+    isa.isa_flags()
+        .iter()
+        .filter(|f| f.as_bool() == Some(true))
+        .filter_map(|f| f.name.strip_prefix("has_").map(str::to_string))
+        .collect()
+}
+
+/// Compiles `ctx`'s function for `isa` by hand (where a module does not do it for us).
+pub fn compile_function<'c>(
+    ctx: &'c mut cranelift_codegen::Context,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    name: &str,
+) -> BackendResult<&'c cranelift_codegen::CompiledCode> {
+    let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+    ctx.compile(isa, &mut ctrl).map_err(|e| codegen(format!("{name}: {:?}", e.inner)))
 }
 
 /// The frontend configuration of x86-64 System V, which the generated functions assume.
@@ -125,17 +259,17 @@ pub fn frontend_config() -> TargetFrontendConfig {
     }
 }
 
-/// Compiles a lowered program to CLIF.
-pub fn compile(program: &Program, options: &Options) -> Result<Artifact, CraneliftError> {
+/// Compiles a lowered program to CLIF. The program must be legal ([`legal::legal`]).
+pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> {
     let mut cx = lower::Context::new(program);
     let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma);
     cx.functions.push((gemm::MICRO_KERNEL.to_string(), micro));
     for k in 0..program.kernels.len() {
         cx.kernel(k)?;
     }
-    let lower::Context { buffers, used, functions, steps, temps, scratch_bytes, .. } = cx;
-    let plan = plan::plan_with_temps(&buffers, &program.kernels, &program.outputs, &temps);
-    Ok(Artifact { program: program.clone(), buffers, used, functions, keep_order: vec![0], steps, plan, scratch_bytes })
+    let lower::Context { mut layout, functions, steps, .. } = cx;
+    layout.finish(program);
+    Ok(Compiled { layout, functions, keep_order: vec![0], steps })
 }
 
 /// Builds one kernel function with `body`.

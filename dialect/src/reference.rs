@@ -4,34 +4,38 @@
 //! [`f16c_dialect::semantics::eval`]. Values are dropped as soon as their last user has run, so
 //! memory stays near the graph's live set.
 
-use crate::{Result, RuntimeError};
-use f16c_dialect::semantics::{eval, Value};
-use f16c_dialect::{Graph, NodeId, Op, Tensor};
+use crate::semantics::{eval, Value};
+use crate::{Diagnostics, Graph, Location, NodeId, Op, Tensor};
 use std::collections::HashMap;
+
+/// Why a run of the reference interpreter failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The inputs given do not match the function's arguments.
+    #[error("{0}")]
+    BadInput(String),
+    /// An op failed while running (for example a gather index out of range).
+    #[error("{location}: error: while running '{op}': {message}")]
+    Eval {
+        /// The op's location.
+        location: Location,
+        /// The op name.
+        op: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// The graph does not verify.
+    #[error("{0}")]
+    Invalid(#[from] Diagnostics),
+}
+
+/// Result alias of the interpreter.
+pub type Result<T> = std::result::Result<T, Error>;
 
 /// Checks that `inputs` match the function's arguments in count, shape and element type.
 pub fn check_inputs(g: &Graph, inputs: &[Tensor]) -> Result<()> {
-    if inputs.len() != g.inputs().len() {
-        return Err(RuntimeError::BadInput(format!(
-            "'@{}' takes {} input(s), {} given",
-            g.name,
-            g.inputs().len(),
-            inputs.len()
-        )));
-    }
-    for (k, (&arg, t)) in g.inputs().iter().zip(inputs).enumerate() {
-        let want = g.tensor_ty(arg).expect("arguments are tensors");
-        if t.ty() != *want {
-            return Err(RuntimeError::BadInput(format!(
-                "input #{k} of '@{}' must be {want}, got {} (shape {:?}, element type {})",
-                g.name,
-                t.ty(),
-                t.shape(),
-                t.dtype()
-            )));
-        }
-    }
-    Ok(())
+    let expected: Vec<crate::TensorType> = g.inputs().iter().map(|&a| g.tensor_ty(a).expect("arguments are tensors").clone()).collect();
+    crate::tensor::check_inputs(&g.name, &expected, inputs).map_err(Error::BadInput)
 }
 
 /// Runs a function on its inputs and returns its results.
@@ -42,7 +46,7 @@ pub fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
 /// Runs a function, calling `observe(node, value)` for every tensor an op produces (used by
 /// calibration and by `f16c check`).
 pub fn run_observed(g: &Graph, inputs: &[Tensor], mut observe: impl FnMut(NodeId, &Tensor)) -> Result<Vec<Tensor>> {
-    f16c_dialect::verify::verify(g)?;
+    crate::verify::verify(g)?;
     check_inputs(g, inputs)?;
     let order = g.topo_order().expect("verified graphs are acyclic");
     let mut remaining: HashMap<NodeId, usize> = order.iter().map(|&n| (n, g.users(n).len())).collect();
@@ -56,7 +60,7 @@ pub fn run_observed(g: &Graph, inputs: &[Tensor], mut observe: impl FnMut(NodeId
             op => {
                 let operands = g.operands(id);
                 let refs: Vec<&Value> = operands.iter().map(|o| &values[o]).collect();
-                let v = eval(op, &refs, g.ty(id)).map_err(|e| RuntimeError::Eval {
+                let v = eval(op, &refs, g.ty(id)).map_err(|e| Error::Eval {
                     location: g.location(id),
                     op: op.mlir_name(),
                     message: e.0,

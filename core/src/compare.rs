@@ -1,7 +1,17 @@
 //! Comparing a result with a reference tensor: the error measure used by `f16c run --compare`
 //! and by the test suite.
 
-use crate::{Result, RuntimeError, Tensor};
+use crate::Tensor;
+
+/// Two tensors of different shapes cannot be compared.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("cannot compare shape {got:?} with reference shape {reference:?}")]
+pub struct ShapeMismatch {
+    /// The result's shape.
+    pub got: Vec<usize>,
+    /// The reference's shape.
+    pub reference: Vec<usize>,
+}
 
 /// How far a result is from a reference.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,13 +31,9 @@ impl Error {
 }
 
 /// Measures `got` against `reference`; their shapes must match.
-pub fn compare(got: &Tensor, reference: &Tensor) -> Result<Error> {
+pub fn compare(got: &Tensor, reference: &Tensor) -> Result<Error, ShapeMismatch> {
     if got.shape() != reference.shape() {
-        return Err(RuntimeError::BadInput(format!(
-            "cannot compare shape {:?} with reference shape {:?}",
-            got.shape(),
-            reference.shape()
-        )));
+        return Err(ShapeMismatch { got: got.shape().to_vec(), reference: reference.shape().to_vec() });
     }
     let (x, y) = (got.to_f64_vec(), reference.to_f64_vec());
     let peak = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));

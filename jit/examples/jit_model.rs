@@ -1,9 +1,9 @@
 //! JIT-runs a real model from a Rust program: compile for this host with an fp16 policy, call
 //! it with f32 tensors, get f32 tensors back, and print them next to PyTorch's f32 output.
 //!
-//! cargo run --release -p f16c-runtime --example jit_model [MODEL.mlir INPUT.npy REFERENCE.npy]
+//! cargo run --release -p f16c-jit --example jit_model [MODEL.mlir INPUT.npy REFERENCE.npy]
 
-use f16c_runtime::jit::{CompileOptions, Model};
+use f16c_jit::{CompileOptions, Model};
 use f16c_runtime::{compare, npy};
 use std::path::PathBuf;
 

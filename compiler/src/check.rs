@@ -3,14 +3,14 @@
 //!
 //! Precision assignment and cast insertion keep the ids of the ops they retype, so every op of
 //! the mixed graph that is not an inserted cast or a converted constant has its f32 twin under
-//! the same id. Each op's error is measured against its twin with [`crate::compare`] (largest
+//! the same id. Each op's error is measured against its twin with [`f16c_core::compare`] (largest
 //! absolute difference relative to the f32 value's peak), and values that went non-finite
 //! where f32 stayed finite are counted. The first op in topological order that goes non-finite
 //! or exceeds the tolerance is the culprit.
 
-use crate::compare::{compare, Error};
-use crate::{reference, Result, Tensor};
-use f16c_dialect::{DType, Graph, Location, NodeId, Op};
+use f16c_core::compare::{compare, Error};
+use f16c_dialect::reference::{self, Result};
+use f16c_dialect::{DType, Graph, Location, NodeId, Op, Tensor};
 use std::collections::HashMap;
 
 /// The comparison of one op.
@@ -80,6 +80,10 @@ pub fn check(f32_graph: &Graph, mixed: &Graph, inputs: &[Tensor], tolerance: f64
         ops.push(OpCheck { id, op: op.mlir_name(), location: mixed.location(id), dtype: t.dtype(), error, non_finite });
     })?;
     let culprit = ops.iter().position(|o| o.fails(tolerance));
-    let outputs = got.iter().zip(&want).map(|(g, w)| compare(g, w)).collect::<Result<Vec<_>>>()?;
+    let outputs = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| compare(g, w).map_err(|e| reference::Error::BadInput(e.to_string())))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Check { ops, culprit, outputs })
 }

@@ -286,3 +286,37 @@ impl Tensor {
         bytes.chunks(size).all(|c| c == &bytes[..size])
     }
 }
+
+/// Checks that `given` match a function's argument types in count, shape and element type,
+/// with errors that say which input and what was expected. The reference interpreter and the
+/// runtime's executor both call it: nothing past the boundary sees a wrongly sized buffer.
+pub fn check_inputs(function: &str, expected: &[TensorType], given: &[Tensor]) -> Result<(), String> {
+    if given.len() != expected.len() {
+        return Err(format!("'@{function}' takes {} input(s), {} given", expected.len(), given.len()));
+    }
+    for (k, (want, t)) in expected.iter().zip(given).enumerate() {
+        if t.ty() != *want {
+            return Err(format!(
+                "input #{k} of '@{function}' must be {want}, got {} (shape {:?}, element type {})",
+                t.ty(),
+                t.shape(),
+                t.dtype()
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// The elements as text, each in its own type's natural form: integers as integers,
+    /// booleans as `true`/`false`, floats as the shortest decimal that reads back the same.
+    pub fn elements_text(&self) -> String {
+        let items: Vec<String> = match &self.data {
+            Data::I1(v) => v.iter().map(|b| b.to_string()).collect(),
+            Data::I8(_) | Data::I32(_) | Data::I64(_) => self.to_i64_vec().iter().map(|x| x.to_string()).collect(),
+            Data::F64(v) => v.iter().map(|x| format!("{x:?}")).collect(),
+            _ => self.to_f32_vec().iter().map(|x| format!("{x:?}")).collect(),
+        };
+        format!("[{}]", items.join(", "))
+    }
+}

@@ -2,9 +2,9 @@
 //! magnitude it produced (`f16c.max_abs`), which `assign-precision` reads to keep ops whose
 //! activations leave the low type's safe range in f32.
 
-use crate::{reference, Result, RuntimeError, Tensor};
-use f16c_compiler::transforms::attrs;
-use f16c_dialect::{Graph, NodeId, Op};
+use crate::transforms::attrs;
+use f16c_dialect::reference::{self, Error, Result};
+use f16c_dialect::{Graph, NodeId, Op, Tensor};
 use std::collections::HashMap;
 
 /// Runs `g` once per group of `g.inputs().len()` tensors in `samples` (in argument order) and
@@ -12,7 +12,7 @@ use std::collections::HashMap;
 pub fn annotate(g: &mut Graph, samples: &[Tensor]) -> Result<()> {
     let k = g.inputs().len();
     if k == 0 || !samples.len().is_multiple_of(k) {
-        return Err(RuntimeError::BadInput(format!(
+        return Err(Error::BadInput(format!(
             "calibration: '@{}' takes {k} input(s) per run, but {} tensor(s) were given",
             g.name,
             samples.len()
@@ -27,7 +27,7 @@ pub fn annotate(g: &mut Graph, samples: &[Tensor]) -> Result<()> {
                 *e = e.max(m);
             }
         })
-        .map_err(|e| RuntimeError::BadInput(format!("calibration run #{run} of '@{}': {e}", g.name)))?;
+        .map_err(|e| Error::BadInput(format!("calibration run #{run} of '@{}': {e}", g.name)))?;
     }
     for (id, v) in max_abs {
         if !g.op(id).is_constant() && !matches!(g.op(id), Op::Cast) {

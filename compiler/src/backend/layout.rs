@@ -1,0 +1,168 @@
+//! The buffer table every CPU backend's code addresses, and its translation into the
+//! artifact's slot table.
+//!
+//! Slots, in order (the kernel ABI's `bufs`, [`f16c_core::abi`]):
+//! 1. the program's buffers (`0..program.buffers.len()`): arguments, constants, intermediates;
+//! 2. one slot per kernel for a constant the backend re-packed at compile time (a GEMM weight
+//!    in panel order), which then replaces the original ([`Layout::replace_constant`]);
+//! 3. one temporary per kernel in the arena, live during that kernel only (a weight widened
+//!    once per run, a packed run-time operand): slot `buffers.len() + k`.
+//!
+//! Only slots the code reads or writes are `used`: a replaced constant costs nothing. After
+//! the backend has compiled every kernel, [`Layout::finish`] plans the arena with the
+//! temporaries ([`crate::lower::plan::plan_with_temps`]) and [`Layout::manifest`] flattens
+//! everything into the artifact's [`Slot`]s and constants section, which is all the runtime's
+//! executor needs.
+
+use crate::lower::{plan, Buffer, BufferId, BufferKind, BufferPlan, Program};
+use f16c_core::artifact::{KernelInfo, Manifest, Output, Slot, Step, TensorDesc, CONSTANT_ALIGN};
+
+/// The buffer table of one compiled program.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// The program's buffers, then one packed-constant slot per kernel.
+    pub buffers: Vec<Buffer>,
+    /// Which slots the code reads or writes (buffers, packed constants, then temporaries).
+    pub used: Vec<bool>,
+    /// Temporary bytes per kernel.
+    pub temps: Vec<usize>,
+    /// Bytes of private scratch each thread needs (the most any kernel asks for).
+    pub scratch_bytes: usize,
+    /// The arena plan including temporaries (after [`Layout::finish`]).
+    pub plan: BufferPlan,
+    program_buffers: usize,
+}
+
+impl Layout {
+    /// The table of `program`, before any kernel is compiled: every buffer a kernel reads or
+    /// writes, and every result, is used.
+    pub fn new(program: &Program) -> Layout {
+        let kernels = program.kernels.len();
+        let mut buffers = program.buffers.clone();
+        buffers.extend((0..kernels).map(|_| Buffer { kind: BufferKind::Constant(Vec::new()), bytes: 0 }));
+        let mut used = vec![false; buffers.len() + kernels];
+        for k in &program.kernels {
+            used[k.writes().0] = true;
+            for r in k.reads() {
+                used[r.0] = true;
+            }
+        }
+        for o in &program.outputs {
+            used[o.buffer.0] = true;
+        }
+        Layout { buffers, used, temps: vec![0; kernels], scratch_bytes: 0, plan: BufferPlan::default(), program_buffers: program.buffers.len() }
+    }
+
+    /// Slots in the buffer table: buffers, packed constants, then one temporary per kernel.
+    pub fn table_len(&self) -> usize {
+        self.used.len()
+    }
+
+    /// The slot of kernel `k`'s re-packed constant.
+    pub fn packed_slot(&self, k: usize) -> usize {
+        self.program_buffers + k
+    }
+
+    /// The slot of kernel `k`'s temporary.
+    pub fn temp_slot(&self, k: usize) -> usize {
+        self.buffers.len() + k
+    }
+
+    /// Kernel `k` reads `bytes` (a compile-time re-packing of constant `original`) instead of
+    /// `original`; returns the slot holding them.
+    pub fn replace_constant(&mut self, k: usize, original: BufferId, bytes: Vec<u8>) -> usize {
+        let slot = self.packed_slot(k);
+        self.buffers[slot] = Buffer { bytes: bytes.len(), kind: BufferKind::Constant(bytes) };
+        self.used[slot] = true;
+        self.used[original.0] = false;
+        slot
+    }
+
+    /// Kernel `k` needs a temporary of `bytes` in the arena; returns its slot.
+    pub fn temporary(&mut self, k: usize, bytes: usize) -> usize {
+        self.temps[k] = bytes;
+        self.temp_slot(k)
+    }
+
+    /// Some kernel needs `bytes` of per-thread scratch.
+    pub fn scratch(&mut self, bytes: usize) {
+        self.scratch_bytes = self.scratch_bytes.max(bytes);
+    }
+
+    /// Plans the arena with the temporaries, once every kernel is compiled.
+    pub fn finish(&mut self, program: &Program) {
+        self.plan = plan::plan_with_temps(&self.buffers, &program.kernels, &program.outputs, &self.temps);
+    }
+
+    /// Bytes of constant data the code uses (weights as stored, after packing).
+    pub fn weight_bytes(&self) -> usize {
+        self.buffers
+            .iter()
+            .zip(&self.used)
+            .filter(|(b, &u)| u && matches!(b.kind, BufferKind::Constant(_)))
+            .map(|(b, _)| b.bytes)
+            .sum()
+    }
+
+    /// The artifact's description of the finished layout, with the constants section: every
+    /// used constant once, at a [`CONSTANT_ALIGN`]ed offset.
+    pub fn manifest(&self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Vec<u8>) {
+        let mut constants = Vec::new();
+        let mut slots = Vec::with_capacity(self.table_len());
+        for (slot, b) in self.buffers.iter().enumerate() {
+            slots.push(match &b.kind {
+                _ if !self.used[slot] => Slot::Unused,
+                BufferKind::Input(k) => Slot::Input(*k),
+                BufferKind::Constant(bytes) => {
+                    constants.resize(constants.len().next_multiple_of(CONSTANT_ALIGN), 0);
+                    let offset = constants.len();
+                    constants.extend_from_slice(bytes);
+                    Slot::Constant { offset, bytes: bytes.len() }
+                }
+                BufferKind::Intermediate => match self.plan.offset(BufferId(slot)) {
+                    Some(offset) => Slot::Arena { offset, bytes: b.bytes },
+                    None => Slot::Unused,
+                },
+            });
+        }
+        for k in 0..program.kernels.len() {
+            slots.push(match self.plan.temp_offset(self.buffers.len(), k) {
+                Some(offset) => Slot::Arena { offset, bytes: self.temps[k] },
+                None => Slot::Unused,
+            });
+        }
+        let manifest = Manifest {
+            target: code.target.to_string(),
+            backend: code.backend.to_string(),
+            code_format: code.format,
+            requires: code.requires,
+            function: program.name.clone(),
+            inputs: program.inputs.iter().map(|o| TensorDesc::of(&o.ty)).collect(),
+            outputs: program.outputs.iter().map(|o| Output { slot: o.buffer.0, ty: TensorDesc::of(&o.ty) }).collect(),
+            slots,
+            arena_bytes: self.plan.arena_bytes,
+            scratch_bytes: self.scratch_bytes,
+            kernels: program
+                .kernels
+                .iter()
+                .map(|k| KernelInfo { name: k.name.clone(), op: k.op_name.to_string(), location: k.location.to_string() })
+                .collect(),
+            symbols,
+            steps,
+        };
+        (manifest, constants)
+    }
+}
+
+/// What a backend says about its code, for the manifest.
+#[derive(Clone, Debug)]
+pub struct CodeInfo {
+    /// The target name.
+    pub target: &'static str,
+    /// The backend name.
+    pub backend: &'static str,
+    /// How the code is encoded.
+    pub format: f16c_core::artifact::CodeFormat,
+    /// CPU features the code uses.
+    pub requires: Vec<String>,
+}

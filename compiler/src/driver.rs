@@ -1,0 +1,151 @@
+//! The compile driver: the one place that builds f16c's pipeline. The command line, the JIT and
+//! the benchmark all call it; nothing else assembles passes or picks a backend (MLIR's
+//! `PassPipelineRegistration`, IREE's `iree-compile` driver).
+//!
+//! ```text
+//! parse ─▶ [calibrate] ─▶ canonicalize ─▶ assign-precision ─▶ insert-casts   (prepare)
+//!       ─▶ verify ─▶ lower ─▶ legality of every kernel ─▶ backend            (lower, artifact, emit)
+//! ```
+//! Every user-facing failure comes back as located [`Diagnostics`], rendered by the caller
+//! against the source exactly like import errors.
+
+use crate::backend::{self, Backend, Emit, LookupError};
+use crate::lower::{self, Program};
+use crate::pass::{registry, PassError, PassManager, Statistic};
+use crate::policy::Precision;
+use crate::target::Target;
+use f16c_core::artifact::Artifact;
+use f16c_dialect::{Diagnostic, Diagnostics, Graph, Location, Module, Tensor};
+
+/// What to compile for and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Whose legality applies and which backend generates code.
+    pub target: Target,
+    /// The low type (`fp32`: nothing lowered).
+    pub precision: Precision,
+    /// `O0`..`O3` or a policy file.
+    pub policy: String,
+    /// Ops whose location matches stay f32.
+    pub keep_f32: Option<String>,
+    /// Arguments and results take the low type (else they stay f32).
+    pub io_low: bool,
+    /// An op the target cannot run in the low type is an error, not an f32 fallback.
+    pub strict: bool,
+    /// Run the precision passes even for fp32: the report and `check` read their annotations.
+    /// Otherwise an fp32 compilation lowers the graph as written.
+    pub annotate_fp32: bool,
+}
+
+impl Options {
+    /// f32 (nothing lowered) for `target`, policy O1.
+    pub fn new(target: Target) -> Options {
+        Options { target, precision: Precision::Fp32, policy: "O1".into(), keep_f32: None, io_low: false, strict: false, annotate_fp32: false }
+    }
+
+    /// The same with another precision.
+    pub fn with_precision(mut self, precision: Precision) -> Options {
+        self.precision = precision;
+        self
+    }
+
+    /// The option text of `assign-precision` for these options.
+    pub fn assign_precision_options(&self) -> String {
+        let io = if self.io_low { "low" } else { "f32" };
+        let mut o = format!("precision={} policy={} target={} io-types={io}", self.precision.name(), self.policy, self.target);
+        if let Some(re) = &self.keep_f32 {
+            o.push_str(&format!(" keep-f32={re}"));
+        }
+        if self.strict {
+            o.push_str(" strict=true");
+        }
+        o
+    }
+}
+
+/// What [`prepare`] hands back besides the transformed module.
+pub struct Prepared {
+    /// The module after canonicalize, before precision assignment: what the report and
+    /// `check` compare with (the precision passes keep the ids of the ops they retype).
+    pub before: Module,
+    /// Warnings and remarks the passes produced.
+    pub notes: Vec<Diagnostic>,
+    /// The precision passes' counters.
+    pub stats: Vec<(&'static str, Vec<Statistic>)>,
+}
+
+/// The standard pipeline before lowering: annotate calibration ranges (when `calibration` is
+/// not empty), canonicalize, then assign-precision and insert-casts.
+pub fn prepare(module: &mut Module, options: &Options, calibration: &[Tensor]) -> Result<Prepared, PassError> {
+    if !calibration.is_empty() {
+        for g in &mut module.functions {
+            crate::calibrate::annotate(g, calibration)
+                .map_err(|e| PassError::Diagnostics(Diagnostics::single(Diagnostic::error(Location::unknown(), e.to_string()))))?;
+        }
+    }
+    let mut canon = PassManager::new();
+    canon.add(registry::create("canonicalize", "")?);
+    let mut notes = canon.run(module, &mut std::io::sink())?;
+    let before = module.clone();
+    let mut pm = PassManager::new();
+    if options.precision != Precision::Fp32 || options.annotate_fp32 {
+        pm.add(registry::create("assign-precision", &options.assign_precision_options())?);
+        pm.add(registry::create("insert-casts", "")?);
+    }
+    notes.extend(pm.run(module, &mut std::io::sink())?);
+    Ok(Prepared { before, notes, stats: pm.statistics() })
+}
+
+/// The function a command works on: the one named, else the only one, else `forward`.
+pub fn choose_function(module: &Module, name: Option<&str>) -> Result<usize, String> {
+    let fs = &module.functions;
+    let index = match name {
+        Some(name) => fs.iter().position(|g| g.name == name),
+        None if fs.len() == 1 => Some(0),
+        None => fs.iter().position(|g| g.name == "forward"),
+    };
+    index.ok_or_else(|| {
+        let names: Vec<&str> = fs.iter().map(|g| g.name.as_str()).collect();
+        let named = name.map(|w| format!(" named '{w}'")).unwrap_or_default();
+        format!("no function{named} (functions: {}); choose one with --function", names.join(", "))
+    })
+}
+
+/// Verifies and lowers one function.
+pub fn lower(g: &Graph) -> Result<Program, Diagnostics> {
+    f16c_dialect::verify::verify(g)?;
+    lower::lower(g).map_err(|e| Diagnostics::single(Diagnostic::error(e.location.clone(), format!("'{}' cannot be lowered: {}", e.op, e.message))))
+}
+
+/// The backend for `target`, as a diagnostic when there is none.
+pub fn backend_for(target: Target) -> Result<&'static dyn Backend, Diagnostics> {
+    backend::lookup(target).map_err(|e: LookupError| Diagnostics::single(Diagnostic::error(Location::unknown(), e.to_string())))
+}
+
+/// Lowers `g` and checks every kernel against the backend's legality (all failures reported).
+pub fn lower_for(g: &Graph, backend: &dyn Backend) -> Result<Program, Diagnostics> {
+    let program = lower(g)?;
+    backend::check_legal(backend, &program).map_err(|errors| Diagnostics(errors.iter().map(|e| e.to_diagnostic()).collect()))?;
+    Ok(program)
+}
+
+/// Compiles `g` to a loadable artifact for `target`.
+pub fn artifact(g: &Graph, target: Target) -> Result<Artifact, Diagnostics> {
+    let backend = backend_for(target)?;
+    let program = lower_for(g, backend)?;
+    backend.artifact(&program).map_err(|e| Diagnostics::single(e.to_diagnostic()))
+}
+
+/// Prints one code form of `g` for `target`.
+pub fn emit(g: &Graph, target: Target, form: Emit) -> Result<Vec<u8>, Diagnostics> {
+    let backend = backend_for(target)?;
+    if !backend.forms().contains(&form) {
+        let forms: Vec<&str> = backend.forms().iter().map(|f| f.name()).collect();
+        return Err(Diagnostics::single(Diagnostic::error(
+            Location::unknown(),
+            format!("--emit={}: {} does not produce it (it emits {})", form.name(), backend.name(), forms.join(", ")),
+        )));
+    }
+    let program = lower_for(g, backend)?;
+    backend.emit(&program, form).map_err(|e| Diagnostics::single(e.to_diagnostic()))
+}

@@ -1,0 +1,129 @@
+//! Targets, and what each one's hardware runs, as data.
+//!
+//! A [`Target`] names where code will run; [`Target::info`] gives its [`TargetInfo`]: the
+//! low-precision types it computes in, its matrix-multiply-accumulate (tensor-core) shapes and
+//! its native vector width. `assign-precision` reads the low types (bf16 has no tensor-core
+//! support before sm_80, and AArch64 has bf16 arithmetic only with `+bf16`); backends read the
+//! rest when they check kernel legality. Nothing else hard-codes a target.
+
+use f16c_dialect::DType;
+use std::fmt;
+
+/// A compilation target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The reference interpreter (every type).
+    Reference,
+    /// x86-64: the Cranelift JIT and ahead-of-time shared objects (fp16 and bf16 emulated).
+    X86_64,
+    /// An NVIDIA GPU, `sm_<N>`.
+    Sm(u32),
+    /// AArch64 with fp16 NEON; `bf16` when `+bf16` was asked for.
+    Aarch64 {
+        /// The `+bf16` extension.
+        bf16: bool,
+    },
+}
+
+/// One matrix-multiply-accumulate shape a target runs natively: `m × n × k` with `a`, `b` inputs
+/// accumulated in one of `acc` (WMMA m16n16k16 on NVIDIA tensor cores).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmaShape {
+    /// Rows of the tile.
+    pub m: usize,
+    /// Columns of the tile.
+    pub n: usize,
+    /// Reduction depth of one instruction.
+    pub k: usize,
+    /// Element type of A and B.
+    pub input: DType,
+    /// Accumulator types.
+    pub acc: &'static [DType],
+}
+
+/// What a target's hardware runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetInfo {
+    /// The target's name.
+    pub name: &'static str,
+    /// Low-precision float types it computes in (f32 and f64 always).
+    pub low_types: &'static [DType],
+    /// Its tensor-core (MMA) shapes; empty without tensor cores.
+    pub mma: &'static [MmaShape],
+    /// Bits of its native vectors (0: none, the interpreter).
+    pub vector_bits: usize,
+}
+
+const F16_ONLY: &[DType] = &[DType::F16];
+const F16_BF16: &[DType] = &[DType::F16, DType::BF16];
+const F32_F16: &[DType] = &[DType::F32, DType::F16];
+const WMMA_F16: &[MmaShape] = &[MmaShape { m: 16, n: 16, k: 16, input: DType::F16, acc: F32_F16 }];
+const WMMA_F16_BF16: &[MmaShape] = &[
+    MmaShape { m: 16, n: 16, k: 16, input: DType::F16, acc: F32_F16 },
+    MmaShape { m: 16, n: 16, k: 16, input: DType::BF16, acc: &[DType::F32] },
+];
+
+/// Every target's description.
+pub const TARGETS: &[(Target, TargetInfo)] = &[
+    (Target::Reference, TargetInfo { name: "reference", low_types: F16_BF16, mma: &[], vector_bits: 0 }),
+    // Cranelift's SIMD is 128-bit; fp16/bf16 are stored narrow and computed in f32.
+    (Target::X86_64, TargetInfo { name: "x86_64", low_types: F16_BF16, mma: &[], vector_bits: 128 }),
+    (Target::Sm(70), TargetInfo { name: "sm_70", low_types: F16_ONLY, mma: WMMA_F16, vector_bits: 32 }),
+    (Target::Sm(75), TargetInfo { name: "sm_75", low_types: F16_ONLY, mma: WMMA_F16, vector_bits: 32 }),
+    (Target::Sm(80), TargetInfo { name: "sm_80", low_types: F16_BF16, mma: WMMA_F16_BF16, vector_bits: 32 }),
+    (Target::Sm(86), TargetInfo { name: "sm_86", low_types: F16_BF16, mma: WMMA_F16_BF16, vector_bits: 32 }),
+    (Target::Sm(89), TargetInfo { name: "sm_89", low_types: F16_BF16, mma: WMMA_F16_BF16, vector_bits: 32 }),
+    (Target::Sm(90), TargetInfo { name: "sm_90", low_types: F16_BF16, mma: WMMA_F16_BF16, vector_bits: 32 }),
+    // NEON with +fullfp16: 8 f16 lanes in 128 bits.
+    (Target::Aarch64 { bf16: false }, TargetInfo { name: "aarch64", low_types: F16_ONLY, mma: &[], vector_bits: 128 }),
+    (Target::Aarch64 { bf16: true }, TargetInfo { name: "aarch64+bf16", low_types: F16_BF16, mma: &[], vector_bits: 128 }),
+];
+
+impl Target {
+    /// Every target name.
+    pub const NAMES: &'static [&'static str] =
+        &["reference", "x86_64", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "aarch64", "aarch64+bf16"];
+
+    /// Parses a target name (`sm_70`, `aarch64+bf16`, ...).
+    pub fn parse(s: &str) -> Option<Target> {
+        let s = if s == "x86-64" { "x86_64" } else { s };
+        TARGETS.iter().find(|(_, i)| i.name == s).map(|(t, _)| *t)
+    }
+
+    /// What the target runs.
+    pub fn info(self) -> &'static TargetInfo {
+        &TARGETS.iter().find(|(t, _)| *t == self).expect("every Target value has a row").1
+    }
+
+    /// Whether the target can run ops in this type (f32 and f64 always).
+    pub fn supports(self, dtype: DType) -> bool {
+        !dtype.is_low_float() || self.info().low_types.contains(&dtype)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info().name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_and_prints_back_and_has_a_row() {
+        assert_eq!(Target::NAMES.len(), TARGETS.len());
+        for n in Target::NAMES {
+            let t = Target::parse(n).unwrap();
+            assert_eq!(&t.to_string(), n);
+        }
+        assert!(Target::parse("sm_61").is_none());
+        assert!(!Target::parse("sm_75").unwrap().supports(DType::BF16));
+        assert!(Target::parse("sm_80").unwrap().supports(DType::BF16));
+        assert!(!Target::parse("aarch64").unwrap().supports(DType::BF16));
+        // bf16 tensor cores from sm_80 only.
+        assert!(Target::Sm(75).info().mma.iter().all(|s| s.input != DType::BF16));
+        assert!(Target::Sm(80).info().mma.iter().any(|s| s.input == DType::BF16));
+    }
+}

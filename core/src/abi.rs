@@ -1,0 +1,120 @@
+//! The CPU kernel ABI: how generated CPU code and the runtime call each other. Defined once here;
+//! the Cranelift backend builds its signatures from it, the coming LLVM CPU backend will, and
+//! the runtime's executor calls kernels and fills the libcall table by it (the role of IREE's
+//! `LLVMCPU/DispatchABI.cpp`).
+//!
+//! A kernel is a C function
+//! ```c
+//! int32_t kernel(void *const *bufs, uint64_t begin, uint64_t end, uint8_t *scratch, const void *const *rt);
+//! ```
+//! - `bufs`: the buffer table, one address per slot of the artifact's layout (the program's
+//!   buffers, one packed constant per kernel, one temporary per kernel);
+//! - `begin..end`: the work items this call computes (the executor splits a step's items across
+//!   threads; items write disjoint outputs);
+//! - `scratch`: this thread's private memory (`scratch_bytes` of the manifest, 64-byte aligned);
+//! - `rt`: the table of [`Libcall`] functions, in [`Libcall::ALL`] order.
+//!
+//! It returns a [`Status`] code: 0, or the run-time error of its op.
+
+/// A compiled kernel, as the executor calls it.
+pub type KernelFn = unsafe extern "C" fn(*const *mut u8, u64, u64, *mut u8, *const usize) -> i32;
+
+/// What a kernel returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Status {
+    /// Success.
+    Ok = 0,
+    /// An index (a gather's) was out of range.
+    IndexOutOfRange = 1,
+}
+
+impl Status {
+    /// The message of a non-zero status code (for a located run-time error).
+    pub fn describe(code: i32) -> String {
+        match code {
+            1 => "an index is out of range".to_string(),
+            c => format!("failed with status {c}"),
+        }
+    }
+}
+
+/// A C scalar type of a libcall's parameters and result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CType {
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+}
+
+/// Functions the generated code calls through the runtime's table (`rt[index]`), so that
+/// transcendental results are bit-identical to the reference interpreter's: the runtime fills
+/// the table with the very Rust functions the interpreter uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Libcall {
+    ExpF32,
+    LogF32,
+    TanhF32,
+    ErfF32,
+    PowF32,
+    ExpF64,
+    LogF64,
+    TanhF64,
+    ErfF64,
+    PowF64,
+    /// f64 to f16, rounded once, returned widened to f32.
+    F64ToF16,
+    /// f64 to bf16, rounded once, returned widened to f32.
+    F64ToBf16,
+}
+
+impl Libcall {
+    /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
+    pub const ALL: [Libcall; 12] = [
+        Libcall::ExpF32,
+        Libcall::LogF32,
+        Libcall::TanhF32,
+        Libcall::ErfF32,
+        Libcall::PowF32,
+        Libcall::ExpF64,
+        Libcall::LogF64,
+        Libcall::TanhF64,
+        Libcall::ErfF64,
+        Libcall::PowF64,
+        Libcall::F64ToF16,
+        Libcall::F64ToBf16,
+    ];
+
+    /// The C parameter types and result type.
+    pub fn c_types(self) -> (&'static [CType], CType) {
+        use CType::*;
+        use Libcall::*;
+        match self {
+            ExpF32 | LogF32 | TanhF32 | ErfF32 => (&[F32], F32),
+            PowF32 => (&[F32, F32], F32),
+            ExpF64 | LogF64 | TanhF64 | ErfF64 => (&[F64], F64),
+            PowF64 => (&[F64, F64], F64),
+            F64ToF16 | F64ToBf16 => (&[F64], F32),
+        }
+    }
+
+    /// The byte offset of this libcall's entry in the `rt` table.
+    pub fn table_offset(self) -> usize {
+        self as usize * std::mem::size_of::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_order_is_the_discriminant_order() {
+        for (i, lc) in Libcall::ALL.iter().enumerate() {
+            assert_eq!(*lc as usize, i);
+            assert_eq!(lc.table_offset(), i * 8);
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The artifact format: one file (`f16c compile -o net.f16c`) that a thin runtime loads and runs
+//! without the compiler.
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic "F16CART\n"
+//!      8     4  format version, u32 little-endian (FORMAT_VERSION)
+//!     12     4  reserved, 0
+//!     16     8  manifest length in bytes (u64 LE)
+//!     24     8  code length
+//!     32     8  constants length
+//!     40     8  FNV-1a 64 checksum of everything after the header
+//!     48     …  manifest (JSON, UTF-8), then code, then constants
+//! ```
+//! The manifest ([`Manifest`]) says what the code is for (target, backend, code format, CPU
+//! features it needs), the entry signature (argument and result types), the buffer layout
+//! resolved to a flat slot table, the kernels (name, op, source location, for errors) and the
+//! launch list (steps). The code is what the backend produced (an ELF shared object for CPU
+//! targets). Constants are the converted weights, each at a 64-byte aligned offset: an fp16
+//! weight takes two bytes an element on disk as in memory.
+//!
+//! Reading checks the magic, version, lengths, checksum and the manifest's internal consistency
+//! (every slot, step and output refers to something that exists), so a truncated, corrupted or
+//! wrong-version file is a clear [`ArtifactError`], never a crash.
+
+use crate::types::{DType, TensorType};
+use serde::{Deserialize, Serialize};
+
+/// The magic bytes an artifact starts with.
+pub const MAGIC: &[u8; 8] = b"F16CART\n";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes of the fixed header.
+pub const HEADER_BYTES: usize = 48;
+/// Alignment of every constant inside the constants section (and of the memory the runtime
+/// loads it into).
+pub const CONSTANT_ALIGN: usize = 64;
+
+/// How the code section is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CodeFormat {
+    /// An ELF shared object exporting one symbol per kernel function (CPU targets).
+    ElfSharedObject,
+    /// PTX text (NVIDIA targets).
+    Ptx,
+}
+
+/// A tensor type as the manifest spells it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorDesc {
+    /// MLIR element type name (`f32`, `f16`, ...).
+    pub dtype: String,
+    /// Static shape.
+    pub shape: Vec<usize>,
+}
+
+impl TensorDesc {
+    /// The manifest form of a tensor type.
+    pub fn of(ty: &TensorType) -> TensorDesc {
+        TensorDesc { dtype: ty.dtype.mlir_name().to_string(), shape: ty.shape.clone() }
+    }
+
+    /// The tensor type, if the element type is known.
+    pub fn ty(&self) -> Option<TensorType> {
+        Some(TensorType::new(DType::from_mlir(&self.dtype)?, self.shape.clone()))
+    }
+}
+
+/// Where one entry of the buffer table points.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Slot {
+    /// Nothing: the code never reads this slot.
+    Unused,
+    /// Function argument `k` (the caller's memory, read only).
+    Input(usize),
+    /// `bytes` bytes at `offset` in the constants section.
+    Constant {
+        /// Offset in the constants section (a multiple of [`CONSTANT_ALIGN`]).
+        offset: usize,
+        /// Length.
+        bytes: usize,
+    },
+    /// `bytes` bytes at `offset` in the arena (intermediates and kernel temporaries).
+    Arena {
+        /// Offset in the arena.
+        offset: usize,
+        /// Length.
+        bytes: usize,
+    },
+}
+
+/// A function result: the slot holding it and its type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Output {
+    /// The slot.
+    pub slot: usize,
+    /// Its type.
+    pub ty: TensorDesc,
+}
+
+/// A kernel of the lowered program, for run-time errors.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelInfo {
+    /// Its name (`k3_matmul`).
+    pub name: String,
+    /// The MLIR name of its main op.
+    pub op: String,
+    /// The main op's source location, as `file:line:col`.
+    pub location: String,
+}
+
+/// One call of a kernel function over `work` items.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Index into [`Manifest::symbols`].
+    pub function: usize,
+    /// Number of work items (the executor splits them across threads).
+    pub work: usize,
+    /// Rough operation count of the whole step: threads are used only where they pay.
+    pub cost: f64,
+    /// The kernel it belongs to (index into [`Manifest::kernels`]).
+    pub kernel: usize,
+}
+
+/// Everything the runtime needs to know besides the code and the constants.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Target name (`x86_64`, `sm_70`, `aarch64`).
+    pub target: String,
+    /// The backend that produced the code (`cranelift-x86_64`).
+    pub backend: String,
+    /// The code section's encoding.
+    pub code_format: CodeFormat,
+    /// CPU features the code uses (`fma`, `avx`, `sse4.1`, ...): the runtime refuses to run on a
+    /// machine without them.
+    pub requires: Vec<String>,
+    /// The compiled function's name.
+    pub function: String,
+    /// Argument types, in order.
+    pub inputs: Vec<TensorDesc>,
+    /// Results, in order.
+    pub outputs: Vec<Output>,
+    /// The buffer table.
+    pub slots: Vec<Slot>,
+    /// Bytes of the arena (intermediates and temporaries).
+    pub arena_bytes: usize,
+    /// Bytes of private scratch each thread needs.
+    pub scratch_bytes: usize,
+    /// The kernels, for errors.
+    pub kernels: Vec<KernelInfo>,
+    /// Exported code symbols; steps call them by index.
+    pub symbols: Vec<String>,
+    /// Calls in execution order.
+    pub steps: Vec<Step>,
+}
+
+/// A loadable artifact: manifest, code and constants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Artifact {
+    /// What the code is and how to run it.
+    pub manifest: Manifest,
+    /// The code (see [`CodeFormat`]).
+    pub code: Vec<u8>,
+    /// The constants section.
+    pub constants: Vec<u8>,
+}
+
+/// Why an artifact could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    /// The file does not start with [`MAGIC`].
+    #[error("not an f16c artifact (bad magic bytes; expected a file written by `f16c compile -o`)")]
+    BadMagic,
+    /// The file is shorter than its header says.
+    #[error("truncated artifact: {0}")]
+    Truncated(String),
+    /// Written by another version of the format.
+    #[error("artifact format version {found} is not supported (this runtime reads version {FORMAT_VERSION}); recompile the model with this f16c")]
+    Version {
+        /// The file's version.
+        found: u32,
+    },
+    /// The checksum does not match the contents.
+    #[error("corrupted artifact: checksum mismatch (stored {stored:#018x}, computed {computed:#018x})")]
+    Checksum {
+        /// The stored checksum.
+        stored: u64,
+        /// The checksum of the contents.
+        computed: u64,
+    },
+    /// The manifest is not valid JSON of the expected shape.
+    #[error("corrupted artifact: bad manifest: {0}")]
+    Manifest(#[source] serde_json::Error),
+    /// The manifest refers to something that does not exist.
+    #[error("inconsistent artifact: {0}")]
+    Inconsistent(String),
+}
+
+/// FNV-1a, 64 bits: cheap, and enough to catch corruption (not an authenticity check).
+pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+impl Artifact {
+    /// The file bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let manifest = serde_json::to_vec_pretty(&self.manifest).expect("the manifest serializes");
+        let mut out = Vec::with_capacity(HEADER_BYTES + manifest.len() + self.code.len() + self.constants.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        for len in [manifest.len(), self.code.len(), self.constants.len()] {
+            out.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+        out.extend_from_slice(&fnv1a64(&[&manifest, &self.code, &self.constants]).to_le_bytes());
+        out.extend_from_slice(&manifest);
+        out.extend_from_slice(&self.code);
+        out.extend_from_slice(&self.constants);
+        out
+    }
+
+    /// Reads and validates an artifact.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
+        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(ArtifactError::BadMagic);
+        }
+        if bytes.len() < HEADER_BYTES {
+            return Err(ArtifactError::Truncated(format!("{} bytes, the header alone has {HEADER_BYTES}", bytes.len())));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+        let found = u32_at(8);
+        if found != FORMAT_VERSION {
+            return Err(ArtifactError::Version { found });
+        }
+        let lens = [u64_at(16), u64_at(24), u64_at(32)];
+        let total = lens.iter().try_fold(HEADER_BYTES as u64, |a, &l| a.checked_add(l));
+        match total {
+            Some(t) if t == bytes.len() as u64 => {}
+            Some(t) if t > bytes.len() as u64 => {
+                return Err(ArtifactError::Truncated(format!("{} bytes, the header announces {t}", bytes.len())));
+            }
+            _ => return Err(ArtifactError::Inconsistent(format!("{} bytes, the header announces {total:?}", bytes.len()))),
+        }
+        let (m, c) = (lens[0] as usize, lens[1] as usize);
+        let manifest = &bytes[HEADER_BYTES..HEADER_BYTES + m];
+        let code = &bytes[HEADER_BYTES + m..HEADER_BYTES + m + c];
+        let constants = &bytes[HEADER_BYTES + m + c..];
+        let (stored, computed) = (u64_at(40), fnv1a64(&[manifest, code, constants]));
+        if stored != computed {
+            return Err(ArtifactError::Checksum { stored, computed });
+        }
+        let manifest: Manifest = serde_json::from_slice(manifest).map_err(ArtifactError::Manifest)?;
+        manifest.validate(constants.len())?;
+        Ok(Artifact { manifest, code: code.to_vec(), constants: constants.to_vec() })
+    }
+}
+
+impl Manifest {
+    /// Checks that every reference inside the manifest is in range (`constants` bytes of
+    /// constants).
+    pub fn validate(&self, constants: usize) -> Result<(), ArtifactError> {
+        let bad = |m: String| Err(ArtifactError::Inconsistent(m));
+        for (i, s) in self.slots.iter().enumerate() {
+            match *s {
+                Slot::Input(k) if k >= self.inputs.len() => return bad(format!("slot {i} reads input #{k} of {}", self.inputs.len())),
+                Slot::Constant { offset, bytes } if offset.checked_add(bytes).is_none_or(|e| e > constants) || offset % CONSTANT_ALIGN != 0 => {
+                    return bad(format!("slot {i}: constant at {offset}+{bytes} outside the {constants}-byte constants section"))
+                }
+                Slot::Arena { offset, bytes } if offset.checked_add(bytes).is_none_or(|e| e > self.arena_bytes) => {
+                    return bad(format!("slot {i}: arena range {offset}+{bytes} outside the {}-byte arena", self.arena_bytes))
+                }
+                _ => {}
+            }
+        }
+        for (k, t) in self.inputs.iter().chain(self.outputs.iter().map(|o| &o.ty)).enumerate() {
+            if t.ty().is_none() {
+                return bad(format!("tensor #{k}: unknown element type '{}'", t.dtype));
+            }
+        }
+        for (k, o) in self.outputs.iter().enumerate() {
+            let bytes = o.ty.ty().map_or(0, |t| t.byte_size());
+            let ok = match self.slots.get(o.slot) {
+                Some(Slot::Arena { bytes: b, .. } | Slot::Constant { bytes: b, .. }) => *b >= bytes,
+                Some(Slot::Input(i)) => self.inputs[*i].ty().is_some_and(|t| t.byte_size() >= bytes),
+                _ => false,
+            };
+            if !ok {
+                return bad(format!("result #{k} reads slot {} which does not hold {bytes} bytes", o.slot));
+            }
+        }
+        for (i, s) in self.steps.iter().enumerate() {
+            if s.function >= self.symbols.len() || s.kernel >= self.kernels.len() {
+                return bad(format!("step {i} calls function {} of {} (kernel {} of {})", s.function, self.symbols.len(), s.kernel, self.kernels.len()));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Artifact {
+        let f32x4 = TensorDesc { dtype: "f32".into(), shape: vec![4] };
+        Artifact {
+            manifest: Manifest {
+                target: "x86_64".into(),
+                backend: "test".into(),
+                code_format: CodeFormat::ElfSharedObject,
+                requires: vec![],
+                function: "forward".into(),
+                inputs: vec![f32x4.clone()],
+                outputs: vec![Output { slot: 2, ty: f32x4 }],
+                slots: vec![Slot::Input(0), Slot::Constant { offset: 0, bytes: 16 }, Slot::Arena { offset: 0, bytes: 16 }],
+                arena_bytes: 64,
+                scratch_bytes: 0,
+                kernels: vec![KernelInfo { name: "k0_add".into(), op: "tosa.add".into(), location: "a.mlir:1:1".into() }],
+                symbols: vec!["f16c_k0_add".into()],
+                steps: vec![Step { function: 0, work: 1, cost: 4.0, kernel: 0 }],
+            },
+            code: vec![1, 2, 3],
+            constants: vec![0; 16],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_rejects_damage() {
+        let a = sample();
+        let bytes = a.to_bytes();
+        assert_eq!(Artifact::from_bytes(&bytes).unwrap(), a);
+        assert!(matches!(Artifact::from_bytes(b"hello"), Err(ArtifactError::BadMagic)));
+        assert!(matches!(Artifact::from_bytes(&bytes[..30]), Err(ArtifactError::Truncated(_))));
+        assert!(matches!(Artifact::from_bytes(&bytes[..bytes.len() - 1]), Err(ArtifactError::Truncated(_))));
+        let mut v = bytes.clone();
+        v[8] = 9;
+        assert!(matches!(Artifact::from_bytes(&v), Err(ArtifactError::Version { found: 9 })));
+        let mut c = bytes.clone();
+        let last = c.len() - 1;
+        c[last] ^= 1;
+        assert!(matches!(Artifact::from_bytes(&c), Err(ArtifactError::Checksum { .. })));
+    }
+
+    #[test]
+    fn inconsistent_manifests_are_rejected() {
+        let mut a = sample();
+        a.manifest.steps[0].function = 5;
+        assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+        let mut a = sample();
+        a.manifest.slots[1] = Slot::Constant { offset: 0, bytes: 17 };
+        assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+        let mut a = sample();
+        a.manifest.outputs[0].slot = 0;
+        a.manifest.inputs[0].shape = vec![1];
+        assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+    }
+}

@@ -1,0 +1,253 @@
+//! # f16c-jit: compile a model for this x86-64 host and run it, in process
+//!
+//! The host API. [`Model::compile_file`] runs the compile driver (`f16c_compiler::driver`: the
+//! same pipeline as `f16c compile`), compiles the Cranelift backend's functions to machine code
+//! in memory, and hands them to the runtime's one CPU executor (`f16c_runtime::exec`), the same
+//! one that runs artifacts loaded by `f16c-run`. The JIT therefore sits above both stacks: it
+//! needs the compiler to compile and the runtime to run.
+//!
+//! Inputs and outputs follow the fp32 feed/fetch contract: a model compiled in fp16 still takes
+//! and returns f32 tensors (casts happen inside), unless the graph itself says otherwise.
+//!
+//! ```no_run
+//! use f16c_jit::{CompileOptions, Model};
+//! use f16c_runtime::Tensor;
+//! let model = Model::compile_file("net.mlir".as_ref(), &CompileOptions::fp16()).unwrap();
+//! let x = Tensor::from_f32(vec![1, 16], vec![0.5; 16]).unwrap();
+//! let y = model.run(&[x]).unwrap();
+//! ```
+
+#![deny(missing_docs)]
+
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module as _};
+use f16c_compiler::backend::cranelift::{self as backend, host_isa};
+use f16c_compiler::backend::layout::CodeInfo;
+use f16c_compiler::driver;
+use f16c_compiler::policy::Precision;
+use f16c_compiler::target::Target;
+use f16c_core::abi::KernelFn;
+use f16c_core::artifact::CodeFormat;
+use f16c_dialect::{Diagnostics, Graph, Module};
+use f16c_runtime::exec::Executor;
+use f16c_runtime::{RuntimeError, Tensor, TensorType};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub use f16c_runtime::exec::default_threads;
+
+/// Errors of the JIT.
+#[derive(Debug, thiserror::Error)]
+pub enum JitError {
+    /// The model could not be compiled (located diagnostics; render them against the source).
+    #[error("{0}")]
+    Diagnostics(#[from] Diagnostics),
+    /// The model could not be compiled (diagnostics already rendered against the source).
+    #[error("{0}")]
+    Compile(String),
+    /// A bad option, file or function name.
+    #[error("{0}")]
+    Usage(String),
+    /// Running failed (bad inputs, a kernel's run-time error).
+    #[error("{0}")]
+    Run(#[from] RuntimeError),
+}
+
+/// Result alias of the JIT.
+pub type Result<T> = std::result::Result<T, JitError>;
+
+/// How to compile a model for the JIT.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// `fp32` (nothing lowered), `fp16` or `bf16`.
+    pub precision: String,
+    /// `O0`..`O3` or a policy file.
+    pub policy: String,
+    /// Worker threads for large kernels (1: none).
+    pub threads: usize,
+    /// The function to compile (default: the only one, or `forward`).
+    pub function: Option<String>,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions { precision: "fp32".into(), policy: "O1".into(), threads: default_threads(), function: None }
+    }
+}
+
+impl CompileOptions {
+    /// fp16 with the default policy (O1).
+    pub fn fp16() -> Self {
+        CompileOptions { precision: "fp16".into(), ..Self::default() }
+    }
+
+    /// bf16 with the default policy (O1).
+    pub fn bf16() -> Self {
+        CompileOptions { precision: "bf16".into(), ..Self::default() }
+    }
+
+    /// The driver's options for the x86_64 target.
+    pub fn driver_options(&self) -> Result<driver::Options> {
+        let precision = Precision::parse(&self.precision)
+            .ok_or_else(|| JitError::Usage(format!("unknown precision '{}' (fp16, bf16 or fp32)", self.precision)))?;
+        Ok(driver::Options { policy: self.policy.clone(), ..driver::Options::new(Target::X86_64).with_precision(precision) })
+    }
+}
+
+/// The standard pipeline before lowering (the driver's), for the x86_64 target.
+pub fn prepare(module: &mut Module, options: &CompileOptions) -> Result<()> {
+    match driver::prepare(module, &options.driver_options()?, &[]) {
+        Ok(_) => Ok(()),
+        Err(f16c_compiler::PassError::Diagnostics(d)) => Err(JitError::Diagnostics(d)),
+        Err(e) => Err(JitError::Usage(e.to_string())),
+    }
+}
+
+/// How long each stage of a compilation took.
+#[derive(Clone, Debug, Default)]
+pub struct CompileTimes {
+    /// Parsing and verifying the MLIR.
+    pub parse: Duration,
+    /// canonicalize, assign-precision, insert-casts.
+    pub passes: Duration,
+    /// Lowering and CLIF generation.
+    pub lower: Duration,
+    /// Cranelift: CLIF to machine code.
+    pub codegen: Duration,
+}
+
+/// The memory a model's runs use besides their inputs and outputs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Memory {
+    /// Bytes of the arena (intermediates and kernel temporaries).
+    pub arena_bytes: usize,
+    /// The liveness lower bound on the arena.
+    pub lower_bound: usize,
+    /// Bytes of scratch per thread.
+    pub scratch_bytes: usize,
+}
+
+/// A compiled model, ready to run. `Send + Sync`.
+pub struct Model {
+    executor: Executor,
+    /// Compile-time breakdown (`bench`).
+    pub times: CompileTimes,
+    /// The memory plan (`bench`).
+    pub memory: Memory,
+}
+
+impl Model {
+    /// Compiles a model file (MLIR text) for this host.
+    pub fn compile_file(path: &Path, options: &CompileOptions) -> Result<Model> {
+        let source = std::fs::read_to_string(path).map_err(|e| JitError::Usage(format!("cannot read '{}': {e}", path.display())))?;
+        Model::compile_source(&source, &path.display().to_string(), options)
+    }
+
+    /// Compiles MLIR text for this host. Errors are rendered against the source.
+    pub fn compile_source(source: &str, file: &str, options: &CompileOptions) -> Result<Model> {
+        let render = |d: Diagnostics| JitError::Compile(d.render(Some(source)));
+        let t0 = Instant::now();
+        let mut module = f16c_dialect::import::parse_module(source, file).map_err(render)?;
+        let parse = t0.elapsed();
+        let t1 = Instant::now();
+        prepare(&mut module, options).map_err(|e| match e {
+            JitError::Diagnostics(d) => render(d),
+            e => e,
+        })?;
+        let passes = t1.elapsed();
+        let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| JitError::Usage(format!("{file}: {e}")))?;
+        let mut model = Model::compile_graph(&module.functions[index], options.threads).map_err(|e| match e {
+            JitError::Diagnostics(d) => render(d),
+            e => e,
+        })?;
+        model.times.parse = parse;
+        model.times.passes = passes;
+        Ok(model)
+    }
+
+    /// Compiles one function for this host.
+    pub fn compile_graph(g: &Graph, threads: usize) -> Result<Model> {
+        let t0 = Instant::now();
+        let program = driver::lower_for(g, &backend::CraneliftBackend)?;
+        let (_, fma) = host_isa("speed", false).map_err(|e| Diagnostics::single(e.to_diagnostic()))?;
+        let compiled = backend::compile(&program, &backend::Options { fma }).map_err(|e| Diagnostics::single(e.to_diagnostic()))?;
+        let lower = t0.elapsed();
+        let t1 = Instant::now();
+        let (module, functions) = jit(&compiled)?;
+        let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: Vec::new() };
+        let memory = Memory { arena_bytes: compiled.layout.plan.arena_bytes, lower_bound: compiled.layout.plan.lower_bound, scratch_bytes: compiled.layout.scratch_bytes };
+        let (manifest, constants) = compiled.layout.manifest(&program, info, compiled.symbols(), compiled.steps.clone());
+        // The program and the compiled form (with their copies of the weights) go away here:
+        // the executor's aligned constants are the only copy a model keeps.
+        drop((program, compiled));
+        let executor = Executor::new(manifest, &constants, functions, Box::new(Mutex::new(module)), threads)?;
+        Ok(Model { executor, times: CompileTimes { lower, codegen: t1.elapsed(), ..CompileTimes::default() }, memory })
+    }
+
+    /// Runs the model. Inputs must match the function's arguments in count, shape and type.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        Ok(self.executor.run(inputs)?)
+    }
+
+    /// Bytes of weights the model holds (as stored: fp16 weights take two bytes an element).
+    pub fn weight_bytes(&self) -> usize {
+        self.executor.weight_bytes()
+    }
+
+    /// The function's argument types.
+    pub fn inputs(&self) -> &[TensorType] {
+        self.executor.inputs()
+    }
+
+    /// The executor (manifest, layout, schedule).
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// Sets the number of threads used by later runs.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.executor.set_threads(threads);
+    }
+}
+
+/// Compiles the functions to machine code in this process: pointers per function (in the
+/// compiled order) and the module that owns the code.
+fn jit(compiled: &backend::Compiled) -> Result<(JITModule, Vec<Option<KernelFn>>)> {
+    let diag = |e: f16c_compiler::backend::BackendError| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic()));
+    let (isa, _) = host_isa("speed", false).map_err(diag)?;
+    let (as_written, _) = host_isa("none", false).map_err(diag)?;
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));
+    let err = |e: cranelift_module::ModuleError| JitError::Compile(format!("JIT: {e:?}"));
+    let mut ids = Vec::new();
+    for (i, (name, func)) in compiled.functions.iter().enumerate() {
+        let id = module.declare_function(name, Linkage::Local, &func.signature).map_err(err)?;
+        let mut ctx = module.make_context();
+        ctx.func = func.clone();
+        if compiled.keep_order.contains(&i) {
+            // Compiled on its own at opt_level=none; it calls nothing, so it has no
+            // relocations to carry over.
+            let code = backend::compile_function(&mut ctx, &*as_written, name).map_err(diag)?;
+            if !code.buffer.relocs().is_empty() {
+                return Err(JitError::Compile(format!("{name}: a function compiled as written must not call or reference anything")));
+            }
+            let align = (code.buffer.alignment as u64).max(16);
+            let bytes = code.code_buffer().to_vec();
+            module.define_function_bytes(id, align, &bytes, &[]).map_err(err)?;
+        } else {
+            module.define_function(id, &mut ctx).map_err(err)?;
+        }
+        ids.push(id);
+    }
+    module.finalize_definitions().map_err(err)?;
+    let functions = ids
+        .iter()
+        .map(|&id| {
+            let p = module.get_finalized_function(id);
+            // SAFETY: every function was built with `Fx::signature`, which is `KernelFn`'s (the
+            // micro-kernel is never called through this pointer: no step names it).
+            Some(unsafe { std::mem::transmute::<*const u8, KernelFn>(p) })
+        })
+        .collect();
+    Ok((module, functions))
+}

@@ -1,0 +1,80 @@
+//! `f16c-run`: runs a compiled f16c artifact on `.npy` inputs, without the compiler (the
+//! analogue of IREE's `iree-run-module`). Links neither MLIR nor LLVM.
+
+use clap::{Arg, ArgAction, Command};
+use f16c_runtime::{exec, loader, npy, results};
+use std::path::Path;
+use std::process::ExitCode;
+
+fn cli() -> Command {
+    Command::new("f16c-run")
+        .about("Run a compiled f16c artifact (f16c compile -o net.f16c) on .npy inputs")
+        .version(env!("CARGO_PKG_VERSION"))
+        .after_help(
+            "The artifact holds the code (a shared object for CPU targets), the converted weights and a\n\
+             manifest (target, argument and result types, buffer layout, kernel schedule). It is checked\n\
+             on load: a truncated, corrupted or wrong-version file, or one for another target or CPU,\n\
+             is an error.\n\n\
+             Examples:\n  f16c compile net.mlir --target=x86_64 --precision=fp16 -o net.f16c\n  \
+             f16c-run net.f16c --input x.npy --output y.npy\n  \
+             f16c-run net.f16c --input x.npy --compare y_ref.npy --threads=4\n  \
+             f16c-run net.f16c --info",
+        )
+        .arg(Arg::new("artifact").required(true).value_name("NET.f16c").help("The artifact to run"))
+        .arg(Arg::new("inputs").long("input").value_name("X.npy").action(ArgAction::Append).help("Input tensor, one per function argument, in order"))
+        .arg(Arg::new("outputs").long("output").value_name("Y.npy").action(ArgAction::Append).help("Where to write each result, in order (omitted: print them)"))
+        .arg(Arg::new("compare").long("compare").value_name("REF.npy").action(ArgAction::Append).help("Compare each result with a reference .npy (in order) and print the error"))
+        .arg(Arg::new("threads").long("threads").value_name("N").value_parser(clap::value_parser!(usize)).help("Threads for large kernels (default: every core)"))
+        .arg(Arg::new("info").long("info").action(ArgAction::SetTrue).help("Print what the artifact holds (target, code, function, layout) and stop"))
+}
+
+fn main() -> ExitCode {
+    let m = cli().get_matches();
+    match run(&m) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("f16c-run: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(m: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
+    let path = Path::new(m.get_one::<String>("artifact").expect("required"));
+    let many = |k: &str| -> Vec<String> { m.get_many::<String>(k).into_iter().flatten().cloned().collect() };
+    if m.get_flag("info") {
+        let artifact = loader::read(path)?;
+        println!("{}", describe(&artifact));
+        return Ok(());
+    }
+    let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(exec::default_threads);
+    if threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    let model = loader::load_file(path, threads)?;
+    let inputs = many("inputs").iter().map(|p| npy::read(Path::new(p))).collect::<Result<Vec<_>, _>>()?;
+    let outputs = model.run(&inputs)?;
+    results::deliver(&model.manifest().function, &outputs, &many("outputs"), &many("compare"))?;
+    Ok(())
+}
+
+/// The manifest and section sizes, for `--info`.
+fn describe(a: &f16c_runtime::Artifact) -> String {
+    let m = &a.manifest;
+    format!(
+        "target {} ({}), code {:?} {} bytes, constants {} bytes\nfunction @{}: {} input(s), {} result(s), {} kernels, {} steps, arena {} bytes, scratch {} bytes per thread\nrequires CPU features: {}",
+        m.target,
+        m.backend,
+        m.code_format,
+        a.code.len(),
+        a.constants.len(),
+        m.function,
+        m.inputs.len(),
+        m.outputs.len(),
+        m.kernels.len(),
+        m.steps.len(),
+        m.arena_bytes,
+        m.scratch_bytes,
+        if m.requires.is_empty() { "none".to_string() } else { m.requires.join(" ") }
+    )
+}

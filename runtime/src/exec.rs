@@ -1,0 +1,206 @@
+//! The CPU executor: runs an artifact's kernels (from a loaded shared object, or compiled in
+//! process by the JIT) over its buffer table. Written once, used by both.
+//!
+//! An [`Executor`] owns the code (through an opaque handle that keeps it mapped), the constants
+//! (copied once into 64-byte aligned memory: an fp16 weight keeps two bytes per element) and the
+//! schedule. Each [`Executor::run`] checks its inputs at the boundary, allocates one arena for
+//! the intermediates and temporaries and one scratch area per thread, and calls the steps in
+//! order; a step whose cost pays for it is split across threads by work item. An `Executor` is
+//! `Send + Sync`: runs share only immutable code and constants, so several threads may run one
+//! model at once.
+
+use crate::{libcalls, Result, RuntimeError};
+use f16c_core::abi::{KernelFn, Status};
+use f16c_core::artifact::{Manifest, Slot, CONSTANT_ALIGN};
+use f16c_core::{Data, Tensor, TensorType};
+use std::any::Any;
+
+/// Steps cheaper than this many operations run on one thread (spawning costs more).
+pub const PARALLEL_MIN_COST: f64 = 2.0e5;
+
+/// The machine's available parallelism.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// 64-byte aligned memory.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+const _: () = assert!(CONSTANT_ALIGN == 64);
+
+/// Zeroed, 64-byte aligned bytes.
+pub struct Aligned(Vec<Line>);
+
+impl Aligned {
+    /// `bytes` zero bytes (at least one line).
+    pub fn zeroed(bytes: usize) -> Aligned {
+        Aligned(vec![Line([0; 64]); bytes.div_ceil(64).max(1)])
+    }
+
+    /// A copy of `b`.
+    pub fn from_bytes(b: &[u8]) -> Aligned {
+        let mut a = Aligned::zeroed(b.len());
+        a.bytes_mut()[..b.len()].copy_from_slice(b);
+        a
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        self.0.as_ptr() as *mut u8
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `Line` is 64 plain bytes; the vector holds `len * 64` initialised bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, self.0.len() * 64) }
+    }
+}
+
+/// A loaded model, ready to run. `Send + Sync`.
+pub struct Executor {
+    manifest: Manifest,
+    inputs: Vec<TensorType>,
+    outputs: Vec<(usize, TensorType)>,
+    constants: Aligned,
+    /// Per symbol of the manifest (`None` for functions no step calls directly).
+    functions: Vec<Option<KernelFn>>,
+    threads: usize,
+    /// Keeps the code mapped (a JIT module, a loaded shared object).
+    _code: Box<dyn Any + Send + Sync>,
+}
+
+// SAFETY: the function pointers point into code owned by `_code`, which lives as long as the
+// executor and is never modified; constants are immutable after construction. Runs allocate
+// their own mutable memory.
+unsafe impl Send for Executor {}
+unsafe impl Sync for Executor {}
+
+impl Executor {
+    /// An executor for `manifest` (already validated against `constants`) whose symbols resolve
+    /// to `functions`; `code` keeps them alive.
+    pub fn new(manifest: Manifest, constants: &[u8], functions: Vec<Option<KernelFn>>, code: Box<dyn Any + Send + Sync>, threads: usize) -> Result<Executor> {
+        let bad = |m: String| RuntimeError::Load(m);
+        if functions.len() != manifest.symbols.len() {
+            return Err(bad(format!("{} functions for {} symbols", functions.len(), manifest.symbols.len())));
+        }
+        if let Some(s) = manifest.steps.iter().find(|s| functions[s.function].is_none()) {
+            return Err(bad(format!("the code does not define '{}'", manifest.symbols[s.function])));
+        }
+        let ty = |d: &f16c_core::artifact::TensorDesc| d.ty().ok_or_else(|| bad(format!("unknown element type '{}'", d.dtype)));
+        let inputs = manifest.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
+        let outputs = manifest.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
+        Ok(Executor { constants: Aligned::from_bytes(constants), manifest, inputs, outputs, functions, threads: threads.max(1), _code: code })
+    }
+
+    /// The manifest (function name, types, layout, schedule).
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The function's argument types.
+    pub fn inputs(&self) -> &[TensorType] {
+        &self.inputs
+    }
+
+    /// The function's result types.
+    pub fn output_types(&self) -> Vec<TensorType> {
+        self.outputs.iter().map(|(_, t)| t.clone()).collect()
+    }
+
+    /// Bytes of weights held (as stored, after packing and conversion).
+    pub fn weight_bytes(&self) -> usize {
+        self.manifest.slots.iter().map(|s| if let Slot::Constant { bytes, .. } = s { *bytes } else { 0 }).sum()
+    }
+
+    /// Sets the number of threads used by later runs.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.max(1);
+    }
+
+    /// Runs the model. Inputs must match the function's arguments in count, shape and type.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let m = &self.manifest;
+        f16c_core::tensor::check_inputs(&m.function, &self.inputs, inputs).map_err(RuntimeError::BadInput)?;
+        let arena = Aligned::zeroed(m.arena_bytes);
+        let table: Vec<*mut u8> = m
+            .slots
+            .iter()
+            .map(|s| match *s {
+                Slot::Unused => std::ptr::null_mut(),
+                Slot::Input(k) => data_ptr(inputs[k].data()),
+                // SAFETY (offsets): the manifest was validated: every range lies inside its
+                // section, and both sections are allocated at their full size.
+                Slot::Constant { offset, .. } => unsafe { self.constants.ptr().add(offset) },
+                Slot::Arena { offset, .. } => unsafe { arena.ptr().add(offset) },
+            })
+            .collect();
+        let rt = libcalls::table();
+        let mut scratch: Vec<Aligned> = vec![Aligned::zeroed(m.scratch_bytes)];
+        for step in &m.steps {
+            let f = self.functions[step.function].expect("checked in new");
+            let threads = if step.cost >= PARALLEL_MIN_COST { self.threads.min(step.work) } else { 1 };
+            while scratch.len() < threads {
+                scratch.push(Aligned::zeroed(m.scratch_bytes));
+            }
+            let status = if threads <= 1 {
+                // SAFETY: the table holds a valid address for every slot the function uses,
+                // each of the size the manifest says (inputs were checked above).
+                unsafe { f(table.as_ptr(), 0, step.work as u64, scratch[0].ptr(), rt.as_ptr()) }
+            } else {
+                let chunk = step.work.div_ceil(threads);
+                let table = SendPtr(table.as_ptr());
+                let rtp = SendPtr(rt.as_ptr());
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = (1..threads)
+                        .map(|t| {
+                            let sp = SendPtr(scratch[t].ptr() as *const u8);
+                            let (b, e) = (t * chunk, ((t + 1) * chunk).min(step.work));
+                            s.spawn(move || {
+                                let (table, rtp, sp) = (table, rtp, sp);
+                                // SAFETY: as above; work items write disjoint output elements.
+                                unsafe { f(table.0, b as u64, e as u64, sp.0 as *mut u8, rtp.0) }
+                            })
+                        })
+                        .collect();
+                    // SAFETY: as above.
+                    let first = unsafe { f(table.0, 0, chunk.min(step.work) as u64, scratch[0].ptr(), rtp.0) };
+                    handles.into_iter().map(|h| h.join().unwrap_or(-1)).fold(first, |a, b| if a != 0 { a } else { b })
+                })
+            };
+            if status != Status::Ok as i32 {
+                let k = &m.kernels[step.kernel];
+                return Err(RuntimeError::Eval { location: k.location.clone(), op: k.op.clone(), message: Status::describe(status) });
+            }
+        }
+        self.outputs
+            .iter()
+            .map(|(slot, ty)| {
+                let bytes = ty.byte_size();
+                // SAFETY: the output's slot holds at least `bytes` bytes (validated manifest).
+                let slice = unsafe { std::slice::from_raw_parts(table[*slot] as *const u8, bytes) };
+                let data = Data::from_le_bytes(ty.dtype, slice).expect("whole elements");
+                Ok(Tensor::new(ty.shape.clone(), data).expect("type's element count"))
+            })
+            .collect()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*const T);
+// SAFETY: used only to hand read-only tables and per-thread scratch to scoped threads.
+unsafe impl<T> Send for SendPtr<T> {}
+
+/// The address of a tensor's elements (the generated code reads them in place).
+fn data_ptr(d: &Data) -> *mut u8 {
+    match d {
+        Data::F32(v) => v.as_ptr() as *mut u8,
+        Data::F16(v) => v.as_ptr() as *mut u8,
+        Data::BF16(v) => v.as_ptr() as *mut u8,
+        Data::F64(v) => v.as_ptr() as *mut u8,
+        // `bool` is one byte holding 0 or 1, as the code reads i1.
+        Data::I1(v) => v.as_ptr() as *mut u8,
+        Data::I8(v) => v.as_ptr() as *mut u8,
+        Data::I32(v) => v.as_ptr() as *mut u8,
+        Data::I64(v) => v.as_ptr() as *mut u8,
+    }
+}

@@ -1,0 +1,144 @@
+//! Loading artifacts: reading the file, checking that it can run here, and mapping its code.
+//!
+//! A CPU artifact's code is an ELF shared object exporting one symbol per kernel function. It
+//! is written to a private temporary file, `dlopen`ed and the file removed at once (the mapping
+//! stays). Before that, the manifest's target and required CPU features are checked against
+//! this machine, so an artifact for another target or CPU is a clear error, not a crash.
+
+use crate::exec::Executor;
+use crate::{Result, RuntimeError};
+use f16c_core::abi::KernelFn;
+use f16c_core::artifact::{Artifact, CodeFormat};
+use std::ffi::{CStr, CString};
+use std::path::Path;
+
+/// Reads and validates an artifact file.
+pub fn read(path: &Path) -> Result<Artifact> {
+    let bytes = std::fs::read(path).map_err(|e| RuntimeError::Load(format!("cannot read '{}': {e}", path.display())))?;
+    Artifact::from_bytes(&bytes).map_err(|source| RuntimeError::Artifact { path: path.display().to_string(), source })
+}
+
+/// Loads an artifact file for running with `threads` threads.
+pub fn load_file(path: &Path, threads: usize) -> Result<Executor> {
+    load(read(path)?, threads)
+}
+
+/// The architecture this runtime was built for, as manifests name targets.
+pub const HOST_TARGET: &str = if cfg!(target_arch = "x86_64") { "x86_64" } else if cfg!(target_arch = "aarch64") { "aarch64" } else { "unknown" };
+
+/// Loads an artifact's code and constants.
+pub fn load(artifact: Artifact, threads: usize) -> Result<Executor> {
+    let m = &artifact.manifest;
+    if m.code_format != CodeFormat::ElfSharedObject {
+        return Err(RuntimeError::Load(format!(
+            "this artifact is for {} ({:?} code from {}); this runtime runs {HOST_TARGET} shared objects",
+            m.target, m.code_format, m.backend
+        )));
+    }
+    if m.target != HOST_TARGET && !(HOST_TARGET == "aarch64" && m.target.starts_with("aarch64")) {
+        return Err(RuntimeError::Load(format!("this artifact is for {}; this machine is {HOST_TARGET}", m.target)));
+    }
+    check_cpu(&m.requires)?;
+    let library = Library::open(&artifact.code)?;
+    let functions = m.symbols.iter().enumerate().map(|(i, s)| if m.steps.iter().any(|st| st.function == i) { library.symbol(s) } else { None }).collect();
+    let Artifact { manifest, constants, .. } = artifact;
+    Executor::new(manifest, &constants, functions, Box::new(library), threads)
+}
+
+/// Checks that this CPU has every feature the code uses (Cranelift's flag names).
+pub fn check_cpu(requires: &[String]) -> Result<()> {
+    let missing: Vec<&str> = requires.iter().map(String::as_str).filter(|f| !has_feature(f)).collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(RuntimeError::Load(format!(
+            "this artifact needs CPU features this machine lacks: {} (recompile it on, or for, this machine)",
+            missing.join(", ")
+        )))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn has_feature(f: &str) -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    match f {
+        "sse3" => has!("sse3"),
+        "ssse3" => has!("ssse3"),
+        "sse41" => has!("sse4.1"),
+        "sse42" => has!("sse4.2"),
+        "popcnt" => has!("popcnt"),
+        "avx" => has!("avx"),
+        "avx2" => has!("avx2"),
+        "fma" => has!("fma"),
+        "bmi1" => has!("bmi1"),
+        "bmi2" => has!("bmi2"),
+        "lzcnt" => has!("lzcnt"),
+        "cmpxchg16b" => has!("cmpxchg16b"),
+        "f16c" => has!("f16c"),
+        "avx512f" => has!("avx512f"),
+        "avx512dq" => has!("avx512dq"),
+        "avx512vl" => has!("avx512vl"),
+        "avx512bitalg" => has!("avx512bitalg"),
+        "avx512vbmi" => has!("avx512vbmi"),
+        "avx512bw" => has!("avx512bw"),
+        // A feature this runtime does not know: refuse rather than risk an illegal instruction.
+        _ => false,
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn has_feature(_: &str) -> bool {
+    false
+}
+
+/// A `dlopen`ed shared object.
+struct Library(*mut libc::c_void);
+
+// SAFETY: the handle is only used to look up symbols (thread-safe in glibc) and to close it once.
+unsafe impl Send for Library {}
+unsafe impl Sync for Library {}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns null or a valid C string owned by libc.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        "unknown error".into()
+    } else {
+        // SAFETY: non-null, NUL-terminated.
+        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+    }
+}
+
+impl Library {
+    /// Maps `code` (an ELF shared object).
+    fn open(code: &[u8]) -> Result<Library> {
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("f16c-code-{}-{n}.so", std::process::id()));
+        let load = |m: String| RuntimeError::Load(m);
+        std::fs::write(&path, code).map_err(|e| load(format!("cannot write the code to {}: {e}", path.display())))?;
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| load("temporary path contains NUL".into()))?;
+        // SAFETY: a valid path; the object has no constructors (generated code only).
+        let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        let _ = std::fs::remove_file(&path);
+        if handle.is_null() {
+            return Err(load(format!("cannot load the artifact's code: {}", dl_error())));
+        }
+        Ok(Library(handle))
+    }
+
+    fn symbol(&self, name: &str) -> Option<KernelFn> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: a valid handle and name.
+        let p = unsafe { libc::dlsym(self.0, c.as_ptr()) };
+        // SAFETY: the artifact's kernel symbols are functions with the kernel ABI.
+        (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, KernelFn>(p) })
+    }
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        // SAFETY: opened by dlopen, closed once; no function pointer outlives the executor.
+        unsafe { libc::dlclose(self.0) };
+    }
+}
