@@ -15,6 +15,12 @@ f16c = os.environ.get("F16C", os.path.join(root, "target", "debug", "f16c"))
 if not os.path.exists(f16c):
     lit_config.fatal(f"f16c binary not found at {f16c}: run 'cargo build -p f16c-tools' first (or set F16C)")
 
+f16c_run = os.environ.get("F16C_RUN", os.path.join(os.path.dirname(f16c), "f16c-run"))
+if not os.path.exists(f16c_run):
+    lit_config.fatal(f"f16c-run binary not found at {f16c_run}: run 'cargo build -p f16c-runtime' first (or set F16C_RUN)")
+
+# Longest first: lit substitutes in order, and %f16c is a prefix of %f16c-run.
+config.substitutions.append(("%f16c-run", f16c_run))
 config.substitutions.append(("%f16c", f16c))
 config.substitutions.append(("%models", os.path.join(root, "tests", "data", "models")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))

@@ -18,3 +18,4 @@ npy("x2_f64.npy", "<f8", [2], "d", [1.5, -2.0])
 npy("f16_2048.npy", "<f4", [2], "f", [2048.0, 2048.0])
 with open("not_npy.npy", "wb") as f:
     f.write(b"this is not a numpy file\n")
+npy("x123_i8.npy", "|i1", [1, 2, 3], "b", [1, 2, 3, -1, -2, -3])

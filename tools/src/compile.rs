@@ -68,16 +68,16 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = precision::options(m, &target_name)?.target;
     let emit = m.get_one::<String>("emit").map(String::as_str);
     let code_form = emit.and_then(Emit::parse);
-    let binary_out = emit.is_none() || code_form == Some(Emit::Obj);
-    let to_file = m.get_one::<String>("output").is_some_and(|p| p != "-");
-    if binary_out && !to_file {
-        bail!("{} is binary: write it to a file with -o FILE", emit.map_or("the artifact".to_string(), |e| format!("--emit={e}")));
-    }
     // Fail before any work when the target has no code generator.
     if emit.is_none() || code_form.is_some() {
         if let Err(d) = driver::backend_for(target) {
             return Ok(crate::report(&d, ""));
         }
+    }
+    let binary_out = emit.is_none() || code_form == Some(Emit::Obj);
+    let to_file = m.get_one::<String>("output").is_some_and(|p| p != "-");
+    if binary_out && !to_file {
+        bail!("{} is binary: write it to a file with -o FILE", emit.map_or("the artifact".to_string(), |e| format!("--emit={e}")));
     }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
     let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };

@@ -268,7 +268,7 @@ pub struct Contraction {
     /// Reduction length.
     pub k: usize,
     /// The accumulator type: TOSA's `acc_type` on convolutions, `f16c.acc_type` on a matmul
-    /// (written by insert-casts), else f32 (f64 for f64 data).
+    /// (written by insert-casts), else f32 (f64 for f64 data, i32 for integer data).
     pub acc: DType,
     /// The activation input.
     pub a: Operand,
@@ -931,7 +931,11 @@ impl<'g> Lowering<'g> {
 
     /// The accumulator type of contraction `id` whose inputs are `input`.
     fn accumulator(&self, id: NodeId, input: DType) -> DType {
-        let default = if input == DType::F64 { DType::F64 } else { DType::F32 };
+        let default = match input {
+            DType::F64 => DType::F64,
+            d if d.is_int() => DType::I32,
+            _ => DType::F32,
+        };
         match self.g.op(id) {
             Op::Conv2d(c) | Op::DepthwiseConv2d(c) => c.acc,
             Op::TransposeConv2d(c) => c.acc,
@@ -1043,9 +1047,6 @@ impl<'g> Lowering<'g> {
             }
             _ => unreachable!("called on contractions"),
         };
-        if a.ty.dtype.is_int() || a.ty.dtype == DType::I1 {
-            return Err(self.error(id, "integer (quantized) contractions are not supported by the JIT yet"));
-        }
         let b_constant = is_const(ops[1]);
         let acc = self.accumulator(id, a.ty.dtype);
         let a_row_stride = matches!(kind, ContractionKind::MatMul).then_some(k);

@@ -36,7 +36,7 @@ fn ew_name(op: &EwOp) -> String {
     match op.kind {
         EwKind::Unary(u) => format!("{u:?}").to_lowercase(),
         EwKind::Binary(b) => format!("{b:?}").to_lowercase(),
-        EwKind::Clamp { min, max } => format!("clamp[{min}, {max}]"),
+        EwKind::Clamp { min, max } => format!("clamp[{min:?}, {max:?}]"),
         EwKind::Select => "select".into(),
         EwKind::Cast => "cast".into(),
     }
