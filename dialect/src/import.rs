@@ -153,6 +153,11 @@ impl Importer<'_> {
             Ok(t) => t,
             Err(e) => {
                 self.error(op, format!("'{name}' result: {}", type_error_text(&ty_text, Some(e))));
+                // Every problem in one run: an op f16c does not know is reported too, not
+                // hidden behind its type.
+                if !crate::op::SUPPORTED_OPS.contains(&name) {
+                    self.error(op, format!("'{name}' is not supported by f16c"));
+                }
                 return None;
             }
         };

@@ -26,7 +26,11 @@ func.func @dynamic_result(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // expected-error@+1 {{element type 'i16' in 'tensor<4xi16>' is not supported by f16c}}
 func.func @element_type(%a: tensor<4xi16>) -> tensor<4xi16> {
-  return %a : tensor<4xi16>
+  // An unsupported op next to an unsupported type is reported too, in the same run.
+  // expected-error@+2 {{'tosa.clz' result: element type 'i16' in 'tensor<4xi16>' is not supported by f16c}}
+  // expected-error@+1 {{'tosa.clz' is not supported by f16c}}
+  %b = tosa.clz %a : (tensor<4xi16>) -> tensor<4xi16>
+  return %b : tensor<4xi16>
 }
 
 // -----

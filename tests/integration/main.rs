@@ -1,5 +1,6 @@
 //! f16c's integration tests: one harness, because every test binary links MLIR statically.
 
+mod artifact;
 mod canonicalize;
 mod diagnostics;
 mod jit;

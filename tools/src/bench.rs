@@ -280,3 +280,21 @@ fn numpy(python: &str, threads: usize, sizes: &[usize]) -> anyhow::Result<Vec<(u
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::discover;
+
+    #[test]
+    fn discovers_models_by_tosa_file_with_an_input_beside_it() {
+        let dir = std::env::temp_dir().join(format!("f16c-bench-discover-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["mine.tosa.mlir", "mine.input.npy", "lonely.tosa.mlir", "mine.raw.tosa.mlir", "notes.txt"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let mut names = discover(&dir).unwrap();
+        names.sort();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(names, vec!["mine".to_string()]);
+    }
+}

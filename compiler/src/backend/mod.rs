@@ -238,3 +238,19 @@ pub fn lookup(target: Target) -> Result<&'static dyn Backend, LookupError> {
         Target::Sm(_) | Target::Aarch64 { .. } => Err(LookupError::NotImplemented { target }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_tells_missing_backends_apart() {
+        assert!(matches!(lookup(Target::Sm(70)), Err(LookupError::NotImplemented { .. })));
+        assert!(matches!(lookup(Target::Aarch64 { bf16: false }), Err(LookupError::NotImplemented { .. })));
+        assert!(matches!(lookup(Target::Reference), Err(LookupError::Interpreter)));
+        #[cfg(feature = "cranelift")]
+        assert_eq!(lookup(Target::X86_64).map(|b| b.name()).ok(), Some("cranelift-x86_64"));
+        #[cfg(not(feature = "cranelift"))]
+        assert!(matches!(lookup(Target::X86_64), Err(LookupError::CompiledOut { .. })));
+    }
+}

@@ -224,10 +224,13 @@ mod tests {
         }
     }
 
+    /// A 16-bit format: its dtype, widening and (reference) narrowing.
+    type Format = (DType, fn(u16) -> f32, fn(f32) -> u16);
+
     #[test]
     fn narrowing_rounds_to_nearest_even_like_half() {
         for lanes in [false, true] {
-            let cases: [(DType, fn(u16) -> f32, fn(f32) -> u16); 2] = [
+            let cases: [Format; 2] = [
                 (DType::F16, |h| f16::from_bits(h).to_f32(), |x| f16::from_f32(x).to_bits()),
                 (DType::BF16, |h| bf16::from_bits(h).to_f32(), |x| bf16::from_f32(x).to_bits()),
             ];
