@@ -65,9 +65,6 @@ impl Options {
 
 /// What [`prepare`] hands back besides the transformed module.
 pub struct Prepared {
-    /// The module after canonicalize, before precision assignment: what the report and
-    /// `check` compare with (the precision passes keep the ids of the ops they retype).
-    pub before: Module,
     /// Warnings and remarks the passes produced.
     pub notes: Vec<Diagnostic>,
     /// The precision passes' counters.
@@ -77,6 +74,19 @@ pub struct Prepared {
 /// The standard pipeline before lowering: annotate calibration ranges (when `calibration` is
 /// not empty), canonicalize, then assign-precision and insert-casts.
 pub fn prepare(module: &mut Module, options: &Options, calibration: &[Tensor]) -> Result<Prepared, PassError> {
+    run_prepare(module, options, calibration, |_| {})
+}
+
+/// [`prepare`], also returning the module after canonicalize and before precision assignment:
+/// what the report and `check` compare with (the precision passes keep the ids of the ops they
+/// retype). Only callers that need it pay for the copy.
+pub fn prepare_beside_f32(module: &mut Module, options: &Options, calibration: &[Tensor]) -> Result<(Module, Prepared), PassError> {
+    let mut before = None;
+    let prepared = run_prepare(module, options, calibration, |m| before = Some(m.clone()))?;
+    Ok((before.expect("set after canonicalize"), prepared))
+}
+
+fn run_prepare(module: &mut Module, options: &Options, calibration: &[Tensor], after_canonicalize: impl FnOnce(&Module)) -> Result<Prepared, PassError> {
     if !calibration.is_empty() {
         for g in &mut module.functions {
             crate::calibrate::annotate(g, calibration)
@@ -86,14 +96,14 @@ pub fn prepare(module: &mut Module, options: &Options, calibration: &[Tensor]) -
     let mut canon = PassManager::new();
     canon.add(registry::create("canonicalize", "")?);
     let mut notes = canon.run(module, &mut std::io::sink())?;
-    let before = module.clone();
+    after_canonicalize(module);
     let mut pm = PassManager::new();
     if options.precision != Precision::Fp32 || options.annotate_fp32 {
         pm.add(registry::create("assign-precision", &options.assign_precision_options())?);
         pm.add(registry::create("insert-casts", "")?);
     }
     notes.extend(pm.run(module, &mut std::io::sink())?);
-    Ok(Prepared { before, notes, stats: pm.statistics() })
+    Ok(Prepared { notes, stats: pm.statistics() })
 }
 
 /// The function a command works on: the one named, else the only one, else `forward`.

@@ -19,8 +19,9 @@
 
 #![deny(missing_docs)]
 
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module as _};
+use cranelift_module::Linkage;
 use f16c_compiler::backend::cranelift::{self as backend, host_isa};
 use f16c_compiler::backend::layout::CodeInfo;
 use f16c_compiler::driver;
@@ -170,11 +171,13 @@ impl Model {
     pub fn compile_graph(g: &Graph, threads: usize) -> Result<Model> {
         let t0 = Instant::now();
         let program = driver::lower_for(g, &backend::CraneliftBackend)?;
-        let (_, fma) = host_isa("speed", false).map_err(|e| Diagnostics::single(e.to_diagnostic()))?;
-        let compiled = backend::compile(&program, &backend::Options { fma }).map_err(|e| Diagnostics::single(e.to_diagnostic()))?;
+        let diag = |e: f16c_compiler::backend::BackendError| Diagnostics::single(e.to_diagnostic());
+        let (isa, fma) = host_isa("speed", false).map_err(diag)?;
+        let (as_written, _) = host_isa("none", false).map_err(diag)?;
+        let compiled = backend::compile(&program, &backend::Options { fma }).map_err(diag)?;
         let lower = t0.elapsed();
         let t1 = Instant::now();
-        let (module, functions) = jit(&compiled)?;
+        let (module, functions) = jit(&compiled, isa, &*as_written)?;
         let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: Vec::new() };
         let memory = Memory { arena_bytes: compiled.layout.plan.arena_bytes, lower_bound: compiled.layout.plan.lower_bound, scratch_bytes: compiled.layout.scratch_bytes };
         let (manifest, constants) = compiled.layout.manifest(&program, info, compiled.symbols(), compiled.steps.clone());
@@ -211,35 +214,14 @@ impl Model {
     }
 }
 
-/// Compiles the functions to machine code in this process: pointers per function (in the
-/// compiled order) and the module that owns the code.
-fn jit(compiled: &backend::Compiled) -> Result<(JITModule, Vec<Option<KernelFn>>)> {
+/// Compiles the functions to machine code in this process (with `isa`, and `as_written` for the
+/// functions compiled as written): pointers per function, in the compiled order, and the module
+/// that owns the code.
+fn jit(compiled: &backend::Compiled, isa: OwnedTargetIsa, as_written: &dyn TargetIsa) -> Result<(JITModule, Vec<Option<KernelFn>>)> {
     let diag = |e: f16c_compiler::backend::BackendError| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic()));
-    let (isa, _) = host_isa("speed", false).map_err(diag)?;
-    let (as_written, _) = host_isa("none", false).map_err(diag)?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));
-    let err = |e: cranelift_module::ModuleError| JitError::Compile(format!("JIT: {e:?}"));
-    let mut ids = Vec::new();
-    for (i, (name, func)) in compiled.functions.iter().enumerate() {
-        let id = module.declare_function(name, Linkage::Local, &func.signature).map_err(err)?;
-        let mut ctx = module.make_context();
-        ctx.func = func.clone();
-        if compiled.keep_order.contains(&i) {
-            // Compiled on its own at opt_level=none; it calls nothing, so it has no
-            // relocations to carry over.
-            let code = backend::compile_function(&mut ctx, &*as_written, name).map_err(diag)?;
-            if !code.buffer.relocs().is_empty() {
-                return Err(JitError::Compile(format!("{name}: a function compiled as written must not call or reference anything")));
-            }
-            let align = (code.buffer.alignment as u64).max(16);
-            let bytes = code.code_buffer().to_vec();
-            module.define_function_bytes(id, align, &bytes, &[]).map_err(err)?;
-        } else {
-            module.define_function(id, &mut ctx).map_err(err)?;
-        }
-        ids.push(id);
-    }
-    module.finalize_definitions().map_err(err)?;
+    let ids = compiled.define_functions(&mut module, as_written, |_| Linkage::Local).map_err(diag)?;
+    module.finalize_definitions().map_err(|e| JitError::Compile(format!("JIT: {e:?}")))?;
     let functions = ids
         .iter()
         .map(|&id| {

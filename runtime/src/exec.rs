@@ -61,9 +61,14 @@ pub struct Executor {
     manifest: Manifest,
     inputs: Vec<TensorType>,
     outputs: Vec<(usize, TensorType)>,
-    constants: Aligned,
+    /// Per slot, its constant's own aligned copy. One allocation per weight, as the JIT always
+    /// had: with all weights in one contiguous copy, resnet18-style f32 ran 15-20% slower in
+    /// three paired runs (BENCHMARKS.md).
+    constants: Vec<Option<Aligned>>,
     /// Per symbol of the manifest (`None` for functions no step calls directly).
     functions: Vec<Option<KernelFn>>,
+    /// The libcall table the kernels call through (`rt`), built once.
+    rt: Vec<usize>,
     threads: usize,
     /// Keeps the code mapped (a JIT module, a loaded shared object).
     _code: Box<dyn Any + Send + Sync>,
@@ -89,7 +94,15 @@ impl Executor {
         let ty = |d: &f16c_core::artifact::TensorDesc| d.ty().ok_or_else(|| bad(format!("unknown element type '{}'", d.dtype)));
         let inputs = manifest.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = manifest.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
-        Ok(Executor { constants: Aligned::from_bytes(constants), manifest, inputs, outputs, functions, threads: threads.max(1), _code: code })
+        let constants = manifest
+            .slots
+            .iter()
+            .map(|s| match *s {
+                Slot::Constant { offset, bytes } => Some(Aligned::from_bytes(&constants[offset..offset + bytes])),
+                _ => None,
+            })
+            .collect();
+        Ok(Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), _code: code })
     }
 
     /// The manifest (function name, types, layout, schedule).
@@ -100,11 +113,6 @@ impl Executor {
     /// The function's argument types.
     pub fn inputs(&self) -> &[TensorType] {
         &self.inputs
-    }
-
-    /// The function's result types.
-    pub fn output_types(&self) -> Vec<TensorType> {
-        self.outputs.iter().map(|(_, t)| t.clone()).collect()
     }
 
     /// Bytes of weights held (as stored, after packing and conversion).
@@ -125,16 +133,17 @@ impl Executor {
         let table: Vec<*mut u8> = m
             .slots
             .iter()
-            .map(|s| match *s {
+            .zip(&self.constants)
+            .map(|(s, c)| match *s {
                 Slot::Unused => std::ptr::null_mut(),
                 Slot::Input(k) => data_ptr(inputs[k].data()),
-                // SAFETY (offsets): the manifest was validated: every range lies inside its
-                // section, and both sections are allocated at their full size.
-                Slot::Constant { offset, .. } => unsafe { self.constants.ptr().add(offset) },
+                Slot::Constant { .. } => c.as_ref().map_or(std::ptr::null_mut(), Aligned::ptr),
+                // SAFETY: the manifest was validated: every arena range lies inside the arena,
+                // which is allocated at its full size.
                 Slot::Arena { offset, .. } => unsafe { arena.ptr().add(offset) },
             })
             .collect();
-        let rt = libcalls::table();
+        let rt = &self.rt;
         let mut scratch: Vec<Aligned> = vec![Aligned::zeroed(m.scratch_bytes)];
         for step in &m.steps {
             let f = self.functions[step.function].expect("checked in new");

@@ -4,65 +4,36 @@
 use f16c_core::abi::Libcall;
 use half::{bf16, f16};
 
-extern "C" fn exp_f32(x: f32) -> f32 {
-    x.exp()
-}
-extern "C" fn log_f32(x: f32) -> f32 {
-    x.ln()
-}
-extern "C" fn tanh_f32(x: f32) -> f32 {
-    x.tanh()
-}
-extern "C" fn erf_f32(x: f32) -> f32 {
-    libm::erff(x)
-}
-extern "C" fn pow_f32(x: f32, y: f32) -> f32 {
-    x.powf(y)
-}
-extern "C" fn exp_f64(x: f64) -> f64 {
-    x.exp()
-}
-extern "C" fn log_f64(x: f64) -> f64 {
-    x.ln()
-}
-extern "C" fn tanh_f64(x: f64) -> f64 {
-    x.tanh()
-}
-extern "C" fn erf_f64(x: f64) -> f64 {
-    libm::erf(x)
-}
-extern "C" fn pow_f64(x: f64, y: f64) -> f64 {
-    x.powf(y)
-}
-extern "C" fn f64_to_f16(x: f64) -> f32 {
-    f16::from_f64(x).to_f32()
-}
-extern "C" fn f64_to_bf16(x: f64) -> f32 {
-    bf16::from_f64(x).to_f32()
+/// Defines each libcall as an `extern "C"` function and the table of their addresses, in one
+/// list so that a libcall and its table entry cannot drift apart.
+macro_rules! libcalls {
+    ($($lc:ident => |$($x:ident: $t:ty),+| -> $r:ty $body:block),+ $(,)?) => {
+        /// The table, in [`Libcall::ALL`] order.
+        pub fn table() -> Vec<usize> {
+            Libcall::ALL
+                .iter()
+                .map(|lc| match lc {
+                    $(Libcall::$lc => {
+                        extern "C" fn f($($x: $t),+) -> $r $body
+                        f as extern "C" fn($($t),+) -> $r as usize
+                    })+
+                })
+                .collect()
+        }
+    };
 }
 
-/// The table, in [`Libcall::ALL`] order.
-pub fn table() -> Vec<usize> {
-    type F1 = extern "C" fn(f32) -> f32;
-    type F2 = extern "C" fn(f32, f32) -> f32;
-    type D1 = extern "C" fn(f64) -> f64;
-    type D2 = extern "C" fn(f64, f64) -> f64;
-    type N = extern "C" fn(f64) -> f32;
-    Libcall::ALL
-        .iter()
-        .map(|lc| match lc {
-            Libcall::ExpF32 => exp_f32 as F1 as usize,
-            Libcall::LogF32 => log_f32 as F1 as usize,
-            Libcall::TanhF32 => tanh_f32 as F1 as usize,
-            Libcall::ErfF32 => erf_f32 as F1 as usize,
-            Libcall::PowF32 => pow_f32 as F2 as usize,
-            Libcall::ExpF64 => exp_f64 as D1 as usize,
-            Libcall::LogF64 => log_f64 as D1 as usize,
-            Libcall::TanhF64 => tanh_f64 as D1 as usize,
-            Libcall::ErfF64 => erf_f64 as D1 as usize,
-            Libcall::PowF64 => pow_f64 as D2 as usize,
-            Libcall::F64ToF16 => f64_to_f16 as N as usize,
-            Libcall::F64ToBf16 => f64_to_bf16 as N as usize,
-        })
-        .collect()
+libcalls! {
+    ExpF32 => |x: f32| -> f32 { x.exp() },
+    LogF32 => |x: f32| -> f32 { x.ln() },
+    TanhF32 => |x: f32| -> f32 { x.tanh() },
+    ErfF32 => |x: f32| -> f32 { libm::erff(x) },
+    PowF32 => |x: f32, y: f32| -> f32 { x.powf(y) },
+    ExpF64 => |x: f64| -> f64 { x.exp() },
+    LogF64 => |x: f64| -> f64 { x.ln() },
+    TanhF64 => |x: f64| -> f64 { x.tanh() },
+    ErfF64 => |x: f64| -> f64 { libm::erf(x) },
+    PowF64 => |x: f64, y: f64| -> f64 { x.powf(y) },
+    F64ToF16 => |x: f64| -> f32 { f16::from_f64(x).to_f32() },
+    F64ToBf16 => |x: f64| -> f32 { bf16::from_f64(x).to_f32() },
 }

@@ -81,7 +81,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
     let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
-    let Some(driver::Prepared { before, stats, .. }) = precision::compile(&mut module, m, &target_name, &source)? else {
+    let Some(precision::Compiled { before, stats }) = precision::compile(&mut module, m, &target_name, &source)? else {
         return Ok(ExitCode::FAILURE);
     };
     let text = match emit {

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use f16c_compiler::driver::{self, Prepared};
+use f16c_compiler::driver;
 use f16c_compiler::pass::PassError;
 use f16c_compiler::policy::{Policy, Precision, Target};
 use f16c_dialect::{Diagnostics, Module};
@@ -92,15 +92,23 @@ pub fn calibration(m: &ArgMatches) -> anyhow::Result<Vec<f16c_runtime::Tensor>> 
     crate::read_npys(m, "calibrate")
 }
 
+/// What [`compile`] hands back besides the transformed module.
+pub struct Compiled {
+    /// The module after canonicalize, before precision assignment (for the report and `check`).
+    pub before: Module,
+    /// The precision passes' counters.
+    pub stats: Vec<(&'static str, Vec<f16c_compiler::pass::Statistic>)>,
+}
+
 /// The standard pipeline (the driver's): calibration (with `--calibrate`), canonicalize,
 /// assign-precision, insert-casts. Diagnostics (warnings, or the errors that stopped it) are
 /// printed against `source`; `Ok(None)` means errors stopped it.
-pub fn compile(module: &mut Module, m: &ArgMatches, target: &str, source: &str) -> anyhow::Result<Option<Prepared>> {
+pub fn compile(module: &mut Module, m: &ArgMatches, target: &str, source: &str) -> anyhow::Result<Option<Compiled>> {
     let options = options(m, target)?;
-    match driver::prepare(module, &options, &calibration(m)?) {
-        Ok(prepared) => {
-            eprint!("{}", Diagnostics(prepared.notes.clone()).render(Some(source)));
-            Ok(Some(prepared))
+    match driver::prepare_beside_f32(module, &options, &calibration(m)?) {
+        Ok((before, prepared)) => {
+            eprint!("{}", Diagnostics(prepared.notes).render(Some(source)));
+            Ok(Some(Compiled { before, stats: prepared.stats }))
         }
         Err(PassError::Diagnostics(d)) => {
             eprint!("{}", d.render(Some(source)));

@@ -126,17 +126,33 @@ impl Compiled {
         let (isa, _) = host_isa("speed", true)?;
         let (as_written, _) = host_isa("none", true)?;
         let requires = isa_features(&*isa);
-        let err = |e: cranelift_module::ModuleError| codegen(format!("{e:?}"));
-        let builder = cranelift_object::ObjectBuilder::new(isa, "f16c", cranelift_module::default_libcall_names()).map_err(err)?;
+        let builder = cranelift_object::ObjectBuilder::new(isa, "f16c", cranelift_module::default_libcall_names())
+            .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
-        for (i, (name, func)) in self.functions.iter().enumerate() {
-            // The micro-kernel (function 0) is called only from inside the object.
-            let linkage = if i == 0 { Linkage::Local } else { Linkage::Export };
-            let id = module.declare_function(&format!("{SYMBOL_PREFIX}{name}"), linkage, &func.signature).map_err(err)?;
+        // The micro-kernel (function 0) is called only from inside the object.
+        self.define_functions(&mut module, &*as_written, |i| if i == 0 { Linkage::Local } else { Linkage::Export })?;
+        let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
+        Ok((bytes, requires))
+    }
+
+    /// Declares and defines every function in `module` (a JIT or an object module) under its
+    /// symbol name with `linkage(index)`: functions in [`Compiled::keep_order`] compiled as
+    /// written by `as_written`, the others by the module's own ISA. Returns their ids in order.
+    pub fn define_functions<M: cranelift_module::Module>(
+        &self,
+        module: &mut M,
+        as_written: &dyn cranelift_codegen::isa::TargetIsa,
+        linkage: impl Fn(usize) -> Linkage,
+    ) -> BackendResult<Vec<cranelift_module::FuncId>> {
+        let err = |e: cranelift_module::ModuleError| codegen(format!("{e:?}"));
+        let mut ids = Vec::with_capacity(self.functions.len());
+        for (i, ((name, func), symbol)) in self.functions.iter().zip(self.symbols()).enumerate() {
+            let id = module.declare_function(&symbol, linkage(i), &func.signature).map_err(err)?;
             let mut ctx = module.make_context();
             ctx.func = func.clone();
             if self.keep_order.contains(&i) {
-                let code = compile_function(&mut ctx, &*as_written, name)?;
+                let code = compile_function(&mut ctx, as_written, name)?;
+                // Compiled on its own, so it has no relocations to carry over.
                 if !code.buffer.relocs().is_empty() {
                     return Err(codegen(format!("{name}: a function compiled as written must not call or reference anything")));
                 }
@@ -146,9 +162,9 @@ impl Compiled {
             } else {
                 module.define_function(id, &mut ctx).map_err(err)?;
             }
+            ids.push(id);
         }
-        let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
-        Ok((bytes, requires))
+        Ok(ids)
     }
 
     /// The names of the exported kernel symbols, in function order (the micro-kernel, which is
