@@ -122,6 +122,22 @@ pub struct Step {
     pub cost: f64,
     /// The kernel it belongs to (index into [`Manifest::kernels`]).
     pub kernel: usize,
+    /// How a GPU launches it (GPU artifacts only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
+}
+
+/// The launch configuration of a GPU step: a grid of blocks of threads, with static shared
+/// memory. Kernels take `(bufs, status)`: the device buffer table and one `i32` status word per
+/// kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// Blocks per grid dimension.
+    pub grid: [u32; 3],
+    /// Threads per block dimension.
+    pub block: [u32; 3],
+    /// Bytes of shared memory per block (static; part of the code).
+    pub shared_bytes: u32,
 }
 
 /// Everything the runtime needs to know besides the code and the constants.
@@ -302,6 +318,13 @@ impl Manifest {
             if s.function >= self.symbols.len() || s.kernel >= self.kernels.len() {
                 return bad(format!("step {i} calls function {} of {} (kernel {} of {})", s.function, self.symbols.len(), s.kernel, self.kernels.len()));
             }
+            match (self.code_format, &s.launch) {
+                (CodeFormat::Ptx, None) => return bad(format!("step {i} of a GPU artifact has no launch configuration")),
+                (CodeFormat::Ptx, Some(l)) if l.grid.contains(&0) || l.block.contains(&0) || l.block.iter().product::<u32>() > 1024 => {
+                    return bad(format!("step {i}: launch grid {:?} block {:?} is not launchable", l.grid, l.block))
+                }
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -327,7 +350,7 @@ mod tests {
                 scratch_bytes: 0,
                 kernels: vec![KernelInfo { name: "k0_add".into(), op: "tosa.add".into(), location: "a.mlir:1:1".into() }],
                 symbols: vec!["f16c_k0_add".into()],
-                steps: vec![Step { function: 0, work: 1, cost: 4.0, kernel: 0 }],
+                steps: vec![Step { function: 0, work: 1, cost: 4.0, kernel: 0, launch: None }],
             },
             code: vec![1, 2, 3],
             constants: vec![0; 16],

@@ -37,6 +37,10 @@
 #[cfg(feature = "cranelift")]
 pub mod cranelift;
 pub mod layout;
+#[cfg(feature = "llvm")]
+pub mod llvm;
+#[cfg(feature = "nvptx")]
+pub mod nvptx;
 
 use crate::lower::{Kernel, Program};
 use crate::target::{Target, TargetInfo};
@@ -235,7 +239,11 @@ pub fn lookup(target: Target) -> Result<&'static dyn Backend, LookupError> {
         Target::X86_64 => Ok(&cranelift::CraneliftBackend),
         #[cfg(not(feature = "cranelift"))]
         Target::X86_64 => Err(LookupError::CompiledOut { target, backend: "cranelift-x86_64", feature: "cranelift" }),
-        Target::Sm(_) | Target::Aarch64 { .. } => Err(LookupError::NotImplemented { target }),
+        #[cfg(feature = "nvptx")]
+        Target::Sm(sm) => nvptx::backend(sm).map(|b| b as &dyn Backend).ok_or(LookupError::NotImplemented { target }),
+        #[cfg(not(feature = "nvptx"))]
+        Target::Sm(_) => Err(LookupError::CompiledOut { target, backend: "nvptx", feature: "nvptx" }),
+        Target::Aarch64 { .. } => Err(LookupError::NotImplemented { target }),
     }
 }
 
@@ -245,7 +253,8 @@ mod tests {
 
     #[test]
     fn lookup_tells_missing_backends_apart() {
-        assert!(matches!(lookup(Target::Sm(70)), Err(LookupError::NotImplemented { .. })));
+        #[cfg(feature = "nvptx")]
+        assert_eq!(lookup(Target::Sm(70)).map(|b| (b.name(), b.target())).ok(), Some(("nvptx", Target::Sm(70))));
         assert!(matches!(lookup(Target::Aarch64 { bf16: false }), Err(LookupError::NotImplemented { .. })));
         assert!(matches!(lookup(Target::Reference), Err(LookupError::Interpreter)));
         #[cfg(feature = "cranelift")]

@@ -1,0 +1,404 @@
+//! Elementwise ops under the numeric contract (DESIGN.md "Numerics"), in LLVM IR: arguments
+//! arrive in their compute domain (f32 for f32/f16/bf16), the op computes there, and the result
+//! is rounded once to its type (`fptrunc` + `fpext` for f16 and bf16, which is exact round to
+//! nearest even). The same semantics as the Cranelift emitter (`backend/cranelift/emit.rs`) and
+//! the reference interpreter; floating-point ops carry no fast-math flags, so LLVM neither
+//! reassociates nor contracts `a·b + c` into an FMA.
+//!
+//! Math functions (exp, log, tanh, erf, pow) go through the target's [`MathImpl`].
+
+use super::{Built, Ir, MathImpl};
+use crate::lower::{EwKind, EwOp, Expr};
+use f16c_core::abi::Libcall;
+use f16c_dialect::{BinaryOp, DType, ReduceKind, UnaryOp};
+use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
+use inkwell::{FloatPredicate, IntPredicate};
+
+/// Is `d` computed in f32 (f32, f16, bf16)?
+fn in_f32(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F16 | DType::BF16)
+}
+
+impl<'ctx> Ir<'ctx> {
+    /// Evaluates a fused expression on its input values (domain values); returns the last
+    /// op's value (the input when there are no ops).
+    pub fn eval(&mut self, expr: &Expr, inputs: Vec<BasicValueEnum<'ctx>>) -> Result<BasicValueEnum<'ctx>, String> {
+        let mut values = inputs;
+        for op in &expr.ops {
+            let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| values[a]).collect();
+            let v = self.ew(op, &args, &expr.arg_types(op))?;
+            values.push(v);
+        }
+        Ok(*values.last().expect("an expression has at least one value"))
+    }
+
+    /// One elementwise op: computes in the domain of its (data) argument type, then rounds to
+    /// `op.dtype`.
+    pub fn ew(&mut self, op: &EwOp, args: &[BasicValueEnum<'ctx>], arg_types: &[DType]) -> Result<BasicValueEnum<'ctx>, String> {
+        let d = arg_types.first().copied().unwrap_or(op.dtype);
+        let r = match op.kind {
+            EwKind::Cast => self.convert(d, op.dtype, args[0])?,
+            EwKind::Select => self.select(args[0].into_int_value(), args[1], args[2]),
+            EwKind::Clamp { min, max } => self.clamp(d, args[0], min, max),
+            EwKind::Unary(u) => self.unary(u, d, args[0], op.zp)?,
+            EwKind::Binary(b) => self.binary(b, d, args[0], args[1], op.shift)?,
+        };
+        Ok(self.round_to(op.dtype, r))
+    }
+
+    /// Rounds a domain value to `d` (f16/bf16: to nearest even; i8/i32: wraps).
+    pub fn round_to(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        match d {
+            DType::F16 | DType::BF16 => {
+                let f = v.into_float_value();
+                let n = self.b.build_float_trunc(f, self.storage(d).into_float_type(), "").built();
+                self.b.build_float_ext(n, f.get_type(), "").built().into()
+            }
+            DType::I8 | DType::I32 => {
+                let n = self.b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built();
+                self.b.build_int_s_extend(n, self.cx.i64_type(), "").built().into()
+            }
+            _ => v,
+        }
+    }
+
+    /// NaN-propagating maximum (TOSA `nan_mode = PROPAGATE`), as the Cranelift backend computes it.
+    pub fn fmax(&self, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        self.fintr("maximum", &[a, b])
+    }
+
+    /// NaN-propagating minimum.
+    pub fn fmin(&self, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        self.fintr("minimum", &[a, b])
+    }
+
+    /// A float constant of `f`'s type.
+    fn fconst(&self, like: FloatValue<'ctx>, v: f64) -> FloatValue<'ctx> {
+        like.get_type().const_float(v)
+    }
+
+    fn clamp(&self, d: DType, x: BasicValueEnum<'ctx>, min: f64, max: f64) -> BasicValueEnum<'ctx> {
+        if d.is_float() {
+            let x = x.into_float_value();
+            let (lo, hi) = if d == DType::F64 { (min, max) } else { (min as f32 as f64, max as f32 as f64) };
+            let y = self.fmax(x, self.fconst(x, lo));
+            self.fmin(y, self.fconst(x, hi)).into()
+        } else if d == DType::I1 {
+            x
+        } else {
+            let y = self.smax(x.into_int_value(), self.i64(min as i64));
+            self.smin(y, self.i64(max as i64)).into()
+        }
+    }
+
+    fn unary(&mut self, u: UnaryOp, d: DType, x: BasicValueEnum<'ctx>, (in_zp, out_zp): (i64, i64)) -> Result<BasicValueEnum<'ctx>, String> {
+        if matches!(d, DType::I8 | DType::I32 | DType::I64) {
+            let x = x.into_int_value();
+            return match u {
+                UnaryOp::Negate => Ok(self.sub(self.i64(out_zp), self.addi(x, -in_zp)).into()),
+                UnaryOp::Abs => {
+                    let neg = self.sub(self.i64(0), x);
+                    Ok(self.smax(x, neg).into())
+                }
+                _ => Err(format!("tosa.{u:?} is not defined on integers").to_lowercase()),
+            };
+        }
+        if d == DType::I1 {
+            return Err("elementwise arithmetic is not defined on i1".into());
+        }
+        let x = x.into_float_value();
+        let f64_ = d == DType::F64;
+        let lc = |a: Libcall, b: Libcall| if f64_ { b } else { a };
+        let one = self.fconst(x, 1.0);
+        Ok(match u {
+            UnaryOp::Negate => self.b.build_float_neg(x, "").built(),
+            UnaryOp::Abs => self.fintr("fabs", &[x]),
+            UnaryOp::Exp => self.math(lc(Libcall::ExpF32, Libcall::ExpF64), &[x])?,
+            UnaryOp::Log => self.math(lc(Libcall::LogF32, Libcall::LogF64), &[x])?,
+            UnaryOp::Tanh => self.math(lc(Libcall::TanhF32, Libcall::TanhF64), &[x])?,
+            UnaryOp::Erf => self.math(lc(Libcall::ErfF32, Libcall::ErfF64), &[x])?,
+            UnaryOp::Rsqrt => {
+                let s = self.fintr("sqrt", &[x]);
+                self.b.build_float_div(one, s, "").built()
+            }
+            UnaryOp::Reciprocal => self.b.build_float_div(one, x, "").built(),
+            UnaryOp::Sigmoid => {
+                let n = self.b.build_float_neg(x, "").built();
+                let e = self.math(lc(Libcall::ExpF32, Libcall::ExpF64), &[n])?;
+                let den = self.b.build_float_add(one, e, "").built();
+                self.b.build_float_div(one, den, "").built()
+            }
+        }
+        .into())
+    }
+
+    fn binary(&mut self, op: BinaryOp, d: DType, a: BasicValueEnum<'ctx>, b: BasicValueEnum<'ctx>, shift: i64) -> Result<BasicValueEnum<'ctx>, String> {
+        if op.is_comparison() {
+            return Ok(if d.is_float() {
+                let p = match op {
+                    BinaryOp::Equal => FloatPredicate::OEQ,
+                    BinaryOp::Greater => FloatPredicate::OGT,
+                    _ => FloatPredicate::OGE,
+                };
+                self.b.build_float_compare(p, a.into_float_value(), b.into_float_value(), "").built().into()
+            } else {
+                let p = match op {
+                    BinaryOp::Equal => IntPredicate::EQ,
+                    BinaryOp::Greater => IntPredicate::SGT,
+                    _ => IntPredicate::SGE,
+                };
+                self.icmp(p, a.into_int_value(), b.into_int_value()).into()
+            });
+        }
+        if d == DType::I1 {
+            return Err("arithmetic is not defined on i1".into());
+        }
+        if !d.is_float() {
+            let (a, b) = (a.into_int_value(), b.into_int_value());
+            return Ok(match op {
+                BinaryOp::Add => self.add(a, b),
+                BinaryOp::Sub => self.sub(a, b),
+                BinaryOp::Mul if shift > 0 => {
+                    let p = self.addi(self.mul(a, b), 1 << (shift - 1));
+                    self.b.build_right_shift(p, self.i64(shift), true, "").built()
+                }
+                BinaryOp::Mul => self.mul(a, b),
+                BinaryOp::Maximum => self.smax(a, b),
+                BinaryOp::Minimum => self.smin(a, b),
+                _ => return Err("tosa.pow is not defined on integers".into()),
+            }
+            .into());
+        }
+        let (a, b) = (a.into_float_value(), b.into_float_value());
+        Ok(match op {
+            BinaryOp::Add => self.b.build_float_add(a, b, "").built(),
+            BinaryOp::Sub => self.b.build_float_sub(a, b, "").built(),
+            BinaryOp::Mul => self.b.build_float_mul(a, b, "").built(),
+            BinaryOp::Maximum => self.fmax(a, b),
+            BinaryOp::Minimum => self.fmin(a, b),
+            BinaryOp::Pow => self.math(if d == DType::F64 { Libcall::PowF64 } else { Libcall::PowF32 }, &[a, b])?,
+            _ => unreachable!("comparisons are handled above"),
+        }
+        .into())
+    }
+
+    /// Converts a domain value of type `from` to the domain of `to` (rounding to `to` is the
+    /// caller's [`Ir::round_to`], except from f64, which rounds to f16/bf16 once, directly).
+    pub fn convert(&mut self, from: DType, to: DType, x: BasicValueEnum<'ctx>) -> Result<BasicValueEnum<'ctx>, String> {
+        if from == to {
+            return Ok(x);
+        }
+        let (f32t, f64t) = (self.cx.f32_type(), self.cx.f64_type());
+        let b = &self.b;
+        Ok(match (from, to) {
+            (_, DType::I1) if from.is_float() => {
+                let x = x.into_float_value();
+                b.build_float_compare(FloatPredicate::UNE, x, self.fconst(x, 0.0), "").built().into()
+            }
+            (_, DType::I1) => self.icmp(IntPredicate::NE, x.into_int_value(), self.i64(0)).into(),
+            (f, t) if in_f32(f) && in_f32(t) => x,
+            (f, DType::F64) if in_f32(f) => b.build_float_ext(x.into_float_value(), f64t, "").built().into(),
+            (DType::F64, DType::F32) => b.build_float_trunc(x.into_float_value(), f32t, "").built().into(),
+            (DType::F64, t) if t.is_low_float() => {
+                // One rounding, straight from f64 (never through f32).
+                let n = b.build_float_trunc(x.into_float_value(), self.storage(t).into_float_type(), "").built();
+                b.build_float_ext(n, f32t, "").built().into()
+            }
+            (f, t) if !f.is_float() && t.is_float() => {
+                let wide = if f == DType::I1 { b.build_int_z_extend(x.into_int_value(), self.cx.i64_type(), "").built() } else { x.into_int_value() };
+                let v = b.build_signed_int_to_float(wide, f64t, "").built();
+                self.convert(DType::F64, to, v.into())?
+            }
+            (f, t) if f.is_float() && !t.is_float() => {
+                let v = if f == DType::F64 { x.into_float_value() } else { b.build_float_ext(x.into_float_value(), f64t, "").built() };
+                let (lo, hi) = match t {
+                    DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+                    DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+                    _ => (i64::MIN as f64, i64::MAX as f64),
+                };
+                let r = self.fintr("roundeven", &[v]);
+                let r = self.fmax(r, self.f64(lo));
+                let r = self.fmin(r, self.f64(hi));
+                // Saturating: NaN gives 0, as the reference does.
+                self.intrinsic("llvm.fptosi.sat.i64.f64", self.cx.i64_type().into(), &[r.into()])
+            }
+            (DType::I1, _) => b.build_int_z_extend(x.into_int_value(), self.cx.i64_type(), "").built().into(),
+            (f, t) if !f.is_float() && !t.is_float() => x,
+            _ => return Err(format!("no conversion from {from} to {to}")),
+        })
+    }
+
+    /// The identity of a reduction in the domain of `d`.
+    pub fn reduce_init(&self, kind: ReduceKind, d: DType) -> BasicValueEnum<'ctx> {
+        if d.is_float() {
+            let t = self.domain(d).into_float_type();
+            let v = match kind {
+                ReduceKind::Sum => 0.0,
+                ReduceKind::Prod => 1.0,
+                ReduceKind::Max => f64::NEG_INFINITY,
+                _ => f64::INFINITY,
+            };
+            t.const_float(v).into()
+        } else if d == DType::I1 {
+            let one = matches!(kind, ReduceKind::All | ReduceKind::Min | ReduceKind::Prod);
+            self.cx.bool_type().const_int(one as u64, false).into()
+        } else {
+            self.i64(match kind {
+                ReduceKind::Sum => 0,
+                ReduceKind::Prod => 1,
+                ReduceKind::Max => i64::MIN,
+                _ => i64::MAX,
+            })
+            .into()
+        }
+    }
+
+    /// One step of a reduction.
+    pub fn reduce_step(&self, kind: ReduceKind, acc: BasicValueEnum<'ctx>, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        if acc.is_float_value() {
+            let (a, x) = (acc.into_float_value(), v.into_float_value());
+            return match kind {
+                ReduceKind::Sum => self.b.build_float_add(a, x, "").built(),
+                ReduceKind::Prod => self.b.build_float_mul(a, x, "").built(),
+                ReduceKind::Max => self.fmax(a, x),
+                _ => self.fmin(a, x),
+            }
+            .into();
+        }
+        let (a, x) = (acc.into_int_value(), v.into_int_value());
+        if a.get_type().get_bit_width() == 1 {
+            return match kind {
+                ReduceKind::All | ReduceKind::Min | ReduceKind::Prod => self.and(a, x),
+                _ => self.b.build_or(a, x, "").built(),
+            }
+            .into();
+        }
+        match kind {
+            ReduceKind::Sum => self.add(a, x),
+            ReduceKind::Prod => self.mul(a, x),
+            ReduceKind::Max => self.smax(a, x),
+            _ => self.smin(a, x),
+        }
+        .into()
+    }
+
+    /// A math function of the contract, as the target computes it.
+    pub fn math(&mut self, lc: Libcall, args: &[FloatValue<'ctx>]) -> Result<FloatValue<'ctx>, String> {
+        match self.math {
+            MathImpl::NvptxApprox => self.nvptx_math(lc, args),
+        }
+    }
+
+    /// The NVPTX approximations (f32 only; the NVPTX legality table rejects f64 math).
+    fn nvptx_math(&mut self, lc: Libcall, args: &[FloatValue<'ctx>]) -> Result<FloatValue<'ctx>, String> {
+        let x = args[0];
+        Ok(match lc {
+            Libcall::ExpF32 => self.approx_exp(x),
+            Libcall::LogF32 => {
+                let l = self.ex2_lg2("llvm.nvvm.lg2.approx.f", x);
+                self.b.build_float_mul(l, self.f32(std::f32::consts::LN_2), "").built()
+            }
+            Libcall::TanhF32 => self.approx_tanh(x),
+            Libcall::ErfF32 => self.approx_erf(x),
+            Libcall::PowF32 => self.approx_pow(x, args[1]),
+            other => return Err(format!("{other:?} has no NVPTX implementation (f64 math is outside the NVPTX legality table)")),
+        })
+    }
+
+    fn ex2_lg2(&self, name: &str, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        self.intrinsic(name, self.cx.f32_type().into(), &[x.into()]).into_float_value()
+    }
+
+    fn fma(&self, a: FloatValue<'ctx>, b: FloatValue<'ctx>, c: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        self.fintr("fma", &[a, b, c])
+    }
+
+    /// `2^k` for an integer `k` in `[-126, 127]` (i32), built from its bits.
+    fn pow2(&self, k: IntValue<'ctx>) -> FloatValue<'ctx> {
+        let bits = self.b.build_left_shift(self.b.build_int_add(k, self.i32(127), "").built(), self.i32(23), "").built();
+        self.b.build_bit_cast(bits, self.cx.f32_type(), "").built().into_float_value()
+    }
+
+    /// `exp(x)`: Cody–Waite reduction `x = n·ln2 + r`, `|r| <= ln2/2`, then `2^n · ex2(r·log2 e)`
+    /// (the scale in two factors so that results near the overflow and underflow limits are
+    /// right).
+    fn approx_exp(&self, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
+        const LN2_LO: f32 = f32::from_bits(0x35bf_be8e);
+        let b = &self.b;
+        let t = b.build_float_mul(x, self.f32(std::f32::consts::LOG2_E), "").built();
+        let n = self.fintr("roundeven", &[t]);
+        let n = self.fmin(self.fmax(n, self.f32(-252.0)), self.f32(254.0));
+        let r = self.fma(n, self.f32(-LN2_HI), x);
+        let r = self.fma(n, self.f32(-LN2_LO), r);
+        let p = self.ex2_lg2("llvm.nvvm.ex2.approx.f32", b.build_float_mul(r, self.f32(std::f32::consts::LOG2_E), "").built());
+        let ni = self.intrinsic("llvm.fptosi.sat.i32.f32", self.cx.i32_type().into(), &[n.into()]).into_int_value();
+        let half = b.build_right_shift(ni, self.i32(1), true, "").built();
+        let rest = b.build_int_sub(ni, half, "").built();
+        let y = b.build_float_mul(p, self.pow2(half), "").built();
+        b.build_float_mul(y, self.pow2(rest), "").built()
+    }
+
+    /// `tanh(x) = sign(x)·(1 − 2/(exp(2|x|) + 1))`; 1 beyond |x| = 9, `x` below 2^-12.
+    fn approx_tanh(&self, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        let b = &self.b;
+        let ax = self.fintr("fabs", &[x]);
+        let e = self.approx_exp(b.build_float_mul(ax, self.f32(2.0), "").built());
+        let den = b.build_float_add(e, self.f32(1.0), "").built();
+        let q = b.build_float_div(self.f32(2.0), den, "").built();
+        let t = b.build_float_sub(self.f32(1.0), q, "").built();
+        let big = b.build_float_compare(FloatPredicate::OGT, ax, self.f32(9.0), "").built();
+        let t = self.select(big, self.f32(1.0), t).into_float_value();
+        let t = self.fintr("copysign", &[t, x]);
+        let tiny = b.build_float_compare(FloatPredicate::OLT, ax, self.f32(1.0 / 4096.0), "").built();
+        self.select(tiny, x, t).into_float_value()
+    }
+
+    /// `erf(x)`: Abramowitz–Stegun 7.1.26 (absolute error below 1.5e-7) on |x|, sign restored.
+    fn approx_erf(&self, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        const P: f32 = 0.327_591_1;
+        const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
+        let b = &self.b;
+        let ax = self.fintr("fabs", &[x]);
+        let den = self.fma(ax, self.f32(P), self.f32(1.0));
+        let t = b.build_float_div(self.f32(1.0), den, "").built();
+        let mut poly = self.f32(A[4]);
+        for &a in A[..4].iter().rev() {
+            poly = self.fma(poly, t, self.f32(a));
+        }
+        let poly = b.build_float_mul(poly, t, "").built();
+        let sq = b.build_float_mul(ax, ax, "").built();
+        let e = self.approx_exp(b.build_float_neg(sq, "").built());
+        let y = b.build_float_sub(self.f32(1.0), b.build_float_mul(poly, e, "").built(), "").built();
+        self.fintr("copysign", &[y, x])
+    }
+
+    /// `pow(a, b) = 2^(b·log2|a|)` with the sign and special cases of C's `powf`: `pow(x, 0)` and
+    /// `pow(1, y)` are 1, a negative base needs an integer exponent (else NaN) and takes the
+    /// sign of an odd one.
+    fn approx_pow(&self, a: FloatValue<'ctx>, e: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        let bd = &self.b;
+        let aa = self.fintr("fabs", &[a]);
+        let l = self.ex2_lg2("llvm.nvvm.lg2.approx.f", aa);
+        let r = self.ex2_lg2("llvm.nvvm.ex2.approx.f32", bd.build_float_mul(e, l, "").built());
+        let integer = bd.build_float_compare(FloatPredicate::OEQ, self.fintr("roundeven", &[e]), e, "").built();
+        let ei = self.intrinsic("llvm.fptosi.sat.i64.f32", self.cx.i64_type().into(), &[e.into()]).into_int_value();
+        let odd_bit = bd.build_and(ei, self.i64(1), "").built();
+        let small = bd.build_float_compare(FloatPredicate::OLT, self.fintr("fabs", &[e]), self.f32(16_777_216.0), "").built();
+        let odd = self.and(self.and(integer, small), self.icmp(IntPredicate::NE, odd_bit, self.i64(0)));
+        let bits = bd.build_bit_cast(a, self.cx.i32_type(), "").built().into_int_value();
+        let negative = self.icmp(IntPredicate::SLT, bits, self.i32(0));
+        let signed = self.select(odd, bd.build_float_neg(r, "").built(), r).into_float_value();
+        let nan = self.f32(f32::NAN);
+        let neg_result = self.select(integer, signed, nan).into_float_value();
+        // A zero base takes the sign rule too (-0 to an odd power is -0), not the NaN rule.
+        let zero = bd.build_float_compare(FloatPredicate::OEQ, aa, self.f32(0.0), "").built();
+        let neg_result = self.select(zero, self.select(odd, bd.build_float_neg(r, "").built(), r).into_float_value(), neg_result).into_float_value();
+        let y = self.select(negative, neg_result, r).into_float_value();
+        let one = self.f32(1.0);
+        let e_zero = bd.build_float_compare(FloatPredicate::OEQ, e, self.f32(0.0), "").built();
+        let a_one = bd.build_float_compare(FloatPredicate::OEQ, a, one, "").built();
+        let y = self.select(a_one, one, y).into_float_value();
+        self.select(e_zero, one, y).into_float_value()
+    }
+}

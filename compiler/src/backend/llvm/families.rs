@@ -1,0 +1,508 @@
+//! Kernel family bodies for one work item, generic over the target. A target decides how work
+//! items map onto hardware (one GPU thread each in a grid-stride loop, a `begin..end` loop on a
+//! CPU) and calls these; each computes its outputs in the reference's order, so everything but
+//! contractions (and the math functions of [`super::MathImpl`]) is bit-identical to the
+//! reference interpreter.
+//!
+//! | family | work item | [`work_items`] |
+//! |---|---|---|
+//! | elementwise | one output element | elements |
+//! | reduction | one `(outer, inner)` output, a sequential loop along the axis | `outer·inner` |
+//! | pool | one output element, the window clipped to the input | elements |
+//! | copy | one element of one move (a fill is its own step) | elements of the move |
+//! | gather | one output element (the index is checked) | elements |
+//! | contraction (SIMT) | one output element, `Σ_k` in the accumulator type | `batch·m·n` |
+//! | rows | one row, stages in order, full values in a per-row temporary | rows |
+
+use super::{Built, Ir};
+use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, Move, Pool, Reduction, RowStage, RowValue, Rows};
+use f16c_dialect::DType;
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::IntPredicate;
+
+/// Work items of a one-step family (copies have one step per move, see [`copy_steps`]).
+pub fn work_items(kind: &crate::lower::KernelKind) -> usize {
+    use crate::lower::KernelKind as K;
+    match kind {
+        K::Elementwise(e) => e.shape.iter().product(),
+        K::Reduction(r) => r.outer * r.inner,
+        K::Pool(p) => p.output.ty.num_elements(),
+        K::Gather(g) => g.output.ty.num_elements(),
+        K::Contraction(c) => c.batch * c.m * c.n,
+        K::Rows(r) => r.rows,
+        K::Copy(c) => c.output.ty.num_elements(),
+    }
+}
+
+/// The steps of a copy kernel: the fill (when there is one), then one per move.
+pub fn copy_steps(c: &Copy) -> Vec<CopyStep<'_>> {
+    let mut steps = Vec::new();
+    if c.fill.is_some() {
+        steps.push(CopyStep::Fill);
+    }
+    steps.extend(c.moves.iter().map(CopyStep::Move));
+    steps
+}
+
+/// One step of a copy kernel.
+#[derive(Clone, Copy, Debug)]
+pub enum CopyStep<'a> {
+    /// Fill the output with the fill value.
+    Fill,
+    /// One strided move.
+    Move(&'a Move),
+}
+
+impl CopyStep<'_> {
+    /// Its work items.
+    pub fn work(&self, c: &Copy) -> usize {
+        match self {
+            CopyStep::Fill => c.output.ty.num_elements(),
+            CopyStep::Move(m) => m.shape.iter().product(),
+        }
+    }
+}
+
+impl<'ctx> Ir<'ctx> {
+    /// An integer type of `bytes` bytes (bit copies never convert).
+    fn bits(&self, bytes: usize) -> inkwell::types::BasicTypeEnum<'ctx> {
+        match bytes {
+            1 => self.cx.i8_type().into(),
+            2 => self.cx.i16_type().into(),
+            4 => self.cx.i32_type().into(),
+            _ => self.cx.i64_type().into(),
+        }
+    }
+
+    /// Copies element `from` of `src` to element `to` of `dst`, as bits.
+    fn copy_element(&self, bytes: usize, src: PointerValue<'ctx>, from: IntValue<'ctx>, dst: PointerValue<'ctx>, to: IntValue<'ctx>) {
+        let t = self.bits(bytes);
+        let v = self.b.build_load(t, self.gep(t, src, from), "").built();
+        self.b.build_store(self.gep(t, dst, to), v).built();
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Elementwise
+    // -----------------------------------------------------------------------------------------
+
+    /// Output element `i` of a fused elementwise kernel.
+    pub fn elementwise_item(&mut self, e: &Elementwise, i: IntValue<'ctx>) -> Result<(), String> {
+        let mut args = Vec::with_capacity(e.inputs.len());
+        for input in &e.inputs {
+            let at = self.strided_offset(i, &e.shape, &input.strides);
+            let base = self.buffer(input.buffer.0);
+            args.push(self.load(input.dtype, base, at));
+        }
+        let v = self.eval(&e.expr, args)?;
+        let out = self.buffer(e.output.0);
+        self.store(e.expr.result_dtype(), out, i, v);
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Reductions: sequential along the axis (the reference's order)
+    // -----------------------------------------------------------------------------------------
+
+    /// Output `i` (`outer·inner` of them) of a reduction or argmax.
+    pub fn reduction_item(&mut self, r: &Reduction, i: IntValue<'ctx>) -> Result<(), String> {
+        let (din, dout) = (r.input.ty.dtype, r.output.ty.dtype);
+        let (src, dst) = (self.buffer(r.input.buffer.0), self.buffer(r.output.buffer.0));
+        let (o, ii) = (self.divi(i, r.inner), self.remi(i, r.inner));
+        let at0 = self.add(self.muli(o, r.len * r.inner), ii);
+        let value = match r.kind {
+            Some(kind) => {
+                if din.is_float() != dout.is_float() {
+                    return Err(format!("reduction from {din} to {dout} is not supported"));
+                }
+                let acc = self.var(self.reduce_init(kind, din));
+                let inner = r.inner;
+                self.for_n(0, r.len, |ir, k| {
+                    let at = ir.add(at0, ir.muli(k, inner));
+                    let x = ir.load(din, src, at);
+                    let next = ir.reduce_step(kind, ir.get(acc), x);
+                    ir.set(acc, next);
+                });
+                let v = self.get(acc);
+                self.round_to(dout, v)
+            }
+            None => self.argmax(din, src, at0, r.len, r.inner).into(),
+        };
+        self.store(dout, dst, i, value);
+        Ok(())
+    }
+
+    /// Index of the first maximum (the first NaN wins), as the reference computes it.
+    fn argmax(&mut self, d: DType, src: PointerValue<'ctx>, at0: IntValue<'ctx>, len: usize, inner: usize) -> IntValue<'ctx> {
+        let first = self.load(d, src, at0);
+        let best = self.var(self.i64(0).into());
+        let best_v = self.var(first);
+        self.for_n(0, len, |ir, k| {
+            let cur = ir.load(d, src, ir.add(at0, ir.muli(k, inner)));
+            let bv = ir.get(best_v);
+            let take = if d.is_float() {
+                let (c, b) = (cur.into_float_value(), bv.into_float_value());
+                let f = |p| ir.b.build_float_compare(p, c, b, "").built();
+                let b_nan = ir.b.build_float_compare(inkwell::FloatPredicate::UNO, b, b, "").built();
+                let c_nan = ir.b.build_float_compare(inkwell::FloatPredicate::UNO, c, c, "").built();
+                let gt = f(inkwell::FloatPredicate::OGT);
+                let t = ir.b.build_or(c_nan, gt, "").built();
+                let not_b_nan = ir.b.build_not(b_nan, "").built();
+                ir.and(t, not_b_nan)
+            } else {
+                ir.icmp(IntPredicate::SGT, cur.into_int_value(), bv.into_int_value())
+            };
+            let nb = ir.select(take, k, ir.get(best).into_int_value());
+            let nv = ir.select(take, cur, bv);
+            ir.set(best, nb);
+            ir.set(best_v, nv);
+        });
+        self.get(best).into_int_value()
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Pooling: the window clipped to the input (max ignores padding, average divides by the
+    // in-bounds count)
+    // -----------------------------------------------------------------------------------------
+
+    /// Output element `i` of a pooling kernel (NHWC).
+    pub fn pool_item(&mut self, p: &Pool, i: IntValue<'ctx>) -> Result<(), String> {
+        let (din, dout) = (p.input.ty.dtype, p.output.ty.dtype);
+        let (&[_, ih, iw, c], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
+            return Err("pooling input must be NHWC".into());
+        };
+        if !din.is_float() {
+            return Err("integer pooling is not supported".into());
+        }
+        let (src, dst) = (self.buffer(p.input.buffer.0), self.buffer(p.output.buffer.0));
+        let ch = self.remi(i, c);
+        let pixel = self.divi(i, c);
+        let ox = self.remi(pixel, ow);
+        let oy = self.remi(self.divi(pixel, ow), oh);
+        let b = self.divi(pixel, ow * oh);
+        let y0 = self.addi(self.muli(oy, p.stride[0]), -(p.pad[0] as i64));
+        let x0 = self.addi(self.muli(ox, p.stride[1]), -(p.pad[2] as i64));
+        let (ky_lo, ky_hi) = self.clip(y0, p.kernel[0], ih);
+        let (kx_lo, kx_hi) = self.clip(x0, p.kernel[1], iw);
+        let t = self.domain(din).into_float_type();
+        let init = if p.avg { t.const_float(0.0) } else { t.const_float(f64::NEG_INFINITY) };
+        let acc = self.var(init.into());
+        let in_base = self.muli(b, ih * iw * c);
+        let one = self.i64(1);
+        self.for_range(ky_lo, ky_hi, one, |ir, ky| {
+            let y = ir.add(y0, ky);
+            let row = ir.add(in_base, ir.muli(y, iw * c));
+            ir.for_range(kx_lo, kx_hi, one, |ir, kx| {
+                let x = ir.add(x0, kx);
+                let at = ir.add(ir.add(row, ir.muli(x, c)), ch);
+                let v = ir.load(din, src, at).into_float_value();
+                let a = ir.get(acc).into_float_value();
+                let n = if p.avg { ir.b.build_float_add(a, v, "").built() } else { ir.fmax(a, v) };
+                ir.set(acc, n.into());
+            });
+        });
+        let mut v = self.get(acc).into_float_value();
+        if p.avg {
+            let count = self.mul(self.sub(ky_hi, ky_lo), self.sub(kx_hi, kx_lo));
+            let count = self.smax(count, one);
+            let cnt = self.b.build_signed_int_to_float(count, t, "").built();
+            v = self.b.build_float_div(v, cnt, "").built();
+        }
+        let v = self.round_to(dout, v.into());
+        self.store(dout, dst, i, v);
+        Ok(())
+    }
+
+    /// The valid window offsets `[lo, hi)` of a window of `k` starting at `start` over `0..len`.
+    fn clip(&self, start: IntValue<'ctx>, k: usize, len: usize) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        let lo = self.smax(self.sub(self.i64(0), start), self.i64(0));
+        let hi = self.smin(self.sub(self.i64(len as i64), start), self.i64(k as i64));
+        (lo, self.smax(hi, lo))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Data movement: bit copies, never a rounding
+    // -----------------------------------------------------------------------------------------
+
+    /// Element `i` of one step of a copy kernel.
+    pub fn copy_item(&mut self, c: &Copy, step: CopyStep, i: IntValue<'ctx>) {
+        let dst = self.buffer(c.output.buffer.0);
+        match step {
+            CopyStep::Fill => {
+                let fill = self.buffer(c.fill.expect("a fill step has a fill value").0);
+                self.copy_element(c.elem_bytes, fill, self.i64(0), dst, i);
+            }
+            CopyStep::Move(m) => {
+                let src = self.buffer(m.src.0);
+                let from = self.addi(self.strided_offset(i, &m.shape, &m.src_strides), m.src_offset as i64);
+                let to = self.addi(self.strided_offset(i, &m.shape, &m.dst_strides), m.dst_offset as i64);
+                self.copy_element(c.elem_bytes, src, from, dst, to);
+            }
+        }
+    }
+
+    /// Output element `i` of a gather; an out-of-range index calls `fail` (and writes nothing).
+    pub fn gather_item(&mut self, g: &Gather, i: IntValue<'ctx>, fail: impl FnOnce(&mut Self)) -> Result<(), String> {
+        let (&[_, k, c], &[_, _]) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice()) else {
+            return Err("gather takes [N,K,C] values and [N,W] indices".into());
+        };
+        let w = g.indices.ty.shape[1];
+        let (vals, idx, out) = (self.buffer(g.values.buffer.0), self.buffer(g.indices.buffer.0), self.buffer(g.output.buffer.0));
+        let item = self.divi(i, c);
+        let ch = self.remi(i, c);
+        let index = self.load(g.indices.ty.dtype, idx, item).into_int_value();
+        let bad = self.b.build_not(self.in_range(index, k), "").built();
+        let f = self.func();
+        let (err_bb, ok_bb) = (self.cx.append_basic_block(f, "bad_index"), self.cx.append_basic_block(f, "index_ok"));
+        self.b.build_conditional_branch(bad, err_bb, ok_bb).built();
+        self.b.position_at_end(err_bb);
+        fail(self);
+        let join = self.cx.append_basic_block(f, "gathered");
+        self.b.build_unconditional_branch(join).built();
+        self.b.position_at_end(ok_bb);
+        let row = self.add(self.muli(self.divi(item, w), k), index);
+        let from = self.add(self.muli(row, c), ch);
+        self.copy_element(g.values.ty.dtype.byte_size(), vals, from, out, i);
+        self.b.build_unconditional_branch(join).built();
+        self.b.position_at_end(join);
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Contractions, one output element per work item (SIMT)
+    // -----------------------------------------------------------------------------------------
+
+    /// Output element `i` (`batch·m·n` of them) of a contraction, accumulated along `k` in the
+    /// accumulator's domain, then [`Ir::contraction_finish`].
+    pub fn contraction_item(&mut self, c: &Contraction, i: IntValue<'ctx>) -> Result<(), String> {
+        let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
+        let (a, b) = (self.buffer(c.a.buffer.0), self.buffer(c.b.buffer.0));
+        let grow = self.divi(i, c.n);
+        let col = self.remi(i, c.n);
+        let acc_d = c.acc;
+        let acc = self.var(self.reduce_init(f16c_dialect::ReduceKind::Sum, acc_d));
+        let mac = |ir: &mut Self, x: BasicValueEnum<'ctx>, w: BasicValueEnum<'ctx>| {
+            let x = ir.convert(da, acc_d, x).expect("float to float");
+            let w = ir.convert(db, acc_d, w).expect("float to float");
+            let p = ir.b.build_float_mul(x.into_float_value(), w.into_float_value(), "").built();
+            let s = ir.b.build_float_add(ir.get(acc).into_float_value(), p, "").built();
+            ir.set(acc, s.into());
+        };
+        match &c.kind {
+            ContractionKind::MatMul => {
+                let (bi, row) = (self.divi(grow, c.m), self.remi(grow, c.m));
+                let stride = c.a_row_stride.unwrap_or(c.k);
+                let a0 = self.add(self.muli(bi, c.m * stride), self.muli(row, stride));
+                let b0 = self.add(self.muli(bi, c.k * c.n), col);
+                let n = c.n;
+                self.for_n(0, c.k, |ir, kk| {
+                    let x = ir.load(da, a, ir.add(a0, kk));
+                    let w = ir.load(db, b, ir.add(b0, ir.muli(kk, n)));
+                    mac(ir, x, w);
+                });
+            }
+            ContractionKind::Conv(g) => {
+                let (ox, oy, bi) = (self.remi(grow, g.ow), self.remi(self.divi(grow, g.ow), g.oh), self.divi(grow, g.ow * g.oh));
+                let wbase = self.muli(col, c.k);
+                for ky in 0..g.kh {
+                    let y = self.addi(self.muli(oy, g.stride[0]), (ky * g.dilation[0]) as i64 - g.pad[0] as i64);
+                    for kx in 0..g.kw {
+                        let x = self.addi(self.muli(ox, g.stride[1]), (kx * g.dilation[1]) as i64 - g.pad[2] as i64);
+                        let ok = self.and(self.in_range(y, g.ih), self.in_range(x, g.iw));
+                        let g2 = g.clone();
+                        let wtap = self.addi(wbase, ((ky * g.kw + kx) * g.ic) as i64);
+                        self.if_then(ok, |ir| {
+                            let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g2.ih), y), g2.iw), x);
+                            let xbase = ir.muli(pix, g2.ic);
+                            ir.for_n(0, g2.ic, |ir, ci| {
+                                let xv = ir.load(da, a, ir.add(xbase, ci));
+                                let wv = ir.load(db, b, ir.add(wtap, ci));
+                                mac(ir, xv, wv);
+                            });
+                        });
+                    }
+                }
+            }
+            ContractionKind::Depthwise(g) => {
+                let (ox, oy, bi) = (self.remi(grow, g.ow), self.remi(self.divi(grow, g.ow), g.oh), self.divi(grow, g.ow * g.oh));
+                let mult = g.oc / g.ic.max(1);
+                let ci = self.divi(col, mult);
+                for ky in 0..g.kh {
+                    let y = self.addi(self.muli(oy, g.stride[0]), (ky * g.dilation[0]) as i64 - g.pad[0] as i64);
+                    for kx in 0..g.kw {
+                        let x = self.addi(self.muli(ox, g.stride[1]), (kx * g.dilation[1]) as i64 - g.pad[2] as i64);
+                        let ok = self.and(self.in_range(y, g.ih), self.in_range(x, g.iw));
+                        let g2 = g.clone();
+                        self.if_then(ok, |ir| {
+                            let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g2.ih), y), g2.iw), x);
+                            let xv = ir.load(da, a, ir.add(ir.muli(pix, g2.ic), ci));
+                            let wv = ir.load(db, b, ir.addi(col, ((ky * g2.kw + kx) * g2.oc) as i64));
+                            mac(ir, xv, wv);
+                        });
+                    }
+                }
+            }
+            ContractionKind::TransposeConv(g) => {
+                // Output (oy, ox) gathers the inputs (iy, ix) whose taps ky = oy − pad − iy·stride
+                // fall inside the kernel.
+                let (ox, oy, bi) = (self.remi(grow, g.ow), self.remi(self.divi(grow, g.ow), g.oh), self.divi(grow, g.ow * g.oh));
+                let g2 = g.clone();
+                self.for_n(0, g.ih, |ir, iy| {
+                    let ky = ir.sub(ir.addi(oy, -(g2.pad[0] as i64)), ir.muli(iy, g2.stride[0]));
+                    let g3 = g2.clone();
+                    ir.if_then(ir.in_range(ky, g2.kh), |ir| {
+                        ir.for_n(0, g3.iw, |ir, ix| {
+                            let kx = ir.sub(ir.addi(ox, -(g3.pad[2] as i64)), ir.muli(ix, g3.stride[1]));
+                            let g4 = g3.clone();
+                            ir.if_then(ir.in_range(kx, g3.kw), |ir| {
+                                let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g4.ih), iy), g4.iw), ix);
+                                let xbase = ir.muli(pix, g4.ic);
+                                let wbase = ir.muli(ir.add(ir.muli(ir.add(ir.muli(col, g4.kh), ky), g4.kw), kx), g4.ic);
+                                ir.for_n(0, g4.ic, |ir, ci| {
+                                    let xv = ir.load(da, a, ir.add(xbase, ci));
+                                    let wv = ir.load(db, b, ir.add(wbase, ci));
+                                    mac(ir, xv, wv);
+                                });
+                            });
+                        });
+                    });
+                });
+            }
+        }
+        let v = self.get(acc);
+        self.contraction_finish(c, v, grow, col)
+    }
+
+    /// Bias add (in the accumulator's domain), the one rounding to the contraction's type, the
+    /// fused epilogue and the store, for the output at global row `grow` (over all batches) and
+    /// column `col`. Shared by every contraction strategy (SIMT, tensor cores).
+    pub fn contraction_finish(&mut self, c: &Contraction, acc: BasicValueEnum<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>) -> Result<(), String> {
+        let mut x = acc;
+        if let Some(bias) = &c.bias {
+            let base = self.buffer(bias.buffer.0);
+            let at = if bias.ty.num_elements() == 1 { self.i64(0) } else { col };
+            let bv = self.load(bias.ty.dtype, base, at);
+            let bv = self.convert(bias.ty.dtype, c.acc, bv)?;
+            x = self.b.build_float_add(x.into_float_value(), bv.into_float_value(), "").built().into();
+        }
+        let x = self.convert(c.acc, c.result, x)?;
+        let mut v = self.round_to(c.result, x);
+        if let Some(Epilogue { expr, inputs, rows_shape }) = &c.epilogue {
+            let mut args = vec![v];
+            for input in inputs {
+                let row_off = self.strided_offset(grow, rows_shape, &input.row_strides);
+                let at = self.add(row_off, self.muli(col, input.col_stride));
+                let base = self.buffer(input.buffer.0);
+                args.push(self.load(input.dtype, base, at));
+            }
+            v = self.eval(expr, args)?;
+        }
+        let out = self.buffer(c.out.buffer.0);
+        let at = self.add(self.muli(grow, c.n), col);
+        self.store(c.out.ty.dtype, out, at, v);
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Row regions (softmax, layer norm): one row per work item, stages in order
+    // -----------------------------------------------------------------------------------------
+
+    /// Bytes of per-row temporary a rows kernel needs (its full intermediate values, in their
+    /// compute type).
+    pub fn rows_temp_bytes(r: &Rows) -> usize {
+        rows_slots(r).iter().flatten().map(|&(off, t)| off + (r.len * t.byte_size()).next_multiple_of(16)).max().unwrap_or(0)
+    }
+
+    /// Row `row` of a rows kernel; `temp` is this row's temporary ([`Ir::rows_temp_bytes`]).
+    pub fn rows_item(&mut self, r: &Rows, row: IntValue<'ctx>, temp: PointerValue<'ctx>) -> Result<(), String> {
+        let n_in = r.inputs.len();
+        let last = n_in + r.stages.len() - 1;
+        let dtypes: Vec<DType> = (0..=last).map(|v| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] }).collect();
+        let slots = rows_slots(r);
+        let bases: Vec<PointerValue> = r.inputs.iter().map(|i| self.buffer(i.buffer.0)).collect();
+        let out = self.buffer(r.output.0);
+        let len = r.len;
+        let row_at = self.muli(row, len);
+        // Where full value `v` lives: (base, first index, element type as stored).
+        let place = |ir: &mut Self, v: RowValue| -> (PointerValue<'ctx>, IntValue<'ctx>, DType) {
+            if v == last {
+                (out, row_at, dtypes[v])
+            } else if v < n_in {
+                (bases[v], if r.inputs[v].per_row { row_at } else { ir.i64(0) }, dtypes[v])
+            } else {
+                let (off, t) = slots[v].expect("full values have a slot");
+                (ir.byte_offset(temp, ir.i64(off as i64)), ir.i64(0), t)
+            }
+        };
+        let mut scalars: Vec<Option<BasicValueEnum>> = vec![None; last + 1];
+        for (k, input) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
+            let at = if input.per_row { row } else { self.i64(0) };
+            scalars[k] = Some(self.load(input.dtype, bases[k], at));
+        }
+        for (si, stage) in r.stages.iter().enumerate() {
+            let v = n_in + si;
+            match stage {
+                RowStage::Reduce { kind, arg, dtype } => {
+                    let (base, at0, t) = place(self, *arg);
+                    let acc = self.var(self.reduce_init(*kind, dtypes[*arg]));
+                    self.for_n(0, len, |ir, j| {
+                        let x = ir.load(t, base, ir.add(at0, j));
+                        let next = ir.reduce_step(*kind, ir.get(acc), x);
+                        ir.set(acc, next);
+                    });
+                    let a = self.get(acc);
+                    scalars[v] = Some(self.round_to(*dtype, a));
+                }
+                RowStage::Map { op, full: false } => {
+                    let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
+                    let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                    scalars[v] = Some(self.ew(op, &args, &types)?);
+                }
+                RowStage::Map { op, full: true } => {
+                    let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                    let full = |a: RowValue| if a < n_in { r.inputs[a].full } else { matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
+                    let places: Vec<Option<(PointerValue, IntValue, DType)>> =
+                        op.args.iter().map(|&a| if full(a) { Some(place(self, a)) } else { None }).collect();
+                    let (obase, oat, ot) = place(self, v);
+                    let scalar_args: Vec<Option<BasicValueEnum>> = op.args.iter().map(|&a| scalars[a]).collect();
+                    let mut failure = Ok(());
+                    self.for_n(0, len, |ir, j| {
+                        let args: Vec<BasicValueEnum> = places
+                            .iter()
+                            .zip(&scalar_args)
+                            .map(|(p, s)| match p {
+                                Some((base, at0, t)) => ir.load(*t, *base, ir.add(*at0, j)),
+                                None => s.expect("a scalar argument"),
+                            })
+                            .collect();
+                        match ir.ew(op, &args, &types) {
+                            Ok(y) => {
+                                let at = ir.add(oat, j);
+                                ir.store(ot, obase, at, y);
+                            }
+                            Err(e) => failure = Err(e),
+                        }
+                    });
+                    failure?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where each full intermediate value of a rows kernel lives in a row's temporary: (byte
+/// offset, type as stored: f32, or f64 for f64 values).
+fn rows_slots(r: &Rows) -> Vec<Option<(usize, DType)>> {
+    let n_in = r.inputs.len();
+    let last = n_in + r.stages.len() - 1;
+    let mut slots = vec![None; last + 1];
+    let mut bytes = 0;
+    for (v, slot) in slots.iter_mut().enumerate().take(last).skip(n_in) {
+        if matches!(r.stages[v - n_in], RowStage::Map { full: true, .. }) {
+            let t = if r.dtypes[v - n_in] == DType::F64 { DType::F64 } else { DType::F32 };
+            *slot = Some((bytes, t));
+            bytes += (r.len * t.byte_size()).next_multiple_of(16);
+        }
+    }
+    slots
+}

@@ -1,0 +1,422 @@
+//! Shared LLVM IR emission through inkwell (Debian's LLVM 22), generic over the target: the
+//! NVPTX backend uses it today, the LLVM CPU backend (AArch64, x86-64 ahead of time) will
+//! (Cranelift's `pulley_shared`, MLIR's `Conversion/LLVMCommon`).
+//!
+//! - [`Ir`]: one module being built, with the pieces every kernel needs: typed loads and stores
+//!   that convert between storage types (`half`, `bfloat`, `float`, ...) and compute domains,
+//!   counted loops and conditionals (loop variables live in allocas that `mem2reg` promotes),
+//!   intrinsic declarations, and the buffer table.
+//! - [`expr`]: the elementwise ops under the numeric contract (DESIGN.md "Numerics"): widen to
+//!   f32, compute, round once to the result type. `fptrunc` is round-to-nearest-even on every
+//!   LLVM target, so one rounding is one `fptrunc`.
+//! - [`families`]: the bodies of the kernel families for one work item (an output element, a
+//!   reduction lane, a row), which a target wraps in its own iteration (a grid-stride loop of
+//!   GPU threads, a `begin..end` loop of CPU work items).
+//! - [`machine`]: target machines, the optimisation pipeline, and text/object output.
+//!
+//! Compute domains: f32, f16 and bf16 values compute in `float`; f64 in `double`; i8/i32/i64 in
+//! `i64` (wrapped to their width after each op, as the reference does); i1 in `i1`.
+
+pub mod expr;
+pub mod families;
+pub mod machine;
+
+use f16c_dialect::DType;
+use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::module::Module;
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
+use inkwell::values::{BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::{AddressSpace, IntPredicate};
+use std::collections::HashMap;
+
+/// Builder results: a builder error means the builder was not positioned or an operand had the
+/// wrong type, which is a bug of the emitter, never a property of the user's model.
+pub(crate) trait Built<T> {
+    fn built(self) -> T;
+}
+
+impl<T> Built<T> for Result<T, inkwell::builder::BuilderError> {
+    fn built(self) -> T {
+        self.expect("the emitter positions the builder and passes operands of the declared types")
+    }
+}
+
+/// How a target computes the math functions of the contract (exp, log, tanh, erf, pow).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathImpl {
+    /// f16c's own f32 approximations on top of the GPU's `ex2.approx`/`lg2.approx` (NVPTX): not
+    /// bit-identical to the reference, within [`crate::backend::nvptx::MATH_TOLERANCE`].
+    NvptxApprox,
+}
+
+/// A module being built, with the function currently emitted.
+pub struct Ir<'ctx> {
+    /// The LLVM context.
+    pub cx: &'ctx Context,
+    /// The module.
+    pub module: Module<'ctx>,
+    /// The builder.
+    pub b: Builder<'ctx>,
+    /// How math functions are computed.
+    pub math: MathImpl,
+    func: Option<FunctionValue<'ctx>>,
+    entry: Option<BasicBlock<'ctx>>,
+    /// The buffer table parameter of the current function.
+    bufs: Option<PointerValue<'ctx>>,
+    /// Buffer addresses loaded once per function.
+    buffers: HashMap<usize, PointerValue<'ctx>>,
+}
+
+/// A mutable variable of the function being built (an alloca that `mem2reg` promotes).
+#[derive(Clone, Copy)]
+pub struct Var<'ctx> {
+    ptr: PointerValue<'ctx>,
+    ty: BasicTypeEnum<'ctx>,
+}
+
+impl<'ctx> Ir<'ctx> {
+    /// An empty module for `triple` with `data_layout`.
+    pub fn new(cx: &'ctx Context, name: &str, math: MathImpl) -> Self {
+        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, func: None, entry: None, bufs: None, buffers: HashMap::new() }
+    }
+
+    /// Starts function `f`: positions the builder in a new entry block; `bufs` is its buffer
+    /// table parameter (one address per slot of the layout).
+    pub fn begin_function(&mut self, f: FunctionValue<'ctx>, bufs: PointerValue<'ctx>) {
+        let entry = self.cx.append_basic_block(f, "entry");
+        self.b.position_at_end(entry);
+        self.func = Some(f);
+        self.entry = Some(entry);
+        self.bufs = Some(bufs);
+        self.buffers.clear();
+    }
+
+    /// The function being built.
+    pub fn func(&self) -> FunctionValue<'ctx> {
+        self.func.expect("begin_function was called")
+    }
+
+    /// A generic pointer type.
+    pub fn ptr_ty(&self) -> inkwell::types::PointerType<'ctx> {
+        self.cx.ptr_type(AddressSpace::default())
+    }
+
+    /// An i64 constant.
+    pub fn i64(&self, v: i64) -> IntValue<'ctx> {
+        self.cx.i64_type().const_int(v as u64, true)
+    }
+
+    /// An i32 constant.
+    pub fn i32(&self, v: i32) -> IntValue<'ctx> {
+        self.cx.i32_type().const_int(v as u64, true)
+    }
+
+    /// An f32 constant.
+    pub fn f32(&self, v: f32) -> FloatValue<'ctx> {
+        self.cx.f32_type().const_float(v as f64)
+    }
+
+    /// An f64 constant.
+    pub fn f64(&self, v: f64) -> FloatValue<'ctx> {
+        self.cx.f64_type().const_float(v)
+    }
+
+    /// `a + b` on i64.
+    pub fn add(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.b.build_int_add(a, b, "").built()
+    }
+
+    /// `a + c` on i64.
+    pub fn addi(&self, a: IntValue<'ctx>, c: i64) -> IntValue<'ctx> {
+        if c == 0 {
+            a
+        } else {
+            self.add(a, self.i64(c))
+        }
+    }
+
+    /// `a - b` on i64.
+    pub fn sub(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.b.build_int_sub(a, b, "").built()
+    }
+
+    /// `a · b` on i64.
+    pub fn mul(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.b.build_int_mul(a, b, "").built()
+    }
+
+    /// `a · c` on i64.
+    pub fn muli(&self, a: IntValue<'ctx>, c: usize) -> IntValue<'ctx> {
+        match c {
+            0 => self.i64(0),
+            1 => a,
+            _ => self.mul(a, self.i64(c as i64)),
+        }
+    }
+
+    /// `a / c` (unsigned).
+    pub fn divi(&self, a: IntValue<'ctx>, c: usize) -> IntValue<'ctx> {
+        if c == 1 {
+            a
+        } else {
+            self.b.build_int_unsigned_div(a, self.i64(c as i64), "").built()
+        }
+    }
+
+    /// `a % c` (unsigned).
+    pub fn remi(&self, a: IntValue<'ctx>, c: usize) -> IntValue<'ctx> {
+        if c == 1 {
+            self.i64(0)
+        } else {
+            self.b.build_int_unsigned_rem(a, self.i64(c as i64), "").built()
+        }
+    }
+
+    /// Signed comparison of i64 values.
+    pub fn icmp(&self, p: IntPredicate, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.b.build_int_compare(p, a, b, "").built()
+    }
+
+    /// `0 <= v < len` (one unsigned comparison).
+    pub fn in_range(&self, v: IntValue<'ctx>, len: usize) -> IntValue<'ctx> {
+        self.icmp(IntPredicate::ULT, v, self.i64(len as i64))
+    }
+
+    /// `a && b` on i1.
+    pub fn and(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.b.build_and(a, b, "").built()
+    }
+
+    /// `cond ? a : b`.
+    pub fn select<V: BasicValue<'ctx>>(&self, cond: IntValue<'ctx>, a: V, b: V) -> BasicValueEnum<'ctx> {
+        self.b.build_select(cond, a, b, "").built()
+    }
+
+    /// Signed minimum and maximum of i64 values.
+    pub fn smin(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.select(self.icmp(IntPredicate::SLT, a, b), a, b).into_int_value()
+    }
+
+    /// Signed maximum of i64 values.
+    pub fn smax(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.select(self.icmp(IntPredicate::SGT, a, b), a, b).into_int_value()
+    }
+
+    /// The declaration of function `name` (an intrinsic, or a function of the module) with
+    /// this signature.
+    pub fn declare(&self, name: &str, ret: Option<BasicTypeEnum<'ctx>>, params: &[BasicTypeEnum<'ctx>]) -> FunctionValue<'ctx> {
+        if let Some(f) = self.module.get_function(name) {
+            return f;
+        }
+        let params: Vec<BasicMetadataTypeEnum> = params.iter().map(|&t| t.into()).collect();
+        let ty = match ret {
+            Some(r) => r.fn_type(&params, false),
+            None => self.cx.void_type().fn_type(&params, false),
+        };
+        self.module.add_function(name, ty, None)
+    }
+
+    /// Calls `name` (declared with the argument types) and returns its result, if any.
+    pub fn call(&self, name: &str, ret: Option<BasicTypeEnum<'ctx>>, args: &[BasicValueEnum<'ctx>]) -> Option<BasicValueEnum<'ctx>> {
+        let types: Vec<BasicTypeEnum> = args.iter().map(|a| a.get_type()).collect();
+        let f = self.declare(name, ret, &types);
+        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        self.b.build_call(f, &args, "").built().try_as_basic_value().basic()
+    }
+
+    /// Calls a value-returning intrinsic.
+    pub fn intrinsic(&self, name: &str, ret: BasicTypeEnum<'ctx>, args: &[BasicValueEnum<'ctx>]) -> BasicValueEnum<'ctx> {
+        self.call(name, Some(ret), args).expect("a value-returning intrinsic returns a value")
+    }
+
+    /// A float intrinsic on one float type: `llvm.<name>.f32(args)`.
+    pub fn fintr(&self, name: &str, args: &[FloatValue<'ctx>]) -> FloatValue<'ctx> {
+        let ty = args[0].get_type();
+        let suffix = if ty == self.cx.f64_type() { "f64" } else { "f32" };
+        let args: Vec<BasicValueEnum> = args.iter().map(|&a| a.into()).collect();
+        self.intrinsic(&format!("llvm.{name}.{suffix}"), ty.into(), &args).into_float_value()
+    }
+
+    /// The address of slot `id` of the buffer table (loaded once per function, in the entry
+    /// block).
+    pub fn buffer(&mut self, id: usize) -> PointerValue<'ctx> {
+        if let Some(&p) = self.buffers.get(&id) {
+            return p;
+        }
+        let here = self.b.get_insert_block().expect("positioned");
+        let entry = self.entry.expect("begin_function was called");
+        match entry.get_terminator() {
+            Some(t) => self.b.position_before(&t),
+            None => self.b.position_at_end(entry),
+        }
+        let bufs = self.bufs.expect("begin_function was called");
+        let at = self.gep(self.ptr_ty().into(), bufs, self.i64(id as i64));
+        let p = self.b.build_load(self.ptr_ty(), at, &format!("buf{id}")).built().into_pointer_value();
+        self.b.position_at_end(here);
+        self.buffers.insert(id, p);
+        p
+    }
+
+    /// `&base[index]` for elements of type `ty`.
+    pub fn gep(&self, ty: BasicTypeEnum<'ctx>, base: PointerValue<'ctx>, index: IntValue<'ctx>) -> PointerValue<'ctx> {
+        // SAFETY: the index stays inside the buffer: the lowering's shapes bound every index
+        // and the runtime allocated every buffer at its full size.
+        unsafe { self.b.build_in_bounds_gep(ty, base, &[index], "").built() }
+    }
+
+    /// `base + bytes`.
+    pub fn byte_offset(&self, base: PointerValue<'ctx>, bytes: IntValue<'ctx>) -> PointerValue<'ctx> {
+        self.gep(self.cx.i8_type().into(), base, bytes)
+    }
+
+    /// The LLVM type a dtype is stored as.
+    pub fn storage(&self, d: DType) -> BasicTypeEnum<'ctx> {
+        match d {
+            DType::F32 => self.cx.f32_type().into(),
+            DType::F16 => self.cx.f16_type().into(),
+            DType::BF16 => self.cx.bf16_type().into(),
+            DType::F64 => self.cx.f64_type().into(),
+            DType::I1 | DType::I8 => self.cx.i8_type().into(),
+            DType::I32 => self.cx.i32_type().into(),
+            DType::I64 => self.cx.i64_type().into(),
+        }
+    }
+
+    /// The LLVM type a dtype computes in (its domain).
+    pub fn domain(&self, d: DType) -> BasicTypeEnum<'ctx> {
+        match d {
+            DType::F32 | DType::F16 | DType::BF16 => self.cx.f32_type().into(),
+            DType::F64 => self.cx.f64_type().into(),
+            DType::I1 => self.cx.bool_type().into(),
+            DType::I8 | DType::I32 | DType::I64 => self.cx.i64_type().into(),
+        }
+    }
+
+    /// Loads element `index` of a `d` buffer, converted to its domain.
+    pub fn load(&mut self, d: DType, base: PointerValue<'ctx>, index: IntValue<'ctx>) -> BasicValueEnum<'ctx> {
+        let ty = self.storage(d);
+        let p = self.gep(ty, base, index);
+        let v = self.b.build_load(ty, p, "").built();
+        self.widen(d, v)
+    }
+
+    /// A stored value in its domain.
+    pub fn widen(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let b = &self.b;
+        match d {
+            DType::F16 | DType::BF16 => b.build_float_ext(v.into_float_value(), self.cx.f32_type(), "").built().into(),
+            DType::I1 => self.icmp(IntPredicate::NE, v.into_int_value(), self.cx.i8_type().const_zero()).into(),
+            DType::I8 | DType::I32 => b.build_int_s_extend(v.into_int_value(), self.cx.i64_type(), "").built().into(),
+            _ => v,
+        }
+    }
+
+    /// A domain value in its storage type (already rounded to `d`: the narrowing is exact).
+    pub fn narrow(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let b = &self.b;
+        match d {
+            DType::F16 | DType::BF16 => b.build_float_trunc(v.into_float_value(), self.storage(d).into_float_type(), "").built().into(),
+            DType::I1 => b.build_int_z_extend(v.into_int_value(), self.cx.i8_type(), "").built().into(),
+            DType::I8 | DType::I32 => b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built().into(),
+            _ => v,
+        }
+    }
+
+    /// Stores a domain value as element `index` of a `d` buffer.
+    pub fn store(&mut self, d: DType, base: PointerValue<'ctx>, index: IntValue<'ctx>, v: BasicValueEnum<'ctx>) {
+        let ty = self.storage(d);
+        let p = self.gep(ty, base, index);
+        let s = self.narrow(d, v);
+        self.b.build_store(p, s).built();
+    }
+
+    /// A variable initialised to `init` (an alloca in the entry block).
+    pub fn var(&mut self, init: BasicValueEnum<'ctx>) -> Var<'ctx> {
+        let ty = init.get_type();
+        let here = self.b.get_insert_block().expect("positioned");
+        let entry = self.entry.expect("begin_function was called");
+        match entry.get_first_instruction() {
+            Some(i) => self.b.position_before(&i),
+            None => self.b.position_at_end(entry),
+        }
+        let ptr = self.b.build_alloca(ty, "").built();
+        self.b.position_at_end(here);
+        self.b.build_store(ptr, init).built();
+        Var { ptr, ty }
+    }
+
+    /// The variable's value.
+    pub fn get(&self, v: Var<'ctx>) -> BasicValueEnum<'ctx> {
+        self.b.build_load(v.ty, v.ptr, "").built()
+    }
+
+    /// Assigns the variable.
+    pub fn set(&self, v: Var<'ctx>, x: BasicValueEnum<'ctx>) {
+        self.b.build_store(v.ptr, x).built();
+    }
+
+    /// `for i in (lo..hi).step_by(step) { body(i) }` on i64 (a signed comparison).
+    pub fn for_range(&mut self, lo: IntValue<'ctx>, hi: IntValue<'ctx>, step: IntValue<'ctx>, body: impl FnOnce(&mut Self, IntValue<'ctx>)) {
+        let iv = self.var(lo.into());
+        let f = self.func();
+        let (header, body_bb, exit) = (self.cx.append_basic_block(f, "loop"), self.cx.append_basic_block(f, "body"), self.cx.append_basic_block(f, "done"));
+        self.b.build_unconditional_branch(header).built();
+        self.b.position_at_end(header);
+        let i = self.get(iv).into_int_value();
+        let more = self.icmp(IntPredicate::SLT, i, hi);
+        self.b.build_conditional_branch(more, body_bb, exit).built();
+        self.b.position_at_end(body_bb);
+        body(self, i);
+        let next = self.add(i, step);
+        self.set(iv, next.into());
+        self.b.build_unconditional_branch(header).built();
+        self.b.position_at_end(exit);
+    }
+
+    /// `for i in lo..hi` with constant bounds.
+    pub fn for_n(&mut self, lo: usize, hi: usize, body: impl FnOnce(&mut Self, IntValue<'ctx>)) {
+        if lo < hi {
+            let (l, h, one) = (self.i64(lo as i64), self.i64(hi as i64), self.i64(1));
+            self.for_range(l, h, one, body);
+        }
+    }
+
+    /// `if cond { then() }`.
+    pub fn if_then(&mut self, cond: IntValue<'ctx>, then: impl FnOnce(&mut Self)) {
+        let f = self.func();
+        let (t, join) = (self.cx.append_basic_block(f, "then"), self.cx.append_basic_block(f, "join"));
+        self.b.build_conditional_branch(cond, t, join).built();
+        self.b.position_at_end(t);
+        then(self);
+        self.b.build_unconditional_branch(join).built();
+        self.b.position_at_end(join);
+    }
+
+    /// `Σ coord_d · strides_d` for the row-major coordinates of `index` over `dims`.
+    pub fn strided_offset(&self, index: IntValue<'ctx>, dims: &[usize], strides: &[usize]) -> IntValue<'ctx> {
+        let mut off = self.i64(0);
+        let mut rest = index;
+        for d in (0..dims.len()).rev() {
+            if strides[d] != 0 {
+                let c = if d == 0 { rest } else { self.remi(rest, dims[d]) };
+                off = self.add(off, self.muli(c, strides[d]));
+            }
+            if d > 0 {
+                rest = self.divi(rest, dims[d]);
+            }
+        }
+        off
+    }
+
+    /// The module's LLVM IR text.
+    pub fn text(&self) -> String {
+        self.module.print_to_string().to_string()
+    }
+
+    /// Verifies the module (a failure is a bug of the emitter).
+    pub fn verify(&self) -> Result<(), String> {
+        self.module.verify().map_err(|e| format!("invalid LLVM IR: {}", e.to_string()))
+    }
+}

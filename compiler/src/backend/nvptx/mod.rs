@@ -1,0 +1,283 @@
+//! The NVIDIA backend: LLVM NVPTX through inkwell, one PTX kernel per lowered kernel (one per
+//! move for copies), for `sm_70 sm_75 sm_80 sm_86 sm_89 sm_90`.
+//!
+//! - Every kernel is `void f16c_<name>(void **bufs, int32_t *status)`: `bufs` is the device
+//!   buffer table, one device address per slot of the shared [`Layout`] (the CPU backends' table,
+//!   so the artifact's slots mean the same on every target); `status` holds one `i32` per kernel,
+//!   which a kernel sets to a non-zero [`f16c_core::abi::Status`] on a run-time error (an
+//!   out-of-range gather index) and the runtime turns into a located error.
+//! - Contractions whose inputs and accumulator match a row of the target's tensor-core table
+//!   (f16 × f16 → f32 everywhere, bf16 × bf16 → f32 from sm_80) run on tensor cores
+//!   ([`wmma`]). Other kernels are SIMT: one thread per work item of
+//!   [`crate::backend::llvm::families`] in a grid-stride loop, so they compute exactly what the
+//!   reference computes, in its order.
+//! - The math functions are f16c's own f32 approximations over `ex2.approx`/`lg2.approx`
+//!   ([`MATH_TOLERANCE`]); f64 math is outside the legality table ([`legal`]).
+//!
+//! The artifact holds the PTX text; the runtime JIT-compiles it with the CUDA driver for the
+//! GPU it runs on (PTX for `sm_70` runs on any later GPU).
+
+pub mod legal;
+pub mod wmma;
+
+use super::layout::{CodeInfo, Layout};
+use super::llvm::families::{copy_steps, work_items};
+use super::llvm::machine::{self, MachineSpec};
+use super::llvm::{Built, Ir, MathImpl};
+use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
+use crate::lower::{Kernel, KernelKind, Program};
+use crate::target::Target;
+use f16c_core::artifact::{Artifact, CodeFormat, Launch, Step};
+use inkwell::attributes::AttributeLoc;
+use inkwell::context::Context;
+use inkwell::values::{FunctionValue, IntValue, PointerValue};
+
+/// The backend's name in errors and manifests.
+pub const NAME: &str = "nvptx";
+
+/// Prefix of every kernel symbol.
+pub const SYMBOL_PREFIX: &str = "f16c_";
+
+/// Threads per block of SIMT kernels.
+pub const SIMT_BLOCK: usize = 256;
+
+/// Most blocks a SIMT grid launches; a grid-stride loop covers the rest.
+pub const MAX_BLOCKS: usize = 1 << 16;
+
+/// Tolerance of the GPU math functions against the reference's (Rust `libm`-grade) ones:
+/// `|gpu − ref| <= MATH_TOLERANCE.0 · |ref| + MATH_TOLERANCE.1`. The approximations
+/// (`backend/llvm/expr.rs`) are built on `ex2.approx.f32` (2 ulp) and `lg2.approx.f32`
+/// (absolute error 2^-22.6 near 1); erf is Abramowitz–Stegun 7.1.26 (absolute error 1.5e-7);
+/// tanh loses relative accuracy near 0 (absolute error below 1e-7). Every other op of the
+/// contract is bit-identical to the reference.
+pub const MATH_TOLERANCE: (f64, f64) = (2e-6, 4e-7);
+
+/// The NVPTX calling convention number of `ptx_kernel` (an entry point).
+const PTX_KERNEL_CC: u32 = 71;
+
+/// One NVPTX backend per sm target.
+pub struct NvptxBackend {
+    /// The compute capability: 70 for `sm_70`.
+    pub sm: u32,
+}
+
+/// The backends of every supported sm.
+pub static BACKENDS: [NvptxBackend; 6] =
+    [NvptxBackend { sm: 70 }, NvptxBackend { sm: 75 }, NvptxBackend { sm: 80 }, NvptxBackend { sm: 86 }, NvptxBackend { sm: 89 }, NvptxBackend { sm: 90 }];
+
+/// The backend for `sm`, if it is supported.
+pub fn backend(sm: u32) -> Option<&'static NvptxBackend> {
+    BACKENDS.iter().find(|b| b.sm == sm)
+}
+
+/// A compiled program: the PTX, the optimised LLVM IR it came from, the buffer table and the
+/// launch list.
+pub struct Compiled {
+    /// The buffer table (arena planned with the temporaries).
+    pub layout: Layout,
+    /// Kernel symbols; steps index them.
+    pub symbols: Vec<String>,
+    /// Launches in execution order.
+    pub steps: Vec<Step>,
+    /// The optimised LLVM IR.
+    pub llvm: String,
+    /// The PTX.
+    pub ptx: String,
+}
+
+impl Compiled {
+    /// A comment header for printed forms: kernels, launches, arena, weights.
+    pub fn summary(&self, program: &Program, target: Target, comment: &str) -> String {
+        use std::fmt::Write;
+        let mut s = format!("{comment} function @{} for {target}: {} kernels, {} launches\n", program.name, program.kernels.len(), self.steps.len());
+        for st in &self.steps {
+            let l = st.launch.expect("GPU steps have a launch");
+            let _ = writeln!(s, "{comment}   {} grid {:?} block {:?} shared {} B", self.symbols[st.function], l.grid, l.block, l.shared_bytes);
+        }
+        let _ = writeln!(s, "{comment} arena {} bytes, weights {} bytes", self.layout.plan.arena_bytes, self.layout.weight_bytes());
+        s
+    }
+}
+
+fn codegen(kernel: Option<&Kernel>, message: String) -> BackendError {
+    match kernel {
+        Some(k) => BackendError::at(k, NAME, BackendErrorKind::Codegen(message)),
+        None => BackendError::program(NAME, BackendErrorKind::Codegen(message)),
+    }
+}
+
+/// The machine of `sm`.
+pub fn machine_spec(sm: u32) -> MachineSpec {
+    MachineSpec { triple: "nvptx64-nvidia-cuda", cpu: format!("sm_{sm}"), features: legal::ptx_isa(sm).to_string() }
+}
+
+/// Compiles a (legal) program for `sm`.
+pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
+    let target = Target::Sm(sm);
+    let cx = Context::create();
+    let mut ir = Ir::new(&cx, &program.name, MathImpl::NvptxApprox);
+    let mut layout = Layout::new(program);
+    let mut symbols = Vec::new();
+    let mut steps = Vec::new();
+    for (k, kernel) in program.kernels.iter().enumerate() {
+        let err = |m: String| codegen(Some(kernel), m);
+        let mut add = |symbol: String, launch: Launch, work: usize| {
+            symbols.push(symbol);
+            steps.push(Step { function: symbols.len() - 1, work, cost: work as f64, kernel: k, launch: Some(launch) });
+        };
+        match &kernel.kind {
+            KernelKind::Copy(c) => {
+                for (s, step) in copy_steps(c).into_iter().enumerate() {
+                    let work = step.work(c);
+                    let name = format!("{SYMBOL_PREFIX}{}_{s}", kernel.name);
+                    if work > 0 {
+                        simt(&mut ir, &name, k, work, |ir, i, _| {
+                            ir.copy_item(c, step, i);
+                            Ok(())
+                        })
+                        .map_err(err)?;
+                        add(name, simt_launch(work), work);
+                    }
+                }
+            }
+            KernelKind::Contraction(c) if legal::tensor_core_shape(target.info(), kernel).is_some() => {
+                let shape = legal::tensor_core_shape(target.info(), kernel).expect("checked");
+                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+                let (f, bufs, _) = entry(&mut ir, &name, wmma::THREADS);
+                ir.begin_function(f, bufs);
+                wmma::emit(&mut ir, c, shape, &name).map_err(err)?;
+                ir.b.build_return(None).built();
+                let launch = Launch { grid: wmma::grid(c), block: [wmma::THREADS as u32, 1, 1], shared_bytes: wmma::SHARED_BYTES as u32 };
+                add(name, launch, c.batch * c.m * c.n);
+            }
+            kind => {
+                let work = work_items(kind);
+                if work == 0 {
+                    continue;
+                }
+                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+                let temp = match kind {
+                    KernelKind::Rows(r) => {
+                        let bytes = Ir::rows_temp_bytes(r);
+                        (bytes > 0).then(|| (layout.temporary(k, bytes * r.rows), bytes))
+                    }
+                    _ => None,
+                };
+                simt(&mut ir, &name, k, work, |ir, i, status| match kind {
+                    KernelKind::Elementwise(e) => ir.elementwise_item(e, i),
+                    KernelKind::Reduction(r) => ir.reduction_item(r, i),
+                    KernelKind::Pool(p) => ir.pool_item(p, i),
+                    KernelKind::Contraction(c) => ir.contraction_item(c, i),
+                    KernelKind::Gather(g) => ir.gather_item(g, i, |ir| {
+                        let at = ir.gep(ir.cx.i32_type().into(), status, ir.i64(k as i64));
+                        ir.b.build_store(at, ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32)).built();
+                    }),
+                    KernelKind::Rows(r) => {
+                        let row_temp = match temp {
+                            Some((slot, bytes)) => {
+                                let base = ir.buffer(slot);
+                                ir.byte_offset(base, ir.muli(i, bytes))
+                            }
+                            None => ir.ptr_ty().const_null(),
+                        };
+                        ir.rows_item(r, i, row_temp)
+                    }
+                    KernelKind::Copy(_) => unreachable!("copies are handled above"),
+                })
+                .map_err(err)?;
+                add(name, simt_launch(work), work);
+            }
+        }
+    }
+    layout.finish(program);
+    let tm = machine::machine(&machine_spec(sm)).map_err(|m| codegen(None, m))?;
+    ir.verify().map_err(|m| codegen(None, m))?;
+    machine::optimize(&ir.module, &tm).map_err(|m| codegen(None, m))?;
+    let llvm = ir.text();
+    let ptx = machine::assembly(&ir.module, &tm).map_err(|m| codegen(None, m))?;
+    Ok(Compiled { layout, symbols, steps, llvm, ptx })
+}
+
+/// The launch of a SIMT kernel over `work` items.
+fn simt_launch(work: usize) -> Launch {
+    let blocks = work.div_ceil(SIMT_BLOCK).clamp(1, MAX_BLOCKS);
+    Launch { grid: [blocks as u32, 1, 1], block: [SIMT_BLOCK as u32, 1, 1], shared_bytes: 0 }
+}
+
+/// Declares kernel `name(bufs, status)` with at most `max_threads` threads per block.
+fn entry<'ctx>(ir: &mut Ir<'ctx>, name: &str, max_threads: usize) -> (FunctionValue<'ctx>, PointerValue<'ctx>, PointerValue<'ctx>) {
+    let p = ir.ptr_ty();
+    let f = ir.module.add_function(name, ir.cx.void_type().fn_type(&[p.into(), p.into()], false), None);
+    f.set_call_conventions(PTX_KERNEL_CC);
+    f.add_attribute(AttributeLoc::Function, ir.cx.create_string_attribute("nvvm.maxntid", &max_threads.to_string()));
+    for i in 0..2 {
+        let noalias = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
+        f.add_attribute(AttributeLoc::Param(i), ir.cx.create_enum_attribute(noalias, 0));
+    }
+    let bufs = f.get_nth_param(0).expect("two parameters").into_pointer_value();
+    let status = f.get_nth_param(1).expect("two parameters").into_pointer_value();
+    (f, bufs, status)
+}
+
+/// A SIMT kernel: `body(i)` for every work item `i < work`, one thread each, in a grid-stride
+/// loop.
+fn simt<'ctx>(
+    ir: &mut Ir<'ctx>,
+    name: &str,
+    _kernel: usize,
+    work: usize,
+    body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, PointerValue<'ctx>) -> Result<(), String>,
+) -> Result<(), String> {
+    let (f, bufs, status) = entry(ir, name, SIMT_BLOCK);
+    ir.begin_function(f, bufs);
+    let sreg = |ir: &Ir<'ctx>, reg: &str| -> IntValue<'ctx> {
+        let v = ir.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{reg}"), ir.cx.i32_type().into(), &[]).into_int_value();
+        ir.b.build_int_z_extend(v, ir.cx.i64_type(), "").built()
+    };
+    let (tid, ntid, ctaid, nctaid) = (sreg(ir, "tid.x"), sreg(ir, "ntid.x"), sreg(ir, "ctaid.x"), sreg(ir, "nctaid.x"));
+    let start = ir.add(ir.mul(ctaid, ntid), tid);
+    let stride = ir.mul(nctaid, ntid);
+    let end = ir.i64(work as i64);
+    let mut result = Ok(());
+    ir.for_range(start, end, stride, |ir, i| result = body(ir, i, status));
+    ir.b.build_return(None).built();
+    result
+}
+
+impl Backend for NvptxBackend {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn target(&self) -> Target {
+        Target::Sm(self.sm)
+    }
+
+    fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
+        legal::legal(kernel)
+    }
+
+    fn forms(&self) -> &'static [Emit] {
+        &[Emit::Ptx, Emit::Llvm]
+    }
+
+    fn code_format(&self) -> CodeFormat {
+        CodeFormat::Ptx
+    }
+
+    fn emit(&self, program: &Program, form: Emit) -> BackendResult<Vec<u8>> {
+        let compiled = compile(program, self.sm)?;
+        Ok(match form {
+            Emit::Ptx => (compiled.summary(program, self.target(), "//") + &compiled.ptx).into_bytes(),
+            Emit::Llvm => (compiled.summary(program, self.target(), ";") + &compiled.llvm).into_bytes(),
+            other => return Err(BackendError::program(NAME, BackendErrorKind::Form(other.name()))),
+        })
+    }
+
+    fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
+        let compiled = compile(program, self.sm)?;
+        let info = CodeInfo { target: self.target().info().name, backend: NAME, format: CodeFormat::Ptx, requires: Vec::new() };
+        let (manifest, constants) = compiled.layout.manifest(program, info, compiled.symbols, compiled.steps);
+        Ok(Artifact { manifest, code: compiled.ptx.into_bytes(), constants })
+    }
+}
