@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests.
 
+pub mod cases;
+
 use f16c_runtime::Tensor;
 use std::path::PathBuf;
 

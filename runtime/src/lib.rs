@@ -10,7 +10,9 @@
 //!   shared-object loader both run their code through it.
 //! - [`libcalls`]: the math functions generated code calls through the `rt` table, the very
 //!   functions the reference interpreter uses, so results are bit-identical.
-//! - [`loader`]: reads an artifact file and loads its shared object.
+//! - [`loader`]: reads an artifact file and loads it: a shared object for the CPU executor, or
+//!   PTX for [`cuda`], the GPU executor (CUDA driver API loaded at run time, Cargo feature
+//!   `cuda`, on by default; building needs nothing CUDA).
 //! - [`npy`]: `.npy` input and output; [`results`]: writing, printing and comparing results.
 //!
 //! Tensors, the kernel ABI and the artifact format come from `f16c-core`, which the compiler
@@ -18,6 +20,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod exec;
 pub mod libcalls;
 pub mod loader;
@@ -64,6 +68,9 @@ pub enum RuntimeError {
     /// The artifact cannot run here (another target, a missing CPU feature, a loader failure).
     #[error("{0}")]
     Load(String),
+    /// The GPU failed: no driver, a PTX JIT failure, out of memory, a failed launch.
+    #[error("{0}")]
+    Gpu(String),
 }
 
 /// Result alias for the runtime.

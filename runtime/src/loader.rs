@@ -26,6 +26,46 @@ pub fn load_file(path: &Path, threads: usize) -> Result<Executor> {
 /// The architecture this runtime was built for, as manifests name targets.
 pub const HOST_TARGET: &str = if cfg!(target_arch = "x86_64") { "x86_64" } else if cfg!(target_arch = "aarch64") { "aarch64" } else { "unknown" };
 
+/// A loaded model: CPU code run by the [`Executor`], or PTX run by the GPU executor.
+pub enum Loaded {
+    /// A CPU artifact.
+    Cpu(Executor),
+    /// A GPU artifact.
+    #[cfg(feature = "cuda")]
+    Gpu(crate::cuda::GpuExecutor),
+}
+
+impl Loaded {
+    /// Runs the model.
+    pub fn run(&self, inputs: &[f16c_core::Tensor]) -> Result<Vec<f16c_core::Tensor>> {
+        match self {
+            Loaded::Cpu(e) => e.run(inputs),
+            #[cfg(feature = "cuda")]
+            Loaded::Gpu(g) => g.run(inputs),
+        }
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &f16c_core::artifact::Manifest {
+        match self {
+            Loaded::Cpu(e) => e.manifest(),
+            #[cfg(feature = "cuda")]
+            Loaded::Gpu(g) => g.manifest(),
+        }
+    }
+}
+
+/// Loads an artifact file of any target this runtime runs: CPU shared objects for this
+/// machine, and (with the `cuda` feature) PTX on the GPU.
+pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
+    let artifact = read(path)?;
+    match artifact.manifest.code_format {
+        #[cfg(feature = "cuda")]
+        CodeFormat::Ptx => Ok(Loaded::Gpu(crate::cuda::GpuExecutor::new(artifact)?)),
+        _ => Ok(Loaded::Cpu(load(artifact, threads)?)),
+    }
+}
+
 /// Loads an artifact's code and constants.
 pub fn load(artifact: Artifact, threads: usize) -> Result<Executor> {
     let m = &artifact.manifest;

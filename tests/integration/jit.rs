@@ -2,10 +2,11 @@
 //! bf16} × sizes at vector edges, and the fp16/bf16 conversions bit for bit against `half`.
 
 use f16c_dialect::import::parse_file;
-use f16c_dialect::{BinaryOp, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, PoolAttrs, ReduceKind, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
+use f16c_dialect::{BinaryOp, DType, Data, Graph, Op, PoolAttrs, ReduceKind, Tensor, TensorType, UnaryOp, ValueType};
 use f16c_jit::{self as jit, CompileOptions, Model};
 use f16c_dialect::reference;
 use f16c_runtime::npy;
+use f16c_tests::cases::{conv_graph, constant, elementwise_graph, layer_norm, loc, random, softmax, tensor_ty, zero, Rng};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 use half::{bf16, f16};
 
@@ -26,49 +27,6 @@ fn contraction_tolerance(k: usize) -> f64 {
 /// can flip the f16 rounding of its result by one ulp (2⁻¹¹ relative) and that difference
 /// propagates: 4 f16 ulp of the peak.
 const FP16_MODEL_TOLERANCE: f64 = 4.0 / 2048.0;
-
-fn loc() -> Location {
-    Location::unknown()
-}
-
-/// A deterministic pseudo-random source (no dependency, same values on every machine).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        self.0 >> 11
-    }
-    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * (self.next() as f64 / (1u64 << 53) as f64) as f32
-    }
-}
-
-fn random(ty: &TensorType, rng: &mut Rng, lo: f32, hi: f32) -> Tensor {
-    let v: Vec<f32> = (0..ty.num_elements()).map(|_| rng.uniform(lo, hi)).collect();
-    let data = match ty.dtype {
-        DType::F32 => Data::F32(v),
-        DType::F16 => Data::F16(v.into_iter().map(f16::from_f32).collect()),
-        DType::BF16 => Data::BF16(v.into_iter().map(bf16::from_f32).collect()),
-        DType::I1 => Data::I1(v.into_iter().map(|x| x > 0.0).collect()),
-        DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
-        d => panic!("no random {d}"),
-    };
-    Tensor::new(ty.shape.clone(), data).unwrap()
-}
-
-fn tensor_ty(d: DType, shape: &[usize]) -> ValueType {
-    ValueType::Tensor(TensorType::new(d, shape))
-}
-
-fn constant(g: &mut Graph, t: Tensor) -> NodeId {
-    let ty = ValueType::Tensor(t.ty());
-    g.add_node(Op::Const(t), ty, &[], loc())
-}
-
-fn zero(g: &mut Graph, d: DType) -> NodeId {
-    constant(g, Tensor::splat(&TensorType::new(d, [1]), 0.0))
-}
 
 /// Equal bits, except that any NaN equals any NaN (IEEE leaves payloads to the hardware).
 fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
@@ -242,46 +200,6 @@ fn f32_to_f16_and_bf16_narrowing_is_bit_exact_against_half() {
             assert_eq!(y, want, "{d} element {i}: f32 {s:e} ({:#010x}): JIT {y:#06x}, half {want:#06x}", s.to_bits());
         }
     }
-}
-
-/// One elementwise op on `[2, n]` operands (the second operand broadcast as `[1, n]` or
-/// `[2, 1]` in turn) in dtype `d`.
-fn elementwise_graph(op: &Op, d: DType, n: usize, broadcast: usize) -> Graph {
-    let mut g = Graph::new("ew");
-    let shape = [2, n];
-    let other = match broadcast {
-        1 => [1, n],
-        2 => [2, 1],
-        _ => [2, n],
-    };
-    let a = g.add_input(TensorType::new(d, shape), loc());
-    let result_d = match op {
-        Op::Binary(b) if b.is_comparison() => DType::I1,
-        _ => d,
-    };
-    let out = match op {
-        Op::Unary(UnaryOp::Negate) => {
-            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
-            g.add_node(op.clone(), tensor_ty(d, &shape), &[a, z1, z2], loc())
-        }
-        Op::Unary(_) | Op::Clamp { .. } => g.add_node(op.clone(), tensor_ty(d, &shape), &[a], loc()),
-        Op::Binary(b) => {
-            let x = g.add_input(TensorType::new(d, other), loc());
-            let mut operands = vec![a, x];
-            if *b == BinaryOp::Mul {
-                operands.push(constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap()));
-            }
-            g.add_node(op.clone(), tensor_ty(result_d, &shape), &operands, loc())
-        }
-        Op::Select => {
-            let p = g.add_input(TensorType::new(DType::I1, other), loc());
-            let x = g.add_input(TensorType::new(d, shape), loc());
-            g.add_node(Op::Select, tensor_ty(d, &shape), &[p, a, x], loc())
-        }
-        _ => unreachable!(),
-    };
-    g.add_output(out);
-    g
 }
 
 fn inputs_for(g: &Graph, rng: &mut Rng, lo: f32, hi: f32) -> Vec<Tensor> {
@@ -480,45 +398,6 @@ fn gather_matches_and_rejects_out_of_range_indices() {
     }
 }
 
-fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool) -> (Graph, usize) {
-    let mut rng = Rng((n * 31 + c) as u64);
-    let mut g = Graph::new(op);
-    let (h, w) = (n.min(9), n);
-    let x = g.add_input(TensorType::new(d, [1, h, w, c]), loc());
-    let (kh, kw) = (3, 2);
-    let (weight_shape, oc) = match op {
-        "depthwise" => (vec![kh, kw, c, 1], c),
-        _ => (vec![o, kh, kw, c], o),
-    };
-    let weight = constant(&mut g, random(&TensorType::new(d, weight_shape), &mut rng, -1.0, 1.0));
-    let bias = constant(&mut g, random(&TensorType::new(d, [oc]), &mut rng, -1.0, 1.0));
-    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
-    let (node, out_shape, k) = match op {
-        "conv" => {
-            let a = ConvAttrs { pad: [1, 1, 0, 1], stride: [1, 2], dilation: [1, 1], acc: DType::F32 };
-            let (oh, ow) = (h + 2 - kh + 1, (w + 1 - kw) / 2 + 1);
-            (Op::Conv2d(a), vec![1, oh, ow, oc], kh * kw * c)
-        }
-        "depthwise" => {
-            let a = ConvAttrs { pad: [1, 1, 1, 0], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
-            (Op::DepthwiseConv2d(a), vec![1, h, w, oc], kh * kw)
-        }
-        _ => {
-            let a = TransposeConvAttrs { out_pad: [0, 0, 0, 0], stride: [2, 1], acc: DType::F32 };
-            ((Op::TransposeConv2d(a)), vec![1, (h - 1) * 2 + kh, w - 1 + kw, oc], kh * kw * c)
-        }
-    };
-    let mut y = g.add_node(node, tensor_ty(d, &out_shape), &[x, weight, bias, z1, z2], loc());
-    if fused {
-        // A residual add and a ReLU6 in the epilogue.
-        let r = g.add_input(TensorType::new(d, out_shape.clone()), loc());
-        y = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &out_shape), &[y, r], loc());
-        y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &out_shape), &[y], loc());
-    }
-    g.add_output(y);
-    (g, k)
-}
-
 #[test]
 fn contractions_match_the_reference_within_the_reduction_tolerance() {
     let mut rng = Rng(11);
@@ -554,67 +433,6 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
             }
         }
     }
-}
-
-/// Softmax `[rows, n]` as torch-mlir writes it: max, subtract, exp, sum, reciprocal, multiply.
-fn softmax(g: &mut Graph, x: NodeId, d: DType, rows: usize, n: usize) -> NodeId {
-    let (full, one) = (tensor_ty(d, &[rows, n]), tensor_ty(d, &[rows, 1]));
-    let shift = constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
-    let m = g.add_node(Op::Reduce { kind: ReduceKind::Max, axis: 1 }, one.clone(), &[x], loc());
-    let s = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[x, m], loc());
-    let e = g.add_node(Op::Unary(UnaryOp::Exp), full.clone(), &[s], loc());
-    let sum = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[e], loc());
-    let r = g.add_node(Op::Unary(UnaryOp::Reciprocal), one, &[sum], loc());
-    g.add_node(Op::Binary(BinaryOp::Mul), full, &[e, r, shift], loc())
-}
-
-/// Layer norm `[rows, n]` after a residual add, as torch-mlir writes it; with `f64_variance`
-/// the variance is computed in f64 between casts (torch's `var`), as in attention_tiny.
-#[allow(clippy::too_many_arguments)]
-fn layer_norm(g: &mut Graph, x: NodeId, res: NodeId, d: DType, rows: usize, n: usize, f64_variance: bool, rng: &mut Rng) -> NodeId {
-    let (full, one) = (tensor_ty(d, &[rows, n]), tensor_ty(d, &[rows, 1]));
-    let shift = constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
-    let scalar = |g: &mut Graph, d: DType, v: f64| {
-        let data = match d {
-            DType::F64 => Data::F64(vec![v]),
-            DType::F32 => Data::F32(vec![v as f32]),
-            DType::F16 => Data::F16(vec![f16::from_f64(v)]),
-            _ => Data::BF16(vec![bf16::from_f64(v)]),
-        };
-        constant(g, Tensor::new(vec![1, 1], data).unwrap())
-    };
-    let h = g.add_node(Op::Binary(BinaryOp::Add), full.clone(), &[x, res], loc());
-    let inv_n = scalar(g, d, 1.0 / n as f64);
-    let sum = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[h], loc());
-    let mean = g.add_node(Op::Binary(BinaryOp::Mul), one.clone(), &[sum, inv_n, shift], loc());
-    let var = if f64_variance {
-        let (full64, one64) = (tensor_ty(DType::F64, &[rows, n]), tensor_ty(DType::F64, &[rows, 1]));
-        let h64 = g.add_node(Op::Cast, full64.clone(), &[h], loc());
-        let s64 = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one64.clone(), &[h64], loc());
-        let inv64 = scalar(g, DType::F64, 1.0 / n as f64);
-        let m64 = g.add_node(Op::Binary(BinaryOp::Mul), one64.clone(), &[s64, inv64, shift], loc());
-        let c64 = g.add_node(Op::Binary(BinaryOp::Sub), full64.clone(), &[h64, m64], loc());
-        let sq = g.add_node(Op::Binary(BinaryOp::Mul), full64, &[c64, c64, shift], loc());
-        let v64 = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one64.clone(), &[sq], loc());
-        let v64 = g.add_node(Op::Binary(BinaryOp::Mul), one64, &[v64, inv64, shift], loc());
-        g.add_node(Op::Cast, one.clone(), &[v64], loc())
-    } else {
-        let c = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[h, mean], loc());
-        let sq = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[c, c, shift], loc());
-        let v = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[sq], loc());
-        g.add_node(Op::Binary(BinaryOp::Mul), one.clone(), &[v, inv_n, shift], loc())
-    };
-    let eps = scalar(g, d, 1e-5);
-    let ve = g.add_node(Op::Binary(BinaryOp::Add), one.clone(), &[var, eps], loc());
-    let r = g.add_node(Op::Unary(UnaryOp::Rsqrt), one, &[ve], loc());
-    let c = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[h, mean], loc());
-    let y = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[c, r, shift], loc());
-    let gamma = random(&TensorType::new(d, [1, n]), rng, 0.5, 1.5);
-    let gamma = constant(g, gamma);
-    let beta = random(&TensorType::new(d, [1, n]), rng, -0.5, 0.5);
-    let beta = constant(g, beta);
-    let y = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[y, gamma, shift], loc());
-    g.add_node(Op::Binary(BinaryOp::Add), full, &[y, beta], loc())
 }
 
 /// Softmax and layer norm each run as one row kernel, bit for bit the unfused graph's.

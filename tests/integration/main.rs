@@ -5,6 +5,7 @@ mod canonicalize;
 mod diagnostics;
 mod jit;
 mod models;
+mod nvptx;
 mod precision;
 mod roundtrip;
 mod verifier;

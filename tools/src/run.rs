@@ -9,7 +9,7 @@ use f16c_runtime::{results, RuntimeError};
 use std::process::ExitCode;
 
 /// Targets `run` knows.
-const TARGETS: &[&str] = &["x86_64", "reference"];
+const TARGETS: &[&str] = &["x86_64", "reference", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"];
 
 pub fn command() -> Command {
     let c = Command::new("run")
@@ -17,7 +17,9 @@ pub fn command() -> Command {
         .after_help(
             "Targets:\n  x86_64     compile with Cranelift and run on this machine (default; fp16/bf16 emulated\n             \
              in software, bit-faithful to the reference)\n  \
-             reference  the reference interpreter (the golden model of f16c's numeric contract)\n\n\
+             reference  the reference interpreter (the golden model of f16c's numeric contract)\n  \
+             sm_XX      compile to PTX (NVPTX backend) and run on this machine's NVIDIA GPU through the\n             \
+             CUDA driver (an error without a GPU or driver)\n\n\
              With --precision=fp16|bf16 the model is first compiled to mixed precision (canonicalize,\n\
              assign-precision, insert-casts) and the mixed-precision graph runs.\n\n\
              Examples:\n  f16c run net.mlir --input x.npy --output y.npy\n  \
@@ -73,6 +75,19 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 return Ok(crate::report(&d.into(), &source));
             }
             Err(reference::Error::Invalid(d)) => return Ok(crate::report(&d, &source)),
+            Err(e) => return Err(e.into()),
+        }
+    } else if let Some(t) = f16c_compiler::target::Target::parse(target).filter(|t| matches!(t, f16c_compiler::target::Target::Sm(_))) {
+        let artifact = match f16c_compiler::driver::artifact(g, t) {
+            Ok(a) => a,
+            Err(d) => return Ok(crate::report(&d, &source)),
+        };
+        match f16c_runtime::cuda::GpuExecutor::new(artifact).and_then(|gpu| gpu.run(&inputs)) {
+            Ok(o) => o,
+            Err(RuntimeError::Eval { location, op, message }) => {
+                let d = Diagnostic::error(crate::parse_location(&location), format!("while running '{op}': {message}"));
+                return Ok(crate::report(&d.into(), &source));
+            }
             Err(e) => return Err(e.into()),
         }
     } else {

@@ -51,7 +51,7 @@ fn run(m: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     if threads == 0 {
         return Err("--threads must be at least 1".into());
     }
-    let model = loader::load_file(path, threads)?;
+    let model = loader::open(path, threads)?;
     let inputs = many("inputs").iter().map(|p| npy::read(Path::new(p))).collect::<Result<Vec<_>, _>>()?;
     let outputs = model.run(&inputs)?;
     results::deliver(&model.manifest().function, &outputs, &many("outputs"), &many("compare"))?;

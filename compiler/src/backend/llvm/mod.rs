@@ -61,6 +61,9 @@ pub struct Ir<'ctx> {
     pub b: Builder<'ctx>,
     /// How math functions are computed.
     pub math: MathImpl,
+    /// The address space buffers live in (NVPTX: 1, global memory, so loads and stores are
+    /// `ld.global`/`st.global` rather than generic).
+    pub buffer_space: u16,
     func: Option<FunctionValue<'ctx>>,
     entry: Option<BasicBlock<'ctx>>,
     /// The buffer table parameter of the current function.
@@ -79,7 +82,7 @@ pub struct Var<'ctx> {
 impl<'ctx> Ir<'ctx> {
     /// An empty module for `triple` with `data_layout`.
     pub fn new(cx: &'ctx Context, name: &str, math: MathImpl) -> Self {
-        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, func: None, entry: None, bufs: None, buffers: HashMap::new() }
+        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, func: None, entry: None, bufs: None, buffers: HashMap::new() }
     }
 
     /// Starts function `f`: positions the builder in a new entry block; `bufs` is its buffer
@@ -253,7 +256,11 @@ impl<'ctx> Ir<'ctx> {
         }
         let bufs = self.bufs.expect("begin_function was called");
         let at = self.gep(self.ptr_ty().into(), bufs, self.i64(id as i64));
-        let p = self.b.build_load(self.ptr_ty(), at, &format!("buf{id}")).built().into_pointer_value();
+        let mut p = self.b.build_load(self.ptr_ty(), at, &format!("buf{id}")).built().into_pointer_value();
+        if self.buffer_space != 0 {
+            let space = self.cx.ptr_type(AddressSpace::from(self.buffer_space));
+            p = self.b.build_address_space_cast(p, space, "").built();
+        }
         self.b.position_at_end(here);
         self.buffers.insert(id, p);
         p

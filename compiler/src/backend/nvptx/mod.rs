@@ -116,6 +116,7 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
     let target = Target::Sm(sm);
     let cx = Context::create();
     let mut ir = Ir::new(&cx, &program.name, MathImpl::NvptxApprox);
+    ir.buffer_space = 1;
     let mut layout = Layout::new(program);
     let mut symbols = Vec::new();
     let mut steps = Vec::new();

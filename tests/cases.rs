@@ -1,0 +1,348 @@
+//! Graph builders shared by the parity tests of every backend (the JIT's in `integration/jit.rs`,
+//! the NVPTX backend's in `integration/nvptx.rs`) and by `f16c-gpu-cases`, which writes them out
+//! for `scripts/gpu-check`.
+
+use f16c_dialect::{BinaryOp, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, ReduceKind, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
+use half::{bf16, f16};
+
+pub fn loc() -> Location {
+    Location::unknown()
+}
+
+/// A deterministic pseudo-random source (no dependency, same values on every machine).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 11
+    }
+    pub fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * (self.next() as f64 / (1u64 << 53) as f64) as f32
+    }
+}
+
+pub fn random(ty: &TensorType, rng: &mut Rng, lo: f32, hi: f32) -> Tensor {
+    let v: Vec<f32> = (0..ty.num_elements()).map(|_| rng.uniform(lo, hi)).collect();
+    let data = match ty.dtype {
+        DType::F32 => Data::F32(v),
+        DType::F16 => Data::F16(v.into_iter().map(f16::from_f32).collect()),
+        DType::BF16 => Data::BF16(v.into_iter().map(bf16::from_f32).collect()),
+        DType::I1 => Data::I1(v.into_iter().map(|x| x > 0.0).collect()),
+        DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
+        d => panic!("no random {d}"),
+    };
+    Tensor::new(ty.shape.clone(), data).unwrap()
+}
+
+pub fn tensor_ty(d: DType, shape: &[usize]) -> ValueType {
+    ValueType::Tensor(TensorType::new(d, shape))
+}
+
+pub fn constant(g: &mut Graph, t: Tensor) -> NodeId {
+    let ty = ValueType::Tensor(t.ty());
+    g.add_node(Op::Const(t), ty, &[], loc())
+}
+
+pub fn zero(g: &mut Graph, d: DType) -> NodeId {
+    constant(g, Tensor::splat(&TensorType::new(d, [1]), 0.0))
+}
+
+/// One elementwise op on `[2, n]` operands (the second operand broadcast as `[1, n]` or
+/// `[2, 1]` in turn) in dtype `d`.
+pub fn elementwise_graph(op: &Op, d: DType, n: usize, broadcast: usize) -> Graph {
+    let mut g = Graph::new("ew");
+    let shape = [2, n];
+    let other = match broadcast {
+        1 => [1, n],
+        2 => [2, 1],
+        _ => [2, n],
+    };
+    let a = g.add_input(TensorType::new(d, shape), loc());
+    let result_d = match op {
+        Op::Binary(b) if b.is_comparison() => DType::I1,
+        _ => d,
+    };
+    let out = match op {
+        Op::Unary(UnaryOp::Negate) => {
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            g.add_node(op.clone(), tensor_ty(d, &shape), &[a, z1, z2], loc())
+        }
+        Op::Unary(_) | Op::Clamp { .. } => g.add_node(op.clone(), tensor_ty(d, &shape), &[a], loc()),
+        Op::Binary(b) => {
+            let x = g.add_input(TensorType::new(d, other), loc());
+            let mut operands = vec![a, x];
+            if *b == BinaryOp::Mul {
+                operands.push(constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap()));
+            }
+            g.add_node(op.clone(), tensor_ty(result_d, &shape), &operands, loc())
+        }
+        Op::Select => {
+            let p = g.add_input(TensorType::new(DType::I1, other), loc());
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            g.add_node(Op::Select, tensor_ty(d, &shape), &[p, a, x], loc())
+        }
+        _ => unreachable!(),
+    };
+    g.add_output(out);
+    g
+}
+
+pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool) -> (Graph, usize) {
+    let mut rng = Rng((n * 31 + c) as u64);
+    let mut g = Graph::new(op);
+    let (h, w) = (n.min(9), n);
+    let x = g.add_input(TensorType::new(d, [1, h, w, c]), loc());
+    let (kh, kw) = (3, 2);
+    let (weight_shape, oc) = match op {
+        "depthwise" => (vec![kh, kw, c, 1], c),
+        _ => (vec![o, kh, kw, c], o),
+    };
+    let weight = constant(&mut g, random(&TensorType::new(d, weight_shape), &mut rng, -1.0, 1.0));
+    let bias = constant(&mut g, random(&TensorType::new(d, [oc]), &mut rng, -1.0, 1.0));
+    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+    let (node, out_shape, k) = match op {
+        "conv" => {
+            let a = ConvAttrs { pad: [1, 1, 0, 1], stride: [1, 2], dilation: [1, 1], acc: DType::F32 };
+            let (oh, ow) = (h + 2 - kh + 1, (w + 1 - kw) / 2 + 1);
+            (Op::Conv2d(a), vec![1, oh, ow, oc], kh * kw * c)
+        }
+        "depthwise" => {
+            let a = ConvAttrs { pad: [1, 1, 1, 0], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+            (Op::DepthwiseConv2d(a), vec![1, h, w, oc], kh * kw)
+        }
+        _ => {
+            let a = TransposeConvAttrs { out_pad: [0, 0, 0, 0], stride: [2, 1], acc: DType::F32 };
+            ((Op::TransposeConv2d(a)), vec![1, (h - 1) * 2 + kh, w - 1 + kw, oc], kh * kw * c)
+        }
+    };
+    let mut y = g.add_node(node, tensor_ty(d, &out_shape), &[x, weight, bias, z1, z2], loc());
+    if fused {
+        // A residual add and a ReLU6 in the epilogue.
+        let r = g.add_input(TensorType::new(d, out_shape.clone()), loc());
+        y = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &out_shape), &[y, r], loc());
+        y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &out_shape), &[y], loc());
+    }
+    g.add_output(y);
+    (g, k)
+}
+
+/// Softmax `[rows, n]` as torch-mlir writes it: max, subtract, exp, sum, reciprocal, multiply.
+pub fn softmax(g: &mut Graph, x: NodeId, d: DType, rows: usize, n: usize) -> NodeId {
+    let (full, one) = (tensor_ty(d, &[rows, n]), tensor_ty(d, &[rows, 1]));
+    let shift = constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+    let m = g.add_node(Op::Reduce { kind: ReduceKind::Max, axis: 1 }, one.clone(), &[x], loc());
+    let s = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[x, m], loc());
+    let e = g.add_node(Op::Unary(UnaryOp::Exp), full.clone(), &[s], loc());
+    let sum = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[e], loc());
+    let r = g.add_node(Op::Unary(UnaryOp::Reciprocal), one, &[sum], loc());
+    g.add_node(Op::Binary(BinaryOp::Mul), full, &[e, r, shift], loc())
+}
+
+/// Layer norm `[rows, n]` after a residual add, as torch-mlir writes it; with `f64_variance`
+/// the variance is computed in f64 between casts (torch's `var`), as in attention_tiny.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm(g: &mut Graph, x: NodeId, res: NodeId, d: DType, rows: usize, n: usize, f64_variance: bool, rng: &mut Rng) -> NodeId {
+    let (full, one) = (tensor_ty(d, &[rows, n]), tensor_ty(d, &[rows, 1]));
+    let shift = constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+    let scalar = |g: &mut Graph, d: DType, v: f64| {
+        let data = match d {
+            DType::F64 => Data::F64(vec![v]),
+            DType::F32 => Data::F32(vec![v as f32]),
+            DType::F16 => Data::F16(vec![f16::from_f64(v)]),
+            _ => Data::BF16(vec![bf16::from_f64(v)]),
+        };
+        constant(g, Tensor::new(vec![1, 1], data).unwrap())
+    };
+    let h = g.add_node(Op::Binary(BinaryOp::Add), full.clone(), &[x, res], loc());
+    let inv_n = scalar(g, d, 1.0 / n as f64);
+    let sum = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[h], loc());
+    let mean = g.add_node(Op::Binary(BinaryOp::Mul), one.clone(), &[sum, inv_n, shift], loc());
+    let var = if f64_variance {
+        let (full64, one64) = (tensor_ty(DType::F64, &[rows, n]), tensor_ty(DType::F64, &[rows, 1]));
+        let h64 = g.add_node(Op::Cast, full64.clone(), &[h], loc());
+        let s64 = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one64.clone(), &[h64], loc());
+        let inv64 = scalar(g, DType::F64, 1.0 / n as f64);
+        let m64 = g.add_node(Op::Binary(BinaryOp::Mul), one64.clone(), &[s64, inv64, shift], loc());
+        let c64 = g.add_node(Op::Binary(BinaryOp::Sub), full64.clone(), &[h64, m64], loc());
+        let sq = g.add_node(Op::Binary(BinaryOp::Mul), full64, &[c64, c64, shift], loc());
+        let v64 = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one64.clone(), &[sq], loc());
+        let v64 = g.add_node(Op::Binary(BinaryOp::Mul), one64, &[v64, inv64, shift], loc());
+        g.add_node(Op::Cast, one.clone(), &[v64], loc())
+    } else {
+        let c = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[h, mean], loc());
+        let sq = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[c, c, shift], loc());
+        let v = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one.clone(), &[sq], loc());
+        g.add_node(Op::Binary(BinaryOp::Mul), one.clone(), &[v, inv_n, shift], loc())
+    };
+    let eps = scalar(g, d, 1e-5);
+    let ve = g.add_node(Op::Binary(BinaryOp::Add), one.clone(), &[var, eps], loc());
+    let r = g.add_node(Op::Unary(UnaryOp::Rsqrt), one, &[ve], loc());
+    let c = g.add_node(Op::Binary(BinaryOp::Sub), full.clone(), &[h, mean], loc());
+    let y = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[c, r, shift], loc());
+    let gamma = random(&TensorType::new(d, [1, n]), rng, 0.5, 1.5);
+    let gamma = constant(g, gamma);
+    let beta = random(&TensorType::new(d, [1, n]), rng, -0.5, 0.5);
+    let beta = constant(g, beta);
+    let y = g.add_node(Op::Binary(BinaryOp::Mul), full.clone(), &[y, gamma, shift], loc());
+    g.add_node(Op::Binary(BinaryOp::Add), full, &[y, beta], loc())
+}
+
+/// How a backend's result is compared with the reference interpreter's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tolerance {
+    /// Bit for bit (any NaN equals any NaN).
+    Exact,
+    /// Math functions (exp, log, tanh, erf, pow): within the backend's math tolerance.
+    Math,
+    /// A contraction over `k` terms: a different accumulation order (and, for a low-precision
+    /// result, one ulp of its rounding).
+    Contraction(usize),
+}
+
+/// One parity case: a graph, its inputs and how its results compare.
+pub struct Case {
+    /// A unique name (usable as a file name).
+    pub name: String,
+    /// The graph.
+    pub graph: Graph,
+    /// Inputs, one per argument.
+    pub inputs: Vec<Tensor>,
+    /// How to compare.
+    pub tolerance: Tolerance,
+}
+
+/// Every float type the parity cases run in.
+pub const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+fn inputs_for(g: &Graph, rng: &mut Rng, lo: f32, hi: f32) -> Vec<Tensor> {
+    g.inputs().iter().map(|&i| random(g.tensor_ty(i).unwrap(), rng, lo, hi)).collect()
+}
+
+fn dname(d: DType) -> String {
+    d.to_string()
+}
+
+/// The parity suite every GPU-style backend compiles (and, on a GPU, runs): each op family in
+/// f32, f16 and bf16 at sizes that hit WMMA tile edges (15/16/17, 33, a large odd one).
+pub fn parity_cases() -> Vec<Case> {
+    let mut rng = Rng(77);
+    let mut cases = Vec::new();
+    let mut add = |name: String, graph: Graph, rng: &mut Rng, lo: f32, hi: f32, tolerance: Tolerance| {
+        let inputs = inputs_for(&graph, rng, lo, hi);
+        cases.push(Case { name, graph, inputs, tolerance });
+    };
+    let math = |op: &Op| matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf) | Op::Binary(BinaryOp::Pow));
+    let mut ops: Vec<Op> = [UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Rsqrt, UnaryOp::Reciprocal, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf]
+        .into_iter()
+        .map(Op::Unary)
+        .collect();
+    ops.extend(
+        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow, BinaryOp::Equal, BinaryOp::Greater, BinaryOp::GreaterEqual]
+            .into_iter()
+            .map(Op::Binary),
+    );
+    ops.push(Op::Clamp { min: -1.0, max: 6.0 });
+    ops.push(Op::Select);
+    for op in &ops {
+        for d in FLOATS {
+            for n in [1, 7, 16, 17, 1031] {
+                let bc = if matches!(op, Op::Binary(_) | Op::Select) && n == 17 { 1 } else { 0 };
+                let g = elementwise_graph(op, d, n, bc);
+                let tol = if math(op) { Tolerance::Math } else { Tolerance::Exact };
+                // Positive inputs for log, rsqrt and pow (a negative base is NaN on both sides).
+                let lo = if matches!(op, Op::Unary(UnaryOp::Log | UnaryOp::Rsqrt) | Op::Binary(BinaryOp::Pow)) { 0.01 } else { -8.0 };
+                add(format!("{}_{}_n{n}_bc{bc}", op.mlir_name().trim_start_matches("tosa."), dname(d)), g, &mut rng, lo, 8.0, tol);
+            }
+        }
+    }
+    for d in FLOATS {
+        for n in [1, 17, 33] {
+            let shape = [2, n, 5];
+            for axis in 0..3 {
+                let mut out_shape = shape;
+                out_shape[axis] = 1;
+                for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::Prod] {
+                    let mut g = Graph::new("reduce");
+                    let x = g.add_input(TensorType::new(d, shape), loc());
+                    let r = g.add_node(Op::Reduce { kind, axis }, tensor_ty(d, &out_shape), &[x], loc());
+                    g.add_output(r);
+                    add(format!("reduce_{kind:?}_{}_n{n}_axis{axis}", dname(d)).to_lowercase(), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+                }
+                let mut g = Graph::new("argmax");
+                let x = g.add_input(TensorType::new(d, shape), loc());
+                let reduced: Vec<usize> = shape.iter().enumerate().filter(|&(i, _)| i != axis).map(|(_, &s)| s).collect();
+                let r = g.add_node(Op::ArgMax { axis }, tensor_ty(DType::I32, &reduced), &[x], loc());
+                g.add_output(r);
+                add(format!("argmax_{}_n{n}_axis{axis}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            }
+        }
+        for n in [7, 17] {
+            for avg in [false, true] {
+                let mut g = Graph::new("pool");
+                let x = g.add_input(TensorType::new(d, [1, n, n, 5]), loc());
+                let attrs = f16c_dialect::PoolAttrs { kernel: [2, 3], stride: [2, 1], pad: [1, 0, 1, 1], acc: if avg { Some(DType::F32) } else { None } };
+                let (oh, ow) = ((n + 1 - 2) / 2 + 1, n + 2 - 3 + 1);
+                let op = if avg { Op::AvgPool2d(attrs) } else { Op::MaxPool2d(attrs) };
+                let mut operands = vec![x];
+                if avg {
+                    operands.push(zero(&mut g, d));
+                    operands.push(zero(&mut g, d));
+                }
+                let y = g.add_node(op, tensor_ty(d, &[1, oh, ow, 5]), &operands, loc());
+                g.add_output(y);
+                add(format!("{}_pool_{}_n{n}", if avg { "avg" } else { "max" }, dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            }
+        }
+        // Matmuls at WMMA tile edges, with a weight and between activations, and a larger one
+        // that spans several blocks and k tiles.
+        for (m, k, n) in [(1, 1, 1), (3, 7, 9), (15, 16, 17), (16, 16, 16), (17, 33, 15), (33, 17, 16), (65, 70, 129), (130, 96, 200)] {
+            for constant_b in [false, true] {
+                let mut g = Graph::new("matmul");
+                let a = g.add_input(TensorType::new(d, [2, m, k]), loc());
+                let b = if constant_b { constant(&mut g, random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0)) } else { g.add_input(TensorType::new(d, [2, k, n]), loc()) };
+                let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+                let o = g.add_node(Op::MatMul, tensor_ty(d, &[2, m, n]), &[a, b, z1, z2], loc());
+                g.add_output(o);
+                add(format!("matmul_{}_{m}x{k}x{n}_const{}", dname(d), constant_b as u8), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));
+            }
+        }
+        for n in [7, 16, 17] {
+            for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false)] {
+                let (g, k) = conv_graph(op, d, n, n.min(10), 7, fused);
+                add(format!("{op}{}_{}_n{n}", if fused { "_fused" } else { "" }, dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));
+            }
+        }
+        for n in [7, 16, 33, 1031] {
+            for variant in ["softmax", "layer_norm"] {
+                let mut g = Graph::new(variant);
+                let x = g.add_input(TensorType::new(d, [3, n]), loc());
+                let y = if variant == "softmax" {
+                    softmax(&mut g, x, d, 3, n)
+                } else {
+                    let res = g.add_input(TensorType::new(d, [3, n]), loc());
+                    layer_norm(&mut g, x, res, d, 3, n, false, &mut rng)
+                };
+                g.add_output(y);
+                let tol = if variant == "softmax" { Tolerance::Math } else { Tolerance::Exact };
+                add(format!("{variant}_{}_n{n}", dname(d)), g, &mut rng, -3.0, 3.0, tol);
+            }
+        }
+        // Data movement: transpose, pad, gather.
+        for n in [1, 17] {
+            let t = |s: &[usize]| tensor_ty(d, s);
+            let mut g = Graph::new("transpose");
+            let x = g.add_input(TensorType::new(d, [2, 3, n]), loc());
+            let o = g.add_node(Op::Transpose { perms: vec![2, 0, 1] }, t(&[n, 2, 3]), &[x], loc());
+            g.add_output(o);
+            add(format!("transpose_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            let mut g = Graph::new("gather");
+            let v = g.add_input(TensorType::new(d, [2, 5, n]), loc());
+            let idx = constant(&mut g, Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 2, 1, 1, 3])).unwrap());
+            let o = g.add_node(Op::Gather, t(&[2, 3, n]), &[v, idx], loc());
+            g.add_output(o);
+            add(format!("gather_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+        }
+    }
+    cases
+}
