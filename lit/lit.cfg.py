@@ -28,3 +28,8 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "I
 llvm_bin = "/usr/lib/llvm-22/bin"
 config.environment["PATH"] = os.pathsep.join([llvm_bin, os.environ.get("PATH", "")])
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+
+# Tests of what happens without a GPU are unsupported where a CUDA driver is installed.
+import ctypes.util
+if ctypes.util.find_library("cuda"):
+    config.available_features.add("cuda")

@@ -3,7 +3,7 @@
 #   - Debian's LLVM/MLIR 22 (melior and inkwell link against it), clang, lld (fast linking),
 #     lit and FileCheck (llvm-22-tools)
 #   - the AArch64 cross toolchain and qemu-user (for running AArch64 code in tests)
-#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas) and numpy
+#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas), nvdisasm and numpy
 #     (the peer of the benchmark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,13 @@ fi
 if ! .venv/bin/python -c "import nvidia.cuda_nvcc" 2>/dev/null; then
   echo "setup: installing nvidia-cuda-nvcc-cu12 into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "nvidia-cuda-nvcc-cu12>=12.4,<13"
+fi
+
+# nvdisasm for checking that tensor-core kernels have HMMA in their SASS (CUDA 13's reads
+# sm_75 and later).
+if ! ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/nvdisasm >/dev/null 2>&1; then
+  echo "setup: installing nvidia-cuda-nvdisasm into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps "nvidia-cuda-nvdisasm>=13,<14"
 fi
 
 # numpy (OpenBLAS inside) is the peer that `f16c bench` measures the JIT against.

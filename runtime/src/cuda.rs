@@ -196,6 +196,12 @@ impl GpuExecutor {
 
     /// Runs the model on the GPU.
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        self.run_timed(inputs).map(|(o, _)| o)
+    }
+
+    /// Runs the model and also returns the milliseconds its kernels took on the GPU (CUDA events
+    /// around the launches: no allocation, upload or download included).
+    pub fn run_timed(&self, inputs: &[Tensor]) -> Result<(Vec<Tensor>, f64)> {
         let m = &self.manifest;
         f16c_core::tensor::check_inputs(&m.function, &self.inputs, inputs).map_err(RuntimeError::BadInput)?;
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -224,6 +230,9 @@ impl GpuExecutor {
         bufs.upload(&table_bytes, "the buffer table")?;
         let status = DeviceBuffer::new(4 * m.kernels.len(), "the status words")?;
         status.upload(&vec![0u8; 4 * m.kernels.len()], "the status words")?;
+        let events = Events::new()?;
+        // SAFETY: valid events, recorded on the default stream.
+        check(unsafe { sys::cuEventRecord(events.0, std::ptr::null_mut()) }, "recording an event")?;
         for step in &m.steps {
             let l = step.launch.expect("validated: GPU steps have a launch");
             let (mut a0, mut a1) = (bufs.0, status.0);
@@ -247,8 +256,13 @@ impl GpuExecutor {
             };
             check(r, &format!("launching '{}'", m.symbols[step.function]))?;
         }
+        // SAFETY: valid events on the default stream.
+        check(unsafe { sys::cuEventRecord(events.1, std::ptr::null_mut()) }, "recording an event")?;
         // SAFETY: a bound context.
         check(unsafe { sys::cuCtxSynchronize() }, "running the kernels")?;
+        let mut ms = 0f32;
+        // SAFETY: both events were recorded and have completed.
+        check(unsafe { sys::cuEventElapsedTime(&mut ms, events.0, events.1) }, "timing the kernels")?;
         let codes: Vec<u8> = download(&status, 4 * m.kernels.len())?;
         for (k, c) in codes.chunks_exact(4).enumerate() {
             let code = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -257,14 +271,40 @@ impl GpuExecutor {
                 return Err(RuntimeError::Eval { location: info.location.clone(), op: info.op.clone(), message: Status::describe(code) });
             }
         }
-        self.outputs
+        let outputs = self
+            .outputs
             .iter()
             .map(|(slot, ty)| {
                 let bytes = download_at(table[*slot], ty.byte_size())?;
                 let data = Data::from_le_bytes(ty.dtype, &bytes).expect("whole elements");
                 Ok(Tensor::new(ty.shape.clone(), data).expect("type's element count"))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok((outputs, ms as f64))
+    }
+}
+
+/// A start and a stop event, destroyed on drop.
+struct Events(sys::CUevent, sys::CUevent);
+
+impl Events {
+    fn new() -> Result<Events> {
+        let (mut a, mut b): (sys::CUevent, sys::CUevent) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: a bound context; default flags.
+        check(unsafe { sys::cuEventCreate(&mut a, 0) }, "creating an event")?;
+        // SAFETY: as above.
+        check(unsafe { sys::cuEventCreate(&mut b, 0) }, "creating an event")?;
+        Ok(Events(a, b))
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        // SAFETY: created by cuEventCreate, destroyed once.
+        unsafe {
+            sys::cuEventDestroy_v2(self.0);
+            sys::cuEventDestroy_v2(self.1);
+        }
     }
 }
 

@@ -29,7 +29,7 @@ pub mod npy;
 pub mod results;
 
 pub use f16c_core::artifact::{Artifact, ArtifactError, Manifest};
-pub use f16c_core::compare;
+pub use f16c_core::{artifact, compare};
 pub use f16c_core::{DType, Data, Tensor, TensorType};
 
 /// Errors of the runtime.

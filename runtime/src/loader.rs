@@ -45,6 +45,20 @@ impl Loaded {
         }
     }
 
+    /// Runs the model and returns the milliseconds it took: the kernels alone on a GPU (CUDA
+    /// events), the whole run on a CPU.
+    pub fn run_timed(&self, inputs: &[f16c_core::Tensor]) -> Result<(Vec<f16c_core::Tensor>, f64)> {
+        match self {
+            Loaded::Cpu(e) => {
+                let t = std::time::Instant::now();
+                let o = e.run(inputs)?;
+                Ok((o, t.elapsed().as_secs_f64() * 1e3))
+            }
+            #[cfg(feature = "cuda")]
+            Loaded::Gpu(g) => g.run_timed(inputs),
+        }
+    }
+
     /// The manifest.
     pub fn manifest(&self) -> &f16c_core::artifact::Manifest {
         match self {

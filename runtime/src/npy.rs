@@ -41,7 +41,8 @@ pub fn read(path: &Path) -> Result<Tensor> {
     Tensor::new(shape, data).map_err(|e| npy_err(path, e.to_string()))
 }
 
-/// Writes a tensor as a `.npy` file (little-endian, C order).
+/// Writes a tensor as a `.npy` file (little-endian, C order). NumPy has no bf16: a bf16 tensor
+/// is written widened to f32, which is exact.
 pub fn write(path: &Path, t: &Tensor) -> Result<()> {
     let shape: Vec<u64> = t.shape().iter().map(|&d| d as u64).collect();
     let io = |e: std::io::Error| npy_err(path, format!("cannot write: {e}"));
@@ -61,9 +62,27 @@ pub fn write(path: &Path, t: &Tensor) -> Result<()> {
         Data::I8(v) => put!(i8, v),
         Data::I32(v) => put!(i32, v),
         Data::I64(v) => put!(i64, v),
-        Data::BF16(_) => return Err(npy_err(path, format!("NumPy has no {} type; keep outputs in f32", DType::BF16))),
+        Data::BF16(v) => {
+            let wide: Vec<f32> = v.iter().map(|x| x.to_f32()).collect();
+            put!(f32, wide)
+        }
     }
     Ok(())
+}
+
+/// An f32 tensor given for an f16 or bf16 argument of the same shape, rounded to it (to
+/// nearest, ties to even): `f16c-run` takes f32 inputs for any float argument. Anything else is
+/// returned as is (and checked against the argument by the executor).
+pub fn fit(t: Tensor, want: &crate::TensorType) -> Tensor {
+    match (t.data(), want.dtype) {
+        (Data::F32(v), DType::F16) if t.shape() == want.shape.as_slice() => {
+            Tensor::new(want.shape.clone(), Data::F16(v.iter().map(|&x| half::f16::from_f32(x)).collect())).expect("same shape")
+        }
+        (Data::F32(v), DType::BF16) if t.shape() == want.shape.as_slice() => {
+            Tensor::new(want.shape.clone(), Data::BF16(v.iter().map(|&x| half::bf16::from_f32(x)).collect())).expect("same shape")
+        }
+        _ => t,
+    }
 }
 
 #[cfg(test)]
@@ -89,6 +108,19 @@ mod tests {
             assert_eq!(read(&p).unwrap(), t);
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bf16_is_written_as_exact_f32_and_f32_inputs_fit_low_arguments() {
+        let p = std::env::temp_dir().join(format!("f16c-bf16-{}.npy", std::process::id()));
+        let bf = Tensor::new(vec![3], Data::BF16(vec![half::bf16::from_f32(1.5), half::bf16::MAX, half::bf16::from_f32(-0.0)])).unwrap();
+        write(&p, &bf).unwrap();
+        let back = read(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(back.dtype(), DType::F32);
+        assert_eq!(fit(back, &bf.ty()), bf);
+        let wrong_shape = Tensor::from_f32(vec![2], vec![1.0, 2.0]).unwrap();
+        assert_eq!(fit(wrong_shape.clone(), &bf.ty()), wrong_shape);
     }
 
     #[test]

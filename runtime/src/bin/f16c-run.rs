@@ -14,7 +14,9 @@ fn cli() -> Command {
             "The artifact holds the code (a shared object for CPU targets), the converted weights and a\n\
              manifest (target, argument and result types, buffer layout, kernel schedule). It is checked\n\
              on load: a truncated, corrupted or wrong-version file, or one for another target or CPU,\n\
-             is an error.\n\n\
+             is an error. GPU artifacts (--target=sm_XX) run through the CUDA driver, loaded at run time.\n\
+             An f32 input may be given for an f16 or bf16 argument (rounded to nearest even); bf16\n\
+             results are written to .npy as f32 (exact).\n\n\
              Examples:\n  f16c compile net.mlir --target=x86_64 --precision=fp16 -o net.f16c\n  \
              f16c-run net.f16c --input x.npy --output y.npy\n  \
              f16c-run net.f16c --input x.npy --compare y_ref.npy --threads=4\n  \
@@ -25,6 +27,13 @@ fn cli() -> Command {
         .arg(Arg::new("outputs").long("output").value_name("Y.npy").action(ArgAction::Append).help("Where to write each result, in order (omitted: print them)"))
         .arg(Arg::new("compare").long("compare").value_name("REF.npy").action(ArgAction::Append).help("Compare each result with a reference .npy (in order) and print the error"))
         .arg(Arg::new("threads").long("threads").value_name("N").value_parser(clap::value_parser!(usize)).help("Threads for large kernels (default: every core)"))
+        .arg(
+            Arg::new("bench")
+                .long("bench")
+                .value_name("N")
+                .value_parser(clap::value_parser!(usize))
+                .help("Run N more times and print the median and minimum time (GPU: the kernels alone, timed with CUDA events; CPU: whole runs)"),
+        )
         .arg(Arg::new("info").long("info").action(ArgAction::SetTrue).help("Print what the artifact holds (target, code, function, layout) and stop"))
 }
 
@@ -53,7 +62,16 @@ fn run(m: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     }
     let model = loader::open(path, threads)?;
     let inputs = many("inputs").iter().map(|p| npy::read(Path::new(p))).collect::<Result<Vec<_>, _>>()?;
+    // f32 inputs fit f16/bf16 arguments (NumPy has no bf16).
+    let wanted: Vec<Option<f16c_runtime::TensorType>> = model.manifest().inputs.iter().map(|d| d.ty()).collect();
+    let inputs: Vec<_> = inputs.into_iter().enumerate().map(|(k, t)| match wanted.get(k).cloned().flatten() { Some(w) => npy::fit(t, &w), None => t }).collect();
     let outputs = model.run(&inputs)?;
+    if let Some(&n) = m.get_one::<usize>("bench") {
+        let mut times = (0..n.max(1)).map(|_| model.run_timed(&inputs).map(|(_, ms)| ms)).collect::<Result<Vec<_>, _>>()?;
+        times.sort_by(f64::total_cmp);
+        let what = if model.manifest().code_format == f16c_runtime::artifact::CodeFormat::Ptx { "kernels" } else { "runs" };
+        println!("bench: {} {what}: median {:.4} ms, min {:.4} ms", times.len(), times[times.len() / 2], times[0]);
+    }
     results::deliver(&model.manifest().function, &outputs, &many("outputs"), &many("compare"))?;
     Ok(())
 }
