@@ -36,13 +36,14 @@
 // CHECK: cvt.rn.f16.f32
 // CHECK: st.global.b16
 
-// An f16 elementwise add rounds once: native add.rn.f16 (the same bits as f32 then one
-// rounding), global loads and stores, one thread per element in a grid-stride loop.
+// The two f16 adds are one elementwise kernel, two elements per thread in a grid-stride loop:
+// each add rounds once, and native half2 arithmetic gives the same bits as f32 then one rounding.
 // CHECK-LABEL: .visible .entry f16c_k1_add(
 // CHECK: .maxntid 256
-// CHECK: ld.global.b16
-// CHECK: add.rn.f16
-// CHECK: st.global.b16
+// CHECK: ld.global.b32
+// CHECK: add.rn.f16x2
+// CHECK: add.rn.f16x2
+// CHECK: st.global.b32
 func.func @mm(%a: tensor<3x100x70xf16>, %b: tensor<3x70x90xf16>, %c: tensor<3x100x90xf16>) -> tensor<3x100x90xf16> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>
   %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<3x100x70xf16>, tensor<3x70x90xf16>, tensor<1xf16>, tensor<1xf16>) -> tensor<3x100x90xf16>

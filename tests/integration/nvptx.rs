@@ -169,6 +169,11 @@ fn f16_elementwise_is_computed_in_f32_and_rounded_once_and_math_stays_f32_only()
     // sm_70 has no bf16 arithmetic: widen, multiply in f32, round once in software.
     let ptx = nvptx::compile(&lower(&find("mul_bf16_n17_bc1").graph, 70), 70).unwrap().ptx;
     assert!(ptx.contains("mul.rn.f32") && !ptx.contains("bf16"), "{ptx}");
+    // An even inner dimension runs two elements per thread: half2/bf16x2 arithmetic.
+    let ptx = nvptx::compile(&lower(&find("add_f16_n16_bc0").graph, 70), 70).unwrap().ptx;
+    assert!(ptx.contains("add.rn.f16x2") && ptx.contains("ld.global.b32"), "{ptx}");
+    let ptx = nvptx::compile(&lower(&find("mul_bf16_n16_bc0").graph, 90), 90).unwrap().ptx;
+    assert!(ptx.contains("mul.rn.bf16x2"), "{ptx}");
     for case in cases.iter().filter(|c| c.name.starts_with("mul_") || c.name.starts_with("add_")) {
         let ptx = nvptx::compile(&lower(&case.graph, 90), 90).unwrap().ptx;
         assert!(!ptx.contains("fma.rn.f32") && !ptx.contains("fma.rn.f16"), "{}: no contraction into FMA", case.name);

@@ -12,11 +12,11 @@
 //! | copy | one element of one move (a fill is its own step) | elements of the move |
 //! | gather | one output element (the index is checked) | elements |
 //! | contraction (SIMT) | one output element, `Σ_k` in the accumulator type | `batch·m·n` |
-//! | rows | one row, stages in order, full values in a per-row temporary | rows |
+//! | rows | one row shared by a group of threads ([`RowShare`]), stages in order, full values in a per-row temporary | rows |
 
 use super::{Built, Ir};
 use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, Move, Pool, Reduction, RowStage, RowValue, Rows};
-use f16c_dialect::DType;
+use f16c_dialect::{DType, ReduceKind};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 
@@ -96,6 +96,47 @@ impl<'ctx> Ir<'ctx> {
         let v = self.eval(&e.expr, args)?;
         let out = self.buffer(e.output.0);
         self.store(e.expr.result_dtype(), out, i, v);
+        Ok(())
+    }
+
+    /// Can an elementwise kernel run as [`Ir::elementwise_pair`]? Every value computes in f32
+    /// and the result is 16-bit (two of them fill 32 bits: `half2`, `bf16x2`), the innermost
+    /// dimension is even, and every input is contiguous or broadcast along it, at even offsets.
+    pub fn pairable(e: &Elementwise) -> bool {
+        let rank = e.shape.len();
+        e.expr.is_f32_domain()
+            && matches!(e.expr.result_dtype(), DType::F16 | DType::BF16)
+            && e.shape[rank - 1] % 2 == 0
+            && e.inputs.iter().all(|i| i.strides[rank - 1] == 0 || (i.strides[rank - 1] == 1 && i.strides[..rank - 1].iter().all(|s| s % 2 == 0)))
+    }
+
+    /// Output elements `2i` and `2i + 1` of a [`Ir::pairable`] elementwise kernel: two scalar
+    /// evaluations whose loads and stores are adjacent and aligned to the pair, which LLVM's
+    /// SLP vectorizer turns into one `half2`/`bf16x2` operation where the target has it (every
+    /// op still rounds once per element: the results are the scalar ones).
+    pub fn elementwise_pair(&mut self, e: &Elementwise, i: IntValue<'ctx>) -> Result<(), String> {
+        let rank = e.shape.len();
+        let first = self.muli(i, 2);
+        let mut args = [Vec::new(), Vec::new()];
+        for input in &e.inputs {
+            let at = self.strided_offset(first, &e.shape, &input.strides);
+            let base = self.buffer(input.buffer.0);
+            let inner = input.strides[rank - 1];
+            for (k, args) in args.iter_mut().enumerate() {
+                let align = if k == 0 && inner == 1 { 2 * input.dtype.byte_size() } else { input.dtype.byte_size() };
+                args.push(self.load_aligned(input.dtype, base, self.addi(at, (k * inner) as i64), align as u32));
+            }
+        }
+        let out = self.buffer(e.output.0);
+        let d = e.expr.result_dtype();
+        for (k, args) in args.into_iter().enumerate() {
+            let v = self.eval(&e.expr, args)?;
+            let ty = self.storage(d);
+            let p = self.gep(ty, out, self.addi(first, k as i64));
+            let s = self.narrow(d, v);
+            let st = self.b.build_store(p, s).built();
+            st.set_alignment(if k == 0 { 2 * d.byte_size() as u32 } else { d.byte_size() as u32 }).expect("a power of two");
+        }
         Ok(())
     }
 
@@ -412,8 +453,21 @@ impl<'ctx> Ir<'ctx> {
         rows_slots(r).iter().flatten().map(|&(off, t)| off + (r.len * t.byte_size()).next_multiple_of(16)).max().unwrap_or(0)
     }
 
-    /// Row `row` of a rows kernel; `temp` is this row's temporary ([`Ir::rows_temp_bytes`]).
-    pub fn rows_item(&mut self, r: &Rows, row: IntValue<'ctx>, temp: PointerValue<'ctx>) -> Result<(), String> {
+    /// `len` elements `load(j)` reduced in index order (the reference's), in the domain of `d`.
+    pub fn reduce_sequential(&mut self, kind: ReduceKind, d: DType, len: usize, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let acc = self.var(self.reduce_init(kind, d));
+        self.for_n(0, len, |ir, j| {
+            let x = load(ir, j);
+            let next = ir.reduce_step(kind, ir.get(acc), x);
+            ir.set(acc, next);
+        });
+        self.get(acc)
+    }
+
+    /// Row `row` of a rows kernel, computed by the threads sharing it as `share` says: each
+    /// computes the full elementwise stages at `start, start + step, ...` and the scalar stages
+    /// redundantly; reductions go through `share.reduce`.
+    pub fn rows_with(&mut self, r: &Rows, row: IntValue<'ctx>, temp: PointerValue<'ctx>, share: RowShare<'_, 'ctx>) -> Result<(), String> {
         let n_in = r.inputs.len();
         let last = n_in + r.stages.len() - 1;
         let dtypes: Vec<DType> = (0..=last).map(|v| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] }).collect();
@@ -443,13 +497,8 @@ impl<'ctx> Ir<'ctx> {
             match stage {
                 RowStage::Reduce { kind, arg, dtype } => {
                     let (base, at0, t) = place(self, *arg);
-                    let acc = self.var(self.reduce_init(*kind, dtypes[*arg]));
-                    self.for_n(0, len, |ir, j| {
-                        let x = ir.load(t, base, ir.add(at0, j));
-                        let next = ir.reduce_step(*kind, ir.get(acc), x);
-                        ir.set(acc, next);
-                    });
-                    let a = self.get(acc);
+                    let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
+                    let a = (share.reduce)(self, *kind, dtypes[*arg], &load);
                     scalars[v] = Some(self.round_to(*dtype, a));
                 }
                 RowStage::Map { op, full: false } => {
@@ -465,7 +514,8 @@ impl<'ctx> Ir<'ctx> {
                     let (obase, oat, ot) = place(self, v);
                     let scalar_args: Vec<Option<BasicValueEnum>> = op.args.iter().map(|&a| scalars[a]).collect();
                     let mut failure = Ok(());
-                    self.for_n(0, len, |ir, j| {
+                    let end = self.i64(len as i64);
+                    self.for_range(share.start, end, share.step, |ir, j| {
                         let args: Vec<BasicValueEnum> = places
                             .iter()
                             .zip(&scalar_args)
@@ -488,6 +538,20 @@ impl<'ctx> Ir<'ctx> {
         }
         Ok(())
     }
+}
+
+/// How the threads of a rows kernel share a row: this thread's elements `start, start + step,
+/// ...` of every full elementwise stage, and how a reduction of the row is computed (it is called
+/// by every sharing thread with the same arguments and must return the same value to each; it
+/// must also make the row's earlier writes visible first).
+pub struct RowShare<'a, 'ctx> {
+    /// This thread's first element.
+    pub start: IntValue<'ctx>,
+    /// The distance to its next one.
+    pub step: IntValue<'ctx>,
+    /// Reduces the row (`load(j)` reads element `j`) in the domain of the given type.
+    #[allow(clippy::type_complexity)]
+    pub reduce: &'a mut dyn FnMut(&mut Ir<'ctx>, ReduceKind, DType, &dyn Fn(&mut Ir<'ctx>, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx>,
 }
 
 /// Where each full intermediate value of a rows kernel lives in a row's temporary: (byte

@@ -309,6 +309,15 @@ impl<'ctx> Ir<'ctx> {
         self.widen(d, v)
     }
 
+    /// [`Ir::load`] with a known alignment in bytes (a power of two the address is a multiple of).
+    pub fn load_aligned(&mut self, d: DType, base: PointerValue<'ctx>, index: IntValue<'ctx>, align: u32) -> BasicValueEnum<'ctx> {
+        let ty = self.storage(d);
+        let p = self.gep(ty, base, index);
+        let v = self.b.build_load(ty, p, "").built();
+        v.as_instruction_value().expect("a load is an instruction").set_alignment(align).expect("a power of two");
+        self.widen(d, v)
+    }
+
     /// A stored value in its domain.
     pub fn widen(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let b = &self.b;

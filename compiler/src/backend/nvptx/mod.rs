@@ -8,7 +8,8 @@
 //!   out-of-range gather index) and the runtime turns into a located error.
 //! - Contractions whose inputs and accumulator match a row of the target's tensor-core table
 //!   (f16 × f16 → f32 everywhere, bf16 × bf16 → f32 from sm_80) run on tensor cores
-//!   ([`wmma`]). Other kernels are SIMT: one thread per work item of
+//!   ([`wmma`]). Row regions (softmax, layer norm) run one block per row ([`rows`]). Other
+//!   kernels are SIMT: one thread per work item of
 //!   [`crate::backend::llvm::families`] in a grid-stride loop, so they compute exactly what the
 //!   reference computes, in its order.
 //! - The math functions are f16c's own f32 approximations over `ex2.approx`/`lg2.approx`
@@ -18,6 +19,7 @@
 //! GPU it runs on (PTX for `sm_70` runs on any later GPU).
 
 pub mod legal;
+pub mod rows;
 pub mod wmma;
 
 use super::layout::{CodeInfo, Layout};
@@ -151,19 +153,36 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
                 let launch = Launch { grid: wmma::grid(c), block: [wmma::THREADS as u32, 1, 1], shared_bytes: wmma::SHARED_BYTES as u32 };
                 add(name, launch, c.batch * c.m * c.n);
             }
+            KernelKind::Rows(r) => {
+                if r.rows == 0 || r.len == 0 {
+                    continue;
+                }
+                let bytes = Ir::rows_temp_bytes(r);
+                let temp = (bytes > 0).then(|| (layout.temporary(k, bytes * r.rows), bytes));
+                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+                let (f, bufs, _) = entry(&mut ir, &name, rows::THREADS);
+                ir.begin_function(f, bufs);
+                rows::emit(&mut ir, r, &name, temp).map_err(err)?;
+                ir.b.build_return(None).built();
+                let launch = Launch { grid: [r.rows.min(MAX_BLOCKS) as u32, 1, 1], block: [rows::THREADS as u32, 1, 1], shared_bytes: (8 * (rows::THREADS / 32 + 1)) as u32 };
+                add(name, launch, r.rows);
+            }
+            KernelKind::Elementwise(e) if Ir::pairable(e) => {
+                // Two elements per thread: half2/bf16x2 arithmetic where the target has it.
+                let work = work_items(&kernel.kind) / 2;
+                if work == 0 {
+                    continue;
+                }
+                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+                simt(&mut ir, &name, k, work, |ir, i, _| ir.elementwise_pair(e, i)).map_err(err)?;
+                add(name, simt_launch(work), work);
+            }
             kind => {
                 let work = work_items(kind);
                 if work == 0 {
                     continue;
                 }
                 let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-                let temp = match kind {
-                    KernelKind::Rows(r) => {
-                        let bytes = Ir::rows_temp_bytes(r);
-                        (bytes > 0).then(|| (layout.temporary(k, bytes * r.rows), bytes))
-                    }
-                    _ => None,
-                };
                 simt(&mut ir, &name, k, work, |ir, i, status| match kind {
                     KernelKind::Elementwise(e) => ir.elementwise_item(e, i),
                     KernelKind::Reduction(r) => ir.reduction_item(r, i),
@@ -173,17 +192,7 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
                         let at = ir.gep(ir.cx.i32_type().into(), status, ir.i64(k as i64));
                         ir.b.build_store(at, ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32)).built();
                     }),
-                    KernelKind::Rows(r) => {
-                        let row_temp = match temp {
-                            Some((slot, bytes)) => {
-                                let base = ir.buffer(slot);
-                                ir.byte_offset(base, ir.muli(i, bytes))
-                            }
-                            None => ir.ptr_ty().const_null(),
-                        };
-                        ir.rows_item(r, i, row_temp)
-                    }
-                    KernelKind::Copy(_) => unreachable!("copies are handled above"),
+                    KernelKind::Copy(_) | KernelKind::Rows(_) => unreachable!("handled above"),
                 })
                 .map_err(err)?;
                 add(name, simt_launch(work), work);
