@@ -4,6 +4,7 @@ mod artifact;
 mod canonicalize;
 mod diagnostics;
 mod jit;
+mod llvm_cpu;
 mod models;
 mod nvptx;
 mod precision;

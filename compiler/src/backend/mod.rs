@@ -37,8 +37,12 @@
 #[cfg(feature = "cranelift")]
 pub mod cranelift;
 pub mod layout;
+#[cfg(any(feature = "cranelift", feature = "llvm"))]
+pub mod link;
 #[cfg(feature = "llvm")]
 pub mod llvm;
+#[cfg(feature = "llvm")]
+pub mod llvm_cpu;
 #[cfg(feature = "nvptx")]
 pub mod nvptx;
 

@@ -47,11 +47,11 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// Rounds a domain value to `d` (f16/bf16: to nearest even; i8/i32: wraps).
-    pub fn round_to(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    pub fn round_to(&mut self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         match d {
             DType::F16 | DType::BF16 => {
                 let f = v.into_float_value();
-                let n = self.b.build_float_trunc(f, self.storage(d).into_float_type(), "").built();
+                let n = self.to_low(f, d).expect("an f32 value rounds without a libcall");
                 self.b.build_float_ext(n, f.get_type(), "").built().into()
             }
             DType::I8 | DType::I32 => {
@@ -201,8 +201,8 @@ impl<'ctx> Ir<'ctx> {
             (DType::F64, DType::F32) => b.build_float_trunc(x.into_float_value(), f32t, "").built().into(),
             (DType::F64, t) if t.is_low_float() => {
                 // One rounding, straight from f64 (never through f32).
-                let n = b.build_float_trunc(x.into_float_value(), self.storage(t).into_float_type(), "").built();
-                b.build_float_ext(n, f32t, "").built().into()
+                let n = self.to_low(x.into_float_value(), t)?;
+                self.b.build_float_ext(n, f32t, "").built().into()
             }
             (f, t) if !f.is_float() && t.is_float() => {
                 let wide = if f == DType::I1 { b.build_int_z_extend(x.into_int_value(), self.cx.i64_type(), "").built() } else { x.into_int_value() };
@@ -286,6 +286,10 @@ impl<'ctx> Ir<'ctx> {
     pub fn math(&mut self, lc: Libcall, args: &[FloatValue<'ctx>]) -> Result<FloatValue<'ctx>, String> {
         match self.math {
             MathImpl::NvptxApprox => self.nvptx_math(lc, args),
+            MathImpl::RuntimeTable => {
+                let args: Vec<BasicValueEnum> = args.iter().map(|&a| a.into()).collect();
+                Ok(self.libcall(lc, &args)?.into_float_value())
+            }
         }
     }
 

@@ -453,6 +453,14 @@ impl<'ctx> Ir<'ctx> {
         rows_slots(r).iter().flatten().map(|&(off, t)| off + (r.len * t.byte_size()).next_multiple_of(16)).max().unwrap_or(0)
     }
 
+    /// Row `row` of a rows kernel, computed by one thread (reductions in index order); `temp`
+    /// is this row's temporary ([`Ir::rows_temp_bytes`]).
+    pub fn rows_item(&mut self, r: &Rows, row: IntValue<'ctx>, temp: PointerValue<'ctx>) -> Result<(), String> {
+        let (zero, one) = (self.i64(0), self.i64(1));
+        let mut sequential = |ir: &mut Self, kind: ReduceKind, d: DType, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>| ir.reduce_sequential(kind, d, r.len, load);
+        self.rows_with(r, row, temp, RowShare { start: zero, step: one, reduce: &mut sequential })
+    }
+
     /// `len` elements `load(j)` reduced in index order (the reference's), in the domain of `d`.
     pub fn reduce_sequential(&mut self, kind: ReduceKind, d: DType, len: usize, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let acc = self.var(self.reduce_init(kind, d));

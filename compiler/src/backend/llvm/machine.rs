@@ -52,3 +52,9 @@ pub fn assembly(module: &Module, tm: &TargetMachine) -> Result<String, String> {
     let buf = tm.write_to_memory_buffer(module, FileType::Assembly).map_err(|e| format!("LLVM code generation failed: {e}"))?;
     String::from_utf8(buf.as_slice().to_vec()).map_err(|_| "LLVM wrote assembly that is not UTF-8".to_string())
 }
+
+/// The module as a relocatable object file.
+pub fn object(module: &Module, tm: &TargetMachine) -> Result<Vec<u8>, String> {
+    let buf = tm.write_to_memory_buffer(module, FileType::Object).map_err(|e| format!("LLVM code generation failed: {e}"))?;
+    Ok(buf.as_slice().to_vec())
+}

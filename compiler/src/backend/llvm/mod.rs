@@ -43,12 +43,19 @@ impl<T> Built<T> for Result<T, inkwell::builder::BuilderError> {
     }
 }
 
-/// How a target computes the math functions of the contract (exp, log, tanh, erf, pow).
+/// How a target computes the math functions of the contract (exp, log, tanh, erf, pow) and the
+/// conversions LLVM would otherwise lower to compiler-runtime calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MathImpl {
     /// f16c's own f32 approximations on top of the GPU's `ex2.approx`/`lg2.approx` (NVPTX): not
-    /// bit-identical to the reference, within [`crate::backend::nvptx::MATH_TOLERANCE`].
+    /// bit-identical to the reference, within the NVPTX backend's `MATH_TOLERANCE`. Every
+    /// conversion is a native `cvt`.
     NvptxApprox,
+    /// The runtime's functions through the CPU ABI's `rt` table ([`f16c_core::abi::Libcall`]):
+    /// the reference interpreter's own, so results are bit-identical. f32 → bf16 is rounded in
+    /// integer arithmetic and f64 → f16/bf16 goes through `rt` (a CPU without native bf16 would
+    /// otherwise call `__truncsfbf2`, which a loaded shared object cannot count on).
+    RuntimeTable,
 }
 
 /// A module being built, with the function currently emitted.
@@ -68,6 +75,8 @@ pub struct Ir<'ctx> {
     entry: Option<BasicBlock<'ctx>>,
     /// The buffer table parameter of the current function.
     bufs: Option<PointerValue<'ctx>>,
+    /// The libcall table parameter of the current function (CPU kernels).
+    rt: Option<PointerValue<'ctx>>,
     /// Buffer addresses loaded once per function.
     buffers: HashMap<usize, PointerValue<'ctx>>,
 }
@@ -79,10 +88,17 @@ pub struct Var<'ctx> {
     ty: BasicTypeEnum<'ctx>,
 }
 
+impl<'ctx> Var<'ctx> {
+    /// The variable's address (for code that stores into it through a pointer).
+    pub fn pointer(&self) -> PointerValue<'ctx> {
+        self.ptr
+    }
+}
+
 impl<'ctx> Ir<'ctx> {
     /// An empty module for `triple` with `data_layout`.
     pub fn new(cx: &'ctx Context, name: &str, math: MathImpl) -> Self {
-        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, func: None, entry: None, bufs: None, buffers: HashMap::new() }
+        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new() }
     }
 
     /// Starts function `f`: positions the builder in a new entry block; `bufs` is its buffer
@@ -93,7 +109,62 @@ impl<'ctx> Ir<'ctx> {
         self.func = Some(f);
         self.entry = Some(entry);
         self.bufs = Some(bufs);
+        self.rt = None;
         self.buffers.clear();
+    }
+
+    /// The libcall table of the current (CPU) function.
+    pub fn set_rt(&mut self, rt: PointerValue<'ctx>) {
+        self.rt = Some(rt);
+    }
+
+    /// Calls libcall `lc` through the `rt` table.
+    pub fn libcall(&mut self, lc: f16c_core::abi::Libcall, args: &[BasicValueEnum<'ctx>]) -> Result<BasicValueEnum<'ctx>, String> {
+        use f16c_core::abi::CType;
+        let rt = self.rt.ok_or("a libcall outside a CPU kernel")?;
+        let ty = |c: CType| -> BasicTypeEnum<'ctx> {
+            match c {
+                CType::F32 => self.cx.f32_type().into(),
+                CType::F64 => self.cx.f64_type().into(),
+            }
+        };
+        let (params, ret) = lc.c_types();
+        let params: Vec<BasicMetadataTypeEnum> = params.iter().map(|&c| ty(c).into()).collect();
+        let fn_ty = ty(ret).fn_type(&params, false);
+        let at = self.gep(self.ptr_ty().into(), rt, self.i64((lc.table_offset() / 8) as i64));
+        let f = self.b.build_load(self.ptr_ty(), at, "").built().into_pointer_value();
+        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        Ok(self.b.build_indirect_call(fn_ty, f, &args, "").built().try_as_basic_value().basic().expect("libcalls return a value"))
+    }
+
+    /// `v` (f32, or f64) rounded once to the low type `d`, in its storage type (`half`,
+    /// `bfloat`).
+    pub fn to_low(&mut self, v: FloatValue<'ctx>, d: DType) -> Result<FloatValue<'ctx>, String> {
+        let low = self.storage(d).into_float_type();
+        let is_f64 = v.get_type() == self.cx.f64_type();
+        if self.math == MathImpl::NvptxApprox {
+            return Ok(self.b.build_float_trunc(v, low, "").built());
+        }
+        if is_f64 {
+            // One rounding, by the runtime's conversion; its f32 result is exact in `d`.
+            let lc = if d == DType::F16 { f16c_core::abi::Libcall::F64ToF16 } else { f16c_core::abi::Libcall::F64ToBf16 };
+            let w = self.libcall(lc, &[v.into()])?.into_float_value();
+            return self.to_low(w, d);
+        }
+        if d == DType::F16 {
+            return Ok(self.b.build_float_trunc(v, low, "").built());
+        }
+        // bf16: round to nearest even on the bits; a NaN stays a (quiet) NaN.
+        let i32t = self.cx.i32_type();
+        let bits = self.b.build_bit_cast(v, i32t, "").built().into_int_value();
+        let lsb = self.b.build_and(self.b.build_right_shift(bits, self.i32(16), false, "").built(), self.i32(1), "").built();
+        let rounded = self.b.build_int_add(bits, self.b.build_int_add(lsb, self.i32(0x7fff), "").built(), "").built();
+        let quiet = self.b.build_or(bits, self.i32(0x0040_0000), "").built();
+        let nan = self.b.build_float_compare(inkwell::FloatPredicate::UNO, v, v, "").built();
+        let bits = self.select(nan, quiet, rounded).into_int_value();
+        let hi = self.b.build_right_shift(bits, self.i32(16), false, "").built();
+        let h = self.b.build_int_truncate(hi, self.cx.i16_type(), "").built();
+        Ok(self.b.build_bit_cast(h, low, "").built().into_float_value())
     }
 
     /// The function being built.
@@ -330,10 +401,12 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// A domain value in its storage type (already rounded to `d`: the narrowing is exact).
-    pub fn narrow(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    pub fn narrow(&mut self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        if d.is_low_float() {
+            return self.to_low(v.into_float_value(), d).expect("an f32 value narrows without a libcall").into();
+        }
         let b = &self.b;
         match d {
-            DType::F16 | DType::BF16 => b.build_float_trunc(v.into_float_value(), self.storage(d).into_float_type(), "").built().into(),
             DType::I1 => b.build_int_z_extend(v.into_int_value(), self.cx.i8_type(), "").built().into(),
             DType::I8 | DType::I32 => b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built().into(),
             _ => v,

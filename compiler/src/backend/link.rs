@@ -1,8 +1,9 @@
 //! Linking an object file into a shared object, at compile time, so that the artifact holds
 //! code the runtime can `dlopen` without any toolchain.
 //!
-//! The object needs nothing from outside (kernels call the runtime only through the `rt`
-//! table), so a plain `-shared` link suffices. The linker is `$F16C_LINKER` if set, else the
+//! Shared by the CPU backends (Cranelift, LLVM). The object needs nothing from outside but
+//! libc's `memcpy`/`memset` (kernels call the runtime only through the `rt` table), so a plain
+//! `-shared` link suffices. The linker is `$F16C_LINKER` if set, else the
 //! first of `ld.lld-22`, LLVM 22's `ld.lld`, `ld.lld`, `ld` found.
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,83 @@
+//! The shared LLVM emitter run on this machine: every parity case compiled by the LLVM x86-64
+//! backend (the family bodies the NVPTX backend wraps in GPU threads, including the paired
+//! half2 form and the row regions), loaded by the runtime's CPU executor and compared with the
+//! reference interpreter: bit for bit, math functions included (they go through the runtime's
+//! table); contractions within the reduction tolerance. Every shared model matches too.
+
+use f16c_compiler::backend::llvm_cpu::LlvmCpuBackend;
+use f16c_compiler::backend::Backend;
+use f16c_compiler::driver::{self, Options};
+use f16c_compiler::policy::Precision;
+use f16c_compiler::target::Target;
+use f16c_dialect::import::parse_file;
+use f16c_dialect::{reference, Graph, Tensor};
+use f16c_runtime::{loader, npy};
+use f16c_tests::cases::{parity_cases, Tolerance};
+use f16c_tests::{max_rel_to_peak, model_path, MODELS};
+
+fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
+    let program = driver::lower_for(g, &LlvmCpuBackend).map_err(|d| d.to_string())?;
+    let artifact = LlvmCpuBackend.artifact(&program).map_err(|e| e.to_string())?;
+    let exec = loader::load(artifact, 2).map_err(|e| e.to_string())?;
+    exec.run(inputs).map_err(|e| e.to_string())
+}
+
+/// Equal bits, any NaN equal to any NaN.
+fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
+    if a.ty() != b.ty() {
+        return Err(format!("types differ: {} vs {}", a.ty(), b.ty()));
+    }
+    for (i, (p, q)) in a.to_f64_vec().iter().zip(b.to_f64_vec()).enumerate() {
+        if !((p.is_nan() && q.is_nan()) || p.to_bits() == q.to_bits()) {
+            return Err(format!("element {i}: {p:e} vs reference {q:e}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_parity_case_matches_the_reference() {
+    let mut failures = Vec::new();
+    for case in parity_cases() {
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        let got = match run(&case.graph, &case.inputs) {
+            Ok(g) => g,
+            Err(e) => {
+                failures.push(format!("{}: {e}", case.name));
+                continue;
+            }
+        };
+        for (a, b) in got.iter().zip(&want) {
+            let r = match case.tolerance {
+                Tolerance::Exact | Tolerance::Math => same_bits(a, b),
+                Tolerance::Contraction(k) => {
+                    let low = a.dtype().is_low_float();
+                    let tol = 4.0 * k as f64 * f32::EPSILON as f64 + if low { 2f64.powi(-7) } else { 0.0 };
+                    let err = max_rel_to_peak(a, b);
+                    if err <= tol { Ok(()) } else { Err(format!("error {err:e} > {tol:e}")) }
+                }
+            };
+            if let Err(e) = r {
+                failures.push(format!("{}: {e}", case.name));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn every_model_matches_the_reference() {
+    for name in MODELS {
+        let input = npy::read(&model_path(&format!("{name}.input.npy"))).unwrap();
+        for precision in [Precision::Fp32, Precision::Fp16] {
+            let (mut module, _) = parse_file(&model_path(&format!("{name}.tosa.mlir"))).unwrap();
+            driver::prepare(&mut module, &Options::new(Target::X86_64).with_precision(precision), &[]).unwrap();
+            let g = &module.functions[0];
+            let want = reference::run(g, std::slice::from_ref(&input)).unwrap();
+            let got = run(g, std::slice::from_ref(&input)).unwrap_or_else(|e| panic!("{name} {}: {e}", precision.name()));
+            let err = max_rel_to_peak(&got[0], &want[0]);
+            let tol = if precision == Precision::Fp32 { 1e-5 } else { 4.0 / 2048.0 };
+            assert!(err <= tol, "{name} {}: {err:e} > {tol:e}", precision.name());
+        }
+    }
+}
