@@ -91,8 +91,9 @@ pub struct GpuExecutor {
 }
 
 struct State {
+    dev: sys::CUdevice,
     ctx: sys::CUcontext,
-    _module: sys::CUmodule,
+    module: sys::CUmodule,
     functions: Vec<sys::CUfunction>,
     /// Per slot, its uploaded constant.
     constants: Vec<Option<DeviceBuffer>>,
@@ -176,7 +177,7 @@ impl GpuExecutor {
         let inputs = m.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = m.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
         let Artifact { manifest, .. } = artifact;
-        Ok(GpuExecutor { manifest, inputs, outputs, device_name, state: Mutex::new(State { ctx, _module: module, functions, constants }) })
+        Ok(GpuExecutor { manifest, inputs, outputs, device_name, state: Mutex::new(State { dev, ctx, module, functions, constants }) })
     }
 
     /// The manifest.
@@ -248,7 +249,9 @@ impl GpuExecutor {
                     l.block[0],
                     l.block[1],
                     l.block[2],
-                    l.shared_bytes,
+                    // The kernels' shared memory is static (declared in the PTX): no dynamic
+                    // shared memory on top of it.
+                    0,
                     std::ptr::null_mut(),
                     params.as_mut_ptr(),
                     std::ptr::null_mut(),
@@ -322,8 +325,13 @@ fn download_at(p: sys::CUdeviceptr, bytes: usize) -> Result<Vec<u8>> {
 impl Drop for GpuExecutor {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: bind the context so that the weights are freed in it.
+        // SAFETY: bind the context so that the weights are freed in it; then the module and our
+        // reference to the primary context are released, once.
         unsafe { sys::cuCtxSetCurrent(state.ctx) };
         state.constants.clear();
+        unsafe {
+            sys::cuModuleUnload(state.module);
+            sys::cuDevicePrimaryCtxRelease_v2(state.dev);
+        }
     }
 }

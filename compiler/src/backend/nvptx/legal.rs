@@ -35,6 +35,10 @@ pub fn tensor_core_shape(info: &TargetInfo, kernel: &Kernel) -> Option<&'static 
     if !matches!(c.kind, ContractionKind::MatMul | ContractionKind::Conv(_)) || c.acc != DType::F32 {
         return None;
     }
+    // The grid's y and z dimensions hold at most 65535 blocks.
+    if c.m.div_ceil(super::wmma::BM) > 65_535 || c.batch > 65_535 {
+        return None;
+    }
     let (a, b) = (c.a.ty.dtype, c.b.ty.dtype);
     info.mma.iter().find(|s| s.input == a && s.input == b && s.acc.contains(&DType::F32))
 }
