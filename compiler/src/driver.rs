@@ -139,16 +139,39 @@ pub fn lower_for(g: &Graph, backend: &dyn Backend) -> Result<Program, Diagnostic
     Ok(program)
 }
 
+/// The backend called `name` for `target` (`None`: the target's default, [`backend::lookup`]).
+/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`.
+pub fn backend_named(target: Target, name: Option<&str>) -> Result<&'static dyn Backend, Diagnostics> {
+    match (target, name) {
+        (_, None) => backend_for(target),
+        #[cfg(feature = "llvm")]
+        (Target::X86_64, Some("llvm")) => Ok(&backend::llvm_cpu::LlvmCpuBackend),
+        (Target::X86_64, Some("cranelift")) => backend_for(target),
+        (t, Some(n)) => Err(Diagnostics::single(Diagnostic::error(
+            Location::unknown(),
+            format!("--backend={n}: {t} has no such backend (--backend chooses between cranelift and llvm for x86_64)"),
+        ))),
+    }
+}
+
 /// Compiles `g` to a loadable artifact for `target`.
 pub fn artifact(g: &Graph, target: Target) -> Result<Artifact, Diagnostics> {
-    let backend = backend_for(target)?;
+    artifact_with(g, backend_for(target)?)
+}
+
+/// Compiles `g` to a loadable artifact with `backend`.
+pub fn artifact_with(g: &Graph, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
     let program = lower_for(g, backend)?;
     backend.artifact(&program).map_err(|e| Diagnostics::single(e.to_diagnostic()))
 }
 
 /// Prints one code form of `g` for `target`.
 pub fn emit(g: &Graph, target: Target, form: Emit) -> Result<Vec<u8>, Diagnostics> {
-    let backend = backend_for(target)?;
+    emit_with(g, backend_for(target)?, form)
+}
+
+/// Prints one code form of `g` with `backend`.
+pub fn emit_with(g: &Graph, backend: &dyn Backend, form: Emit) -> Result<Vec<u8>, Diagnostics> {
     if !backend.forms().contains(&form) {
         let forms: Vec<&str> = backend.forms().iter().map(|f| f.name()).collect();
         return Err(Diagnostics::single(Diagnostic::error(

@@ -19,3 +19,6 @@ npy("f16_2048.npy", "<f4", [2], "f", [2048.0, 2048.0])
 with open("not_npy.npy", "wb") as f:
     f.write(b"this is not a numpy file\n")
 npy("x123_i8.npy", "|i1", [1, 2, 3], "b", [1, 2, 3, -1, -2, -3])
+# 4x64 float16 inputs (struct's "e" is IEEE half): values around 1, some that overflow exp in f16.
+npy("f16_4x64_a.npy", "<f2", [4, 64], "e", [((i * 37) % 101) / 10.0 - 5.0 for i in range(256)])
+npy("f16_4x64_b.npy", "<f2", [4, 64], "e", [((i * 53) % 89) / 8.0 - 4.0 for i in range(256)])

@@ -18,20 +18,26 @@ pub fn command() -> Command {
         .about("Compile a model: canonicalize, assign precision, insert casts, lower, generate code")
         .after_help(
             "Without --emit, writes a loadable artifact to -o FILE: one file with the code (a shared\n\
-             object for x86_64), the converted weights and a manifest (target, argument and result\n\
-             types, buffer layout, kernel schedule). f16c-run runs it without the compiler.\n\n\
+             object for x86_64, PTX for sm_XX), the converted weights and a manifest (target, argument\n\
+             and result types, buffer layout, kernel schedule or GPU launches). f16c-run runs it without\n\
+             the compiler (GPU artifacts through the CUDA driver).\n\n\
              Emit forms:\n  mlir     the mixed-precision TOSA MLIR (valid for mlir-opt)\n  \
              report   per op: precision, accumulator, deciding rule, casts, weight bytes (--report-format=table|json)\n  \
              dot      the graph coloured by precision, casts marked (Graphviz: dot -Tsvg)\n  \
              kernels  the lowered program: every kernel (family, shapes, types, fused ops, buffers) and the buffer plan\n  \
              clif     the Cranelift IR of every kernel (--target=x86_64), after a header with the kernels,\n           \
              the buffer plan's peak and its liveness lower bound, and the weight bytes\n  \
-             asm      the host machine code of every kernel (--target=x86_64, as Cranelift prints it)\n  \
+             asm      the host machine code of every kernel (--target=x86_64)\n  \
              obj      the relocatable object file of the kernels (--target=x86_64; binary, needs -o)\n  \
-             llvm, ptx: need the LLVM backends (sm_*, aarch64), which are not in this build yet\n\n\
-             Targets: x86_64 generates code; sm_70..sm_90 and aarch64 have precision legality but no code\n\
-             generator yet; reference (the default) is the interpreter and generates no code.\n\n\
+             ptx      the PTX of every kernel (--target=sm_XX), after a header with each launch\n  \
+             llvm     the optimised LLVM IR (sm_XX, or x86_64 with --backend=llvm)\n\n\
+             Targets: x86_64 (Cranelift; --backend=llvm for the LLVM x86-64 backend, a first step:\n\
+             scalar kernels, for checking the LLVM emitter), sm_70 sm_75 sm_80 sm_86 sm_89 sm_90 (LLVM\n\
+             NVPTX, matmul/conv on tensor cores), aarch64 (precision legality only: no code generator\n\
+             yet); reference (the default) is the interpreter and generates no code.\n\n\
              Examples:\n  f16c compile net.mlir --target=x86_64 --precision=fp16 -o net.f16c && f16c-run net.f16c --input x.npy\n  \
+             f16c compile net.mlir --target=sm_80 --precision=fp16 -o net.f16c   # run with f16c-run on a GPU\n  \
+             f16c compile net.mlir --target=sm_70 --precision=fp16 --emit=ptx\n  \
              f16c compile net.mlir --target=sm_70 --precision=fp16 --emit=report\n  \
              f16c compile net.mlir --target=x86_64 --precision=fp16 --emit=kernels\n  \
              f16c compile net.mlir --policy=my-policy.toml --print-policy\n  \
@@ -54,6 +60,13 @@ pub fn command() -> Command {
                 .value_parser(["table", "json"])
                 .help("Format of --emit=report"),
         )
+        .arg(
+            Arg::new("backend")
+                .long("backend")
+                .value_name("NAME")
+                .value_parser(["cranelift", "llvm"])
+                .help("Code generator for --target=x86_64: cranelift (default) or llvm"),
+        )
         .arg(Arg::new("function").long("function").value_name("NAME").help("The function to compile to an artifact (default: the only one, or 'forward')"))
         .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"));
     precision::args(c, "fp16", true)
@@ -69,11 +82,15 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let emit = m.get_one::<String>("emit").map(String::as_str);
     let code_form = emit.and_then(Emit::parse);
     // Fail before any work when the target has no code generator.
-    if emit.is_none() || code_form.is_some() {
-        if let Err(d) = driver::backend_for(target) {
-            return Ok(crate::report(&d, ""));
+    let backend_name = m.get_one::<String>("backend").map(String::as_str);
+    let backend = if emit.is_none() || code_form.is_some() {
+        match driver::backend_named(target, backend_name) {
+            Ok(b) => Some(b),
+            Err(d) => return Ok(crate::report(&d, "")),
         }
-    }
+    } else {
+        None
+    };
     let binary_out = emit.is_none() || code_form == Some(Emit::Obj);
     let to_file = m.get_one::<String>("output").is_some_and(|p| p != "-");
     if binary_out && !to_file {
@@ -87,7 +104,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let text = match emit {
         None => {
             let g = &module.functions[crate::choose_function(&module, m, &file)?];
-            let artifact = match driver::artifact(g, target) {
+            let artifact = match driver::artifact_with(g, backend.expect("looked up above")) {
                 Ok(a) => a,
                 Err(d) => return Ok(crate::report(&d, &source)),
             };
@@ -125,7 +142,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             let form = Emit::parse(form).expect("clap checked the spelling");
             let mut bytes = Vec::new();
             for g in &module.functions {
-                match driver::emit(g, target, form) {
+                match driver::emit_with(g, backend.expect("looked up above"), form) {
                     Ok(b) => bytes.extend(b),
                     Err(d) => return Ok(crate::report(&d, &source)),
                 }
