@@ -3,8 +3,8 @@
 #   - Debian's LLVM/MLIR 22 (melior and inkwell link against it), clang, lld (fast linking),
 #     lit and FileCheck (llvm-22-tools)
 #   - the AArch64 cross toolchain and qemu-user (for running AArch64 code in tests)
-#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas), nvdisasm and numpy
-#     (the peer of the benchmark)
+#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas) and numpy
+#     (the peer of the benchmark), and CUDA 12.8's nvdisasm in .tools/cuda12 (SASS checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,11 +32,23 @@ if ! .venv/bin/python -c "import nvidia.cuda_nvcc" 2>/dev/null; then
   .venv/bin/pip install -q --disable-pip-version-check "nvidia-cuda-nvcc-cu12>=12.4,<13"
 fi
 
-# nvdisasm for checking that tensor-core kernels have HMMA in their SASS (CUDA 13's reads
-# sm_75 and later).
-if ! ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/nvdisasm >/dev/null 2>&1; then
-  echo "setup: installing nvidia-cuda-nvdisasm into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check --no-deps "nvidia-cuda-nvdisasm>=13,<14"
+# nvdisasm for checking that tensor-core kernels have HMMA in their SASS. CUDA 13's no longer
+# reads sm_70 cubins; CUDA 12.8's ships inside PyPI's triton 3.4.0 wheel (only the binary is kept).
+if [ ! -x .tools/cuda12/nvdisasm ]; then
+  echo "setup: fetching CUDA 12.8 nvdisasm (from the triton==3.4.0 wheel) into .tools/cuda12"
+  tmp=$(mktemp -d)
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps "triton==3.4.0" -d "$tmp"
+  .venv/bin/python - "$tmp" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "triton-3.4.0-*.whl"))[0]
+os.makedirs(".tools/cuda12", exist_ok=True)
+with zipfile.ZipFile(wheel) as z:
+    data = z.read("triton/backends/nvidia/bin/nvdisasm")
+with open(".tools/cuda12/nvdisasm", "wb") as f:
+    f.write(data)
+os.chmod(".tools/cuda12/nvdisasm", 0o755)
+PY
+  rm -rf "$tmp"
 fi
 
 # numpy (OpenBLAS inside) is the peer that `f16c bench` measures the JIT against.
