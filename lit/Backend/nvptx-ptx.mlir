@@ -11,7 +11,7 @@
 
 // CHECK: // function @mm for sm_{{[0-9]+}}: 2 kernels, 2 launches
 // CHECK-NEXT: //   f16c_k0_matmul grid [2, 2, 3] block [128, 1, 1] shared 37888 B
-// CHECK-NEXT: //   f16c_k1_add grid [{{[0-9]+}}, 1, 1] block [256, 1, 1] shared 0 B
+// CHECK-NEXT: //   f16c_k1_add grid [{{[0-9]+}}, 1, 1] block [128, 1, 1] shared 0 B
 // SM70: .version 6.3
 // SM70-NEXT: .target sm_70
 // SM75: .version 6.3
@@ -39,7 +39,7 @@
 // The two f16 adds are one elementwise kernel, two elements per thread in a grid-stride loop:
 // each add rounds once, and native half2 arithmetic gives the same bits as f32 then one rounding.
 // CHECK-LABEL: .visible .entry f16c_k1_add(
-// CHECK: .maxntid 256
+// CHECK: .maxntid 128
 // CHECK: ld.global.b32
 // CHECK: add.rn.f16x2
 // CHECK: add.rn.f16x2

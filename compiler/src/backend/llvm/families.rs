@@ -14,7 +14,10 @@
 //! | contraction (SIMT) | one output element, `Σ_k` in the accumulator type | `batch·m·n` |
 //! | rows | one row shared by a group of threads ([`RowShare`]), stages in order, full values in a per-row temporary | rows |
 
-use super::{Built, Ir};
+use super::{Built, Ir, Var};
+
+/// Rows and columns of the output tile a register-blocked contraction work item computes.
+pub const TILE: usize = 4;
 use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, Move, Pool, Reduction, RowStage, RowValue, Rows};
 use f16c_dialect::{DType, ReduceKind};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
@@ -411,6 +414,125 @@ impl<'ctx> Ir<'ctx> {
         }
         let v = self.get(acc);
         self.contraction_finish(c, v, grow, col)
+    }
+
+    /// Output tiles of a register-blocked contraction ([`Ir::contraction_tile_item`]).
+    pub fn contraction_tiles(c: &Contraction) -> usize {
+        c.batch * c.m.div_ceil(TILE) * c.n.div_ceil(TILE)
+    }
+
+    /// Can a contraction run as [`Ir::contraction_tile_item`]? Matmuls and conv2d (implicit
+    /// im2col); depthwise and transpose convolutions run one output per work item.
+    pub fn tileable(c: &Contraction) -> bool {
+        matches!(c.kind, ContractionKind::MatMul | ContractionKind::Conv(_)) && c.acc.is_float()
+    }
+
+    /// Output tile `t` of a matmul or conv2d: a `TILE × TILE` block of outputs accumulated in
+    /// registers (each `k` step loads `TILE` values of A and of B for `TILE²` multiply-adds),
+    /// each output summed along `k` in index order, then [`Ir::contraction_finish`]. Rows and
+    /// columns past the edge compute on clamped addresses and are not stored.
+    pub fn contraction_tile_item(&mut self, c: &Contraction, t: IntValue<'ctx>) -> Result<(), String> {
+        let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
+        let (a, b) = (self.buffer(c.a.buffer.0), self.buffer(c.b.buffer.0));
+        let (tiles_m, tiles_n) = (c.m.div_ceil(TILE), c.n.div_ceil(TILE));
+        let tn = self.remi(t, tiles_n);
+        let rest = self.divi(t, tiles_n);
+        let tm = self.remi(rest, tiles_m);
+        let bi = self.divi(rest, tiles_m);
+        let (row0, col0) = (self.muli(tm, TILE), self.muli(tn, TILE));
+        let clamp = |ir: &Self, v: IntValue<'ctx>, len: usize| ir.smin(v, ir.i64(len as i64 - 1));
+        let rows: Vec<IntValue> = (0..TILE).map(|r| clamp(self, self.addi(row0, r as i64), c.m)).collect();
+        let cols: Vec<IntValue> = (0..TILE).map(|j| clamp(self, self.addi(col0, j as i64), c.n)).collect();
+        let init = self.reduce_init(f16c_dialect::ReduceKind::Sum, c.acc);
+        let acc: Vec<Var<'ctx>> = (0..TILE * TILE).map(|_| self.var(init)).collect();
+        // Per row, what does not change along k: a matmul row's start; a conv row's pixel.
+        let conv = match &c.kind {
+            ContractionKind::Conv(g) => Some(g.clone()),
+            _ => None,
+        };
+        let row_info: Vec<(IntValue, IntValue, IntValue)> = rows
+            .iter()
+            .map(|&row| match &conv {
+                Some(g) => {
+                    let (ox, oy, n) = (self.remi(row, g.ow), self.remi(self.divi(row, g.ow), g.oh), self.divi(row, g.ow * g.oh));
+                    let y0 = self.addi(self.muli(oy, g.stride[0]), -(g.pad[0] as i64));
+                    let x0 = self.addi(self.muli(ox, g.stride[1]), -(g.pad[2] as i64));
+                    (n, y0, x0)
+                }
+                None => {
+                    let stride = c.a_row_stride.unwrap_or(c.k);
+                    (self.add(self.muli(bi, c.m * stride), self.muli(row, stride)), self.i64(0), self.i64(0))
+                }
+            })
+            .collect();
+        let b_col_base: Vec<IntValue> = cols
+            .iter()
+            .map(|&col| match c.b_layout {
+                crate::lower::MatrixLayout::RowMajor => self.add(self.muli(bi, c.k * c.n), col),
+                crate::lower::MatrixLayout::ColMajor => self.muli(col, c.k),
+            })
+            .collect();
+        self.for_n(0, c.k, |ir, kk| {
+            let avals: Vec<BasicValueEnum> = row_info
+                .iter()
+                .map(|&(base, y0, x0)| match &conv {
+                    Some(g) => {
+                        let ci = ir.remi(kk, g.ic);
+                        let kx = ir.remi(ir.divi(kk, g.ic), g.kw);
+                        let ky = ir.divi(kk, g.ic * g.kw);
+                        let y = ir.add(y0, ir.muli(ky, g.dilation[0]));
+                        let x = ir.add(x0, ir.muli(kx, g.dilation[1]));
+                        let ok = ir.and(ir.in_range(y, g.ih), ir.in_range(x, g.iw));
+                        let pix = ir.add(ir.muli(ir.add(ir.muli(base, g.ih), y), g.iw), x);
+                        let at = ir.add(ir.muli(pix, g.ic), ci);
+                        let safe = ir.select(ok, at, ir.i64(0)).into_int_value();
+                        let v = ir.load(da, a, safe);
+                        let v = ir.convert(da, c.acc, v).expect("float to float");
+                        let zero = v.get_type().into_float_type().const_zero();
+                        ir.select(ok, v, zero.into())
+                    }
+                    None => {
+                        let v = ir.load(da, a, ir.add(base, kk));
+                        ir.convert(da, c.acc, v).expect("float to float")
+                    }
+                })
+                .collect();
+            let bvals: Vec<BasicValueEnum> = b_col_base
+                .iter()
+                .map(|&base| {
+                    let at = match c.b_layout {
+                        crate::lower::MatrixLayout::RowMajor => ir.add(base, ir.muli(kk, c.n)),
+                        crate::lower::MatrixLayout::ColMajor => ir.add(base, kk),
+                    };
+                    let v = ir.load(db, b, at);
+                    ir.convert(db, c.acc, v).expect("float to float")
+                })
+                .collect();
+            for (r, av) in avals.iter().enumerate() {
+                for (j, bv) in bvals.iter().enumerate() {
+                    let v = acc[r * TILE + j];
+                    let p = ir.b.build_float_mul(av.into_float_value(), bv.into_float_value(), "").built();
+                    let s = ir.b.build_float_add(ir.get(v).into_float_value(), p, "").built();
+                    ir.set(v, s.into());
+                }
+            }
+        });
+        for r in 0..TILE {
+            let row = self.addi(row0, r as i64);
+            for j in 0..TILE {
+                let col = self.addi(col0, j as i64);
+                let ok = self.and(self.in_range(row, c.m), self.in_range(col, c.n));
+                let v = acc[r * TILE + j];
+                let mut failure = Ok(());
+                self.if_then(ok, |ir| {
+                    let x = ir.get(v);
+                    let grow = ir.add(ir.muli(bi, c.m), row);
+                    failure = ir.contraction_finish(c, x, grow, col);
+                });
+                failure?;
+            }
+        }
+        Ok(())
     }
 
     /// Bias add (in the accumulator's domain), the one rounding to the contraction's type, the

@@ -101,6 +101,11 @@ pub fn compile(program: &Program) -> BackendResult<Compiled> {
                 .map_err(err)?;
                 add(name, r.rows, (r.rows * r.len * (r.stages.len() + 1)) as f64);
             }
+            KernelKind::Contraction(c) if Ir::tileable(c) => {
+                let work = Ir::contraction_tiles(c);
+                items(&mut ir, &name, |ir, i, _| ir.contraction_tile_item(c, i)).map_err(err)?;
+                add(name, work, 2.0 * (c.batch * c.m * c.n * c.k) as f64);
+            }
             kind => {
                 let work = work_items(kind);
                 let cost = match kind {

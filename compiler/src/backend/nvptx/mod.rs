@@ -41,7 +41,7 @@ pub const NAME: &str = "nvptx";
 pub const SYMBOL_PREFIX: &str = "f16c_";
 
 /// Threads per block of SIMT kernels.
-pub const SIMT_BLOCK: usize = 256;
+pub const SIMT_BLOCK: usize = 128;
 
 /// Most blocks a SIMT grid launches; a grid-stride loop covers the rest.
 pub const MAX_BLOCKS: usize = 1 << 16;
@@ -175,6 +175,17 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
                 }
                 let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
                 simt(&mut ir, &name, k, work, |ir, i, _| ir.elementwise_pair(e, i)).map_err(err)?;
+                add(name, simt_launch(work), work);
+            }
+            KernelKind::Contraction(c) if Ir::tileable(c) => {
+                // Not on tensor cores (f32 data, an f16 accumulator, bf16 before sm_80): a
+                // register-blocked tile of outputs per thread.
+                let work = Ir::contraction_tiles(c);
+                if work == 0 {
+                    continue;
+                }
+                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+                simt(&mut ir, &name, k, work, |ir, i, _| ir.contraction_tile_item(c, i)).map_err(err)?;
                 add(name, simt_launch(work), work);
             }
             kind => {
