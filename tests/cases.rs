@@ -13,6 +13,7 @@ pub fn loc() -> Location {
 pub struct Rng(pub u64);
 
 impl Rng {
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         self.0 >> 11
@@ -212,6 +213,44 @@ pub struct Case {
     pub tolerance: Tolerance,
 }
 
+/// Every elementwise op of the parity suites: the unary ops, the binary ops (comparisons
+/// included), a clamp and select.
+pub fn elementwise_ops() -> Vec<Op> {
+    let mut ops: Vec<Op> = [UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Rsqrt, UnaryOp::Reciprocal, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf]
+        .into_iter()
+        .map(Op::Unary)
+        .collect();
+    ops.extend(
+        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow, BinaryOp::Equal, BinaryOp::Greater, BinaryOp::GreaterEqual]
+            .into_iter()
+            .map(Op::Binary),
+    );
+    ops.push(Op::Clamp { min: -1.0, max: 6.0 });
+    ops.push(Op::Select);
+    ops
+}
+
+/// `reduce_<kind>` of a `d` tensor of `shape` along `axis` (kept as size 1).
+pub fn reduce_graph(kind: ReduceKind, d: DType, shape: &[usize], axis: usize) -> Graph {
+    let mut out_shape = shape.to_vec();
+    out_shape[axis] = 1;
+    let mut g = Graph::new("reduce");
+    let x = g.add_input(TensorType::new(d, shape), loc());
+    let r = g.add_node(Op::Reduce { kind, axis }, tensor_ty(d, &out_shape), &[x], loc());
+    g.add_output(r);
+    g
+}
+
+/// `argmax` of a `d` tensor of `shape` along `axis` (removed), as i32.
+pub fn argmax_graph(d: DType, shape: &[usize], axis: usize) -> Graph {
+    let mut g = Graph::new("argmax");
+    let x = g.add_input(TensorType::new(d, shape), loc());
+    let reduced: Vec<usize> = shape.iter().enumerate().filter(|&(i, _)| i != axis).map(|(_, &s)| s).collect();
+    let r = g.add_node(Op::ArgMax { axis }, tensor_ty(DType::I32, &reduced), &[x], loc());
+    g.add_output(r);
+    g
+}
+
 /// Every float type the parity cases run in.
 pub const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
@@ -233,17 +272,7 @@ pub fn parity_cases() -> Vec<Case> {
         cases.push(Case { name, graph, inputs, tolerance });
     };
     let math = |op: &Op| matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf) | Op::Binary(BinaryOp::Pow));
-    let mut ops: Vec<Op> = [UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Rsqrt, UnaryOp::Reciprocal, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf]
-        .into_iter()
-        .map(Op::Unary)
-        .collect();
-    ops.extend(
-        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow, BinaryOp::Equal, BinaryOp::Greater, BinaryOp::GreaterEqual]
-            .into_iter()
-            .map(Op::Binary),
-    );
-    ops.push(Op::Clamp { min: -1.0, max: 6.0 });
-    ops.push(Op::Select);
+    let ops = elementwise_ops();
     for op in &ops {
         for d in FLOATS {
             for n in [1, 7, 16, 17, 1031] {
@@ -260,21 +289,11 @@ pub fn parity_cases() -> Vec<Case> {
         for n in [1, 17, 33] {
             let shape = [2, n, 5];
             for axis in 0..3 {
-                let mut out_shape = shape;
-                out_shape[axis] = 1;
                 for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::Prod] {
-                    let mut g = Graph::new("reduce");
-                    let x = g.add_input(TensorType::new(d, shape), loc());
-                    let r = g.add_node(Op::Reduce { kind, axis }, tensor_ty(d, &out_shape), &[x], loc());
-                    g.add_output(r);
+                    let g = reduce_graph(kind, d, &shape, axis);
                     add(format!("reduce_{kind:?}_{}_n{n}_axis{axis}", dname(d)).to_lowercase(), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
                 }
-                let mut g = Graph::new("argmax");
-                let x = g.add_input(TensorType::new(d, shape), loc());
-                let reduced: Vec<usize> = shape.iter().enumerate().filter(|&(i, _)| i != axis).map(|(_, &s)| s).collect();
-                let r = g.add_node(Op::ArgMax { axis }, tensor_ty(DType::I32, &reduced), &[x], loc());
-                g.add_output(r);
-                add(format!("argmax_{}_n{n}_axis{axis}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+                add(format!("argmax_{}_n{n}_axis{axis}", dname(d)), argmax_graph(d, &shape, axis), &mut rng, -2.0, 2.0, Tolerance::Exact);
             }
         }
         for n in [7, 17] {

@@ -2,11 +2,11 @@
 //! bf16} × sizes at vector edges, and the fp16/bf16 conversions bit for bit against `half`.
 
 use f16c_dialect::import::parse_file;
-use f16c_dialect::{BinaryOp, DType, Data, Graph, Op, PoolAttrs, ReduceKind, Tensor, TensorType, UnaryOp, ValueType};
+use f16c_dialect::{BinaryOp, DType, Data, Graph, Op, PoolAttrs, ReduceKind, Tensor, TensorType, ValueType};
 use f16c_jit::{self as jit, CompileOptions, Model};
 use f16c_dialect::reference;
 use f16c_runtime::npy;
-use f16c_tests::cases::{conv_graph, constant, elementwise_graph, layer_norm, loc, random, softmax, tensor_ty, zero, Rng};
+use f16c_tests::cases::{argmax_graph, conv_graph, reduce_graph, constant, elementwise_graph, elementwise_ops, layer_norm, loc, random, softmax, tensor_ty, zero, Rng};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 use half::{bf16, f16};
 
@@ -208,27 +208,7 @@ fn inputs_for(g: &Graph, rng: &mut Rng, lo: f32, hi: f32) -> Vec<Tensor> {
 
 #[test]
 fn elementwise_ops_are_bit_exact_in_every_float_type_and_size() {
-    let mut ops: Vec<Op> = [
-        UnaryOp::Negate,
-        UnaryOp::Abs,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Rsqrt,
-        UnaryOp::Reciprocal,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Erf,
-    ]
-    .into_iter()
-    .map(Op::Unary)
-    .collect();
-    ops.extend(
-        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow, BinaryOp::Equal, BinaryOp::Greater, BinaryOp::GreaterEqual]
-            .into_iter()
-            .map(Op::Binary),
-    );
-    ops.push(Op::Clamp { min: -1.0, max: 6.0 });
-    ops.push(Op::Select);
+    let ops = elementwise_ops();
     let mut rng = Rng(1);
     for op in &ops {
         for d in FLOATS {
@@ -275,21 +255,12 @@ fn reductions_argmax_and_pooling_match_the_reference_bit_for_bit() {
         for &n in SIZES {
             let shape = [2, n, 5];
             for axis in 0..3 {
-                let mut out_shape = shape;
-                out_shape[axis] = 1;
                 for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::Prod] {
-                    let mut g = Graph::new("reduce");
-                    let x = g.add_input(TensorType::new(d, shape), loc());
-                    let r = g.add_node(Op::Reduce { kind, axis }, tensor_ty(d, &out_shape), &[x], loc());
-                    g.add_output(r);
+                    let g = reduce_graph(kind, d, &shape, axis);
                     let inputs = inputs_for(&g, &mut rng, -2.0, 2.0);
                     check(&format!("reduce {kind:?} {d} n={n} axis={axis}"), &g, &inputs, None);
                 }
-                let mut g = Graph::new("argmax");
-                let x = g.add_input(TensorType::new(d, shape), loc());
-                let reduced: Vec<usize> = shape.iter().enumerate().filter(|&(i, _)| i != axis).map(|(_, &s)| s).collect();
-                let r = g.add_node(Op::ArgMax { axis }, tensor_ty(DType::I32, &reduced), &[x], loc());
-                g.add_output(r);
+                let g = argmax_graph(d, &shape, axis);
                 let inputs = inputs_for(&g, &mut rng, -2.0, 2.0);
                 check(&format!("argmax {d} n={n} axis={axis}"), &g, &inputs, None);
             }

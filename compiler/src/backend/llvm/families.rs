@@ -11,7 +11,8 @@
 //! | pool | one output element, the window clipped to the input | elements |
 //! | copy | one element of one move (a fill is its own step) | elements of the move |
 //! | gather | one output element (the index is checked) | elements |
-//! | contraction (SIMT) | one output element, `Σ_k` in the accumulator type | `batch·m·n` |
+//! | matmul, conv2d (SIMT) | a 4×4 register tile of outputs, `Σ_k` in index order | tiles |
+//! | depthwise, transpose conv | one output element, its taps in the reference's order | `batch·m·n` |
 //! | rows | one row shared by a group of threads ([`RowShare`]), stages in order, full values in a per-row temporary | rows |
 
 use super::{Built, Ir, Var};
@@ -109,7 +110,7 @@ impl<'ctx> Ir<'ctx> {
         let rank = e.shape.len();
         e.expr.is_f32_domain()
             && matches!(e.expr.result_dtype(), DType::F16 | DType::BF16)
-            && e.shape[rank - 1] % 2 == 0
+            && e.shape[rank - 1].is_multiple_of(2)
             && e.inputs.iter().all(|i| i.strides[rank - 1] == 0 || (i.strides[rank - 1] == 1 && i.strides[..rank - 1].iter().all(|s| s % 2 == 0)))
     }
 
@@ -315,8 +316,9 @@ impl<'ctx> Ir<'ctx> {
     // Contractions, one output element per work item (SIMT)
     // -----------------------------------------------------------------------------------------
 
-    /// Output element `i` (`batch·m·n` of them) of a contraction, accumulated along `k` in the
-    /// accumulator's domain, then [`Ir::contraction_finish`].
+    /// Output element `i` (`batch·m·n` of them) of a depthwise or transpose convolution,
+    /// accumulated along its taps in the accumulator's domain in the reference's order, then
+    /// [`Ir::contraction_finish`]. Matmul and conv2d use [`Ir::contraction_tile_item`].
     pub fn contraction_item(&mut self, c: &Contraction, i: IntValue<'ctx>) -> Result<(), String> {
         let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
         let (a, b) = (self.buffer(c.a.buffer.0), self.buffer(c.b.buffer.0));
@@ -332,39 +334,8 @@ impl<'ctx> Ir<'ctx> {
             ir.set(acc, s.into());
         };
         match &c.kind {
-            ContractionKind::MatMul => {
-                let (bi, row) = (self.divi(grow, c.m), self.remi(grow, c.m));
-                let stride = c.a_row_stride.unwrap_or(c.k);
-                let a0 = self.add(self.muli(bi, c.m * stride), self.muli(row, stride));
-                let b0 = self.add(self.muli(bi, c.k * c.n), col);
-                let n = c.n;
-                self.for_n(0, c.k, |ir, kk| {
-                    let x = ir.load(da, a, ir.add(a0, kk));
-                    let w = ir.load(db, b, ir.add(b0, ir.muli(kk, n)));
-                    mac(ir, x, w);
-                });
-            }
-            ContractionKind::Conv(g) => {
-                let (ox, oy, bi) = (self.remi(grow, g.ow), self.remi(self.divi(grow, g.ow), g.oh), self.divi(grow, g.ow * g.oh));
-                let wbase = self.muli(col, c.k);
-                for ky in 0..g.kh {
-                    let y = self.addi(self.muli(oy, g.stride[0]), (ky * g.dilation[0]) as i64 - g.pad[0] as i64);
-                    for kx in 0..g.kw {
-                        let x = self.addi(self.muli(ox, g.stride[1]), (kx * g.dilation[1]) as i64 - g.pad[2] as i64);
-                        let ok = self.and(self.in_range(y, g.ih), self.in_range(x, g.iw));
-                        let g2 = g.clone();
-                        let wtap = self.addi(wbase, ((ky * g.kw + kx) * g.ic) as i64);
-                        self.if_then(ok, |ir| {
-                            let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g2.ih), y), g2.iw), x);
-                            let xbase = ir.muli(pix, g2.ic);
-                            ir.for_n(0, g2.ic, |ir, ci| {
-                                let xv = ir.load(da, a, ir.add(xbase, ci));
-                                let wv = ir.load(db, b, ir.add(wtap, ci));
-                                mac(ir, xv, wv);
-                            });
-                        });
-                    }
-                }
+            ContractionKind::MatMul | ContractionKind::Conv(_) => {
+                return Err("matmul and conv2d run as register tiles (contraction_tile_item)".into());
             }
             ContractionKind::Depthwise(g) => {
                 let (ox, oy, bi) = (self.remi(grow, g.ow), self.remi(self.divi(grow, g.ow), g.oh), self.divi(grow, g.ow * g.oh));
