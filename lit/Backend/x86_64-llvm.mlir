@@ -10,6 +10,13 @@
 // RUN: %f16c-run %t.llvm.f16c --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.llvm.npy
 // RUN: %f16c-run %t.cranelift.f16c --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.cranelift.npy
 // RUN: cmp %t.llvm.npy %t.cranelift.npy
+// f16c run --backend=llvm compiles ahead of time and runs through the same executor: on a real
+// model in fp16 its results are the JIT's bits.
+// RUN: %f16c run %models/attention_tiny.tosa.mlir --backend=llvm --precision=fp16 --input %models/attention_tiny.input.npy --output %t.run.llvm.npy
+// RUN: %f16c run %models/attention_tiny.tosa.mlir --precision=fp16 --input %models/attention_tiny.input.npy --output %t.run.jit.npy
+// RUN: cmp %t.run.llvm.npy %t.run.jit.npy
+// RUN: not %f16c run %models/attention_tiny.tosa.mlir --target=reference --backend=llvm --input %models/attention_tiny.input.npy 2>&1 | FileCheck %s --check-prefix=RUNCHOICE
+// RUNCHOICE: error: --backend chooses the code generator of --target=x86_64 (cranelift or llvm), not of reference
 // RUN: not %f16c compile %s --target=sm_80 --backend=llvm --emit=ptx 2>&1 | FileCheck %s --check-prefix=NOCHOICE
 // NOCHOICE: error: --backend=llvm: sm_80 has no such backend (--backend chooses between cranelift and llvm for x86_64)
 

@@ -16,7 +16,8 @@ pub fn command() -> Command {
         .about("Run a model on .npy inputs and write .npy outputs")
         .after_help(
             "Targets:\n  x86_64     compile with Cranelift and run on this machine (default; fp16/bf16 emulated\n             \
-             in software, bit-faithful to the reference)\n  \
+             in software, bit-faithful to the reference); with --backend=llvm, compiled ahead of\n             \
+             time by the LLVM x86-64 backend instead (a first step: scalar kernels)\n  \
              reference  the reference interpreter (the golden model of f16c's numeric contract)\n  \
              sm_XX      compile to PTX (NVPTX backend) and run on this machine's NVIDIA GPU through the\n             \
              CUDA driver (an error without a GPU or driver)\n\n\
@@ -34,6 +35,13 @@ pub fn command() -> Command {
                 .default_value("x86_64")
                 .value_parser(clap::builder::PossibleValuesParser::new(TARGETS))
                 .help("Where to run the model"),
+        )
+        .arg(
+            Arg::new("backend")
+                .long("backend")
+                .value_name("NAME")
+                .value_parser(["cranelift", "llvm"])
+                .help("Code generator for --target=x86_64: cranelift (the JIT, default) or llvm (ahead of time, a first step)"),
         )
         .arg(
             Arg::new("threads")
@@ -65,6 +73,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     {
         return Ok(ExitCode::FAILURE);
     }
+    if m.get_one::<String>("backend").is_some() && target != "x86_64" {
+        bail!("--backend chooses the code generator of --target=x86_64 (cranelift or llvm), not of {target}");
+    }
     let g = &module.functions[crate::choose_function(&module, m, &file)?];
     let inputs = crate::read_npys(m, "inputs")?;
     let outputs = if target == "reference" {
@@ -83,6 +94,27 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(d) => return Ok(crate::report(&d, &source)),
         };
         match f16c_runtime::cuda::GpuExecutor::new(artifact).and_then(|gpu| gpu.run(&inputs)) {
+            Ok(o) => o,
+            Err(RuntimeError::Eval { location, op, message }) => {
+                let d = Diagnostic::error(crate::parse_location(&location), format!("while running '{op}': {message}"));
+                return Ok(crate::report(&d.into(), &source));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else if m.get_one::<String>("backend").map(String::as_str) == Some("llvm") {
+        let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
+        if threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        let backend = match f16c_compiler::driver::backend_named(f16c_compiler::target::Target::X86_64, Some("llvm")) {
+            Ok(b) => b,
+            Err(d) => return Ok(crate::report(&d, &source)),
+        };
+        let artifact = match f16c_compiler::driver::artifact_with(g, backend) {
+            Ok(a) => a,
+            Err(d) => return Ok(crate::report(&d, &source)),
+        };
+        match f16c_runtime::loader::load(artifact, threads).and_then(|e| e.run(&inputs)) {
             Ok(o) => o,
             Err(RuntimeError::Eval { location, op, message }) => {
                 let d = Diagnostic::error(crate::parse_location(&location), format!("while running '{op}': {message}"));
