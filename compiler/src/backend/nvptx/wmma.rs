@@ -14,7 +14,8 @@
 //! - `B` is staged in its own layout: row-major for matmul (`wmma.load.b.row`), column-major for
 //!   a conv weight in OHWI (`wmma.load.b.col`), so neither is transposed.
 //! - Consecutive threads read consecutive `k` of `A` (and of a column-major `B`) or consecutive
-//!   columns of a row-major `B`: global loads are coalesced.
+//!   columns of a row-major `B`: global loads are coalesced, 16 bytes (8 elements) per load
+//!   where the rows hold whole 16-byte chunks ([`vector_widths`]), else 2.
 //! - After the last tile the accumulators go to shared memory (`wmma.store.d`), and every thread
 //!   finishes outputs: bias, one rounding to the output type, the fused epilogue
 //!   ([`crate::backend::llvm::Ir::contraction_finish`], shared with every other strategy).
@@ -24,6 +25,7 @@ use crate::lower::{Contraction, ContractionKind, MatrixLayout};
 use crate::target::MmaShape;
 use f16c_dialect::DType;
 use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::BasicValue as _;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::AddressSpace;
 
@@ -59,7 +61,8 @@ pub fn grid(c: &Contraction) -> [u32; 3] {
     [c.n.div_ceil(BN) as u32, c.m.div_ceil(BM) as u32, c.batch as u32]
 }
 
-/// The elements of the staged tiles each thread loads per `k` tile.
+/// The elements of the staged tiles each thread loads per `k` tile (in chunks of [`VECTOR`] or
+/// one).
 const A_PER_THREAD: usize = BM * BK / THREADS;
 const B_PER_THREAD: usize = BK * BN / THREADS;
 
@@ -100,34 +103,38 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
     let a = ir.buffer(c.a.buffer.0);
     let b = ir.buffer(c.b.buffer.0);
     let k_tiles = c.k.div_ceil(BK);
-    let zero16: BasicValueEnum = i16t.const_zero().into();
-    let a_regs: Vec<Var> = (0..A_PER_THREAD).map(|_| ir.var(zero16)).collect();
-    let b_regs: Vec<Var> = (0..B_PER_THREAD).map(|_| ir.var(zero16)).collect();
+    // Staging moves `VECTOR` elements (16 bytes) per load where the rows allow it, else one.
+    let (va, vb) = vector_widths(c);
+    let a_regs: Vec<Var> = (0..A_PER_THREAD / va).map(|_| ir.var(chunk_type(ir, va).const_zero())).collect();
+    let b_regs: Vec<Var> = (0..B_PER_THREAD / vb).map(|_| ir.var(chunk_type(ir, vb).const_zero())).collect();
+    // The tile coordinates of a thread's chunk `e` of A: (row, k), of B: (k, column).
+    let a_chunk = |ir: &Ir<'ctx>, e: IntValue<'ctx>| (ir.divi(e, BK / va), ir.muli(ir.remi(e, BK / va), va));
+    let b_chunk = |ir: &Ir<'ctx>, e: IntValue<'ctx>| match c.b_layout {
+        MatrixLayout::RowMajor => (ir.divi(e, BN / vb), ir.muli(ir.remi(e, BN / vb), vb)),
+        MatrixLayout::ColMajor => (ir.muli(ir.remi(e, BK / vb), vb), ir.divi(e, BK / vb)),
+    };
 
     // Global → registers for k tile `t` (an i64 value).
     let load_tile = |ir: &mut Ir<'ctx>, t: IntValue<'ctx>| {
         let k0 = ir.muli(t, BK);
         for (j, reg) in a_regs.iter().enumerate() {
             let e = ir.addi(tid, (j * THREADS) as i64);
-            let (r, kk) = (ir.divi(e, BK), ir.remi(e, BK));
+            let (r, kk) = a_chunk(ir, e);
             let (row, kg) = (ir.add(row0, r), ir.add(k0, kk));
             let ok = ir.and(ir.in_range(row, c.m), ir.in_range(kg, c.k));
-            let v = gather_a(ir, c, a, bi, row, kg, ok);
+            let v = gather_a(ir, c, a, bi, row, kg, ok, va);
             ir.set(*reg, v);
         }
         for (j, reg) in b_regs.iter().enumerate() {
             let e = ir.addi(tid, (j * THREADS) as i64);
-            let (kk, col) = match c.b_layout {
-                MatrixLayout::RowMajor => (ir.divi(e, BN), ir.remi(e, BN)),
-                MatrixLayout::ColMajor => (ir.remi(e, BK), ir.divi(e, BK)),
-            };
+            let (kk, col) = b_chunk(ir, e);
             let (kg, colg) = (ir.add(k0, kk), ir.add(col0, col));
             let ok = ir.and(ir.in_range(kg, c.k), ir.in_range(colg, c.n));
             let at = match c.b_layout {
                 MatrixLayout::RowMajor => ir.add(ir.muli(bi, c.k * c.n), ir.add(ir.muli(kg, c.n), colg)),
                 MatrixLayout::ColMajor => ir.add(ir.muli(colg, c.k), kg),
             };
-            let v = predicated_load(ir, b, at, ok);
+            let v = predicated_load(ir, b, at, ok, vb);
             ir.set(*reg, v);
         }
     };
@@ -136,21 +143,22 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
         let a_base = ir.muli(buf, A_TILE);
         for (j, reg) in a_regs.iter().enumerate() {
             let e = ir.addi(tid, (j * THREADS) as i64);
-            let (r, kk) = (ir.divi(e, BK), ir.remi(e, BK));
+            let (r, kk) = a_chunk(ir, e);
             let at = ir.add(a_base, ir.add(ir.muli(r, LDA), kk));
             let v = ir.get(*reg);
-            ir.b.build_store(ir.gep(i16t.into(), a_s, at), v).built();
+            store_chunk(ir, a_s, at, v, va);
         }
         let b_base = ir.muli(buf, B_TILE);
         for (j, reg) in b_regs.iter().enumerate() {
             let e = ir.addi(tid, (j * THREADS) as i64);
+            let (kk, col) = b_chunk(ir, e);
             let at = match c.b_layout {
-                MatrixLayout::RowMajor => ir.add(ir.muli(ir.divi(e, BN), LDB_ROW), ir.remi(e, BN)),
-                MatrixLayout::ColMajor => ir.add(ir.muli(ir.divi(e, BK), LDA), ir.remi(e, BK)),
+                MatrixLayout::RowMajor => ir.add(ir.muli(kk, LDB_ROW), col),
+                MatrixLayout::ColMajor => ir.add(ir.muli(col, LDA), kk),
             };
             let at = ir.add(b_base, at);
             let v = ir.get(*reg);
-            ir.b.build_store(ir.gep(i16t.into(), b_s, at), v).built();
+            store_chunk(ir, b_s, at, v, vb);
         }
     };
     let barrier = |ir: &Ir<'ctx>| {
@@ -237,17 +245,53 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
     failure
 }
 
-/// A 16-bit element of `base` at `at` when `ok`, else zero: the load reads element 0 instead
-/// (every buffer has one), so it needs no branch.
-fn predicated_load<'ctx>(ir: &mut Ir<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, ok: IntValue<'ctx>) -> BasicValueEnum<'ctx> {
-    let i16t = ir.cx.i16_type();
-    let safe = ir.select(ok, at, ir.i64(0)).into_int_value();
-    let v = ir.b.build_load(i16t, ir.gep(i16t.into(), base, safe), "").built();
-    ir.select(ok, v, i16t.const_zero().into())
+/// Elements per staging load (16 bytes): A's rows must hold whole chunks (a matmul's `k`, a
+/// conv's input channels, multiples of 8), and B's contiguous dimension likewise.
+pub const VECTOR: usize = 8;
+
+/// The staging widths of A and B for `c`: [`VECTOR`] where every chunk is contiguous and
+/// 16-byte aligned in global memory, else 1.
+pub fn vector_widths(c: &Contraction) -> (usize, usize) {
+    let a = match &c.kind {
+        ContractionKind::Conv(g) => g.ic % VECTOR == 0,
+        _ => c.a_row_stride.unwrap_or(c.k) % VECTOR == 0 && c.k % VECTOR == 0,
+    };
+    let b = match c.b_layout {
+        MatrixLayout::RowMajor => c.n % VECTOR == 0,
+        MatrixLayout::ColMajor => c.k % VECTOR == 0,
+    };
+    (if a { VECTOR } else { 1 }, if b { VECTOR } else { 1 })
 }
 
-/// Element `(row, kg)` of `A` (16-bit bits), zero outside the matrix and in a conv's padding.
-fn gather_a<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, a: PointerValue<'ctx>, bi: IntValue<'ctx>, row: IntValue<'ctx>, kg: IntValue<'ctx>, ok: IntValue<'ctx>) -> BasicValueEnum<'ctx> {
+/// The register type of a staged chunk of `width` 16-bit elements.
+fn chunk_type<'ctx>(ir: &Ir<'ctx>, width: usize) -> BasicTypeEnum<'ctx> {
+    if width == 1 {
+        ir.cx.i16_type().into()
+    } else {
+        ir.cx.i16_type().vec_type(width as u32).into()
+    }
+}
+
+/// `width` 16-bit elements of `base` from `at` when `ok`, else zeros: the load reads from
+/// element 0 instead (every buffer has a whole chunk there), so it needs no branch.
+fn predicated_load<'ctx>(ir: &mut Ir<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, ok: IntValue<'ctx>, width: usize) -> BasicValueEnum<'ctx> {
+    let ty = chunk_type(ir, width);
+    let safe = ir.select(ok, at, ir.i64(0)).into_int_value();
+    let v = ir.b.build_load(ty, ir.gep(ir.cx.i16_type().into(), base, safe), "").built();
+    v.as_instruction_value().expect("a load").set_alignment((2 * width) as u32).expect("a power of two");
+    ir.select(ok, v, ty.const_zero())
+}
+
+/// Stores a staged chunk into shared memory at element `at` (16-byte aligned for a vector).
+fn store_chunk<'ctx>(ir: &Ir<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, v: BasicValueEnum<'ctx>, width: usize) {
+    let st = ir.b.build_store(ir.gep(ir.cx.i16_type().into(), base, at), v).built();
+    st.set_alignment((2 * width) as u32).expect("a power of two");
+}
+
+/// Elements `(row, kg..kg + width)` of `A` (16-bit bits), zero outside the matrix and in a
+/// conv's padding (a chunk lies within one tap: the channels are a multiple of its width).
+#[allow(clippy::too_many_arguments)]
+fn gather_a<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, a: PointerValue<'ctx>, bi: IntValue<'ctx>, row: IntValue<'ctx>, kg: IntValue<'ctx>, ok: IntValue<'ctx>, width: usize) -> BasicValueEnum<'ctx> {
     match &c.kind {
         ContractionKind::Conv(g) => {
             let (ox, oy, n) = (ir.remi(row, g.ow), ir.remi(ir.divi(row, g.ow), g.oh), ir.divi(row, g.ow * g.oh));
@@ -260,12 +304,12 @@ fn gather_a<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, a: PointerValue<'ctx>, bi:
             let ok = ir.and(ok, inside);
             let pix = ir.add(ir.muli(ir.add(ir.muli(n, g.ih), y), g.iw), x);
             let at = ir.add(ir.muli(pix, g.ic), ci);
-            predicated_load(ir, a, at, ok)
+            predicated_load(ir, a, at, ok, width)
         }
         _ => {
             let stride = c.a_row_stride.unwrap_or(c.k);
             let at = ir.add(ir.add(ir.muli(bi, c.m * stride), ir.muli(row, stride)), kg);
-            predicated_load(ir, a, at, ok)
+            predicated_load(ir, a, at, ok, width)
         }
     }
 }
