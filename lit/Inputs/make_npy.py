@@ -22,3 +22,5 @@ npy("x123_i8.npy", "|i1", [1, 2, 3], "b", [1, 2, 3, -1, -2, -3])
 # 4x64 float16 inputs (struct's "e" is IEEE half): values around 1, some that overflow exp in f16.
 npy("f16_4x64_a.npy", "<f2", [4, 64], "e", [((i * 37) % 101) / 10.0 - 5.0 for i in range(256)])
 npy("f16_4x64_b.npy", "<f2", [4, 64], "e", [((i * 53) % 89) / 8.0 - 4.0 for i in range(256)])
+# A 1x4x4x8 f64 image for pooling in f64.
+npy("f64_1x4x4x8.npy", "<f8", [1, 4, 4, 8], "d", [float((i * 7) % 13) - 6.0 for i in range(128)])

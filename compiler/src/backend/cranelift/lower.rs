@@ -400,12 +400,15 @@ impl<'p> Context<'p> {
                         }
                     };
                     let vec_end = if vector { c - c % LANES } else { 0 };
-                    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, ch, _| {
-                        let v = window(fx, ch, F32X4);
-                        let at = fx.b.ins().iadd(out_base, ch);
-                        fx.store4(dout, dst, at, v);
-                        vec![]
-                    });
+                    // Emitted only when it can run: an f64 window has no four-lane form.
+                    if vector {
+                        fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, ch, _| {
+                            let v = window(fx, ch, F32X4);
+                            let at = fx.b.ins().iadd(out_base, ch);
+                            fx.store4(dout, dst, at, v);
+                            vec![]
+                        });
+                    }
                     fx.for_n(vec_end as i64, c as i64, 1, &[], |fx, ch, _| {
                         let v = window(fx, ch, domain(din));
                         let at = fx.b.ins().iadd(out_base, ch);
