@@ -1,8 +1,10 @@
 //! `.npy` files (NumPy's array format), read and written with the `npyz` crate.
 //!
 //! Supported element types: float32, float16, float64, bool, int8, int32, int64, in C order
-//! and either byte order. NumPy has no bfloat16, so bf16 tensors are not written as `.npy`
-//! (f16c keeps model inputs and outputs in f32 unless asked otherwise).
+//! and either byte order. NumPy has no bfloat16: bf16 tensors are written widened to f32
+//! (exactly), and [`fit`] rounds an f32 input to a bf16 or f16 argument. A file whose data is
+//! followed by stray bytes is refused (it is not what NumPy writes, and usually a truncated or
+//! concatenated copy).
 
 use crate::{Result, RuntimeError};
 use f16c_core::{DType, Data, Tensor};
@@ -27,6 +29,16 @@ pub fn read(path: &Path) -> Result<Tensor> {
         other => return Err(npy_err(path, format!("structured dtype {other:?} is not supported"))),
     };
     let kind = descr.trim_start_matches(['<', '>', '|', '=']);
+    // The data must end the file: NumPy writes nothing after it.
+    let header_end = match bytes.get(6) {
+        Some(1) => 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize,
+        _ => bytes.get(8..12).map_or(usize::MAX, |b| 12 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
+    };
+    let item: usize = kind.get(1..).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let data_end = shape.iter().try_fold(item, |a, &d| a.checked_mul(d)).and_then(|n| n.checked_add(header_end));
+    if let Some(end) = data_end.filter(|&e| bytes.len() > e) {
+        return Err(npy_err(path, format!("{} stray byte(s) after the array's data (a damaged or concatenated file?)", bytes.len() - end)));
+    }
     let bad = |e: std::io::Error| npy_err(path, format!("cannot read the data: {e}"));
     let data = match kind {
         "f4" => Data::F32(file.into_vec::<f32>().map_err(bad)?),
@@ -121,6 +133,19 @@ mod tests {
         assert_eq!(fit(back, &bf.ty()), bf);
         let wrong_shape = Tensor::from_f32(vec![2], vec![1.0, 2.0]).unwrap();
         assert_eq!(fit(wrong_shape.clone(), &bf.ty()), wrong_shape);
+    }
+
+    #[test]
+    fn trailing_bytes_are_refused() {
+        let p = std::env::temp_dir().join(format!("f16c-trailing-{}.npy", std::process::id()));
+        write(&p, &Tensor::from_f32(vec![3], vec![1.0, 2.0, 3.0]).unwrap()).unwrap();
+        assert!(read(&p).is_ok());
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes.extend_from_slice(b"junk");
+        std::fs::write(&p, &bytes).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        std::fs::remove_file(&p).unwrap();
+        assert!(e.contains("4 stray byte(s) after the array's data"), "{e}");
     }
 
     #[test]
