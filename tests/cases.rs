@@ -201,6 +201,28 @@ pub enum Tolerance {
     Contraction(usize),
 }
 
+/// Contractions accumulate in another order (and with FMA on the JIT: one rounding per step
+/// instead of two): the difference from the reference's multiply-then-add is at most K·2⁻²⁴
+/// relative to Σ|a·b|, so measured against the output's peak a few ulp of f32 per term
+/// (DESIGN.md, "Numerics"); a result in a low type may also round one ulp the other way (2⁻⁷
+/// covers bf16's).
+pub fn contraction_tolerance(k: usize, low: bool) -> f64 {
+    4.0 * k as f64 * f32::EPSILON as f64 + if low { 2f64.powi(-7) } else { 0.0 }
+}
+
+/// Equal bits, except that any NaN equals any NaN (IEEE leaves payloads to the hardware).
+pub fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
+    if a.ty() != b.ty() {
+        return Err(format!("types differ: {} vs {}", a.ty(), b.ty()));
+    }
+    for (i, (p, q)) in a.to_f64_vec().iter().zip(b.to_f64_vec()).enumerate() {
+        if !((p.is_nan() && q.is_nan()) || p.to_bits() == q.to_bits()) {
+            return Err(format!("element {i}: {p:e} vs reference {q:e}"));
+        }
+    }
+    Ok(())
+}
+
 /// One parity case: a graph, its inputs and how its results compare.
 pub struct Case {
     /// A unique name (usable as a file name).

@@ -11,7 +11,7 @@ use f16c_compiler::policy::Precision;
 use f16c_compiler::target::Target;
 use f16c_dialect::import::parse_file;
 use f16c_dialect::{reference, DType, Graph, Location, Op, Tensor, TensorType, ValueType};
-use f16c_tests::cases::{parity_cases, Tolerance};
+use f16c_tests::cases::{contraction_tolerance, parity_cases, Tolerance};
 use f16c_tests::{model_path, MODELS};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ fn main() -> anyhow::Result<()> {
             // A few approximations compose (softmax: exp, a sum, a reciprocal); a low-precision
             // result may round one ulp the other way.
             Tolerance::Math => json!({"kind": "math", "rtol": 4.0 * MATH_TOLERANCE.0, "atol": 4.0 * MATH_TOLERANCE.1, "ulp": ulp(&case.graph)}),
-            Tolerance::Contraction(k) => json!({"kind": "peak", "max": 4.0 * k as f64 * f32::EPSILON as f64 + if low { 2f64.powi(-7) } else { 0.0 }}),
+            Tolerance::Contraction(k) => json!({"kind": "peak", "max": contraction_tolerance(k, low)}),
         };
         cases.push(write_case(&dir, &case.name, &case.graph, &case.inputs, target, check)?);
     }

@@ -266,7 +266,7 @@ impl GpuExecutor {
         let mut ms = 0f32;
         // SAFETY: both events were recorded and have completed.
         check(unsafe { sys::cuEventElapsedTime(&mut ms, events.0, events.1) }, "timing the kernels")?;
-        let codes: Vec<u8> = download(&status, 4 * m.kernels.len())?;
+        let codes = download_at(status.0, 4 * m.kernels.len())?;
         for (k, c) in codes.chunks_exact(4).enumerate() {
             let code = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             if code != Status::Ok as i32 {
@@ -309,10 +309,6 @@ impl Drop for Events {
             sys::cuEventDestroy_v2(self.1);
         }
     }
-}
-
-fn download(b: &DeviceBuffer, bytes: usize) -> Result<Vec<u8>> {
-    download_at(b.0, bytes)
 }
 
 fn download_at(p: sys::CUdeviceptr, bytes: usize) -> Result<Vec<u8>> {

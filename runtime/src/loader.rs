@@ -72,7 +72,11 @@ impl Loaded {
 /// Loads an artifact file of any target this runtime runs: CPU shared objects for this
 /// machine, and (with the `cuda` feature) PTX on the GPU.
 pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
-    let artifact = read(path)?;
+    load_any(read(path)?, threads)
+}
+
+/// Loads an artifact of any target this runtime runs (see [`open`]).
+pub fn load_any(artifact: Artifact, threads: usize) -> Result<Loaded> {
     match artifact.manifest.code_format {
         #[cfg(feature = "cuda")]
         CodeFormat::Ptx => Ok(Loaded::Gpu(crate::cuda::GpuExecutor::new(artifact)?)),

@@ -6,7 +6,7 @@ use f16c_dialect::{BinaryOp, DType, Data, Graph, Op, PoolAttrs, ReduceKind, Tens
 use f16c_jit::{self as jit, CompileOptions, Model};
 use f16c_dialect::reference;
 use f16c_runtime::npy;
-use f16c_tests::cases::{argmax_graph, conv_graph, reduce_graph, constant, elementwise_graph, elementwise_ops, layer_norm, loc, random, softmax, tensor_ty, zero, Rng};
+use f16c_tests::cases::{argmax_graph, constant, contraction_tolerance, conv_graph, elementwise_graph, elementwise_ops, layer_norm, loc, random, reduce_graph, same_bits, softmax, tensor_ty, zero, Rng};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 use half::{bf16, f16};
 
@@ -16,32 +16,10 @@ const SIZES: &[usize] = &[1, 3, 7, 8, 9, 15, 16, 17, 33, 1031];
 /// f32 runs of the shared models: the JIT meets the same bound against PyTorch as the reference.
 const F32_TOLERANCE: f64 = 1e-5;
 
-/// Contractions accumulate with FMA (one rounding per step instead of two): the difference
-/// from the reference's multiply-then-add is at most K·2⁻²⁴ relative to Σ|a·b|, so measured
-/// against the output's peak a few ulp of f32 per term (DESIGN.md, "Numerics").
-fn contraction_tolerance(k: usize) -> f64 {
-    4.0 * k as f64 * f32::EPSILON as f64
-}
-
 /// A mixed-precision model run: a contraction's f32 accumulation may round differently, which
 /// can flip the f16 rounding of its result by one ulp (2⁻¹¹ relative) and that difference
 /// propagates: 4 f16 ulp of the peak.
 const FP16_MODEL_TOLERANCE: f64 = 4.0 / 2048.0;
-
-/// Equal bits, except that any NaN equals any NaN (IEEE leaves payloads to the hardware).
-fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
-    let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
-    if a.ty() != b.ty() {
-        return Err(format!("types differ: {} vs {}", a.ty(), b.ty()));
-    }
-    for (i, (p, q)) in x.iter().zip(&y).enumerate() {
-        let same = (p.is_nan() && q.is_nan()) || (p.to_bits() == q.to_bits());
-        if !same {
-            return Err(format!("element {i}: JIT {p:e} vs reference {q:e}"));
-        }
-    }
-    Ok(())
-}
 
 /// Runs `g` on both engines; bit-exact, or within `tolerance` of the peak when given.
 fn check(what: &str, g: &Graph, inputs: &[Tensor], tolerance: Option<f64>) {
@@ -389,14 +367,14 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
                 g.add_output(o);
                 let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
                 // A low-precision result may round one ulp apart.
-                let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+                let tol = contraction_tolerance(k, d != DType::F32);
                 check(&format!("matmul {d} n={n} constant_b={constant_b}"), &g, &inputs, Some(tol));
             }
             if n <= 33 {
                 for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false)] {
                     let (g, k) = conv_graph(op, d, n, n.min(10), 7, fused);
                     let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
-                    let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+                    let tol = contraction_tolerance(k, d != DType::F32);
                     // Depthwise and transpose conv multiply and add in the reference's order.
                     let tol = if op == "conv" { Some(tol) } else { None };
                     check(&format!("{op} fused={fused} {d} n={n}"), &g, &inputs, tol);
@@ -463,7 +441,7 @@ fn contractions_split_their_reduction_into_chunks_correctly() {
             let o = g.add_node(Op::MatMul, tensor_ty(d, &[1, m, n]), &[a, b, z1, z2], loc());
             g.add_output(o);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
-            let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+            let tol = contraction_tolerance(k, d != DType::F32);
             check(&format!("matmul {d} k={k}"), &g, &inputs, Some(tol));
         }
         // An f16 weight over 1 MiB as f32, used by one block of rows: widened chunk by chunk
@@ -480,12 +458,12 @@ fn contractions_split_their_reduction_into_chunks_correctly() {
             let artifact = f16c_compiler::backend::cranelift::compile(&program, &Default::default()).unwrap();
             assert!(artifact.functions.iter().all(|(name, _)| !name.ends_with("_widen_b")), "no f32 copy of a large weight");
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
-            check(&format!("matmul {d} large weight"), &g, &inputs, Some(contraction_tolerance(k) + 2.0f64.powi(-7)));
+            check(&format!("matmul {d} large weight"), &g, &inputs, Some(contraction_tolerance(k, true)));
         }
         for c in [100, 256, 300] {
             let (g, k) = conv_graph("conv", d, 5, c, 9, true);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
-            let tol = contraction_tolerance(k) + if d == DType::F32 { 0.0 } else { 2.0f64.powi(-7) };
+            let tol = contraction_tolerance(k, d != DType::F32);
             check(&format!("conv {d} channels={c}"), &g, &inputs, Some(tol));
         }
     }

@@ -12,7 +12,7 @@ use f16c_compiler::target::Target;
 use f16c_dialect::import::parse_file;
 use f16c_dialect::{reference, Graph, Tensor};
 use f16c_runtime::{loader, npy};
-use f16c_tests::cases::{parity_cases, Tolerance};
+use f16c_tests::cases::{contraction_tolerance, parity_cases, same_bits, Tolerance};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 
 fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
@@ -20,19 +20,6 @@ fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
     let artifact = LlvmCpuBackend.artifact(&program).map_err(|e| e.to_string())?;
     let exec = loader::load(artifact, 2).map_err(|e| e.to_string())?;
     exec.run(inputs).map_err(|e| e.to_string())
-}
-
-/// Equal bits, any NaN equal to any NaN.
-fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
-    if a.ty() != b.ty() {
-        return Err(format!("types differ: {} vs {}", a.ty(), b.ty()));
-    }
-    for (i, (p, q)) in a.to_f64_vec().iter().zip(b.to_f64_vec()).enumerate() {
-        if !((p.is_nan() && q.is_nan()) || p.to_bits() == q.to_bits()) {
-            return Err(format!("element {i}: {p:e} vs reference {q:e}"));
-        }
-    }
-    Ok(())
 }
 
 #[test]
@@ -51,8 +38,7 @@ fn every_parity_case_matches_the_reference() {
             let r = match case.tolerance {
                 Tolerance::Exact | Tolerance::Math => same_bits(a, b),
                 Tolerance::Contraction(k) => {
-                    let low = a.dtype().is_low_float();
-                    let tol = 4.0 * k as f64 * f32::EPSILON as f64 + if low { 2f64.powi(-7) } else { 0.0 };
+                    let tol = contraction_tolerance(k, a.dtype().is_low_float());
                     let err = max_rel_to_peak(a, b);
                     if err <= tol { Ok(()) } else { Err(format!("error {err:e} > {tol:e}")) }
                 }

@@ -78,6 +78,17 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     let g = &module.functions[crate::choose_function(&module, m, &file)?];
     let inputs = crate::read_npys(m, "inputs")?;
+    let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    // A run-time error of a kernel, located in the source.
+    let eval_error = |location: &str, op: &str, message: &str| {
+        let d = Diagnostic::error(crate::parse_location(location), format!("while running '{op}': {message}"));
+        Ok(crate::report(&d.into(), &source))
+    };
+    let backend_name = m.get_one::<String>("backend").map(String::as_str);
+    let target_value = f16c_compiler::target::Target::parse(target).expect("clap checked the name");
     let outputs = if target == "reference" {
         match reference::run(g, &inputs) {
             Ok(o) => o,
@@ -88,53 +99,24 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(reference::Error::Invalid(d)) => return Ok(crate::report(&d, &source)),
             Err(e) => return Err(e.into()),
         }
-    } else if let Some(t) = f16c_compiler::target::Target::parse(target).filter(|t| matches!(t, f16c_compiler::target::Target::Sm(_))) {
-        let artifact = match f16c_compiler::driver::artifact(g, t) {
-            Ok(a) => a,
-            Err(d) => return Ok(crate::report(&d, &source)),
-        };
-        match f16c_runtime::cuda::GpuExecutor::new(artifact).and_then(|gpu| gpu.run(&inputs)) {
+    } else if target == "x86_64" && backend_name != Some("llvm") {
+        // The JIT: compiled in process, no artifact.
+        match f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(&inputs)) {
             Ok(o) => o,
-            Err(RuntimeError::Eval { location, op, message }) => {
-                let d = Diagnostic::error(crate::parse_location(&location), format!("while running '{op}': {message}"));
-                return Ok(crate::report(&d.into(), &source));
-            }
-            Err(e) => return Err(e.into()),
-        }
-    } else if m.get_one::<String>("backend").map(String::as_str) == Some("llvm") {
-        let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
-        if threads == 0 {
-            bail!("--threads must be at least 1");
-        }
-        let backend = match f16c_compiler::driver::backend_named(f16c_compiler::target::Target::X86_64, Some("llvm")) {
-            Ok(b) => b,
-            Err(d) => return Ok(crate::report(&d, &source)),
-        };
-        let artifact = match f16c_compiler::driver::artifact_with(g, backend) {
-            Ok(a) => a,
-            Err(d) => return Ok(crate::report(&d, &source)),
-        };
-        match f16c_runtime::loader::load(artifact, threads).and_then(|e| e.run(&inputs)) {
-            Ok(o) => o,
-            Err(RuntimeError::Eval { location, op, message }) => {
-                let d = Diagnostic::error(crate::parse_location(&location), format!("while running '{op}': {message}"));
-                return Ok(crate::report(&d.into(), &source));
-            }
+            Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
+            Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return eval_error(&location, &op, &message),
             Err(e) => return Err(e.into()),
         }
     } else {
-        let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
-        if threads == 0 {
-            bail!("--threads must be at least 1");
-        }
-        let result = f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(&inputs));
-        match result {
+        // Ahead of time (a GPU, or --backend=llvm): the artifact f16c compile -o would write,
+        // loaded as f16c-run loads it.
+        let artifact = match f16c_compiler::driver::backend_named(target_value, backend_name).and_then(|b| f16c_compiler::driver::artifact_with(g, b)) {
+            Ok(a) => a,
+            Err(d) => return Ok(crate::report(&d, &source)),
+        };
+        match f16c_runtime::loader::load_any(artifact, threads).and_then(|model| model.run(&inputs)) {
             Ok(o) => o,
-            Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
-            Err(JitError::Run(RuntimeError::Eval { location, op, message })) => {
-                let d = Diagnostic::error(crate::parse_location(&location), format!("while running '{op}': {message}"));
-                return Ok(crate::report(&d.into(), &source));
-            }
+            Err(RuntimeError::Eval { location, op, message }) => return eval_error(&location, &op, &message),
             Err(e) => return Err(e.into()),
         }
     };

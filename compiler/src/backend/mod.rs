@@ -145,6 +145,15 @@ impl BackendError {
         BackendError { location: Location::unknown(), op: "", backend, kind }
     }
 
+    /// A code generation failure (a bug of f16c, reported rather than panicking), in `kernel`
+    /// when there is one.
+    pub fn codegen(backend: &'static str, kernel: Option<&Kernel>, message: String) -> Self {
+        match kernel {
+            Some(k) => BackendError::at(k, backend, BackendErrorKind::Codegen(message)),
+            None => BackendError::program(backend, BackendErrorKind::Codegen(message)),
+        }
+    }
+
     /// The message without the location (what a [`Diagnostic`] shows).
     pub fn message(&self) -> String {
         match (&self.kind, self.op) {

@@ -393,11 +393,9 @@ impl<'ctx> Ir<'ctx> {
         let bits = bd.build_bit_cast(a, self.cx.i32_type(), "").built().into_int_value();
         let negative = self.icmp(IntPredicate::SLT, bits, self.i32(0));
         let signed = self.select(odd, bd.build_float_neg(r, "").built(), r).into_float_value();
-        let nan = self.f32(f32::NAN);
-        let neg_result = self.select(integer, signed, nan).into_float_value();
         // A zero base takes the sign rule too (-0 to an odd power is -0), not the NaN rule.
         let zero = bd.build_float_compare(FloatPredicate::OEQ, aa, self.f32(0.0), "").built();
-        let neg_result = self.select(zero, self.select(odd, bd.build_float_neg(r, "").built(), r).into_float_value(), neg_result).into_float_value();
+        let neg_result = self.select(bd.build_or(integer, zero, "").built(), signed, self.f32(f32::NAN)).into_float_value();
         let y = self.select(negative, neg_result, r).into_float_value();
         let one = self.f32(1.0);
         let e_zero = bd.build_float_compare(FloatPredicate::OEQ, e, self.f32(0.0), "").built();

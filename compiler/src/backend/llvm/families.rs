@@ -4,7 +4,7 @@
 //! contractions (and the math functions of [`super::MathImpl`]) is bit-identical to the
 //! reference interpreter.
 //!
-//! | family | work item | [`work_items`] |
+//! | family | work item | [`Items::work`] |
 //! |---|---|---|
 //! | elementwise | one output element | elements |
 //! | reduction | one `(outer, inner)` output, a sequential loop along the axis | `outer·inner` |
@@ -19,50 +19,89 @@ use super::{Built, Ir, Var};
 
 /// Rows and columns of the output tile a register-blocked contraction work item computes.
 pub const TILE: usize = 4;
-use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, Move, Pool, Reduction, RowStage, RowValue, Rows};
+use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
 use f16c_dialect::{DType, ReduceKind};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 
-/// Work items of a one-step family (copies have one step per move, see [`copy_steps`]).
-pub fn work_items(kind: &crate::lower::KernelKind) -> usize {
-    use crate::lower::KernelKind as K;
-    match kind {
-        K::Elementwise(e) => e.shape.iter().product(),
-        K::Reduction(r) => r.outer * r.inner,
-        K::Pool(p) => p.output.ty.num_elements(),
-        K::Gather(g) => g.output.ty.num_elements(),
-        K::Contraction(c) => c.batch * c.m * c.n,
-        K::Rows(r) => r.rows,
-        K::Copy(c) => c.output.ty.num_elements(),
-    }
-}
-
-/// The steps of a copy kernel: the fill (when there is one), then one per move.
-pub fn copy_steps(c: &Copy) -> Vec<CopyStep<'_>> {
-    let mut steps = Vec::new();
-    if c.fill.is_some() {
-        steps.push(CopyStep::Fill);
-    }
-    steps.extend(c.moves.iter().map(CopyStep::Move));
-    steps
-}
-
-/// One step of a copy kernel.
+/// One loop of work items of a kernel, and which body computes an item: what a target that
+/// runs a kernel one item per thread (NVPTX SIMT) or per loop iteration (CPU) needs to know.
+/// [`Items::of`] makes the choices once (two elements per item where they pair up, register
+/// tiles for matmul and conv2d); [`Ir::item`] emits the body.
 #[derive(Clone, Copy, Debug)]
-pub enum CopyStep<'a> {
-    /// Fill the output with the fill value.
-    Fill,
-    /// One strided move.
-    Move(&'a Move),
+pub enum Items<'k> {
+    /// One output element of a fused elementwise kernel.
+    Elementwise(&'k Elementwise),
+    /// Two adjacent output elements ([`Ir::pairable`]).
+    Pairs(&'k Elementwise),
+    /// One `(outer, inner)` output of a reduction.
+    Reduction(&'k Reduction),
+    /// One output element of a pooling kernel.
+    Pool(&'k Pool),
+    /// One output element of a gather.
+    Gather(&'k Gather),
+    /// A register tile of a matmul or conv2d ([`Ir::contraction_tile_item`]).
+    Tiles(&'k Contraction),
+    /// One output of a depthwise or transpose convolution.
+    Outputs(&'k Contraction),
+    /// One row of a rows kernel (in its temporary).
+    Rows(&'k Rows),
+    /// The fill of a copy kernel's output.
+    Fill(&'k Copy),
+    /// One element of move `.1` of a copy kernel.
+    Move(&'k Copy, usize),
 }
 
-impl CopyStep<'_> {
-    /// Its work items.
-    pub fn work(&self, c: &Copy) -> usize {
-        match self {
-            CopyStep::Fill => c.output.ty.num_elements(),
-            CopyStep::Move(m) => m.shape.iter().product(),
+impl<'k> Items<'k> {
+    /// The loops of `kind`, in order: one, except for a copy (its fill, then one per move).
+    pub fn of(kind: &'k KernelKind) -> Vec<Items<'k>> {
+        match kind {
+            KernelKind::Elementwise(e) if Ir::pairable(e) => vec![Items::Pairs(e)],
+            KernelKind::Elementwise(e) => vec![Items::Elementwise(e)],
+            KernelKind::Reduction(r) => vec![Items::Reduction(r)],
+            KernelKind::Pool(p) => vec![Items::Pool(p)],
+            KernelKind::Gather(g) => vec![Items::Gather(g)],
+            KernelKind::Contraction(c) if Ir::tileable(c) => vec![Items::Tiles(c)],
+            KernelKind::Contraction(c) => vec![Items::Outputs(c)],
+            KernelKind::Rows(r) => vec![Items::Rows(r)],
+            KernelKind::Copy(c) => c.fill.map(|_| Items::Fill(c)).into_iter().chain((0..c.moves.len()).map(|m| Items::Move(c, m))).collect(),
+        }
+    }
+
+    /// How many items.
+    pub fn work(&self) -> usize {
+        match *self {
+            Items::Elementwise(e) => e.shape.iter().product(),
+            Items::Pairs(e) => e.shape.iter().product::<usize>() / 2,
+            Items::Reduction(r) => r.outer * r.inner,
+            Items::Pool(p) => p.output.ty.num_elements(),
+            Items::Gather(g) => g.output.ty.num_elements(),
+            Items::Tiles(c) => c.batch * c.m.div_ceil(TILE) * c.n.div_ceil(TILE),
+            Items::Outputs(c) => c.batch * c.m * c.n,
+            Items::Rows(r) => r.rows,
+            Items::Fill(c) => c.output.ty.num_elements(),
+            Items::Move(c, m) => c.moves[m].shape.iter().product(),
+        }
+    }
+
+    /// A rough operation count of the whole loop (the CPU executor threads what pays).
+    pub fn cost(&self) -> f64 {
+        let work = self.work() as f64;
+        match *self {
+            Items::Elementwise(e) | Items::Pairs(e) => (e.shape.iter().product::<usize>() * (e.expr.ops.len() + 1)) as f64,
+            Items::Reduction(r) => (r.outer * r.len * r.inner) as f64,
+            Items::Tiles(c) | Items::Outputs(c) => 2.0 * (c.batch * c.m * c.n * c.k) as f64,
+            Items::Rows(r) => (r.rows * r.len * (r.stages.len() + 1)) as f64,
+            _ => work,
+        }
+    }
+
+    /// The suffix of the loop's function name (copies have several loops).
+    pub fn suffix(&self) -> String {
+        match *self {
+            Items::Fill(_) => "_0".into(),
+            Items::Move(c, m) => format!("_{}", m + c.fill.is_some() as usize),
+            _ => String::new(),
         }
     }
 }
@@ -268,19 +307,43 @@ impl<'ctx> Ir<'ctx> {
     // Data movement: bit copies, never a rounding
     // -----------------------------------------------------------------------------------------
 
-    /// Element `i` of one step of a copy kernel.
-    pub fn copy_item(&mut self, c: &Copy, step: CopyStep, i: IntValue<'ctx>) {
+    /// Element `i` of a copy kernel's fill (`mv`: `None`) or of its move `mv`.
+    fn copy_item(&mut self, c: &Copy, mv: Option<usize>, i: IntValue<'ctx>) {
         let dst = self.buffer(c.output.buffer.0);
-        match step {
-            CopyStep::Fill => {
+        match mv {
+            None => {
                 let fill = self.buffer(c.fill.expect("a fill step has a fill value").0);
                 self.copy_element(c.elem_bytes, fill, self.i64(0), dst, i);
             }
-            CopyStep::Move(m) => {
+            Some(m) => {
+                let m = &c.moves[m];
                 let src = self.buffer(m.src.0);
                 let from = self.addi(self.strided_offset(i, &m.shape, &m.src_strides), m.src_offset as i64);
                 let to = self.addi(self.strided_offset(i, &m.shape, &m.dst_strides), m.dst_offset as i64);
                 self.copy_element(c.elem_bytes, src, from, dst, to);
+            }
+        }
+    }
+
+    /// Item `i` of `items`. A gather index out of range calls `fail` (and writes nothing); a
+    /// row works in `temp` (this row's temporary, [`Ir::rows_temp_bytes`] bytes).
+    pub fn item(&mut self, items: Items, i: IntValue<'ctx>, temp: PointerValue<'ctx>, fail: impl FnOnce(&mut Self)) -> Result<(), String> {
+        match items {
+            Items::Elementwise(e) => self.elementwise_item(e, i),
+            Items::Pairs(e) => self.elementwise_pair(e, i),
+            Items::Reduction(r) => self.reduction_item(r, i),
+            Items::Pool(p) => self.pool_item(p, i),
+            Items::Gather(g) => self.gather_item(g, i, fail),
+            Items::Tiles(c) => self.contraction_tile_item(c, i),
+            Items::Outputs(c) => self.contraction_item(c, i),
+            Items::Rows(r) => self.rows_item(r, i, temp),
+            Items::Fill(c) => {
+                self.copy_item(c, None, i);
+                Ok(())
+            }
+            Items::Move(c, m) => {
+                self.copy_item(c, Some(m), i);
+                Ok(())
             }
         }
     }
@@ -385,11 +448,6 @@ impl<'ctx> Ir<'ctx> {
         }
         let v = self.get(acc);
         self.contraction_finish(c, v, grow, col)
-    }
-
-    /// Output tiles of a register-blocked contraction ([`Ir::contraction_tile_item`]).
-    pub fn contraction_tiles(c: &Contraction) -> usize {
-        c.batch * c.m.div_ceil(TILE) * c.n.div_ceil(TILE)
     }
 
     /// Can a contraction run as [`Ir::contraction_tile_item`]? Matmuls and conv2d (implicit

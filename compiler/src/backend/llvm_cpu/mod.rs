@@ -14,7 +14,7 @@
 //! line, and the C header. The code is compiled for `x86-64-v3` (AVX2, FMA, F16C).
 
 use super::layout::{CodeInfo, Layout};
-use super::llvm::families::{copy_steps, work_items};
+use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
 use super::llvm::{Built, Ir, MathImpl};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
@@ -56,10 +56,7 @@ pub struct Compiled {
 }
 
 fn codegen(kernel: Option<&Kernel>, message: String) -> BackendError {
-    match kernel {
-        Some(k) => BackendError::at(k, NAME, BackendErrorKind::Codegen(message)),
-        None => BackendError::program(NAME, BackendErrorKind::Codegen(message)),
-    }
+    BackendError::codegen(NAME, kernel, message)
 }
 
 /// Compiles a (legal) program.
@@ -70,62 +67,21 @@ pub fn compile(program: &Program) -> BackendResult<Compiled> {
     let mut symbols = Vec::new();
     let mut steps = Vec::new();
     for (k, kernel) in program.kernels.iter().enumerate() {
-        let err = |m: String| codegen(Some(kernel), m);
-        let mut add = |symbol: String, work: usize, cost: f64| {
-            symbols.push(symbol);
-            steps.push(Step { function: symbols.len() - 1, work, cost, kernel: k, launch: None });
-        };
-        let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-        match &kernel.kind {
-            KernelKind::Copy(c) => {
-                for (s, step) in copy_steps(c).into_iter().enumerate() {
-                    let work = step.work(c);
-                    let name = format!("{name}_{s}");
-                    items(&mut ir, &name, |ir, i, _| {
-                        ir.copy_item(c, step, i);
-                        Ok(())
-                    })
-                    .map_err(err)?;
-                    add(name, work, work as f64);
-                }
-            }
-            KernelKind::Elementwise(e) if Ir::pairable(e) => {
-                let work = work_items(&kernel.kind) / 2;
-                items(&mut ir, &name, |ir, i, _| ir.elementwise_pair(e, i)).map_err(err)?;
-                add(name, work, (2 * work * (e.expr.ops.len() + 1)) as f64);
-            }
-            KernelKind::Rows(r) => {
-                let bytes = Ir::rows_temp_bytes(r);
-                layout.scratch(bytes);
-                items(&mut ir, &name, |ir, row, params| ir.rows_item(r, row, params.scratch))
-                .map_err(err)?;
-                add(name, r.rows, (r.rows * r.len * (r.stages.len() + 1)) as f64);
-            }
-            KernelKind::Contraction(c) if Ir::tileable(c) => {
-                let work = Ir::contraction_tiles(c);
-                items(&mut ir, &name, |ir, i, _| ir.contraction_tile_item(c, i)).map_err(err)?;
-                add(name, work, 2.0 * (c.batch * c.m * c.n * c.k) as f64);
-            }
-            kind => {
-                let work = work_items(kind);
-                let cost = match kind {
-                    KernelKind::Contraction(c) => 2.0 * (c.batch * c.m * c.n * c.k) as f64,
-                    _ => work as f64,
-                };
-                items(&mut ir, &name, |ir, i, params| match kind {
-                    KernelKind::Elementwise(e) => ir.elementwise_item(e, i),
-                    KernelKind::Reduction(r) => ir.reduction_item(r, i),
-                    KernelKind::Pool(p) => ir.pool_item(p, i),
-                    KernelKind::Contraction(c) => ir.contraction_item(c, i),
-                    KernelKind::Gather(g) => ir.gather_item(g, i, |ir| {
-                        let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
-                        ir.b.build_store(params.status, code).built();
-                    }),
-                    KernelKind::Copy(_) | KernelKind::Rows(_) => unreachable!("handled above"),
+        if let KernelKind::Rows(r) = &kernel.kind {
+            // A row's temporary is the thread's scratch.
+            layout.scratch(Ir::rows_temp_bytes(r));
+        }
+        for items in Items::of(&kernel.kind) {
+            let name = format!("{SYMBOL_PREFIX}{}{}", kernel.name, items.suffix());
+            items_function(&mut ir, &name, |ir, i, params| {
+                ir.item(items, i, params.scratch, |ir| {
+                    let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
+                    ir.b.build_store(params.status, code).built();
                 })
-                .map_err(err)?;
-                add(name, work, cost);
-            }
+            })
+            .map_err(|m| codegen(Some(kernel), m))?;
+            symbols.push(name);
+            steps.push(Step { function: symbols.len() - 1, work: items.work(), cost: items.cost(), kernel: k, launch: None });
         }
     }
     compiler_runtime(&mut ir);
@@ -167,7 +123,7 @@ struct Params<'ctx> {
 
 /// A CPU kernel `i32 name(bufs, begin, end, scratch, rt)`: `body(i)` for every work item
 /// `begin <= i < end`.
-fn items<'ctx>(ir: &mut Ir<'ctx>, name: &str, body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, &Params<'ctx>) -> Result<(), String>) -> Result<(), String> {
+fn items_function<'ctx>(ir: &mut Ir<'ctx>, name: &str, body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, &Params<'ctx>) -> Result<(), String>) -> Result<(), String> {
     let (f, [bufs, begin, end, scratch, rt]) = entry(ir, name);
     ir.begin_function(f, bufs.into_pointer_value());
     ir.set_rt(rt.into_pointer_value());

@@ -23,7 +23,7 @@ pub mod rows;
 pub mod wmma;
 
 use super::layout::{CodeInfo, Layout};
-use super::llvm::families::{copy_steps, work_items};
+use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
 use super::llvm::{Built, Ir, MathImpl};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
@@ -102,10 +102,7 @@ impl Compiled {
 }
 
 fn codegen(kernel: Option<&Kernel>, message: String) -> BackendError {
-    match kernel {
-        Some(k) => BackendError::at(k, NAME, BackendErrorKind::Codegen(message)),
-        None => BackendError::program(NAME, BackendErrorKind::Codegen(message)),
-    }
+    BackendError::codegen(NAME, kernel, message)
 }
 
 /// The machine of `sm`.
@@ -123,29 +120,18 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
     let mut symbols = Vec::new();
     let mut steps = Vec::new();
     for (k, kernel) in program.kernels.iter().enumerate() {
+        if program.buffers[kernel.writes().0].bytes == 0 {
+            continue; // an empty result: nothing to compute
+        }
         let err = |m: String| codegen(Some(kernel), m);
         let mut add = |symbol: String, launch: Launch, work: usize| {
             symbols.push(symbol);
             steps.push(Step { function: symbols.len() - 1, work, cost: work as f64, kernel: k, launch: Some(launch) });
         };
+        let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
         match &kernel.kind {
-            KernelKind::Copy(c) => {
-                for (s, step) in copy_steps(c).into_iter().enumerate() {
-                    let work = step.work(c);
-                    let name = format!("{SYMBOL_PREFIX}{}_{s}", kernel.name);
-                    if work > 0 {
-                        simt(&mut ir, &name, k, work, |ir, i, _| {
-                            ir.copy_item(c, step, i);
-                            Ok(())
-                        })
-                        .map_err(err)?;
-                        add(name, simt_launch(work), work);
-                    }
-                }
-            }
             KernelKind::Contraction(c) if legal::tensor_core_shape(target.info(), kernel).is_some() => {
                 let shape = legal::tensor_core_shape(target.info(), kernel).expect("checked");
-                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
                 let (f, bufs, _) = entry(&mut ir, &name, wmma::THREADS);
                 ir.begin_function(f, bufs);
                 wmma::emit(&mut ir, c, shape, &name).map_err(err)?;
@@ -154,59 +140,31 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
                 add(name, launch, c.batch * c.m * c.n);
             }
             KernelKind::Rows(r) => {
-                if r.rows == 0 || r.len == 0 {
-                    continue;
-                }
                 let bytes = Ir::rows_temp_bytes(r);
                 let temp = (bytes > 0).then(|| (layout.temporary(k, bytes * r.rows), bytes));
-                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
                 let (f, bufs, _) = entry(&mut ir, &name, rows::THREADS);
                 ir.begin_function(f, bufs);
                 rows::emit(&mut ir, r, &name, temp).map_err(err)?;
                 ir.b.build_return(None).built();
-                let launch = Launch { grid: [r.rows.min(MAX_BLOCKS) as u32, 1, 1], block: [rows::THREADS as u32, 1, 1], shared_bytes: (8 * (rows::THREADS / 32 + 1)) as u32 };
+                let launch = Launch { grid: [r.rows.min(MAX_BLOCKS) as u32, 1, 1], block: [rows::THREADS as u32, 1, 1], shared_bytes: rows::SHARED_BYTES as u32 };
                 add(name, launch, r.rows);
             }
-            KernelKind::Elementwise(e) if Ir::pairable(e) => {
-                // Two elements per thread: half2/bf16x2 arithmetic where the target has it.
-                let work = work_items(&kernel.kind) / 2;
-                if work == 0 {
-                    continue;
-                }
-                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-                simt(&mut ir, &name, k, work, |ir, i, _| ir.elementwise_pair(e, i)).map_err(err)?;
-                add(name, simt_launch(work), work);
-            }
-            KernelKind::Contraction(c) if Ir::tileable(c) => {
-                // Not on tensor cores (f32 data, an f16 accumulator, bf16 before sm_80): a
-                // register-blocked tile of outputs per thread.
-                let work = Ir::contraction_tiles(c);
-                if work == 0 {
-                    continue;
-                }
-                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-                simt(&mut ir, &name, k, work, |ir, i, _| ir.contraction_tile_item(c, i)).map_err(err)?;
-                add(name, simt_launch(work), work);
-            }
+            // Everything else is SIMT: one thread per work item (two elements for elementwise
+            // kernels that pair up into half2/bf16x2, a register tile for contractions off the
+            // tensor cores).
             kind => {
-                let work = work_items(kind);
-                if work == 0 {
-                    continue;
+                for items in Items::of(kind) {
+                    let (name, work) = (format!("{name}{}", items.suffix()), items.work());
+                    simt(&mut ir, &name, work, |ir, i, status| {
+                        let no_temp = ir.ptr_ty().const_null();
+                        ir.item(items, i, no_temp, |ir| {
+                            let at = ir.gep(ir.cx.i32_type().into(), status, ir.i64(k as i64));
+                            ir.b.build_store(at, ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32)).built();
+                        })
+                    })
+                    .map_err(err)?;
+                    add(name, simt_launch(work), work);
                 }
-                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-                simt(&mut ir, &name, k, work, |ir, i, status| match kind {
-                    KernelKind::Elementwise(e) => ir.elementwise_item(e, i),
-                    KernelKind::Reduction(r) => ir.reduction_item(r, i),
-                    KernelKind::Pool(p) => ir.pool_item(p, i),
-                    KernelKind::Contraction(c) => ir.contraction_item(c, i),
-                    KernelKind::Gather(g) => ir.gather_item(g, i, |ir| {
-                        let at = ir.gep(ir.cx.i32_type().into(), status, ir.i64(k as i64));
-                        ir.b.build_store(at, ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32)).built();
-                    }),
-                    KernelKind::Copy(_) | KernelKind::Rows(_) => unreachable!("handled above"),
-                })
-                .map_err(err)?;
-                add(name, simt_launch(work), work);
             }
         }
     }
@@ -245,16 +203,11 @@ fn entry<'ctx>(ir: &mut Ir<'ctx>, name: &str, max_threads: usize) -> (FunctionVa
 fn simt<'ctx>(
     ir: &mut Ir<'ctx>,
     name: &str,
-    _kernel: usize,
     work: usize,
     body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, PointerValue<'ctx>) -> Result<(), String>,
 ) -> Result<(), String> {
     let (f, bufs, status) = entry(ir, name, SIMT_BLOCK);
     ir.begin_function(f, bufs);
-    let sreg = |ir: &Ir<'ctx>, reg: &str| -> IntValue<'ctx> {
-        let v = ir.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{reg}"), ir.cx.i32_type().into(), &[]).into_int_value();
-        ir.b.build_int_z_extend(v, ir.cx.i64_type(), "").built()
-    };
     let (tid, ntid, ctaid, nctaid) = (sreg(ir, "tid.x"), sreg(ir, "ntid.x"), sreg(ir, "ctaid.x"), sreg(ir, "nctaid.x"));
     let start = ir.add(ir.mul(ctaid, ntid), tid);
     let stride = ir.mul(nctaid, ntid);
@@ -263,6 +216,18 @@ fn simt<'ctx>(
     ir.for_range(start, end, stride, |ir, i| result = body(ir, i, status));
     ir.b.build_return(None).built();
     result
+}
+
+/// A special register (`tid.x`, `ctaid.y`, ...) as an i64.
+fn sreg<'ctx>(ir: &Ir<'ctx>, name: &str) -> IntValue<'ctx> {
+    let v = ir.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), ir.cx.i32_type().into(), &[]).into_int_value();
+    ir.b.build_int_z_extend(v, ir.cx.i64_type(), "").built()
+}
+
+/// `bar.sync 0`: every thread of the block waits here; shared and global writes before it are
+/// visible to the block after it.
+fn barrier(ir: &Ir) {
+    ir.call("llvm.nvvm.barrier.cta.sync.aligned.all", None, &[ir.i32(0).into()]);
 }
 
 impl Backend for NvptxBackend {

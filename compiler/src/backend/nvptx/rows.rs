@@ -14,6 +14,7 @@
 //! The result goes through shared memory to every thread. Full intermediate values live in a
 //! per-row global temporary (f32, or f64), as in the one-thread-per-row form.
 
+use super::{barrier, sreg};
 use crate::backend::llvm::families::RowShare;
 use crate::backend::llvm::{Built, Ir};
 use crate::lower::Rows;
@@ -25,6 +26,8 @@ use inkwell::{AddressSpace, IntPredicate};
 /// Threads per block (a row's share).
 pub const THREADS: usize = 256;
 const WARPS: usize = THREADS / 32;
+/// Static shared memory: one 8-byte slot per warp and the broadcast slot.
+pub const SHARED_BYTES: usize = 8 * (WARPS + 1);
 
 /// Emits the body of a block-per-row kernel over `rows` rows (grid-stride over rows); `temp` is
 /// the temporary slot and its bytes per row, if any.
@@ -36,10 +39,6 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, r: &Rows, kernel_name: &str, temp: Option<(
     slots.set_alignment(8);
     slots.set_linkage(inkwell::module::Linkage::Internal);
     let slots = slots.as_pointer_value();
-    let sreg = |ir: &Ir<'ctx>, name: &str| -> IntValue<'ctx> {
-        let v = ir.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), ir.cx.i32_type().into(), &[]).into_int_value();
-        ir.b.build_int_z_extend(v, ir.cx.i64_type(), "").built()
-    };
     let (tid, ctaid, nctaid) = (sreg(ir, "tid.x"), sreg(ir, "ctaid.x"), sreg(ir, "nctaid.x"));
     let rows = ir.i64(r.rows as i64);
     let mut failure = Ok(());
@@ -112,10 +111,6 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, r: &Rows, kernel_name: &str, temp: Option<(
         barrier(ir);
     });
     failure
-}
-
-fn barrier(ir: &Ir) {
-    ir.call("llvm.nvvm.barrier.cta.sync.aligned.all", None, &[ir.i32(0).into()]);
 }
 
 fn slot<'ctx>(ir: &Ir<'ctx>, slots: PointerValue<'ctx>, k: usize) -> PointerValue<'ctx> {

@@ -20,6 +20,7 @@
 //!   finishes outputs: bias, one rounding to the output type, the fused epilogue
 //!   ([`crate::backend::llvm::Ir::contraction_finish`], shared with every other strategy).
 
+use super::{barrier, sreg};
 use crate::backend::llvm::{Built, Ir, Var};
 use crate::lower::{Contraction, ContractionKind, MatrixLayout};
 use crate::target::MmaShape;
@@ -89,10 +90,6 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
     let b_s = global("b", i16t.array_type((2 * B_TILE) as u32).into());
     let c_s = global("c", ir.cx.f32_type().array_type((BM * LDC) as u32).into());
 
-    let sreg = |ir: &Ir<'ctx>, name: &str| -> IntValue<'ctx> {
-        let v = ir.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), ir.cx.i32_type().into(), &[]).into_int_value();
-        ir.b.build_int_z_extend(v, ir.cx.i64_type(), "").built()
-    };
     let tid = sreg(ir, "tid.x");
     let col0 = ir.muli(sreg(ir, "ctaid.x"), BN);
     let row0 = ir.muli(sreg(ir, "ctaid.y"), BM);
@@ -160,9 +157,6 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
             let v = ir.get(*reg);
             store_chunk(ir, b_s, at, v, vb);
         }
-    };
-    let barrier = |ir: &Ir<'ctx>| {
-        ir.call("llvm.nvvm.barrier.cta.sync.aligned.all", None, &[ir.i32(0).into()]);
     };
 
     let f32t = ir.cx.f32_type();
