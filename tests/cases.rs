@@ -223,6 +223,32 @@ pub fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
     Ok(())
 }
 
+/// At most `ulps` units in the last place of the element type apart (NaN equals NaN; +0 and
+/// −0 are the same point). For math functions computed by another C library than the
+/// reference's.
+pub fn within_ulps(a: &Tensor, b: &Tensor, ulps: u64) -> Result<(), String> {
+    if a.ty() != b.ty() {
+        return Err(format!("types differ: {} vs {}", a.ty(), b.ty()));
+    }
+    // The element's bits, mapped so that adjacent values of the type are adjacent integers.
+    let ordered = |x: f64| -> i64 {
+        let (bits, width) = match a.dtype() {
+            DType::F16 => (f16::from_f64(x).to_bits() as i64, 16),
+            DType::BF16 => (bf16::from_f64(x).to_bits() as i64, 16),
+            DType::F32 => ((x as f32).to_bits() as i64, 32),
+            _ => (x.to_bits() as i64, 64),
+        };
+        let sign = if width == 64 { i64::MIN } else { 1i64 << (width - 1) };
+        if bits & sign != 0 { -(bits & !sign) } else { bits }
+    };
+    for (i, (p, q)) in a.to_f64_vec().iter().zip(b.to_f64_vec()).enumerate() {
+        if !((p.is_nan() && q.is_nan()) || ordered(*p).abs_diff(ordered(q)) <= ulps) {
+            return Err(format!("element {i}: {p:e} vs reference {q:e} (more than {ulps} ulp apart)"));
+        }
+    }
+    Ok(())
+}
+
 /// One parity case: a graph, its inputs and how its results compare.
 pub struct Case {
     /// A unique name (usable as a file name).

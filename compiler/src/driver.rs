@@ -140,12 +140,15 @@ pub fn lower_for(g: &Graph, backend: &dyn Backend) -> Result<Program, Diagnostic
 }
 
 /// The backend called `name` for `target` (`None`: the target's default, [`backend::lookup`]).
-/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`.
+/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`; `llvm` is also the
+/// (only) backend of AArch64.
 pub fn backend_named(target: Target, name: Option<&str>) -> Result<&'static dyn Backend, Diagnostics> {
     match (target, name) {
         (_, None) => backend_for(target),
         #[cfg(feature = "llvm")]
-        (Target::X86_64, Some("llvm")) => Ok(&backend::llvm_cpu::LlvmCpuBackend),
+        (Target::X86_64, Some("llvm")) => Ok(&backend::llvm_cpu::X86_64),
+        #[cfg(feature = "llvm")]
+        (Target::Aarch64 { .. }, Some("llvm")) => backend_for(target),
         (Target::X86_64, Some("cranelift")) => backend_for(target),
         (t, Some(n)) => Err(Diagnostics::single(Diagnostic::error(
             Location::unknown(),

@@ -106,6 +106,17 @@ impl Libcall {
     }
 }
 
+/// The element type a tensor of `d` crosses a standalone library's plain C entry point in
+/// (`f16c compile --emit=lib|header`): fp16 and bf16 as f32 (rounded to nearest even inside on
+/// the way in, widened exactly on the way out), every other type as itself.
+pub fn c_dtype(d: crate::DType) -> crate::DType {
+    if d.is_low_float() {
+        crate::DType::F32
+    } else {
+        d
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

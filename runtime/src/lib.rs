@@ -13,6 +13,8 @@
 //! - [`loader`]: reads an artifact file and loads it: a shared object for the CPU executor, or
 //!   PTX for [`cuda`], the GPU executor (CUDA driver API loaded at run time, Cargo feature
 //!   `cuda`, on by default; building needs nothing CUDA).
+//! - [`foreign`]: standalone libraries (`f16c compile --emit=lib`) run through their C entry
+//!   point, natively or under qemu-user (AArch64 code on this x86 machine).
 //! - [`npy`]: `.npy` input and output; [`results`]: writing, printing and comparing results.
 //!
 //! Tensors, the kernel ABI and the artifact format come from `f16c-core`, which the compiler
@@ -23,6 +25,7 @@
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod exec;
+pub mod foreign;
 pub mod libcalls;
 pub mod loader;
 pub mod npy;
@@ -71,6 +74,13 @@ pub enum RuntimeError {
     /// The GPU failed: no driver, a PTX JIT failure, out of memory, a failed launch.
     #[error("{0}")]
     Gpu(String),
+    /// A tool needed to run code of another architecture is missing or failed (the C compiler,
+    /// qemu-user), or a standalone library could not run.
+    #[error("{0}")]
+    Tool(String),
+    /// A standalone library's entry point returned a failure status.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// Result alias for the runtime.

@@ -4,7 +4,7 @@
 //! reference interpreter: bit for bit, math functions included (they go through the runtime's
 //! table); contractions within the reduction tolerance. Every shared model matches too.
 
-use f16c_compiler::backend::llvm_cpu::LlvmCpuBackend;
+use f16c_compiler::backend::llvm_cpu::X86_64 as LlvmCpuBackend;
 use f16c_compiler::backend::Backend;
 use f16c_compiler::driver::{self, Options};
 use f16c_compiler::policy::Precision;

@@ -1,5 +1,6 @@
 //! f16c's integration tests: one harness, because every test binary links MLIR statically.
 
+mod aarch64;
 mod artifact;
 mod canonicalize;
 mod diagnostics;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 /// What `--emit` can produce: target-independent forms, then the backends' code forms.
-const EMITS: &[&str] = &["mlir", "report", "dot", "kernels", "clif", "asm", "obj", "llvm", "ptx"];
+const EMITS: &[&str] = &["mlir", "report", "dot", "kernels", "clif", "asm", "obj", "llvm", "ptx", "lib", "header"];
 
 pub fn command() -> Command {
     let c = Command::new("compile")
@@ -91,7 +91,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let binary_out = emit.is_none() || code_form == Some(Emit::Obj);
+    let binary_out = emit.is_none() || code_form.is_some_and(|f| !f.is_text());
     let to_file = m.get_one::<String>("output").is_some_and(|p| p != "-");
     if binary_out && !to_file {
         bail!("{} is binary: write it to a file with -o FILE", emit.map_or("the artifact".to_string(), |e| format!("--emit={e}")));

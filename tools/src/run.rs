@@ -9,7 +9,7 @@ use f16c_runtime::{results, RuntimeError};
 use std::process::ExitCode;
 
 /// Targets `run` knows.
-const TARGETS: &[&str] = &["x86_64", "reference", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"];
+const TARGETS: &[&str] = &["x86_64", "reference", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "aarch64", "aarch64+bf16"];
 
 pub fn command() -> Command {
     let c = Command::new("run")
@@ -20,7 +20,11 @@ pub fn command() -> Command {
              time by the LLVM x86-64 backend instead (a first step: scalar kernels)\n  \
              reference  the reference interpreter (the golden model of f16c's numeric contract)\n  \
              sm_XX      compile to PTX (NVPTX backend) and run on this machine's NVIDIA GPU through the\n             \
-             CUDA driver (an error without a GPU or driver)\n\n\
+             CUDA driver (an error without a GPU or driver)\n  \
+             aarch64    compile with the LLVM AArch64 backend (fp16 NEON; aarch64+bf16 adds +bf16) to a\n             \
+             standalone library and run it through its C entry point: natively on an AArch64\n             \
+             machine, under qemu-aarch64 -cpu max elsewhere (a C driver is built once with\n             \
+             aarch64-linux-gnu-gcc; the entry point runs on one thread)\n\n\
              With --precision=fp16|bf16 the model is first compiled to mixed precision (canonicalize,\n\
              assign-precision, insert-casts) and the mixed-precision graph runs.\n\n\
              Examples:\n  f16c run net.mlir --input x.npy --output y.npy\n  \
@@ -73,7 +77,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     {
         return Ok(ExitCode::FAILURE);
     }
-    if m.get_one::<String>("backend").is_some() && target != "x86_64" {
+    if m.get_one::<String>("backend").is_some_and(|b| b != "llvm" || !target.starts_with("aarch64")) && target != "x86_64" {
         bail!("--backend chooses the code generator of --target=x86_64 (cranelift or llvm), not of {target}");
     }
     let g = &module.functions[crate::choose_function(&module, m, &file)?];
@@ -107,6 +111,12 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return eval_error(&location, &op, &message),
             Err(e) => return Err(e.into()),
         }
+    } else if let f16c_compiler::target::Target::Aarch64 { .. } = target_value {
+        match run_library(g, target_value, &inputs) {
+            Ok(Ok(o)) => o,
+            Ok(Err(d)) => return Ok(crate::report(&d, &source)),
+            Err(e) => return Err(e.into()),
+        }
     } else {
         // Ahead of time (a GPU, or --backend=llvm): the artifact f16c compile -o would write,
         // loaded as f16c-run loads it.
@@ -123,4 +133,26 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let many = |k: &str| -> Vec<String> { m.get_many::<String>(k).into_iter().flatten().cloned().collect() };
     results::deliver(&g.name, &outputs, &many("outputs"), &many("compare"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Compiles `g` to a standalone library for `target` (`--emit=lib`) and runs it through its C
+/// entry point, under qemu-user when this machine is not of the target's architecture.
+fn run_library(g: &f16c_dialect::Graph, target: f16c_compiler::target::Target, inputs: &[f16c_dialect::Tensor]) -> Result<Result<Vec<f16c_dialect::Tensor>, f16c_dialect::Diagnostics>, RuntimeError> {
+    use f16c_compiler::backend::{llvm_cpu::library::c_name, Emit};
+    use f16c_compiler::driver;
+    let compiled = driver::backend_for(target).and_then(|b| {
+        let program = driver::lower_for(g, b)?;
+        let code = b.emit(&program, Emit::Lib).map_err(|e| f16c_dialect::Diagnostics::single(e.to_diagnostic()))?;
+        Ok((program, code))
+    });
+    let (program, code) = match compiled {
+        Ok(c) => c,
+        Err(d) => return Ok(Err(d)),
+    };
+    let types = |ops: &[f16c_compiler::lower::Operand]| ops.iter().map(|o| o.ty.clone()).collect::<Vec<_>>();
+    let (ins, outs) = (types(&program.inputs), types(&program.outputs));
+    let name = c_name(&program.name);
+    let inputs: Vec<_> = inputs.iter().zip(ins.iter().map(Some).chain(std::iter::repeat(None))).map(|(t, w)| w.map_or_else(|| t.clone(), |w| f16c_runtime::npy::fit(t.clone(), w))).collect();
+    let library = f16c_runtime::foreign::Library { code: &code, name: &name, inputs: &ins, outputs: &outs };
+    f16c_runtime::foreign::run("aarch64", &library, &inputs).map(Ok)
 }

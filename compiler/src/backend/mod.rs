@@ -65,11 +65,15 @@ pub enum Emit {
     Llvm,
     /// PTX.
     Ptx,
+    /// A standalone shared object with a plain C entry point and the weights inside.
+    Lib,
+    /// The C header of [`Emit::Lib`].
+    Header,
 }
 
 impl Emit {
     /// Every form, in `--help` order.
-    pub const ALL: [Emit; 5] = [Emit::Clif, Emit::Asm, Emit::Obj, Emit::Llvm, Emit::Ptx];
+    pub const ALL: [Emit; 7] = [Emit::Clif, Emit::Asm, Emit::Obj, Emit::Llvm, Emit::Ptx, Emit::Lib, Emit::Header];
 
     /// The `--emit` spelling.
     pub fn name(self) -> &'static str {
@@ -79,6 +83,8 @@ impl Emit {
             Emit::Obj => "obj",
             Emit::Llvm => "llvm",
             Emit::Ptx => "ptx",
+            Emit::Lib => "lib",
+            Emit::Header => "header",
         }
     }
 
@@ -89,7 +95,7 @@ impl Emit {
 
     /// True for forms that are text.
     pub fn is_text(self) -> bool {
-        self != Emit::Obj
+        !matches!(self, Emit::Obj | Emit::Lib)
     }
 }
 
@@ -256,7 +262,10 @@ pub fn lookup(target: Target) -> Result<&'static dyn Backend, LookupError> {
         Target::Sm(sm) => nvptx::backend(sm).map(|b| b as &dyn Backend).ok_or(LookupError::NotImplemented { target }),
         #[cfg(not(feature = "nvptx"))]
         Target::Sm(_) => Err(LookupError::CompiledOut { target, backend: "nvptx", feature: "nvptx" }),
-        Target::Aarch64 { .. } => Err(LookupError::NotImplemented { target }),
+        #[cfg(feature = "llvm")]
+        Target::Aarch64 { bf16 } => Ok(llvm_cpu::aarch64(bf16)),
+        #[cfg(not(feature = "llvm"))]
+        Target::Aarch64 { .. } => Err(LookupError::CompiledOut { target, backend: "llvm-aarch64", feature: "llvm" }),
     }
 }
 
@@ -268,7 +277,8 @@ mod tests {
     fn lookup_tells_missing_backends_apart() {
         #[cfg(feature = "nvptx")]
         assert_eq!(lookup(Target::Sm(70)).map(|b| (b.name(), b.target())).ok(), Some(("nvptx", Target::Sm(70))));
-        assert!(matches!(lookup(Target::Aarch64 { bf16: false }), Err(LookupError::NotImplemented { .. })));
+        #[cfg(feature = "llvm")]
+        assert_eq!(lookup(Target::Aarch64 { bf16: true }).map(|b| (b.name(), b.target())).ok(), Some(("llvm-aarch64", Target::Aarch64 { bf16: true })));
         assert!(matches!(lookup(Target::Reference), Err(LookupError::Interpreter)));
         #[cfg(feature = "cranelift")]
         assert_eq!(lookup(Target::X86_64).map(|b| b.name()).ok(), Some("cranelift-x86_64"));

@@ -71,6 +71,9 @@ pub struct Ir<'ctx> {
     /// The address space buffers live in (NVPTX: 1, global memory, so loads and stores are
     /// `ld.global`/`st.global` rather than generic).
     pub buffer_space: u16,
+    /// The CPU converts f32 to bf16 in one instruction (AArch64 `+bf16`: `bfcvt`), so f32 →
+    /// bf16 is LLVM's `fptrunc` rather than integer rounding.
+    pub native_bf16: bool,
     func: Option<FunctionValue<'ctx>>,
     entry: Option<BasicBlock<'ctx>>,
     /// The buffer table parameter of the current function.
@@ -98,7 +101,7 @@ impl<'ctx> Var<'ctx> {
 impl<'ctx> Ir<'ctx> {
     /// An empty module for `triple` with `data_layout`.
     pub fn new(cx: &'ctx Context, name: &str, math: MathImpl) -> Self {
-        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new() }
+        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, native_bf16: false, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new() }
     }
 
     /// Starts function `f`: positions the builder in a new entry block; `bufs` is its buffer
@@ -151,7 +154,7 @@ impl<'ctx> Ir<'ctx> {
             let w = self.libcall(lc, &[v.into()])?.into_float_value();
             return self.to_low(w, d);
         }
-        if d == DType::F16 {
+        if d == DType::F16 || self.native_bf16 {
             return Ok(self.b.build_float_trunc(v, low, "").built());
         }
         // bf16: round to nearest even on the bits; a NaN stays a (quiet) NaN.

@@ -1,17 +1,23 @@
-//! The LLVM CPU backend, first step: x86-64 ahead of time through the shared LLVM emitter
-//! ([`crate::backend::llvm`]), one function per kernel in the CPU kernel ABI of
-//! [`f16c_core::abi`], linked into a shared object that the runtime's one CPU executor runs.
+//! The LLVM CPU backend: the shared LLVM emitter ([`crate::backend::llvm`]) compiled ahead of
+//! time for a CPU, one function per kernel in the CPU kernel ABI of [`f16c_core::abi`], linked
+//! into a shared object that the runtime's one CPU executor runs. Generic over the target: a
+//! [`CpuMachine`] row (triple, CPU, features, what the runtime checks) is all that differs.
 //!
-//! What it is for today: it runs the very family bodies the NVPTX backend wraps in GPU threads
-//! (elementwise, the paired half2 form, reductions, pooling, copies, gathers, row regions,
-//! SIMT contractions and their epilogue) on this machine, so that the parity suite checks them
-//! against the reference interpreter bit for bit (`tests/integration/llvm_cpu.rs`). Math
-//! functions go through the runtime's `rt` table (bit-identical), bf16 rounding and f64 → f16/
-//! bf16 need no compiler runtime.
+//! - `--target=x86_64 --backend=llvm` ([`X86_64`]): `x86-64-v3` (AVX2, FMA, F16C: fp16 held in
+//!   memory and converted with `vcvtph2ps`/`vcvtps2ph`).
+//! - `--target=aarch64` ([`AARCH64`]): ARMv8.2-A `+neon,+fullfp16,+fp16fml`; f16 + − × ÷ √ run
+//!   as native half arithmetic where LLVM narrows the contract's widen/compute/round (exact:
+//!   DESIGN.md "Numerics"). `--target=aarch64+bf16` ([`AARCH64_BF16`]) adds `+bf16` (`bfcvt`).
 //!
-//! Not yet (issue 12): the AArch64 target, vector and register-blocked contraction code (a
-//! contraction here is one output per work item), a `--backend=llvm` spelling on the command
-//! line, and the C header. The code is compiled for `x86-64-v3` (AVX2, FMA, F16C).
+//! Math functions go through the runtime's `rt` table (bit-identical to the reference), bf16
+//! rounding and f64 → f16/bf16 need no compiler runtime. Besides the artifact, [`library`]
+//! builds a standalone C library: the same kernels behind a plain C entry point, weights inside,
+//! math from the C library (`--emit=lib|header`).
+//!
+//! Not yet (issue 12): register-blocked NEON and AVX-512 contraction micro-kernels (a contraction
+//! is a 4×4 register tile per work item, [`super::llvm::families::TILE`]) and `--accumulate=f16`.
+
+pub mod library;
 
 use super::layout::{CodeInfo, Layout};
 use super::llvm::families::Items;
@@ -24,23 +30,84 @@ use f16c_core::artifact::{Artifact, CodeFormat, Step};
 use inkwell::context::Context;
 use inkwell::values::{FunctionValue, IntValue, PointerValue};
 
-/// The backend's name in errors and manifests.
-pub const NAME: &str = "llvm-x86_64";
-
 /// Prefix of every kernel symbol.
 pub const SYMBOL_PREFIX: &str = "f16c_";
 
-/// The CPU the code is compiled for, and the features the runtime checks before loading it
-/// (the runtime's names).
-const CPU: &str = "x86-64-v3";
-const REQUIRES: &[&str] = &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c"];
+/// A CPU the backend compiles for, as data.
+#[derive(Debug)]
+pub struct CpuMachine {
+    /// The LLVM triple.
+    pub triple: &'static str,
+    /// The LLVM CPU name.
+    pub cpu: &'static str,
+    /// LLVM target features.
+    pub features: &'static str,
+    /// The features the runtime checks before loading the code (the runtime's names).
+    pub requires: &'static [&'static str],
+    /// f32 → bf16 is one instruction.
+    pub native_bf16: bool,
+}
 
-/// The LLVM x86-64 backend.
-pub struct LlvmCpuBackend;
+/// The LLVM CPU backend for one target.
+#[derive(Debug)]
+pub struct LlvmCpuBackend {
+    /// The target.
+    pub target: Target,
+    /// The backend's name in errors and manifests.
+    pub name: &'static str,
+    /// What the code is compiled for.
+    pub machine: CpuMachine,
+}
+
+/// x86-64 ahead of time (`--target=x86_64 --backend=llvm`).
+pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
+    target: Target::X86_64,
+    name: "llvm-x86_64",
+    machine: CpuMachine {
+        triple: "x86_64-unknown-linux-gnu",
+        cpu: "x86-64-v3",
+        features: "",
+        requires: &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c"],
+        native_bf16: false,
+    },
+};
+
+/// AArch64 with fp16 arithmetic (ARMv8.2-A).
+pub static AARCH64: LlvmCpuBackend = LlvmCpuBackend {
+    target: Target::Aarch64 { bf16: false },
+    name: "llvm-aarch64",
+    machine: CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features: "+neon,+fullfp16,+fp16fml", requires: &["fp16", "fhm"], native_bf16: false },
+};
+
+/// AArch64 with fp16 and bf16 (ARMv8.6-A `+bf16`).
+pub static AARCH64_BF16: LlvmCpuBackend = LlvmCpuBackend {
+    target: Target::Aarch64 { bf16: true },
+    name: "llvm-aarch64",
+    machine: CpuMachine {
+        triple: "aarch64-unknown-linux-gnu",
+        cpu: "generic",
+        features: "+neon,+fullfp16,+fp16fml,+bf16",
+        requires: &["fp16", "fhm", "bf16"],
+        native_bf16: true,
+    },
+};
+
+/// The backend for an AArch64 target.
+pub fn aarch64(bf16: bool) -> &'static LlvmCpuBackend {
+    if bf16 {
+        &AARCH64_BF16
+    } else {
+        &AARCH64
+    }
+}
 
 /// A compiled program: the object file, the optimised LLVM IR, the assembly, the buffer
 /// table and the schedule.
 pub struct Compiled {
+    /// The artifact's description of the layout and schedule.
+    pub manifest: f16c_core::artifact::Manifest,
+    /// The artifact's constants section.
+    pub constants: Vec<u8>,
     /// The buffer table.
     pub layout: Layout,
     /// Kernel symbols; steps index them.
@@ -55,14 +122,28 @@ pub struct Compiled {
     pub object: Vec<u8>,
 }
 
-fn codegen(kernel: Option<&Kernel>, message: String) -> BackendError {
-    BackendError::codegen(NAME, kernel, message)
+/// What [`LlvmCpuBackend::compile`] builds besides the kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The kernels, exported, for the runtime's executor (the artifact).
+    Kernels,
+    /// The standalone C library ([`library`]): kernels internal, weights and the C entry point
+    /// inside.
+    Library,
 }
 
-/// Compiles a (legal) program.
-pub fn compile(program: &Program) -> BackendResult<Compiled> {
+impl LlvmCpuBackend {
+    fn codegen(&self, kernel: Option<&Kernel>, message: String) -> BackendError {
+        BackendError::codegen(self.name, kernel, message)
+    }
+
+    /// Compiles a (legal) program.
+    pub fn compile(&self, program: &Program, output: Output) -> BackendResult<Compiled> {
+    let codegen = |k: Option<&Kernel>, m: String| self.codegen(k, m);
     let cx = Context::create();
     let mut ir = Ir::new(&cx, &program.name, MathImpl::RuntimeTable);
+    ir.native_bf16 = self.machine.native_bf16;
+    let mut functions = Vec::new();
     let mut layout = Layout::new(program);
     let mut symbols = Vec::new();
     let mut steps = Vec::new();
@@ -73,27 +154,35 @@ pub fn compile(program: &Program) -> BackendResult<Compiled> {
         }
         for items in Items::of(&kernel.kind) {
             let name = format!("{SYMBOL_PREFIX}{}{}", kernel.name, items.suffix());
-            items_function(&mut ir, &name, |ir, i, params| {
+            let f = items_function(&mut ir, &name, |ir, i, params| {
                 ir.item(items, i, params.scratch, |ir| {
                     let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
                     ir.b.build_store(params.status, code).built();
                 })
             })
             .map_err(|m| codegen(Some(kernel), m))?;
+            functions.push(f);
             symbols.push(name);
             steps.push(Step { function: symbols.len() - 1, work: items.work(), cost: items.cost(), kernel: k, launch: None });
         }
     }
     compiler_runtime(&mut ir);
     layout.finish(program);
-    let spec = MachineSpec { triple: "x86_64-unknown-linux-gnu", cpu: CPU.to_string(), features: String::new() };
+    let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
+    let (manifest, constants) = layout.manifest(program, info, symbols.clone(), steps.clone());
+    if output == Output::Library {
+        library::entry(&mut ir, program, &manifest, &constants, &functions).map_err(|m| codegen(None, m))?;
+    }
+    let m = &self.machine;
+    let spec = MachineSpec { triple: m.triple, cpu: m.cpu.to_string(), features: m.features.to_string() };
     let tm = machine::machine(&spec).map_err(|m| codegen(None, m))?;
     ir.verify().map_err(|m| codegen(None, m))?;
     machine::optimize(&ir.module, &tm).map_err(|m| codegen(None, m))?;
     let llvm = ir.text();
     let asm = machine::assembly(&ir.module, &tm).map_err(|m| codegen(None, m))?;
     let object = machine::object(&ir.module, &tm).map_err(|m| codegen(None, m))?;
-    Ok(Compiled { layout, symbols, steps, llvm, asm, object })
+    Ok(Compiled { manifest, constants, layout, symbols, steps, llvm, asm, object })
+    }
 }
 
 /// Defines, hidden inside the object, the compiler-runtime conversion LLVM's x86 code generator
@@ -123,7 +212,7 @@ struct Params<'ctx> {
 
 /// A CPU kernel `i32 name(bufs, begin, end, scratch, rt)`: `body(i)` for every work item
 /// `begin <= i < end`.
-fn items_function<'ctx>(ir: &mut Ir<'ctx>, name: &str, body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, &Params<'ctx>) -> Result<(), String>) -> Result<(), String> {
+fn items_function<'ctx>(ir: &mut Ir<'ctx>, name: &str, body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, &Params<'ctx>) -> Result<(), String>) -> Result<FunctionValue<'ctx>, String> {
     let (f, [bufs, begin, end, scratch, rt]) = entry(ir, name);
     ir.begin_function(f, bufs.into_pointer_value());
     ir.set_rt(rt.into_pointer_value());
@@ -134,7 +223,7 @@ fn items_function<'ctx>(ir: &mut Ir<'ctx>, name: &str, body: impl FnOnce(&mut Ir
     ir.for_range(begin.into_int_value(), end.into_int_value(), one, |ir, i| result = body(ir, i, &params));
     let code = ir.get(status);
     ir.b.build_return(Some(&code)).built();
-    result
+    result.map(|()| f)
 }
 
 /// Declares `i32 name(ptr, i64, i64, ptr, ptr)` (the CPU kernel ABI).
@@ -148,11 +237,11 @@ fn entry<'ctx>(ir: &mut Ir<'ctx>, name: &str) -> (FunctionValue<'ctx>, [inkwell:
 
 impl Backend for LlvmCpuBackend {
     fn name(&self) -> &'static str {
-        NAME
+        self.name
     }
 
     fn target(&self) -> Target {
-        Target::X86_64
+        self.target
     }
 
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
@@ -167,7 +256,7 @@ impl Backend for LlvmCpuBackend {
     }
 
     fn forms(&self) -> &'static [Emit] {
-        &[Emit::Llvm, Emit::Asm, Emit::Obj]
+        &[Emit::Llvm, Emit::Asm, Emit::Obj, Emit::Lib, Emit::Header]
     }
 
     fn code_format(&self) -> CodeFormat {
@@ -175,20 +264,31 @@ impl Backend for LlvmCpuBackend {
     }
 
     fn emit(&self, program: &Program, form: Emit) -> BackendResult<Vec<u8>> {
-        let c = compile(program)?;
+        if form == Emit::Header {
+            return Ok(library::header(program, self.target).into_bytes());
+        }
+        let output = if form == Emit::Lib { Output::Library } else { Output::Kernels };
+        let c = self.compile(program, output)?;
         Ok(match form {
             Emit::Llvm => c.llvm.into_bytes(),
             Emit::Asm => c.asm.into_bytes(),
             Emit::Obj => c.object,
-            other => return Err(BackendError::program(NAME, BackendErrorKind::Form(other.name()))),
+            Emit::Lib => self.link(&c.object)?,
+            other => return Err(BackendError::program(self.name, BackendErrorKind::Form(other.name()))),
         })
     }
 
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
-        let c = compile(program)?;
-        let code = super::link::shared_object(&c.object).map_err(|m| BackendError::program(NAME, BackendErrorKind::Tool(m)))?;
-        let info = CodeInfo { target: "x86_64", backend: NAME, format: CodeFormat::ElfSharedObject, requires: REQUIRES.iter().map(|s| s.to_string()).collect() };
-        let (manifest, constants) = c.layout.manifest(program, info, c.symbols, c.steps);
-        Ok(Artifact { manifest, code, constants })
+        let c = self.compile(program, Output::Kernels)?;
+        let code = self.link(&c.object)?;
+        Ok(Artifact { manifest: c.manifest, code, constants: c.constants })
     }
 }
+
+impl LlvmCpuBackend {
+    /// Links an object of this target into a shared object.
+    fn link(&self, object: &[u8]) -> BackendResult<Vec<u8>> {
+        super::link::shared_object(object).map_err(|m| BackendError::program(self.name, BackendErrorKind::Tool(m)))
+    }
+}
+

@@ -1,0 +1,200 @@
+//! Running standalone libraries (`f16c compile --emit=lib`) through their plain C entry point,
+//! for a CPU architecture this process may not be: AArch64 code on an x86-64 machine runs
+//! under `qemu-aarch64 -cpu max` (Debian's `qemu-user`), code of the host's own architecture
+//! natively. What `f16c run --target=aarch64` and the AArch64 tests use.
+//!
+//! Rust's standard library for AArch64 is not installed here, so what runs on the emulated
+//! CPU is C: a small generic driver (`runtime/c/f16c_driver.c`), built on first use with the
+//! architecture's C compiler and cached in the temporary directory, that `dlopen`s each library
+//! and calls its `NAME_run_v`. Many runs share one driver process ([`run_many`]), which is
+//! what makes a few hundred emulated runs cheap.
+//!
+//! Tools, each overridable by an environment variable:
+//! - the C compiler: `cc` for the host's architecture, `aarch64-linux-gnu-gcc` otherwise
+//!   (`F16C_CC_<ARCH>`, e.g. `F16C_CC_AARCH64`);
+//! - the emulator for a foreign architecture: `qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu`
+//!   (`F16C_QEMU_AARCH64`, a command line split at spaces).
+
+use crate::{npy, Result, RuntimeError};
+use f16c_core::abi::c_dtype;
+use f16c_core::{Data, Tensor, TensorType};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The driver's source.
+const DRIVER: &str = include_str!("../c/f16c_driver.c");
+
+/// Link flags of the driver: libraries call the C library's math functions, so libm must be
+/// loaded even though the driver itself calls none of them.
+const DRIVER_FLAGS: &[&str] = &["-Wl,--no-as-needed", "-lm", "-ldl"];
+
+/// A standalone library and the types of its entry point.
+pub struct Library<'a> {
+    /// The shared object's bytes.
+    pub code: &'a [u8],
+    /// The C name of its function ([`Library::code`] defines `<name>_run_v`).
+    pub name: &'a str,
+    /// The function's argument types (as compiled: fp16 and bf16 cross the boundary as f32).
+    pub inputs: &'a [TensorType],
+    /// Its result types.
+    pub outputs: &'a [TensorType],
+}
+
+/// The architecture this process runs on (`x86_64`, `aarch64`).
+pub const HOST_ARCH: &str = std::env::consts::ARCH;
+
+fn tool_error(m: String) -> RuntimeError {
+    RuntimeError::Tool(m)
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("f16c-foreign-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| tool_error(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn env_or(var: &str, default: &str) -> Vec<String> {
+    let v = std::env::var(var).ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| default.to_string());
+    v.split_whitespace().map(String::from).collect()
+}
+
+/// The command that runs an executable of `arch` (empty: run it directly).
+fn emulator(arch: &str) -> Result<Vec<String>> {
+    match arch {
+        a if a == HOST_ARCH => Ok(Vec::new()),
+        "aarch64" => Ok(env_or("F16C_QEMU_AARCH64", "qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu")),
+        a => Err(tool_error(format!("cannot run {a} code on this {HOST_ARCH} machine"))),
+    }
+}
+
+/// The driver for `arch`, built once per source version and compiler.
+fn driver(arch: &str) -> Result<PathBuf> {
+    let default = if arch == HOST_ARCH { "cc" } else { "aarch64-linux-gnu-gcc" };
+    let cc = env_or(&format!("F16C_CC_{}", arch.to_uppercase()), default);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&(DRIVER, &cc, arch, DRIVER_FLAGS), &mut h);
+    let key = std::hash::Hasher::finish(&h);
+    let path = std::env::temp_dir().join(format!("f16c-driver-{arch}-{key:016x}"));
+    if path.is_file() {
+        return Ok(path);
+    }
+    let scratch = Scratch::new()?;
+    let src = scratch.0.join("f16c_driver.c");
+    std::fs::write(&src, DRIVER).map_err(|e| tool_error(format!("cannot write {}: {e}", src.display())))?;
+    let exe = scratch.0.join("f16c-driver");
+    let out = Command::new(&cc[0])
+        .args(&cc[1..])
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(DRIVER_FLAGS)
+        .output()
+        .map_err(|e| tool_error(format!("cannot run the {arch} C compiler '{}': {e} (install gcc-aarch64-linux-gnu, or set F16C_CC_{})", cc[0], arch.to_uppercase())))?;
+    if !out.status.success() {
+        return Err(tool_error(format!("the {arch} C compiler '{}' failed on the driver: {}", cc[0], String::from_utf8_lossy(&out.stderr).trim())));
+    }
+    // Renamed into place, so concurrent first uses never run a half-written driver.
+    std::fs::rename(&exe, &path).map_err(|e| tool_error(format!("cannot move the driver to {}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// Runs `library` once on `inputs` (of its argument types) with code of `arch`.
+pub fn run(arch: &str, library: &Library, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    run_many(arch, &[(library, inputs)]).and_then(|mut r| r.pop().expect("one result per run"))
+}
+
+/// Runs every `(library, inputs)` pair in one driver process, in order. The outer error is a
+/// tool failure (no compiler, no emulator); each run's own failure is its inner error.
+pub fn run_many(arch: &str, runs: &[(&Library, &[Tensor])]) -> Result<Vec<Result<Vec<Tensor>>>> {
+    let emulate = emulator(arch)?;
+    let driver = driver(arch)?;
+    let scratch = Scratch::new()?;
+    let write = |path: &Path, bytes: &[u8]| std::fs::write(path, bytes).map_err(|e| tool_error(format!("cannot write {}: {e}", path.display())));
+    let mut jobs = String::new();
+    for (r, (lib, inputs)) in runs.iter().enumerate() {
+        f16c_core::tensor::check_inputs(lib.name, lib.inputs, inputs).map_err(RuntimeError::BadInput)?;
+        let so = scratch.0.join(format!("lib{r}.so"));
+        write(&so, lib.code)?;
+        let mut line = format!("{} {}_run_v {} {}", so.display(), lib.name, inputs.len(), lib.outputs.len());
+        for (i, t) in inputs.iter().enumerate() {
+            let p = scratch.0.join(format!("in{r}_{i}"));
+            write(&p, &to_c(t).data().to_le_bytes())?;
+            line.push_str(&format!(" {}", p.display()));
+        }
+        for i in 0..lib.outputs.len() {
+            line.push_str(&format!(" {}", scratch.0.join(format!("out{r}_{i}")).display()));
+        }
+        for o in lib.outputs {
+            line.push_str(&format!(" {}", o.num_elements() * c_dtype(o.dtype).byte_size()));
+        }
+        jobs.push_str(&line);
+        jobs.push('\n');
+    }
+    let list = scratch.0.join("jobs");
+    write(&list, jobs.as_bytes())?;
+    let mut cmd = match emulate.split_first() {
+        Some((exe, args)) => {
+            let mut c = Command::new(exe);
+            c.args(args).arg(&driver);
+            c
+        }
+        None => Command::new(&driver),
+    };
+    let out = cmd.arg(&list).output().map_err(|e| {
+        let what = emulate.first().map_or_else(|| driver.display().to_string(), |e| format!("the emulator '{e}' (install qemu-user, or set F16C_QEMU_AARCH64)"));
+        tool_error(format!("cannot run {what}: {e}"))
+    })?;
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect();
+    if lines.len() != runs.len() {
+        return Err(tool_error(format!(
+            "the {arch} driver stopped after {} of {} runs ({}): {}",
+            lines.len(),
+            runs.len(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(runs
+        .iter()
+        .zip(&lines)
+        .enumerate()
+        .map(|(r, ((lib, _), line))| match line.as_str() {
+            "ok" => lib.outputs.iter().enumerate().map(|(i, ty)| read_output(&scratch.0.join(format!("out{r}_{i}")), ty)).collect(),
+            l => Err(match l.strip_prefix("status ").and_then(|s| s.parse::<i32>().ok()) {
+                Some(-1) => RuntimeError::Tool(format!("{}: out of memory", lib.name)),
+                Some(s) => RuntimeError::Failed(format!("{}: {}", lib.name, f16c_core::abi::Status::describe(s))),
+                None => RuntimeError::Tool(format!("{}: {}", lib.name, l.trim_start_matches("error: "))),
+            }),
+        })
+        .collect())
+}
+
+/// `t` in the element type it crosses the C boundary in.
+fn to_c(t: &Tensor) -> Tensor {
+    if c_dtype(t.dtype()) == t.dtype() {
+        t.clone()
+    } else {
+        Tensor::from_f32(t.shape().to_vec(), t.to_f32_vec()).expect("same shape")
+    }
+}
+
+fn read_output(path: &Path, ty: &TensorType) -> Result<Tensor> {
+    let bytes = std::fs::read(path).map_err(|e| tool_error(format!("cannot read {}: {e}", path.display())))?;
+    let data = Data::from_le_bytes(c_dtype(ty.dtype), &bytes).ok_or_else(|| tool_error(format!("{}: {} bytes is not whole elements", path.display(), bytes.len())))?;
+    let t = Tensor::new(ty.shape.clone(), data).map_err(|e| tool_error(format!("{}: {e}", path.display())))?;
+    // fp16/bf16 results were widened exactly: narrowing them back is exact too.
+    Ok(npy::fit(t, ty))
+}

@@ -1,0 +1,129 @@
+//! The LLVM AArch64 backend, run under `qemu-aarch64 -cpu max` on this x86 machine: every
+//! parity case and every shared model compiled to a standalone library (`--emit=lib`) and run
+//! through its C entry point by the runtime's C driver ([`f16c_runtime::foreign`]), compared
+//! with the reference interpreter under the contract. bf16 cases compile for `aarch64+bf16`
+//! (`bfcvt`), the rest for `aarch64` (`+fullfp16`: native half arithmetic). The same library
+//! path runs natively for x86-64.
+
+use f16c_compiler::backend::llvm_cpu::{self, library::c_name, LlvmCpuBackend};
+use f16c_compiler::backend::{Backend, Emit};
+use f16c_compiler::driver::{self, Options};
+use f16c_compiler::policy::Precision;
+use f16c_compiler::target::Target;
+use f16c_dialect::import::parse_file;
+use f16c_dialect::{reference, Graph, Tensor, TensorType};
+use f16c_runtime::foreign::{self, Library};
+use f16c_runtime::npy;
+use f16c_compiler::backend::llvm_cpu::library::MATH_ULPS;
+use f16c_tests::cases::{contraction_tolerance, parity_cases, same_bits, within_ulps, Tolerance};
+use f16c_tests::{max_rel_to_peak, model_path, MODELS};
+
+/// A compiled standalone library and its entry point's types.
+struct Compiled {
+    code: Vec<u8>,
+    name: String,
+    inputs: Vec<TensorType>,
+    outputs: Vec<TensorType>,
+}
+
+impl Compiled {
+    fn library(&self) -> Library<'_> {
+        Library { code: &self.code, name: &self.name, inputs: &self.inputs, outputs: &self.outputs }
+    }
+}
+
+fn compile(g: &Graph, backend: &LlvmCpuBackend) -> Result<Compiled, String> {
+    let program = driver::lower_for(g, backend).map_err(|d| d.to_string())?;
+    let code = backend.emit(&program, Emit::Lib).map_err(|e| e.to_string())?;
+    let types = |ops: &[f16c_compiler::lower::Operand]| ops.iter().map(|o| o.ty.clone()).collect();
+    Ok(Compiled { code, name: c_name(&program.name), inputs: types(&program.inputs), outputs: types(&program.outputs) })
+}
+
+/// Compiles every graph (on two threads) and runs them all in one driver process.
+fn run_all(arch: &str, graphs: &[(&Graph, &[Tensor], &'static LlvmCpuBackend)]) -> Vec<Result<Vec<Tensor>, String>> {
+    let compiled: Vec<Result<Compiled, String>> = std::thread::scope(|s| {
+        let half = graphs.len().div_ceil(2);
+        let parts: Vec<_> = graphs.chunks(half.max(1)).map(|part| s.spawn(move || part.iter().map(|(g, _, b)| compile(g, b)).collect::<Vec<_>>())).collect();
+        parts.into_iter().flat_map(|h| h.join().expect("compiling does not panic")).collect()
+    });
+    let libraries: Vec<Option<Library>> = compiled.iter().map(|c| c.as_ref().ok().map(Compiled::library)).collect();
+    let runs: Vec<(&Library, &[Tensor])> = libraries.iter().zip(graphs).filter_map(|(l, (_, inputs, _))| l.as_ref().map(|l| (l, *inputs))).collect();
+    let mut results = foreign::run_many(arch, &runs).unwrap_or_else(|e| panic!("cannot run {arch} code: {e}")).into_iter();
+    compiled.iter().map(|c| match c {
+        Ok(_) => results.next().expect("one result per run").map_err(|e| e.to_string()),
+        Err(e) => Err(e.clone()),
+    })
+    .collect()
+}
+
+/// `aarch64+bf16` for a bf16 case (named so by the suite), `aarch64` otherwise.
+fn backend_for(case: &str) -> &'static LlvmCpuBackend {
+    llvm_cpu::aarch64(case.contains("bf16"))
+}
+
+#[test]
+fn every_parity_case_matches_the_reference_under_qemu() {
+    let cases = parity_cases();
+    let graphs: Vec<_> = cases.iter().map(|c| (&c.graph, c.inputs.as_slice(), backend_for(&c.name))).collect();
+    let results = run_all("aarch64", &graphs);
+    let mut failures = Vec::new();
+    for (case, got) in cases.iter().zip(results) {
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        let got = match got {
+            Ok(g) => g,
+            Err(e) => {
+                failures.push(format!("{}: {e}", case.name));
+                continue;
+            }
+        };
+        for (a, b) in got.iter().zip(&want) {
+            let r = match case.tolerance {
+                Tolerance::Exact => same_bits(a, b),
+                Tolerance::Math => within_ulps(a, b, MATH_ULPS),
+                Tolerance::Contraction(k) => {
+                    let tol = contraction_tolerance(k, a.dtype().is_low_float());
+                    let err = max_rel_to_peak(a, b);
+                    if err <= tol { Ok(()) } else { Err(format!("error {err:e} > {tol:e}")) }
+                }
+            };
+            if let Err(e) = r {
+                failures.push(format!("{}: {e}", case.name));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// Every shared model in f32 and O1 fp16 (and bf16 on `aarch64+bf16`), under qemu and as an
+/// x86-64 library natively, against the reference interpreter run on the same mixed-precision
+/// graph.
+#[test]
+fn every_model_matches_the_reference_as_a_library() {
+    for (arch, target) in [("aarch64", Target::Aarch64 { bf16: true }), ("x86_64", Target::X86_64)] {
+        let backend: &'static LlvmCpuBackend = if arch == "x86_64" { &llvm_cpu::X86_64 } else { llvm_cpu::aarch64(true) };
+        let mut graphs = Vec::new();
+        let mut names = Vec::new();
+        for name in MODELS {
+            let input = npy::read(&model_path(&format!("{name}.input.npy"))).unwrap();
+            for precision in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
+                let (mut module, _) = parse_file(&model_path(&format!("{name}.tosa.mlir"))).unwrap();
+                driver::prepare(&mut module, &Options::new(target).with_precision(precision), &[]).unwrap();
+                graphs.push((module.functions.remove(0), vec![input.clone()]));
+                names.push((name, precision));
+            }
+        }
+        let runs: Vec<_> = graphs.iter().map(|(g, i)| (g, i.as_slice(), backend)).collect();
+        let results = run_all(arch, &runs);
+        for (((g, inputs), got), (name, precision)) in graphs.iter().zip(results).zip(names) {
+            let want = reference::run(g, inputs).unwrap();
+            let got = got.unwrap_or_else(|e| panic!("{arch} {name} {}: {e}", precision.name()));
+            let err = max_rel_to_peak(&got[0], &want[0]);
+            let tol = match precision {
+                Precision::Fp32 => 1e-5,
+                Precision::Fp16 => 4.0 / 2048.0,
+                _ => 4.0 / 256.0,
+            };
+            assert!(err <= tol, "{arch} {name} {}: {err:e} > {tol:e}", precision.name());
+        }
+    }
+}
