@@ -24,6 +24,16 @@ use f16c_dialect::{DType, ReduceKind};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 
+/// An A row of a matmul or conv2d tile ([`Ir::contraction_rows`]).
+#[derive(Clone, Copy)]
+pub struct ARow<'ctx> {
+    /// A matmul row's first element; a conv row's image.
+    base: IntValue<'ctx>,
+    /// A conv row's top input row and left input column (before the taps).
+    y0: IntValue<'ctx>,
+    x0: IntValue<'ctx>,
+}
+
 /// One loop of work items of a kernel, and which body computes an item: what a target that
 /// runs a kernel one item per thread (NVPTX SIMT) or per loop iteration (CPU) needs to know.
 /// [`Items::of`] makes the choices once (two elements per item where they pair up, register
@@ -462,7 +472,7 @@ impl<'ctx> Ir<'ctx> {
     /// columns past the edge compute on clamped addresses and are not stored.
     pub fn contraction_tile_item(&mut self, c: &Contraction, t: IntValue<'ctx>) -> Result<(), String> {
         let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
-        let (a, b) = (self.buffer(c.a.buffer.0), self.buffer(c.b.buffer.0));
+        let b = self.buffer(c.b.buffer.0);
         let (tiles_m, tiles_n) = (c.m.div_ceil(TILE), c.n.div_ceil(TILE));
         let tn = self.remi(t, tiles_n);
         let rest = self.divi(t, tiles_n);
@@ -474,26 +484,7 @@ impl<'ctx> Ir<'ctx> {
         let cols: Vec<IntValue> = (0..TILE).map(|j| clamp(self, self.addi(col0, j as i64), c.n)).collect();
         let init = self.reduce_init(f16c_dialect::ReduceKind::Sum, c.acc);
         let acc: Vec<Var<'ctx>> = (0..TILE * TILE).map(|_| self.var(init)).collect();
-        // Per row, what does not change along k: a matmul row's start; a conv row's pixel.
-        let conv = match &c.kind {
-            ContractionKind::Conv(g) => Some(g.clone()),
-            _ => None,
-        };
-        let row_info: Vec<(IntValue, IntValue, IntValue)> = rows
-            .iter()
-            .map(|&row| match &conv {
-                Some(g) => {
-                    let (ox, oy, n) = (self.remi(row, g.ow), self.remi(self.divi(row, g.ow), g.oh), self.divi(row, g.ow * g.oh));
-                    let y0 = self.addi(self.muli(oy, g.stride[0]), -(g.pad[0] as i64));
-                    let x0 = self.addi(self.muli(ox, g.stride[1]), -(g.pad[2] as i64));
-                    (n, y0, x0)
-                }
-                None => {
-                    let stride = c.a_row_stride.unwrap_or(c.k);
-                    (self.add(self.muli(bi, c.m * stride), self.muli(row, stride)), self.i64(0), self.i64(0))
-                }
-            })
-            .collect();
+        let a_rows = self.contraction_rows(c, &rows, bi);
         let b_col_base: Vec<IntValue> = cols
             .iter()
             .map(|&col| match c.b_layout {
@@ -502,28 +493,11 @@ impl<'ctx> Ir<'ctx> {
             })
             .collect();
         self.for_n(0, c.k, |ir, kk| {
-            let avals: Vec<BasicValueEnum> = row_info
+            let avals: Vec<BasicValueEnum> = a_rows
                 .iter()
-                .map(|&(base, y0, x0)| match &conv {
-                    Some(g) => {
-                        let ci = ir.remi(kk, g.ic);
-                        let kx = ir.remi(ir.divi(kk, g.ic), g.kw);
-                        let ky = ir.divi(kk, g.ic * g.kw);
-                        let y = ir.add(y0, ir.muli(ky, g.dilation[0]));
-                        let x = ir.add(x0, ir.muli(kx, g.dilation[1]));
-                        let ok = ir.and(ir.in_range(y, g.ih), ir.in_range(x, g.iw));
-                        let pix = ir.add(ir.muli(ir.add(ir.muli(base, g.ih), y), g.iw), x);
-                        let at = ir.add(ir.muli(pix, g.ic), ci);
-                        let safe = ir.select(ok, at, ir.i64(0)).into_int_value();
-                        let v = ir.load(da, a, safe);
-                        let v = ir.convert(da, c.acc, v).expect("float to float");
-                        let zero = v.get_type().into_float_type().const_zero();
-                        ir.select(ok, v, zero.into())
-                    }
-                    None => {
-                        let v = ir.load(da, a, ir.add(base, kk));
-                        ir.convert(da, c.acc, v).expect("float to float")
-                    }
+                .map(|row| {
+                    let v = ir.contraction_a(c, row, kk);
+                    ir.convert(da, c.acc, v).expect("float to float")
                 })
                 .collect();
             let bvals: Vec<BasicValueEnum> = b_col_base
@@ -546,15 +520,28 @@ impl<'ctx> Ir<'ctx> {
                 }
             }
         });
-        for r in 0..TILE {
+        self.contraction_tile_finish(c, bi, row0, col0, (TILE, TILE), |ir, r, j| ir.get(acc[r * TILE + j]))
+    }
+
+    /// [`Ir::contraction_finish`] for every output of the `mr × nr` tile at (`row0`, `col0`) of
+    /// batch `bi` that lies inside the matrix; `value(r, j)` is its accumulator.
+    pub fn contraction_tile_finish(
+        &mut self,
+        c: &Contraction,
+        bi: IntValue<'ctx>,
+        row0: IntValue<'ctx>,
+        col0: IntValue<'ctx>,
+        (mr, nr): (usize, usize),
+        value: impl Fn(&mut Self, usize, usize) -> BasicValueEnum<'ctx>,
+    ) -> Result<(), String> {
+        for r in 0..mr {
             let row = self.addi(row0, r as i64);
-            for j in 0..TILE {
+            for j in 0..nr {
                 let col = self.addi(col0, j as i64);
                 let ok = self.and(self.in_range(row, c.m), self.in_range(col, c.n));
-                let v = acc[r * TILE + j];
                 let mut failure = Ok(());
                 self.if_then(ok, |ir| {
-                    let x = ir.get(v);
+                    let x = value(ir, r, j);
                     let grow = ir.add(ir.muli(bi, c.m), row);
                     failure = ir.contraction_finish(c, x, grow, col);
                 });
@@ -562,6 +549,47 @@ impl<'ctx> Ir<'ctx> {
             }
         }
         Ok(())
+    }
+
+    /// What an A row of a matmul or conv2d needs along `k`, for tile rows `rows` (clamped to
+    /// the matrix) of batch `bi`: a matmul row's start, or a conv row's image and top-left input
+    /// pixel (implicit im2col).
+    pub fn contraction_rows(&self, c: &Contraction, rows: &[IntValue<'ctx>], bi: IntValue<'ctx>) -> Vec<ARow<'ctx>> {
+        rows.iter()
+            .map(|&row| match &c.kind {
+                ContractionKind::Conv(g) => {
+                    let (ox, oy, n) = (self.remi(row, g.ow), self.remi(self.divi(row, g.ow), g.oh), self.divi(row, g.ow * g.oh));
+                    let y0 = self.addi(self.muli(oy, g.stride[0]), -(g.pad[0] as i64));
+                    let x0 = self.addi(self.muli(ox, g.stride[1]), -(g.pad[2] as i64));
+                    ARow { base: n, y0, x0 }
+                }
+                _ => {
+                    let stride = c.a_row_stride.unwrap_or(c.k);
+                    ARow { base: self.add(self.muli(bi, c.m * stride), self.muli(row, stride)), y0: self.i64(0), x0: self.i64(0) }
+                }
+            })
+            .collect()
+    }
+
+    /// `A[row, kk]` of a matmul or conv2d in A's domain: a conv's input pixel, or 0 in its
+    /// padding (the address is clamped, the value selected).
+    pub fn contraction_a(&mut self, c: &Contraction, row: &ARow<'ctx>, kk: IntValue<'ctx>) -> BasicValueEnum<'ctx> {
+        let (da, a) = (c.a.ty.dtype, self.buffer(c.a.buffer.0));
+        let ContractionKind::Conv(g) = &c.kind else {
+            return self.load(da, a, self.add(row.base, kk));
+        };
+        let ci = self.remi(kk, g.ic);
+        let kx = self.remi(self.divi(kk, g.ic), g.kw);
+        let ky = self.divi(kk, g.ic * g.kw);
+        let y = self.add(row.y0, self.muli(ky, g.dilation[0]));
+        let x = self.add(row.x0, self.muli(kx, g.dilation[1]));
+        let ok = self.and(self.in_range(y, g.ih), self.in_range(x, g.iw));
+        let pix = self.add(self.muli(self.add(self.muli(row.base, g.ih), y), g.iw), x);
+        let at = self.add(self.muli(pix, g.ic), ci);
+        let safe = self.select(ok, at, self.i64(0)).into_int_value();
+        let v = self.load(da, a, safe);
+        let zero = v.get_type().into_float_type().const_zero();
+        self.select(ok, v, zero.into())
     }
 
     /// Bias add (in the accumulator's domain), the one rounding to the contraction's type, the

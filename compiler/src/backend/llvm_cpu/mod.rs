@@ -17,6 +17,7 @@
 //! Not yet (issue 12): register-blocked NEON and AVX-512 contraction micro-kernels (a contraction
 //! is a 4×4 register tile per work item, [`super::llvm::families::TILE`]) and `--accumulate=f16`.
 
+pub mod gemm;
 pub mod library;
 
 use super::layout::{CodeInfo, Layout};
@@ -46,6 +47,10 @@ pub struct CpuMachine {
     pub requires: &'static [&'static str],
     /// f32 → bf16 is one instruction.
     pub native_bf16: bool,
+    /// The contraction micro-kernel's register tile ([`gemm`]).
+    pub gemm: gemm::GemmShape,
+    /// fp16 × fp16 accumulates into f32 in one instruction (AArch64 `FMLAL`, `+fp16fml`).
+    pub fmlal: bool,
 }
 
 /// The LLVM CPU backend for one target.
@@ -69,14 +74,28 @@ pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
         features: "",
         requires: &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c"],
         native_bf16: false,
+        // 16 ymm registers: 6 × 2 accumulators, two B vectors, one broadcast A.
+        gemm: gemm::GemmShape { mr: 6, nr: 16, lanes: 8 },
+        fmlal: false,
     },
 };
+
+/// 32 NEON registers: 8 × 2 accumulators of four f32, the B row, the A values.
+const NEON_TILE: gemm::GemmShape = gemm::GemmShape { mr: 8, nr: 8, lanes: 4 };
 
 /// AArch64 with fp16 arithmetic (ARMv8.2-A).
 pub static AARCH64: LlvmCpuBackend = LlvmCpuBackend {
     target: Target::Aarch64 { bf16: false },
     name: "llvm-aarch64",
-    machine: CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features: "+neon,+fullfp16,+fp16fml", requires: &["fp16", "fhm"], native_bf16: false },
+    machine: CpuMachine {
+        triple: "aarch64-unknown-linux-gnu",
+        cpu: "generic",
+        features: "+neon,+fullfp16,+fp16fml",
+        requires: &["fp16", "fhm"],
+        native_bf16: false,
+        gemm: NEON_TILE,
+        fmlal: true,
+    },
 };
 
 /// AArch64 with fp16 and bf16 (ARMv8.6-A `+bf16`).
@@ -89,6 +108,8 @@ pub static AARCH64_BF16: LlvmCpuBackend = LlvmCpuBackend {
         features: "+neon,+fullfp16,+fp16fml,+bf16",
         requires: &["fp16", "fhm", "bf16"],
         native_bf16: true,
+        gemm: NEON_TILE,
+        fmlal: true,
     },
 };
 
@@ -151,6 +172,18 @@ impl LlvmCpuBackend {
         if let KernelKind::Rows(r) = &kernel.kind {
             // A row's temporary is the thread's scratch.
             layout.scratch(Ir::rows_temp_bytes(r));
+        }
+        if let KernelKind::Contraction(c) = &kernel.kind {
+            if gemm::applies(program, c) {
+                let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, self.machine.gemm));
+                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+                let f = items_function(&mut ir, &name, |ir, t, _| gemm::tile(ir, &self.machine, c, packed, t)).map_err(|m| codegen(Some(kernel), m))?;
+                functions.push(f);
+                symbols.push(name);
+                let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
+                steps.push(Step { function: symbols.len() - 1, work: gemm::work(c, self.machine.gemm), cost, kernel: k, launch: None });
+                continue;
+            }
         }
         for items in Items::of(&kernel.kind) {
             let name = format!("{SYMBOL_PREFIX}{}{}", kernel.name, items.suffix());

@@ -1,0 +1,179 @@
+//! Matmul and conv2d with a constant B on a CPU: a register-blocked vector micro-kernel over B
+//! packed at compile time (BLIS's packed panels, the shape of IREE's `mmt4d` ukernels).
+//!
+//! - **Packing**: B (`k × n` per batch, row-major for a matmul, the OHWI weight read
+//!   column-major for a conv) becomes panels of [`GemmShape::nr`] columns, `k` rows each,
+//!   zero-padded past `n`, in B's own type (an fp16 weight keeps two bytes per element). The
+//!   packed weight replaces the original in the buffer table.
+//! - **Work item**: an `mr × nr` output tile of one batch. Along `k`, in index order, it loads
+//!   one packed B row (`nr` contiguous values: vector loads) and `mr` A values (a conv's
+//!   implicit-im2col gather, zeros in the padding, [`Ir::contraction_a`]), and accumulates
+//!   `mr · nr/lanes` f32 vectors with fused multiply-adds. Rows past `m` compute on clamped
+//!   addresses and are not stored; padded columns are not stored.
+//! - **fp16 inputs on AArch64** ([`CpuMachine::fmlal`]): the B row stays `<8 x half>` and the
+//!   A value half, and `FMLAL`/`FMLAL2` (by element) widen, multiply and add in one
+//!   instruction, four lanes each. Elsewhere fp16/bf16 are widened on load (x86: `vcvtph2ps`).
+//!
+//! Numerics: each output is summed in index order with one rounding per step (FMA) where the
+//! reference rounds the product too: within the contraction tolerance (DESIGN.md "Numerics"),
+//! and bit-identical for fp16 inputs, whose products are exact in f32.
+
+use super::CpuMachine;
+use crate::backend::llvm::{Built, Ir, Var};
+use crate::lower::{BufferKind, Contraction, ContractionKind, MatrixLayout, Program};
+use f16c_dialect::DType;
+use inkwell::types::VectorType;
+use inkwell::values::{BasicValue, FloatValue, IntValue, PointerValue, VectorValue};
+
+/// The register tile of a machine's micro-kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmShape {
+    /// Rows of the output tile.
+    pub mr: usize,
+    /// Columns of the output tile (a multiple of `lanes`).
+    pub nr: usize,
+    /// f32 lanes of a vector register.
+    pub lanes: usize,
+}
+
+/// Whether contraction `c` of `program` runs on the micro-kernel: a matmul or conv2d with
+/// float inputs, f32 accumulation and B a constant.
+pub fn applies(program: &Program, c: &Contraction) -> bool {
+    let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+    matches!(c.kind, ContractionKind::MatMul | ContractionKind::Conv(_))
+        && c.acc == DType::F32
+        && float(c.a.ty.dtype)
+        && float(c.b.ty.dtype)
+        && packed_source(program, c).is_some()
+}
+
+/// B's batches (a matmul's B is per batch; a conv's weight is one).
+fn b_batches(c: &Contraction) -> usize {
+    match c.b_layout {
+        MatrixLayout::RowMajor => c.batch,
+        MatrixLayout::ColMajor => 1,
+    }
+}
+
+/// B's bytes, when B is a constant of the expected size.
+fn packed_source<'p>(program: &'p Program, c: &Contraction) -> Option<&'p [u8]> {
+    match &program.buffers[c.b.buffer.0].kind {
+        BufferKind::Constant(bytes) if bytes.len() == b_batches(c) * c.k * c.n * c.b.ty.dtype.byte_size() => Some(bytes),
+        _ => None,
+    }
+}
+
+/// Output tiles of `c`: `batch × ⌈m/mr⌉ × ⌈n/nr⌉`.
+pub fn work(c: &Contraction, shape: GemmShape) -> usize {
+    c.batch * c.m.div_ceil(shape.mr) * c.n.div_ceil(shape.nr)
+}
+
+/// B packed into panels of `nr` columns: element `((batch · panels + p) · k + kk) · nr + j` is
+/// `B[batch][kk][p · nr + j]`, zero past `n`.
+pub fn pack(program: &Program, c: &Contraction, shape: GemmShape) -> Vec<u8> {
+    let src = packed_source(program, c).expect("applies() checked the constant");
+    let es = c.b.ty.dtype.byte_size();
+    let panels = c.n.div_ceil(shape.nr);
+    let mut out = vec![0u8; b_batches(c) * panels * c.k * shape.nr * es];
+    for bb in 0..b_batches(c) {
+        for p in 0..panels {
+            for kk in 0..c.k {
+                for j in 0..shape.nr {
+                    let col = p * shape.nr + j;
+                    if col >= c.n {
+                        continue;
+                    }
+                    let from = match c.b_layout {
+                        MatrixLayout::RowMajor => (bb * c.k + kk) * c.n + col,
+                        MatrixLayout::ColMajor => col * c.k + kk,
+                    };
+                    let to = ((bb * panels + p) * c.k + kk) * shape.nr + j;
+                    out[to * es..(to + 1) * es].copy_from_slice(&src[from * es..(from + 1) * es]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Tile `t` of `c`, B read from the packed panels in slot `packed`.
+pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, packed: usize, t: IntValue<'ctx>) -> Result<(), String> {
+    let shape = machine.gemm;
+    let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
+    let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
+    let (tiles_m, panels) = (c.m.div_ceil(mr), c.n.div_ceil(nr));
+    let tn = ir.remi(t, panels);
+    let rest = ir.divi(t, panels);
+    let tm = ir.remi(rest, tiles_m);
+    let bi = ir.divi(rest, tiles_m);
+    let (row0, col0) = (ir.muli(tm, mr), ir.muli(tn, nr));
+    let rows: Vec<IntValue> = (0..mr).map(|r| ir.smin(ir.addi(row0, r as i64), ir.i64(c.m as i64 - 1))).collect();
+    let a_rows = ir.contraction_rows(c, &rows, bi);
+    let f32v = ir.cx.f32_type().vec_type(lanes as u32);
+    let per_row = nr / lanes;
+    let acc: Vec<Var<'ctx>> = (0..mr * per_row).map(|_| ir.var(f32v.const_zero().into())).collect();
+    let b = ir.buffer(packed);
+    let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
+    let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), c.k * nr);
+    let fmlal = machine.fmlal && da == DType::F16 && db == DType::F16 && lanes == 4 && nr == 8;
+    ir.for_n(0, c.k, |ir, kk| {
+        let row_at = ir.add(panel, ir.muli(kk, nr));
+        if fmlal {
+            let h8 = ir.cx.f16_type().vec_type(8);
+            let brow = load_vector(ir, h8, b, row_at, 2);
+            for (r, row) in a_rows.iter().enumerate() {
+                let a = ir.contraction_a(c, row, kk).into_float_value();
+                let a = ir.b.build_float_trunc(a, ir.cx.f16_type(), "").built();
+                let a8 = splat(ir, h8, a);
+                for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
+                    let x = acc[r * per_row + v];
+                    let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
+                    ir.set(x, s);
+                }
+            }
+            return;
+        }
+        let bvecs: Vec<VectorValue> = (0..per_row)
+            .map(|v| {
+                let at = ir.addi(row_at, (v * lanes) as i64);
+                let ty = ir.storage(db).into_float_type().vec_type(lanes as u32);
+                let raw = load_vector(ir, ty, b, at, db.byte_size() as u32);
+                if db == DType::F32 {
+                    raw
+                } else {
+                    ir.b.build_float_ext(raw, f32v, "").built()
+                }
+            })
+            .collect();
+        for (r, row) in a_rows.iter().enumerate() {
+            let a = ir.contraction_a(c, row, kk);
+            let a = ir.convert(da, DType::F32, a).expect("float to float").into_float_value();
+            let av = splat(ir, f32v, a);
+            for (v, bv) in bvecs.iter().enumerate() {
+                let x = acc[r * per_row + v];
+                let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
+                ir.set(x, s);
+            }
+        }
+    });
+    ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
+        let v = ir.get(acc[r * per_row + j / lanes]).into_vector_value();
+        ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built()
+    })
+}
+
+/// A vector of `ty` at element `at` of `base` (aligned to its elements only).
+fn load_vector<'ctx>(ir: &Ir<'ctx>, ty: VectorType<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32) -> VectorValue<'ctx> {
+    let p = ir.gep(ty.get_element_type().into_float_type().into(), base, at);
+    let v = ir.b.build_load(ty, p, "").built();
+    v.as_instruction_value().expect("a load").set_alignment(align).expect("a power of two");
+    v.into_vector_value()
+}
+
+/// `x` in every lane of `ty`.
+fn splat<'ctx>(ir: &Ir<'ctx>, ty: VectorType<'ctx>, x: FloatValue<'ctx>) -> VectorValue<'ctx> {
+    let one = ir.b.build_insert_element(ty.get_poison(), x, ir.i64(0), "").built();
+    let zeros = ir.cx.i32_type().vec_type(ty.get_size()).const_zero();
+    ir.b.build_shuffle_vector(one, ty.get_poison(), zeros, "").built()
+}
+
