@@ -4,8 +4,9 @@
  *
  * Usage: f16c-driver JOBS
  * JOBS holds one job per line:
- *   LIB ENTRY NIN NOUT IN_FILE... OUT_FILE... OUT_BYTES...
- * ENTRY is the library's NAME_run_v; each IN_FILE holds one argument's raw elements in the C
+ *   LIB ENTRY REPEAT NIN NOUT IN_FILE... OUT_FILE... OUT_BYTES...
+ * ENTRY is the library's NAME_run_v, called REPEAT times (instruction counts take the
+ * difference of two repeat counts); each IN_FILE holds one argument's raw elements in the C
  * types of the library's header; each result is written raw to its OUT_FILE. For every job
  * one line goes to stdout: "ok", "status N" (the entry point's non-zero status) or
  * "error: MESSAGE". */
@@ -34,7 +35,7 @@ static void *read_all(const char *path) {
   return p;
 }
 
-static int run_job(const char *lib, const char *entry, int nin, int nout, char (*paths)[PATH], long *bytes) {
+static int run_job(const char *lib, const char *entry, int repeat, int nin, int nout, char (*paths)[PATH], long *bytes) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     printf("error: %s\n", dlerror());
@@ -64,7 +65,8 @@ static int run_job(const char *lib, const char *entry, int nin, int nout, char (
     }
   }
   if (!failed) {
-    int32_t status = f((const void *const *)ins, outs);
+    int32_t status = 0;
+    for (int r = 0; r < repeat && status == 0; r++) status = f((const void *const *)ins, outs);
     if (status != 0) {
       printf("status %d\n", status);
     } else {
@@ -98,9 +100,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   static char lib[PATH], entry[256];
-  int nin, nout, bad = 0;
-  while (fscanf(jobs, "%4095s %255s %d %d", lib, entry, &nin, &nout) == 4) {
-    if (nin < 0 || nout < 0 || nin > 4096 || nout > 4096) {
+  int repeat, nin, nout, bad = 0;
+  while (fscanf(jobs, "%4095s %255s %d %d %d", lib, entry, &repeat, &nin, &nout) == 5) {
+    if (repeat < 1 || nin < 0 || nout < 0 || nin > 4096 || nout > 4096) {
       fprintf(stderr, "bad job\n");
       return 2;
     }
@@ -111,7 +113,7 @@ int main(int argc, char **argv) {
       if (fscanf(jobs, "%4095s", paths[i]) != 1) return 2;
     for (int i = 0; i < nout; i++)
       if (fscanf(jobs, "%ld", &bytes[i]) != 1) return 2;
-    bad |= run_job(lib, entry, nin, nout, paths, bytes);
+    bad |= run_job(lib, entry, repeat, nin, nout, paths, bytes);
     fflush(stdout);
     free(paths);
     free(bytes);

@@ -24,6 +24,9 @@ use std::process::Command;
 /// The driver's source.
 const DRIVER: &str = include_str!("../c/f16c_driver.c");
 
+/// The instruction-counting TCG plugin's source.
+const PLUGIN: &str = include_str!("../c/f16c_insn_count.c");
+
 /// Link flags of the driver: libraries call the C library's math functions, so libm must be
 /// loaded even though the driver itself calls none of them.
 const DRIVER_FLAGS: &[&str] = &["-Wl,--no-as-needed", "-lm", "-ldl"];
@@ -80,34 +83,41 @@ fn emulator(arch: &str) -> Result<Vec<String>> {
     }
 }
 
-/// The driver for `arch`, built once per source version and compiler.
+/// The driver for `arch`.
 fn driver(arch: &str) -> Result<PathBuf> {
+    build(arch, "f16c-driver", DRIVER, &["-O2"], DRIVER_FLAGS)
+}
+
+/// `source` compiled for `arch` with `flags` (before the source) and `libs` (after it), once
+/// per source, compiler and flags, cached in the temporary directory.
+fn build(arch: &str, name: &str, source: &str, flags: &[&str], libs: &[&str]) -> Result<PathBuf> {
     let default = if arch == HOST_ARCH { "cc" } else { "aarch64-linux-gnu-gcc" };
     let cc = env_or(&format!("F16C_CC_{}", arch.to_uppercase()), default);
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    std::hash::Hash::hash(&(DRIVER, &cc, arch, DRIVER_FLAGS), &mut h);
+    std::hash::Hash::hash(&(source, &cc, arch, flags, libs), &mut h);
     let key = std::hash::Hasher::finish(&h);
-    let path = std::env::temp_dir().join(format!("f16c-driver-{arch}-{key:016x}"));
+    let path = std::env::temp_dir().join(format!("{name}-{arch}-{key:016x}"));
     if path.is_file() {
         return Ok(path);
     }
     let scratch = Scratch::new()?;
-    let src = scratch.0.join("f16c_driver.c");
-    std::fs::write(&src, DRIVER).map_err(|e| tool_error(format!("cannot write {}: {e}", src.display())))?;
-    let exe = scratch.0.join("f16c-driver");
+    let src = scratch.0.join(format!("{name}.c"));
+    std::fs::write(&src, source).map_err(|e| tool_error(format!("cannot write {}: {e}", src.display())))?;
+    let exe = scratch.0.join(name);
     let out = Command::new(&cc[0])
         .args(&cc[1..])
-        .args(["-O2", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&exe)
         .arg(&src)
-        .args(DRIVER_FLAGS)
+        .args(libs)
         .output()
         .map_err(|e| tool_error(format!("cannot run the {arch} C compiler '{}': {e} (install gcc-aarch64-linux-gnu, or set F16C_CC_{})", cc[0], arch.to_uppercase())))?;
     if !out.status.success() {
-        return Err(tool_error(format!("the {arch} C compiler '{}' failed on the driver: {}", cc[0], String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(tool_error(format!("the {arch} C compiler '{}' failed on {name}: {}", cc[0], String::from_utf8_lossy(&out.stderr).trim())));
     }
-    // Renamed into place, so concurrent first uses never run a half-written driver.
-    std::fs::rename(&exe, &path).map_err(|e| tool_error(format!("cannot move the driver to {}: {e}", path.display())))?;
+    // Renamed into place, so concurrent first uses never run a half-written file.
+    std::fs::rename(&exe, &path).map_err(|e| tool_error(format!("cannot move {name} to {}: {e}", path.display())))?;
     Ok(path)
 }
 
@@ -119,6 +129,31 @@ pub fn run(arch: &str, library: &Library, inputs: &[Tensor]) -> Result<Vec<Tenso
 /// Runs every `(library, inputs)` pair in one driver process, in order. The outer error is a
 /// tool failure (no compiler, no emulator); each run's own failure is its inner error.
 pub fn run_many(arch: &str, runs: &[(&Library, &[Tensor])]) -> Result<Vec<Result<Vec<Tensor>>>> {
+    drive(arch, runs, 1, &[]).map(|(results, _)| results)
+}
+
+/// The instructions one call of `library` executes on `inputs` under qemu (`arch` must be
+/// emulated), counted by a small TCG plugin (`runtime/c/f16c_insn_count.c`, built with the
+/// host's C compiler): the difference between a process that calls it three times and one that
+/// calls it once, halved, so loading and the driver's own work cancel out.
+pub fn count_instructions(arch: &str, library: &Library, inputs: &[Tensor]) -> Result<u64> {
+    if arch == HOST_ARCH {
+        return Err(tool_error(format!("instructions are counted under qemu; {arch} code runs natively here")));
+    }
+    let plugin = build(HOST_ARCH, "f16c-insn-count", PLUGIN, &["-O2", "-shared", "-fPIC"], &[])?;
+    let mut counts = Vec::new();
+    for repeat in [1, 3] {
+        let (results, stderr) = drive(arch, &[(library, inputs)], repeat, &["-plugin".into(), plugin.display().to_string()])?;
+        results.into_iter().next().expect("one run")?;
+        let count = stderr.lines().find_map(|l| l.strip_prefix("f16c-insns: ")?.trim().parse::<u64>().ok());
+        counts.push(count.ok_or_else(|| tool_error(format!("the instruction-counting plugin printed no count: {}", stderr.trim())))?);
+    }
+    Ok(counts[1].saturating_sub(counts[0]) / 2)
+}
+
+/// Runs the driver on `runs`, each entry point called `repeat` times, with `extra` arguments
+/// for the emulator; returns the results and the process's standard error.
+fn drive(arch: &str, runs: &[(&Library, &[Tensor])], repeat: usize, extra: &[String]) -> Result<(Vec<Result<Vec<Tensor>>>, String)> {
     let emulate = emulator(arch)?;
     let driver = driver(arch)?;
     let scratch = Scratch::new()?;
@@ -128,7 +163,7 @@ pub fn run_many(arch: &str, runs: &[(&Library, &[Tensor])]) -> Result<Vec<Result
         f16c_core::tensor::check_inputs(lib.name, lib.inputs, inputs).map_err(RuntimeError::BadInput)?;
         let so = scratch.0.join(format!("lib{r}.so"));
         write(&so, lib.code)?;
-        let mut line = format!("{} {}_run_v {} {}", so.display(), lib.name, inputs.len(), lib.outputs.len());
+        let mut line = format!("{} {}_run_v {repeat} {} {}", so.display(), lib.name, inputs.len(), lib.outputs.len());
         for (i, t) in inputs.iter().enumerate() {
             let p = scratch.0.join(format!("in{r}_{i}"));
             write(&p, &to_c(t).data().to_le_bytes())?;
@@ -148,7 +183,7 @@ pub fn run_many(arch: &str, runs: &[(&Library, &[Tensor])]) -> Result<Vec<Result
     let mut cmd = match emulate.split_first() {
         Some((exe, args)) => {
             let mut c = Command::new(exe);
-            c.args(args).arg(&driver);
+            c.args(args).args(extra).arg(&driver);
             c
         }
         None => Command::new(&driver),
@@ -167,7 +202,8 @@ pub fn run_many(arch: &str, runs: &[(&Library, &[Tensor])]) -> Result<Vec<Result
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    Ok(runs
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let results = runs
         .iter()
         .zip(&lines)
         .enumerate()
@@ -179,7 +215,8 @@ pub fn run_many(arch: &str, runs: &[(&Library, &[Tensor])]) -> Result<Vec<Result
                 None => RuntimeError::Tool(format!("{}: {}", lib.name, l.trim_start_matches("error: "))),
             }),
         })
-        .collect())
+        .collect();
+    Ok((results, stderr))
 }
 
 /// `t` in the element type it crosses the C boundary in.

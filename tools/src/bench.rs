@@ -1,31 +1,75 @@
-//! `f16c bench`: speed and memory of the x86_64 JIT, with numpy as a peer in the same run.
+//! `f16c bench`: speed and memory of the x86_64 JIT and of the LLVM x86-64 backend ahead of
+//! time, with numpy as a peer in the same run; with `--aarch64`, the instructions AArch64 code
+//! executes under qemu.
 //!
-//! Prints three tables: GEMM throughput (f32 and fp16-emulated, against numpy's float32 and
-//! float16 matmul at the same thread count), per-model latency and compile time (every model in
-//! `--models`, and a resnet18-style network at 3×64×64), and memory (weight bytes, the buffer
-//! plan's peak against its liveness lower bound). Times are the best of repeated runs.
+//! Prints GEMM throughput (f32 and fp16, JIT and LLVM, against numpy's float32 and float16
+//! matmul at the same thread count), per-model latency (JIT and LLVM) and the JIT's compile time
+//! (every model in `--models`, and a resnet18-style network at 3×64×64), and memory (weight
+//! bytes, the buffer plan's peak against its liveness lower bound). Times are the best of
+//! repeated runs. `--aarch64` adds the executed instructions of the AArch64 fp16 code against
+//! its own f32 code (GEMM and every model), counted by a TCG plugin under qemu-aarch64.
 
 use anyhow::{bail, Context};
 use clap::{Arg, ArgMatches, Command};
 use f16c_dialect::export::{print_module, PrintOptions};
 use f16c_dialect::{BinaryOp, ConvAttrs, DType, Graph, Location, Module, NodeId, Op, PoolAttrs, Tensor, TensorType, ValueType};
+use f16c_compiler::backend::{llvm_cpu, Backend, Emit};
+use f16c_compiler::driver;
 use f16c_jit::{CompileOptions, Model};
+use f16c_runtime::foreign;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode};
 use std::time::{Duration, Instant};
 
 pub fn command() -> Command {
     Command::new("bench")
-        .about("Benchmark the x86_64 JIT (GEMM, models, compile time, memory) against numpy")
+        .about("Benchmark the x86_64 JIT and LLVM backends (GEMM, models, compile time, memory) against numpy")
         .after_help(
             "numpy runs from the project's .venv (scripts/setup.sh installs it) with\n\
-             OPENBLAS_NUM_THREADS set to --threads, so both sides use the same cores.\n\n\
-             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512",
+             OPENBLAS_NUM_THREADS set to --threads, so both sides use the same cores. 'llvm' is the\n\
+             LLVM x86-64 backend (--target=x86_64 --backend=llvm) through the same CPU executor.\n\n\
+             --aarch64 counts the instructions the AArch64 code executes under qemu-aarch64 (fp16\n\
+             against f32, one call of the library's entry point; needs qemu-user,\n\
+             gcc-aarch64-linux-gnu and a host C compiler for the counting plugin).\n\n\
+             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512\n  f16c bench --aarch64 --sizes=256",
         )
         .arg(Arg::new("threads").long("threads").value_name("N").value_parser(clap::value_parser!(usize)).help("Threads (default: every core)"))
         .arg(Arg::new("sizes").long("sizes").value_name("N,..").default_value("256,512,1024").help("GEMM sizes (square)"))
         .arg(Arg::new("models").long("models").value_name("DIR").default_value("tests/data/models").help("Directory of NAME.tosa.mlir + NAME.input.npy models"))
         .arg(Arg::new("python").long("python").value_name("PY").default_value(".venv/bin/python").help("Python with numpy for the peer ('none' to skip)"))
+        .arg(
+            Arg::new("aarch64")
+                .long("aarch64")
+                .action(clap::ArgAction::SetTrue)
+                .help("Also count the instructions of AArch64 fp16 vs f32 code under qemu (GEMM at the first size, every model)"),
+        )
+}
+
+/// The LLVM x86-64 backend's executor for `g` (already in its precision).
+fn llvm_executor(g: &Graph, threads: usize) -> anyhow::Result<f16c_runtime::exec::Executor> {
+    let artifact = driver::artifact_with(g, &llvm_cpu::X86_64).map_err(|d| anyhow::anyhow!(d.to_string()))?;
+    Ok(f16c_runtime::loader::load(artifact, threads)?)
+}
+
+/// `source`'s chosen function after the precision pipeline of `options`.
+fn prepared(source: &str, name: &str, options: &CompileOptions) -> anyhow::Result<Graph> {
+    let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
+    f16c_jit::prepare(&mut module, options)?;
+    let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    Ok(module.functions.swap_remove(index))
+}
+
+/// The instructions one call of `g`'s AArch64 library executes on `inputs` under qemu.
+fn aarch64_instructions(g: &Graph, inputs: &[Tensor]) -> anyhow::Result<u64> {
+    let backend = llvm_cpu::aarch64(false);
+    let program = driver::lower_for(g, backend).map_err(|d| anyhow::anyhow!(d.to_string()))?;
+    let code = backend.emit(&program, Emit::Lib)?;
+    let types = |ops: &[f16c_compiler::lower::Operand]| ops.iter().map(|o| o.ty.clone()).collect::<Vec<_>>();
+    let (ins, outs) = (types(&program.inputs), types(&program.outputs));
+    let name = llvm_cpu::library::c_name(&program.name);
+    let library = foreign::Library { code: &code, name: &name, inputs: &ins, outputs: &outs };
+    let inputs: Vec<Tensor> = inputs.iter().zip(&ins).map(|(t, w)| f16c_runtime::npy::fit(t.clone(), w)).collect();
+    Ok(foreign::count_instructions("aarch64", &library, &inputs)?)
 }
 
 /// Best time of `f` over repeated runs lasting about `budget` (at least 3 runs).
@@ -155,39 +199,52 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         .map(|s| s.trim().parse().with_context(|| format!("--sizes: '{s}' is not a size")))
         .collect::<anyhow::Result<_>>()?;
     let python = m.get_one::<String>("python").expect("has default");
-    println!("f16c bench: x86_64 JIT, {threads} thread(s); times are the best of repeated runs\n");
+    println!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time, {threads} thread(s); times are the best of repeated runs\n");
 
     // numpy first, so its threads do not compete with ours.
     let peer = numpy(python, threads, &sizes)?;
     println!("GEMM n×n×n (A activation, B constant weight)");
-    println!("{:>6} {:>12} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12}", "n", "f32 GFLOP/s", "fp16 GFLOP/s", "fp16/f32", "numpy f32", "numpy f16", "f32/numpy", "fp16/np f16");
+    println!("GFLOP/s; jit = Cranelift, llvm = LLVM x86-64 ahead of time, np = numpy (OpenBLAS for f32)");
+    println!(
+        "{:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>11}",
+        "n", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "np f32", "np f16", "llvm/np32", "llvm/jit", "llvm 16/32"
+    );
     for &n in &sizes {
         let flops = 2.0 * (n as f64).powi(3);
-        let mut rate = Vec::new();
+        let (mut jit, mut llvm) = (Vec::new(), Vec::new());
         for d in [DType::F32, DType::F16] {
-            let model = Model::compile_graph(&gemm_graph(n, d), threads)?;
+            let g = gemm_graph(n, d);
             let a = random(&TensorType::new(d, [1, n, n]), 2, 1.0);
+            let model = Model::compile_graph(&g, threads)?;
             model.run(std::slice::from_ref(&a))?;
             let t = best(Duration::from_millis(1500), || {
                 let _ = model.run(std::slice::from_ref(&a));
             });
-            rate.push(flops / t.as_secs_f64() / 1e9);
+            jit.push(flops / t.as_secs_f64() / 1e9);
+            let exec = llvm_executor(&g, threads)?;
+            exec.run(std::slice::from_ref(&a))?;
+            let t = best(Duration::from_millis(1500), || {
+                let _ = exec.run(std::slice::from_ref(&a));
+            });
+            llvm.push(flops / t.as_secs_f64() / 1e9);
         }
         let (np32, np16) = peer.iter().find(|p| p.0 == n).map_or((f64::NAN, f64::NAN), |p| (p.1, p.2));
         println!(
-            "{n:>6} {:>12.2} {:>12.2} {:>10.3} {:>12.2} {:>12.3} {:>12.3} {:>12.1}",
-            rate[0],
-            rate[1],
-            rate[1] / rate[0],
+            "{n:>6} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.3} {:>10.3} {:>10.3} {:>11.3}",
+            jit[0],
+            jit[1],
+            llvm[0],
+            llvm[1],
             np32,
             np16,
-            rate[0] / np32,
-            rate[1] / np16
+            llvm[0] / np32,
+            llvm[0] / jit[0],
+            llvm[1] / llvm[0]
         );
     }
 
-    println!("\nModels: latency (ms), compile time (ms: parse / passes / lower+CLIF / Cranelift)");
-    println!("{:<16} {:>10} {:>10} {:>30} {:>30}", "model", "f32", "fp16 O1", "compile f32", "compile fp16");
+    println!("\nModels: latency (ms), JIT compile time (ms: parse / passes / lower+CLIF / Cranelift)");
+    println!("{:<16} {:>10} {:>10} {:>10} {:>10} {:>30} {:>30}", "model", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "compile f32", "compile fp16");
     let mut memory = Vec::new();
     let dir = PathBuf::from(m.get_one::<String>("models").expect("has default"));
     let mut models: Vec<(String, String, Vec<Tensor>)> = Vec::new();
@@ -200,10 +257,30 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     let resnet = print_module(&resnet18(), PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.to_string()))?;
     models.push(("resnet18_64".into(), resnet, vec![random(&TensorType::new(DType::F32, [1, 64, 64, 3]), 5, 1.0)]));
+    let mut counts = Vec::new();
+    if m.get_flag("aarch64") {
+        let n = sizes[0];
+        let mut c = Vec::new();
+        for d in [DType::F32, DType::F16] {
+            c.push(aarch64_instructions(&gemm_graph(n, d), &[random(&TensorType::new(d, [1, n, n]), 2, 1.0)])?);
+        }
+        counts.push((format!("gemm {n}³"), c[0], c[1]));
+    }
     for (name, source, inputs) in &models {
         let mut cells = Vec::new();
+        let mut llvm_cells = Vec::new();
         let mut compiles = Vec::new();
+        let mut insns = Vec::new();
         for options in [CompileOptions { threads, ..CompileOptions::default() }, CompileOptions { threads, ..CompileOptions::fp16() }] {
+            let g = prepared(source, name, &options)?;
+            let exec = llvm_executor(&g, threads)?;
+            exec.run(inputs).with_context(|| format!("{name}: running the LLVM code on {name}.input.npy"))?;
+            llvm_cells.push(ms(best(Duration::from_millis(700), || {
+                let _ = exec.run(inputs);
+            })));
+            if m.get_flag("aarch64") {
+                insns.push(aarch64_instructions(&g, inputs)?);
+            }
             let t0 = Instant::now();
             let model = Model::compile_source(source, name, &options)?;
             let total = t0.elapsed();
@@ -225,7 +302,17 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             let plan = model.memory;
             memory.push((format!("{name} {}", options.precision), model.weight_bytes(), plan.arena_bytes, plan.lower_bound));
         }
-        println!("{name:<16} {:>10.3} {:>10.3} {:>30} {:>30}", cells[0], cells[1], compiles[0], compiles[1]);
+        println!("{name:<16} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>30} {:>30}", cells[0], cells[1], llvm_cells[0], llvm_cells[1], compiles[0], compiles[1]);
+        if let [f32_count, fp16_count] = insns[..] {
+            counts.push((name.clone(), f32_count, fp16_count));
+        }
+    }
+    if !counts.is_empty() {
+        println!("\nAArch64 under qemu: instructions executed by one call (fp16 = O1, f32 accumulation with FMLAL)");
+        println!("{:<16} {:>14} {:>14} {:>10}", "model", "f32", "fp16", "fp16/f32");
+        for (name, a, b) in counts {
+            println!("{name:<16} {a:>14} {b:>14} {:>10.3}", b as f64 / a.max(1) as f64);
+        }
     }
 
     println!("\nMemory (bytes): weights as stored; activations: buffer plan peak vs liveness lower bound");

@@ -96,6 +96,19 @@ pub fn pack(program: &Program, c: &Contraction, shape: GemmShape) -> Vec<u8> {
     out
 }
 
+/// Whether `c` runs on FMLAL (fp16 A and B, the 8 × 8 tile of four-lane vectors).
+fn uses_fmlal(machine: &CpuMachine, c: &Contraction) -> bool {
+    let GemmShape { mr, nr, lanes } = machine.gemm;
+    machine.fmlal && c.a.ty.dtype == DType::F16 && c.b.ty.dtype == DType::F16 && (mr, nr, lanes) == (8, 8, 4)
+}
+
+/// Whether `c`'s fp16/bf16 A is widened to f32 once per run, in a step of its own before the
+/// tiles (every target but FMLAL's): converting each A value inside the tile loop costs more
+/// than the multiply-adds it feeds (measured on x86-64: fp16 GEMM at 0.28× of f32).
+pub fn widens_a(machine: &CpuMachine, c: &Contraction) -> bool {
+    c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c)
+}
+
 /// Tile `t` of `c`, B read from the packed panels in slot `packed`.
 pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, packed: usize, t: IntValue<'ctx>) -> Result<(), String> {
     let shape = machine.gemm;
@@ -115,16 +128,24 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
     let b = ir.buffer(packed);
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
     let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), c.k * nr);
-    let fmlal = machine.fmlal && da == DType::F16 && db == DType::F16 && lanes == 4 && nr == 8;
+    let fmlal = uses_fmlal(machine, c);
     ir.for_n(0, c.k, |ir, kk| {
         let row_at = ir.add(panel, ir.muli(kk, nr));
         if fmlal {
+            // The tile's eight A values at this k in one vector, so that each FMLAL takes its
+            // row's value by element (no broadcast per row).
             let h8 = ir.cx.f16_type().vec_type(8);
             let brow = load_vector(ir, h8, b, row_at, 2);
+            let mut avec = h8.get_poison();
             for (r, row) in a_rows.iter().enumerate() {
                 let a = ir.contraction_a(c, row, kk).into_float_value();
                 let a = ir.b.build_float_trunc(a, ir.cx.f16_type(), "").built();
-                let a8 = splat(ir, h8, a);
+                avec = ir.b.build_insert_element(avec, a, ir.i64(r as i64), "").built();
+            }
+            for r in 0..mr {
+                let lane = ir.cx.i32_type().const_int(r as u64, false);
+                let mask = VectorType::const_vector(&[lane; 8]);
+                let a8 = ir.b.build_shuffle_vector(avec, h8.get_poison(), mask, "").built();
                 for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
                     let x = acc[r * per_row + v];
                     let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);

@@ -176,6 +176,27 @@ impl LlvmCpuBackend {
         if let KernelKind::Contraction(c) = &kernel.kind {
             if gemm::applies(program, c) {
                 let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, self.machine.gemm));
+                let mut c = c.clone();
+                if gemm::widens_a(&self.machine, &c) {
+                    // A in f32 in the kernel's temporary, then the tiles read it from there.
+                    let (elements, from) = (c.a.ty.num_elements(), c.a.ty.dtype);
+                    let wide = layout.temporary(k, elements * 4);
+                    let name = format!("{SYMBOL_PREFIX}{}_widen_a", kernel.name);
+                    let src = c.a.buffer.0;
+                    let f = items_function(&mut ir, &name, |ir, i, _| {
+                        let (s, d) = (ir.buffer(src), ir.buffer(wide));
+                        let v = ir.load(from, s, i);
+                        ir.store(f16c_dialect::DType::F32, d, i, v);
+                        Ok(())
+                    })
+                    .map_err(|m| codegen(Some(kernel), m))?;
+                    functions.push(f);
+                    symbols.push(name);
+                    steps.push(Step { function: symbols.len() - 1, work: elements, cost: elements as f64, kernel: k, launch: None });
+                    c.a.buffer = crate::lower::BufferId(wide);
+                    c.a.ty.dtype = f16c_dialect::DType::F32;
+                }
+                let c = &c;
                 let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
                 let f = items_function(&mut ir, &name, |ir, t, _| gemm::tile(ir, &self.machine, c, packed, t)).map_err(|m| codegen(Some(kernel), m))?;
                 functions.push(f);

@@ -1,0 +1,52 @@
+// --target=aarch64: the LLVM CPU backend for ARMv8.2-A (+neon,+fullfp16,+fp16fml). fp16
+// elementwise arithmetic runs in native half vectors (fadd/fmul v.8h: bit-identical to the
+// reference's widen-compute-round for + - * / sqrt), f32 -> f16 narrows with fcvtn, and a matmul
+// with fp16 inputs and a constant weight accumulates in f32 with FMLAL/FMLAL2 (exact products, so
+// the reference's bits when summed in the same order). f16c run executes it under
+// qemu-aarch64 through the library's C entry point.
+// RUN: %f16c compile %s --target=aarch64 --emit=asm | FileCheck %s
+// RUN: %f16c compile %s --target=aarch64 --emit=llvm | FileCheck %s --check-prefix=IR
+// RUN: %f16c compile %s --target=aarch64+bf16 --function=g --emit=asm | FileCheck %s --check-prefix=BF16
+// RUN: %f16c compile %s --target=aarch64 --function=g --emit=asm | FileCheck %s --check-prefix=NOBF16
+// RUN: %f16c run %s --target=aarch64 --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.a0.npy --output %t.a1.npy
+// RUN: %f16c run %s --target=reference --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.r0.npy --output %t.r1.npy
+// RUN: cmp %t.a0.npy %t.r0.npy
+// RUN: cmp %t.a1.npy %t.r1.npy
+// RUN: %f16c run %s --target=aarch64+bf16 --function=g --input %inputs/x3_f32.npy --output %t.g.npy
+// RUN: %f16c run %s --target=reference --function=g --input %inputs/x3_f32.npy --output %t.gr.npy
+// RUN: cmp %t.g.npy %t.gr.npy
+
+// CHECK-LABEL: f16c_k0_add:
+// CHECK: fadd v{{[0-9]+}}.8h, v{{[0-9]+}}.8h, v{{[0-9]+}}.8h
+// CHECK: fmul v{{[0-9]+}}.8h, v{{[0-9]+}}.8h, v{{[0-9]+}}.8h
+// The exp is the reference's own function, called through the runtime's table.
+// CHECK-LABEL: f16c_k1_cast:
+// CHECK: blr x{{[0-9]+}}
+// CHECK-LABEL: f16c_k2_matmul:
+// CHECK: fmlal v{{[0-9]+}}.4s, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
+// CHECK: fmlal2 v{{[0-9]+}}.4s, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
+// The matmul's f16 result (then widened by the epilogue's cast), four lanes at a time.
+// CHECK: fcvtn v{{[0-9]+}}.4h, v{{[0-9]+}}.4s
+// IR: target triple = "aarch64-unknown-linux-gnu"
+// IR: call <4 x float> @llvm.aarch64.neon.fmlal.v4f32.v8f16(
+// BF16: bfcvt h{{[0-9]+}}, s{{[0-9]+}}
+// NOBF16-NOT: bfcvt
+func.func @f(%a: tensor<4x64xf16>, %b: tensor<4x64xf16>) -> (tensor<4x64xf16>, tensor<1x4x16xf32>) {
+  %0 = tosa.add %a, %b : (tensor<4x64xf16>, tensor<4x64xf16>) -> tensor<4x64xf16>
+  %s = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %1 = tosa.mul %0, %b, %s : (tensor<4x64xf16>, tensor<4x64xf16>, tensor<1xi8>) -> tensor<4x64xf16>
+  %x = tosa.cast %1 : (tensor<4x64xf16>) -> tensor<4x64xf32>
+  %e = tosa.exp %x : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %y = tosa.cast %e : (tensor<4x64xf32>) -> tensor<4x64xf16>
+  %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %r = tosa.reshape %y, %shape : (tensor<4x64xf16>, !tosa.shape<3>) -> tensor<1x4x64xf16>
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<1x64x16xf16>}> : () -> tensor<1x64x16xf16>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>
+  %m = tosa.matmul %r, %w, %z, %z : (tensor<1x4x64xf16>, tensor<1x64x16xf16>, tensor<1xf16>, tensor<1xf16>) -> tensor<1x4x16xf32>
+  return %1, %m : tensor<4x64xf16>, tensor<1x4x16xf32>
+}
+
+func.func @g(%x: tensor<3xf32>) -> tensor<3xbf16> {
+  %0 = tosa.cast %x : (tensor<3xf32>) -> tensor<3xbf16>
+  return %0 : tensor<3xbf16>
+}
