@@ -35,12 +35,15 @@ pub struct Options {
     /// Run the precision passes even for fp32: the report and `check` read their annotations.
     /// Otherwise an fp32 compilation lowers the graph as written.
     pub annotate_fp32: bool,
+    /// fp16 matmuls and convolutions may accumulate in fp16 (`--accumulate=f16`, a fast mode
+    /// outside the numeric contract: AArch64 runs it as 8-lane FMLA; the report marks it).
+    pub f16_accumulate: bool,
 }
 
 impl Options {
     /// f32 (nothing lowered) for `target`, policy O1.
     pub fn new(target: Target) -> Options {
-        Options { target, precision: Precision::Fp32, policy: "O1".into(), keep_f32: None, io_low: false, strict: false, annotate_fp32: false }
+        Options { target, precision: Precision::Fp32, policy: "O1".into(), keep_f32: None, io_low: false, strict: false, annotate_fp32: false, f16_accumulate: false }
     }
 
     /// The same with another precision.
@@ -100,7 +103,7 @@ fn run_prepare(module: &mut Module, options: &Options, calibration: &[Tensor], a
     let mut pm = PassManager::new();
     if options.precision != Precision::Fp32 || options.annotate_fp32 {
         pm.add(registry::create("assign-precision", &options.assign_precision_options())?);
-        pm.add(registry::create("insert-casts", "")?);
+        pm.add(registry::create("insert-casts", if options.f16_accumulate { "accumulate=f16" } else { "" })?);
     }
     notes.extend(pm.run(module, &mut std::io::sink())?);
     Ok(Prepared { notes, stats: pm.statistics() })

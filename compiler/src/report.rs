@@ -183,6 +183,13 @@ impl Report {
             sm.weight_bytes_after,
             c("weights-converted")
         );
+        let f16_acc = self.rows.iter().filter(|r| r.accumulator.as_deref() == Some("f16") && r.precision == "f16").count();
+        if f16_acc > 0 {
+            let _ = writeln!(
+                s,
+                "less accurate: {f16_acc} contraction(s) accumulate in f16 (--accumulate=f16, outside the numeric contract: every partial sum rounds to fp16, so the error grows with the reduction length)"
+            );
+        }
         s
     }
 

@@ -1,8 +1,8 @@
 // f16c compile --target=x86_64 --emit=asm prints the host machine code of every kernel, as
 // Cranelift's disassembler writes it. (The suite runs on x86-64 hosts with AVX2 and FMA.)
 // RUN: %f16c compile %s --target=x86_64 --precision=fp32 --emit=asm | FileCheck %s
-// RUN: not %f16c compile %s --target=aarch64 --emit=asm 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: error: code generation for aarch64 is not implemented yet
+// RUN: not %f16c compile %s --target=x86_64 --emit=ptx 2>&1 | FileCheck %s --check-prefix=FORM
+// FORM: error: --emit=ptx: cranelift-x86_64 does not produce it (it emits clif, asm, obj)
 
 // CHECK: ; function @mm: 1 kernels
 // The micro-kernel is compiled as written: per k step two B vectors, per row one A vector

@@ -261,10 +261,15 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     if m.get_flag("aarch64") {
         let n = sizes[0];
         let mut c = Vec::new();
-        for d in [DType::F32, DType::F16] {
-            c.push(aarch64_instructions(&gemm_graph(n, d), &[random(&TensorType::new(d, [1, n, n]), 2, 1.0)])?);
+        for (d, f16_acc) in [(DType::F32, false), (DType::F16, false), (DType::F16, true)] {
+            let mut g = gemm_graph(n, d);
+            if f16_acc {
+                let mm = g.outputs()[0];
+                g.node_mut(mm).set_attr(f16c_compiler::transforms::attrs::ACC_TYPE, "f16");
+            }
+            c.push(aarch64_instructions(&g, &[random(&TensorType::new(d, [1, n, n]), 2, 1.0)])?);
         }
-        counts.push((format!("gemm {n}³"), c[0], c[1]));
+        counts.push((format!("gemm {n}³"), c[0], c[1], c[2]));
     }
     for (name, source, inputs) in &models {
         let mut cells = Vec::new();
@@ -280,6 +285,14 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             })));
             if m.get_flag("aarch64") {
                 insns.push(aarch64_instructions(&g, inputs)?);
+                if options.precision != "fp32" {
+                    // The same with fp16 accumulation (--accumulate=f16).
+                    let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
+                    let o = driver::Options { f16_accumulate: true, ..driver::Options::new(f16c_compiler::target::Target::Aarch64 { bf16: false }).with_precision(f16c_compiler::policy::Precision::Fp16) };
+                    driver::prepare(&mut module, &o, &[]).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                    let index = driver::choose_function(&module, None).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                    insns.push(aarch64_instructions(&module.functions[index], inputs)?);
+                }
             }
             let t0 = Instant::now();
             let model = Model::compile_source(source, name, &options)?;
@@ -303,15 +316,15 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             memory.push((format!("{name} {}", options.precision), model.weight_bytes(), plan.arena_bytes, plan.lower_bound));
         }
         println!("{name:<16} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>30} {:>30}", cells[0], cells[1], llvm_cells[0], llvm_cells[1], compiles[0], compiles[1]);
-        if let [f32_count, fp16_count] = insns[..] {
-            counts.push((name.clone(), f32_count, fp16_count));
+        if let [f32_count, fp16_count, f16_acc_count] = insns[..] {
+            counts.push((name.clone(), f32_count, fp16_count, f16_acc_count));
         }
     }
     if !counts.is_empty() {
-        println!("\nAArch64 under qemu: instructions executed by one call (fp16 = O1, f32 accumulation with FMLAL)");
-        println!("{:<16} {:>14} {:>14} {:>10}", "model", "f32", "fp16", "fp16/f32");
-        for (name, a, b) in counts {
-            println!("{name:<16} {a:>14} {b:>14} {:>10.3}", b as f64 / a.max(1) as f64);
+        println!("\nAArch64 under qemu: instructions executed by one call (fp16 = O1 with f32 accumulation, FMLAL; acc16 = --accumulate=f16, FMLA .8h)");
+        println!("{:<16} {:>14} {:>14} {:>14} {:>10} {:>12}", "model", "f32", "fp16", "fp16 acc16", "fp16/f32", "acc16/f32");
+        for (name, a, b, c) in counts {
+            println!("{name:<16} {a:>14} {b:>14} {c:>14} {:>10.3} {:>12.3}", b as f64 / a.max(1) as f64, c as f64 / a.max(1) as f64);
         }
     }
 

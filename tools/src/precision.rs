@@ -52,6 +52,14 @@ pub fn args(mut c: Command, default_precision: &'static str, with_target: bool) 
     )
     .arg(crate::switch("strict", "Fail instead of keeping f32 when the target cannot run the low type"))
     .arg(
+        Arg::new("accumulate")
+            .long("accumulate")
+            .value_name("T")
+            .default_value("f32")
+            .value_parser(["f32", "f16"])
+            .help("Accumulator of fp16 matmuls and convolutions: f32 (the contract), or f16, a fast mode outside it (AArch64: 8-lane FMLA; less accurate, the report marks it; other targets still accumulate in f32)"),
+    )
+    .arg(
         Arg::new("calibrate")
             .long("calibrate")
             .value_name("X.npy")
@@ -73,6 +81,7 @@ pub fn options(m: &ArgMatches, target: &str) -> anyhow::Result<driver::Options> 
         io_low: s("io-types") == "low",
         strict: m.get_flag("strict"),
         annotate_fp32: true,
+        f16_accumulate: s("accumulate") == "f16",
     })
 }
 

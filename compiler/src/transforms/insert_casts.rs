@@ -52,8 +52,16 @@ pub const INFO: PassInfo = PassInfo {
             summary: "Also fold f32->f16->f32 pairs (changes results: the rounding disappears)",
         },
         PassOption { name: "move-casts", kind: OptionKind::Bool, default: "true", summary: "Move casts through reshape/transpose/slice/max_pool2d/clamp" },
+        PassOption {
+            name: "accumulate",
+            kind: OptionKind::Enum(&["f32", "f16"]),
+            default: "f32",
+            summary: "Accumulator of fp16 matmuls and convolutions (f16: a fast mode outside the numeric contract, less accurate)",
+        },
     ],
-    create: |o| Ok(Box::new(InsertCasts { fold_lossy: o.flag("fold-lossy"), move_casts: o.flag("move-casts"), stats: Stats::default() })),
+    create: |o| {
+        Ok(Box::new(InsertCasts { fold_lossy: o.flag("fold-lossy"), move_casts: o.flag("move-casts"), f16_accumulate: o.string("accumulate") == "f16", stats: Stats::default() }))
+    },
 };
 
 /// Upper bound on fold/move rounds.
@@ -63,6 +71,7 @@ const MAX_ROUNDS: usize = 64;
 pub struct InsertCasts {
     fold_lossy: bool,
     move_casts: bool,
+    f16_accumulate: bool,
     stats: Stats,
 }
 
@@ -139,8 +148,14 @@ impl InsertCasts {
                 set_dtype(g, id, dt);
                 self.stats.retyped += 1;
             }
-            if matches!(g.op(id), Op::MatMul) && dt.is_low_float() {
-                g.node_mut(id).set_attr(attrs::ACC_TYPE, "f32");
+            // Contractions accumulate in f32; with accumulate=f16, fp16 ones in fp16.
+            let f16_acc = self.f16_accumulate && dt == DType::F16;
+            let node = g.node_mut(id);
+            match &mut node.op {
+                Op::MatMul if dt.is_low_float() => node.set_attr(attrs::ACC_TYPE, if f16_acc { "f16" } else { "f32" }),
+                Op::Conv2d(c) | Op::DepthwiseConv2d(c) if f16_acc => c.acc = DType::F16,
+                Op::TransposeConv2d(c) if f16_acc => c.acc = DType::F16,
+                _ => {}
             }
         }
 

@@ -14,6 +14,11 @@
 //!   A value half, and `FMLAL`/`FMLAL2` (by element) widen, multiply and add in one
 //!   instruction, four lanes each. Elsewhere fp16/bf16 are widened on load (x86: `vcvtph2ps`).
 //!
+//! - **`--accumulate=f16`** on a machine with fp16 arithmetic ([`CpuMachine::fp16_fma`]): an
+//!   8 × 16 tile of `<8 x half>` accumulators, `FMLA v.8h` (eight multiply-adds per instruction,
+//!   one fp16 rounding per step: a fast mode outside the contract). Elsewhere such a
+//!   contraction accumulates in f32 as usual.
+//!
 //! Numerics: each output is summed in index order with one rounding per step (FMA) where the
 //! reference rounds the product too: within the contraction tolerance (DESIGN.md "Numerics"),
 //! and bit-identical for fp16 inputs, whose products are exact in f32.
@@ -37,14 +42,33 @@ pub struct GemmShape {
 }
 
 /// Whether contraction `c` of `program` runs on the micro-kernel: a matmul or conv2d with
-/// float inputs, f32 accumulation and B a constant.
+/// float inputs and B a constant, accumulated in f32, or in fp16 where `--accumulate=f16`
+/// allowed it (f32 all the same except on [`CpuMachine::fp16_fma`] machines).
 pub fn applies(program: &Program, c: &Contraction) -> bool {
     let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
     matches!(c.kind, ContractionKind::MatMul | ContractionKind::Conv(_))
-        && c.acc == DType::F32
+        && (c.acc == DType::F32 || c.acc == DType::F16 && c.a.ty.dtype == DType::F16 && c.b.ty.dtype == DType::F16)
         && float(c.a.ty.dtype)
         && float(c.b.ty.dtype)
         && packed_source(program, c).is_some()
+}
+
+/// The fp16-accumulating tile: eight rows of two `<8 x half>` vectors (16 of the 32 NEON
+/// registers), one 8-lane FMLA per row and vector.
+const F16_TILE: GemmShape = GemmShape { mr: 8, nr: 16, lanes: 8 };
+
+/// Whether `c` accumulates in fp16 on this machine (`FMLA v.8h`).
+fn accumulates_f16(machine: &CpuMachine, c: &Contraction) -> bool {
+    machine.fp16_fma && c.acc == DType::F16
+}
+
+/// The register tile `c` runs with on `machine`.
+pub fn shape(machine: &CpuMachine, c: &Contraction) -> GemmShape {
+    if accumulates_f16(machine, c) {
+        F16_TILE
+    } else {
+        machine.gemm
+    }
 }
 
 /// B's batches (a matmul's B is per batch; a conv's weight is one).
@@ -99,19 +123,20 @@ pub fn pack(program: &Program, c: &Contraction, shape: GemmShape) -> Vec<u8> {
 /// Whether `c` runs on FMLAL (fp16 A and B, the 8 × 8 tile of four-lane vectors).
 fn uses_fmlal(machine: &CpuMachine, c: &Contraction) -> bool {
     let GemmShape { mr, nr, lanes } = machine.gemm;
-    machine.fmlal && c.a.ty.dtype == DType::F16 && c.b.ty.dtype == DType::F16 && (mr, nr, lanes) == (8, 8, 4)
+    machine.fmlal && !accumulates_f16(machine, c) && c.a.ty.dtype == DType::F16 && c.b.ty.dtype == DType::F16 && (mr, nr, lanes) == (8, 8, 4)
 }
 
 /// Whether `c`'s fp16/bf16 A is widened to f32 once per run, in a step of its own before the
-/// tiles (every target but FMLAL's): converting each A value inside the tile loop costs more
-/// than the multiply-adds it feeds (measured on x86-64: fp16 GEMM at 0.28× of f32).
+/// tiles (every target but FMLAL's and fp16 accumulation's): converting each A value inside
+/// the tile loop costs more than the multiply-adds it feeds (measured on x86-64: fp16 GEMM at
+/// 0.28× of f32).
 pub fn widens_a(machine: &CpuMachine, c: &Contraction) -> bool {
-    c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c)
+    c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c)
 }
 
 /// Tile `t` of `c`, B read from the packed panels in slot `packed`.
 pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, packed: usize, t: IntValue<'ctx>) -> Result<(), String> {
-    let shape = machine.gemm;
+    let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
     let (tiles_m, panels) = (c.m.div_ceil(mr), c.n.div_ceil(nr));
@@ -122,15 +147,33 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
     let (row0, col0) = (ir.muli(tm, mr), ir.muli(tn, nr));
     let rows: Vec<IntValue> = (0..mr).map(|r| ir.smin(ir.addi(row0, r as i64), ir.i64(c.m as i64 - 1))).collect();
     let a_rows = ir.contraction_rows(c, &rows, bi);
+    let f16_acc = accumulates_f16(machine, c);
     let f32v = ir.cx.f32_type().vec_type(lanes as u32);
+    let h8 = ir.cx.f16_type().vec_type(8);
     let per_row = nr / lanes;
-    let acc: Vec<Var<'ctx>> = (0..mr * per_row).map(|_| ir.var(f32v.const_zero().into())).collect();
+    let acc_ty = if f16_acc { h8 } else { f32v };
+    let acc: Vec<Var<'ctx>> = (0..mr * per_row).map(|_| ir.var(acc_ty.const_zero().into())).collect();
     let b = ir.buffer(packed);
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
     let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), c.k * nr);
     let fmlal = uses_fmlal(machine, c);
     ir.for_n(0, c.k, |ir, kk| {
         let row_at = ir.add(panel, ir.muli(kk, nr));
+        if f16_acc {
+            // Fast mode: products and sums in fp16, eight lanes per FMLA.
+            let brows: Vec<VectorValue> = (0..per_row).map(|v| load_vector(ir, h8, b, ir.addi(row_at, (v * 8) as i64), 2)).collect();
+            for (r, row) in a_rows.iter().enumerate() {
+                let a = ir.contraction_a(c, row, kk).into_float_value();
+                let a = ir.b.build_float_trunc(a, ir.cx.f16_type(), "").built();
+                let a8 = splat(ir, h8, a);
+                for (v, brow) in brows.iter().enumerate() {
+                    let x = acc[r * per_row + v];
+                    let s = ir.intrinsic("llvm.fma.v8f16", h8.into(), &[a8.into(), (*brow).into(), ir.get(x)]);
+                    ir.set(x, s);
+                }
+            }
+            return;
+        }
         if fmlal {
             // The tile's eight A values at this k in one vector, so that each FMLAL takes its
             // row's value by element (no broadcast per row).
@@ -179,7 +222,13 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
     });
     ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
         let v = ir.get(acc[r * per_row + j / lanes]).into_vector_value();
-        ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built()
+        let x = ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built();
+        if f16_acc {
+            // In the accumulator's domain (f32 holds every fp16 value).
+            ir.b.build_float_ext(x.into_float_value(), ir.cx.f32_type(), "").built().into()
+        } else {
+            x
+        }
     })
 }
 

@@ -51,6 +51,8 @@ pub struct CpuMachine {
     pub gemm: gemm::GemmShape,
     /// fp16 × fp16 accumulates into f32 in one instruction (AArch64 `FMLAL`, `+fp16fml`).
     pub fmlal: bool,
+    /// Native fp16 fused multiply-add (AArch64 `+fullfp16`): `--accumulate=f16` uses it.
+    pub fp16_fma: bool,
 }
 
 /// The LLVM CPU backend for one target.
@@ -77,6 +79,7 @@ pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
         // 16 ymm registers: 6 × 2 accumulators, two B vectors, one broadcast A.
         gemm: gemm::GemmShape { mr: 6, nr: 16, lanes: 8 },
         fmlal: false,
+        fp16_fma: false,
     },
 };
 
@@ -95,6 +98,7 @@ pub static AARCH64: LlvmCpuBackend = LlvmCpuBackend {
         native_bf16: false,
         gemm: NEON_TILE,
         fmlal: true,
+        fp16_fma: true,
     },
 };
 
@@ -110,6 +114,7 @@ pub static AARCH64_BF16: LlvmCpuBackend = LlvmCpuBackend {
         native_bf16: true,
         gemm: NEON_TILE,
         fmlal: true,
+        fp16_fma: true,
     },
 };
 
@@ -175,7 +180,8 @@ impl LlvmCpuBackend {
         }
         if let KernelKind::Contraction(c) = &kernel.kind {
             if gemm::applies(program, c) {
-                let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, self.machine.gemm));
+                let shape = gemm::shape(&self.machine, c);
+                let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape));
                 let mut c = c.clone();
                 if gemm::widens_a(&self.machine, &c) {
                     // A in f32 in the kernel's temporary, then the tiles read it from there.
@@ -202,7 +208,7 @@ impl LlvmCpuBackend {
                 functions.push(f);
                 symbols.push(name);
                 let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
-                steps.push(Step { function: symbols.len() - 1, work: gemm::work(c, self.machine.gemm), cost, kernel: k, launch: None });
+                steps.push(Step { function: symbols.len() - 1, work: gemm::work(c, shape), cost, kernel: k, launch: None });
                 continue;
             }
         }

@@ -28,11 +28,12 @@ pub fn ptx_isa(sm: u32) -> &'static str {
 }
 
 /// The tensor-core shape a contraction runs on: a matmul or conv2d whose two inputs are the
-/// shape's input type and whose accumulator is one of its accumulators (f32 only: an f16
-/// accumulator would round differently from the reference's). Others run as SIMT code.
+/// shape's input type, accumulated in f32 (an f16 accumulator would round differently from the
+/// reference's; an fp16 contraction allowed to accumulate in f16, `--accumulate=f16`, still
+/// gets f32 here: more accurate at the same speed). Others run as SIMT code.
 pub fn tensor_core_shape(info: &TargetInfo, kernel: &Kernel) -> Option<&'static MmaShape> {
     let KernelKind::Contraction(c) = &kernel.kind else { return None };
-    if !matches!(c.kind, ContractionKind::MatMul | ContractionKind::Conv(_)) || c.acc != DType::F32 {
+    if !matches!(c.kind, ContractionKind::MatMul | ContractionKind::Conv(_)) || !matches!(c.acc, DType::F32 | DType::F16) {
         return None;
     }
     // The grid's y and z dimensions hold at most 65535 blocks.
