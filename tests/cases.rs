@@ -261,6 +261,33 @@ pub struct Case {
     pub tolerance: Tolerance,
 }
 
+impl Case {
+    /// What is wrong with a backend's results for this case (nothing: they match): bit for bit,
+    /// math functions within `math_ulps` (0: bit for bit), contractions within the reduction
+    /// tolerance.
+    pub fn failures(&self, got: Result<Vec<Tensor>, String>, want: &[Tensor], math_ulps: u64) -> Vec<String> {
+        let got = match got {
+            Ok(g) => g,
+            Err(e) => return vec![format!("{}: {e}", self.name)],
+        };
+        got.iter()
+            .zip(want)
+            .filter_map(|(a, b)| {
+                let r = match self.tolerance {
+                    Tolerance::Math if math_ulps > 0 => within_ulps(a, b, math_ulps),
+                    Tolerance::Exact | Tolerance::Math => same_bits(a, b),
+                    Tolerance::Contraction(k) => {
+                        let tol = contraction_tolerance(k, a.dtype().is_low_float());
+                        let err = crate::max_rel_to_peak(a, b);
+                        if err <= tol { Ok(()) } else { Err(format!("error {err:e} > {tol:e}")) }
+                    }
+                };
+                r.err().map(|e| format!("{}: {e}", self.name))
+            })
+            .collect()
+    }
+}
+
 /// Every elementwise op of the parity suites: the unary ops, the binary ops (comparisons
 /// included), a clamp and select.
 pub fn elementwise_ops() -> Vec<Op> {

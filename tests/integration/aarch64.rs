@@ -15,7 +15,7 @@ use f16c_dialect::{reference, Graph, Tensor, TensorType};
 use f16c_runtime::foreign::{self, Library};
 use f16c_runtime::npy;
 use f16c_compiler::backend::llvm_cpu::library::MATH_ULPS;
-use f16c_tests::cases::{contraction_tolerance, parity_cases, same_bits, within_ulps, Tolerance};
+use f16c_tests::cases::parity_cases;
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 
 /// How far a model accumulating in fp16 (`--accumulate=f16`) may be from the reference, relative
@@ -74,27 +74,7 @@ fn every_parity_case_matches_the_reference_under_qemu() {
     let mut failures = Vec::new();
     for (case, got) in cases.iter().zip(results) {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
-        let got = match got {
-            Ok(g) => g,
-            Err(e) => {
-                failures.push(format!("{}: {e}", case.name));
-                continue;
-            }
-        };
-        for (a, b) in got.iter().zip(&want) {
-            let r = match case.tolerance {
-                Tolerance::Exact => same_bits(a, b),
-                Tolerance::Math => within_ulps(a, b, MATH_ULPS),
-                Tolerance::Contraction(k) => {
-                    let tol = contraction_tolerance(k, a.dtype().is_low_float());
-                    let err = max_rel_to_peak(a, b);
-                    if err <= tol { Ok(()) } else { Err(format!("error {err:e} > {tol:e}")) }
-                }
-            };
-            if let Err(e) = r {
-                failures.push(format!("{}: {e}", case.name));
-            }
-        }
+        failures.extend(case.failures(got, &want, MATH_ULPS));
     }
     assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

@@ -12,7 +12,7 @@ use f16c_compiler::target::Target;
 use f16c_dialect::import::parse_file;
 use f16c_dialect::{reference, Graph, Tensor};
 use f16c_runtime::{loader, npy};
-use f16c_tests::cases::{contraction_tolerance, parity_cases, same_bits, Tolerance};
+use f16c_tests::cases::parity_cases;
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 
 fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
@@ -27,26 +27,7 @@ fn every_parity_case_matches_the_reference() {
     let mut failures = Vec::new();
     for case in parity_cases() {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
-        let got = match run(&case.graph, &case.inputs) {
-            Ok(g) => g,
-            Err(e) => {
-                failures.push(format!("{}: {e}", case.name));
-                continue;
-            }
-        };
-        for (a, b) in got.iter().zip(&want) {
-            let r = match case.tolerance {
-                Tolerance::Exact | Tolerance::Math => same_bits(a, b),
-                Tolerance::Contraction(k) => {
-                    let tol = contraction_tolerance(k, a.dtype().is_low_float());
-                    let err = max_rel_to_peak(a, b);
-                    if err <= tol { Ok(()) } else { Err(format!("error {err:e} > {tol:e}")) }
-                }
-            };
-            if let Err(e) = r {
-                failures.push(format!("{}: {e}", case.name));
-            }
-        }
+        failures.extend(case.failures(run(&case.graph, &case.inputs), &want, 0));
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

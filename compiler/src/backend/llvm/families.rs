@@ -24,6 +24,18 @@ use f16c_dialect::{DType, ReduceKind};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 
+/// Where a contraction tile lies ([`Ir::tile_at`]).
+pub struct TileAt<'ctx> {
+    /// The batch.
+    pub bi: IntValue<'ctx>,
+    /// The first row.
+    pub row0: IntValue<'ctx>,
+    /// The first column.
+    pub col0: IntValue<'ctx>,
+    /// The tile's rows, clamped to the matrix (rows past it compute and are not stored).
+    pub rows: Vec<IntValue<'ctx>>,
+}
+
 /// An A row of a matmul or conv2d tile ([`Ir::contraction_rows`]).
 #[derive(Clone, Copy)]
 pub struct ARow<'ctx> {
@@ -473,15 +485,8 @@ impl<'ctx> Ir<'ctx> {
     pub fn contraction_tile_item(&mut self, c: &Contraction, t: IntValue<'ctx>) -> Result<(), String> {
         let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
         let b = self.buffer(c.b.buffer.0);
-        let (tiles_m, tiles_n) = (c.m.div_ceil(TILE), c.n.div_ceil(TILE));
-        let tn = self.remi(t, tiles_n);
-        let rest = self.divi(t, tiles_n);
-        let tm = self.remi(rest, tiles_m);
-        let bi = self.divi(rest, tiles_m);
-        let (row0, col0) = (self.muli(tm, TILE), self.muli(tn, TILE));
-        let clamp = |ir: &Self, v: IntValue<'ctx>, len: usize| ir.smin(v, ir.i64(len as i64 - 1));
-        let rows: Vec<IntValue> = (0..TILE).map(|r| clamp(self, self.addi(row0, r as i64), c.m)).collect();
-        let cols: Vec<IntValue> = (0..TILE).map(|j| clamp(self, self.addi(col0, j as i64), c.n)).collect();
+        let TileAt { bi, row0, col0, rows } = self.tile_at(c, t, (TILE, TILE));
+        let cols: Vec<IntValue> = (0..TILE).map(|j| self.smin(self.addi(col0, j as i64), self.i64(c.n as i64 - 1))).collect();
         let init = self.reduce_init(f16c_dialect::ReduceKind::Sum, c.acc);
         let acc: Vec<Var<'ctx>> = (0..TILE * TILE).map(|_| self.var(init)).collect();
         let a_rows = self.contraction_rows(c, &rows, bi);
@@ -521,6 +526,18 @@ impl<'ctx> Ir<'ctx> {
             }
         });
         self.contraction_tile_finish(c, bi, row0, col0, (TILE, TILE), |ir, r, j| ir.get(acc[r * TILE + j]))
+    }
+
+    /// Where output tile `t` (of `batch × ⌈m/mr⌉ × ⌈n/nr⌉`, columns fastest) of `c` lies.
+    pub fn tile_at(&self, c: &Contraction, t: IntValue<'ctx>, (mr, nr): (usize, usize)) -> TileAt<'ctx> {
+        let (tiles_m, tiles_n) = (c.m.div_ceil(mr), c.n.div_ceil(nr));
+        let tn = self.remi(t, tiles_n);
+        let rest = self.divi(t, tiles_n);
+        let tm = self.remi(rest, tiles_m);
+        let bi = self.divi(rest, tiles_m);
+        let (row0, col0) = (self.muli(tm, mr), self.muli(tn, nr));
+        let rows = (0..mr).map(|r| self.smin(self.addi(row0, r as i64), self.i64(c.m as i64 - 1))).collect();
+        TileAt { bi, row0, col0, rows }
     }
 
     /// [`Ir::contraction_finish`] for every output of the `mr × nr` tile at (`row0`, `col0`) of

@@ -24,6 +24,7 @@
 //! and bit-identical for fp16 inputs, whose products are exact in f32.
 
 use super::CpuMachine;
+use crate::backend::llvm::families::TileAt;
 use crate::backend::llvm::{Built, Ir, Var};
 use crate::lower::{BufferKind, Contraction, ContractionKind, MatrixLayout, Program};
 use f16c_dialect::DType;
@@ -139,13 +140,9 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
     let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
-    let (tiles_m, panels) = (c.m.div_ceil(mr), c.n.div_ceil(nr));
-    let tn = ir.remi(t, panels);
-    let rest = ir.divi(t, panels);
-    let tm = ir.remi(rest, tiles_m);
-    let bi = ir.divi(rest, tiles_m);
-    let (row0, col0) = (ir.muli(tm, mr), ir.muli(tn, nr));
-    let rows: Vec<IntValue> = (0..mr).map(|r| ir.smin(ir.addi(row0, r as i64), ir.i64(c.m as i64 - 1))).collect();
+    let panels = c.n.div_ceil(nr);
+    let TileAt { bi, row0, col0, rows } = ir.tile_at(c, t, (mr, nr));
+    let tn = ir.divi(col0, nr);
     let a_rows = ir.contraction_rows(c, &rows, bi);
     let f16_acc = accumulates_f16(machine, c);
     let f32v = ir.cx.f32_type().vec_type(lanes as u32);

@@ -86,36 +86,20 @@ pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
 /// 32 NEON registers: 8 × 2 accumulators of four f32, the B row, the A values.
 const NEON_TILE: gemm::GemmShape = gemm::GemmShape { mr: 8, nr: 8, lanes: 4 };
 
+/// An AArch64 CPU with `features` (the runtime checks `requires`).
+const fn neon(features: &'static str, requires: &'static [&'static str], native_bf16: bool) -> CpuMachine {
+    CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features, requires, native_bf16, gemm: NEON_TILE, fmlal: true, fp16_fma: true }
+}
+
 /// AArch64 with fp16 arithmetic (ARMv8.2-A).
-pub static AARCH64: LlvmCpuBackend = LlvmCpuBackend {
-    target: Target::Aarch64 { bf16: false },
-    name: "llvm-aarch64",
-    machine: CpuMachine {
-        triple: "aarch64-unknown-linux-gnu",
-        cpu: "generic",
-        features: "+neon,+fullfp16,+fp16fml",
-        requires: &["fp16", "fhm"],
-        native_bf16: false,
-        gemm: NEON_TILE,
-        fmlal: true,
-        fp16_fma: true,
-    },
-};
+pub static AARCH64: LlvmCpuBackend =
+    LlvmCpuBackend { target: Target::Aarch64 { bf16: false }, name: "llvm-aarch64", machine: neon("+neon,+fullfp16,+fp16fml", &["fp16", "fhm"], false) };
 
 /// AArch64 with fp16 and bf16 (ARMv8.6-A `+bf16`).
 pub static AARCH64_BF16: LlvmCpuBackend = LlvmCpuBackend {
     target: Target::Aarch64 { bf16: true },
     name: "llvm-aarch64",
-    machine: CpuMachine {
-        triple: "aarch64-unknown-linux-gnu",
-        cpu: "generic",
-        features: "+neon,+fullfp16,+fp16fml,+bf16",
-        requires: &["fp16", "fhm", "bf16"],
-        native_bf16: true,
-        gemm: NEON_TILE,
-        fmlal: true,
-        fp16_fma: true,
-    },
+    machine: neon("+neon,+fullfp16,+fp16fml,+bf16", &["fp16", "fhm", "bf16"], true),
 };
 
 /// The backend for an AArch64 target.
