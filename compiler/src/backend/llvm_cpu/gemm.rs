@@ -230,7 +230,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
 }
 
 /// A vector of `ty` at element `at` of `base` (aligned to its elements only).
-fn load_vector<'ctx>(ir: &Ir<'ctx>, ty: VectorType<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32) -> VectorValue<'ctx> {
+pub(super) fn load_vector<'ctx>(ir: &Ir<'ctx>, ty: VectorType<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32) -> VectorValue<'ctx> {
     let p = ir.gep(ty.get_element_type().into_float_type().into(), base, at);
     let v = ir.b.build_load(ty, p, "").built();
     v.as_instruction_value().expect("a load").set_alignment(align).expect("a power of two");

@@ -17,6 +17,7 @@
 //! Not yet (issue 12): register-blocked NEON and AVX-512 contraction micro-kernels (a contraction
 //! is a 4×4 register tile per work item, [`super::llvm::families::TILE`]) and `--accumulate=f16`.
 
+pub mod depthwise;
 pub mod gemm;
 pub mod library;
 
@@ -163,6 +164,17 @@ impl LlvmCpuBackend {
             layout.scratch(Ir::rows_temp_bytes(r));
         }
         if let KernelKind::Contraction(c) = &kernel.kind {
+            let lanes = depthwise::lanes(&self.machine, c);
+            if depthwise::applies(c, lanes) {
+                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+                let f16_acc = depthwise::accumulates_f16(&self.machine, c);
+                let f = items_function(&mut ir, &name, |ir, i, _| depthwise::item(ir, c, lanes, f16_acc, i)).map_err(|m| codegen(Some(kernel), m))?;
+                functions.push(f);
+                symbols.push(name);
+                let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
+                steps.push(Step { function: symbols.len() - 1, work: depthwise::work(c, lanes), cost, kernel: k, launch: None });
+                continue;
+            }
             if gemm::applies(program, c) {
                 let shape = gemm::shape(&self.machine, c);
                 let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape));

@@ -1,0 +1,111 @@
+//! Depthwise convolution on a CPU, vectorised across channels. NHWC keeps a pixel's channels
+//! contiguous in the input, the weight and the output, so a work item is one output pixel and
+//! one block of `lanes` channels: for each tap in the reference's order (`ky`, then `kx`) it
+//! loads a vector of input channels and one of weights, multiplies and adds into an f32 vector
+//! (multiply then add, as the reference does: each output is the reference's sequence, bit for
+//! bit), then [`Ir::contraction_finish`] per channel. When the channels do not fill the last
+//! block, that block starts `lanes` before the end (overlapping the one before it) and stores
+//! only the channels no other block stores. With `--accumulate=f16` on a machine with fp16
+//! arithmetic, the vectors are eight fp16 lanes with FMA (the fast mode). (The shared per-output code computes one channel
+//! at a time with scalar loads under the taps' bounds checks, which nothing vectorises.)
+
+use crate::backend::llvm::{Built, Ir, Var};
+use crate::lower::{Contraction, ContractionKind};
+use f16c_dialect::DType;
+use inkwell::values::IntValue;
+use inkwell::IntPredicate;
+
+/// Whether `c` runs here with vectors of `lanes` f32: a depthwise convolution with one output
+/// channel per input channel, at least `lanes` of them, and float data.
+pub fn applies(c: &Contraction, lanes: usize) -> bool {
+    let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+    match &c.kind {
+        ContractionKind::Depthwise(g) => {
+            g.oc == g.ic && g.oc >= lanes && float(c.a.ty.dtype) && float(c.b.ty.dtype) && matches!(c.acc, DType::F32 | DType::F16)
+        }
+        _ => false,
+    }
+}
+
+/// Work items: output pixels × channel blocks.
+pub fn work(c: &Contraction, lanes: usize) -> usize {
+    c.m * c.n.div_ceil(lanes)
+}
+
+/// Whether `c` accumulates in fp16 on `machine` (`--accumulate=f16`: eight lanes of fp16 FMA).
+pub fn accumulates_f16(machine: &super::CpuMachine, c: &Contraction) -> bool {
+    machine.fp16_fma && c.acc == DType::F16 && c.a.ty.dtype == DType::F16 && c.b.ty.dtype == DType::F16
+}
+
+/// The vector width `c` runs with on `machine`: f32 lanes, or eight fp16 lanes when it
+/// accumulates in fp16.
+pub fn lanes(machine: &super::CpuMachine, c: &Contraction) -> usize {
+    if accumulates_f16(machine, c) {
+        8
+    } else {
+        machine.gemm.lanes
+    }
+}
+
+/// Item `i` of `c`: pixel `i / blocks`, channel block `i % blocks`; in fp16 vectors with FMA
+/// when `f16_acc`.
+pub fn item<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, lanes: usize, f16_acc: bool, i: IntValue<'ctx>) -> Result<(), String> {
+    let ContractionKind::Depthwise(g) = &c.kind else { return Err("not a depthwise convolution".into()) };
+    let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
+    let (a, b) = (ir.buffer(c.a.buffer.0), ir.buffer(c.b.buffer.0));
+    let blocks = g.oc.div_ceil(lanes);
+    let (p, blk) = (ir.divi(i, blocks), ir.remi(i, blocks));
+    // The block's first channel, pulled back so that the last block ends at the last channel.
+    let c0 = ir.smin(ir.muli(blk, lanes), ir.i64((g.oc - lanes) as i64));
+    let (ox, oy, bi) = (ir.remi(p, g.ow), ir.remi(ir.divi(p, g.ow), g.oh), ir.divi(p, g.ow * g.oh));
+    let f32v = ir.cx.f32_type().vec_type(lanes as u32);
+    let h8 = ir.cx.f16_type().vec_type(8);
+    let acc: Var<'ctx> = ir.var(if f16_acc { h8.const_zero().into() } else { f32v.const_zero().into() });
+    let vector = |ir: &mut Ir<'ctx>, d: DType, base, at| {
+        let ty = ir.storage(d).into_float_type().vec_type(lanes as u32);
+        let v = super::gemm::load_vector(ir, ty, base, at, d.byte_size() as u32);
+        if d == DType::F32 || f16_acc {
+            v
+        } else {
+            ir.b.build_float_ext(v, f32v, "").built()
+        }
+    };
+    for ky in 0..g.kh {
+        let y = ir.addi(ir.muli(oy, g.stride[0]), (ky * g.dilation[0]) as i64 - g.pad[0] as i64);
+        for kx in 0..g.kw {
+            let x = ir.addi(ir.muli(ox, g.stride[1]), (kx * g.dilation[1]) as i64 - g.pad[2] as i64);
+            let inside = ir.and(ir.in_range(y, g.ih), ir.in_range(x, g.iw));
+            let g = g.clone();
+            ir.if_then(inside, |ir| {
+                let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g.ih), y), g.iw), x);
+                let xv = vector(ir, da, a, ir.add(ir.muli(pix, g.ic), c0));
+                let wv = vector(ir, db, b, ir.addi(c0, ((ky * g.kw + kx) * g.oc) as i64));
+                let sum = if f16_acc {
+                    ir.intrinsic("llvm.fma.v8f16", h8.into(), &[xv.into(), wv.into(), ir.get(acc)])
+                } else {
+                    let prod = ir.b.build_float_mul(xv, wv, "").built();
+                    ir.b.build_float_add(ir.get(acc).into_vector_value(), prod, "").built().into()
+                };
+                ir.set(acc, sum);
+            });
+        }
+    }
+    // Channels below `first` belong to the block before (only the last block overlaps it).
+    let first = ir.muli(blk, lanes);
+    let mut failure = Ok(());
+    for j in 0..lanes {
+        let ch = ir.addi(c0, j as i64);
+        let mine = ir.icmp(IntPredicate::SGE, ch, first);
+        ir.if_then(mine, |ir| {
+            let v = ir.get(acc).into_vector_value();
+            let mut x = ir.b.build_extract_element(v, ir.i64(j as i64), "").built();
+            if f16_acc {
+                x = ir.b.build_float_ext(x.into_float_value(), ir.cx.f32_type(), "").built().into();
+            }
+            if let Err(e) = ir.contraction_finish(c, x, p, ch) {
+                failure = Err(e);
+            }
+        });
+    }
+    failure
+}
