@@ -14,7 +14,7 @@
 // DW: fcvtl v{{[0-9]+}}.4s, v{{[0-9]+}}.4h
 // DW: fmul v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.4s
 // DW: fadd v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.4s
-// DW-LABEL: f16c_k7_transpose:
+// DW-LABEL: f16c_k7_transpose_0:
 // RUN: %f16c run %s --target=aarch64 --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.a0.npy --output %t.a1.npy
 // RUN: %f16c run %s --target=reference --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.r0.npy --output %t.r1.npy
 // RUN: cmp %t.a0.npy %t.r0.npy
