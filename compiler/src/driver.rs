@@ -143,13 +143,21 @@ pub fn lower_for(g: &Graph, backend: &dyn Backend) -> Result<Program, Diagnostic
 }
 
 /// The backend called `name` for `target` (`None`: the target's default, [`backend::lookup`]).
-/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`; `llvm` is also the
-/// (only) backend of AArch64.
-pub fn backend_named(target: Target, name: Option<&str>) -> Result<&'static dyn Backend, Diagnostics> {
+/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`, for the CPU level `cpu`
+/// (`native` when `None`: [`backend::llvm_cpu::X86_CPUS`]); `llvm` is also the (only) backend of
+/// AArch64.
+pub fn backend_named(target: Target, name: Option<&str>, cpu: Option<&str>) -> Result<&'static dyn Backend, Diagnostics> {
+    let error = |m: String| Err(Diagnostics::single(Diagnostic::error(Location::unknown(), m)));
+    if cpu.is_some() && !(target == Target::X86_64 && name == Some("llvm")) {
+        return error(format!("--cpu chooses the x86-64 level of --backend=llvm, not of {target}{}", name.map_or(String::new(), |n| format!(" --backend={n}"))));
+    }
     match (target, name) {
         (_, None) => backend_for(target),
         #[cfg(feature = "llvm")]
-        (Target::X86_64, Some("llvm")) => Ok(&backend::llvm_cpu::X86_64),
+        (Target::X86_64, Some("llvm")) => match backend::llvm_cpu::x86_64(cpu.unwrap_or("native")) {
+            Some(b) => Ok(b),
+            None => error(format!("--cpu={}: not an x86-64 level f16c knows ({})", cpu.unwrap_or(""), backend::llvm_cpu::X86_CPUS.join(", "))),
+        },
         #[cfg(feature = "llvm")]
         (Target::Aarch64 { .. }, Some("llvm")) => backend_for(target),
         (Target::X86_64, Some("cranelift")) => backend_for(target),

@@ -1,6 +1,6 @@
-// --target=x86_64 --backend=llvm: the LLVM x86-64 backend (a first step: the shared LLVM
-// emitter's kernels in the CPU ABI, one work item at a time). fp16 is converted with F16C
-// instructions; math functions are called through the runtime's table (rt), so results are the
+// --target=x86_64 --backend=llvm: the LLVM x86-64 backend (the shared LLVM emitter's kernels
+// in the CPU ABI; x86_64-llvm-gemm.mlir shows its contraction micro-kernel). fp16 is converted
+// with F16C instructions; math functions are called through the runtime's table (rt), so results are the
 // reference interpreter's bits; the artifact runs in f16c-run like Cranelift's.
 // RUN: %f16c compile %s --target=x86_64 --backend=llvm --emit=asm | FileCheck %s
 // RUN: %f16c compile %s --target=x86_64 --backend=llvm --emit=llvm | FileCheck %s --check-prefix=IR

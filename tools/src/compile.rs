@@ -67,6 +67,7 @@ pub fn command() -> Command {
                 .value_parser(["cranelift", "llvm"])
                 .help("Code generator for --target=x86_64: cranelift (default) or llvm"),
         )
+        .arg(crate::cpu_arg())
         .arg(Arg::new("function").long("function").value_name("NAME").help("The function to compile to an artifact (default: the only one, or 'forward')"))
         .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"));
     precision::args(c, "fp16", true)
@@ -84,7 +85,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     // Fail before any work when the target has no code generator.
     let backend_name = m.get_one::<String>("backend").map(String::as_str);
     let backend = if emit.is_none() || code_form.is_some() {
-        match driver::backend_named(target, backend_name) {
+        match driver::backend_named(target, backend_name, m.get_one::<String>("cpu").map(String::as_str)) {
             Ok(b) => Some(b),
             Err(d) => return Ok(crate::report(&d, "")),
         }

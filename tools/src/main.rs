@@ -80,6 +80,15 @@ fn read_input(path: &str) -> anyhow::Result<(String, String)> {
     }
 }
 
+/// `--cpu`: the x86-64 level of `--backend=llvm`.
+fn cpu_arg() -> Arg {
+    Arg::new("cpu")
+        .long("cpu")
+        .value_name("LEVEL")
+        .value_parser(clap::builder::PossibleValuesParser::new(f16c_compiler::backend::llvm_cpu::X86_CPUS))
+        .help("x86-64 level of --backend=llvm: native (default: x86-64-v4 when this machine has AVX-512, else x86-64-v3), x86-64-v3 (AVX2, FMA, F16C) or x86-64-v4 (AVX-512)")
+}
+
 /// `--flag` switch.
 fn switch(name: &'static str, help: &'static str) -> Arg {
     Arg::new(name).long(name).action(ArgAction::SetTrue).help(help)

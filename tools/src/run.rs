@@ -45,8 +45,9 @@ pub fn command() -> Command {
                 .long("backend")
                 .value_name("NAME")
                 .value_parser(["cranelift", "llvm"])
-                .help("Code generator for --target=x86_64: cranelift (the JIT, default) or llvm (ahead of time, a first step)"),
+                .help("Code generator for --target=x86_64: cranelift (the JIT, default) or llvm (ahead of time)"),
         )
+        .arg(crate::cpu_arg())
         .arg(
             Arg::new("threads")
                 .long("threads")
@@ -120,7 +121,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     } else {
         // Ahead of time (a GPU, or --backend=llvm): the artifact f16c compile -o would write,
         // loaded as f16c-run loads it.
-        let artifact = match f16c_compiler::driver::backend_named(target_value, backend_name).and_then(|b| f16c_compiler::driver::artifact_with(g, b)) {
+        let artifact = match f16c_compiler::driver::backend_named(target_value, backend_name, m.get_one::<String>("cpu").map(String::as_str)).and_then(|b| f16c_compiler::driver::artifact_with(g, b)) {
             Ok(a) => a,
             Err(d) => return Ok(crate::report(&d, &source)),
         };

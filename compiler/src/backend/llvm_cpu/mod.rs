@@ -84,6 +84,50 @@ pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
     },
 };
 
+/// x86-64 with AVX-512 (`x86-64-v4`: AVX-512 F/BW/DQ/VL), 32 zmm registers: 12 × 2 accumulators
+/// of sixteen f32, two B vectors, one broadcast A.
+pub static X86_64_V4: LlvmCpuBackend = LlvmCpuBackend {
+    target: Target::X86_64,
+    name: "llvm-x86_64",
+    machine: CpuMachine {
+        triple: "x86_64-unknown-linux-gnu",
+        cpu: "x86-64-v4",
+        features: "",
+        requires: &[
+            "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
+        ],
+        native_bf16: false,
+        gemm: gemm::GemmShape { mr: 12, nr: 32, lanes: 16 },
+        fmlal: false,
+        fp16_fma: false,
+    },
+};
+
+/// The x86-64 CPU levels `--cpu` names, and their backends.
+pub const X86_CPUS: &[&str] = &["native", "x86-64-v3", "x86-64-v4"];
+
+/// The LLVM x86-64 backend for `cpu` (one of [`X86_CPUS`]): `native` is `x86-64-v4` when this
+/// machine has AVX-512 F/BW/DQ/VL, else `x86-64-v3`.
+pub fn x86_64(cpu: &str) -> Option<&'static LlvmCpuBackend> {
+    match cpu {
+        "x86-64-v3" => Some(&X86_64),
+        "x86-64-v4" => Some(&X86_64_V4),
+        "native" => Some(if host_has_avx512() { &X86_64_V4 } else { &X86_64 }),
+        _ => None,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn host_has_avx512() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_has_avx512() -> bool {
+    false
+}
+
 /// 32 NEON registers: 8 × 2 accumulators of four f32, the B row, the A values.
 const NEON_TILE: gemm::GemmShape = gemm::GemmShape { mr: 8, nr: 8, lanes: 4 };
 
