@@ -8,6 +8,13 @@
 // RUN: %f16c compile %s --target=aarch64 --emit=llvm | FileCheck %s --check-prefix=IR
 // RUN: %f16c compile %s --target=aarch64+bf16 --function=g --emit=asm | FileCheck %s --check-prefix=BF16
 // RUN: %f16c compile %s --target=aarch64 --function=g --emit=asm | FileCheck %s --check-prefix=NOBF16
+// A library (and its header) holds one function, chosen as for the artifact; bf16 crosses the
+// C boundary as float.
+// RUN: not %f16c compile %s --target=aarch64 --emit=lib -o %t.so 2>&1 | FileCheck %s --check-prefix=WHICH
+// RUN: %f16c compile %s --target=aarch64+bf16 --function=g --emit=header | FileCheck %s --check-prefix=HEADER
+// WHICH: error: {{.*}}aarch64.mlir: no function (functions: f, g); choose one with --function
+// HEADER: /* OUTPUT 0: 3 bf16, bf16 inside: returned as float (exactly) */
+// HEADER: int32_t g_run(const float *in0, float *out0);
 // A depthwise convolution runs four channels per vector (multiply then add, as the reference).
 // RUN: %f16c compile %models/depthwise_block.tosa.mlir --target=aarch64 --precision=fp16 --emit=asm | FileCheck %s --check-prefix=DW
 // DW-LABEL: f16c_k6_depthwise_conv2d:

@@ -18,26 +18,34 @@ pub fn command() -> Command {
         .about("Compile a model: canonicalize, assign precision, insert casts, lower, generate code")
         .after_help(
             "Without --emit, writes a loadable artifact to -o FILE: one file with the code (a shared\n\
-             object for x86_64, PTX for sm_XX), the converted weights and a manifest (target, argument\n\
-             and result types, buffer layout, kernel schedule or GPU launches). f16c-run runs it without\n\
-             the compiler (GPU artifacts through the CUDA driver).\n\n\
+             object for x86_64 and aarch64, PTX for sm_XX), the converted weights and a manifest\n\
+             (target, argument and result types, buffer layout, kernel schedule or GPU launches).\n\
+             f16c-run runs it without the compiler (GPU artifacts through the CUDA driver, aarch64\n\
+             artifacts on an AArch64 machine).\n\n\
              Emit forms:\n  mlir     the mixed-precision TOSA MLIR (valid for mlir-opt)\n  \
              report   per op: precision, accumulator, deciding rule, casts, weight bytes (--report-format=table|json)\n  \
              dot      the graph coloured by precision, casts marked (Graphviz: dot -Tsvg)\n  \
              kernels  the lowered program: every kernel (family, shapes, types, fused ops, buffers) and the buffer plan\n  \
              clif     the Cranelift IR of every kernel (--target=x86_64), after a header with the kernels,\n           \
              the buffer plan's peak and its liveness lower bound, and the weight bytes\n  \
-             asm      the host machine code of every kernel (--target=x86_64)\n  \
-             obj      the relocatable object file of the kernels (--target=x86_64; binary, needs -o)\n  \
+             asm      the machine code of every kernel (x86_64, aarch64)\n  \
+             obj      the relocatable object file of the kernels (x86_64, aarch64; binary, needs -o)\n  \
+             lib      a standalone shared library: the kernels, the weights and a plain C entry point\n           \
+             (f32 in, f32 out, casts inside) that C programs call without f16c (aarch64, or\n           \
+             x86_64 with --backend=llvm; binary, needs -o)\n  \
+             header   the C header of --emit=lib: NAME_run(in0.., out0..), NAME_run_v, element counts\n  \
              ptx      the PTX of every kernel (--target=sm_XX), after a header with each launch\n  \
-             llvm     the optimised LLVM IR (sm_XX, or x86_64 with --backend=llvm)\n\n\
-             Targets: x86_64 (Cranelift; --backend=llvm for the LLVM x86-64 backend, a first step:\n\
-             scalar kernels, for checking the LLVM emitter), sm_70 sm_75 sm_80 sm_86 sm_89 sm_90 (LLVM\n\
-             NVPTX, matmul/conv on tensor cores), aarch64 (precision legality only: no code generator\n\
-             yet); reference (the default) is the interpreter and generates no code.\n\n\
+             llvm     the optimised LLVM IR (sm_XX, aarch64, or x86_64 with --backend=llvm)\n\n\
+             Targets: x86_64 (Cranelift; --backend=llvm for the LLVM x86-64 backend, --cpu for its\n\
+             level), sm_70 sm_75 sm_80 sm_86 sm_89 sm_90 (LLVM NVPTX, matmul/conv on tensor cores),\n\
+             aarch64 (LLVM, ARMv8.2-A fp16 NEON; aarch64+bf16 adds ARMv8.6 bf16); reference (the\n\
+             default) is the interpreter and generates no code. --accumulate=f16 lets fp16\n\
+             contractions sum in fp16 (fast on aarch64, less accurate; the report says so).\n\n\
              Examples:\n  f16c compile net.mlir --target=x86_64 --precision=fp16 -o net.f16c && f16c-run net.f16c --input x.npy\n  \
              f16c compile net.mlir --target=sm_80 --precision=fp16 -o net.f16c   # run with f16c-run on a GPU\n  \
              f16c compile net.mlir --target=sm_70 --precision=fp16 --emit=ptx\n  \
+             f16c compile net.mlir --target=aarch64 --precision=fp16 --emit=lib -o libnet.so\n  \
+             f16c compile net.mlir --target=aarch64 --precision=fp16 --emit=header -o net.h\n  \
              f16c compile net.mlir --target=sm_70 --precision=fp16 --emit=report\n  \
              f16c compile net.mlir --target=x86_64 --precision=fp16 --emit=kernels\n  \
              f16c compile net.mlir --policy=my-policy.toml --print-policy\n  \
@@ -142,7 +150,14 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         Some(form) => {
             let form = Emit::parse(form).expect("clap checked the spelling");
             let mut bytes = Vec::new();
-            for g in &module.functions {
+            // Text forms show every function; a binary (an object, a library) and the library's
+            // header hold one, chosen as for the artifact.
+            let functions: Vec<&f16c_dialect::Graph> = if form.is_text() && form != Emit::Header {
+                module.functions.iter().collect()
+            } else {
+                vec![&module.functions[crate::choose_function(&module, m, &file)?]]
+            };
+            for g in functions {
                 match driver::emit_with(g, backend.expect("looked up above"), form) {
                     Ok(b) => bytes.extend(b),
                     Err(d) => return Ok(crate::report(&d, &source)),

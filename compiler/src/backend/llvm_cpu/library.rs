@@ -104,7 +104,11 @@ pub fn header(program: &Program, target: Target) -> String {
     for (role, list, qual) in [("INPUT", &program.inputs, "const "), ("OUTPUT", &program.outputs, "")] {
         for (i, o) in list.iter().enumerate() {
             let d = o.ty.dtype;
-            let how = if d.is_low_float() { format!(", {d} inside: passed as float, rounded to nearest even") } else { String::new() };
+            let how = match (d.is_low_float(), role) {
+                (false, _) => String::new(),
+                (true, "INPUT") => format!(", {d} inside: passed as float, rounded to {d} (nearest even)"),
+                (true, _) => format!(", {d} inside: returned as float (exactly)"),
+            };
             h.push_str(&format!("/* {role} {i}: {} {d}{how} */\n", shape(&o.ty.shape)));
             h.push_str(&format!("#define {upper}_{role}{i}_ELEMENTS {}\n", o.ty.num_elements()));
             params.push(format!("{qual}{} *{}{i}", c_type(d), if role == "INPUT" { "in" } else { "out" }));
