@@ -337,6 +337,38 @@ fn dname(d: DType) -> String {
     d.to_string()
 }
 
+/// Every elementwise op in f32, f16 and bf16 at each size of `sizes` (binary ops and select at 17
+/// with a broadcast operand), through `add`.
+fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String, Graph, &mut Rng, f32, f32, Tolerance)) {
+    let math = |op: &Op| matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf) | Op::Binary(BinaryOp::Pow));
+    for op in &elementwise_ops() {
+        for d in FLOATS {
+            for &n in sizes {
+                let bc = if matches!(op, Op::Binary(_) | Op::Select) && n == 17 { 1 } else { 0 };
+                let g = elementwise_graph(op, d, n, bc);
+                let tol = if math(op) { Tolerance::Math } else { Tolerance::Exact };
+                // Positive inputs for log, rsqrt and pow (a negative base is NaN on both sides).
+                let lo = if matches!(op, Op::Unary(UnaryOp::Log | UnaryOp::Rsqrt) | Op::Binary(BinaryOp::Pow)) { 0.01 } else { -8.0 };
+                add(format!("{}_{}_n{n}_bc{bc}", op.mlir_name().trim_start_matches("tosa."), dname(d)), g, rng, lo, 8.0, tol);
+            }
+        }
+    }
+}
+
+/// The sizes around CPU vector widths that [`parity_cases`] leaves out (4 f32 or 8 fp16 lanes
+/// of NEON, 8 f32 of AVX2, and one more or less): every elementwise op at 3, 8, 9, 15 and 33
+/// elements, for the CPU backends' vector loops and their tails.
+pub fn vector_edge_cases() -> Vec<Case> {
+    let mut rng = Rng(78);
+    let mut cases = Vec::new();
+    let mut add = |name: String, graph: Graph, rng: &mut Rng, lo: f32, hi: f32, tolerance: Tolerance| {
+        let inputs = inputs_for(&graph, rng, lo, hi);
+        cases.push(Case { name, graph, inputs, tolerance });
+    };
+    elementwise_cases(&[3, 8, 9, 15, 33], &mut rng, &mut add);
+    cases
+}
+
 /// The parity suite every GPU-style backend compiles (and, on a GPU, runs): each op family in
 /// f32, f16 and bf16 at sizes that hit WMMA tile edges (15/16/17, 33, a large odd one).
 pub fn parity_cases() -> Vec<Case> {
@@ -346,20 +378,7 @@ pub fn parity_cases() -> Vec<Case> {
         let inputs = inputs_for(&graph, rng, lo, hi);
         cases.push(Case { name, graph, inputs, tolerance });
     };
-    let math = |op: &Op| matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf) | Op::Binary(BinaryOp::Pow));
-    let ops = elementwise_ops();
-    for op in &ops {
-        for d in FLOATS {
-            for n in [1, 7, 16, 17, 1031] {
-                let bc = if matches!(op, Op::Binary(_) | Op::Select) && n == 17 { 1 } else { 0 };
-                let g = elementwise_graph(op, d, n, bc);
-                let tol = if math(op) { Tolerance::Math } else { Tolerance::Exact };
-                // Positive inputs for log, rsqrt and pow (a negative base is NaN on both sides).
-                let lo = if matches!(op, Op::Unary(UnaryOp::Log | UnaryOp::Rsqrt) | Op::Binary(BinaryOp::Pow)) { 0.01 } else { -8.0 };
-                add(format!("{}_{}_n{n}_bc{bc}", op.mlir_name().trim_start_matches("tosa."), dname(d)), g, &mut rng, lo, 8.0, tol);
-            }
-        }
-    }
+    elementwise_cases(&[1, 7, 16, 17, 1031], &mut rng, &mut add);
     for d in FLOATS {
         for n in [1, 17, 33] {
             let shape = [2, n, 5];

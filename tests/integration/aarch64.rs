@@ -1,5 +1,5 @@
 //! The LLVM AArch64 backend, run under `qemu-aarch64 -cpu max` on this x86 machine: every
-//! parity case and every shared model compiled to a standalone library (`--emit=lib`) and run
+//! parity case (and every elementwise op at the sizes around vector widths) and every shared model compiled to a standalone library (`--emit=lib`) and run
 //! through its C entry point by the runtime's C driver ([`f16c_runtime::foreign`]), compared
 //! with the reference interpreter under the contract. bf16 cases compile for `aarch64+bf16`
 //! (`bfcvt`), the rest for `aarch64` (`+fullfp16`: native half arithmetic). The same library
@@ -15,7 +15,7 @@ use f16c_dialect::{reference, Graph, Tensor, TensorType};
 use f16c_runtime::foreign::{self, Library};
 use f16c_runtime::npy;
 use f16c_compiler::backend::llvm_cpu::library::MATH_ULPS;
-use f16c_tests::cases::parity_cases;
+use f16c_tests::cases::{parity_cases, vector_edge_cases};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 
 /// How far a model accumulating in fp16 (`--accumulate=f16`) may be from the reference, relative
@@ -68,7 +68,8 @@ fn backend_for(case: &str) -> &'static LlvmCpuBackend {
 
 #[test]
 fn every_parity_case_matches_the_reference_under_qemu() {
-    let cases = parity_cases();
+    let mut cases = parity_cases();
+    cases.extend(vector_edge_cases());
     let graphs: Vec<_> = cases.iter().map(|c| (&c.graph, c.inputs.as_slice(), backend_for(&c.name))).collect();
     let results = run_all("aarch64", &graphs);
     let mut failures = Vec::new();

@@ -12,7 +12,7 @@ use f16c_compiler::target::Target;
 use f16c_dialect::import::parse_file;
 use f16c_dialect::{reference, Graph, Tensor};
 use f16c_runtime::{loader, npy};
-use f16c_tests::cases::parity_cases;
+use f16c_tests::cases::{parity_cases, vector_edge_cases};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 
 fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
@@ -25,7 +25,7 @@ fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
 #[test]
 fn every_parity_case_matches_the_reference() {
     let mut failures = Vec::new();
-    for case in parity_cases() {
+    for case in parity_cases().into_iter().chain(vector_edge_cases()) {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
         failures.extend(case.failures(run(&case.graph, &case.inputs), &want, 0));
     }
