@@ -20,4 +20,4 @@ pub mod tensor;
 pub mod types;
 
 pub use tensor::{Data, Tensor};
-pub use types::{DType, TensorType, ValueType};
+pub use types::{max_tensor_bytes, set_max_tensor_bytes, DType, TensorType, ValueType};

@@ -178,6 +178,37 @@ pub enum TypeParseError {
     UnsupportedElement(String),
     /// Something that is not a tensor or shape type at all.
     NotATensor,
+    /// A tensor larger than [`max_tensor_bytes`] (`bytes`: `None` when its size does not
+    /// even fit in 128 bits).
+    TooLarge {
+        /// Its size in bytes.
+        bytes: Option<u128>,
+        /// The limit it exceeds.
+        limit: u64,
+    },
+}
+
+/// The default of [`max_tensor_bytes`]: 8 GiB.
+pub const DEFAULT_MAX_TENSOR_BYTES: u64 = 8 << 30;
+
+/// The limit set by [`set_max_tensor_bytes`] (0: not set).
+static MAX_TENSOR_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The largest tensor type f16c accepts, in bytes: the value given to
+/// [`set_max_tensor_bytes`] (`f16c --max-tensor-bytes=N`), else the environment variable
+/// `F16C_MAX_TENSOR_BYTES`, else [`DEFAULT_MAX_TENSOR_BYTES`]. Every type is checked when it is
+/// parsed, before anything of its size is allocated, so a static shape that MLIR accepts but
+/// no machine could hold (a splat constant of 2⁶³ elements, a pad to 40 GB) is a located error.
+pub fn max_tensor_bytes() -> u64 {
+    match MAX_TENSOR_BYTES.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => std::env::var("F16C_MAX_TENSOR_BYTES").ok().and_then(|v| v.trim().parse().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_TENSOR_BYTES),
+        n => n,
+    }
+}
+
+/// Sets [`max_tensor_bytes`] for this process (0 restores the default).
+pub fn set_max_tensor_bytes(bytes: u64) {
+    MAX_TENSOR_BYTES.store(bytes, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl ValueType {
@@ -208,6 +239,11 @@ impl ValueType {
             shape.push(p.parse().map_err(|_| TypeParseError::NotATensor)?);
         }
         let dtype = DType::from_mlir(elem).ok_or_else(|| TypeParseError::UnsupportedElement(elem.to_string()))?;
+        let bytes = shape.iter().try_fold(dtype.byte_size() as u128, |b, &d: &usize| b.checked_mul(d as u128));
+        let limit = max_tensor_bytes();
+        if bytes.is_none_or(|b| b > limit as u128) {
+            return Err(TypeParseError::TooLarge { bytes, limit });
+        }
         Ok(ValueType::Tensor(TensorType { dtype, shape }))
     }
 }
@@ -229,5 +265,16 @@ mod tests {
         assert_eq!(ValueType::parse("tensor<*xf32>"), Err(TypeParseError::Dynamic));
         assert_eq!(ValueType::parse("tensor<3xi16>"), Err(TypeParseError::UnsupportedElement("i16".into())));
         assert_eq!(ValueType::parse("memref<3xf32>"), Err(TypeParseError::NotATensor));
+    }
+
+    #[test]
+    fn sizes_beyond_the_limit_or_beyond_128_bits_are_refused() {
+        let limit = max_tensor_bytes();
+        assert!(ValueType::parse("tensor<1024x1024x1024xf32>").is_ok());
+        assert_eq!(ValueType::parse("tensor<100000x100000xf32>"), Err(TypeParseError::TooLarge { bytes: Some(40_000_000_000), limit }));
+        let huge = format!("tensor<{0}x{0}x{0}xf32>", u64::MAX);
+        assert_eq!(ValueType::parse(&huge), Err(TypeParseError::TooLarge { bytes: None, limit }));
+        // An empty tensor is fine whatever its other dimensions.
+        assert!(ValueType::parse(&format!("tensor<0x{}xf32>", u64::MAX)).is_ok());
     }
 }

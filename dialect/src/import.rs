@@ -317,6 +317,12 @@ fn type_error_text(text: &str, e: Option<TypeParseError>) -> String {
         Some(TypeParseError::UnsupportedElement(el)) => {
             format!("element type '{el}' in '{text}' is not supported by f16c (f32, f16, bf16, f64, i1, i8, i32, i64)")
         }
+        Some(TypeParseError::TooLarge { bytes, limit }) => {
+            let size = bytes.map_or_else(|| "more than 2^128 bytes".to_string(), |b| format!("{b} bytes ({:.1} GiB)", b as f64 / (1u64 << 30) as f64));
+            format!(
+                "'{text}' is {size}, more than f16c's limit of {limit} bytes per tensor (raise it with --max-tensor-bytes=N or F16C_MAX_TENSOR_BYTES)"
+            )
+        }
         _ => format!("type '{text}' is not supported by f16c (ranked tensors and !tosa.shape only)"),
     }
 }

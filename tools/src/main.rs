@@ -19,6 +19,14 @@ fn cli() -> Command {
         .version(env!("CARGO_PKG_VERSION"))
         .subcommand_required(true)
         .arg_required_else_help(true)
+        .arg(
+            Arg::new("max-tensor-bytes")
+                .long("max-tensor-bytes")
+                .value_name("N")
+                .global(true)
+                .value_parser(clap::value_parser!(u64).range(1..))
+                .help("Largest tensor f16c accepts, in bytes (default 8 GiB, or $F16C_MAX_TENSOR_BYTES): a larger static shape is a located error before anything is allocated"),
+        )
         .subcommand(compile::command())
         .subcommand(check::command())
         .subcommand(opt::command())
@@ -45,6 +53,9 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
+    if let Some(&n) = matches.get_one::<u64>("max-tensor-bytes") {
+        f16c_core::set_max_tensor_bytes(n);
+    }
     let result = match matches.subcommand() {
         Some(("compile", m)) => compile::main(m),
         Some(("check", m)) => check::main(m),
