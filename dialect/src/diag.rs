@@ -117,9 +117,19 @@ impl Diagnostic {
         }
         if let (Some(src), Some((_, line, col))) = (source, &self.location.file) {
             if let Some(text) = src.lines().nth((*line as usize).saturating_sub(1)) {
-                out.push_str(text);
+                // A long line (a weight on one line, a generated file) is shown as a window of
+                // [`SHOWN`] characters around the column, marked with "...".
+                const SHOWN: usize = 160;
+                let chars: Vec<char> = text.chars().collect();
+                let col = (*col as usize).saturating_sub(1).min(chars.len());
+                let start = if chars.len() <= SHOWN { 0 } else { col.saturating_sub(SHOWN / 2).min(chars.len() - SHOWN) };
+                let end = (start + SHOWN).min(chars.len());
+                let (lead, tail) = (if start > 0 { "..." } else { "" }, if end < chars.len() { "..." } else { "" });
+                out.push_str(lead);
+                out.extend(&chars[start..end]);
+                out.push_str(tail);
                 out.push('\n');
-                out.push_str(&" ".repeat((*col as usize).saturating_sub(1)));
+                out.push_str(&" ".repeat(lead.len() + col - start));
                 out.push_str("^\n");
             }
         }

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 
 /// Parses, verifies and imports MLIR text. `filename` is used in locations and diagnostics.
 pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics> {
+    screen(source, filename)?;
     let session = MlirSession::new();
     *session.filename.borrow_mut() = filename.to_string();
     let ctx = &session.context;
@@ -66,6 +67,61 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
     } else {
         Err(Diagnostics(importer.errors))
     }
+}
+
+/// How deeply `{`, `[` and `(` may nest in a file. MLIR's parser recurses once per level and
+/// overflows the stack on a few thousand (`mlir-opt` crashes on 2,000 nested `module {`); real
+/// models nest a dozen levels.
+pub const MAX_NESTING: usize = 256;
+
+/// Rejects, with a located error, what MLIR's parser is known to abort on rather than report:
+/// nesting deeper than [`MAX_NESTING`], and a `dense_resource` blob whose alignment header (its
+/// first four bytes) is not a power of two (MLIR asserts, or tries to allocate with it).
+fn screen(source: &str, filename: &str) -> Result<(), Diagnostics> {
+    let at = |offset: usize| {
+        let before = &source[..offset];
+        let line = before.matches('\n').count() + 1;
+        let col = offset - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        Location::file(filename, line as u32, col as u32)
+    };
+    let (mut depth, mut in_string, mut escaped, mut in_comment) = (0usize, false, false, false);
+    let bytes = source.as_bytes();
+    for (i, &c) in bytes.iter().enumerate() {
+        if in_comment {
+            in_comment = c != b'\n';
+        } else if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_string = true,
+                b'/' if bytes.get(i + 1) == Some(&b'/') => in_comment = true,
+                b'{' | b'[' | b'(' => {
+                    depth += 1;
+                    if depth > MAX_NESTING {
+                        return Err(Diagnostic::error(at(i), format!("brackets nest more than {MAX_NESTING} levels deep here: f16c refuses the file (MLIR's parser would overflow its stack)")).into());
+                    }
+                }
+                b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    for (key, offset, hex) in resource_hex(source) {
+        let alignment = (hex.len() >= 8).then(|| u32::from_str_radix(&hex[..8], 16).ok().map(u32::swap_bytes)).flatten();
+        match alignment {
+            Some(a) if a.is_power_of_two() => {}
+            Some(a) => {
+                return Err(Diagnostic::error(at(offset), format!("resource '{key}' declares alignment {a}: the first four bytes of a dense_resource blob are its alignment, a power of two")).into());
+            }
+            None => return Err(Diagnostic::error(at(offset), format!("resource '{key}' is not hex data with a four-byte alignment header")).into()),
+        }
+    }
+    Ok(())
 }
 
 /// Reads a `.mlir` file and imports it; I/O failures become diagnostics too.
@@ -462,7 +518,13 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
 
 /// The `builtin` blobs of a file's `{-# dialect_resources: ... #-}` section, by key.
 fn resource_blobs(source: &str) -> HashMap<String, Vec<u8>> {
-    let mut blobs = HashMap::new();
+    resource_hex(source).into_iter().filter_map(|(key, _, hex)| Some((key, decode_hex(hex)?))).collect()
+}
+
+/// The `builtin` blobs of a file's `{-# dialect_resources: ... #-}` section: key, byte offset of
+/// the blob's text in `source`, and its hex digits (after `0x`).
+fn resource_hex(source: &str) -> Vec<(String, usize, &str)> {
+    let mut blobs = Vec::new();
     let Some(start) = source.find("dialect_resources") else { return blobs };
     let Some(section) = source[start..].find("builtin").map(|i| &source[start + i..]) else { return blobs };
     let section = section.split("#-}").next().unwrap_or(section);
@@ -473,9 +535,9 @@ fn resource_blobs(source: &str) -> HashMap<String, Vec<u8>> {
         let after = &rest[colon + 1..];
         let Some(q1) = after.find('"') else { break };
         let Some(q2) = after[q1 + 1..].find('"') else { break };
-        let hex = &after[q1 + 1..q1 + 1 + q2];
-        if let Some(bytes) = hex.strip_prefix("0x").and_then(decode_hex) {
-            blobs.insert(key, bytes);
+        let text = &after[q1 + 1..q1 + 1 + q2];
+        if let Some(hex) = text.strip_prefix("0x") {
+            blobs.push((key, text.as_ptr() as usize - source.as_ptr() as usize, hex));
         }
         rest = &after[q1 + 1 + q2 + 1..];
         if rest.trim_start().starts_with('}') {
