@@ -369,6 +369,42 @@ pub fn vector_edge_cases() -> Vec<Case> {
     cases
 }
 
+/// TOSA's maximum and minimum on signed zeros, NaN and infinities (`a >= b ? a : b`, NaN if
+/// either is: of equal values the first, which gives a zero result its sign), in every float
+/// type: the elementwise ops, clamp at 0, reductions along either axis and max pooling, each
+/// on inputs made of those values. Bit-exact.
+pub fn special_value_cases() -> Vec<Case> {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let a = [-0.0, 0.0, -0.0, 0.0, nan, 1.0, inf, -inf, 1.0, -1.0, 0.5, -0.0, 3.0, -2.0, 0.0, nan];
+    let b = [0.0, -0.0, -0.0, 0.0, 1.0, nan, -inf, inf, 1.0, -1.0, -0.0, 0.25, 3.0, -7.0, -5.0, nan];
+    // Rows ending in a tie of zeros, a NaN, all negative, zeros first.
+    let grid = [-0.0, 0.0, -1.0, -2.0, 0.0, -0.0, -3.0, -inf, -1.0, -0.0, 0.0, -0.0, nan, 0.0, 1.0, 2.0];
+    let tensor = |d: DType, shape: &[usize], v: &[f32]| f16c_dialect::semantics::cast(&Tensor::from_f32(shape.to_vec(), v.to_vec()).expect("sized"), d);
+    let mut cases = Vec::new();
+    for d in FLOATS {
+        let dn = dname(d);
+        for op in [Op::Binary(BinaryOp::Maximum), Op::Binary(BinaryOp::Minimum)] {
+            let g = elementwise_graph(&op, d, 8, 0);
+            cases.push(Case { name: format!("special_{}_{dn}", op.mlir_name().trim_start_matches("tosa.")), graph: g, inputs: vec![tensor(d, &[2, 8], &a), tensor(d, &[2, 8], &b)], tolerance: Tolerance::Exact });
+        }
+        let g = elementwise_graph(&Op::Clamp { min: 0.0, max: 6.0 }, d, 8, 0);
+        cases.push(Case { name: format!("special_clamp_{dn}"), graph: g, inputs: vec![tensor(d, &[2, 8], &a)], tolerance: Tolerance::Exact });
+        for kind in [ReduceKind::Max, ReduceKind::Min] {
+            for axis in 0..2 {
+                let g = reduce_graph(kind, d, &[4, 4], axis);
+                cases.push(Case { name: format!("special_reduce_{kind:?}_{dn}_axis{axis}").to_lowercase(), graph: g, inputs: vec![tensor(d, &[4, 4], &grid)], tolerance: Tolerance::Exact });
+            }
+        }
+        let mut g = Graph::new("pool");
+        let x = g.add_input(TensorType::new(d, [1, 4, 4, 1]), loc());
+        let attrs = f16c_dialect::PoolAttrs { kernel: [2, 2], stride: [2, 2], pad: [0, 0, 0, 0], acc: None };
+        let y = g.add_node(Op::MaxPool2d(attrs), tensor_ty(d, &[1, 2, 2, 1]), &[x], loc());
+        g.add_output(y);
+        cases.push(Case { name: format!("special_max_pool_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 1], &grid)], tolerance: Tolerance::Exact });
+    }
+    cases
+}
+
 /// The parity suite every GPU-style backend compiles (and, on a GPU, runs): each op family in
 /// f32, f16 and bf16 at sizes that hit WMMA tile edges (15/16/17, 33, a large odd one).
 pub fn parity_cases() -> Vec<Case> {
@@ -458,5 +494,6 @@ pub fn parity_cases() -> Vec<Case> {
             add(format!("gather_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
         }
     }
+    cases.extend(special_value_cases());
     cases
 }

@@ -186,19 +186,29 @@ impl Real for f64 {
 }
 
 /// NaN-propagating maximum and minimum (TOSA `nan_mode = PROPAGATE`).
+/// The TOSA specification's `apply_max_s`: NaN if either is NaN, else `a >= b ? a : b`. So
+/// of two equal values the first wins, and that decides the sign of a zero result:
+/// `max(-0, +0)` is −0, `max(+0, -0)` is +0 (IEEE's `maximum`, which ranks −0 below +0, and
+/// Rust's `f32::max`, which leaves it open, are not this). Reductions and pooling fold it in
+/// index order from −∞, so their zero result has the sign of the first zero.
 fn fmax<T: Real>(a: T, b: T) -> T {
     if a.is_nan() || b.is_nan() {
         T::nan()
+    } else if a >= b {
+        a
     } else {
-        a.max(b)
+        b
     }
 }
 
+/// The TOSA specification's `apply_min_s`: NaN if either is NaN, else `a <= b ? a : b`.
 fn fmin<T: Real>(a: T, b: T) -> T {
     if a.is_nan() || b.is_nan() {
         T::nan()
+    } else if a <= b {
+        a
     } else {
-        a.min(b)
+        b
     }
 }
 
@@ -830,6 +840,26 @@ mod tests {
     fn pow_of_negative_base_with_integer_exponent() {
         let t = run(Op::Binary(BinaryOp::Pow), &[f32t(&[1], &[-2.0]), f32t(&[1], &[3.0])], TensorType::new(DType::F32, [1]));
         assert_eq!(t.to_f32_vec(), vec![-8.0]);
+    }
+
+    /// TOSA's `apply_max_s`/`apply_min_s`, computed by hand: NaN if either operand is NaN, else
+    /// the first of equal values, so zeros keep the first operand's sign.
+    #[test]
+    fn maximum_and_minimum_follow_the_tosa_specification() {
+        let bits = |x: f32| x.to_bits();
+        assert_eq!(bits(fmax(-0.0f32, 0.0)), bits(-0.0));
+        assert_eq!(bits(fmax(0.0f32, -0.0)), bits(0.0));
+        assert_eq!(bits(fmin(-0.0f32, 0.0)), bits(-0.0));
+        assert_eq!(bits(fmin(0.0f32, -0.0)), bits(0.0));
+        assert!(fmax(f32::NAN, 1.0).is_nan() && fmax(1.0, f32::NAN).is_nan() && fmin(f32::NAN, f32::NEG_INFINITY).is_nan());
+        assert_eq!(fmax(f32::NEG_INFINITY, -1.0), -1.0);
+        // clamp(-0, 0, 6) = min(max(-0, 0), 6) = -0; a reduction keeps the first zero's sign.
+        let t = |v: Vec<f32>| Tensor::from_f32(vec![v.len()], v).unwrap();
+        let out = TensorType::new(DType::F32, [4]);
+        let c = clamp(&t(vec![-0.0, 0.0, -1.0, 7.0]), 0.0, 6.0, &out);
+        assert_eq!(c.to_f32_vec().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), [(-0.0f32).to_bits(), 0, 0, 6.0f32.to_bits()]);
+        let r = reduce(ReduceKind::Max, &t(vec![-1.0, -0.0, 0.0, -2.0]), 0, &TensorType::new(DType::F32, [1])).unwrap();
+        assert_eq!(r.to_f32_vec()[0].to_bits(), (-0.0f32).to_bits());
     }
 
     #[test]

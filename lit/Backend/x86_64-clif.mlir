@@ -8,21 +8,26 @@
 // CHECK-NEXT: ;   k0_matmul (4 ops)
 // CHECK-NEXT: ; arena {{[0-9]+}} bytes (liveness lower bound {{[0-9]+}}), weights 0 bytes
 
+// CHECK-LABEL: function %gemm_micro_kernel(i64, i64, i64, i64, i64) system_v {
+// CHECK: = fma v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}
+
 // B is computed at run time, so a first step packs it into f32 panels, widening f16 four
 // lanes at a time in software.
 // CHECK-LABEL: function %k0_matmul_pack_b(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: uload16x4
 // CHECK: return
 
-// The micro-kernel broadcasts A and accumulates with f32x4 fused multiply-adds; the epilogue
-// rounds the product to f16, then adds, clamps and adds (rounding after each), and packs
-// four results back to 16 bits.
+// The micro-kernel (a function of its own, printed first) accumulates with f32x4 fused
+// multiply-adds; the epilogue rounds the product to f16, then adds, clamps (TOSA's maximum and
+// minimum: compare, keep the first of equal values, NaN if either is) and adds, rounding after
+// each, and packs four results back to 16 bits.
 // CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: splat.f32x4
-// CHECK: fma
 // CHECK: fadd
-// CHECK: fmax
-// CHECK: fmin
+// CHECK: fcmp ge
+// CHECK: fcmp uno
+// CHECK: bitselect
+// CHECK: fcmp le
 // CHECK: unarrow
 // CHECK: return
 func.func @fused(%a: tensor<1x9x8xf16>, %b: tensor<1x8x13xf16>, %c: tensor<1x9x13xf16>) -> tensor<1x9x13xf16> {
@@ -54,7 +59,7 @@ func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
 // CHECK: ; function @softmax: 1 kernels
 // CHECK-NEXT: ;   k0_rows_reduce_max (6 ops)
 // CHECK-LABEL: function %k0_rows_reduce_max(i64, i64, i64, i64, i64) -> i32 system_v {
-// CHECK: fmax
+// CHECK: fcmp.f32 ge
 // CHECK: call_indirect
 // CHECK: fadd
 // CHECK: fdiv

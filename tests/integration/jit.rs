@@ -114,6 +114,22 @@ fn run_jit(g: &Graph, inputs: &[Tensor]) -> Vec<Tensor> {
     Model::compile_graph(g, 1).unwrap().run(inputs).unwrap()
 }
 
+/// TOSA's maximum/minimum on signed zeros and NaN (the first of equal values; NaN if either is)
+/// in elementwise ops, clamp, reductions and max pooling: the JIT gives the reference's bits
+/// (issue 14: it gave +0 where TOSA gives −0).
+#[test]
+fn signed_zeros_and_nan_follow_tosa_on_the_jit() {
+    let mut failures = Vec::new();
+    for case in f16c_tests::cases::special_value_cases() {
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        for threads in [1, 2] {
+            let got = Model::compile_graph(&case.graph, threads).and_then(|m| m.run(&case.inputs)).map_err(|e| e.to_string());
+            failures.extend(case.failures(got, &want, 0));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn f16_and_bf16_widening_is_bit_exact_for_all_65536_values() {
     let n = 1 << 16;

@@ -129,6 +129,28 @@ impl<'a> Fx<'a> {
         }
     }
 
+    /// TOSA's maximum of floats (scalars or lanes): NaN if either is NaN, else `a >= b ? a : b`,
+    /// so of equal values the first, which decides the sign of a zero (Cranelift's `fmax`
+    /// ranks −0 below +0).
+    pub fn tosa_max(&mut self, a: Value, b: Value) -> Value {
+        self.tosa_pick(FloatCC::GreaterThanOrEqual, a, b)
+    }
+
+    /// TOSA's minimum: NaN if either is NaN, else `a <= b ? a : b`.
+    pub fn tosa_min(&mut self, a: Value, b: Value) -> Value {
+        self.tosa_pick(FloatCC::LessThanOrEqual, a, b)
+    }
+
+    fn tosa_pick(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(a);
+        let keep = self.b.ins().fcmp(cc, a, b);
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, a, b);
+        let r = self.sel(keep, a, b);
+        let q = if ty.lane_type() == F64 { self.b.ins().f64const(f64::NAN) } else { self.b.ins().f32const(f32::NAN) };
+        let q = if ty.is_vector() { self.b.ins().splat(ty, q) } else { q };
+        self.sel(nan, q, r)
+    }
+
     /// The base address of buffer `id` (loaded once, in the entry block).
     pub fn buffer(&mut self, id: usize) -> Value {
         if let Some(&v) = self.buffers.get(&id) {
@@ -433,13 +455,13 @@ impl<'a> Fx<'a> {
         match domain(d) {
             F32 => {
                 let (lo, hi) = (self.f(ty, min as f32), self.f(ty, max as f32));
-                let y = self.b.ins().fmax(x, lo);
-                self.b.ins().fmin(y, hi)
+                let y = self.tosa_max(x, lo);
+                self.tosa_min(y, hi)
             }
             F64 => {
                 let (lo, hi) = (self.b.ins().f64const(min), self.b.ins().f64const(max));
-                let y = self.b.ins().fmax(x, lo);
-                self.b.ins().fmin(y, hi)
+                let y = self.tosa_max(x, lo);
+                self.tosa_min(y, hi)
             }
             I64 => {
                 let (lo, hi) = (self.i(min as i64), self.i(max as i64));
@@ -547,8 +569,8 @@ impl<'a> Fx<'a> {
             BinaryOp::Add => self.b.ins().fadd(a, b),
             BinaryOp::Sub => self.b.ins().fsub(a, b),
             BinaryOp::Mul => self.b.ins().fmul(a, b),
-            BinaryOp::Maximum => self.b.ins().fmax(a, b),
-            BinaryOp::Minimum => self.b.ins().fmin(a, b),
+            BinaryOp::Maximum => self.tosa_max(a, b),
+            BinaryOp::Minimum => self.tosa_min(a, b),
             BinaryOp::Pow => self.libcall_lanes(if dom == F64 { Libcall::PowF64 } else { Libcall::PowF32 }, &[a, b]),
             _ => unreachable!("comparisons handled above"),
         })

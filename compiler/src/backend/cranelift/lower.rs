@@ -388,7 +388,7 @@ impl<'p> Context<'p> {
                                 let at = fx.b.ins().iadd(yoff, xoff);
                                 let at = fx.b.ins().iadd(at, ch);
                                 let v = if ty == F32X4 { fx.load4(din, src, at) } else { fx.load(din, src, at) };
-                                vec![if p.avg { fx.b.ins().fadd(acc[0], v) } else { fx.b.ins().fmax(acc[0], v) }]
+                                vec![if p.avg { fx.b.ins().fadd(acc[0], v) } else { fx.tosa_max(acc[0], v) }]
                             })
                         })[0];
                         if p.avg {
@@ -570,8 +570,8 @@ fn reduce_step(fx: &mut Fx, kind: ReduceKind, acc: Value, v: Value) -> Value {
     match (float, ty == I8, kind) {
         (true, _, ReduceKind::Sum) => fx.b.ins().fadd(acc, v),
         (true, _, ReduceKind::Prod) => fx.b.ins().fmul(acc, v),
-        (true, _, ReduceKind::Max) => fx.b.ins().fmax(acc, v),
-        (true, _, _) => fx.b.ins().fmin(acc, v),
+        (true, _, ReduceKind::Max) => fx.tosa_max(acc, v),
+        (true, _, _) => fx.tosa_min(acc, v),
         (false, true, ReduceKind::All | ReduceKind::Min | ReduceKind::Prod) => fx.b.ins().band(acc, v),
         (false, true, _) => fx.b.ins().bor(acc, v),
         (false, false, ReduceKind::Sum) => fx.b.ins().iadd(acc, v),

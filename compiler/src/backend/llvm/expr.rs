@@ -62,14 +62,23 @@ impl<'ctx> Ir<'ctx> {
         }
     }
 
-    /// NaN-propagating maximum (TOSA `nan_mode = PROPAGATE`), as the Cranelift backend computes it.
+    /// TOSA's maximum: NaN if either is NaN, else `a >= b ? a : b` (of equal values the first,
+    /// so the sign of a zero result is `a`'s; LLVM's `maximum` would rank −0 below +0).
     pub fn fmax(&self, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
-        self.fintr("maximum", &[a, b])
+        self.tosa_select(FloatPredicate::OGE, a, b)
     }
 
-    /// NaN-propagating minimum.
+    /// TOSA's minimum: NaN if either is NaN, else `a <= b ? a : b`.
     pub fn fmin(&self, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
-        self.fintr("minimum", &[a, b])
+        self.tosa_select(FloatPredicate::OLE, a, b)
+    }
+
+    /// `a` where `a <pred> b` holds, else `b`, and NaN when either is NaN.
+    fn tosa_select(&self, pred: FloatPredicate, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        let keep = self.b.build_float_compare(pred, a, b, "").built();
+        let r = self.select(keep, a, b).into_float_value();
+        let nan = self.b.build_float_compare(FloatPredicate::UNO, a, b, "").built();
+        self.select(nan, a.get_type().const_float(f64::NAN), r).into_float_value()
     }
 
     /// A float constant of `f`'s type.

@@ -4,9 +4,11 @@
 //! THREADS, ...`, so a thread reads back only what it wrote and maps need no barrier); scalar
 //! stages run redundantly in every thread. A reduction first waits at a barrier (the row's
 //! earlier writes become visible), then:
-//! - max and min, whose result does not depend on the order (NaN-propagating, `-0 < +0`): each
-//!   thread reduces its share, a warp combines its lanes with `shfl.sync.bfly`, and thread 0
-//!   combines the warps;
+//! - max and min, whose value does not depend on the order (NaN-propagating): each thread
+//!   reduces its share, a warp combines its lanes with `shfl.sync.bfly`, and thread 0 combines
+//!   the warps. Only the sign of a zero result does (TOSA keeps the first of equal values, so a
+//!   zero maximum has the sign of the row's first zero): when the result is zero, thread 0 takes
+//!   the first zero of the row in index order;
 //! - sum and product: thread 0 adds the row in index order, as the reference does. The numeric
 //!   contract lets only contractions reorder their accumulation (DESIGN.md "Numerics"), so the
 //!   result stays bit-identical.
@@ -21,7 +23,7 @@ use crate::lower::Rows;
 use f16c_dialect::{DType, ReduceKind};
 use inkwell::types::BasicType;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::{AddressSpace, IntPredicate};
+use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
 /// Threads per block (a row's share).
 pub const THREADS: usize = 256;
@@ -87,6 +89,20 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, r: &Rows, kernel_name: &str, temp: Option<(
                         let next = ir.reduce_step(kind, ir.get(all), x);
                         ir.set(all, next);
                     }
+                    // A zero result: the sign of the row's first zero.
+                    let zero = ir.b.build_float_compare(FloatPredicate::OEQ, ir.get(all).into_float_value(), ir.get(all).into_float_value().get_type().const_zero(), "").built();
+                    ir.if_then(zero, |ir| {
+                        let found = ir.var(ir.cx.bool_type().const_zero().into());
+                        ir.for_n(0, len, |ir, j| {
+                            let x = load(ir, j).into_float_value();
+                            let is_zero = ir.b.build_float_compare(FloatPredicate::OEQ, x, x.get_type().const_zero(), "").built();
+                            let take = ir.b.build_and(is_zero, ir.b.build_not(ir.get(found).into_int_value(), "").built(), "").built();
+                            let v = ir.select(take, x, ir.get(all).into_float_value());
+                            ir.set(all, v);
+                            let f = ir.b.build_or(ir.get(found).into_int_value(), is_zero, "").built();
+                            ir.set(found, f.into());
+                        });
+                    });
                     let v = ir.get(all);
                     ir.b.build_store(result_slot, v).built();
                 });
