@@ -26,3 +26,5 @@ npy("f16_4x64_b.npy", "<f2", [4, 64], "e", [((i * 53) % 89) / 8.0 - 4.0 for i in
 npy("f64_1x4x4x8.npy", "<f8", [1, 4, 4, 8], "d", [float((i * 7) % 13) - 6.0 for i in range(128)])
 # A 1x8x8x8 f32 image for the fp16-accumulation test.
 npy("x_1x8x8x8_f32.npy", "<f4", [1, 8, 8, 8], "f", [((i * 29) % 17) / 4.0 - 2.0 for i in range(512)])
+# A 1x3x3x1 f32 image for convolution padding checks.
+npy("x_1x3x3x1_f32.npy", "<f4", [1, 3, 3, 1], "f", [1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0, 1.5, -0.5])

@@ -1163,6 +1163,15 @@ impl<'g> Lowering<'g> {
     }
 }
 
+/// Whether convolution `c` has padding and an inf or NaN in its constant weight. TOSA skips the
+/// padding, so such a weight can only give a finite result where it meets real pixels; code
+/// that multiplies the padding's zeros instead (a packed GEMM, tensor-core tiles) would turn
+/// 0 × inf into NaN, and must not run such a convolution.
+pub fn padding_meets_non_finite_weight(program: &Program, c: &Contraction) -> bool {
+    let ContractionKind::Conv(g) = &c.kind else { return false };
+    g.pad.iter().any(|&p| p > 0) && constant_tensor(program, &c.b).is_some_and(|t| t.to_f64_vec().iter().any(|v| !v.is_finite()))
+}
+
 /// The constant tensor a buffer holds, decoded (for backends that pre-pack weights).
 pub fn constant_tensor(program: &Program, op: &Operand) -> Option<Tensor> {
     match &program.buffers[op.buffer.0].kind {

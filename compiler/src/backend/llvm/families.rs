@@ -498,11 +498,11 @@ impl<'ctx> Ir<'ctx> {
             })
             .collect();
         self.for_n(0, c.k, |ir, kk| {
-            let avals: Vec<BasicValueEnum> = a_rows
+            let avals: Vec<(BasicValueEnum, Option<IntValue>)> = a_rows
                 .iter()
                 .map(|row| {
-                    let v = ir.contraction_a(c, row, kk);
-                    ir.convert(da, c.acc, v).expect("float to float")
+                    let (v, inside) = ir.contraction_a(c, row, kk);
+                    (ir.convert(da, c.acc, v).expect("float to float"), inside)
                 })
                 .collect();
             let bvals: Vec<BasicValueEnum> = b_col_base
@@ -516,12 +516,13 @@ impl<'ctx> Ir<'ctx> {
                     ir.convert(db, c.acc, v).expect("float to float")
                 })
                 .collect();
-            for (r, av) in avals.iter().enumerate() {
+            for (r, (av, inside)) in avals.iter().enumerate() {
                 for (j, bv) in bvals.iter().enumerate() {
                     let v = acc[r * TILE + j];
                     let p = ir.b.build_float_mul(av.into_float_value(), bv.into_float_value(), "").built();
                     let s = ir.b.build_float_add(ir.get(v).into_float_value(), p, "").built();
-                    ir.set(v, s.into());
+                    let s = ir.accumulate(*inside, s.into(), ir.get(v));
+                    ir.set(v, s);
                 }
             }
         });
@@ -588,12 +589,14 @@ impl<'ctx> Ir<'ctx> {
             .collect()
     }
 
-    /// `A[row, kk]` of a matmul or conv2d in A's domain: a conv's input pixel, or 0 in its
-    /// padding (the address is clamped, the value selected).
-    pub fn contraction_a(&mut self, c: &Contraction, row: &ARow<'ctx>, kk: IntValue<'ctx>) -> BasicValueEnum<'ctx> {
+    /// `A[row, kk]` of a matmul or conv2d in A's domain, and for a conv whether it lies inside
+    /// the image: in the padding the value is 0 (the address is clamped, the value selected)
+    /// and the caller must leave its sum alone ([`Ir::accumulate`]), as TOSA skips padding
+    /// rather than multiplying it: 0 × an infinite weight would be NaN.
+    pub fn contraction_a(&mut self, c: &Contraction, row: &ARow<'ctx>, kk: IntValue<'ctx>) -> (BasicValueEnum<'ctx>, Option<IntValue<'ctx>>) {
         let (da, a) = (c.a.ty.dtype, self.buffer(c.a.buffer.0));
         let ContractionKind::Conv(g) = &c.kind else {
-            return self.load(da, a, self.add(row.base, kk));
+            return (self.load(da, a, self.add(row.base, kk)), None);
         };
         let ci = self.remi(kk, g.ic);
         let kx = self.remi(self.divi(kk, g.ic), g.kw);
@@ -606,7 +609,16 @@ impl<'ctx> Ir<'ctx> {
         let safe = self.select(ok, at, self.i64(0)).into_int_value();
         let v = self.load(da, a, safe);
         let zero = v.get_type().into_float_type().const_zero();
-        self.select(ok, v, zero.into())
+        (self.select(ok, v, zero.into()), Some(ok))
+    }
+
+    /// `sum` where `inside` holds (or there is no padding), else `previous`: a sum that a tap in
+    /// the padding leaves as it was. Scalars or vectors.
+    pub fn accumulate(&self, inside: Option<IntValue<'ctx>>, sum: BasicValueEnum<'ctx>, previous: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        match inside {
+            Some(ok) => self.select(ok, sum, previous),
+            None => sum,
+        }
     }
 
     /// Bias add (in the accumulator's domain), the one rounding to the contraction's type, the

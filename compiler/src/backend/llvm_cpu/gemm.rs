@@ -160,12 +160,13 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             // Fast mode: products and sums in fp16, eight lanes per FMLA.
             let brows: Vec<VectorValue> = (0..per_row).map(|v| load_vector(ir, h8, b, ir.addi(row_at, (v * 8) as i64), 2)).collect();
             for (r, row) in a_rows.iter().enumerate() {
-                let a = ir.contraction_a(c, row, kk).into_float_value();
-                let a = ir.b.build_float_trunc(a, ir.cx.f16_type(), "").built();
+                let (a, inside) = ir.contraction_a(c, row, kk);
+                let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
                 let a8 = splat(ir, h8, a);
                 for (v, brow) in brows.iter().enumerate() {
                     let x = acc[r * per_row + v];
                     let s = ir.intrinsic("llvm.fma.v8f16", h8.into(), &[a8.into(), (*brow).into(), ir.get(x)]);
+                    let s = ir.accumulate(inside, s, ir.get(x));
                     ir.set(x, s);
                 }
             }
@@ -177,10 +178,12 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             let h8 = ir.cx.f16_type().vec_type(8);
             let brow = load_vector(ir, h8, b, row_at, 2);
             let mut avec = h8.get_poison();
+            let mut insides = Vec::new();
             for (r, row) in a_rows.iter().enumerate() {
-                let a = ir.contraction_a(c, row, kk).into_float_value();
-                let a = ir.b.build_float_trunc(a, ir.cx.f16_type(), "").built();
+                let (a, inside) = ir.contraction_a(c, row, kk);
+                let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
                 avec = ir.b.build_insert_element(avec, a, ir.i64(r as i64), "").built();
+                insides.push(inside);
             }
             for r in 0..mr {
                 let lane = ir.cx.i32_type().const_int(r as u64, false);
@@ -189,6 +192,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
                 for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
                     let x = acc[r * per_row + v];
                     let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
+                    let s = ir.accumulate(insides[r], s, ir.get(x));
                     ir.set(x, s);
                 }
             }
@@ -207,12 +211,13 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             })
             .collect();
         for (r, row) in a_rows.iter().enumerate() {
-            let a = ir.contraction_a(c, row, kk);
+            let (a, inside) = ir.contraction_a(c, row, kk);
             let a = ir.convert(da, DType::F32, a).expect("float to float").into_float_value();
             let av = splat(ir, f32v, a);
             for (v, bv) in bvecs.iter().enumerate() {
                 let x = acc[r * per_row + v];
                 let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
+                let s = ir.accumulate(inside, s, ir.get(x));
                 ir.set(x, s);
             }
         }
