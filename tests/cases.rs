@@ -337,6 +337,14 @@ fn dname(d: DType) -> String {
     d.to_string()
 }
 
+/// A function that adds a case with random inputs in `[lo, hi]` to `cases`.
+fn adder(cases: &mut Vec<Case>) -> impl FnMut(String, Graph, &mut Rng, f32, f32, Tolerance) + '_ {
+    move |name, graph, rng, lo, hi, tolerance| {
+        let inputs = inputs_for(&graph, rng, lo, hi);
+        cases.push(Case { name, graph, inputs, tolerance });
+    }
+}
+
 /// Every elementwise op in f32, f16 and bf16 at each size of `sizes` (binary ops and select at 17
 /// with a broadcast operand), through `add`.
 fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String, Graph, &mut Rng, f32, f32, Tolerance)) {
@@ -361,11 +369,9 @@ fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String
 pub fn vector_edge_cases() -> Vec<Case> {
     let mut rng = Rng(78);
     let mut cases = Vec::new();
-    let mut add = |name: String, graph: Graph, rng: &mut Rng, lo: f32, hi: f32, tolerance: Tolerance| {
-        let inputs = inputs_for(&graph, rng, lo, hi);
-        cases.push(Case { name, graph, inputs, tolerance });
-    };
+    let mut add = adder(&mut cases);
     elementwise_cases(&[3, 8, 9, 15, 33], &mut rng, &mut add);
+    drop(add);
     cases
 }
 
@@ -410,10 +416,7 @@ pub fn special_value_cases() -> Vec<Case> {
 pub fn parity_cases() -> Vec<Case> {
     let mut rng = Rng(77);
     let mut cases = Vec::new();
-    let mut add = |name: String, graph: Graph, rng: &mut Rng, lo: f32, hi: f32, tolerance: Tolerance| {
-        let inputs = inputs_for(&graph, rng, lo, hi);
-        cases.push(Case { name, graph, inputs, tolerance });
-    };
+    let mut add = adder(&mut cases);
     elementwise_cases(&[1, 7, 16, 17, 1031], &mut rng, &mut add);
     for d in FLOATS {
         for n in [1, 17, 33] {
@@ -494,6 +497,7 @@ pub fn parity_cases() -> Vec<Case> {
             add(format!("gather_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
         }
     }
+    drop(add);
     cases.extend(special_value_cases());
     cases
 }

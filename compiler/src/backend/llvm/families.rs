@@ -423,23 +423,13 @@ impl<'ctx> Ir<'ctx> {
                 return Err("matmul and conv2d run as register tiles (contraction_tile_item)".into());
             }
             ContractionKind::Depthwise(g) => {
-                let (ox, oy, bi) = (self.remi(grow, g.ow), self.remi(self.divi(grow, g.ow), g.oh), self.divi(grow, g.ow * g.oh));
                 let mult = g.oc / g.ic.max(1);
                 let ci = self.divi(col, mult);
-                for ky in 0..g.kh {
-                    let y = self.addi(self.muli(oy, g.stride[0]), (ky * g.dilation[0]) as i64 - g.pad[0] as i64);
-                    for kx in 0..g.kw {
-                        let x = self.addi(self.muli(ox, g.stride[1]), (kx * g.dilation[1]) as i64 - g.pad[2] as i64);
-                        let ok = self.and(self.in_range(y, g.ih), self.in_range(x, g.iw));
-                        let g2 = g.clone();
-                        self.if_then(ok, |ir| {
-                            let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g2.ih), y), g2.iw), x);
-                            let xv = ir.load(da, a, ir.add(ir.muli(pix, g2.ic), ci));
-                            let wv = ir.load(db, b, ir.addi(col, ((ky * g2.kw + kx) * g2.oc) as i64));
-                            mac(ir, xv, wv);
-                        });
-                    }
-                }
+                self.depthwise_taps(g, grow, |ir, tap, pix| {
+                    let xv = ir.load(da, a, ir.add(ir.muli(pix, g.ic), ci));
+                    let wv = ir.load(db, b, ir.addi(col, (tap * g.oc) as i64));
+                    mac(ir, xv, wv);
+                });
             }
             ContractionKind::TransposeConv(g) => {
                 // Output (oy, ox) gathers the inputs (iy, ix) whose taps ky = oy − pad − iy·stride
@@ -470,6 +460,24 @@ impl<'ctx> Ir<'ctx> {
         }
         let v = self.get(acc);
         self.contraction_finish(c, v, grow, col)
+    }
+
+    /// For output pixel `p` of a depthwise convolution, `body(tap, pixel)` for each tap
+    /// (`ky · kw + kx`) in the reference's order whose input pixel lies inside the image (TOSA
+    /// skips the padding); `pixel` is the input pixel's index over `n · ih · iw`.
+    pub fn depthwise_taps(&mut self, g: &crate::lower::ConvGeometry, p: IntValue<'ctx>, mut body: impl FnMut(&mut Self, usize, IntValue<'ctx>)) {
+        let (ox, oy, bi) = (self.remi(p, g.ow), self.remi(self.divi(p, g.ow), g.oh), self.divi(p, g.ow * g.oh));
+        for ky in 0..g.kh {
+            let y = self.addi(self.muli(oy, g.stride[0]), (ky * g.dilation[0]) as i64 - g.pad[0] as i64);
+            for kx in 0..g.kw {
+                let x = self.addi(self.muli(ox, g.stride[1]), (kx * g.dilation[1]) as i64 - g.pad[2] as i64);
+                let inside = self.and(self.in_range(y, g.ih), self.in_range(x, g.iw));
+                self.if_then(inside, |ir| {
+                    let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g.ih), y), g.iw), x);
+                    body(ir, ky * g.kw + kx, pix);
+                });
+            }
+        }
     }
 
     /// Can a contraction run as [`Ir::contraction_tile_item`]? Matmuls and conv2d (implicit

@@ -57,7 +57,6 @@ pub fn item<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, lanes: usize, f16_acc: boo
     let (p, blk) = (ir.divi(i, blocks), ir.remi(i, blocks));
     // The block's first channel, pulled back so that the last block ends at the last channel.
     let c0 = ir.smin(ir.muli(blk, lanes), ir.i64((g.oc - lanes) as i64));
-    let (ox, oy, bi) = (ir.remi(p, g.ow), ir.remi(ir.divi(p, g.ow), g.oh), ir.divi(p, g.ow * g.oh));
     let f32v = ir.cx.f32_type().vec_type(lanes as u32);
     let h8 = ir.cx.f16_type().vec_type(8);
     let acc: Var<'ctx> = ir.var(if f16_acc { h8.const_zero().into() } else { f32v.const_zero().into() });
@@ -70,26 +69,17 @@ pub fn item<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, lanes: usize, f16_acc: boo
             ir.b.build_float_ext(v, f32v, "").built()
         }
     };
-    for ky in 0..g.kh {
-        let y = ir.addi(ir.muli(oy, g.stride[0]), (ky * g.dilation[0]) as i64 - g.pad[0] as i64);
-        for kx in 0..g.kw {
-            let x = ir.addi(ir.muli(ox, g.stride[1]), (kx * g.dilation[1]) as i64 - g.pad[2] as i64);
-            let inside = ir.and(ir.in_range(y, g.ih), ir.in_range(x, g.iw));
-            let g = g.clone();
-            ir.if_then(inside, |ir| {
-                let pix = ir.add(ir.muli(ir.add(ir.muli(bi, g.ih), y), g.iw), x);
-                let xv = vector(ir, da, a, ir.add(ir.muli(pix, g.ic), c0));
-                let wv = vector(ir, db, b, ir.addi(c0, ((ky * g.kw + kx) * g.oc) as i64));
-                let sum = if f16_acc {
-                    ir.intrinsic("llvm.fma.v8f16", h8.into(), &[xv.into(), wv.into(), ir.get(acc)])
-                } else {
-                    let prod = ir.b.build_float_mul(xv, wv, "").built();
-                    ir.b.build_float_add(ir.get(acc).into_vector_value(), prod, "").built().into()
-                };
-                ir.set(acc, sum);
-            });
-        }
-    }
+    ir.depthwise_taps(g, p, |ir, tap, pix| {
+        let xv = vector(ir, da, a, ir.add(ir.muli(pix, g.ic), c0));
+        let wv = vector(ir, db, b, ir.addi(c0, (tap * g.oc) as i64));
+        let sum = if f16_acc {
+            ir.intrinsic("llvm.fma.v8f16", h8.into(), &[xv.into(), wv.into(), ir.get(acc)])
+        } else {
+            let prod = ir.b.build_float_mul(xv, wv, "").built();
+            ir.b.build_float_add(ir.get(acc).into_vector_value(), prod, "").built().into()
+        };
+        ir.set(acc, sum);
+    });
     // Channels below `first` belong to the block before (only the last block overlaps it).
     let first = ir.muli(blk, lanes);
     let mut failure = Ok(());
