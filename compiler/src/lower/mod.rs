@@ -291,6 +291,11 @@ pub struct Contraction {
     pub result: DType,
     /// A fused elementwise epilogue.
     pub epilogue: Option<Epilogue>,
+    /// A convolution with padding whose constant weight holds an inf or NaN
+    /// ([`padding_meets_non_finite_weight`]): code must skip the padding rather than multiply its
+    /// zeros (with finite weights, multiplying them changes nothing: a sum that starts at +0
+    /// never becomes −0, and adding ±0 leaves it as it is).
+    pub padding_hazard: bool,
 }
 
 /// A reduction along one axis: input viewed as `[outer, len, inner]`.
@@ -537,7 +542,14 @@ pub struct LowerError {
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks).
 pub fn lower(g: &Graph) -> Result<Program, LowerError> {
-    Lowering::new(g).run()
+    let mut program = Lowering::new(g).run()?;
+    let hazards: Vec<bool> = program.kernels.iter().map(|k| matches!(&k.kind, KernelKind::Contraction(c) if padding_meets_non_finite_weight(&program, c))).collect();
+    for (k, hazard) in program.kernels.iter_mut().zip(hazards) {
+        if let KernelKind::Contraction(c) = &mut k.kind {
+            c.padding_hazard = hazard;
+        }
+    }
+    Ok(program)
 }
 
 /// Row-major element strides.
@@ -1082,7 +1094,7 @@ impl<'g> Lowering<'g> {
         };
         let result = out_ty.dtype;
         self.push(
-            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi }),
+            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi, padding_hazard: false }),
             nodes,
         );
         Ok(())

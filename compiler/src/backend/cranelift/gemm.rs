@@ -42,11 +42,6 @@ impl Context<'_> {
     }
 
     fn gemm(&mut self, c: &Contraction) -> Result<(), BackendError> {
-        if crate::lower::padding_meets_non_finite_weight(self.program, c) {
-            // The packed im2col multiplies the padding's zeros (0 × inf = NaN where TOSA skips
-            // the padding): refuse rather than compute a wrong result.
-            return Err(self.unsupported("a convolution whose padding meets an inf or NaN weight (this backend multiplies the padding's zeros; --backend=llvm skips them as TOSA does)"));
-        }
         let (batch, m, n, k) = (c.batch, c.m, c.n, c.k);
         let panels = n.div_ceil(NR);
         let panel_elems = k * NR;

@@ -35,12 +35,6 @@ impl<'p> Context<'p> {
         BackendError::at(&self.program.kernels[self.current], super::NAME, BackendErrorKind::Codegen(message.into()))
     }
 
-    /// The current kernel is outside what this backend computes correctly: an unsupported-op
-    /// error (found while emitting, where legality could not see the weights' values).
-    pub fn unsupported(&self, what: &str) -> BackendError {
-        BackendError::at(&self.program.kernels[self.current], super::NAME, BackendErrorKind::Unsupported(crate::backend::Unsupported(what.to_string())))
-    }
-
     /// Adds a function and the step that runs it.
     pub fn add(&mut self, suffix: &str, work: usize, cost: f64, body: impl FnOnce(&mut Fx) -> Result<(), String>) -> Result<(), BackendError> {
         let name = format!("{}{suffix}", self.program.kernels[self.current].name);

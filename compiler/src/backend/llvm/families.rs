@@ -597,10 +597,11 @@ impl<'ctx> Ir<'ctx> {
             .collect()
     }
 
-    /// `A[row, kk]` of a matmul or conv2d in A's domain, and for a conv whether it lies inside
-    /// the image: in the padding the value is 0 (the address is clamped, the value selected)
-    /// and the caller must leave its sum alone ([`Ir::accumulate`]), as TOSA skips padding
-    /// rather than multiplying it: 0 × an infinite weight would be NaN.
+    /// `A[row, kk]` of a matmul or conv2d in A's domain, and, for a conv whose weight makes it
+    /// matter ([`Contraction::padding_hazard`]), whether it lies inside the image: in the
+    /// padding the value is 0 (the address is clamped, the value selected) and the caller must
+    /// then leave its sum alone ([`Ir::accumulate`]), as TOSA skips padding rather than
+    /// multiplying it: 0 × an infinite weight would be NaN.
     pub fn contraction_a(&mut self, c: &Contraction, row: &ARow<'ctx>, kk: IntValue<'ctx>) -> (BasicValueEnum<'ctx>, Option<IntValue<'ctx>>) {
         let (da, a) = (c.a.ty.dtype, self.buffer(c.a.buffer.0));
         let ContractionKind::Conv(g) = &c.kind else {
@@ -617,7 +618,7 @@ impl<'ctx> Ir<'ctx> {
         let safe = self.select(ok, at, self.i64(0)).into_int_value();
         let v = self.load(da, a, safe);
         let zero = v.get_type().into_float_type().const_zero();
-        (self.select(ok, v, zero.into()), Some(ok))
+        (self.select(ok, v, zero.into()), c.padding_hazard.then_some(ok))
     }
 
     /// `sum` where `inside` holds (or there is no padding), else `previous`: a sum that a tap in

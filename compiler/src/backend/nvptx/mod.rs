@@ -131,7 +131,7 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
         let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
         match &kernel.kind {
             // Tensor-core tiles multiply the padding's zeros: not for an inf/NaN weight there.
-            KernelKind::Contraction(c) if legal::tensor_core_shape(target.info(), kernel).is_some() && !crate::lower::padding_meets_non_finite_weight(program, c) => {
+            KernelKind::Contraction(c) if legal::tensor_core_shape(target.info(), kernel).is_some() && !c.padding_hazard => {
                 let shape = legal::tensor_core_shape(target.info(), kernel).expect("checked");
                 let (f, bufs, _) = entry(&mut ir, &name, wmma::THREADS);
                 ir.begin_function(f, bufs);
