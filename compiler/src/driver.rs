@@ -168,6 +168,29 @@ pub fn backend_named(target: Target, name: Option<&str>, cpu: Option<&str>) -> R
     }
 }
 
+/// A standalone C library of one function (`--emit=lib`): the shared object, the C name its
+/// entry points start with, and the argument and result types as compiled.
+#[cfg(feature = "llvm")]
+pub struct CLibrary {
+    /// The shared object.
+    pub code: Vec<u8>,
+    /// `NAME` of `NAME_run` and `NAME_run_v`.
+    pub name: String,
+    /// Argument types.
+    pub inputs: Vec<f16c_dialect::TensorType>,
+    /// Result types.
+    pub outputs: Vec<f16c_dialect::TensorType>,
+}
+
+/// Compiles `g` to a standalone C library with `backend` (an LLVM CPU backend).
+#[cfg(feature = "llvm")]
+pub fn c_library(g: &Graph, backend: &dyn Backend) -> Result<CLibrary, Diagnostics> {
+    let program = lower_for(g, backend)?;
+    let code = backend.emit(&program, Emit::Lib).map_err(|e| Diagnostics::single(e.to_diagnostic()))?;
+    let types = |ops: &[crate::lower::Operand]| ops.iter().map(|o| o.ty.clone()).collect();
+    Ok(CLibrary { code, name: backend::llvm_cpu::library::c_name(&program.name), inputs: types(&program.inputs), outputs: types(&program.outputs) })
+}
+
 /// Compiles `g` to a loadable artifact for `target`.
 pub fn artifact(g: &Graph, target: Target) -> Result<Artifact, Diagnostics> {
     artifact_with(g, backend_for(target)?)

@@ -16,6 +16,7 @@
 pub mod abi;
 pub mod artifact;
 pub mod compare;
+pub mod tempdir;
 pub mod tensor;
 pub mod types;
 

@@ -201,7 +201,13 @@ static MAX_TENSOR_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomi
 /// no machine could hold (a splat constant of 2⁶³ elements, a pad to 40 GB) is a located error.
 pub fn max_tensor_bytes() -> u64 {
     match MAX_TENSOR_BYTES.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => std::env::var("F16C_MAX_TENSOR_BYTES").ok().and_then(|v| v.trim().parse().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_TENSOR_BYTES),
+        0 => {
+            // Read once: every parsed type asks.
+            static FROM_ENV: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+            *FROM_ENV.get_or_init(|| {
+                std::env::var("F16C_MAX_TENSOR_BYTES").ok().and_then(|v| v.trim().parse().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_TENSOR_BYTES)
+            })
+        }
         n => n,
     }
 }

@@ -23,7 +23,8 @@ use std::collections::HashMap;
 
 /// Parses, verifies and imports MLIR text. `filename` is used in locations and diagnostics.
 pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics> {
-    screen(source, filename)?;
+    let resources = resource_hex(source);
+    screen(source, filename, &resources)?;
     let session = MlirSession::new();
     *session.filename.borrow_mut() = filename.to_string();
     let ctx = &session.context;
@@ -43,7 +44,7 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
     if !top.verify() {
         return Err(session.take_diagnostics());
     }
-    let blobs = resource_blobs(source);
+    let blobs = resource_blobs(resources);
     let mut importer = Importer { blobs: &blobs, errors: Vec::new(), file: filename };
     let mut module = Module::default();
     if top.name().as_string_ref().as_str() != Ok("builtin.module") {
@@ -77,7 +78,7 @@ pub const MAX_NESTING: usize = 256;
 /// Rejects, with a located error, what MLIR's parser is known to abort on rather than report:
 /// nesting deeper than [`MAX_NESTING`], and a `dense_resource` blob whose alignment header (its
 /// first four bytes) is not a power of two (MLIR asserts, or tries to allocate with it).
-fn screen(source: &str, filename: &str) -> Result<(), Diagnostics> {
+fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> Result<(), Diagnostics> {
     let at = |offset: usize| {
         let before = &source[..offset];
         let line = before.matches('\n').count() + 1;
@@ -111,7 +112,7 @@ fn screen(source: &str, filename: &str) -> Result<(), Diagnostics> {
             }
         }
     }
-    for (key, offset, hex) in resource_hex(source) {
+    for &(ref key, offset, hex) in resources {
         let alignment = (hex.len() >= 8).then(|| u32::from_str_radix(&hex[..8], 16).ok().map(u32::swap_bytes)).flatten();
         match alignment {
             Some(a) if a.is_power_of_two() => {}
@@ -516,9 +517,9 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
     Tensor::new(ty.shape.clone(), data).map_err(|e| e.to_string())
 }
 
-/// The `builtin` blobs of a file's `{-# dialect_resources: ... #-}` section, by key.
-fn resource_blobs(source: &str) -> HashMap<String, Vec<u8>> {
-    resource_hex(source).into_iter().filter_map(|(key, _, hex)| Some((key, decode_hex(hex)?))).collect()
+/// The bytes of each resource blob ([`resource_hex`]), by key.
+fn resource_blobs(resources: Vec<(String, usize, &str)>) -> HashMap<String, Vec<u8>> {
+    resources.into_iter().filter_map(|(key, _, hex)| Some((key, decode_hex(hex)?))).collect()
 }
 
 /// The `builtin` blobs of a file's `{-# dialect_resources: ... #-}` section: key, byte offset of
@@ -570,7 +571,7 @@ mod tests {
     #[test]
     fn resource_section_is_read() {
         let src = "module {}\n{-#\n  dialect_resources: {\n    builtin: {\n      a.b_1: \"0x040000000000803F\",\n      c: \"0x0400000001\"\n    }\n  }\n#-}\n";
-        let b = resource_blobs(src);
+        let b = resource_blobs(resource_hex(src));
         assert_eq!(b["a.b_1"], vec![4, 0, 0, 0, 0, 0, 0x80, 0x3f]);
         assert_eq!(b["c"], vec![4, 0, 0, 0, 1]);
     }

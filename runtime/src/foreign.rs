@@ -17,6 +17,7 @@
 
 use crate::{npy, Result, RuntimeError};
 use f16c_core::abi::c_dtype;
+use f16c_core::tempdir::TempDir;
 use f16c_core::{Data, Tensor, TensorType};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,23 +51,9 @@ fn tool_error(m: String) -> RuntimeError {
     RuntimeError::Tool(m)
 }
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Result<Scratch> {
-        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("f16c-foreign-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| tool_error(format!("cannot create {}: {e}", dir.display())))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A scratch directory for one use of the tools.
+fn scratch() -> Result<TempDir> {
+    TempDir::new("foreign").map_err(|e| tool_error(format!("cannot create a temporary directory: {e}")))
 }
 
 fn env_or(var: &str, default: &str) -> Vec<String> {
@@ -100,10 +87,10 @@ fn build(arch: &str, name: &str, source: &str, flags: &[&str], libs: &[&str]) ->
     if path.is_file() {
         return Ok(path);
     }
-    let scratch = Scratch::new()?;
-    let src = scratch.0.join(format!("{name}.c"));
+    let scratch = scratch()?;
+    let src = scratch.path().join(format!("{name}.c"));
     std::fs::write(&src, source).map_err(|e| tool_error(format!("cannot write {}: {e}", src.display())))?;
-    let exe = scratch.0.join(name);
+    let exe = scratch.path().join(name);
     let out = Command::new(&cc[0])
         .args(&cc[1..])
         .args(flags)
@@ -156,21 +143,21 @@ pub fn count_instructions(arch: &str, library: &Library, inputs: &[Tensor]) -> R
 fn drive(arch: &str, runs: &[(&Library, &[Tensor])], repeat: usize, extra: &[String]) -> Result<(Vec<Result<Vec<Tensor>>>, String)> {
     let emulate = emulator(arch)?;
     let driver = driver(arch)?;
-    let scratch = Scratch::new()?;
+    let scratch = scratch()?;
     let write = |path: &Path, bytes: &[u8]| std::fs::write(path, bytes).map_err(|e| tool_error(format!("cannot write {}: {e}", path.display())));
     let mut jobs = String::new();
     for (r, (lib, inputs)) in runs.iter().enumerate() {
         f16c_core::tensor::check_inputs(lib.name, lib.inputs, inputs).map_err(RuntimeError::BadInput)?;
-        let so = scratch.0.join(format!("lib{r}.so"));
+        let so = scratch.path().join(format!("lib{r}.so"));
         write(&so, lib.code)?;
         let mut line = format!("{} {}_run_v {repeat} {} {}", so.display(), lib.name, inputs.len(), lib.outputs.len());
         for (i, t) in inputs.iter().enumerate() {
-            let p = scratch.0.join(format!("in{r}_{i}"));
+            let p = scratch.path().join(format!("in{r}_{i}"));
             write(&p, &to_c(t).data().to_le_bytes())?;
             line.push_str(&format!(" {}", p.display()));
         }
         for i in 0..lib.outputs.len() {
-            line.push_str(&format!(" {}", scratch.0.join(format!("out{r}_{i}")).display()));
+            line.push_str(&format!(" {}", scratch.path().join(format!("out{r}_{i}")).display()));
         }
         for o in lib.outputs {
             line.push_str(&format!(" {}", o.num_elements() * c_dtype(o.dtype).byte_size()));
@@ -178,7 +165,7 @@ fn drive(arch: &str, runs: &[(&Library, &[Tensor])], repeat: usize, extra: &[Str
         jobs.push_str(&line);
         jobs.push('\n');
     }
-    let list = scratch.0.join("jobs");
+    let list = scratch.path().join("jobs");
     write(&list, jobs.as_bytes())?;
     let mut cmd = match emulate.split_first() {
         Some((exe, args)) => {
@@ -208,7 +195,7 @@ fn drive(arch: &str, runs: &[(&Library, &[Tensor])], repeat: usize, extra: &[Str
         .zip(&lines)
         .enumerate()
         .map(|(r, ((lib, _), line))| match line.as_str() {
-            "ok" => lib.outputs.iter().enumerate().map(|(i, ty)| read_output(&scratch.0.join(format!("out{r}_{i}")), ty)).collect(),
+            "ok" => lib.outputs.iter().enumerate().map(|(i, ty)| read_output(&scratch.path().join(format!("out{r}_{i}")), ty)).collect(),
             l => Err(match l.strip_prefix("status ").and_then(|s| s.parse::<i32>().ok()) {
                 Some(-1) => RuntimeError::Tool(format!("{}: out of memory", lib.name)),
                 Some(s) => RuntimeError::Failed(format!("{}: {}", lib.name, f16c_core::abi::Status::describe(s))),

@@ -5,13 +5,12 @@
 //! (`bfcvt`), the rest for `aarch64` (`+fullfp16`: native half arithmetic). The same library
 //! path runs natively for x86-64.
 
-use f16c_compiler::backend::llvm_cpu::{self, library::c_name, LlvmCpuBackend};
-use f16c_compiler::backend::{Backend, Emit};
-use f16c_compiler::driver::{self, Options};
+use f16c_compiler::backend::llvm_cpu::{self, LlvmCpuBackend};
+use f16c_compiler::driver::{self, CLibrary, Options};
 use f16c_compiler::policy::Precision;
 use f16c_compiler::target::Target;
 use f16c_dialect::import::parse_file;
-use f16c_dialect::{reference, Graph, Tensor, TensorType};
+use f16c_dialect::{reference, Graph, Tensor};
 use f16c_runtime::foreign::{self, Library};
 use f16c_runtime::npy;
 use f16c_compiler::backend::llvm_cpu::library::MATH_ULPS;
@@ -23,35 +22,22 @@ use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 /// sum 64 terms); the bound leaves a factor of 6.
 const F16_ACCUMULATION: f64 = 8.0 / 2048.0;
 
-/// A compiled standalone library and its entry point's types.
-struct Compiled {
-    code: Vec<u8>,
-    name: String,
-    inputs: Vec<TensorType>,
-    outputs: Vec<TensorType>,
+fn library(c: &CLibrary) -> Library<'_> {
+    Library { code: &c.code, name: &c.name, inputs: &c.inputs, outputs: &c.outputs }
 }
 
-impl Compiled {
-    fn library(&self) -> Library<'_> {
-        Library { code: &self.code, name: &self.name, inputs: &self.inputs, outputs: &self.outputs }
-    }
-}
-
-fn compile(g: &Graph, backend: &LlvmCpuBackend) -> Result<Compiled, String> {
-    let program = driver::lower_for(g, backend).map_err(|d| d.to_string())?;
-    let code = backend.emit(&program, Emit::Lib).map_err(|e| e.to_string())?;
-    let types = |ops: &[f16c_compiler::lower::Operand]| ops.iter().map(|o| o.ty.clone()).collect();
-    Ok(Compiled { code, name: c_name(&program.name), inputs: types(&program.inputs), outputs: types(&program.outputs) })
+fn compile(g: &Graph, backend: &LlvmCpuBackend) -> Result<CLibrary, String> {
+    driver::c_library(g, backend).map_err(|d| d.to_string())
 }
 
 /// Compiles every graph (on two threads) and runs them all in one driver process.
 fn run_all(arch: &str, graphs: &[(&Graph, &[Tensor], &'static LlvmCpuBackend)]) -> Vec<Result<Vec<Tensor>, String>> {
-    let compiled: Vec<Result<Compiled, String>> = std::thread::scope(|s| {
+    let compiled: Vec<Result<CLibrary, String>> = std::thread::scope(|s| {
         let half = graphs.len().div_ceil(2);
         let parts: Vec<_> = graphs.chunks(half.max(1)).map(|part| s.spawn(move || part.iter().map(|(g, _, b)| compile(g, b)).collect::<Vec<_>>())).collect();
         parts.into_iter().flat_map(|h| h.join().expect("compiling does not panic")).collect()
     });
-    let libraries: Vec<Option<Library>> = compiled.iter().map(|c| c.as_ref().ok().map(Compiled::library)).collect();
+    let libraries: Vec<Option<Library>> = compiled.iter().map(|c| c.as_ref().ok().map(library)).collect();
     let runs: Vec<(&Library, &[Tensor])> = libraries.iter().zip(graphs).filter_map(|(l, (_, inputs, _))| l.as_ref().map(|l| (l, *inputs))).collect();
     let mut results = foreign::run_many(arch, &runs).unwrap_or_else(|e| panic!("cannot run {arch} code: {e}")).into_iter();
     compiled.iter().map(|c| match c {

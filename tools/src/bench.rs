@@ -13,7 +13,7 @@ use anyhow::{bail, Context};
 use clap::{Arg, ArgMatches, Command};
 use f16c_dialect::export::{print_module, PrintOptions};
 use f16c_dialect::{BinaryOp, ConvAttrs, DType, Graph, Location, Module, NodeId, Op, PoolAttrs, Tensor, TensorType, ValueType};
-use f16c_compiler::backend::{llvm_cpu, Backend, Emit};
+use f16c_compiler::backend::llvm_cpu;
 use f16c_compiler::driver;
 use f16c_jit::{CompileOptions, Model};
 use f16c_runtime::foreign;
@@ -61,14 +61,9 @@ fn prepared(source: &str, name: &str, options: &CompileOptions) -> anyhow::Resul
 
 /// The instructions one call of `g`'s AArch64 library executes on `inputs` under qemu.
 fn aarch64_instructions(g: &Graph, inputs: &[Tensor]) -> anyhow::Result<u64> {
-    let backend = llvm_cpu::aarch64(false);
-    let program = driver::lower_for(g, backend).map_err(|d| anyhow::anyhow!(d.to_string()))?;
-    let code = backend.emit(&program, Emit::Lib)?;
-    let types = |ops: &[f16c_compiler::lower::Operand]| ops.iter().map(|o| o.ty.clone()).collect::<Vec<_>>();
-    let (ins, outs) = (types(&program.inputs), types(&program.outputs));
-    let name = llvm_cpu::library::c_name(&program.name);
-    let library = foreign::Library { code: &code, name: &name, inputs: &ins, outputs: &outs };
-    let inputs: Vec<Tensor> = inputs.iter().zip(&ins).map(|(t, w)| f16c_runtime::npy::fit(t.clone(), w)).collect();
+    let lib = driver::c_library(g, llvm_cpu::aarch64(false)).map_err(|d| anyhow::anyhow!(d.to_string()))?;
+    let library = foreign::Library { code: &lib.code, name: &lib.name, inputs: &lib.inputs, outputs: &lib.outputs };
+    let inputs: Vec<Tensor> = inputs.iter().zip(&lib.inputs).map(|(t, w)| f16c_runtime::npy::fit(t.clone(), w)).collect();
     Ok(foreign::count_instructions("aarch64", &library, &inputs)?)
 }
 

@@ -68,13 +68,7 @@ pub fn command() -> Command {
                 .value_parser(["table", "json"])
                 .help("Format of --emit=report"),
         )
-        .arg(
-            Arg::new("backend")
-                .long("backend")
-                .value_name("NAME")
-                .value_parser(["cranelift", "llvm"])
-                .help("Code generator for --target=x86_64: cranelift (default) or llvm"),
-        )
+        .arg(crate::backend_arg("Code generator for --target=x86_64: cranelift (default) or llvm"))
         .arg(crate::cpu_arg())
         .arg(Arg::new("function").long("function").value_name("NAME").help("The function to compile to an artifact (default: the only one, or 'forward')"))
         .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"));

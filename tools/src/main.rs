@@ -91,6 +91,11 @@ fn read_input(path: &str) -> anyhow::Result<(String, String)> {
     }
 }
 
+/// `--backend`: the code generator of `--target=x86_64`, described by `help`.
+fn backend_arg(help: &'static str) -> Arg {
+    Arg::new("backend").long("backend").value_name("NAME").value_parser(["cranelift", "llvm"]).help(help)
+}
+
 /// `--cpu`: the x86-64 level of `--backend=llvm`.
 fn cpu_arg() -> Arg {
     Arg::new("cpu")

@@ -40,13 +40,7 @@ pub fn command() -> Command {
                 .value_parser(clap::builder::PossibleValuesParser::new(TARGETS))
                 .help("Where to run the model"),
         )
-        .arg(
-            Arg::new("backend")
-                .long("backend")
-                .value_name("NAME")
-                .value_parser(["cranelift", "llvm"])
-                .help("Code generator for --target=x86_64: cranelift (the JIT, default) or llvm (ahead of time)"),
-        )
+        .arg(crate::backend_arg("Code generator for --target=x86_64: cranelift (the JIT, default) or llvm (ahead of time)"))
         .arg(crate::cpu_arg())
         .arg(
             Arg::new("threads")
@@ -139,21 +133,12 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
 /// Compiles `g` to a standalone library for `target` (`--emit=lib`) and runs it through its C
 /// entry point, under qemu-user when this machine is not of the target's architecture.
 fn run_library(g: &f16c_dialect::Graph, target: f16c_compiler::target::Target, inputs: &[f16c_dialect::Tensor]) -> Result<Result<Vec<f16c_dialect::Tensor>, f16c_dialect::Diagnostics>, RuntimeError> {
-    use f16c_compiler::backend::{llvm_cpu::library::c_name, Emit};
     use f16c_compiler::driver;
-    let compiled = driver::backend_for(target).and_then(|b| {
-        let program = driver::lower_for(g, b)?;
-        let code = b.emit(&program, Emit::Lib).map_err(|e| f16c_dialect::Diagnostics::single(e.to_diagnostic()))?;
-        Ok((program, code))
-    });
-    let (program, code) = match compiled {
-        Ok(c) => c,
+    let lib = match driver::backend_for(target).and_then(|b| driver::c_library(g, b)) {
+        Ok(l) => l,
         Err(d) => return Ok(Err(d)),
     };
-    let types = |ops: &[f16c_compiler::lower::Operand]| ops.iter().map(|o| o.ty.clone()).collect::<Vec<_>>();
-    let (ins, outs) = (types(&program.inputs), types(&program.outputs));
-    let name = c_name(&program.name);
-    let inputs: Vec<_> = inputs.iter().zip(ins.iter().map(Some).chain(std::iter::repeat(None))).map(|(t, w)| w.map_or_else(|| t.clone(), |w| f16c_runtime::npy::fit(t.clone(), w))).collect();
-    let library = f16c_runtime::foreign::Library { code: &code, name: &name, inputs: &ins, outputs: &outs };
+    let inputs: Vec<_> = inputs.iter().zip(lib.inputs.iter().map(Some).chain(std::iter::repeat(None))).map(|(t, w)| w.map_or_else(|| t.clone(), |w| f16c_runtime::npy::fit(t.clone(), w))).collect();
+    let library = f16c_runtime::foreign::Library { code: &lib.code, name: &lib.name, inputs: &lib.inputs, outputs: &lib.outputs };
     f16c_runtime::foreign::run("aarch64", &library, &inputs).map(Ok)
 }

@@ -6,31 +6,12 @@
 //! `-shared` link suffices. The linker is `$F16C_LINKER` if set, else the
 //! first of `ld.lld-22`, LLVM 22's `ld.lld`, `ld.lld`, `ld` found.
 
-use std::path::{Path, PathBuf};
+use f16c_core::tempdir::TempDir;
+use std::path::Path;
 use std::process::Command;
 
 /// Linkers tried in order when `F16C_LINKER` is not set.
 const LINKERS: &[&str] = &["ld.lld-22", "/usr/lib/llvm-22/bin/ld.lld", "ld.lld", "ld"];
-
-/// A scratch directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> std::io::Result<TempDir> {
-        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("f16c-link-{}-{n}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn found(linker: &str) -> bool {
     if linker.contains('/') {
@@ -49,8 +30,8 @@ pub fn shared_object(object: &[u8]) -> Result<Vec<u8>, String> {
             .map(|l| l.to_string())
             .ok_or_else(|| format!("no linker found to build the shared object (tried {}; set F16C_LINKER)", LINKERS.join(", ")))?,
     };
-    let dir = TempDir::new().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let (obj, so) = (dir.0.join("kernels.o"), dir.0.join("kernels.so"));
+    let dir = TempDir::new("link").map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let (obj, so) = (dir.path().join("kernels.o"), dir.path().join("kernels.so"));
     std::fs::write(&obj, object).map_err(|e| format!("cannot write {}: {e}", obj.display()))?;
     let out = Command::new(&linker)
         .args(["-shared", "-z", "noexecstack", "-o"])

@@ -1181,7 +1181,17 @@ impl<'g> Lowering<'g> {
 /// 0 × inf into NaN, and must not run such a convolution.
 pub fn padding_meets_non_finite_weight(program: &Program, c: &Contraction) -> bool {
     let ContractionKind::Conv(g) = &c.kind else { return false };
-    g.pad.iter().any(|&p| p > 0) && constant_tensor(program, &c.b).is_some_and(|t| t.to_f64_vec().iter().any(|v| !v.is_finite()))
+    let BufferKind::Constant(bytes) = &program.buffers[c.b.buffer.0].kind else { return false };
+    // On the stored bits, without decoding the weight: an all-ones exponent is inf or NaN.
+    let non_finite = |mask: u64, size: usize| bytes.chunks_exact(size).any(|e| e.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64) & mask == mask);
+    g.pad.iter().any(|&p| p > 0)
+        && match c.b.ty.dtype {
+            DType::F32 => non_finite(0x7f80_0000, 4),
+            DType::F16 => non_finite(0x7c00, 2),
+            DType::BF16 => non_finite(0x7f80, 2),
+            DType::F64 => non_finite(0x7ff0_0000_0000_0000, 8),
+            _ => false,
+        }
 }
 
 /// The constant tensor a buffer holds, decoded (for backends that pre-pack weights).

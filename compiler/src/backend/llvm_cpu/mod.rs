@@ -156,19 +156,13 @@ pub fn aarch64(bf16: bool) -> &'static LlvmCpuBackend {
     }
 }
 
-/// A compiled program: the object file, the optimised LLVM IR, the assembly, the buffer
-/// table and the schedule.
+/// A compiled program: the manifest (buffer table and schedule), the constants, the object
+/// file, the optimised LLVM IR and the assembly.
 pub struct Compiled {
     /// The artifact's description of the layout and schedule.
     pub manifest: f16c_core::artifact::Manifest,
     /// The artifact's constants section.
     pub constants: Vec<u8>,
-    /// The buffer table.
-    pub layout: Layout,
-    /// Kernel symbols; steps index them.
-    pub symbols: Vec<String>,
-    /// Calls in execution order.
-    pub steps: Vec<Step>,
     /// The optimised LLVM IR.
     pub llvm: String,
     /// Host assembly.
@@ -194,94 +188,105 @@ impl LlvmCpuBackend {
 
     /// Compiles a (legal) program.
     pub fn compile(&self, program: &Program, output: Output) -> BackendResult<Compiled> {
-    let codegen = |k: Option<&Kernel>, m: String| self.codegen(k, m);
-    let cx = Context::create();
-    let mut ir = Ir::new(&cx, &program.name, MathImpl::RuntimeTable);
-    ir.native_bf16 = self.machine.native_bf16;
-    let mut functions = Vec::new();
-    let mut layout = Layout::new(program);
-    let mut symbols = Vec::new();
-    let mut steps = Vec::new();
-    for (k, kernel) in program.kernels.iter().enumerate() {
-        if let KernelKind::Rows(r) = &kernel.kind {
-            // A row's temporary is the thread's scratch.
-            layout.scratch(Ir::rows_temp_bytes(r));
-        }
-        if let KernelKind::Contraction(c) = &kernel.kind {
-            let lanes = depthwise::lanes(&self.machine, c);
-            if depthwise::applies(c, lanes) {
-                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-                let f16_acc = depthwise::accumulates_f16(&self.machine, c);
-                let f = items_function(&mut ir, &name, |ir, i, _| depthwise::item(ir, c, lanes, f16_acc, i)).map_err(|m| codegen(Some(kernel), m))?;
-                functions.push(f);
-                symbols.push(name);
-                let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
-                steps.push(Step { function: symbols.len() - 1, work: depthwise::work(c, lanes), cost, kernel: k, launch: None });
-                continue;
+        let codegen = |k: Option<&Kernel>, m: String| self.codegen(k, m);
+        let cx = Context::create();
+        let mut ir = Ir::new(&cx, &program.name, MathImpl::RuntimeTable);
+        ir.native_bf16 = self.machine.native_bf16;
+        let mut layout = Layout::new(program);
+        let mut schedule = Schedule::default();
+        for (k, kernel) in program.kernels.iter().enumerate() {
+            let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
+            let failed = |m: String| codegen(Some(kernel), m);
+            if let KernelKind::Rows(r) = &kernel.kind {
+                // A row's temporary is the thread's scratch.
+                layout.scratch(Ir::rows_temp_bytes(r));
             }
-            if gemm::applies(program, c) {
-                let shape = gemm::shape(&self.machine, c);
-                let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape));
-                let mut c = c.clone();
-                if gemm::widens_a(&self.machine, &c) {
-                    // A in f32 in the kernel's temporary, then the tiles read it from there.
-                    let (elements, from) = (c.a.ty.num_elements(), c.a.ty.dtype);
-                    let wide = layout.temporary(k, elements * 4);
-                    let name = format!("{SYMBOL_PREFIX}{}_widen_a", kernel.name);
-                    let src = c.a.buffer.0;
-                    let f = items_function(&mut ir, &name, |ir, i, _| {
-                        let (s, d) = (ir.buffer(src), ir.buffer(wide));
-                        let v = ir.load(from, s, i);
-                        ir.store(f16c_dialect::DType::F32, d, i, v);
-                        Ok(())
-                    })
-                    .map_err(|m| codegen(Some(kernel), m))?;
-                    functions.push(f);
-                    symbols.push(name);
-                    steps.push(Step { function: symbols.len() - 1, work: elements, cost: elements as f64, kernel: k, launch: None });
-                    c.a.buffer = crate::lower::BufferId(wide);
-                    c.a.ty.dtype = f16c_dialect::DType::F32;
+            if let KernelKind::Contraction(c) = &kernel.kind {
+                let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
+                let lanes = depthwise::lanes(&self.machine, c);
+                if depthwise::applies(c, lanes) {
+                    let f16_acc = depthwise::accumulates_f16(&self.machine, c);
+                    schedule.add(&mut ir, name, depthwise::work(c, lanes), cost, k, |ir, i, _| depthwise::item(ir, c, lanes, f16_acc, i)).map_err(failed)?;
+                    continue;
                 }
-                let c = &c;
-                let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-                let f = items_function(&mut ir, &name, |ir, t, _| gemm::tile(ir, &self.machine, c, packed, t)).map_err(|m| codegen(Some(kernel), m))?;
-                functions.push(f);
-                symbols.push(name);
-                let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
-                steps.push(Step { function: symbols.len() - 1, work: gemm::work(c, shape), cost, kernel: k, launch: None });
-                continue;
+                if gemm::applies(program, c) {
+                    let shape = gemm::shape(&self.machine, c);
+                    let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape));
+                    let mut c = c.clone();
+                    if gemm::widens_a(&self.machine, &c) {
+                        // A in f32 in the kernel's temporary, then the tiles read it from there.
+                        let (elements, from, src) = (c.a.ty.num_elements(), c.a.ty.dtype, c.a.buffer.0);
+                        let wide = layout.temporary(k, elements * 4);
+                        schedule
+                            .add(&mut ir, format!("{name}_widen_a"), elements, elements as f64, k, |ir, i, _| {
+                                let (s, d) = (ir.buffer(src), ir.buffer(wide));
+                                let v = ir.load(from, s, i);
+                                ir.store(f16c_dialect::DType::F32, d, i, v);
+                                Ok(())
+                            })
+                            .map_err(failed)?;
+                        c.a.buffer = crate::lower::BufferId(wide);
+                        c.a.ty.dtype = f16c_dialect::DType::F32;
+                    }
+                    schedule.add(&mut ir, name, gemm::work(&c, shape), cost, k, |ir, t, _| gemm::tile(ir, &self.machine, &c, packed, t)).map_err(failed)?;
+                    continue;
+                }
+            }
+            for items in Items::of(&kernel.kind) {
+                schedule
+                    .add(&mut ir, format!("{name}{}", items.suffix()), items.work(), items.cost(), k, |ir, i, params| {
+                        ir.item(items, i, params.scratch, |ir| {
+                            let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
+                            ir.b.build_store(params.status, code).built();
+                        })
+                    })
+                    .map_err(failed)?;
             }
         }
-        for items in Items::of(&kernel.kind) {
-            let name = format!("{SYMBOL_PREFIX}{}{}", kernel.name, items.suffix());
-            let f = items_function(&mut ir, &name, |ir, i, params| {
-                ir.item(items, i, params.scratch, |ir| {
-                    let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
-                    ir.b.build_store(params.status, code).built();
-                })
-            })
-            .map_err(|m| codegen(Some(kernel), m))?;
-            functions.push(f);
-            symbols.push(name);
-            steps.push(Step { function: symbols.len() - 1, work: items.work(), cost: items.cost(), kernel: k, launch: None });
+        compiler_runtime(&mut ir);
+        layout.finish(program);
+        let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
+        let (manifest, constants) = layout.manifest(program, info, schedule.symbols, schedule.steps);
+        if output == Output::Library {
+            library::entry(&mut ir, program, &manifest, &constants, &schedule.functions).map_err(|m| codegen(None, m))?;
         }
+        let m = &self.machine;
+        let spec = MachineSpec { triple: m.triple, cpu: m.cpu.to_string(), features: m.features.to_string() };
+        let tm = machine::machine(&spec).map_err(|m| codegen(None, m))?;
+        ir.verify().map_err(|m| codegen(None, m))?;
+        machine::optimize(&ir.module, &tm).map_err(|m| codegen(None, m))?;
+        let llvm = ir.text();
+        let asm = machine::assembly(&ir.module, &tm).map_err(|m| codegen(None, m))?;
+        let object = machine::object(&ir.module, &tm).map_err(|m| codegen(None, m))?;
+        Ok(Compiled { manifest, constants, llvm, asm, object })
     }
-    compiler_runtime(&mut ir);
-    layout.finish(program);
-    let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
-    let (manifest, constants) = layout.manifest(program, info, symbols.clone(), steps.clone());
-    if output == Output::Library {
-        library::entry(&mut ir, program, &manifest, &constants, &functions).map_err(|m| codegen(None, m))?;
-    }
-    let m = &self.machine;
-    let spec = MachineSpec { triple: m.triple, cpu: m.cpu.to_string(), features: m.features.to_string() };
-    let tm = machine::machine(&spec).map_err(|m| codegen(None, m))?;
-    ir.verify().map_err(|m| codegen(None, m))?;
-    machine::optimize(&ir.module, &tm).map_err(|m| codegen(None, m))?;
-    let llvm = ir.text();
-    let asm = machine::assembly(&ir.module, &tm).map_err(|m| codegen(None, m))?;
-    let object = machine::object(&ir.module, &tm).map_err(|m| codegen(None, m))?;
-    Ok(Compiled { manifest, constants, layout, symbols, steps, llvm, asm, object })
+}
+
+/// The kernel functions of a program as they are emitted, with their symbols and the steps
+/// that call them.
+#[derive(Default)]
+struct Schedule<'ctx> {
+    functions: Vec<FunctionValue<'ctx>>,
+    symbols: Vec<String>,
+    steps: Vec<Step>,
+}
+
+impl<'ctx> Schedule<'ctx> {
+    /// Emits function `name` ([`items_function`]) and a step that calls it once over `work`
+    /// items of kernel `kernel`.
+    fn add(
+        &mut self,
+        ir: &mut Ir<'ctx>,
+        name: String,
+        work: usize,
+        cost: f64,
+        kernel: usize,
+        body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, &Params<'ctx>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.functions.push(items_function(ir, &name, body)?);
+        self.symbols.push(name);
+        self.steps.push(Step { function: self.symbols.len() - 1, work, cost, kernel, launch: None });
+        Ok(())
     }
 }
 
