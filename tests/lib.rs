@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 
 pub mod cases;
+pub mod differential;
+pub mod fuzz;
 
 use f16c_runtime::Tensor;
 use std::path::PathBuf;

@@ -299,8 +299,11 @@ impl Manifest {
             }
         }
         for (k, t) in self.inputs.iter().chain(self.outputs.iter().map(|o| &o.ty)).enumerate() {
-            if t.ty().is_none() {
-                return bad(format!("tensor #{k}: unknown element type '{}'", t.dtype));
+            let Some(ty) = t.ty() else { return bad(format!("tensor #{k}: unknown element type '{}'", t.dtype)) };
+            // The byte size must be computable (a damaged shape must not overflow it).
+            let bytes = t.shape.iter().try_fold(ty.dtype.byte_size().max(1), |a, &d| a.checked_mul(d));
+            if bytes.is_none_or(|b| b > isize::MAX as usize) {
+                return bad(format!("tensor #{k}: shape {:?} is too large", t.shape));
             }
         }
         for (k, o) in self.outputs.iter().enumerate() {
@@ -320,7 +323,7 @@ impl Manifest {
             }
             match (self.code_format, &s.launch) {
                 (CodeFormat::Ptx, None) => return bad(format!("step {i} of a GPU artifact has no launch configuration")),
-                (CodeFormat::Ptx, Some(l)) if l.grid.contains(&0) || l.block.contains(&0) || l.block.iter().product::<u32>() > 1024 => {
+                (CodeFormat::Ptx, Some(l)) if l.grid.contains(&0) || l.block.contains(&0) || l.block.iter().try_fold(1u64, |a, &b| a.checked_mul(b as u64)).is_none_or(|p| p > 1024) => {
                     return bad(format!("step {i}: launch grid {:?} block {:?} is not launchable", l.grid, l.block))
                 }
                 _ => {}
@@ -385,6 +388,19 @@ mod tests {
         let mut a = sample();
         a.manifest.outputs[0].slot = 0;
         a.manifest.inputs[0].shape = vec![1];
+        assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+    }
+
+    /// Found by `f16c-fuzz fuzz --target=artifact`: sizes that overflowed (a panic) while the
+    /// manifest was validated.
+    #[test]
+    fn overflowing_sizes_are_rejected() {
+        let mut a = sample();
+        a.manifest.inputs[0].shape = vec![1 << 40, 1 << 40];
+        assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+        let mut a = sample();
+        a.manifest.code_format = CodeFormat::Ptx;
+        a.manifest.steps[0].launch = Some(Launch { grid: [1, 1, 1], block: [65536, 65536, 2], shared_bytes: 0 });
         assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
     }
 }

@@ -115,6 +115,20 @@ impl Graph {
         id
     }
 
+    /// Removes the arguments nothing uses (and that are not results), renumbering the rest;
+    /// returns the positions removed, in increasing order.
+    pub fn remove_unused_inputs(&mut self) -> Vec<usize> {
+        let unused: Vec<usize> = (0..self.inputs.len()).filter(|&k| !self.is_used(self.inputs[k]) && !self.outputs.contains(&self.inputs[k])).collect();
+        for &k in unused.iter().rev() {
+            let id = self.inputs.remove(k);
+            self.remove_node(id);
+        }
+        for (k, id) in self.inputs.clone().into_iter().enumerate() {
+            self.node_mut(id).op = Op::Arg(k);
+        }
+        unused
+    }
+
     /// Appends a function result.
     pub fn add_output(&mut self, id: NodeId) {
         self.outputs.push(id);

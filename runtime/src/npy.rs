@@ -19,6 +19,12 @@ fn npy_err(path: &Path, message: impl Into<String>) -> RuntimeError {
 /// Reads a `.npy` file into a tensor.
 pub fn read(path: &Path) -> Result<Tensor> {
     let bytes = std::fs::read(path).map_err(|e| npy_err(path, format!("cannot read: {e}")))?;
+    from_bytes(&bytes, path)
+}
+
+/// Reads the bytes of a `.npy` file (`path` names it in errors).
+pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
+    screen(bytes).map_err(|m| npy_err(path, m))?;
     let file = npyz::NpyFile::new(&bytes[..]).map_err(|e| npy_err(path, format!("not a valid .npy file: {e}")))?;
     if file.order() == npyz::Order::Fortran && file.shape().iter().filter(|&&d| d > 1).count() > 1 {
         return Err(npy_err(path, "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)"));
@@ -51,6 +57,44 @@ pub fn read(path: &Path) -> Result<Tensor> {
         _ => return Err(npy_err(path, format!("dtype '{descr}' is not supported (float32, float16, float64, bool, int8, int32, int64)"))),
     };
     Tensor::new(shape, data).map_err(|e| npy_err(path, e.to_string()))
+}
+
+/// Checks what `npyz` would trust before it parses the header: a header with the size its
+/// length field announces, a flat `shape` tuple of integers whose element count does not
+/// overflow and whose data fits in the file, and no nesting (`npyz`'s header parser takes
+/// exponential time on nested tuples, and its element count overflows on large shapes; both
+/// found by `f16c-fuzz`).
+fn screen(bytes: &[u8]) -> std::result::Result<(), String> {
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Ok(()); // npyz reports a bad magic number itself
+    }
+    let (start, len) = match bytes[6] {
+        1 => (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize),
+        _ => match bytes.get(8..12) {
+            Some(b) => (12, u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
+            None => return Err("truncated header".into()),
+        },
+    };
+    let header = bytes.get(start..start + len).ok_or_else(|| format!("the header announces {len} bytes, the file has {}", bytes.len() - start.min(bytes.len())))?;
+    let header = std::str::from_utf8(header).map_err(|_| "the header is not text".to_string())?;
+    let nesting = header.chars().filter(|c| matches!(c, '(' | '[' | '{')).count();
+    if nesting > 2 {
+        return Err("the header has nested tuples or lists (structured dtypes are not supported)".into());
+    }
+    let Some(at) = header.find("'shape'") else { return Ok(()) };
+    let tuple = header[at..].split_once('(').and_then(|(_, t)| t.split_once(')')).map(|(t, _)| t).ok_or("the header's 'shape' is not a tuple")?;
+    // The product of the non-zero dimensions must not overflow either: npyz computes strides.
+    let (mut elements, mut strides): (u64, u64) = (1, 1);
+    for dim in tuple.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let n: u64 = dim.parse().map_err(|_| format!("shape dimension '{dim}' is not a non-negative integer"))?;
+        strides = strides.checked_mul(n.max(1)).filter(|s| *s <= u64::MAX / 16).ok_or("the shape's element count overflows")?;
+        elements *= n; // at most the stride product: no overflow
+    }
+    let data = (bytes.len() - start - len) as u64;
+    if elements > data {
+        return Err(format!("the shape announces {elements} elements, the file holds {data} bytes of data"));
+    }
+    Ok(())
 }
 
 /// Writes a tensor as a `.npy` file (little-endian, C order). NumPy has no bf16: a bf16 tensor
