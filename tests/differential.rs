@@ -382,7 +382,8 @@ impl Gen {
         if n * oh * ow * oc > MAX_ELEMENTS {
             return None;
         }
-        let weight = self.constant(d, &weight_shape);
+        // Now and then a weight computed at run time (an argument).
+        let weight = if self.chance(0.15) { self.input(d, &weight_shape) } else { self.constant(d, &weight_shape) };
         let bias = bias_of(self, oc);
         let (z1, z2) = (zero(&mut self.g, d), zero(&mut self.g, d));
         Some(self.node(op, d, &[n, oh, ow, oc], &[x.id, weight, bias, z1, z2], true))

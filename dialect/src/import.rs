@@ -113,7 +113,7 @@ fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> 
         }
     }
     for &(ref key, offset, hex) in resources {
-        let alignment = (hex.len() >= 8).then(|| u32::from_str_radix(&hex[..8], 16).ok().map(u32::swap_bytes)).flatten();
+        let alignment = hex.get(..8).and_then(|h| u32::from_str_radix(h, 16).ok()).map(u32::swap_bytes);
         match alignment {
             Some(a) if a.is_power_of_two() => {}
             Some(a) => {
@@ -549,7 +549,8 @@ fn resource_hex(source: &str) -> Vec<(String, usize, &str)> {
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
+    // On bytes: a non-ASCII character in the blob must not be sliced through.
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
         return None;
     }
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect()

@@ -28,3 +28,5 @@ npy("f64_1x4x4x8.npy", "<f8", [1, 4, 4, 8], "d", [float((i * 7) % 13) - 6.0 for 
 npy("x_1x8x8x8_f32.npy", "<f4", [1, 8, 8, 8], "f", [((i * 29) % 17) / 4.0 - 2.0 for i in range(512)])
 # A 1x3x3x1 f32 image for convolution padding checks.
 npy("x_1x3x3x1_f32.npy", "<f4", [1, 3, 3, 1], "f", [1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0, 1.5, -0.5])
+# A conv weight computed at run time: +inf in its first tap (lit/Run/conv-padding-inf.mlir).
+npy("w_1x3x3x1_inf_f32.npy", "<f4", [1, 3, 3, 1], "f", [float("inf"), 1.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0, -0.5])

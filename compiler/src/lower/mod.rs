@@ -291,8 +291,8 @@ pub struct Contraction {
     pub result: DType,
     /// A fused elementwise epilogue.
     pub epilogue: Option<Epilogue>,
-    /// A convolution with padding whose constant weight holds an inf or NaN
-    /// ([`padding_meets_non_finite_weight`]): code must skip the padding rather than multiply its
+    /// A convolution with padding whose constant weight holds an inf or NaN, or whose weight
+    /// is computed at run time ([`padding_meets_non_finite_weight`]): code must skip the padding rather than multiply its
     /// zeros (with finite weights, multiplying them changes nothing: a sum that starts at +0
     /// never becomes −0, and adding ±0 leaves it as it is).
     pub padding_hazard: bool,
@@ -1175,13 +1175,15 @@ impl<'g> Lowering<'g> {
     }
 }
 
-/// Whether convolution `c` has padding and an inf or NaN in its constant weight. TOSA skips the
+/// Whether convolution `c` has padding and an inf or NaN in its constant weight, or a weight
+/// computed at run time (which may hold one). TOSA skips the
 /// padding, so such a weight can only give a finite result where it meets real pixels; code
 /// that multiplies the padding's zeros instead (a packed GEMM, tensor-core tiles) would turn
 /// 0 × inf into NaN, and must not run such a convolution.
 pub fn padding_meets_non_finite_weight(program: &Program, c: &Contraction) -> bool {
     let ContractionKind::Conv(g) = &c.kind else { return false };
-    let BufferKind::Constant(bytes) = &program.buffers[c.b.buffer.0].kind else { return false };
+    // A weight computed at run time may hold an inf or a NaN: that is a hazard too.
+    let BufferKind::Constant(bytes) = &program.buffers[c.b.buffer.0].kind else { return g.pad.iter().any(|&p| p > 0) && c.b.ty.dtype.is_float() };
     // On the stored bits, without decoding the weight: an all-ones exponent is inf or NaN.
     let non_finite = |mask: u64, size: usize| bytes.chunks_exact(size).any(|e| e.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64) & mask == mask);
     g.pad.iter().any(|&p| p > 0)
