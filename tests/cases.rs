@@ -291,7 +291,21 @@ impl Case {
 /// Every elementwise op of the parity suites: the unary ops, the binary ops (comparisons
 /// included), a clamp and select.
 pub fn elementwise_ops() -> Vec<Op> {
-    let mut ops: Vec<Op> = [UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Rsqrt, UnaryOp::Reciprocal, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf]
+    let mut ops: Vec<Op> = [
+        UnaryOp::Negate,
+        UnaryOp::Abs,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Rsqrt,
+        UnaryOp::Reciprocal,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Erf,
+        UnaryOp::Ceil,
+        UnaryOp::Floor,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+    ]
         .into_iter()
         .map(Op::Unary)
         .collect();
@@ -348,7 +362,7 @@ fn adder(cases: &mut Vec<Case>) -> impl FnMut(String, Graph, &mut Rng, f32, f32,
 /// Every elementwise op in f32, f16 and bf16 at each size of `sizes` (binary ops and select at 17
 /// with a broadcast operand), through `add`.
 fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String, Graph, &mut Rng, f32, f32, Tolerance)) {
-    let math = |op: &Op| matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf) | Op::Binary(BinaryOp::Pow));
+    let math = |op: &Op| matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf | UnaryOp::Sin | UnaryOp::Cos) | Op::Binary(BinaryOp::Pow));
     for op in &elementwise_ops() {
         for d in FLOATS {
             for &n in sizes {

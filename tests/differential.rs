@@ -19,7 +19,7 @@
 //!   f32 accumulation's rounding on either side; `Σ|a·b|` computed by the reference on the
 //!   operands' magnitudes) plus one ulp of a low result type; that bound is carried through
 //!   the ops after it that cannot amplify it without limit (add, sub, mul, max/min, clamp,
-//!   negate, abs, select, casts, data movement, pooling, sums, tanh/sigmoid/erf), with one
+//!   negate, abs, select, casts, data movement, pooling, sums, tanh/sigmoid/erf/sin/cos), with one
 //!   ulp per rounding op;
 //! - non-finite values: the contract promises that a contraction's result is finite on every
 //!   backend only when its operands are finite and `Σ|a·b|` stays below half the largest finite
@@ -191,9 +191,23 @@ impl Gen {
             0..=2 => {
                 // Unary: after a contraction only those that keep an error bound.
                 let ops: &[UnaryOp] = if t {
-                    &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf]
+                    &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf, UnaryOp::Sin, UnaryOp::Cos]
                 } else {
-                    &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Rsqrt, UnaryOp::Reciprocal, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf]
+                    &[
+                        UnaryOp::Negate,
+                        UnaryOp::Abs,
+                        UnaryOp::Exp,
+                        UnaryOp::Log,
+                        UnaryOp::Rsqrt,
+                        UnaryOp::Reciprocal,
+                        UnaryOp::Tanh,
+                        UnaryOp::Sigmoid,
+                        UnaryOp::Erf,
+                        UnaryOp::Ceil,
+                        UnaryOp::Floor,
+                        UnaryOp::Sin,
+                        UnaryOp::Cos,
+                    ]
                 };
                 let u = *self.rng.pick(ops);
                 let operands = if u == UnaryOp::Negate { vec![x.id, zero(&mut self.g, d), zero(&mut self.g, d)] } else { vec![x.id] };
@@ -500,7 +514,7 @@ fn peak(t: &Tensor) -> (f64, bool) {
 }
 
 fn is_math(op: &Op) -> bool {
-    matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf) | Op::Binary(BinaryOp::Pow))
+    matches!(op, Op::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf | UnaryOp::Sin | UnaryOp::Cos) | Op::Binary(BinaryOp::Pow))
 }
 
 /// The reduction length of a contraction and `Σ|a·b|`'s largest value (bias included),
@@ -608,7 +622,8 @@ fn allowances(g: &Graph, values: &HashMap<NodeId, Tensor>, math_ulps: u64) -> Ha
                     let n = (p.kernel[0] * p.kernel[1]) as f64;
                     Allowed::Bound { bound: sum + n * eps(DType::F32) * in_peak(0) + round, promised }
                 }
-                Op::Unary(UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf) => {
+                // 1-Lipschitz (erf: 2/√π) and computed in f32 from a perturbed argument.
+                Op::Unary(UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf | UnaryOp::Sin | UnaryOp::Cos) => {
                     let own = if math_ulps > 0 { math_ulps as f64 * (eps(d) * pv + tiny(d)) } else { 0.0 };
                     Allowed::Bound { bound: 1.2 * sum + round + own, promised }
                 }

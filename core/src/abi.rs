@@ -68,11 +68,15 @@ pub enum Libcall {
     F64ToF16,
     /// f64 to bf16, rounded once, returned widened to f32.
     F64ToBf16,
+    SinF32,
+    CosF32,
+    SinF64,
+    CosF64,
 }
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 12] = [
+    pub const ALL: [Libcall; 16] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -85,6 +89,10 @@ impl Libcall {
         Libcall::PowF64,
         Libcall::F64ToF16,
         Libcall::F64ToBf16,
+        Libcall::SinF32,
+        Libcall::CosF32,
+        Libcall::SinF64,
+        Libcall::CosF64,
     ];
 
     /// The C parameter types and result type.
@@ -92,9 +100,9 @@ impl Libcall {
         use CType::*;
         use Libcall::*;
         match self {
-            ExpF32 | LogF32 | TanhF32 | ErfF32 => (&[F32], F32),
+            ExpF32 | LogF32 | TanhF32 | ErfF32 | SinF32 | CosF32 => (&[F32], F32),
             PowF32 => (&[F32, F32], F32),
-            ExpF64 | LogF64 | TanhF64 | ErfF64 => (&[F64], F64),
+            ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
         }

@@ -57,6 +57,10 @@ pub enum UnaryOp {
     Tanh,
     Sigmoid,
     Erf,
+    Ceil,
+    Floor,
+    Sin,
+    Cos,
 }
 
 /// Two-input elementwise ops with TOSA broadcasting (equal ranks, size-1 dims stretch).
@@ -186,6 +190,10 @@ impl Op {
                 UnaryOp::Tanh => "tosa.tanh",
                 UnaryOp::Sigmoid => "tosa.sigmoid",
                 UnaryOp::Erf => "tosa.erf",
+                UnaryOp::Ceil => "tosa.ceil",
+                UnaryOp::Floor => "tosa.floor",
+                UnaryOp::Sin => "tosa.sin",
+                UnaryOp::Cos => "tosa.cos",
             },
             Op::Binary(b) => match b {
                 BinaryOp::Add => "tosa.add",
@@ -286,7 +294,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "tosa.const", "tosa.const_shape", "arith.constant", "tosa.conv2d", "tosa.depthwise_conv2d",
     "tosa.transpose_conv2d", "tosa.matmul", "tosa.add", "tosa.sub", "tosa.mul", "tosa.negate",
     "tosa.abs", "tosa.clamp", "tosa.maximum", "tosa.minimum", "tosa.exp", "tosa.log", "tosa.rsqrt",
-    "tosa.reciprocal", "tosa.tanh", "tosa.sigmoid", "tosa.erf", "tosa.pow", "tosa.reduce_sum",
+    "tosa.reciprocal", "tosa.tanh", "tosa.sigmoid", "tosa.erf", "tosa.ceil", "tosa.floor", "tosa.sin", "tosa.cos", "tosa.pow", "tosa.reduce_sum",
     "tosa.reduce_max", "tosa.reduce_min", "tosa.reduce_product", "tosa.reduce_all", "tosa.reduce_any",
     "tosa.argmax", "tosa.max_pool2d", "tosa.avg_pool2d", "tosa.reshape", "tosa.transpose",
     "tosa.slice", "tosa.pad", "tosa.concat", "tosa.tile", "tosa.cast", "tosa.select", "tosa.equal",

@@ -275,6 +275,10 @@ fn unary_real<T: Real>(op: UnaryOp, x: T) -> T {
         UnaryOp::Tanh => x.tanh(),
         UnaryOp::Sigmoid => T::one() / (T::one() + (-x).exp()),
         UnaryOp::Erf => x.erf(),
+        UnaryOp::Ceil => x.ceil(),
+        UnaryOp::Floor => x.floor(),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
     }
 }
 

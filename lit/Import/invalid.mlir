@@ -1,10 +1,10 @@
 // Every import error is a located diagnostic (checked with -verify-diagnostics).
 // RUN: %f16c opt %s -split-input-file -verify-diagnostics
 
-func.func @unsupported_op(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error@+1 {{'tosa.floor' is not supported by f16c}}
-  %0 = tosa.floor %a : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
+func.func @unsupported_op(%a: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error@+1 {{'tosa.bitwise_not' is not supported by f16c}}
+  %0 = tosa.bitwise_not %a : (tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
 }
 
 // -----

@@ -154,3 +154,19 @@ func.func @constants() -> (tensor<2xf32>, tensor<1xf64>, tensor<2xi1>, tensor<2x
     }
   }
 #-}
+
+// -----
+
+// The rounding and trigonometric ops (issue 15; rotary position embeddings use sin and cos).
+// CHECK-LABEL: func.func @rounding_and_trig
+// CHECK: tosa.ceil %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: tosa.floor %{{.*}} : (tensor<2x3xf16>) -> tensor<2x3xf16>
+// CHECK: tosa.sin %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: tosa.cos %{{.*}} : (tensor<2x3xbf16>) -> tensor<2x3xbf16>
+func.func @rounding_and_trig(%a: tensor<2x3xf32>, %h: tensor<2x3xf16>, %b: tensor<2x3xbf16>) -> (tensor<2x3xf32>, tensor<2x3xf16>, tensor<2x3xf32>, tensor<2x3xbf16>) {
+  %0 = tosa.ceil %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = tosa.floor %h : (tensor<2x3xf16>) -> tensor<2x3xf16>
+  %2 = tosa.sin %0 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %3 = tosa.cos %b : (tensor<2x3xbf16>) -> tensor<2x3xbf16>
+  return %0, %1, %2, %3 : tensor<2x3xf32>, tensor<2x3xf16>, tensor<2x3xf32>, tensor<2x3xbf16>
+}

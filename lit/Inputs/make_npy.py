@@ -30,3 +30,6 @@ npy("x_1x8x8x8_f32.npy", "<f4", [1, 8, 8, 8], "f", [((i * 29) % 17) / 4.0 - 2.0 
 npy("x_1x3x3x1_f32.npy", "<f4", [1, 3, 3, 1], "f", [1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0, 1.5, -0.5])
 # A conv weight computed at run time: +inf in its first tap (lit/Run/conv-padding-inf.mlir).
 npy("w_1x3x3x1_inf_f32.npy", "<f4", [1, 3, 3, 1], "f", [float("inf"), 1.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0, -0.5])
+# Angles and activations for the rotary-embedding style test (lit/Precision/rope.mlir).
+npy("x_4x64_f32.npy", "<f4", [4, 64], "f", [((i * 37) % 101) / 8.0 - 6.0 for i in range(256)])
+npy("angles_4x64_f32.npy", "<f4", [4, 64], "f", [float(p * (1.0 / 1.3 ** (i % 32))) for p in range(4) for i in range(64)])

@@ -36,4 +36,8 @@ libcalls! {
     PowF64 => |x: f64, y: f64| -> f64 { x.powf(y) },
     F64ToF16 => |x: f64| -> f32 { f16::from_f64(x).to_f32() },
     F64ToBf16 => |x: f64| -> f32 { bf16::from_f64(x).to_f32() },
+    SinF32 => |x: f32| -> f32 { x.sin() },
+    CosF32 => |x: f32| -> f32 { x.cos() },
+    SinF64 => |x: f64| -> f64 { x.sin() },
+    CosF64 => |x: f64| -> f64 { x.cos() },
 }

@@ -142,7 +142,7 @@ impl Precision {
 /// Every op name (without dialect prefix) a policy may mention.
 pub const OP_NAMES: &[&str] = &[
     "conv2d", "depthwise_conv2d", "transpose_conv2d", "matmul", "add", "sub", "mul", "negate", "abs", "clamp",
-    "maximum", "minimum", "exp", "log", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "pow", "reduce_sum",
+    "maximum", "minimum", "exp", "log", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "ceil", "floor", "sin", "cos", "pow", "reduce_sum",
     "reduce_max", "reduce_min", "reduce_product", "argmax", "max_pool2d", "avg_pool2d", "reshape", "transpose",
     "slice", "pad", "concat", "tile", "select", "equal", "greater", "greater_equal", "gather",
 ];
@@ -151,10 +151,10 @@ const CONTRACTIONS: &[&str] = &["conv2d", "depthwise_conv2d", "transpose_conv2d"
 const FOLLOW: &[&str] = &[
     "reshape", "transpose", "slice", "pad", "concat", "tile", "clamp", "maximum", "minimum", "max_pool2d", "add",
     "sub", "mul", "negate", "abs", "select", "equal", "greater", "greater_equal", "sigmoid", "tanh", "reduce_max",
-    "reduce_min", "argmax", "gather",
+    "reduce_min", "argmax", "gather", "ceil", "floor",
 ];
 const FP32: &[&str] =
-    &["exp", "pow", "log", "erf", "reciprocal", "rsqrt", "reduce_sum", "reduce_product", "avg_pool2d"];
+    &["exp", "pow", "log", "erf", "sin", "cos", "reciprocal", "rsqrt", "reduce_sum", "reduce_product", "avg_pool2d"];
 
 /// Problems with a policy: a bad level, file or op name.
 #[derive(Debug, thiserror::Error)]

@@ -505,6 +505,10 @@ impl<'a> Fx<'a> {
             UnaryOp::Log => self.libcall_lanes(lc(Libcall::LogF32, Libcall::LogF64), &[x]),
             UnaryOp::Tanh => self.libcall_lanes(lc(Libcall::TanhF32, Libcall::TanhF64), &[x]),
             UnaryOp::Erf => self.libcall_lanes(lc(Libcall::ErfF32, Libcall::ErfF64), &[x]),
+            UnaryOp::Sin => self.libcall_lanes(lc(Libcall::SinF32, Libcall::SinF64), &[x]),
+            UnaryOp::Ceil => self.b.ins().ceil(x),
+            UnaryOp::Floor => self.b.ins().floor(x),
+            UnaryOp::Cos => self.libcall_lanes(lc(Libcall::CosF32, Libcall::CosF64), &[x]),
             UnaryOp::Rsqrt => {
                 let s = self.b.ins().sqrt(x);
                 let one = self.one(ty);

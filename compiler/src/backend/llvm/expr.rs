@@ -126,6 +126,10 @@ impl<'ctx> Ir<'ctx> {
             UnaryOp::Log => self.math(lc(Libcall::LogF32, Libcall::LogF64), &[x])?,
             UnaryOp::Tanh => self.math(lc(Libcall::TanhF32, Libcall::TanhF64), &[x])?,
             UnaryOp::Erf => self.math(lc(Libcall::ErfF32, Libcall::ErfF64), &[x])?,
+            UnaryOp::Sin => self.math(lc(Libcall::SinF32, Libcall::SinF64), &[x])?,
+            UnaryOp::Ceil => self.fintr("ceil", &[x]),
+            UnaryOp::Floor => self.fintr("floor", &[x]),
+            UnaryOp::Cos => self.math(lc(Libcall::CosF32, Libcall::CosF64), &[x])?,
             UnaryOp::Rsqrt => {
                 let s = self.fintr("sqrt", &[x]);
                 self.b.build_float_div(one, s, "").built()
@@ -314,6 +318,9 @@ impl<'ctx> Ir<'ctx> {
             Libcall::TanhF32 => self.approx_tanh(x),
             Libcall::ErfF32 => self.approx_erf(x),
             Libcall::PowF32 => self.approx_pow(x, args[1]),
+            // sin.approx/cos.approx: absolute error at most 2^-20.5 over [-100π, 100π].
+            Libcall::SinF32 => self.ex2_lg2("llvm.nvvm.sin.approx.f", x),
+            Libcall::CosF32 => self.ex2_lg2("llvm.nvvm.cos.approx.f", x),
             other => return Err(format!("{other:?} has no NVPTX implementation (f64 math is outside the NVPTX legality table)")),
         })
     }

@@ -77,6 +77,10 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         LogF64 => "log",
         TanhF64 => "tanh",
         ErfF64 => "erf",
+        SinF32 => "sinf",
+        CosF32 => "cosf",
+        SinF64 => "sin",
+        CosF64 => "cos",
         PowF64 => "pow",
         F64ToF16 | F64ToBf16 => return None,
     })

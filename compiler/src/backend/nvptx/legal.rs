@@ -54,7 +54,7 @@ fn math_in_f64(expr: &Expr) -> bool {
 fn is_math(kind: EwKind) -> bool {
     matches!(
         kind,
-        EwKind::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Erf | UnaryOp::Sigmoid) | EwKind::Binary(BinaryOp::Pow)
+        EwKind::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Erf | UnaryOp::Sigmoid | UnaryOp::Sin | UnaryOp::Cos) | EwKind::Binary(BinaryOp::Pow)
     )
 }
 
