@@ -33,3 +33,5 @@ npy("w_1x3x3x1_inf_f32.npy", "<f4", [1, 3, 3, 1], "f", [float("inf"), 1.0, 1.0, 
 # Angles and activations for the rotary-embedding style test (lit/Precision/rope.mlir).
 npy("x_4x64_f32.npy", "<f4", [4, 64], "f", [((i * 37) % 101) / 8.0 - 6.0 for i in range(256)])
 npy("angles_4x64_f32.npy", "<f4", [4, 64], "f", [float(p * (1.0 / 1.3 ** (i % 32))) for p in range(4) for i in range(64)])
+# Two rows of one element (lit/Run/reduce-size1.mlir).
+npy("x_2x1_f32.npy", "<f4", [2, 1], "f", [1.5, -0.0])

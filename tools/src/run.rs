@@ -76,7 +76,15 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         bail!("--backend chooses the code generator of --target=x86_64 (cranelift or llvm), not of {target}");
     }
     let g = &module.functions[crate::choose_function(&module, m, &file)?];
-    let inputs = crate::read_npys(m, "inputs")?;
+    // NumPy has no bf16: an f32 file is rounded to an f16 or bf16 argument, on every target.
+    let inputs: Vec<_> = crate::read_npys(m, "inputs")?
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| match g.inputs().get(k).and_then(|&a| g.tensor_ty(a)) {
+            Some(want) => f16c_runtime::npy::fit(t, want),
+            None => t,
+        })
+        .collect();
     let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
     if threads == 0 {
         bail!("--threads must be at least 1");
