@@ -420,11 +420,22 @@ pub fn error_kind(message: &str) -> String {
     let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     // Drop the location prefix `file:line:col: error: `.
     let text = first.rsplit_once("error: ").map_or(first, |(_, t)| t);
-    let words: Vec<&str> = text
+    // Drop what is quoted: it is the input's own text.
+    let mut unquoted = String::new();
+    let mut quote = None;
+    for ch in text.chars() {
+        match quote {
+            Some(q) if ch == q => quote = None,
+            Some(_) => {}
+            None if matches!(ch, '\'' | '"' | '`') => quote = Some(ch),
+            None => unquoted.push(ch),
+        }
+    }
+    let words: Vec<&str> = unquoted
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| matches!(c, ',' | '.' | ':' | ';' | '(' | ')')))
         .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))
-        .take(8)
+        .take(6)
         .collect();
     words.join(" ")
 }
