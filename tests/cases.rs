@@ -377,6 +377,35 @@ fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String
     }
 }
 
+/// The bitwise ops on i32 and the logical ops on i1 (TOSA's integer and boolean elementwise
+/// ops) at each size of `sizes` (binary ones at 17 with a broadcast operand). Bit for bit.
+pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
+    let mut rng = Rng(79);
+    let mut cases = Vec::new();
+    let mut add = adder(&mut cases);
+    let ops = [
+        (Op::Binary(BinaryOp::BitwiseAnd), DType::I32),
+        (Op::Binary(BinaryOp::BitwiseOr), DType::I32),
+        (Op::Binary(BinaryOp::BitwiseXor), DType::I32),
+        (Op::Unary(UnaryOp::BitwiseNot), DType::I32),
+        (Op::Binary(BinaryOp::LogicalAnd), DType::I1),
+        (Op::Binary(BinaryOp::LogicalOr), DType::I1),
+        (Op::Binary(BinaryOp::LogicalXor), DType::I1),
+        (Op::Unary(UnaryOp::LogicalNot), DType::I1),
+    ];
+    for (op, d) in &ops {
+        for &n in sizes {
+            let bc = if matches!(op, Op::Binary(_)) && n == 17 { 1 } else { 0 };
+            let g = elementwise_graph(op, *d, n, bc);
+            // i32 values over the whole range (their bits), booleans half true.
+            let (lo, hi) = if *d == DType::I32 { (-2.0e9, 2.0e9) } else { (-1.0, 1.0) };
+            add(format!("{}_{}_n{n}_bc{bc}", op.mlir_name().trim_start_matches("tosa."), dname(*d)), g, &mut rng, lo, hi, Tolerance::Exact);
+        }
+    }
+    drop(add);
+    cases
+}
+
 /// The sizes around CPU vector widths that [`parity_cases`] leaves out (4 f32 or 8 fp16 lanes
 /// of NEON, 8 f32 of AVX2, and one more or less): every elementwise op at 3, 8, 9, 15 and 33
 /// elements, for the CPU backends' vector loops and their tails.
@@ -386,6 +415,7 @@ pub fn vector_edge_cases() -> Vec<Case> {
     let mut add = adder(&mut cases);
     elementwise_cases(&[3, 8, 9, 15, 33], &mut rng, &mut add);
     drop(add);
+    cases.extend(integer_cases(&[3, 8, 9, 15, 33]));
     cases
 }
 
@@ -513,5 +543,6 @@ pub fn parity_cases() -> Vec<Case> {
     }
     drop(add);
     cases.extend(special_value_cases());
+    cases.extend(integer_cases(&[1, 7, 16, 17, 1031]));
     cases
 }

@@ -61,6 +61,21 @@ pub enum UnaryOp {
     Floor,
     Sin,
     Cos,
+    /// `tosa.bitwise_not`, on integers.
+    BitwiseNot,
+    /// `tosa.logical_not`, on i1.
+    LogicalNot,
+}
+
+impl UnaryOp {
+    /// True for the ops defined on integers (and not on floats).
+    pub fn is_bitwise(self) -> bool {
+        self == UnaryOp::BitwiseNot
+    }
+    /// True for the ops defined on i1 only.
+    pub fn is_logical(self) -> bool {
+        self == UnaryOp::LogicalNot
+    }
 }
 
 /// Two-input elementwise ops with TOSA broadcasting (equal ranks, size-1 dims stretch).
@@ -78,12 +93,28 @@ pub enum BinaryOp {
     Equal,
     Greater,
     GreaterEqual,
+    /// `tosa.bitwise_and|or|xor`, on integers.
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    /// `tosa.logical_and|or|xor`, on i1.
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
 }
 
 impl BinaryOp {
     /// True for the comparisons, whose result is i1.
     pub fn is_comparison(self) -> bool {
         matches!(self, BinaryOp::Equal | BinaryOp::Greater | BinaryOp::GreaterEqual)
+    }
+    /// True for the ops defined on integers only (not floats, not i1).
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinaryOp::BitwiseAnd | BinaryOp::BitwiseOr | BinaryOp::BitwiseXor)
+    }
+    /// True for the ops defined on i1 only.
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor)
     }
 }
 
@@ -194,6 +225,8 @@ impl Op {
                 UnaryOp::Floor => "tosa.floor",
                 UnaryOp::Sin => "tosa.sin",
                 UnaryOp::Cos => "tosa.cos",
+                UnaryOp::BitwiseNot => "tosa.bitwise_not",
+                UnaryOp::LogicalNot => "tosa.logical_not",
             },
             Op::Binary(b) => match b {
                 BinaryOp::Add => "tosa.add",
@@ -205,6 +238,12 @@ impl Op {
                 BinaryOp::Equal => "tosa.equal",
                 BinaryOp::Greater => "tosa.greater",
                 BinaryOp::GreaterEqual => "tosa.greater_equal",
+                BinaryOp::BitwiseAnd => "tosa.bitwise_and",
+                BinaryOp::BitwiseOr => "tosa.bitwise_or",
+                BinaryOp::BitwiseXor => "tosa.bitwise_xor",
+                BinaryOp::LogicalAnd => "tosa.logical_and",
+                BinaryOp::LogicalOr => "tosa.logical_or",
+                BinaryOp::LogicalXor => "tosa.logical_xor",
             },
             Op::Clamp { .. } => "tosa.clamp",
             Op::Reduce { kind, .. } => match kind {
@@ -298,5 +337,6 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "tosa.reduce_max", "tosa.reduce_min", "tosa.reduce_product", "tosa.reduce_all", "tosa.reduce_any",
     "tosa.argmax", "tosa.max_pool2d", "tosa.avg_pool2d", "tosa.reshape", "tosa.transpose",
     "tosa.slice", "tosa.pad", "tosa.concat", "tosa.tile", "tosa.cast", "tosa.select", "tosa.equal",
-    "tosa.greater", "tosa.greater_equal", "tosa.gather",
+    "tosa.greater", "tosa.greater_equal", "tosa.gather", "tosa.bitwise_and", "tosa.bitwise_or", "tosa.bitwise_xor",
+    "tosa.bitwise_not", "tosa.logical_and", "tosa.logical_or", "tosa.logical_xor", "tosa.logical_not",
 ];

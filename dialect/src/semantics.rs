@@ -279,18 +279,26 @@ fn unary_real<T: Real>(op: UnaryOp, x: T) -> T {
         UnaryOp::Floor => x.floor(),
         UnaryOp::Sin => x.sin(),
         UnaryOp::Cos => x.cos(),
+        // The verifier keeps these off floats.
+        UnaryOp::BitwiseNot | UnaryOp::LogicalNot => T::nan(),
     }
 }
 
 fn unary(op: UnaryOp, x: &Tensor, (in_zp, out_zp): (i64, i64), out: &TensorType) -> EvalResult<Tensor> {
+    if (op.is_bitwise() || op.is_logical()) && x.dtype().is_float() {
+        return err(format!("{} is not defined on {}", Op::Unary(op).mlir_name(), x.dtype()));
+    }
     let n = match widen(x) {
         Num::F32(v) => Num::F32(v.into_iter().map(|x| unary_real(op, x)).collect()),
         Num::F64(v) => Num::F64(v.into_iter().map(|x| unary_real(op, x)).collect()),
         Num::Int(v) => Num::Int(match op {
             UnaryOp::Negate => v.into_iter().map(|x| out_zp.wrapping_sub(x.wrapping_sub(in_zp))).collect(),
             UnaryOp::Abs => v.into_iter().map(i64::wrapping_abs).collect(),
+            // On the sign-extended value: the low bits are the narrow type's NOT.
+            UnaryOp::BitwiseNot => v.into_iter().map(|x| !x).collect(),
             _ => return err(format!("{} is not defined on integers", Op::Unary(op).mlir_name())),
         }),
+        Num::Bool(v) if op == UnaryOp::LogicalNot => Num::Bool(v.into_iter().map(|x| !x).collect()),
         Num::Bool(_) => return err(format!("{} is not defined on i1", Op::Unary(op).mlir_name())),
     };
     Ok(narrow(n, out))
@@ -305,6 +313,7 @@ fn binary_real<T: Real>(op: BinaryOp, a: T, b: T) -> T {
         BinaryOp::Minimum => fmin(a, b),
         BinaryOp::Pow => a.powf(b),
         BinaryOp::Equal | BinaryOp::Greater | BinaryOp::GreaterEqual => unreachable!("comparisons handled apart"),
+        _ => unreachable!("integer and i1 ops are refused on floats before"),
     }
 }
 
@@ -328,6 +337,14 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, shift: i64, out: &TensorType) ->
         (Num::F64(x), Num::F64(y)) if op.is_comparison() => Num::Bool(zip!(x, y, |p, q| compare(op, p, q))),
         (Num::Int(x), Num::Int(y)) if op.is_comparison() => Num::Bool(zip!(x, y, |p, q| compare(op, p, q))),
         (Num::Bool(x), Num::Bool(y)) if op == BinaryOp::Equal => Num::Bool(zip!(x, y, |p, q| p == q)),
+        (Num::Bool(x), Num::Bool(y)) if op.is_logical() => Num::Bool(match op {
+            BinaryOp::LogicalAnd => zip!(x, y, |p, q| p && q),
+            BinaryOp::LogicalOr => zip!(x, y, |p, q| p || q),
+            _ => zip!(x, y, |p: bool, q: bool| p ^ q),
+        }),
+        (Num::F32(_) | Num::F64(_), _) if op.is_bitwise() || op.is_logical() => {
+            return err(format!("{} is not defined on {}", Op::Binary(op).mlir_name(), a.dtype()))
+        }
         (Num::F32(x), Num::F32(y)) => Num::F32(zip!(x, y, |p, q| binary_real(op, p, q))),
         (Num::F64(x), Num::F64(y)) => Num::F64(zip!(x, y, |p, q| binary_real(op, p, q))),
         (Num::Int(x), Num::Int(y)) => Num::Int(match op {
@@ -337,6 +354,10 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, shift: i64, out: &TensorType) ->
             BinaryOp::Mul => zip!(x, y, i64::wrapping_mul),
             BinaryOp::Maximum => zip!(x, y, i64::max),
             BinaryOp::Minimum => zip!(x, y, i64::min),
+            // On sign-extended values: the low bits are the narrow type's.
+            BinaryOp::BitwiseAnd => zip!(x, y, |p: i64, q: i64| p & q),
+            BinaryOp::BitwiseOr => zip!(x, y, |p: i64, q: i64| p | q),
+            BinaryOp::BitwiseXor => zip!(x, y, |p: i64, q: i64| p ^ q),
             _ => return err(format!("{} is not defined on integers", Op::Binary(op).mlir_name())),
         }),
         _ => return err(format!("{}: operands {} and {} do not match", Op::Binary(op).mlir_name(), a.dtype(), b.dtype())),

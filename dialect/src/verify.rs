@@ -130,7 +130,15 @@ impl Verifier<'_> {
             Op::Unary(u) => {
                 self.same_elem(id, t(0), out);
                 self.same_shape(id, t(0), out);
-                if *u != UnaryOp::Negate && *u != UnaryOp::Abs && !out.dtype.is_float() {
+                if u.is_bitwise() {
+                    if out.dtype.is_float() || out.dtype == DType::I1 {
+                        self.fail(id, format!("needs an integer type, has {}", out.dtype));
+                    }
+                } else if u.is_logical() {
+                    if out.dtype != DType::I1 {
+                        self.fail(id, format!("needs i1, has {}", out.dtype));
+                    }
+                } else if *u != UnaryOp::Negate && *u != UnaryOp::Abs && !out.dtype.is_float() {
                     self.fail(id, format!("needs a float type, has {}", out.dtype));
                 }
             }
@@ -150,6 +158,12 @@ impl Verifier<'_> {
                 }
                 if *b == BinaryOp::Pow && !out.dtype.is_float() {
                     self.fail(id, "needs a float type");
+                }
+                if b.is_bitwise() && (out.dtype.is_float() || out.dtype == DType::I1) {
+                    self.fail(id, format!("needs an integer type, has {}", out.dtype));
+                }
+                if b.is_logical() && out.dtype != DType::I1 {
+                    self.fail(id, format!("needs i1, has {}", out.dtype));
                 }
             }
             Op::Clamp { min, max } => {

@@ -2,8 +2,8 @@
 // RUN: %f16c opt %s -split-input-file -verify-diagnostics
 
 func.func @unsupported_op(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error@+1 {{'tosa.bitwise_not' is not supported by f16c}}
-  %0 = tosa.bitwise_not %a : (tensor<4xi32>) -> tensor<4xi32>
+  // expected-error@+1 {{'tosa.clz' is not supported by f16c}}
+  %0 = tosa.clz %a : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
 
@@ -93,4 +93,12 @@ func.func @calls(%a: tensor<2xf32>) -> tensor<2xf32> {
   // expected-error@+1 {{'func.call' is not supported by f16c}}
   %0 = func.call @calls(%a) : (tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bitwise_on_float(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tosa.bitwise_not' op needs an integer type, has f32}}
+  %0 = tosa.bitwise_not %a : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

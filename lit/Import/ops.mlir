@@ -170,3 +170,27 @@ func.func @rounding_and_trig(%a: tensor<2x3xf32>, %h: tensor<2x3xf16>, %b: tenso
   %3 = tosa.cos %b : (tensor<2x3xbf16>) -> tensor<2x3xbf16>
   return %0, %1, %2, %3 : tensor<2x3xf32>, tensor<2x3xf16>, tensor<2x3xf32>, tensor<2x3xbf16>
 }
+
+// -----
+
+// The bitwise ops on integers and the logical ops on i1 (issue 15).
+// CHECK-LABEL: func.func @bitwise_and_logical
+// CHECK: tosa.bitwise_and
+// CHECK: tosa.bitwise_or
+// CHECK: tosa.bitwise_xor
+// CHECK: tosa.bitwise_not %{{.*}} : (tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK: tosa.logical_and
+// CHECK: tosa.logical_or
+// CHECK: tosa.logical_xor
+// CHECK: tosa.logical_not %{{.*}} : (tensor<2x3xi1>) -> tensor<2x3xi1>
+func.func @bitwise_and_logical(%a: tensor<2x3xi32>, %b: tensor<1x3xi32>, %p: tensor<2x3xi1>, %q: tensor<2x1xi1>) -> (tensor<2x3xi32>, tensor<2x3xi1>) {
+  %0 = tosa.bitwise_and %a, %b : (tensor<2x3xi32>, tensor<1x3xi32>) -> tensor<2x3xi32>
+  %1 = tosa.bitwise_or %0, %a : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %2 = tosa.bitwise_xor %1, %b : (tensor<2x3xi32>, tensor<1x3xi32>) -> tensor<2x3xi32>
+  %3 = tosa.bitwise_not %2 : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %4 = tosa.logical_and %p, %q : (tensor<2x3xi1>, tensor<2x1xi1>) -> tensor<2x3xi1>
+  %5 = tosa.logical_or %4, %p : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  %6 = tosa.logical_xor %5, %q : (tensor<2x3xi1>, tensor<2x1xi1>) -> tensor<2x3xi1>
+  %7 = tosa.logical_not %6 : (tensor<2x3xi1>) -> tensor<2x3xi1>
+  return %3, %7 : tensor<2x3xi32>, tensor<2x3xi1>
+}

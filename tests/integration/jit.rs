@@ -130,6 +130,21 @@ fn signed_zeros_and_nan_follow_tosa_on_the_jit() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The bitwise ops on i32 and the logical ops on i1, at every size of the JIT's suite, on one
+/// and two threads: the reference's bits.
+#[test]
+fn integer_and_boolean_ops_are_bit_exact() {
+    let mut failures = Vec::new();
+    for case in f16c_tests::cases::integer_cases(SIZES) {
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        for threads in [1, 2] {
+            let got = Model::compile_graph(&case.graph, threads).and_then(|m| m.run(&case.inputs)).map_err(|e| e.to_string());
+            failures.extend(case.failures(got, &want, 0));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn f16_and_bf16_widening_is_bit_exact_for_all_65536_values() {
     let n = 1 << 16;

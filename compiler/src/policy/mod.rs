@@ -144,7 +144,8 @@ pub const OP_NAMES: &[&str] = &[
     "conv2d", "depthwise_conv2d", "transpose_conv2d", "matmul", "add", "sub", "mul", "negate", "abs", "clamp",
     "maximum", "minimum", "exp", "log", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "ceil", "floor", "sin", "cos", "pow", "reduce_sum",
     "reduce_max", "reduce_min", "reduce_product", "argmax", "max_pool2d", "avg_pool2d", "reshape", "transpose",
-    "slice", "pad", "concat", "tile", "select", "equal", "greater", "greater_equal", "gather",
+    "slice", "pad", "concat", "tile", "select", "equal", "greater", "greater_equal", "gather", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or", "logical_xor", "logical_not",
 ];
 
 const CONTRACTIONS: &[&str] = &["conv2d", "depthwise_conv2d", "transpose_conv2d", "matmul"];

@@ -492,11 +492,19 @@ impl<'a> Fx<'a> {
                     Ok(self.b.ins().isub(o, a))
                 }
                 UnaryOp::Abs => Ok(self.b.ins().iabs(x)),
-                _ => Err(format!("tosa.{u:?} is not defined on integers").to_lowercase()),
+                UnaryOp::BitwiseNot => Ok(self.b.ins().bnot(x)),
+                _ => Err(format!("{} is not defined on integers", f16c_dialect::Op::Unary(u).mlir_name())),
             };
         }
         if domain(d) == I8 {
-            return Err("elementwise arithmetic is not defined on i1".into());
+            return match u {
+                // i1 is held as 0/1.
+                UnaryOp::LogicalNot => Ok(self.b.ins().bxor_imm_u(x, 1)),
+                _ => Err("elementwise arithmetic is not defined on i1".into()),
+            };
+        }
+        if u.is_bitwise() || u.is_logical() {
+            return Err(format!("{} is not defined on floats", f16c_dialect::Op::Unary(u).mlir_name()));
         }
         Ok(match u {
             UnaryOp::Negate => self.b.ins().fneg(x),
@@ -506,6 +514,7 @@ impl<'a> Fx<'a> {
             UnaryOp::Tanh => self.libcall_lanes(lc(Libcall::TanhF32, Libcall::TanhF64), &[x]),
             UnaryOp::Erf => self.libcall_lanes(lc(Libcall::ErfF32, Libcall::ErfF64), &[x]),
             UnaryOp::Sin => self.libcall_lanes(lc(Libcall::SinF32, Libcall::SinF64), &[x]),
+            UnaryOp::BitwiseNot | UnaryOp::LogicalNot => unreachable!("refused on floats above"),
             UnaryOp::Ceil => self.b.ins().ceil(x),
             UnaryOp::Floor => self.b.ins().floor(x),
             UnaryOp::Cos => self.libcall_lanes(lc(Libcall::CosF32, Libcall::CosF64), &[x]),
@@ -552,10 +561,19 @@ impl<'a> Fx<'a> {
             });
         }
         if dom == I8 {
-            return Err("arithmetic is not defined on i1".into());
+            // i1 is held as 0/1: and, or and xor keep it so.
+            return match op {
+                BinaryOp::LogicalAnd => Ok(self.b.ins().band(a, b)),
+                BinaryOp::LogicalOr => Ok(self.b.ins().bor(a, b)),
+                BinaryOp::LogicalXor => Ok(self.b.ins().bxor(a, b)),
+                _ => Err("arithmetic is not defined on i1".into()),
+            };
         }
         if dom == I64 {
             return Ok(match op {
+                BinaryOp::BitwiseAnd => self.b.ins().band(a, b),
+                BinaryOp::BitwiseOr => self.b.ins().bor(a, b),
+                BinaryOp::BitwiseXor => self.b.ins().bxor(a, b),
                 BinaryOp::Add => self.b.ins().iadd(a, b),
                 BinaryOp::Sub => self.b.ins().isub(a, b),
                 BinaryOp::Mul if shift > 0 => {
@@ -566,8 +584,11 @@ impl<'a> Fx<'a> {
                 BinaryOp::Mul => self.b.ins().imul(a, b),
                 BinaryOp::Maximum => self.b.ins().smax(a, b),
                 BinaryOp::Minimum => self.b.ins().smin(a, b),
-                _ => return Err("tosa.pow is not defined on integers".into()),
+                _ => return Err(format!("{} is not defined on integers", f16c_dialect::Op::Binary(op).mlir_name())),
             });
+        }
+        if op.is_bitwise() || op.is_logical() {
+            return Err(format!("{} is not defined on floats", f16c_dialect::Op::Binary(op).mlir_name()));
         }
         Ok(match op {
             BinaryOp::Add => self.b.ins().fadd(a, b),

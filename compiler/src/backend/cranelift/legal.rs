@@ -34,7 +34,7 @@ pub const CONTRACTION_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16];
 /// Element types pooling reads (integer pooling is not implemented).
 pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
 /// Unary ops defined on integers (the others are float-only: exp, log, tanh, ...).
-pub const INTEGER_UNARY: &[UnaryOp] = &[UnaryOp::Negate, UnaryOp::Abs];
+pub const INTEGER_UNARY: &[UnaryOp] = &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::BitwiseNot];
 
 /// The compute domain families the emitter distinguishes.
 fn is_float(d: DType) -> bool {
@@ -53,11 +53,11 @@ fn expr_legal(expr: &Expr) -> Result<(), Unsupported> {
 fn check_ew(kind: &EwKind, input: DType) -> Result<(), Unsupported> {
     let unsupported = |m: String| Err(Unsupported(m));
     match kind {
-        EwKind::Unary(u) if input == DType::I1 => unsupported(format!("{} on i1", format!("{u:?}").to_lowercase())),
-        EwKind::Unary(u) if !is_float(input) && !INTEGER_UNARY.contains(u) => {
+        EwKind::Unary(u) if input == DType::I1 && !u.is_logical() => unsupported(format!("{} on i1", format!("{u:?}").to_lowercase())),
+        EwKind::Unary(u) if !is_float(input) && !INTEGER_UNARY.contains(u) && !u.is_logical() => {
             unsupported(format!("{} on {input} (defined on floats only)", format!("{u:?}").to_lowercase()))
         }
-        EwKind::Binary(b) if input == DType::I1 && !b.is_comparison() => unsupported(format!("{} on i1", format!("{b:?}").to_lowercase())),
+        EwKind::Binary(b) if input == DType::I1 && !b.is_comparison() && !b.is_logical() => unsupported(format!("{} on i1", format!("{b:?}").to_lowercase())),
         EwKind::Binary(f16c_dialect::BinaryOp::Pow) if !is_float(input) => unsupported(format!("pow on {input}")),
         _ => Ok(()),
     }

@@ -109,11 +109,19 @@ impl<'ctx> Ir<'ctx> {
                     let neg = self.sub(self.i64(0), x);
                     Ok(self.smax(x, neg).into())
                 }
-                _ => Err(format!("tosa.{u:?} is not defined on integers").to_lowercase()),
+                UnaryOp::BitwiseNot => Ok(self.b.build_not(x, "").built().into()),
+                _ => Err(format!("{} is not defined on integers", f16c_dialect::Op::Unary(u).mlir_name())),
             };
         }
         if d == DType::I1 {
-            return Err("elementwise arithmetic is not defined on i1".into());
+            // An LLVM i1: not flips it.
+            return match u {
+                UnaryOp::LogicalNot => Ok(self.b.build_not(x.into_int_value(), "").built().into()),
+                _ => Err("elementwise arithmetic is not defined on i1".into()),
+            };
+        }
+        if u.is_bitwise() || u.is_logical() {
+            return Err(format!("{} is not defined on floats", f16c_dialect::Op::Unary(u).mlir_name()));
         }
         let x = x.into_float_value();
         let f64_ = d == DType::F64;
@@ -127,6 +135,7 @@ impl<'ctx> Ir<'ctx> {
             UnaryOp::Tanh => self.math(lc(Libcall::TanhF32, Libcall::TanhF64), &[x])?,
             UnaryOp::Erf => self.math(lc(Libcall::ErfF32, Libcall::ErfF64), &[x])?,
             UnaryOp::Sin => self.math(lc(Libcall::SinF32, Libcall::SinF64), &[x])?,
+            UnaryOp::BitwiseNot | UnaryOp::LogicalNot => unreachable!("refused on floats above"),
             UnaryOp::Ceil => self.fintr("ceil", &[x]),
             UnaryOp::Floor => self.fintr("floor", &[x]),
             UnaryOp::Cos => self.math(lc(Libcall::CosF32, Libcall::CosF64), &[x])?,
@@ -164,11 +173,20 @@ impl<'ctx> Ir<'ctx> {
             });
         }
         if d == DType::I1 {
-            return Err("arithmetic is not defined on i1".into());
+            let (a, b) = (a.into_int_value(), b.into_int_value());
+            return match op {
+                BinaryOp::LogicalAnd => Ok(self.b.build_and(a, b, "").built().into()),
+                BinaryOp::LogicalOr => Ok(self.b.build_or(a, b, "").built().into()),
+                BinaryOp::LogicalXor => Ok(self.b.build_xor(a, b, "").built().into()),
+                _ => Err("arithmetic is not defined on i1".into()),
+            };
         }
         if !d.is_float() {
             let (a, b) = (a.into_int_value(), b.into_int_value());
             return Ok(match op {
+                BinaryOp::BitwiseAnd => self.b.build_and(a, b, "").built(),
+                BinaryOp::BitwiseOr => self.b.build_or(a, b, "").built(),
+                BinaryOp::BitwiseXor => self.b.build_xor(a, b, "").built(),
                 BinaryOp::Add => self.add(a, b),
                 BinaryOp::Sub => self.sub(a, b),
                 BinaryOp::Mul if shift > 0 => {
@@ -178,9 +196,12 @@ impl<'ctx> Ir<'ctx> {
                 BinaryOp::Mul => self.mul(a, b),
                 BinaryOp::Maximum => self.smax(a, b),
                 BinaryOp::Minimum => self.smin(a, b),
-                _ => return Err("tosa.pow is not defined on integers".into()),
+                _ => return Err(format!("{} is not defined on integers", f16c_dialect::Op::Binary(op).mlir_name())),
             }
             .into());
+        }
+        if op.is_bitwise() || op.is_logical() {
+            return Err(format!("{} is not defined on floats", f16c_dialect::Op::Binary(op).mlir_name()));
         }
         let (a, b) = (a.into_float_value(), b.into_float_value());
         Ok(match op {
