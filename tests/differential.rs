@@ -233,7 +233,17 @@ impl Gen {
                 // select(x > y, x, z)
                 let y = self.partner(x, false);
                 let cmp = *self.rng.pick(&[BinaryOp::Greater, BinaryOp::GreaterEqual, BinaryOp::Equal]);
-                let p = self.g.add_node(Op::Binary(cmp), tensor_ty(DType::I1, &x.shape), &[x.id, y.id], loc());
+                let mut p = self.g.add_node(Op::Binary(cmp), tensor_ty(DType::I1, &x.shape), &[x.id, y.id], loc());
+                // Sometimes combined with a second comparison, or negated.
+                if self.chance(0.4) {
+                    let z = self.partner(x, false);
+                    let q = self.g.add_node(Op::Binary(BinaryOp::Greater), tensor_ty(DType::I1, &x.shape), &[z.id, x.id], loc());
+                    let l = *self.rng.pick(&[BinaryOp::LogicalAnd, BinaryOp::LogicalOr, BinaryOp::LogicalXor]);
+                    p = self.g.add_node(Op::Binary(l), tensor_ty(DType::I1, &x.shape), &[p, q], loc());
+                }
+                if self.chance(0.2) {
+                    p = self.g.add_node(Op::Unary(UnaryOp::LogicalNot), tensor_ty(DType::I1, &x.shape), &[p], loc());
+                }
                 if self.chance(0.2) {
                     self.outputs.push(p);
                 }
