@@ -76,8 +76,10 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
 pub const MAX_NESTING: usize = 256;
 
 /// Rejects, with a located error, what MLIR's parser is known to abort on rather than report:
-/// nesting deeper than [`MAX_NESTING`], and a `dense_resource` blob whose alignment header (its
-/// first four bytes) is not a power of two (MLIR asserts, or tries to allocate with it).
+/// nesting deeper than [`MAX_NESTING`], a `dense_resource` blob whose alignment header (its
+/// first four bytes) is not a power of two (MLIR asserts, or tries to allocate with it), and a
+/// dense array of `index` elements (`array<index: ...>`: MLIR 22's parser dereferences a null
+/// float type and crashes, `mlir-opt` too; found by `f16c-fuzz`).
 fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> Result<(), Diagnostics> {
     let at = |offset: usize| {
         let before = &source[..offset];
@@ -101,6 +103,9 @@ fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> 
             match c {
                 b'"' => in_string = true,
                 b'/' if bytes.get(i + 1) == Some(&b'/') => in_comment = true,
+                b'a' if bytes[i..].starts_with(b"array<") && source[i + 6..].trim_start().starts_with("index") => {
+                    return Err(Diagnostic::error(at(i), "a dense array of 'index' elements: f16c refuses it (MLIR's parser crashes on it); write i64").into());
+                }
                 b'{' | b'[' | b'(' => {
                     depth += 1;
                     if depth > MAX_NESTING {
