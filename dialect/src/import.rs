@@ -103,7 +103,10 @@ fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> 
             match c {
                 b'"' => in_string = true,
                 b'/' if bytes.get(i + 1) == Some(&b'/') => in_comment = true,
-                b'a' if bytes[i..].starts_with(b"array<") && source[i + 6..].trim_start().starts_with("index") => {
+                b'a' if bytes[i..].starts_with(b"array")
+                    && !bytes[..i].last().is_some_and(|&p| p.is_ascii_alphanumeric() || p == b'_')
+                    && skip_blank(&source[i + 5..]).strip_prefix('<').is_some_and(|rest| skip_blank(rest).starts_with("index")) =>
+                {
                     return Err(Diagnostic::error(at(i), "a dense array of 'index' elements: f16c refuses it (MLIR's parser crashes on it); write i64").into());
                 }
                 b'{' | b'[' | b'(' => {
@@ -128,6 +131,17 @@ fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> 
         }
     }
     Ok(())
+}
+
+/// `s` from its first token: whitespace and `//` comments skipped, as MLIR's lexer does.
+fn skip_blank(mut s: &str) -> &str {
+    loop {
+        s = s.trim_start();
+        match s.strip_prefix("//") {
+            Some(rest) => s = rest.split_once('\n').map_or("", |(_, after)| after),
+            None => return s,
+        }
+    }
 }
 
 /// Reads a `.mlir` file and imports it; I/O failures become diagnostics too.

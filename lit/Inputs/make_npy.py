@@ -35,3 +35,6 @@ npy("x_4x64_f32.npy", "<f4", [4, 64], "f", [((i * 37) % 101) / 8.0 - 6.0 for i i
 npy("angles_4x64_f32.npy", "<f4", [4, 64], "f", [float(p * (1.0 / 1.3 ** (i % 32))) for p in range(4) for i in range(64)])
 # Two rows of one element (lit/Run/reduce-size1.mlir).
 npy("x_2x1_f32.npy", "<f4", [2, 1], "f", [1.5, -0.0])
+# A conv weight given at run time, OHWI, and an image for it (lit/Run/conv-runtime-weight.mlir).
+npy("w_4x1x1x9_f32.npy", "<f4", [4, 1, 1, 9], "f", [((i * 13) % 7) / 4.0 - 0.75 for i in range(36)])
+npy("x_1x1x3x9_f32.npy", "<f4", [1, 1, 3, 9], "f", [((i * 5) % 11) / 8.0 - 0.5 for i in range(27)])

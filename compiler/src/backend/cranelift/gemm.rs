@@ -89,6 +89,10 @@ impl Context<'_> {
         } else {
             b_slot = self.layout.temporary(self.current, packed_elems * 4);
             let bbuf = c.b.buffer.0;
+            // A conv weight computed at run time is OHWI: `B[kk][o] = W[o][kk]`, read element by
+            // element (a matmul's B is row-major and packs four lanes at a time). The JIT read it
+            // as row-major and mixed output channels up; found by the differential tester.
+            let conv = !matches!(c.kind, ContractionKind::MatMul);
             self.add("_pack_b", batch * panels, packed_elems as f64, move |fx| {
                 let (src, dst) = (fx.buffer(bbuf), fx.buffer(b_slot));
                 fx.for_items(|fx, item| {
@@ -99,7 +103,7 @@ impl Context<'_> {
                     let out0 = fx.b.ins().imul_imm_s(item, panel_elems as i64);
                     let row0 = fx.b.ins().imul_imm_s(bi, (k * n) as i64);
                     let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col0, (n - NR.min(n)) as i64);
-                    let full = if n < NR { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) } else { full };
+                    let full = if n < NR || conv { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) } else { full };
                     fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
                         let src_row = fx.b.ins().imul_imm_s(kk, n as i64);
                         let src_row = fx.b.ins().iadd(src_row, row0);
@@ -123,8 +127,13 @@ impl Context<'_> {
                                     let col = fx.b.ins().iadd_imm_s(col0, j as i64);
                                     let last = fx.i(n as i64 - 1);
                                     let cc = fx.b.ins().smin(col, last);
-                                    let s = fx.b.ins().isub(src_at, col0);
-                                    let s = fx.b.ins().iadd(s, cc);
+                                    let s = if conv {
+                                        let s = fx.b.ins().imul_imm_s(cc, k as i64);
+                                        fx.b.ins().iadd(s, kk)
+                                    } else {
+                                        let s = fx.b.ins().isub(src_at, col0);
+                                        fx.b.ins().iadd(s, cc)
+                                    };
                                     let x = fx.load(bdt, src, s);
                                     let z = fx.f(F32, 0.0);
                                     let inside = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, col, n as i64);
