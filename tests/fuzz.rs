@@ -434,8 +434,9 @@ pub fn error_kind(message: &str) -> String {
     let words: Vec<&str> = unquoted
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| matches!(c, ',' | '.' | ':' | ';' | '(' | ')')))
-        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))
-        .take(6)
+        // Long words are the input's own (an op name a mutation made up).
+        .filter(|w| !w.is_empty() && w.len() <= 16 && w.chars().all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))
+        .take(5)
         .collect();
     words.join(" ")
 }
