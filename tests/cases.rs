@@ -288,24 +288,27 @@ impl Case {
     }
 }
 
+/// Every unary op on floats.
+pub const FLOAT_UNARY: [UnaryOp; 13] = [
+    UnaryOp::Negate,
+    UnaryOp::Abs,
+    UnaryOp::Exp,
+    UnaryOp::Log,
+    UnaryOp::Rsqrt,
+    UnaryOp::Reciprocal,
+    UnaryOp::Tanh,
+    UnaryOp::Sigmoid,
+    UnaryOp::Erf,
+    UnaryOp::Ceil,
+    UnaryOp::Floor,
+    UnaryOp::Sin,
+    UnaryOp::Cos,
+];
+
 /// Every elementwise op of the parity suites: the unary ops, the binary ops (comparisons
 /// included), a clamp and select.
 pub fn elementwise_ops() -> Vec<Op> {
-    let mut ops: Vec<Op> = [
-        UnaryOp::Negate,
-        UnaryOp::Abs,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Rsqrt,
-        UnaryOp::Reciprocal,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Erf,
-        UnaryOp::Ceil,
-        UnaryOp::Floor,
-        UnaryOp::Sin,
-        UnaryOp::Cos,
-    ]
+    let mut ops: Vec<Op> = FLOAT_UNARY
         .into_iter()
         .map(Op::Unary)
         .collect();

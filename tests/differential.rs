@@ -193,21 +193,7 @@ impl Gen {
                 let ops: &[UnaryOp] = if t {
                     &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf, UnaryOp::Sin, UnaryOp::Cos]
                 } else {
-                    &[
-                        UnaryOp::Negate,
-                        UnaryOp::Abs,
-                        UnaryOp::Exp,
-                        UnaryOp::Log,
-                        UnaryOp::Rsqrt,
-                        UnaryOp::Reciprocal,
-                        UnaryOp::Tanh,
-                        UnaryOp::Sigmoid,
-                        UnaryOp::Erf,
-                        UnaryOp::Ceil,
-                        UnaryOp::Floor,
-                        UnaryOp::Sin,
-                        UnaryOp::Cos,
-                    ]
+                    &crate::cases::FLOAT_UNARY
                 };
                 let u = *self.rng.pick(ops);
                 let operands = if u == UnaryOp::Negate { vec![x.id, zero(&mut self.g, d), zero(&mut self.g, d)] } else { vec![x.id] };
