@@ -552,38 +552,38 @@ fn magnitude_sum(g: &Graph, id: NodeId, values: &HashMap<NodeId, Tensor>) -> Opt
 fn allowances(g: &Graph, values: &HashMap<NodeId, Tensor>, math_ulps: u64) -> HashMap<NodeId, Allowed> {
     let mut a: HashMap<NodeId, Allowed> = HashMap::new();
     let unbounded = Allowed::Bound { bound: f64::INFINITY, promised: false };
+    // Each value's peak, read once.
+    let peaks: HashMap<NodeId, (f64, bool)> = values.iter().map(|(&id, t)| (id, peak(t))).collect();
     for id in g.topo_order().expect("acyclic") {
         let Some(v) = values.get(&id) else {
             a.insert(id, Allowed::Exact);
             continue;
         };
         let d = v.dtype();
-        let (pv, _) = peak(v);
-        let ops = g.operands(id);
-        let data: Vec<NodeId> = ops.iter().enumerate().filter(|(i, _)| !g.op(id).side_operands().contains(i) && !g.op(id).shape_operands().contains(i)).map(|(_, &o)| o).collect();
+        let pv = peaks[&id].0;
+        let op = g.op(id);
+        let data: Vec<NodeId> = g.operands(id).into_iter().enumerate().filter(|(i, _)| !op.side_operands().contains(i) && !op.shape_operands().contains(i)).map(|(_, o)| o).collect();
         let ins: Vec<Allowed> = data.iter().map(|o| *a.get(o).unwrap_or(&Allowed::Exact)).collect();
+        let in_peak = |i: usize| data.get(i).and_then(|o| peaks.get(o)).map_or(0.0, |p| p.0);
+        let in_finite = |i: usize| data.get(i).and_then(|o| peaks.get(o)).is_none_or(|p| p.1);
         // (bound, promised) of an operand: 0 and true for an exact one.
-        let bp = |x: &Allowed, t: Option<&Tensor>| match *x {
+        let bp = |x: &Allowed, o: &NodeId| match *x {
             Allowed::Exact => Some((0.0, true)),
-            Allowed::Ulps(u) => t.map(|t| {
-                let (p, finite) = peak(t);
-                (u as f64 * (eps(t.dtype()) * p + tiny(t.dtype())), finite && p < max_finite(t.dtype()) / 2.0)
-            }),
+            Allowed::Ulps(u) => peaks.get(o).zip(values.get(o)).map(|(&(p, finite), t)| (u as f64 * (eps(t.dtype()) * p + tiny(t.dtype())), finite && p < max_finite(t.dtype()) / 2.0)),
             Allowed::Bound { bound, promised } => Some((bound, promised)),
         };
-        let operand_bounds: Option<Vec<(f64, bool)>> = ins.iter().zip(&data).map(|(x, o)| bp(x, values.get(o))).collect();
+        let operand_bounds: Option<Vec<(f64, bool)>> = ins.iter().zip(&data).map(|(x, o)| bp(x, o)).collect();
         let all_exact = ins.iter().all(|x| matches!(x, Allowed::Exact));
-        let op = g.op(id);
         let allowed = if op.is_contraction() {
             match (magnitude_sum(g, id, values), &operand_bounds) {
                 (Some((k, s)), Some(ob)) => {
-                    let px = values.get(&data[0]).map_or(0.0, |t| peak(t).0);
-                    let pw = values.get(&data[1]).map_or(0.0, |t| peak(t).0);
+                    let (px, pw) = (in_peak(0), in_peak(1));
                     let (bx, bw) = (ob[0].0, ob[1].0);
                     let bb = ob.get(2).map_or(0.0, |b| b.0);
-                    let inputs_finite = data.iter().take(3).all(|o| values.get(o).is_some_and(|t| peak(t).1));
-                    let bound = 2.0 * k as f64 * 2f64.powi(-24) * s + eps(d) * pv + tiny(d) + k as f64 * (bx * pw + px * bw + bx * bw) + bb;
-                    let promised = ob.iter().all(|b| b.1) && inputs_finite && s + k as f64 * (bx * pw + px * bw + bx * bw) < max_finite(d) / 2.0;
+                    // What the operands' own errors add to each sum.
+                    let carried = k as f64 * (bx * pw + px * bw + bx * bw);
+                    let bound = 2.0 * k as f64 * 2f64.powi(-24) * s + eps(d) * pv + tiny(d) + carried + bb;
+                    let promised = ob.iter().all(|b| b.1) && (0..3).all(in_finite) && s + carried < max_finite(d) / 2.0;
                     Allowed::Bound { bound, promised }
                 }
                 _ => unbounded,
@@ -594,16 +594,24 @@ fn allowances(g: &Graph, values: &HashMap<NodeId, Tensor>, math_ulps: u64) -> Ha
             let sum: f64 = ob.iter().map(|b| b.0).sum();
             let promised = ob.iter().all(|b| b.1) && pv + sum < max_finite(d) / 2.0;
             let round = eps(d) * pv + tiny(d);
-            let in_peak = |i: usize| data.get(i).and_then(|o| values.get(o)).map_or(0.0, |t| peak(t).0);
-            let in_finite = |i: usize| data.get(i).and_then(|o| values.get(o)).is_none_or(|t| peak(t).1);
             let n_in = data.first().and_then(|o| values.get(o)).map_or(1, |t| t.len()) as f64;
             let n_out = v.len().max(1) as f64;
             match op {
-                Op::Binary(BinaryOp::Add | BinaryOp::Sub) => Allowed::Bound { bound: sum + round, promised },
-                Op::Binary(BinaryOp::Maximum | BinaryOp::Minimum) | Op::Clamp { .. } | Op::Unary(UnaryOp::Negate | UnaryOp::Abs) | Op::Select => Allowed::Bound { bound: sum, promised },
-                Op::Transpose { .. } | Op::Reshape | Op::Slice | Op::Pad | Op::Concat { .. } | Op::Tile | Op::Gather | Op::MaxPool2d(_) => Allowed::Bound { bound: sum, promised },
-                Op::Reduce { kind: ReduceKind::Max | ReduceKind::Min, .. } => Allowed::Bound { bound: sum, promised },
-                Op::Cast => Allowed::Bound { bound: sum + round, promised },
+                Op::Binary(BinaryOp::Add | BinaryOp::Sub) | Op::Cast => Allowed::Bound { bound: sum + round, promised },
+                // Moves and picks: no arithmetic, no new rounding.
+                Op::Binary(BinaryOp::Maximum | BinaryOp::Minimum)
+                | Op::Clamp { .. }
+                | Op::Unary(UnaryOp::Negate | UnaryOp::Abs)
+                | Op::Select
+                | Op::Transpose { .. }
+                | Op::Reshape
+                | Op::Slice
+                | Op::Pad
+                | Op::Concat { .. }
+                | Op::Tile
+                | Op::Gather
+                | Op::MaxPool2d(_)
+                | Op::Reduce { kind: ReduceKind::Max | ReduceKind::Min, .. } => Allowed::Bound { bound: sum, promised },
                 Op::Binary(BinaryOp::Mul) => {
                     let (b0, b1) = (ob[0].0, ob[1].0);
                     let bound = b0 * in_peak(1) + in_peak(0) * b1 + b0 * b1 + round;
@@ -746,10 +754,6 @@ fn classify(e: String) -> Ran {
     if e.contains("not supported") { Ran::Refused(e) } else { Ran::Failed(e) }
 }
 
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    let m = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-    format!("panic: {m}")
-}
 
 /// Runs `g` on one in-process backend (not [`DiffBackend::Aarch64`], see [`run_aarch64`]).
 pub fn run_on(backend: DiffBackend, g: &Graph, inputs: &[Tensor]) -> Ran {
@@ -769,33 +773,15 @@ pub fn run_on(backend: DiffBackend, g: &Graph, inputs: &[Tensor]) -> Ran {
     match r {
         Ok(Ok(out)) => Ran::Results(out),
         Ok(Err(e)) => classify(e),
-        Err(p) => Ran::Failed(panic_message(p)),
+        Err(p) => Ran::Failed(crate::panic_message(p)),
     }
 }
 
-/// Runs graphs as AArch64 C libraries under qemu, all in one driver process.
+/// Runs graphs as AArch64 (`+bf16`) C libraries under qemu, all in one driver process.
 pub fn run_aarch64(graphs: &[(&Graph, &[Tensor])]) -> Vec<Result<Vec<Tensor>, String>> {
-    use f16c_runtime::foreign::{self, Library};
     let backend = f16c_compiler::backend::llvm_cpu::aarch64(true);
-    let compiled: Vec<Result<f16c_compiler::driver::CLibrary, String>> = graphs
-        .iter()
-        .map(|(g, _)| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f16c_compiler::driver::c_library(g, backend).map_err(|d| d.to_string()))).unwrap_or_else(|p| Err(panic_message(p)))
-        })
-        .collect();
-    let libraries: Vec<Option<Library>> = compiled.iter().map(|c| c.as_ref().ok().map(|c| Library { code: &c.code, name: &c.name, inputs: &c.inputs, outputs: &c.outputs })).collect();
-    let runs: Vec<(&Library, &[Tensor])> = libraries.iter().zip(graphs).filter_map(|(l, (_, i))| l.as_ref().map(|l| (l, *i))).collect();
-    let mut results = match foreign::run_many("aarch64", &runs) {
-        Ok(r) => r.into_iter(),
-        Err(e) => return graphs.iter().map(|_| Err(format!("cannot run aarch64 code: {e}"))).collect(),
-    };
-    compiled
-        .iter()
-        .map(|c| match c {
-            Ok(_) => results.next().expect("one result per run").map_err(|e| e.to_string()),
-            Err(e) => Err(e.clone()),
-        })
-        .collect()
+    let runs: Vec<_> = graphs.iter().map(|&(g, inputs)| (g, inputs, backend)).collect();
+    crate::run_libraries("aarch64", &runs)
 }
 
 /// What one backend did with one graph.
@@ -807,6 +793,16 @@ pub fn verdict(backend: DiffBackend, g: &Graph, values: &HashMap<NodeId, Tensor>
             Ok((compared, skipped)) => Verdict::Agrees { compared, skipped },
             Err(e) => Verdict::Fails(e),
         },
+    }
+}
+
+/// Why `backend` fails `case` (run on its own, as the shrinker does), if it does; a case the
+/// reference itself cannot run does not count.
+fn failure(backend: DiffBackend, case: &DiffCase) -> Option<String> {
+    let (values, want) = reference_values(&case.graph, &case.inputs).ok()?;
+    match verdict(backend, &case.graph, &values, &want, run_on(backend, &case.graph, &case.inputs)) {
+        Verdict::Fails(m) => Some(m),
+        _ => None,
     }
 }
 
@@ -1108,21 +1104,8 @@ pub fn campaign(seconds: f64, seed: u64, backends: &[DiffBackend], out: &std::pa
                             continue;
                         }
                         let backend = *b;
-                        let small = shrink(
-                            case,
-                            |c| match reference_values(&c.graph, &c.inputs) {
-                                Ok((v, w)) => matches!(verdict(backend, &c.graph, &v, &w, run_on(backend, &c.graph, &c.inputs)), Verdict::Fails(_)),
-                                Err(_) => false,
-                            },
-                            shrink_budget,
-                        );
-                        let message = match reference_values(&small.graph, &small.inputs) {
-                            Ok((v, w)) => match verdict(backend, &small.graph, &v, &w, run_on(backend, &small.graph, &small.inputs)) {
-                                Verdict::Fails(m) => m,
-                                _ => message,
-                            },
-                            Err(_) => message,
-                        };
+                        let small = shrink(case, |c| failure(backend, c).is_some(), shrink_budget);
+                        let message = failure(backend, &small).unwrap_or(message);
                         let dir = out.join(format!("seed-{s}-{}", b.name().replace(['/', ' ', '(', ')'], "_")));
                         let _ = save_reproducer(&dir, &small, backend, &message);
                         report.findings.push(DiffFinding { seed: *s, what: b.name(), message, dir });

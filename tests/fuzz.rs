@@ -311,11 +311,7 @@ fn mutate_bytes(s: &mut Vec<u8>, rng: &mut Rng) {
 
 /// A `.npy` file's header text and where its data starts, if the bytes have one.
 fn npy_header(s: &[u8]) -> Option<(usize, usize)> {
-    if s.len() < 10 || &s[..6] != b"\x93NUMPY" {
-        return None;
-    }
-    let (start, len) = if s[6] == 1 { (10, u16::from_le_bytes([s[8], s[9]]) as usize) } else { (12, u32::from_le_bytes(s.get(8..12)?.try_into().ok()?) as usize) };
-    (start + len <= s.len()).then_some((start, start + len))
+    f16c_runtime::npy::header_span(s).map(|(start, len)| (start, start + len)).filter(|&(_, end)| end <= s.len())
 }
 
 fn mutate_npy(s: &mut Vec<u8>, corpus: &[Vec<u8>], rng: &mut Rng) {
@@ -620,10 +616,8 @@ pub fn worker(target: FuzzTarget) -> std::io::Result<()> {
         }) {
             Ok(Ok(class)) => format!("ok {class}"),
             Ok(Err(broken)) => format!("broken {broken}"),
-            Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-                format!("panic {msg}")
-            }
+            // "panic: MESSAGE" made the protocol's "panic MESSAGE".
+            Err(p) => crate::panic_message(p).replacen(": ", " ", 1),
         };
         writeln!(stdout, "{}", line.replace('\\', "\\\\").replace('\n', "\\n"))?;
         stdout.flush()?;

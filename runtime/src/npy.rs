@@ -24,7 +24,7 @@ pub fn read(path: &Path) -> Result<Tensor> {
 
 /// Reads the bytes of a `.npy` file (`path` names it in errors).
 pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
-    screen(bytes).map_err(|m| npy_err(path, m))?;
+    let header_end = screen(bytes).map_err(|m| npy_err(path, m))?;
     let file = npyz::NpyFile::new(&bytes[..]).map_err(|e| npy_err(path, format!("not a valid .npy file: {e}")))?;
     if file.order() == npyz::Order::Fortran && file.shape().iter().filter(|&&d| d > 1).count() > 1 {
         return Err(npy_err(path, "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)"));
@@ -36,10 +36,7 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
     };
     let kind = descr.trim_start_matches(['<', '>', '|', '=']);
     // The data must end the file: NumPy writes nothing after it.
-    let header_end = match bytes.get(6) {
-        Some(1) => 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize,
-        _ => bytes.get(8..12).map_or(usize::MAX, |b| 12 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
-    };
+    let header_end = header_end.unwrap_or(usize::MAX);
     let item: usize = kind.get(1..).and_then(|n| n.parse().ok()).unwrap_or(0);
     let data_end = shape.iter().try_fold(item, |a, &d| a.checked_mul(d)).and_then(|n| n.checked_add(header_end));
     if let Some(end) = data_end.filter(|&e| bytes.len() > e) {
@@ -59,29 +56,36 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
     Tensor::new(shape, data).map_err(|e| npy_err(path, e.to_string()))
 }
 
+/// Where a `.npy` file's header text lies, `(start, length)`, as its length field announces it
+/// (a u16 at byte 8 in version 1, a u32 in later versions); `None` without the magic or with
+/// the length field cut off.
+pub fn header_span(bytes: &[u8]) -> Option<(usize, usize)> {
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return None;
+    }
+    match bytes[6] {
+        1 => Some((10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize)),
+        _ => bytes.get(8..12).map(|b| (12, u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)),
+    }
+}
+
 /// Checks what `npyz` would trust before it parses the header: a header with the size its
 /// length field announces, a flat `shape` tuple of integers whose element count does not
 /// overflow and whose data fits in the file, and no nesting (`npyz`'s header parser takes
 /// exponential time on nested tuples, and its element count overflows on large shapes; both
-/// found by `f16c-fuzz`).
-fn screen(bytes: &[u8]) -> std::result::Result<(), String> {
+/// found by `f16c-fuzz`). Returns where the data starts.
+fn screen(bytes: &[u8]) -> std::result::Result<Option<usize>, String> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Ok(()); // npyz reports a bad magic number itself
+        return Ok(None); // npyz reports a bad magic number itself
     }
-    let (start, len) = match bytes[6] {
-        1 => (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize),
-        _ => match bytes.get(8..12) {
-            Some(b) => (12, u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
-            None => return Err("truncated header".into()),
-        },
-    };
+    let (start, len) = header_span(bytes).ok_or("truncated header")?;
     let header = bytes.get(start..start + len).ok_or_else(|| format!("the header announces {len} bytes, the file has {}", bytes.len() - start.min(bytes.len())))?;
     let header = std::str::from_utf8(header).map_err(|_| "the header is not text".to_string())?;
     let nesting = header.chars().filter(|c| matches!(c, '(' | '[' | '{')).count();
     if nesting > 2 {
         return Err("the header has nested tuples or lists (structured dtypes are not supported)".into());
     }
-    let Some(at) = header.find("'shape'") else { return Ok(()) };
+    let Some(at) = header.find("'shape'") else { return Ok(Some(start + len)) };
     let tuple = header[at..].split_once('(').and_then(|(_, t)| t.split_once(')')).map(|(t, _)| t).ok_or("the header's 'shape' is not a tuple")?;
     // The product of the non-zero dimensions must not overflow either: npyz computes strides.
     let (mut elements, mut strides): (u64, u64) = (1, 1);
@@ -94,7 +98,7 @@ fn screen(bytes: &[u8]) -> std::result::Result<(), String> {
     if elements > data {
         return Err(format!("the shape announces {elements} elements, the file holds {data} bytes of data"));
     }
-    Ok(())
+    Ok(Some(start + len))
 }
 
 /// Writes a tensor as a `.npy` file (little-endian, C order). NumPy has no bf16: a bf16 tensor

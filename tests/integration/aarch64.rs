@@ -6,12 +6,11 @@
 //! path runs natively for x86-64.
 
 use f16c_compiler::backend::llvm_cpu::{self, LlvmCpuBackend};
-use f16c_compiler::driver::{self, CLibrary, Options};
+use f16c_compiler::driver::{self, Options};
 use f16c_compiler::policy::Precision;
 use f16c_compiler::target::Target;
 use f16c_dialect::import::parse_file;
-use f16c_dialect::{reference, Graph, Tensor};
-use f16c_runtime::foreign::{self, Library};
+use f16c_dialect::reference;
 use f16c_runtime::npy;
 use f16c_compiler::backend::llvm_cpu::library::MATH_ULPS;
 use f16c_tests::cases::{parity_cases, vector_edge_cases};
@@ -21,31 +20,6 @@ use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 /// to its output's peak: measured at most 6.2e-4 on the shared models (mlp_small, whose layers
 /// sum 64 terms); the bound leaves a factor of 6.
 const F16_ACCUMULATION: f64 = 8.0 / 2048.0;
-
-fn library(c: &CLibrary) -> Library<'_> {
-    Library { code: &c.code, name: &c.name, inputs: &c.inputs, outputs: &c.outputs }
-}
-
-fn compile(g: &Graph, backend: &LlvmCpuBackend) -> Result<CLibrary, String> {
-    driver::c_library(g, backend).map_err(|d| d.to_string())
-}
-
-/// Compiles every graph (on two threads) and runs them all in one driver process.
-fn run_all(arch: &str, graphs: &[(&Graph, &[Tensor], &'static LlvmCpuBackend)]) -> Vec<Result<Vec<Tensor>, String>> {
-    let compiled: Vec<Result<CLibrary, String>> = std::thread::scope(|s| {
-        let half = graphs.len().div_ceil(2);
-        let parts: Vec<_> = graphs.chunks(half.max(1)).map(|part| s.spawn(move || part.iter().map(|(g, _, b)| compile(g, b)).collect::<Vec<_>>())).collect();
-        parts.into_iter().flat_map(|h| h.join().expect("compiling does not panic")).collect()
-    });
-    let libraries: Vec<Option<Library>> = compiled.iter().map(|c| c.as_ref().ok().map(library)).collect();
-    let runs: Vec<(&Library, &[Tensor])> = libraries.iter().zip(graphs).filter_map(|(l, (_, inputs, _))| l.as_ref().map(|l| (l, *inputs))).collect();
-    let mut results = foreign::run_many(arch, &runs).unwrap_or_else(|e| panic!("cannot run {arch} code: {e}")).into_iter();
-    compiled.iter().map(|c| match c {
-        Ok(_) => results.next().expect("one result per run").map_err(|e| e.to_string()),
-        Err(e) => Err(e.clone()),
-    })
-    .collect()
-}
 
 /// `aarch64+bf16` for a bf16 case (named so by the suite), `aarch64` otherwise.
 fn backend_for(case: &str) -> &'static LlvmCpuBackend {
@@ -57,7 +31,7 @@ fn every_parity_case_matches_the_reference_under_qemu() {
     let mut cases = parity_cases();
     cases.extend(vector_edge_cases());
     let graphs: Vec<_> = cases.iter().map(|c| (&c.graph, c.inputs.as_slice(), backend_for(&c.name))).collect();
-    let results = run_all("aarch64", &graphs);
+    let results = f16c_tests::run_libraries("aarch64", &graphs);
     let mut failures = Vec::new();
     for (case, got) in cases.iter().zip(results) {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
@@ -87,7 +61,7 @@ fn every_model_matches_the_reference_as_a_library() {
             }
         }
         let runs: Vec<_> = graphs.iter().map(|(g, i)| (g, i.as_slice(), backend)).collect();
-        let results = run_all(arch, &runs);
+        let results = f16c_tests::run_libraries(arch, &runs);
         for (((g, inputs), got), (name, precision, f16_accumulate)) in graphs.iter().zip(results).zip(names) {
             let want = reference::run(g, inputs).unwrap();
             let got = got.unwrap_or_else(|e| panic!("{arch} {name} {}: {e}", precision.name()));

@@ -146,7 +146,7 @@ fn run_library(g: &f16c_dialect::Graph, target: f16c_compiler::target::Target, i
         Ok(l) => l,
         Err(d) => return Ok(Err(d)),
     };
-    let inputs: Vec<_> = inputs.iter().zip(lib.inputs.iter().map(Some).chain(std::iter::repeat(None))).map(|(t, w)| w.map_or_else(|| t.clone(), |w| f16c_runtime::npy::fit(t.clone(), w))).collect();
+    // The inputs are fitted to the graph's (and so the library's) argument types already.
     let library = f16c_runtime::foreign::Library { code: &lib.code, name: &lib.name, inputs: &lib.inputs, outputs: &lib.outputs };
-    f16c_runtime::foreign::run("aarch64", &library, &inputs).map(Ok)
+    f16c_runtime::foreign::run("aarch64", &library, inputs).map(Ok)
 }

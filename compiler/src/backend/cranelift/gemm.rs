@@ -23,7 +23,7 @@ use super::emit::{domain, Fx};
 use super::legal::{AW, KC, KU, LANES, MC, MR, NR};
 use super::lower::{eval, row_offset, Context};
 use crate::backend::BackendError;
-use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue};
+use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue, MatrixLayout};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{F32, F32X4};
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -89,10 +89,10 @@ impl Context<'_> {
         } else {
             b_slot = self.layout.temporary(self.current, packed_elems * 4);
             let bbuf = c.b.buffer.0;
-            // A conv weight computed at run time is OHWI: `B[kk][o] = W[o][kk]`, read element by
-            // element (a matmul's B is row-major and packs four lanes at a time). The JIT read it
-            // as row-major and mixed output channels up; found by the differential tester.
-            let conv = !matches!(c.kind, ContractionKind::MatMul);
+            // A column-major B (a conv weight computed at run time, OHWI: `B[kk][o] = W[o][kk]`)
+            // is read element by element; a row-major one packs four lanes at a time. The JIT
+            // read every B as row-major and mixed output channels up (differential tester).
+            let col_major = c.b_layout == MatrixLayout::ColMajor;
             self.add("_pack_b", batch * panels, packed_elems as f64, move |fx| {
                 let (src, dst) = (fx.buffer(bbuf), fx.buffer(b_slot));
                 fx.for_items(|fx, item| {
@@ -103,7 +103,7 @@ impl Context<'_> {
                     let out0 = fx.b.ins().imul_imm_s(item, panel_elems as i64);
                     let row0 = fx.b.ins().imul_imm_s(bi, (k * n) as i64);
                     let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col0, (n - NR.min(n)) as i64);
-                    let full = if n < NR || conv { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) } else { full };
+                    let full = if n < NR || col_major { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) } else { full };
                     fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
                         let src_row = fx.b.ins().imul_imm_s(kk, n as i64);
                         let src_row = fx.b.ins().iadd(src_row, row0);
@@ -127,7 +127,7 @@ impl Context<'_> {
                                     let col = fx.b.ins().iadd_imm_s(col0, j as i64);
                                     let last = fx.i(n as i64 - 1);
                                     let cc = fx.b.ins().smin(col, last);
-                                    let s = if conv {
+                                    let s = if col_major {
                                         let s = fx.b.ins().imul_imm_s(cc, k as i64);
                                         fx.b.ins().iadd(s, kk)
                                     } else {
@@ -466,8 +466,9 @@ fn pack_b_constant(c: &Contraction, data: &Data) -> Vec<u8> {
     let elem = c.b.ty.dtype.byte_size();
     let bytes = data.to_le_bytes();
     let mut out = vec![0u8; batch * panels * k * NR * elem];
-    // Element (bi, kk, col) of B: matmul `[batch][k][n]`; conv weight OHWI, `B[kk][o] = W[o][kk]`.
-    let conv = !matches!(c.kind, ContractionKind::MatMul);
+    // Element (bi, kk, col) of B: row-major `[batch][k][n]` (matmul); column-major (conv weight
+    // OHWI, `B[kk][o] = W[o][kk]`).
+    let col_major = c.b_layout == MatrixLayout::ColMajor;
     for bi in 0..batch {
         for p in 0..panels {
             for kk in 0..k {
@@ -476,7 +477,7 @@ fn pack_b_constant(c: &Contraction, data: &Data) -> Vec<u8> {
                     if col >= n {
                         continue;
                     }
-                    let src = if conv { col * k + kk } else { (bi * k + kk) * n + col };
+                    let src = if col_major { col * k + kk } else { (bi * k + kk) * n + col };
                     let dst = ((bi * panels + p) * k + kk) * NR + j;
                     out[dst * elem..(dst + 1) * elem].copy_from_slice(&bytes[src * elem..(src + 1) * elem]);
                 }
