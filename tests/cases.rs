@@ -31,6 +31,7 @@ pub fn random(ty: &TensorType, rng: &mut Rng, lo: f32, hi: f32) -> Tensor {
         DType::BF16 => Data::BF16(v.into_iter().map(bf16::from_f32).collect()),
         DType::I1 => Data::I1(v.into_iter().map(|x| x > 0.0).collect()),
         DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
+        DType::I8 => Data::I8(v.into_iter().map(|x| x as i8).collect()),
         d => panic!("no random {d}"),
     };
     Tensor::new(ty.shape.clone(), data).unwrap()
@@ -380,32 +381,75 @@ fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String
     }
 }
 
-/// The bitwise ops on i32 and the logical ops on i1 (TOSA's integer and boolean elementwise
-/// ops) at each size of `sizes` (binary ones at 17 with a broadcast operand). Bit for bit.
+/// TOSA's integer and boolean elementwise ops (bitwise, shifts, clz and intdiv on i32, the
+/// shifts on i8 too, the logical ops on i1) at each size of `sizes` (binary ones at 17 with a
+/// broadcast operand). Bit for bit.
 pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
     let mut rng = Rng(79);
     let mut cases = Vec::new();
-    let mut add = adder(&mut cases);
+    let arith = |round| Op::Binary(BinaryOp::ShiftRightArith { round });
     let ops = [
         (Op::Binary(BinaryOp::BitwiseAnd), DType::I32),
         (Op::Binary(BinaryOp::BitwiseOr), DType::I32),
         (Op::Binary(BinaryOp::BitwiseXor), DType::I32),
         (Op::Unary(UnaryOp::BitwiseNot), DType::I32),
+        (Op::Unary(UnaryOp::Clz), DType::I32),
+        (Op::Binary(BinaryOp::IntDiv), DType::I32),
+        (Op::Binary(BinaryOp::ShiftLeft), DType::I32),
+        (Op::Binary(BinaryOp::ShiftRightLogical), DType::I32),
+        (arith(false), DType::I32),
+        (arith(true), DType::I32),
+        (Op::Binary(BinaryOp::ShiftLeft), DType::I8),
+        (Op::Binary(BinaryOp::ShiftRightLogical), DType::I8),
+        (arith(true), DType::I8),
         (Op::Binary(BinaryOp::LogicalAnd), DType::I1),
         (Op::Binary(BinaryOp::LogicalOr), DType::I1),
         (Op::Binary(BinaryOp::LogicalXor), DType::I1),
         (Op::Unary(UnaryOp::LogicalNot), DType::I1),
     ];
+    for &n in sizes {
+        for (i, &(scale, offset, border, bilinear)) in RESIZES.iter().enumerate() {
+            let out_d = if bilinear { DType::I32 } else { DType::I8 };
+            let g = resize_graph(DType::I8, out_d, [1, 5, 7, n.min(17)], scale, offset, border, bilinear);
+            let inputs = inputs_for(&g, &mut rng, -128.0, 127.0);
+            cases.push(Case { name: format!("resize{i}_{}_i8_n{n}", if bilinear { "bilinear" } else { "nearest" }), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
+    }
+    for &n in sizes {
+        // A table lookup with a table given at run time and one that is a constant.
+        for constant_table in [false, true] {
+            let mut g = Graph::new("table");
+            let x = g.add_input(TensorType::new(DType::I8, [2, n]), loc());
+            let table_ty = TensorType::new(DType::I8, [256]);
+            let table = if constant_table { constant(&mut g, random(&table_ty, &mut rng, -128.0, 127.0)) } else { g.add_input(table_ty, loc()) };
+            let y = g.add_node(Op::Table, tensor_ty(DType::I8, &[2, n]), &[x, table], loc());
+            g.add_output(y);
+            let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
+            cases.push(Case { name: format!("table_i8_n{n}_const{}", constant_table as u8), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
+    }
     for (op, d) in &ops {
         for &n in sizes {
             let bc = if matches!(op, Op::Binary(_)) && n == 17 { 1 } else { 0 };
             let g = elementwise_graph(op, *d, n, bc);
-            // i32 values over the whole range (their bits), booleans half true.
-            let (lo, hi) = if *d == DType::I32 { (-2.0e9, 2.0e9) } else { (-1.0, 1.0) };
-            add(format!("{}_{}_n{n}_bc{bc}", op.mlir_name().trim_start_matches("tosa."), dname(*d)), g, &mut rng, lo, hi, Tolerance::Exact);
+            // Integers over their whole range (their bits), booleans half true; shift amounts
+            // and divisors mostly small: 0..=31 with some outside it (taken modulo 32) and, for
+            // intdiv, zeros (which give 0).
+            let (lo, hi) = match d {
+                DType::I32 => (-2.0e9, 2.0e9),
+                DType::I8 => (-128.0, 127.0),
+                _ => (-1.0, 1.0),
+            };
+            let mut inputs = inputs_for(&g, &mut rng, lo, hi);
+            if matches!(op, Op::Binary(b) if b.is_shift() || *b == BinaryOp::IntDiv) {
+                let ty = g.tensor_ty(g.inputs()[1]).expect("a tensor").clone();
+                inputs[1] = random(&ty, &mut rng, -3.0, 40.0);
+            }
+            let name = format!("{}_{}_n{n}_bc{bc}", op.mlir_name().trim_start_matches("tosa."), dname(*d));
+            let name = if matches!(op, Op::Binary(BinaryOp::ShiftRightArith { round: true })) { format!("{name}_round") } else { name };
+            cases.push(Case { name, graph: g, inputs, tolerance: Tolerance::Exact });
         }
     }
-    drop(add);
     cases
 }
 
@@ -456,6 +500,31 @@ pub fn special_value_cases() -> Vec<Case> {
         cases.push(Case { name: format!("special_max_pool_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 1], &grid)], tolerance: Tolerance::Exact });
     }
     cases
+}
+
+/// `tosa.resize` parameters (scale, offset, border, bilinear) the parity suites run: 2x
+/// half-pixel upsampling as torch-mlir writes it for `interpolate(scale_factor=2)`, 2x
+/// align-corners upsampling, 1/2 downsampling, and a 3/2 scale with an offset.
+pub const RESIZES: [([i64; 4], [i64; 2], [i64; 2], bool); 6] = [
+    ([4, 2, 4, 2], [-1, -1], [1, 1], true),
+    ([4, 2, 4, 2], [-1, -1], [1, 1], false),
+    ([2, 1, 2, 1], [0, 0], [0, 0], true),
+    ([1, 2, 1, 2], [0, 0], [0, 0], false),
+    ([3, 2, 3, 2], [1, 1], [-1, 1], true),
+    ([3, 2, 3, 2], [1, 1], [-1, 1], false),
+];
+
+/// A `tosa.resize` of an NHWC input of `shape` and type `d` to `out_d` (the output size from
+/// the verifier's rule).
+pub fn resize_graph(d: DType, out_d: DType, shape: [usize; 4], scale: [i64; 4], offset: [i64; 2], border: [i64; 2], bilinear: bool) -> Graph {
+    let (oh, ow) = f16c_dialect::verify::resize_extent(shape[1], shape[2], &scale, &offset, &border).expect("valid resize parameters");
+    let mut g = Graph::new("resize");
+    let x = g.add_input(TensorType::new(d, shape), loc());
+    let mut shape_node = |v: &[i64]| g.add_node(Op::ConstShape(v.to_vec()), ValueType::Shape(v.len()), &[], loc());
+    let (s, o, b) = (shape_node(&scale), shape_node(&offset), shape_node(&border));
+    let y = g.add_node(Op::Resize { bilinear }, tensor_ty(out_d, &[shape[0], oh, ow, shape[3]]), &[x, s, o, b], loc());
+    g.add_output(y);
+    g
 }
 
 /// The parity suite every GPU-style backend compiles (and, on a GPU, runs): each op family in
@@ -528,7 +597,7 @@ pub fn parity_cases() -> Vec<Case> {
                 add(format!("{variant}_{}_n{n}", dname(d)), g, &mut rng, -3.0, 3.0, tol);
             }
         }
-        // Data movement: transpose, pad, gather.
+        // Data movement: transpose, reverse, gather.
         for n in [1, 17] {
             let t = |s: &[usize]| tensor_ty(d, s);
             let mut g = Graph::new("transpose");
@@ -536,6 +605,17 @@ pub fn parity_cases() -> Vec<Case> {
             let o = g.add_node(Op::Transpose { perms: vec![2, 0, 1] }, t(&[n, 2, 3]), &[x], loc());
             g.add_output(o);
             add(format!("transpose_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            for axis in 0..3 {
+                let mut g = Graph::new("reverse");
+                let x = g.add_input(TensorType::new(d, [2, 3, n]), loc());
+                let o = g.add_node(Op::Reverse { axis }, t(&[2, 3, n]), &[x], loc());
+                g.add_output(o);
+                add(format!("reverse_{}_n{n}_axis{axis}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            }
+            for (i, &(scale, offset, border, bilinear)) in RESIZES.iter().enumerate() {
+                let g = resize_graph(d, d, [2, 5, 7, n], scale, offset, border, bilinear);
+                add(format!("resize{i}_{}_{}_n{n}", if bilinear { "bilinear" } else { "nearest" }, dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            }
             let mut g = Graph::new("gather");
             let v = g.add_input(TensorType::new(d, [2, 5, n]), loc());
             let idx = constant(&mut g, Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 2, 1, 1, 3])).unwrap());

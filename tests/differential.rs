@@ -265,9 +265,9 @@ impl Gen {
                 Some(self.node(Op::Transpose { perms }, d, &shape, &[x.id], t))
             }
             12 => {
-                // Slice, pad or tile.
+                // Slice, pad, tile or reverse.
                 let rank = x.shape.len();
-                match self.rng.below(3) {
+                match self.rng.below(4) {
                     0 => {
                         let start: Vec<usize> = x.shape.iter().map(|&s| self.rng.below(s)).collect();
                         let size: Vec<usize> = x.shape.iter().zip(&start).map(|(&s, &b)| 1 + self.rng.below(s - b)).collect();
@@ -284,6 +284,10 @@ impl Gen {
                         let p = self.shape_node(pads.iter().map(|&v| v as i64).collect());
                         let fill = self.constant(d, &[1]);
                         Some(self.node(Op::Pad, d, &shape, &[x.id, p, fill], t))
+                    }
+                    2 => {
+                        let axis = self.rng.below(rank);
+                        Some(self.node(Op::Reverse { axis }, d, &x.shape, &[x.id], t))
                     }
                     _ => {
                         let mult: Vec<usize> = (0..rank).map(|_| 1 + self.rng.below(2)).collect();
@@ -609,6 +613,7 @@ fn allowances(g: &Graph, values: &HashMap<NodeId, Tensor>, math_ulps: u64) -> Ha
                 | Op::Pad
                 | Op::Concat { .. }
                 | Op::Tile
+                | Op::Reverse { .. }
                 | Op::Gather
                 | Op::MaxPool2d(_)
                 | Op::Reduce { kind: ReduceKind::Max | ReduceKind::Min, .. } => Allowed::Bound { bound: sum, promised },

@@ -8,7 +8,7 @@
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::graph::{Graph, Module, NodeId};
 use crate::mlir::{to_mlir_location, MlirSession};
-use crate::op::{Op, PoolAttrs};
+use crate::op::{BinaryOp, Op, PoolAttrs};
 use crate::tensor::Tensor;
 use crate::types::{DType, ValueType};
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
@@ -176,7 +176,13 @@ fn op_attributes<'c>(ctx: &'c Context, op: &Op, ty: &ValueType) -> Result<Vec<(&
             let dtype = ty.as_tensor().map_or(DType::F32, |t| t.dtype);
             vec![("min_val", a(scalar_attr(*min, dtype))?), ("max_val", a(scalar_attr(*max, dtype))?)]
         }
-        Op::Reduce { axis, .. } | Op::ArgMax { axis } | Op::Concat { axis } => vec![("axis", a(format!("{axis} : i32"))?)],
+        Op::Reduce { axis, .. } | Op::ArgMax { axis } | Op::Concat { axis } | Op::Reverse { axis } => {
+            vec![("axis", a(format!("{axis} : i32"))?)]
+        }
+        Op::Binary(BinaryOp::ShiftRightArith { round }) => vec![("round", a(round.to_string())?)],
+        Op::Resize { bilinear } => {
+            vec![("mode", a(format!("#tosa.resize_mode<{}>", if *bilinear { "BILINEAR" } else { "NEAREST_NEIGHBOR" }))?)]
+        }
         Op::MaxPool2d(p) | Op::AvgPool2d(p) => pool(p)?,
         Op::Transpose { perms } => vec![("perms", a(ints(perms, 32))?)],
         Op::Arg(_)
@@ -189,7 +195,9 @@ fn op_attributes<'c>(ctx: &'c Context, op: &Op, ty: &ValueType) -> Result<Vec<(&
         | Op::Tile
         | Op::Cast
         | Op::Select
-        | Op::Gather => vec![],
+        | Op::Gather
+        | Op::Identity
+        | Op::Table => vec![],
     })
 }
 

@@ -59,6 +59,7 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
                     module.functions.push(g);
                 }
             }
+            "tosa.variable" => importer.error(&op, crate::op::unsupported_message("tosa.variable")),
             other => importer.error(&op, format!("'{other}' at module level is not supported by f16c (expected 'func.func')")),
         }
         next = op.next_in_block();
@@ -220,7 +221,7 @@ impl Importer<'_> {
     /// Imports one op; `None` (after reporting) if it cannot be represented.
     fn op(&mut self, g: &mut Graph, op: &OperationRef, name: &str, values: &HashMap<usize, NodeId>) -> Option<(NodeId, usize)> {
         if op.region_count() > 0 || op.result_count() != 1 {
-            self.error(op, format!("'{name}' is not supported by f16c"));
+            self.error(op, crate::op::unsupported_message(name));
             return None;
         }
         let result = op.result(0).expect("one result");
@@ -232,7 +233,7 @@ impl Importer<'_> {
                 // Every problem in one run: an op f16c does not know is reported too, not
                 // hidden behind its type.
                 if !crate::op::SUPPORTED_OPS.contains(&name) {
-                    self.error(op, format!("'{name}' is not supported by f16c"));
+                    self.error(op, crate::op::unsupported_message(name));
                 }
                 return None;
             }
@@ -318,6 +319,11 @@ impl Importer<'_> {
             "tosa.logical_and" => Op::Binary(BinaryOp::LogicalAnd),
             "tosa.logical_or" => Op::Binary(BinaryOp::LogicalOr),
             "tosa.logical_xor" => Op::Binary(BinaryOp::LogicalXor),
+            "tosa.clz" => Op::Unary(UnaryOp::Clz),
+            "tosa.logical_left_shift" => Op::Binary(BinaryOp::ShiftLeft),
+            "tosa.logical_right_shift" => Op::Binary(BinaryOp::ShiftRightLogical),
+            "tosa.arithmetic_right_shift" => Op::Binary(BinaryOp::ShiftRightArith { round: attrs.flag("round")? }),
+            "tosa.intdiv" => Op::Binary(BinaryOp::IntDiv),
             "tosa.add" => Op::Binary(BinaryOp::Add),
             "tosa.sub" => Op::Binary(BinaryOp::Sub),
             "tosa.mul" => Op::Binary(BinaryOp::Mul),
@@ -376,7 +382,19 @@ impl Importer<'_> {
             "tosa.cast" => Op::Cast,
             "tosa.select" => Op::Select,
             "tosa.gather" => Op::Gather,
-            _ => return Err(format!("'{name}' is not supported by f16c")),
+            "tosa.identity" => Op::Identity,
+            "tosa.table" => Op::Table,
+            "tosa.reverse" => Op::Reverse { axis: attrs.int("axis")? },
+            "tosa.resize" => {
+                let mode = attrs.text("mode")?;
+                let bilinear = match mode.trim().trim_start_matches("#tosa.resize_mode<").trim_end_matches('>') {
+                    "BILINEAR" => true,
+                    "NEAREST_NEIGHBOR" => false,
+                    _ => return Err(format!("'tosa.resize' mode {mode} is not supported by f16c (BILINEAR, NEAREST_NEIGHBOR)")),
+                };
+                Op::Resize { bilinear }
+            }
+            _ => return Err(crate::op::unsupported_message(name)),
         })
     }
 }
@@ -390,7 +408,9 @@ fn inherent_names(name: &str) -> &'static [&'static str] {
         "tosa.transpose_conv2d" => &["out_pad", "stride", "acc_type", "local_bound"],
         "tosa.clamp" => &["min_val", "max_val", "nan_mode"],
         "tosa.maximum" | "tosa.minimum" => &["nan_mode"],
-        "tosa.reduce_sum" | "tosa.reduce_product" | "tosa.reduce_all" | "tosa.reduce_any" | "tosa.concat" => &["axis"],
+        "tosa.reduce_sum" | "tosa.reduce_product" | "tosa.reduce_all" | "tosa.reduce_any" | "tosa.concat" | "tosa.reverse" => &["axis"],
+        "tosa.arithmetic_right_shift" => &["round"],
+        "tosa.resize" => &["mode"],
         "tosa.reduce_max" | "tosa.reduce_min" | "tosa.argmax" => &["axis", "nan_mode"],
         "tosa.max_pool2d" => &["kernel", "stride", "pad", "nan_mode"],
         "tosa.avg_pool2d" => &["kernel", "stride", "pad", "acc_type"],
@@ -447,6 +467,12 @@ impl Attrs<'_, '_, '_> {
         let t = self.text(key)?;
         let n = t.split(':').next().unwrap_or_default().trim();
         n.parse().map_err(|_| format!("'{}' attribute '{key}' = {t}: expected a non-negative integer", self.name))
+    }
+
+    /// `true` / `false`.
+    fn flag(&self, key: &str) -> Result<bool, String> {
+        let t = self.text(key)?;
+        t.trim().parse().map_err(|_| format!("'{}' attribute '{key}' = {t}: expected true or false", self.name))
     }
 
     fn dtype(&self, key: &str) -> Result<DType, String> {

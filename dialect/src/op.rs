@@ -65,12 +65,14 @@ pub enum UnaryOp {
     BitwiseNot,
     /// `tosa.logical_not`, on i1.
     LogicalNot,
+    /// `tosa.clz`: leading zero bits of an i32.
+    Clz,
 }
 
 impl UnaryOp {
     /// True for the ops defined on integers (and not on floats).
-    pub fn is_bitwise(self) -> bool {
-        self == UnaryOp::BitwiseNot
+    pub fn is_integer_only(self) -> bool {
+        matches!(self, UnaryOp::BitwiseNot | UnaryOp::Clz)
     }
     /// True for the ops defined on i1 only.
     pub fn is_logical(self) -> bool {
@@ -101,6 +103,18 @@ pub enum BinaryOp {
     LogicalAnd,
     LogicalOr,
     LogicalXor,
+    /// `tosa.logical_left_shift`, on integers: `a << b`, wrapped to the type's width.
+    ShiftLeft,
+    /// `tosa.logical_right_shift`: `a >> b` with zeros shifted in at the type's width.
+    ShiftRightLogical,
+    /// `tosa.arithmetic_right_shift`: `a >> b` with the sign shifted in; `round` adds the
+    /// last bit shifted out.
+    ShiftRightArith {
+        /// Round to nearest (ties up) instead of toward −∞.
+        round: bool,
+    },
+    /// `tosa.intdiv`: i32 division truncating toward zero.
+    IntDiv,
 }
 
 impl BinaryOp {
@@ -109,8 +123,21 @@ impl BinaryOp {
         matches!(self, BinaryOp::Equal | BinaryOp::Greater | BinaryOp::GreaterEqual)
     }
     /// True for the ops defined on integers only (not floats, not i1).
-    pub fn is_bitwise(self) -> bool {
-        matches!(self, BinaryOp::BitwiseAnd | BinaryOp::BitwiseOr | BinaryOp::BitwiseXor)
+    pub fn is_integer_only(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::BitwiseAnd
+                | BinaryOp::BitwiseOr
+                | BinaryOp::BitwiseXor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::ShiftRightArith { .. }
+                | BinaryOp::IntDiv
+        )
+    }
+    /// True for the shifts, whose amount TOSA requires in `0..=31`.
+    pub fn is_shift(self) -> bool {
+        matches!(self, BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArith { .. })
     }
     /// True for the ops defined on i1 only.
     pub fn is_logical(self) -> bool {
@@ -198,6 +225,21 @@ pub enum Op {
     Select,
     /// Operands: values `[N, K, C]`, indices `[N, W]`.
     Gather,
+    /// `tosa.identity`: the input, unchanged.
+    Identity,
+    /// `tosa.reverse`: the input with `axis` reversed.
+    Reverse {
+        /// The axis.
+        axis: usize,
+    },
+    /// `tosa.table` on i8: operands input, a 256-entry i8 table read at `x + 128`.
+    Table,
+    /// `tosa.resize` of an NHWC tensor; operands input, scale `[y_n, y_d, x_n, x_d]`, offset
+    /// `[y, x]`, border `[y, x]` (shapes).
+    Resize {
+        /// Bilinear interpolation, else nearest neighbour.
+        bilinear: bool,
+    },
 }
 
 impl Op {
@@ -227,6 +269,7 @@ impl Op {
                 UnaryOp::Cos => "tosa.cos",
                 UnaryOp::BitwiseNot => "tosa.bitwise_not",
                 UnaryOp::LogicalNot => "tosa.logical_not",
+                UnaryOp::Clz => "tosa.clz",
             },
             Op::Binary(b) => match b {
                 BinaryOp::Add => "tosa.add",
@@ -244,6 +287,10 @@ impl Op {
                 BinaryOp::LogicalAnd => "tosa.logical_and",
                 BinaryOp::LogicalOr => "tosa.logical_or",
                 BinaryOp::LogicalXor => "tosa.logical_xor",
+                BinaryOp::ShiftLeft => "tosa.logical_left_shift",
+                BinaryOp::ShiftRightLogical => "tosa.logical_right_shift",
+                BinaryOp::ShiftRightArith { .. } => "tosa.arithmetic_right_shift",
+                BinaryOp::IntDiv => "tosa.intdiv",
             },
             Op::Clamp { .. } => "tosa.clamp",
             Op::Reduce { kind, .. } => match kind {
@@ -266,6 +313,10 @@ impl Op {
             Op::Cast => "tosa.cast",
             Op::Select => "tosa.select",
             Op::Gather => "tosa.gather",
+            Op::Identity => "tosa.identity",
+            Op::Reverse { .. } => "tosa.reverse",
+            Op::Resize { .. } => "tosa.resize",
+            Op::Table => "tosa.table",
         }
     }
 
@@ -285,11 +336,19 @@ impl Op {
             Op::Unary(_) => (1, Some(1)),
             Op::Binary(BinaryOp::Mul) => (3, Some(3)),
             Op::Binary(_) => (2, Some(2)),
-            Op::Clamp { .. } | Op::Reduce { .. } | Op::ArgMax { .. } | Op::MaxPool2d(_) | Op::Transpose { .. } | Op::Cast => {
+            Op::Clamp { .. }
+            | Op::Reduce { .. }
+            | Op::ArgMax { .. }
+            | Op::MaxPool2d(_)
+            | Op::Transpose { .. }
+            | Op::Cast
+            | Op::Identity
+            | Op::Reverse { .. } => {
                 (1, Some(1))
             }
             Op::AvgPool2d(_) => (3, Some(3)),
-            Op::Reshape | Op::Tile | Op::Gather => (2, Some(2)),
+            Op::Reshape | Op::Tile | Op::Gather | Op::Table => (2, Some(2)),
+            Op::Resize { .. } => (4, Some(4)),
             Op::Slice | Op::Pad | Op::Select => (3, Some(3)),
             Op::Concat { .. } => (1, None),
         }
@@ -301,6 +360,7 @@ impl Op {
             Op::Reshape | Op::Tile => &[1],
             Op::Slice => &[1, 2],
             Op::Pad => &[1],
+            Op::Resize { .. } => &[1, 2, 3],
             _ => &[],
         }
     }
@@ -339,4 +399,22 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "tosa.slice", "tosa.pad", "tosa.concat", "tosa.tile", "tosa.cast", "tosa.select", "tosa.equal",
     "tosa.greater", "tosa.greater_equal", "tosa.gather", "tosa.bitwise_and", "tosa.bitwise_or", "tosa.bitwise_xor",
     "tosa.bitwise_not", "tosa.logical_and", "tosa.logical_or", "tosa.logical_xor", "tosa.logical_not",
+    "tosa.logical_left_shift", "tosa.logical_right_shift", "tosa.arithmetic_right_shift", "tosa.clz", "tosa.intdiv",
+    "tosa.identity", "tosa.reverse", "tosa.resize", "tosa.table",
 ];
+
+/// The error for an op f16c does not import, with the reason where it is a decision rather
+/// than work not done yet (README "Supported ops").
+pub fn unsupported_message(name: &str) -> String {
+    let why = match name {
+        "tosa.fft2d" | "tosa.rfft2d" => {
+            " (FFTs are outside f16c's scope: their complex results come as pairs of real tensors and no inference exporter f16c targets produces them)"
+        }
+        "tosa.variable" | "tosa.variable_read" | "tosa.variable_write" => {
+            " (variables are state kept between calls; f16c compiles stateless inference functions)"
+        }
+        "tosa.cond_if" | "tosa.while_loop" => " (control flow with regions is not implemented yet)",
+        _ => "",
+    };
+    format!("'{name}' is not supported by f16c{why}")
+}

@@ -105,6 +105,10 @@ pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Valu
         Op::Cast => cast(t(0)?, out.dtype),
         Op::Select => select(t(0)?, t(1)?, t(2)?, out)?,
         Op::Gather => gather(t(0)?, t(1)?, out)?,
+        Op::Identity => t(0)?.clone(),
+        Op::Reverse { axis } => reverse(t(0)?, *axis)?,
+        Op::Table => table(t(0)?, t(1)?, out)?,
+        Op::Resize { bilinear } => resize(t(0)?, &ResizeParams::new(shape(1)?, shape(2)?)?, *bilinear, out)?,
     };
     Ok(Value::Tensor(tensor))
 }
@@ -280,12 +284,12 @@ fn unary_real<T: Real>(op: UnaryOp, x: T) -> T {
         UnaryOp::Sin => x.sin(),
         UnaryOp::Cos => x.cos(),
         // The verifier keeps these off floats.
-        UnaryOp::BitwiseNot | UnaryOp::LogicalNot => T::nan(),
+        UnaryOp::BitwiseNot | UnaryOp::LogicalNot | UnaryOp::Clz => T::nan(),
     }
 }
 
 fn unary(op: UnaryOp, x: &Tensor, (in_zp, out_zp): (i64, i64), out: &TensorType) -> EvalResult<Tensor> {
-    if (op.is_bitwise() || op.is_logical()) && x.dtype().is_float() {
+    if (op.is_integer_only() || op.is_logical()) && x.dtype().is_float() {
         return err(format!("{} is not defined on {}", Op::Unary(op).mlir_name(), x.dtype()));
     }
     let n = match widen(x) {
@@ -296,6 +300,7 @@ fn unary(op: UnaryOp, x: &Tensor, (in_zp, out_zp): (i64, i64), out: &TensorType)
             UnaryOp::Abs => v.into_iter().map(i64::wrapping_abs).collect(),
             // On the sign-extended value: the low bits are the narrow type's NOT.
             UnaryOp::BitwiseNot => v.into_iter().map(|x| !x).collect(),
+            UnaryOp::Clz => v.into_iter().map(|x| clz(x, out.dtype)).collect(),
             _ => return err(format!("{} is not defined on integers", Op::Unary(op).mlir_name())),
         }),
         Num::Bool(v) if op == UnaryOp::LogicalNot => Num::Bool(v.into_iter().map(|x| !x).collect()),
@@ -342,7 +347,7 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, shift: i64, out: &TensorType) ->
             BinaryOp::LogicalOr => zip!(x, y, |p, q| p || q),
             _ => zip!(x, y, |p: bool, q: bool| p ^ q),
         }),
-        (Num::F32(_) | Num::F64(_), _) if op.is_bitwise() || op.is_logical() => {
+        (Num::F32(_) | Num::F64(_), _) if op.is_integer_only() || op.is_logical() => {
             return err(format!("{} is not defined on {}", Op::Binary(op).mlir_name(), a.dtype()))
         }
         (Num::F32(x), Num::F32(y)) => Num::F32(zip!(x, y, |p, q| binary_real(op, p, q))),
@@ -358,11 +363,51 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, shift: i64, out: &TensorType) ->
             BinaryOp::BitwiseAnd => zip!(x, y, |p: i64, q: i64| p & q),
             BinaryOp::BitwiseOr => zip!(x, y, |p: i64, q: i64| p | q),
             BinaryOp::BitwiseXor => zip!(x, y, |p: i64, q: i64| p ^ q),
+            BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArith { .. } | BinaryOp::IntDiv => {
+                zip!(x, y, |p, q| int_binary(op, p, q, out.dtype))
+            }
             _ => return err(format!("{} is not defined on integers", Op::Binary(op).mlir_name())),
         }),
         _ => return err(format!("{}: operands {} and {} do not match", Op::Binary(op).mlir_name(), a.dtype(), b.dtype())),
     };
     Ok(narrow(n, out))
+}
+
+/// The shift amount of a TOSA shift: the specification requires `0..=31` and leaves other
+/// amounts unpredictable; f16c takes them modulo 32 (the low five bits), in every backend.
+pub fn shift_amount(b: i64) -> u32 {
+    (b & 31) as u32
+}
+
+/// `x`'s bits as an unsigned value of `d`'s width (`x` is sign-extended from it).
+fn unsigned_bits(x: i64, d: DType) -> u64 {
+    let bits = 8 * d.byte_size() as u32;
+    if bits >= 64 { x as u64 } else { x as u64 & ((1u64 << bits) - 1) }
+}
+
+/// `tosa.clz`: leading zero bits of `x` in `d`'s width.
+fn clz(x: i64, d: DType) -> i64 {
+    let bits = 8 * d.byte_size() as i64;
+    unsigned_bits(x, d).leading_zeros() as i64 - (64 - bits)
+}
+
+/// The shifts and `intdiv` on sign-extended values of type `d` (the caller wraps the result
+/// to `d`). A division by zero, which TOSA leaves unpredictable, gives 0 in every backend.
+fn int_binary(op: BinaryOp, p: i64, q: i64, d: DType) -> i64 {
+    let s = shift_amount(q);
+    match op {
+        BinaryOp::ShiftLeft => p << s,
+        BinaryOp::ShiftRightLogical => (unsigned_bits(p, d) >> s) as i64,
+        BinaryOp::ShiftRightArith { round } => {
+            // `round` adds the last bit shifted out; the sum cannot leave the type's range
+            // (for s ≥ 1 the shifted value is at most half the maximum).
+            let r = p >> s;
+            if round && s > 0 && (p >> (s - 1)) & 1 != 0 { r + 1 } else { r }
+        }
+        BinaryOp::IntDiv if q == 0 => 0,
+        BinaryOp::IntDiv => p.wrapping_div(q),
+        _ => unreachable!("only shifts and intdiv"),
+    }
 }
 
 fn clamp(x: &Tensor, min: f64, max: f64, out: &TensorType) -> Tensor {
@@ -734,6 +779,139 @@ fn transpose(x: &Tensor, perms: &[usize], out: &TensorType) -> EvalResult<Tensor
     Ok(moved(x, &map, out))
 }
 
+fn reverse(x: &Tensor, axis: usize) -> EvalResult<Tensor> {
+    let shape = x.shape();
+    if axis >= shape.len() {
+        return err(format!("tosa.reverse: axis {axis} is out of range for rank {}", shape.len()));
+    }
+    let st = strides(shape);
+    let mut map = Vec::with_capacity(x.len());
+    for_each_coord(shape, |c| {
+        map.push(c.iter().enumerate().map(|(d, &i)| if d == axis { shape[d] - 1 - i } else { i } * st[d]).sum())
+    });
+    Ok(moved(x, &map, &x.ty()))
+}
+
+/// `tosa.table` on i8: `table[x + 128]`.
+fn table(x: &Tensor, table: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
+    let (Data::I8(v), 256) = (x.data(), table.len()) else { return err("tosa.table: needs i8 input and a 256-entry table") };
+    let map: Vec<usize> = v.iter().map(|&e| (e as i16 + 128) as usize).collect();
+    Ok(moved(table, &map, out))
+}
+
+/// The scale and offset of a `tosa.resize` (the border only decides the output size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResizeParams {
+    /// `[y_n, y_d, x_n, x_d]`.
+    pub scale: [i64; 4],
+    /// `[y, x]`.
+    pub offset: [i64; 2],
+}
+
+/// Where output coordinate `o` of a resize reads along one axis: the two neighbouring input
+/// coordinates and the remainder `r` (the interpolation weight is `r / scale_n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResizeTap {
+    /// `max(floor(y / n), 0)`.
+    pub i0: usize,
+    /// `min(floor(y / n) + 1, len - 1)`.
+    pub i1: usize,
+    /// `y - floor(y / n) · n`, in `0..n`.
+    pub r: i64,
+}
+
+impl ResizeParams {
+    /// From the scale and offset operands.
+    pub fn new(scale: &[i64], offset: &[i64]) -> EvalResult<Self> {
+        match (<[i64; 4]>::try_from(scale), <[i64; 2]>::try_from(offset)) {
+            (Ok(scale), Ok(offset)) if scale[0] > 0 && scale[2] > 0 => Ok(ResizeParams { scale, offset }),
+            _ => err("tosa.resize: needs a positive scale of 4 values and an offset of 2"),
+        }
+    }
+
+    /// The TOSA 1.0 pseudo-code's `iy0, iy1, ry` (axis 0) or `ix0, ix1, rx` (axis 1) for output
+    /// coordinate `o` of an input axis of `len`. The specification's ranges keep `floor(y/n)`
+    /// in `-1..len`; both taps are clamped into the input besides, so that no parameters read
+    /// outside it.
+    pub fn tap(&self, axis: usize, o: usize, len: usize) -> ResizeTap {
+        let (n, d) = (self.scale[2 * axis], self.scale[2 * axis + 1]);
+        let y = o as i64 * d + self.offset[axis];
+        let i = y.div_euclid(n);
+        let last = len as i64 - 1;
+        ResizeTap { i0: i.clamp(0, last) as usize, i1: (i + 1).clamp(0, last) as usize, r: y - i * n }
+    }
+
+    /// Nearest neighbour: `i1` when `r / n >= 1/2` (`2 r >= n`, exactly), else `i0`.
+    pub fn nearest(&self, axis: usize, t: ResizeTap) -> usize {
+        if 2 * t.r >= self.scale[2 * axis] { t.i1 } else { t.i0 }
+    }
+
+    /// Bilinear weights of the two taps for float data, `(1 - dy, dy)` with `dy = r / n`
+    /// computed in f32 (f64 for f64 data).
+    fn weights<T: Real>(&self, axis: usize, t: ResizeTap) -> (T, T) {
+        let dy = T::from_f64(t.r as f64) / T::from_f64(self.scale[2 * axis] as f64);
+        (T::from_f64(1.0) - dy, dy)
+    }
+
+    /// [`ResizeParams::weights`] in f32, for code that computes the interpolation itself.
+    pub fn weights_f32(&self, axis: usize, t: ResizeTap) -> (f32, f32) {
+        self.weights(axis, t)
+    }
+
+    /// [`ResizeParams::weights`] in f64.
+    pub fn weights_f64(&self, axis: usize, t: ResizeTap) -> (f64, f64) {
+        self.weights(axis, t)
+    }
+}
+
+/// `tosa.resize` as the specification computes it: nearest neighbour copies; bilinear sums
+/// `v00·(1−dy)·(1−dx) + v01·(1−dy)·dx + v10·dy·(1−dx) + v11·dy·dx` left to right, for floats in
+/// f32 (f64) rounded once, for i8 in integers with the weights `n − r` and `r` (an i32 result
+/// scaled by `y_n · x_n`).
+fn resize(x: &Tensor, p: &ResizeParams, bilinear: bool, out: &TensorType) -> EvalResult<Tensor> {
+    let (&[n, ih, iw, c], &[_, oh, ow, _]) = (x.shape(), &out.shape[..]) else { return err("tosa.resize: the input and result must be NHWC") };
+    let at = |b: usize, y: usize, xx: usize, ch: usize| ((b * ih + y) * iw + xx) * c + ch;
+    let mut map = Vec::with_capacity(out.num_elements());
+    let mut taps = Vec::with_capacity(out.num_elements());
+    for b in 0..n {
+        for oy in 0..oh {
+            let ty = p.tap(0, oy, ih);
+            for ox in 0..ow {
+                let tx = p.tap(1, ox, iw);
+                for ch in 0..c {
+                    map.push(at(b, p.nearest(0, ty), p.nearest(1, tx), ch));
+                    taps.push((ty, tx, [at(b, ty.i0, tx.i0, ch), at(b, ty.i0, tx.i1, ch), at(b, ty.i1, tx.i0, ch), at(b, ty.i1, tx.i1, ch)]));
+                }
+            }
+        }
+    }
+    if !bilinear {
+        return Ok(moved(x, &map, out));
+    }
+    fn interpolate<T: Real>(v: &[T], p: &ResizeParams, taps: &[(ResizeTap, ResizeTap, [usize; 4])]) -> Vec<T> {
+        taps.iter()
+            .map(|&(ty, tx, [a, b, c, d])| {
+                let ((y0, y1), (x0, x1)) = (p.weights::<T>(0, ty), p.weights::<T>(1, tx));
+                v[a] * y0 * x0 + v[b] * y0 * x1 + v[c] * y1 * x0 + v[d] * y1 * x1
+            })
+            .collect()
+    }
+    let num = match widen(x) {
+        Num::F32(v) => Num::F32(interpolate(&v, p, &taps)),
+        Num::F64(v) => Num::F64(interpolate(&v, p, &taps)),
+        Num::Int(v) => Num::Int(
+            taps.iter()
+                .map(|&(ty, tx, [a, b, c, d])| {
+                    let (y0, y1, x0, x1) = (p.scale[0] - ty.r, ty.r, p.scale[2] - tx.r, tx.r);
+                    v[a] * y0 * x0 + v[b] * y0 * x1 + v[c] * y1 * x0 + v[d] * y1 * x1
+                })
+                .collect(),
+        ),
+        Num::Bool(_) => return err("tosa.resize: bilinear is not defined on i1"),
+    };
+    Ok(narrow(num, out))
+}
+
 fn slice(x: &Tensor, start: &[i64], out: &TensorType) -> EvalResult<Tensor> {
     let st = strides(x.shape());
     if start.len() != st.len() {
@@ -853,6 +1031,99 @@ mod tests {
         let a = Value::Tensor(Tensor::new(vec![1], Data::F16(vec![f16::MAX])).unwrap());
         let t = run(Op::Binary(BinaryOp::Add), &[a.clone(), a], TensorType::new(DType::F16, [1]));
         assert_eq!(t.data(), &Data::F16(vec![f16::INFINITY]));
+    }
+
+    fn ints(d: DType, v: &[i64]) -> Value {
+        let data = match d {
+            DType::I8 => Data::I8(v.iter().map(|&x| x as i8).collect()),
+            _ => Data::I32(v.iter().map(|&x| x as i32).collect()),
+        };
+        Value::Tensor(Tensor::new(vec![v.len()], data).unwrap())
+    }
+
+    fn int_op(op: BinaryOp, d: DType, a: &[i64], b: &[i64]) -> Vec<i64> {
+        let t = run(Op::Binary(op), &[ints(d, a), ints(d, b)], TensorType::new(d, [a.len()]));
+        t.to_f64_vec().into_iter().map(|x| x as i64).collect()
+    }
+
+    /// The shifts, computed by hand from the TOSA 1.0 pseudo-code: `logical_left_shift`
+    /// truncates to the type's width, `logical_right_shift` shifts the type's bits as unsigned,
+    /// `arithmetic_right_shift` shifts the sign in and with `round` adds the last bit shifted
+    /// out (`(x >> (s - 1)) & 1`, for s > 0). Amounts outside 0..=31 are taken modulo 32.
+    #[test]
+    fn shifts_follow_the_tosa_specification() {
+        let (i8_, i32_) = (DType::I8, DType::I32);
+        assert_eq!(int_op(BinaryOp::ShiftLeft, i8_, &[1, 3, -1, 64, 5], &[7, 6, 4, 1, 9]), vec![-128, -64, -16, -128, 0]);
+        assert_eq!(int_op(BinaryOp::ShiftLeft, i32_, &[1, 3, -1, 5], &[31, 30, 31, 33]), vec![i32::MIN as i64, i32::MIN as i64 + (1 << 30), i32::MIN as i64, 10]);
+        assert_eq!(int_op(BinaryOp::ShiftRightLogical, i8_, &[-128, -1, 100, -2], &[7, 4, 2, 9]), vec![1, 15, 25, 0]);
+        assert_eq!(int_op(BinaryOp::ShiftRightLogical, i32_, &[-1, i32::MIN as i64, 7], &[28, 31, -31]), vec![15, 1, 3]);
+        let (floor, round) = (BinaryOp::ShiftRightArith { round: false }, BinaryOp::ShiftRightArith { round: true });
+        // -7 >> 1: floor(-3.5) = -4, rounded (ties up) -3; 5 >> 1: 2, rounded 3; 6 >> 2: 1 either way
+        // (6 = 0b110, bit 1 is 1: rounded 2); no rounding for a zero shift.
+        assert_eq!(int_op(floor, i32_, &[-7, 5, 6, 9, i32::MIN as i64], &[1, 1, 2, 0, 31]), vec![-4, 2, 1, 9, -1]);
+        assert_eq!(int_op(round, i32_, &[-7, 5, 6, 9, i32::MIN as i64, i32::MAX as i64], &[1, 1, 2, 0, 31, 1]), vec![-3, 3, 2, 9, -1, 1 << 30]);
+        assert_eq!(int_op(round, i8_, &[-128, 127, -1, 3], &[7, 7, 1, 1]), vec![-1, 1, 0, 2]);
+    }
+
+    /// `intdiv` truncates toward zero; a zero divisor (unpredictable in TOSA) gives 0 and
+    /// i32::MIN / -1 wraps, in every backend.
+    #[test]
+    fn intdiv_truncates_toward_zero() {
+        let min = i32::MIN as i64;
+        assert_eq!(int_op(BinaryOp::IntDiv, DType::I32, &[7, -7, 7, -7, 5, min], &[2, 2, -2, -2, 0, -1]), vec![3, -3, -3, 3, 0, min]);
+    }
+
+    #[test]
+    fn clz_counts_leading_zeros_of_the_32_bits() {
+        let t = run(Op::Unary(UnaryOp::Clz), &[ints(DType::I32, &[0, 1, -1, 0x0000_8000, i32::MAX as i64])], TensorType::new(DType::I32, [5]));
+        assert_eq!(t.to_f64_vec(), vec![32.0, 31.0, 0.0, 16.0, 1.0]);
+    }
+
+    #[test]
+    fn reverse_flips_one_axis() {
+        let x = f32t(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+        let t = run(Op::Reverse { axis: 1 }, std::slice::from_ref(&x), TensorType::new(DType::F32, [2, 3]));
+        assert_eq!(t.to_f32_vec(), vec![3., 2., 1., 6., 5., 4.]);
+        let t = run(Op::Reverse { axis: 0 }, std::slice::from_ref(&x), TensorType::new(DType::F32, [2, 3]));
+        assert_eq!(t.to_f32_vec(), vec![4., 5., 6., 1., 2., 3.]);
+        let t = run(Op::Identity, &[x], TensorType::new(DType::F32, [2, 3]));
+        assert_eq!(t.to_f32_vec(), vec![1., 2., 3., 4., 5., 6.]);
+    }
+
+    /// `tosa.resize` by hand from the TOSA 1.0 pseudo-code: a 2x2 image, scale 2/1 on both
+    /// axes (3x3 out). Bilinear halves between neighbours; nearest takes the upper neighbour at
+    /// r/n = 1/2; i8 bilinear gives i32 scaled by y_n · x_n = 4.
+    #[test]
+    fn resize_follows_the_tosa_specification() {
+        let scale = Value::Shape(vec![2, 1, 2, 1]);
+        let zero2 = Value::Shape(vec![0, 0]);
+        let x = Value::Tensor(Tensor::from_f32(vec![1, 2, 2, 1], vec![1., 2., 3., 4.]).unwrap());
+        let ops = [x, scale, zero2.clone(), zero2];
+        let t = run(Op::Resize { bilinear: true }, &ops, TensorType::new(DType::F32, [1, 3, 3, 1]));
+        assert_eq!(t.to_f32_vec(), vec![1., 1.5, 2., 2., 2.5, 3., 3., 3.5, 4.]);
+        let t = run(Op::Resize { bilinear: false }, &ops, TensorType::new(DType::F32, [1, 3, 3, 1]));
+        assert_eq!(t.to_f32_vec(), vec![1., 2., 2., 3., 4., 4., 3., 4., 4.]);
+        let mut ops = ops;
+        ops[0] = Value::Tensor(Tensor::new(vec![1, 2, 2, 1], Data::I8(vec![1, 2, 3, 4])).unwrap());
+        let t = run(Op::Resize { bilinear: true }, &ops, TensorType::new(DType::I32, [1, 3, 3, 1]));
+        assert_eq!(t.data(), &Data::I32(vec![4, 6, 8, 8, 10, 12, 12, 14, 16]));
+        // Downscale by 2 (scale 1/2) with offset 1: y = 2 oy + 1, with n = 1 whole rows 1 and 3
+        // of a 4-row input ((4 - 1) · 1 − 1 + 0 = 2 = 2 · (2 − 1) rows out).
+        let x = Value::Tensor(Tensor::from_f32(vec![1, 4, 1, 1], vec![10., 20., 30., 40.]).unwrap());
+        let ops = [x, Value::Shape(vec![1, 2, 1, 1]), Value::Shape(vec![1, 0]), Value::Shape(vec![0, 0])];
+        let t = run(Op::Resize { bilinear: true }, &ops, TensorType::new(DType::F32, [1, 2, 1, 1]));
+        assert_eq!(t.to_f32_vec(), vec![20., 40.]);
+    }
+
+    /// `tosa.table` on i8 reads `table[x + 128]`: -128 the first entry, 127 the last.
+    #[test]
+    fn table_reads_at_x_plus_128() {
+        let table: Vec<i8> = (0..256).map(|i| (255 - i) as u8 as i8).collect();
+        let x = Value::Tensor(Tensor::new(vec![4], Data::I8(vec![-128, -1, 0, 127])).unwrap());
+        let t = Value::Tensor(Tensor::new(vec![256], Data::I8(table)).unwrap());
+        let r = run(Op::Table, &[x, t], TensorType::new(DType::I8, [4]));
+        // Entries 0, 127, 128, 255 hold 255, 128, 127, 0 as i8: -1, -128, 127, 0.
+        assert_eq!(r.data(), &Data::I8(vec![-1, -128, 127, 0]));
     }
 
     #[test]

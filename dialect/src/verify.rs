@@ -130,7 +130,9 @@ impl Verifier<'_> {
             Op::Unary(u) => {
                 self.same_elem(id, t(0), out);
                 self.same_shape(id, t(0), out);
-                if u.is_bitwise() {
+                if *u == UnaryOp::Clz {
+                    self.types_among(id, out, &[DType::I32]);
+                } else if u.is_integer_only() {
                     if out.dtype.is_float() || out.dtype == DType::I1 {
                         self.fail(id, format!("needs an integer type, has {}", out.dtype));
                     }
@@ -159,7 +161,11 @@ impl Verifier<'_> {
                 if *b == BinaryOp::Pow && !out.dtype.is_float() {
                     self.fail(id, "needs a float type");
                 }
-                if b.is_bitwise() && (out.dtype.is_float() || out.dtype == DType::I1) {
+                if b.is_shift() {
+                    self.types_among(id, out, &[DType::I8, DType::I32]);
+                } else if *b == BinaryOp::IntDiv {
+                    self.types_among(id, out, &[DType::I32]);
+                } else if b.is_integer_only() && (out.dtype.is_float() || out.dtype == DType::I1) {
                     self.fail(id, format!("needs an integer type, has {}", out.dtype));
                 }
                 if b.is_logical() && out.dtype != DType::I1 {
@@ -215,6 +221,17 @@ impl Verifier<'_> {
                     if s.len() != out.rank() || s.iter().zip(&out.shape).any(|(&a, &b)| a != -1 && a as usize != b) {
                         self.fail(id, format!("shape operand {s:?} does not match result {out}"));
                     }
+                }
+            }
+            Op::Identity => {
+                self.same_elem(id, t(0), out);
+                self.same_shape(id, t(0), out);
+            }
+            Op::Reverse { axis } => {
+                self.same_elem(id, t(0), out);
+                self.same_shape(id, t(0), out);
+                if *axis >= t(0).rank() {
+                    self.fail(id, format!("axis {axis} is out of range for rank {}", t(0).rank()));
                 }
             }
             Op::Transpose { perms } => {
@@ -280,6 +297,38 @@ impl Verifier<'_> {
                 let mut want = first.shape.clone();
                 want[*axis] = total;
                 self.shape_is(id, out, &want);
+            }
+            Op::Table => {
+                // f16c's subset of TOSA's table: i8 (the i16 form needs i16 tensors).
+                self.same_shape(id, t(0), out);
+                if t(0).dtype != DType::I8 || out.dtype != DType::I8 {
+                    self.fail(id, format!("is supported on i8 (-> i8), not {} -> {}", t(0).dtype, out.dtype));
+                }
+                if t(1).dtype != DType::I8 || t(1).shape != [256] {
+                    self.fail(id, format!("needs a tensor<256xi8> table, has {}", t(1)));
+                }
+            }
+            Op::Resize { bilinear } => {
+                let (input, out_d) = (t(0), out.dtype);
+                let want_d = match input.dtype {
+                    d if d.is_float() => Some(d),
+                    DType::I8 if *bilinear => Some(DType::I32),
+                    DType::I8 => Some(DType::I8),
+                    _ => None,
+                };
+                match want_d {
+                    None => self.fail(id, format!("is defined on floats and i8, not {}", input.dtype)),
+                    Some(d) if d != out_d => self.fail(id, format!("of {} produces {d}, not {out_d}", input.dtype)),
+                    _ => {}
+                }
+                if let (&[n, ih, iw, c], Some(scale), Some(offset), Some(border)) = (&input.shape[..], shape_val(1), shape_val(2), shape_val(3)) {
+                    match resize_extent(ih, iw, &scale, &offset, &border) {
+                        Ok((oh, ow)) => self.shape_is(id, out, &[n, oh, ow, c]),
+                        Err(m) => self.fail(id, m),
+                    }
+                } else if input.rank() != 4 {
+                    self.fail(id, "takes a rank-4 NHWC input");
+                }
             }
             Op::Gather => {
                 self.same_elem(id, t(0), out);
@@ -348,6 +397,14 @@ impl Verifier<'_> {
         }
     }
 
+    /// The element types TOSA defines an op on (f16c's subset of them).
+    fn types_among(&mut self, id: NodeId, out: &TensorType, allowed: &[DType]) {
+        if !allowed.contains(&out.dtype) {
+            let list: Vec<String> = allowed.iter().map(|d| d.to_string()).collect();
+            self.fail(id, format!("is defined on {}, not {}", list.join(" and "), out.dtype));
+        }
+    }
+
     fn same_shape(&mut self, id: NodeId, a: &TensorType, out: &TensorType) {
         if a.shape != out.shape {
             self.fail(id, format!("operand {a} and result {out} differ in shape"));
@@ -381,6 +438,31 @@ impl Verifier<'_> {
             self.fail(id, format!("bias {bias} does not match {oc} output channels"));
         }
     }
+}
+
+/// The output height and width of `tosa.resize`, checking the specification's requirements
+/// on scale `[y_n, y_d, x_n, x_d]`, offset `[y, x]` and border `[y, x]`.
+pub fn resize_extent(ih: usize, iw: usize, scale: &[i64], offset: &[i64], border: &[i64]) -> Result<(usize, usize), String> {
+    if scale.len() != 4 || offset.len() != 2 || border.len() != 2 {
+        return Err("takes a scale of 4 values and an offset and a border of 2".into());
+    }
+    let mut out = [0usize; 2];
+    for (a, len) in [ih, iw].into_iter().enumerate() {
+        let (n, d, o, b) = (scale[2 * a], scale[2 * a + 1], offset[a], border[a]);
+        let axis = ["y", "x"][a];
+        if !(1..=2048).contains(&n) || d < 1 || d >= 16 * n {
+            return Err(format!("scale {axis} {n}/{d} is outside the specification's range (0 < n <= 2048, 0 < d < 16 n)"));
+        }
+        if o < -n || o >= 16 * n || b < -16 * n || b >= n {
+            return Err(format!("offset {o} or border {b} along {axis} is outside the specification's range for scale {n}/{d}"));
+        }
+        let span = (len as i64 - 1) * n - o + b;
+        if len == 0 || span < 0 || span % d != 0 {
+            return Err(format!("({len} - 1) * {n} - {o} + {b} along {axis} is not a non-negative multiple of {d}"));
+        }
+        out[a] = (span / d) as usize + 1;
+    }
+    Ok((out[0], out[1]))
 }
 
 /// Output size of a convolution or pooling window along one axis.

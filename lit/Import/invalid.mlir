@@ -1,10 +1,20 @@
 // Every import error is a located diagnostic (checked with -verify-diagnostics).
 // RUN: %f16c opt %s -split-input-file -verify-diagnostics
 
-func.func @unsupported_op(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error@+1 {{'tosa.clz' is not supported by f16c}}
-  %0 = tosa.clz %a : (tensor<4xi32>) -> tensor<4xi32>
-  return %0 : tensor<4xi32>
+func.func @unsupported_op(%a: tensor<1x8x8xf32>) -> tensor<1x8x5xf32> {
+  // expected-error@+1 {{'tosa.rfft2d' is not supported by f16c (FFTs are outside f16c's scope}}
+  %0, %1 = tosa.rfft2d %a : (tensor<1x8x8xf32>) -> (tensor<1x8x5xf32>, tensor<1x8x5xf32>)
+  return %0 : tensor<1x8x5xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tosa.variable' is not supported by f16c (variables are state kept between calls}}
+tosa.variable @v = dense<0.0> : tensor<4xf32>
+func.func @stateful(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tosa.variable_write' is not supported by f16c (variables are state kept between calls}}
+  tosa.variable_write @v, %a : tensor<4xf32>
+  return %a : tensor<4xf32>
 }
 
 // -----
@@ -24,13 +34,14 @@ func.func @dynamic_result(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error@+1 {{element type 'i16' in 'tensor<4xi16>' is not supported by f16c}}
-func.func @element_type(%a: tensor<4xi16>) -> tensor<4xi16> {
+// expected-error@+2 {{element type 'i16' in 'tensor<1x4x1xi16>' is not supported by f16c}}
+// expected-error@+1 {{element type 'i16' in 'tensor<1x2x1xi16>' is not supported by f16c}}
+func.func @element_type(%v: tensor<1x4x1xi16>, %i: tensor<1x2xi32>, %x: tensor<1x2x1xi16>) -> tensor<1x4x1xi16> {
   // An unsupported op next to an unsupported type is reported too, in the same run.
-  // expected-error@+2 {{'tosa.clz' result: element type 'i16' in 'tensor<4xi16>' is not supported by f16c}}
-  // expected-error@+1 {{'tosa.clz' is not supported by f16c}}
-  %b = tosa.clz %a : (tensor<4xi16>) -> tensor<4xi16>
-  return %b : tensor<4xi16>
+  // expected-error@+2 {{'tosa.scatter' result: element type 'i16' in 'tensor<1x4x1xi16>' is not supported by f16c}}
+  // expected-error@+1 {{'tosa.scatter' is not supported by f16c}}
+  %b = tosa.scatter %v, %i, %x : (tensor<1x4x1xi16>, tensor<1x2xi32>, tensor<1x2x1xi16>) -> tensor<1x4x1xi16>
+  return %b : tensor<1x4x1xi16>
 }
 
 // -----

@@ -194,3 +194,54 @@ func.func @bitwise_and_logical(%a: tensor<2x3xi32>, %b: tensor<1x3xi32>, %p: ten
   %7 = tosa.logical_not %6 : (tensor<2x3xi1>) -> tensor<2x3xi1>
   return %3, %7 : tensor<2x3xi32>, tensor<2x3xi1>
 }
+
+// -----
+
+// The shifts, clz, intdiv, identity and reverse (issue 15).
+// CHECK-LABEL: func.func @shifts_and_movement
+// CHECK: tosa.logical_left_shift %{{.*}} : (tensor<2x3xi8>, tensor<1x3xi8>) -> tensor<2x3xi8>
+// CHECK: tosa.logical_right_shift
+// CHECK: tosa.arithmetic_right_shift %{{.*}} {round = true}
+// CHECK: tosa.arithmetic_right_shift %{{.*}} {round = false}
+// CHECK: tosa.clz %{{.*}} : (tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK: tosa.intdiv
+// CHECK: tosa.identity %{{.*}} : (tensor<2x3xf16>) -> tensor<2x3xf16>
+// CHECK: tosa.reverse %{{.*}} {axis = 1 : i32} : (tensor<2x3xf16>) -> tensor<2x3xf16>
+func.func @shifts_and_movement(%a: tensor<2x3xi8>, %b: tensor<1x3xi8>, %c: tensor<2x3xi32>, %x: tensor<2x3xf16>) -> (tensor<2x3xi8>, tensor<2x3xi32>, tensor<2x3xf16>) {
+  %0 = tosa.logical_left_shift %a, %b : (tensor<2x3xi8>, tensor<1x3xi8>) -> tensor<2x3xi8>
+  %1 = tosa.logical_right_shift %0, %b : (tensor<2x3xi8>, tensor<1x3xi8>) -> tensor<2x3xi8>
+  %2 = tosa.arithmetic_right_shift %1, %b {round = true} : (tensor<2x3xi8>, tensor<1x3xi8>) -> tensor<2x3xi8>
+  %3 = tosa.arithmetic_right_shift %c, %c {round = false} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %4 = tosa.clz %3 : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %5 = tosa.intdiv %4, %c : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %6 = tosa.identity %x : (tensor<2x3xf16>) -> tensor<2x3xf16>
+  %7 = tosa.reverse %6 {axis = 1 : i32} : (tensor<2x3xf16>) -> tensor<2x3xf16>
+  return %2, %5, %7 : tensor<2x3xi8>, tensor<2x3xi32>, tensor<2x3xf16>
+}
+
+// -----
+
+// tosa.resize in both modes, i8 bilinear to i32 (issue 15).
+// CHECK-LABEL: func.func @resize
+// CHECK: tosa.resize %{{.*}} {mode = BILINEAR} : (tensor<1x3x3x2xf16>, !tosa.shape<4>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1x6x6x2xf16>
+// CHECK: tosa.resize %{{.*}} {mode = NEAREST_NEIGHBOR}
+// CHECK: tosa.resize %{{.*}} {mode = BILINEAR} : (tensor<1x3x3x2xi8>, !tosa.shape<4>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1x6x6x2xi32>
+func.func @resize(%x: tensor<1x3x3x2xf16>, %q: tensor<1x3x3x2xi8>) -> (tensor<1x6x6x2xf16>, tensor<1x6x6x2xf16>, tensor<1x6x6x2xi32>) {
+  %s = tosa.const_shape {values = dense<[4, 2, 4, 2]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %o = tosa.const_shape {values = dense<-1> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %b = tosa.const_shape {values = dense<1> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %0 = tosa.resize %x, %s, %o, %b {mode = BILINEAR} : (tensor<1x3x3x2xf16>, !tosa.shape<4>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1x6x6x2xf16>
+  %1 = tosa.resize %x, %s, %o, %b {mode = NEAREST_NEIGHBOR} : (tensor<1x3x3x2xf16>, !tosa.shape<4>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1x6x6x2xf16>
+  %2 = tosa.resize %q, %s, %o, %b {mode = BILINEAR} : (tensor<1x3x3x2xi8>, !tosa.shape<4>, !tosa.shape<2>, !tosa.shape<2>) -> tensor<1x6x6x2xi32>
+  return %0, %1, %2 : tensor<1x6x6x2xf16>, tensor<1x6x6x2xf16>, tensor<1x6x6x2xi32>
+}
+
+// -----
+
+// tosa.table on i8 (issue 15).
+// CHECK-LABEL: func.func @table
+// CHECK: tosa.table %{{.*}} : (tensor<2x5xi8>, tensor<256xi8>) -> tensor<2x5xi8>
+func.func @table(%x: tensor<2x5xi8>, %t: tensor<256xi8>) -> tensor<2x5xi8> {
+  %0 = tosa.table %x, %t : (tensor<2x5xi8>, tensor<256xi8>) -> tensor<2x5xi8>
+  return %0 : tensor<2x5xi8>
+}

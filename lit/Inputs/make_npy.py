@@ -38,3 +38,6 @@ npy("x_2x1_f32.npy", "<f4", [2, 1], "f", [1.5, -0.0])
 # A conv weight given at run time, OHWI, and an image for it (lit/Run/conv-runtime-weight.mlir).
 npy("w_4x1x1x9_f32.npy", "<f4", [4, 1, 1, 9], "f", [((i * 13) % 7) / 4.0 - 0.75 for i in range(36)])
 npy("x_1x1x3x9_f32.npy", "<f4", [1, 1, 3, 9], "f", [((i * 5) % 11) / 8.0 - 0.5 for i in range(27)])
+# i32 values and shift amounts / divisors for the integer ops (lit/Run/integer.mlir).
+npy("a_6_i32.npy", "<i4", [6], "i", [-7, 5, 2147483647, -2147483648, 96, 100])
+npy("s_6_i32.npy", "<i4", [6], "i", [1, 1, 1, 31, 33, 0])

@@ -39,6 +39,21 @@ func.func @lists(%a: tensor<1x2x3xf32>) -> tensor<1x2x4xf32> {
 
 // -----
 
+// reverse and identity move values: they follow their input (issue 15).
+// CHECK-LABEL: func.func @movement_follows
+// CHECK: tosa.reverse {{.*}}f16c.assigned = "f16", f16c.rule = "follow"
+// CHECK: tosa.identity {{.*}}f16c.assigned = "f16", f16c.rule = "follow"
+func.func @movement_follows(%a: tensor<1x2x3xf32>) -> tensor<1x2x4xf32> {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<1x3x4xf32>}> : () -> tensor<1x3x4xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.matmul %a, %w, %zp, %zp : (tensor<1x2x3xf32>, tensor<1x3x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x2x4xf32>
+  %1 = tosa.reverse %0 {axis = 2 : i32} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  %2 = tosa.identity %1 : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+  return %2 : tensor<1x2x4xf32>
+}
+
+// -----
+
 // Mixed inputs: the widest wins (the argument stays f32, so the add is f32).
 // CHECK-LABEL: func.func @widest
 // CHECK: tosa.add {{.*}}f16c.assigned = "f32", f16c.rule = "follow-widest"

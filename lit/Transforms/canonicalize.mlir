@@ -1,14 +1,15 @@
 // RUN: %f16c opt %s -split-input-file --canonicalize | FileCheck %s
 // RUN: %f16c opt %s -split-input-file --canonicalize="fold-constants=false cse=false" | FileCheck %s --check-prefix=NOFOLD
 
-// Identity reshape and identity transpose disappear.
+// Identity reshape, identity transpose and tosa.identity disappear.
 // CHECK-LABEL: func.func @identities
 // CHECK-NEXT: return %arg0
 func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %s = tosa.const_shape {values = dense<[2, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
   %0 = tosa.reshape %x, %s : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<2x3xf32>
   %1 = tosa.transpose %0 {perms = array<i32: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
-  return %1 : tensor<2x3xf32>
+  %2 = tosa.identity %1 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %2 : tensor<2x3xf32>
 }
 
 // -----

@@ -130,8 +130,34 @@ fn signed_zeros_and_nan_follow_tosa_on_the_jit() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The bitwise ops on i32 and the logical ops on i1, at every size of the JIT's suite, on one
-/// and two threads: the reference's bits.
+/// `tosa.resize` (nearest and bilinear, up, down and odd scales) in every float type at
+/// channel counts around the vector width, on one and two threads: the reference's bits. (i8
+/// resize is in the integer cases.)
+#[test]
+fn resize_matches_the_reference_bit_for_bit() {
+    let mut rng = Rng(15);
+    let mut failures = Vec::new();
+    for d in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+        for c in [1, 3, 8, 9] {
+            for &(scale, offset, border, bilinear) in &f16c_tests::cases::RESIZES {
+                let g = f16c_tests::cases::resize_graph(d, d, [2, 5, 7, c], scale, offset, border, bilinear);
+                let x = f16c_dialect::semantics::cast(&random(&TensorType::new(DType::F32, [2, 5, 7, c]), &mut rng, -3.0, 3.0), d);
+                let inputs = vec![x];
+                let want = reference::run(&g, &inputs).unwrap();
+                for threads in [1, 2] {
+                    let got = Model::compile_graph(&g, threads).and_then(|m| m.run(&inputs)).unwrap();
+                    if let Err(e) = same_bits(&got[0], &want[0]) {
+                        failures.push(format!("{d} c={c} scale={scale:?} offset={offset:?} bilinear={bilinear} threads={threads}: {e}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The integer ops (bitwise, shifts, clz, intdiv, i8 resize) and the logical ops on i1, at
+/// every size of the JIT's suite, on one and two threads: the reference's bits.
 #[test]
 fn integer_and_boolean_ops_are_bit_exact() {
     let mut failures = Vec::new();
@@ -335,6 +361,14 @@ fn data_movement_copies_bits() {
             let o = g.add_node(Op::Concat { axis: 1 }, t(&[2, 4, n]), &[x, y], loc());
             g.add_output(o);
             graphs.push(("concat", g));
+            // reverse (a backwards source stride), along the outer and the innermost axis
+            for axis in [0, 2] {
+                let mut g = Graph::new("reverse");
+                let x = g.add_input(TensorType::new(d, shape), loc());
+                let o = g.add_node(Op::Reverse { axis }, t(&shape), &[x], loc());
+                g.add_output(o);
+                graphs.push(("reverse", g));
+            }
             // tile
             let mut g = Graph::new("tile");
             let x = g.add_input(TensorType::new(d, shape), loc());

@@ -20,6 +20,7 @@
 //! inside a fused kernel, so fusion never changes results (DESIGN.md, "Numerics").
 
 pub mod plan;
+mod expand;
 mod print;
 
 use f16c_dialect::{BinaryOp, DType, Graph, Location, NodeId, Op, ReduceKind, Tensor, TensorType, UnaryOp};
@@ -333,7 +334,8 @@ pub struct Pool {
 }
 
 /// One strided copy: `dst[dst_offset + Σ i_d·dst_strides_d] = src[src_offset + Σ i_d·src_strides_d]`
-/// for every index of `shape` (offsets and strides in elements).
+/// for every index of `shape` (offsets and strides in elements; a negative source stride walks
+/// a dimension backwards, as `tosa.reverse` does).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Move {
     /// Source buffer.
@@ -341,11 +343,11 @@ pub struct Move {
     /// Source offset.
     pub src_offset: usize,
     /// Source strides.
-    pub src_strides: Vec<usize>,
+    pub src_strides: Vec<isize>,
     /// Destination offset.
     pub dst_offset: usize,
     /// Destination strides.
-    pub dst_strides: Vec<usize>,
+    pub dst_strides: Vec<isize>,
     /// The index space.
     pub shape: Vec<usize>,
 }
@@ -542,6 +544,14 @@ pub struct LowerError {
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks).
 pub fn lower(g: &Graph) -> Result<Program, LowerError> {
+    // tosa.resize and tosa.table become gathers and elementwise ops first (`expand.rs`).
+    let expanded;
+    let g = if expand::needed(g) {
+        expanded = expand::expand(g);
+        &expanded
+    } else {
+        g
+    };
     let mut program = Lowering::new(g).run()?;
     let hazards: Vec<bool> = program.kernels.iter().map(|k| matches!(&k.kind, KernelKind::Contraction(c) if padding_meets_non_finite_weight(&program, c))).collect();
     for (k, hazard) in program.kernels.iter_mut().zip(hazards) {
@@ -569,15 +579,49 @@ pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
     (0..out.len()).map(|d| if d < lead || shape[d - lead] == 1 { 0 } else { dense[d - lead] }).collect()
 }
 
+/// An element stride: `usize`, or `isize` where a dimension may be walked backwards.
+pub trait Stride: std::marker::Copy + PartialEq + std::fmt::Debug {
+    /// The stride as an i64 (what generated code multiplies by).
+    fn get(self) -> i64;
+    /// The stride times a dimension's length.
+    fn times(self, n: usize) -> Self;
+    /// The stride of a dimension of size 1 that stands for none.
+    fn zero() -> Self;
+}
+
+impl Stride for usize {
+    fn get(self) -> i64 {
+        self as i64
+    }
+    fn times(self, n: usize) -> Self {
+        self * n
+    }
+    fn zero() -> Self {
+        0
+    }
+}
+
+impl Stride for isize {
+    fn get(self) -> i64 {
+        self as i64
+    }
+    fn times(self, n: usize) -> Self {
+        self * n as isize
+    }
+    fn zero() -> Self {
+        0
+    }
+}
+
 /// Merges adjacent dimensions that are contiguous for every stride list and drops size-1
 /// dimensions. Returns the new shape and strides (at least one dimension).
-pub fn collapse(shape: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+pub fn collapse<S: Stride>(shape: &[usize], strides: &[Vec<S>]) -> (Vec<usize>, Vec<Vec<S>>) {
     let keep: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
     let mut out_shape: Vec<usize> = Vec::new();
-    let mut out_strides: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    let mut out_strides: Vec<Vec<S>> = vec![Vec::new(); strides.len()];
     for &d in &keep {
         let mergeable = !out_shape.is_empty()
-            && strides.iter().enumerate().all(|(i, s)| *out_strides[i].last().expect("same length") == s[d] * shape[d]);
+            && strides.iter().enumerate().all(|(i, s)| *out_strides[i].last().expect("same length") == s[d].times(shape[d]));
         if mergeable {
             *out_shape.last_mut().expect("not empty") *= shape[d];
             for (i, s) in strides.iter().enumerate() {
@@ -593,7 +637,7 @@ pub fn collapse(shape: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec
     if out_shape.is_empty() {
         out_shape.push(1);
         for s in &mut out_strides {
-            s.push(0);
+            s.push(S::zero());
         }
     }
     (out_shape, out_strides)
@@ -725,7 +769,7 @@ impl<'g> Lowering<'g> {
                     self.of.insert(id, b);
                 }
                 Op::ConstShape(_) => {}
-                Op::Reshape => {
+                Op::Reshape | Op::Identity => {
                     let src = self.of[&g.operands(id)[0]];
                     self.of.insert(id, src);
                 }
@@ -744,7 +788,7 @@ impl<'g> Lowering<'g> {
                     let avg = matches!(g.op(id), Op::AvgPool2d(_));
                     self.push(KernelKind::Pool(Pool { avg, input, output, kernel: p.kernel, stride: p.stride, pad: p.pad }), vec![id]);
                 }
-                Op::Transpose { .. } | Op::Slice | Op::Pad | Op::Concat { .. } | Op::Tile => self.copy(id),
+                Op::Transpose { .. } | Op::Slice | Op::Pad | Op::Concat { .. } | Op::Tile | Op::Reverse { .. } => self.copy(id),
                 Op::Gather => {
                     let ops = g.operands(id);
                     let (values, indices) = (self.operand(ops[0]), self.operand(ops[1]));
@@ -1166,6 +1210,14 @@ impl<'g> Lowering<'g> {
                 }
                 moves
             }
+            Op::Reverse { axis } => {
+                // Walks `axis` backwards from its last element.
+                let mut src_strides: Vec<isize> = src_dense.iter().map(|&x| x as isize).collect();
+                src_strides[*axis] = -src_strides[*axis];
+                let offset = (src_ty.shape[*axis].max(1) - 1) * src_dense[*axis];
+                let dst = dst.iter().map(|&x| x as isize).collect();
+                vec![self.make_signed_move(ops[0], offset, src_strides, 0, dst, out_ty.shape.clone())]
+            }
             _ => unreachable!("called on data movement"),
         };
         let output = Operand { buffer: self.intermediate(id), ty: out_ty.clone() };
@@ -1173,6 +1225,11 @@ impl<'g> Lowering<'g> {
     }
 
     fn make_move(&self, src: NodeId, src_offset: usize, src_strides: Vec<usize>, dst_offset: usize, dst_strides: Vec<usize>, shape: Vec<usize>) -> Move {
+        let signed = |v: Vec<usize>| v.into_iter().map(|x| x as isize).collect();
+        self.make_signed_move(src, src_offset, signed(src_strides), dst_offset, signed(dst_strides), shape)
+    }
+
+    fn make_signed_move(&self, src: NodeId, src_offset: usize, src_strides: Vec<isize>, dst_offset: usize, dst_strides: Vec<isize>, shape: Vec<usize>) -> Move {
         let (shape, s) = collapse(&shape, &[src_strides, dst_strides]);
         let mut s = s.into_iter();
         let (src_strides, dst_strides) = (s.next().expect("two"), s.next().expect("two"));

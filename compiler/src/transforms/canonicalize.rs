@@ -123,7 +123,7 @@ impl Canonicalize {
 fn simplify(g: &mut Graph, id: NodeId) -> bool {
     let operands = g.operands(id);
     match g.op(id).clone() {
-        Op::Reshape | Op::Transpose { .. } if g.ty(operands[0]) == g.ty(id) && is_identity(g.op(id)) => {
+        Op::Reshape | Op::Transpose { .. } | Op::Identity if g.ty(operands[0]) == g.ty(id) && is_identity(g.op(id)) => {
             g.replace_all_uses(id, operands[0]);
             true
         }
@@ -153,8 +153,8 @@ fn simplify(g: &mut Graph, id: NodeId) -> bool {
     }
 }
 
-/// A reshape always qualifies when shapes match (checked by the caller); a transpose only with
-/// the identity permutation.
+/// A reshape or `tosa.identity` always qualifies when types match (checked by the caller); a
+/// transpose only with the identity permutation.
 fn is_identity(op: &Op) -> bool {
     match op {
         Op::Transpose { perms } => perms.iter().enumerate().all(|(i, &p)| i == p),

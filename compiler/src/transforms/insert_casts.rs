@@ -95,7 +95,7 @@ enum Use {
 
 /// Ops that only move or select values: they commute with rounding.
 fn is_neutral(op: &Op) -> bool {
-    matches!(op, Op::Reshape | Op::Transpose { .. } | Op::Slice | Op::MaxPool2d(_) | Op::Clamp { .. })
+    matches!(op, Op::Reshape | Op::Transpose { .. } | Op::Slice | Op::MaxPool2d(_) | Op::Clamp { .. } | Op::Identity | Op::Reverse { .. } | Op::Resize { bilinear: false })
 }
 
 fn dtype(g: &Graph, id: NodeId) -> DType {

@@ -493,6 +493,11 @@ impl<'a> Fx<'a> {
                 }
                 UnaryOp::Abs => Ok(self.b.ins().iabs(x)),
                 UnaryOp::BitwiseNot => Ok(self.b.ins().bnot(x)),
+                UnaryOp::Clz => {
+                    let u = self.low_bits(x, d);
+                    let c = self.b.ins().clz(u);
+                    Ok(self.b.ins().iadd_imm_s(c, 8 * d.byte_size() as i64 - 64))
+                }
                 _ => Err(format!("{} is not defined on integers", f16c_dialect::Op::Unary(u).mlir_name())),
             };
         }
@@ -503,7 +508,7 @@ impl<'a> Fx<'a> {
                 _ => Err("elementwise arithmetic is not defined on i1".into()),
             };
         }
-        if u.is_bitwise() || u.is_logical() {
+        if u.is_integer_only() || u.is_logical() {
             return Err(format!("{} is not defined on floats", f16c_dialect::Op::Unary(u).mlir_name()));
         }
         Ok(match u {
@@ -514,7 +519,7 @@ impl<'a> Fx<'a> {
             UnaryOp::Tanh => self.libcall_lanes(lc(Libcall::TanhF32, Libcall::TanhF64), &[x]),
             UnaryOp::Erf => self.libcall_lanes(lc(Libcall::ErfF32, Libcall::ErfF64), &[x]),
             UnaryOp::Sin => self.libcall_lanes(lc(Libcall::SinF32, Libcall::SinF64), &[x]),
-            UnaryOp::BitwiseNot | UnaryOp::LogicalNot => unreachable!("refused on floats above"),
+            UnaryOp::BitwiseNot | UnaryOp::LogicalNot | UnaryOp::Clz => unreachable!("refused on floats above"),
             UnaryOp::Ceil => self.b.ins().ceil(x),
             UnaryOp::Floor => self.b.ins().floor(x),
             UnaryOp::Cos => self.libcall_lanes(lc(Libcall::CosF32, Libcall::CosF64), &[x]),
@@ -584,10 +589,42 @@ impl<'a> Fx<'a> {
                 BinaryOp::Mul => self.b.ins().imul(a, b),
                 BinaryOp::Maximum => self.b.ins().smax(a, b),
                 BinaryOp::Minimum => self.b.ins().smin(a, b),
+                // The amount modulo 32, as the reference takes it (`semantics::shift_amount`).
+                BinaryOp::ShiftLeft => {
+                    let s = self.b.ins().band_imm_u(b, 31);
+                    self.b.ins().ishl(a, s)
+                }
+                BinaryOp::ShiftRightLogical => {
+                    let s = self.b.ins().band_imm_u(b, 31);
+                    let u = self.low_bits(a, d);
+                    self.b.ins().ushr(u, s)
+                }
+                BinaryOp::ShiftRightArith { round } => {
+                    let s = self.b.ins().band_imm_u(b, 31);
+                    let a = if round {
+                        // (a + 2^(s-1)) >> s adds the last bit shifted out; 2^(s-1) is 0 for s = 0.
+                        let one = self.i(1);
+                        let p = self.b.ins().ishl(one, s);
+                        let half = self.b.ins().ushr_imm_u(p, 1);
+                        self.b.ins().iadd(a, half)
+                    } else {
+                        a
+                    };
+                    self.b.ins().sshr(a, s)
+                }
+                BinaryOp::IntDiv => {
+                    // x / 0 gives 0 (the reference's choice; sdiv would trap).
+                    let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+                    let one = self.i(1);
+                    let d = self.b.ins().select(zero, one, b);
+                    let q = self.b.ins().sdiv(a, d);
+                    let z = self.i(0);
+                    self.b.ins().select(zero, z, q)
+                }
                 _ => return Err(format!("{} is not defined on integers", f16c_dialect::Op::Binary(op).mlir_name())),
             });
         }
-        if op.is_bitwise() || op.is_logical() {
+        if op.is_integer_only() || op.is_logical() {
             return Err(format!("{} is not defined on floats", f16c_dialect::Op::Binary(op).mlir_name()));
         }
         Ok(match op {
@@ -599,6 +636,14 @@ impl<'a> Fx<'a> {
             BinaryOp::Pow => self.libcall_lanes(if dom == F64 { Libcall::PowF64 } else { Libcall::PowF32 }, &[a, b]),
             _ => unreachable!("comparisons handled above"),
         })
+    }
+
+    /// The bits of a sign-extended integer of type `d` as an unsigned value of its width.
+    fn low_bits(&mut self, x: Value, d: DType) -> Value {
+        match d.byte_size() {
+            8 => x,
+            n => self.b.ins().band_imm_u(x, (1i64 << (8 * n)) - 1),
+        }
     }
 
     /// TOSA `cast` from a `from` domain value to `to` (not yet rounded to `to`'s width).

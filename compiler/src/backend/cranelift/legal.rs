@@ -34,7 +34,7 @@ pub const CONTRACTION_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16];
 /// Element types pooling reads (integer pooling is not implemented).
 pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
 /// Unary ops defined on integers (the others are float-only: exp, log, tanh, ...).
-pub const INTEGER_UNARY: &[UnaryOp] = &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::BitwiseNot];
+pub const INTEGER_UNARY: &[UnaryOp] = &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::BitwiseNot, UnaryOp::Clz];
 
 /// The compute domain families the emitter distinguishes.
 fn is_float(d: DType) -> bool {

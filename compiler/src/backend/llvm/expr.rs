@@ -110,6 +110,12 @@ impl<'ctx> Ir<'ctx> {
                     Ok(self.smax(x, neg).into())
                 }
                 UnaryOp::BitwiseNot => Ok(self.b.build_not(x, "").built().into()),
+                UnaryOp::Clz => {
+                    let u = self.low_bits(x, d);
+                    let i64t = self.cx.i64_type();
+                    let c = self.intrinsic("llvm.ctlz.i64", i64t.into(), &[u.into(), self.cx.bool_type().const_zero().into()]);
+                    Ok(self.addi(c.into_int_value(), 8 * d.byte_size() as i64 - 64).into())
+                }
                 _ => Err(format!("{} is not defined on integers", f16c_dialect::Op::Unary(u).mlir_name())),
             };
         }
@@ -120,7 +126,7 @@ impl<'ctx> Ir<'ctx> {
                 _ => Err("elementwise arithmetic is not defined on i1".into()),
             };
         }
-        if u.is_bitwise() || u.is_logical() {
+        if u.is_integer_only() || u.is_logical() {
             return Err(format!("{} is not defined on floats", f16c_dialect::Op::Unary(u).mlir_name()));
         }
         let x = x.into_float_value();
@@ -135,7 +141,7 @@ impl<'ctx> Ir<'ctx> {
             UnaryOp::Tanh => self.math(lc(Libcall::TanhF32, Libcall::TanhF64), &[x])?,
             UnaryOp::Erf => self.math(lc(Libcall::ErfF32, Libcall::ErfF64), &[x])?,
             UnaryOp::Sin => self.math(lc(Libcall::SinF32, Libcall::SinF64), &[x])?,
-            UnaryOp::BitwiseNot | UnaryOp::LogicalNot => unreachable!("refused on floats above"),
+            UnaryOp::BitwiseNot | UnaryOp::LogicalNot | UnaryOp::Clz => unreachable!("refused on floats above"),
             UnaryOp::Ceil => self.fintr("ceil", &[x]),
             UnaryOp::Floor => self.fintr("floor", &[x]),
             UnaryOp::Cos => self.math(lc(Libcall::CosF32, Libcall::CosF64), &[x])?,
@@ -196,11 +202,33 @@ impl<'ctx> Ir<'ctx> {
                 BinaryOp::Mul => self.mul(a, b),
                 BinaryOp::Maximum => self.smax(a, b),
                 BinaryOp::Minimum => self.smin(a, b),
+                // The amount modulo 32, as the reference takes it (`semantics::shift_amount`).
+                BinaryOp::ShiftLeft => self.b.build_left_shift(a, self.and(b, self.i64(31)), "").built(),
+                BinaryOp::ShiftRightLogical => self.b.build_right_shift(self.low_bits(a, d), self.and(b, self.i64(31)), false, "").built(),
+                BinaryOp::ShiftRightArith { round } => {
+                    let s = self.and(b, self.i64(31));
+                    // (a + 2^(s-1)) >> s adds the last bit shifted out; 2^(s-1) is 0 for s = 0.
+                    let a = if round {
+                        let p = self.b.build_left_shift(self.i64(1), s, "").built();
+                        let half = self.b.build_right_shift(p, self.i64(1), false, "").built();
+                        self.add(a, half)
+                    } else {
+                        a
+                    };
+                    self.b.build_right_shift(a, s, true, "").built()
+                }
+                BinaryOp::IntDiv => {
+                    // x / 0 gives 0 (the reference's choice; sdiv by 0 is undefined).
+                    let zero = self.icmp(IntPredicate::EQ, b, self.i64(0));
+                    let d = self.select(zero, self.i64(1), b).into_int_value();
+                    let q = self.b.build_int_signed_div(a, d, "").built();
+                    self.select(zero, self.i64(0), q).into_int_value()
+                }
                 _ => return Err(format!("{} is not defined on integers", f16c_dialect::Op::Binary(op).mlir_name())),
             }
             .into());
         }
-        if op.is_bitwise() || op.is_logical() {
+        if op.is_integer_only() || op.is_logical() {
             return Err(format!("{} is not defined on floats", f16c_dialect::Op::Binary(op).mlir_name()));
         }
         let (a, b) = (a.into_float_value(), b.into_float_value());
@@ -214,6 +242,14 @@ impl<'ctx> Ir<'ctx> {
             _ => unreachable!("comparisons are handled above"),
         }
         .into())
+    }
+
+    /// The bits of a sign-extended integer of type `d` as an unsigned value of its width.
+    fn low_bits(&self, x: IntValue<'ctx>, d: DType) -> IntValue<'ctx> {
+        match d.byte_size() {
+            8 => x,
+            n => self.and(x, self.i64((1i64 << (8 * n)) - 1)),
+        }
     }
 
     /// Converts a domain value of type `from` to the domain of `to` (rounding to `to` is the

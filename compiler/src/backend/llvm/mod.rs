@@ -22,6 +22,7 @@ pub mod families;
 pub mod machine;
 
 use f16c_dialect::DType;
+use crate::lower::Stride;
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
@@ -487,13 +488,14 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// `Σ coord_d · strides_d` for the row-major coordinates of `index` over `dims`.
-    pub fn strided_offset(&self, index: IntValue<'ctx>, dims: &[usize], strides: &[usize]) -> IntValue<'ctx> {
+    pub fn strided_offset<S: Stride>(&self, index: IntValue<'ctx>, dims: &[usize], strides: &[S]) -> IntValue<'ctx> {
         let mut off = self.i64(0);
         let mut rest = index;
         for d in (0..dims.len()).rev() {
-            if strides[d] != 0 {
+            let k = strides[d].get();
+            if k != 0 {
                 let c = if d == 0 { rest } else { self.remi(rest, dims[d]) };
-                off = self.add(off, self.muli(c, strides[d]));
+                off = self.add(off, if k == 1 { c } else { self.mul(c, self.i64(k)) });
             }
             if d > 0 {
                 rest = self.divi(rest, dims[d]);
