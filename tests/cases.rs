@@ -381,9 +381,9 @@ fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String
     }
 }
 
-/// TOSA's integer and boolean elementwise ops (bitwise, shifts, clz and intdiv on i32, the
-/// shifts on i8 too, the logical ops on i1) at each size of `sizes` (binary ones at 17 with a
-/// broadcast operand). Bit for bit.
+/// TOSA's integer and boolean ops (bitwise, shifts, clz and intdiv on i32, the shifts on i8
+/// too, the logical ops on i1; i8 table, resize and pooling, i32 max pooling) at each size of
+/// `sizes` (binary elementwise ones at 17 with a broadcast operand). Bit for bit.
 pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
     let mut rng = Rng(79);
     let mut cases = Vec::new();
@@ -416,6 +416,25 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
         }
     }
     for &n in sizes {
+        // Integer pooling: i8 max and average (zero points 3 in, -2 out), with padding so that
+        // windows hold different counts, and i32 max.
+        for (d, avg) in [(DType::I8, false), (DType::I8, true), (DType::I32, false)] {
+            let c = n.min(17);
+            let mut g = Graph::new("pool");
+            let x = g.add_input(TensorType::new(d, [1, 6, 7, c]), loc());
+            let attrs = f16c_dialect::PoolAttrs { kernel: [2, 3], stride: [2, 1], pad: [1, 0, 1, 1], acc: avg.then_some(DType::I32) };
+            let op = if avg { Op::AvgPool2d(attrs) } else { Op::MaxPool2d(attrs) };
+            let mut operands = vec![x];
+            if avg {
+                operands.push(constant(&mut g, Tensor::new(vec![1], Data::I8(vec![3])).unwrap()));
+                operands.push(constant(&mut g, Tensor::new(vec![1], Data::I8(vec![-2])).unwrap()));
+            }
+            let y = g.add_node(op, tensor_ty(d, &[1, 3, 7, c]), &operands, loc());
+            g.add_output(y);
+            let (lo, hi) = if d == DType::I8 { (-128.0, 127.99) } else { (-2.0e9, 2.0e9) };
+            let inputs = inputs_for(&g, &mut rng, lo, hi);
+            cases.push(Case { name: format!("{}_pool_{d}_n{n}", if avg { "avg" } else { "max" }), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
         // A table lookup with a table given at run time and one that is a constant.
         for constant_table in [false, true] {
             let mut g = Graph::new("table");

@@ -88,8 +88,8 @@ pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Valu
         Op::Clamp { min, max } => clamp(t(0)?, *min, *max, out),
         Op::Reduce { kind, axis } => reduce(*kind, t(0)?, *axis, out)?,
         Op::ArgMax { axis } => argmax(t(0)?, *axis, out)?,
-        Op::MaxPool2d(p) => pool(t(0)?, p, out, false)?,
-        Op::AvgPool2d(p) => pool(t(0)?, p, out, true)?,
+        Op::MaxPool2d(p) => pool(t(0)?, p, out, false, (0, 0))?,
+        Op::AvgPool2d(p) => pool(t(0)?, p, out, true, (zp(t(1)?), zp(t(2)?)))?,
         Op::Reshape => {
             shape(1)?;
             reshape(t(0)?, out)?
@@ -723,7 +723,29 @@ fn transpose_conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64,
 }
 
 /// Max pooling ignores padding; average pooling divides by the number of in-bounds elements.
-fn pool(x: &Tensor, p: &PoolAttrs, out: &TensorType, avg: bool) -> EvalResult<Tensor> {
+/// The smallest and largest value of integer type `d`.
+pub fn int_range(d: DType) -> (i64, i64) {
+    let bits = 8 * d.byte_size() as u32;
+    if bits >= 64 { (i64::MIN, i64::MAX) } else { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) }
+}
+
+/// TOSA's `reciprocal_scale(count)`: `(multiplier, shift)` with `multiplier / 2^shift ≈ 1 /
+/// count`, `k = 32 − clz(count − 1)`, `multiplier = ((2^30 + 1) << k) / count`, `shift = 30 + k`.
+pub fn reciprocal_scale(count: i64) -> (i64, i64) {
+    let k = 64 - ((count - 1) as u64).leading_zeros() as i64;
+    ((((1i64 << 30) + 1) << k) / count, 30 + k)
+}
+
+/// The integer `avg_pool2d` result of a window sum `acc` (of `value − input_zp`) over `count`
+/// pixels: `apply_scale_32(acc, multiplier, shift)` (round half up), plus the output zero
+/// point, clipped to `d`.
+pub fn int_average(acc: i64, count: i64, out_zp: i64, d: DType) -> i64 {
+    let (m, s) = reciprocal_scale(count.max(1));
+    let (lo, hi) = int_range(d);
+    (((acc * m + (1 << (s - 1))) >> s) + out_zp).clamp(lo, hi)
+}
+
+fn pool(x: &Tensor, p: &PoolAttrs, out: &TensorType, avg: bool, (in_zp, out_zp): (i64, i64)) -> EvalResult<Tensor> {
     let (&[n, ih, iw, c], &[oh, ow, _]) = (x.shape(), &out.shape[1..]) else { return err("pooling input must be NHWC") };
     fn run<T: Real>(x: &[T], p: &PoolAttrs, dims: [usize; 6], avg: bool) -> Vec<T> {
         let [n, ih, iw, c, oh, ow] = dims;
@@ -756,9 +778,39 @@ fn pool(x: &Tensor, p: &PoolAttrs, out: &TensorType, avg: bool) -> EvalResult<Te
     let num = match widen(x) {
         Num::F32(v) => Num::F32(run(&v, p, dims, avg)),
         Num::F64(v) => Num::F64(run(&v, p, dims, avg)),
-        _ => return err("integer pooling is not supported by the reference interpreter"),
+        Num::Int(v) => Num::Int(int_pool(&v, p, dims, avg, (in_zp, out_zp), out.dtype)),
+        Num::Bool(_) => return err("pooling is not defined on i1"),
     };
     Ok(narrow(num, out))
+}
+
+/// Integer pooling (TOSA 1.0): max from the type's minimum; average of `value − input_zp`
+/// through [`int_average`].
+fn int_pool(x: &[i64], p: &PoolAttrs, [n, ih, iw, c, oh, ow]: [usize; 6], avg: bool, (in_zp, out_zp): (i64, i64), d: DType) -> Vec<i64> {
+    let mut out = Vec::with_capacity(n * oh * ow * c);
+    for b in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for ch in 0..c {
+                    let (mut acc, mut count) = (if avg { 0 } else { int_range(d).0 }, 0i64);
+                    for ky in 0..p.kernel[0] {
+                        let y = (oy * p.stride[0] + ky) as isize - p.pad[0] as isize;
+                        for kx in 0..p.kernel[1] {
+                            let xx = (ox * p.stride[1] + kx) as isize - p.pad[2] as isize;
+                            if y < 0 || y >= ih as isize || xx < 0 || xx >= iw as isize {
+                                continue;
+                            }
+                            let v = x[((b * ih + y as usize) * iw + xx as usize) * c + ch];
+                            acc = if avg { acc + (v - in_zp) } else { acc.max(v) };
+                            count += 1;
+                        }
+                    }
+                    out.push(if avg { int_average(acc, count, out_zp, d) } else { acc });
+                }
+            }
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1124,6 +1176,29 @@ mod tests {
         let r = run(Op::Table, &[x, t], TensorType::new(DType::I8, [4]));
         // Entries 0, 127, 128, 255 hold 255, 128, 127, 0 as i8: -1, -128, 127, 0.
         assert_eq!(r.data(), &Data::I8(vec![-1, -128, 127, 0]));
+    }
+
+    /// Integer pooling by hand from the TOSA 1.0 pseudo-code: max over the window; average as
+    /// `apply_scale_32(Σ(v − in_zp), reciprocal_scale(count))` + out_zp, which rounds 2.5 up to
+    /// 3 and 2.25 down to 2 but -2.5 down to -3 (the multiplier is a little above 1/count).
+    #[test]
+    fn integer_pooling_follows_the_tosa_specification() {
+        let attrs = PoolAttrs { kernel: [2, 2], stride: [2, 2], pad: [0, 0, 0, 0], acc: Some(DType::I32) };
+        let x = |v: [i8; 4]| Value::Tensor(Tensor::new(vec![1, 2, 2, 1], Data::I8(v.to_vec())).unwrap());
+        let zp = |z: i8| Value::Tensor(Tensor::new(vec![1], Data::I8(vec![z])).unwrap());
+        let out = TensorType::new(DType::I8, [1, 1, 1, 1]);
+        let avg = |v: [i8; 4], zi: i8, zo: i8| run(Op::AvgPool2d(attrs.clone()), &[x(v), zp(zi), zp(zo)], out.clone()).to_f64_vec()[0];
+        assert_eq!(avg([1, 2, 3, 4], 0, 0), 3.0);
+        assert_eq!(avg([1, 2, 3, 3], 0, 0), 2.0);
+        assert_eq!(avg([-1, -2, -3, -4], 0, 0), -3.0);
+        // (v − 1) = [0, 1, 2, 3]: 1.5 → 2, then + (−1).
+        assert_eq!(avg([1, 2, 3, 4], 1, -1), 1.0);
+        // Clipped to i8.
+        assert_eq!(avg([120, 120, 120, 120], 0, 100), 127.0);
+        assert_eq!(super::reciprocal_scale(1), ((1 << 30) + 1, 30));
+        assert_eq!(super::reciprocal_scale(3), ((((1i64 << 30) + 1) << 2) / 3, 32));
+        let max = run(Op::MaxPool2d(PoolAttrs { acc: None, ..attrs }), &[x([-128, -3, 5, -7])], out);
+        assert_eq!(max.to_f64_vec(), vec![5.0]);
     }
 
     #[test]

@@ -331,6 +331,8 @@ pub struct Pool {
     pub stride: [usize; 2],
     /// Padding `[top, bottom, left, right]`.
     pub pad: [usize; 4],
+    /// Input and output zero points of an integer average (`semantics::int_average`).
+    pub zp: (i64, i64),
 }
 
 /// One strided copy: `dst[dst_offset + Σ i_d·dst_strides_d] = src[src_offset + Σ i_d·src_strides_d]`
@@ -786,7 +788,13 @@ impl<'g> Lowering<'g> {
                     let input = self.operand(g.operands(id)[0]);
                     let output = Operand { buffer: self.intermediate(id), ty: self.ty(id) };
                     let avg = matches!(g.op(id), Op::AvgPool2d(_));
-                    self.push(KernelKind::Pool(Pool { avg, input, output, kernel: p.kernel, stride: p.stride, pad: p.pad }), vec![id]);
+                    let ops = g.operands(id);
+                    let scalar = |slot: usize| match ops.get(slot).map(|&o| g.op(o)) {
+                        Some(Op::Const(t)) => t.to_i64_vec().first().copied().unwrap_or(0),
+                        _ => 0,
+                    };
+                    let zp = if avg { (scalar(1), scalar(2)) } else { (0, 0) };
+                    self.push(KernelKind::Pool(Pool { avg, input, output, kernel: p.kernel, stride: p.stride, pad: p.pad, zp }), vec![id]);
                 }
                 Op::Transpose { .. } | Op::Slice | Op::Pad | Op::Concat { .. } | Op::Tile | Op::Reverse { .. } => self.copy(id),
                 Op::Gather => {

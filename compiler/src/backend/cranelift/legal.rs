@@ -31,8 +31,8 @@ pub const KU: usize = 4;
 /// Element types the GEMM and the direct convolutions read (f16/bf16 are widened to f32 as
 /// they are packed). Integer (quantized) and f64 contractions are not implemented.
 pub const CONTRACTION_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16];
-/// Element types pooling reads (integer pooling is not implemented).
-pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
+/// Element types pooling reads.
+pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I32];
 /// Unary ops defined on integers (the others are float-only: exp, log, tanh, ...).
 pub const INTEGER_UNARY: &[UnaryOp] = &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::BitwiseNot, UnaryOp::Clz];
 
@@ -86,7 +86,7 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
             }
             _ => Ok(()),
         },
-        KernelKind::Pool(p) if !POOL_TYPES.contains(&p.input.ty.dtype) => unsupported(format!("{} pooling (integer pooling is not implemented)", p.input.ty.dtype)),
+        KernelKind::Pool(p) if !POOL_TYPES.contains(&p.input.ty.dtype) => unsupported(format!("{} pooling", p.input.ty.dtype)),
         KernelKind::Pool(p) if p.input.ty.rank() != 4 => unsupported("pooling of a tensor that is not NHWC".into()),
         KernelKind::Gather(g) if g.values.ty.rank() != 3 || g.indices.ty.rank() != 2 => unsupported("gather takes [N,K,C] values and [N,W] indices".into()),
         KernelKind::Rows(r) => {

@@ -343,9 +343,10 @@ impl<'p> Context<'p> {
 
     fn pool(&mut self, p: &Pool) -> Result<(), BackendError> {
         let (din, dout) = (p.input.ty.dtype, p.output.ty.dtype);
-        if domain(din) != F32 && domain(din) != F64 {
-            return Err(self.error("integer pooling is not supported"));
+        if domain(din) == I8 {
+            return Err(self.error("pooling is not defined on i1"));
         }
+        let int = domain(din) == I64;
         let (&[n, ih, iw, c], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
             return Err(self.error("pooling input must be NHWC"));
         };
@@ -377,7 +378,12 @@ impl<'p> Context<'p> {
                     let out_base = fx.b.ins().imul_imm_s(pixel, c as i64);
                     let in_base = fx.b.ins().imul_imm_s(b, (ih * iw * c) as i64);
                     let window = |fx: &mut Fx, ch: Value, ty: cranelift_codegen::ir::Type| -> Value {
-                        let init = if p.avg { zero(fx, ty) } else { neg_inf(fx, ty) };
+                        let init = match (int, p.avg) {
+                            (true, true) => fx.i(0),
+                            (true, false) => fx.i(f16c_dialect::semantics::int_range(din).0),
+                            (false, true) => zero(fx, ty),
+                            (false, false) => neg_inf(fx, ty),
+                        };
                         let acc = fx.for_range(ky_lo, ky_hi, 1, &[init], |fx, ky, acc| {
                             let y = fx.b.ins().iadd(y0, ky);
                             let yoff = fx.b.ins().imul_imm_s(y, (iw * c) as i64);
@@ -388,10 +394,20 @@ impl<'p> Context<'p> {
                                 let at = fx.b.ins().iadd(yoff, xoff);
                                 let at = fx.b.ins().iadd(at, ch);
                                 let v = if ty == F32X4 { fx.load4(din, src, at) } else { fx.load(din, src, at) };
-                                vec![if p.avg { fx.b.ins().fadd(acc[0], v) } else { fx.tosa_max(acc[0], v) }]
+                                vec![match (int, p.avg) {
+                                    (true, true) => {
+                                        let v = fx.b.ins().iadd_imm_s(v, -p.zp.0);
+                                        fx.b.ins().iadd(acc[0], v)
+                                    }
+                                    (true, false) => fx.b.ins().smax(acc[0], v),
+                                    (false, true) => fx.b.ins().fadd(acc[0], v),
+                                    (false, false) => fx.tosa_max(acc[0], v),
+                                }]
                             })
                         })[0];
-                        if p.avg {
+                        if int && p.avg {
+                            int_average(fx, acc, count, p.zp.1, dout)
+                        } else if p.avg {
                             let cnt = if ty == F64 { fx.b.ins().fcvt_from_sint(F64, count) } else { fx.b.ins().fcvt_from_sint(F32, count) };
                             let cnt = if ty == F32X4 { fx.b.ins().splat(F32X4, cnt) } else { cnt };
                             fx.b.ins().fdiv(acc, cnt)
@@ -607,6 +623,31 @@ fn argmax(fx: &mut Fx, d: DType, src: Value, at0: Value, len: usize, inner: usiz
         vec![nb, nv]
     });
     r[0]
+}
+
+/// `semantics::int_average` for a window sum `acc` over `count` (≥ 1) pixels, both i64.
+fn int_average(fx: &mut Fx, acc: Value, count: Value, out_zp: i64, d: f16c_dialect::DType) -> Value {
+    // reciprocal_scale: k = 64 - clz(count - 1), multiplier = ((2^30 + 1) << k) / count.
+    let c1 = fx.b.ins().iadd_imm_s(count, -1);
+    let lz = fx.b.ins().clz(c1);
+    let w = fx.i(64);
+    let k = fx.b.ins().isub(w, lz);
+    let base = fx.i((1 << 30) + 1);
+    let num = fx.b.ins().ishl(base, k);
+    let m = fx.b.ins().sdiv(num, count);
+    // apply_scale_32: (acc · multiplier + 2^(shift − 1)) >> shift, shift = 30 + k.
+    let shift = fx.b.ins().iadd_imm_s(k, 30);
+    let half_shift = fx.b.ins().iadd_imm_s(k, 29);
+    let one = fx.i(1);
+    let round = fx.b.ins().ishl(one, half_shift);
+    let r = fx.b.ins().imul(acc, m);
+    let r = fx.b.ins().iadd(r, round);
+    let r = fx.b.ins().sshr(r, shift);
+    let r = fx.b.ins().iadd_imm_s(r, out_zp);
+    let (lo, hi) = f16c_dialect::semantics::int_range(d);
+    let (lo, hi) = (fx.i(lo), fx.i(hi));
+    let r = fx.b.ins().smax(r, lo);
+    fx.b.ins().smin(r, hi)
 }
 
 /// Nested loops over a move's dimensions; the innermost contiguous case copies bytes.

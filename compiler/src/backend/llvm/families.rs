@@ -276,8 +276,8 @@ impl<'ctx> Ir<'ctx> {
         let (&[_, ih, iw, c], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
             return Err("pooling input must be NHWC".into());
         };
-        if !din.is_float() {
-            return Err("integer pooling is not supported".into());
+        if din == DType::I1 {
+            return Err("pooling is not defined on i1".into());
         }
         let (src, dst) = (self.buffer(p.input.buffer.0), self.buffer(p.output.buffer.0));
         let ch = self.remi(i, c);
@@ -289,9 +289,14 @@ impl<'ctx> Ir<'ctx> {
         let x0 = self.addi(self.muli(ox, p.stride[1]), -(p.pad[2] as i64));
         let (ky_lo, ky_hi) = self.clip(y0, p.kernel[0], ih);
         let (kx_lo, kx_hi) = self.clip(x0, p.kernel[1], iw);
-        let t = self.domain(din).into_float_type();
-        let init = if p.avg { t.const_float(0.0) } else { t.const_float(f64::NEG_INFINITY) };
-        let acc = self.var(init.into());
+        let int = !din.is_float();
+        let init: BasicValueEnum = match (int, p.avg) {
+            (true, true) => self.i64(0).into(),
+            (true, false) => self.i64(f16c_dialect::semantics::int_range(din).0).into(),
+            (false, true) => self.domain(din).into_float_type().const_float(0.0).into(),
+            (false, false) => self.domain(din).into_float_type().const_float(f64::NEG_INFINITY).into(),
+        };
+        let acc = self.var(init);
         let in_base = self.muli(b, ih * iw * c);
         let one = self.i64(1);
         self.for_range(ky_lo, ky_hi, one, |ir, ky| {
@@ -300,12 +305,26 @@ impl<'ctx> Ir<'ctx> {
             ir.for_range(kx_lo, kx_hi, one, |ir, kx| {
                 let x = ir.add(x0, kx);
                 let at = ir.add(ir.add(row, ir.muli(x, c)), ch);
-                let v = ir.load(din, src, at).into_float_value();
-                let a = ir.get(acc).into_float_value();
-                let n = if p.avg { ir.b.build_float_add(a, v, "").built() } else { ir.fmax(a, v) };
-                ir.set(acc, n.into());
+                let (v, a) = (ir.load(din, src, at), ir.get(acc));
+                let n: BasicValueEnum = match (int, p.avg) {
+                    (true, true) => ir.add(a.into_int_value(), ir.addi(v.into_int_value(), -p.zp.0)).into(),
+                    (true, false) => ir.smax(a.into_int_value(), v.into_int_value()).into(),
+                    (false, true) => ir.b.build_float_add(a.into_float_value(), v.into_float_value(), "").built().into(),
+                    (false, false) => ir.fmax(a.into_float_value(), v.into_float_value()).into(),
+                };
+                ir.set(acc, n);
             });
         });
+        if int {
+            let mut v = self.get(acc).into_int_value();
+            if p.avg {
+                let count = self.smax(self.mul(self.sub(ky_hi, ky_lo), self.sub(kx_hi, kx_lo)), one);
+                v = self.int_average(v, count, p.zp.1, dout);
+            }
+            self.store(dout, dst, i, v.into());
+            return Ok(());
+        }
+        let t = self.domain(din).into_float_type();
         let mut v = self.get(acc).into_float_value();
         if p.avg {
             let count = self.mul(self.sub(ky_hi, ky_lo), self.sub(kx_hi, kx_lo));
@@ -316,6 +335,23 @@ impl<'ctx> Ir<'ctx> {
         let v = self.round_to(dout, v.into());
         self.store(dout, dst, i, v);
         Ok(())
+    }
+
+    /// `semantics::int_average` for a window sum `acc` over `count` (≥ 1) pixels, both i64.
+    fn int_average(&self, acc: IntValue<'ctx>, count: IntValue<'ctx>, out_zp: i64, d: DType) -> IntValue<'ctx> {
+        let i64t = self.cx.i64_type();
+        let no_poison = self.cx.bool_type().const_zero();
+        // reciprocal_scale: k = 64 - clz(count - 1), multiplier = ((2^30 + 1) << k) / count.
+        let lz = self.intrinsic("llvm.ctlz.i64", i64t.into(), &[self.addi(count, -1).into(), no_poison.into()]).into_int_value();
+        let k = self.sub(self.i64(64), lz);
+        let num = self.b.build_left_shift(self.i64((1 << 30) + 1), k, "").built();
+        let m = self.b.build_int_signed_div(num, count, "").built();
+        // apply_scale_32: (acc · multiplier + 2^(shift − 1)) >> shift, shift = 30 + k.
+        let round = self.b.build_left_shift(self.i64(1), self.addi(k, 29), "").built();
+        let r = self.add(self.mul(acc, m), round);
+        let r = self.b.build_right_shift(r, self.addi(k, 30), true, "").built();
+        let (lo, hi) = f16c_dialect::semantics::int_range(d);
+        self.smin(self.smax(self.addi(r, out_zp), self.i64(lo)), self.i64(hi))
     }
 
     /// The valid window offsets `[lo, hi)` of a window of `k` starting at `start` over `0..len`.

@@ -19,7 +19,6 @@ pub const PTX_ISA: &[(u32, &str)] = &[(70, "+ptx63"), (75, "+ptx63"), (80, "+ptx
 pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("f64 exp, log, tanh, erf, pow, sigmoid", "the GPU math functions are f32 approximations; keep such ops in f32"),
     ("integer contractions", "tensor-core integer WMMA is not implemented; integer matmul/conv run on the reference interpreter"),
-    ("integer pooling", "not implemented on any compiled backend"),
 ];
 
 /// The PTX ISA feature of `sm`.
@@ -65,7 +64,6 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
         KernelKind::Elementwise(e) if math_in_f64(&e.expr) => f64_math(),
         KernelKind::Contraction(c) if c.epilogue.as_ref().is_some_and(|e| math_in_f64(&e.expr)) => f64_math(),
         KernelKind::Contraction(c) if !c.acc.is_float() => Err(Unsupported(format!("{} ({} accumulation): {}", UNSUPPORTED[1].0, c.acc, UNSUPPORTED[1].1))),
-        KernelKind::Pool(p) if !p.input.ty.dtype.is_float() => Err(Unsupported(format!("{}: {}", UNSUPPORTED[2].0, UNSUPPORTED[2].1))),
         KernelKind::Reduction(r) if r.kind.is_some() && r.input.ty.dtype.is_float() != r.output.ty.dtype.is_float() => {
             Err(Unsupported(format!("a reduction from {} to {}", r.input.ty.dtype, r.output.ty.dtype)))
         }
