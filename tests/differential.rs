@@ -406,6 +406,9 @@ impl Gen {
     fn pool(&mut self, x: &Value) -> Option<Value> {
         let x = self.as_nhwc(x);
         let (n, h, w, c) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+        if self.chance(0.3) {
+            return self.resize(&x);
+        }
         let kernel = [1 + self.rng.below(3), 1 + self.rng.below(3)];
         let stride = [1 + self.rng.below(2), 1 + self.rng.below(2)];
         // TOSA: padding smaller than the window.
@@ -421,6 +424,30 @@ impl Gen {
         } else {
             self.node(Op::MaxPool2d(attrs), x.d, &shape, &[x.id], x.tainted)
         })
+    }
+
+    /// `tosa.resize` of an NHWC value with random scale and offset (border chosen so that the
+    /// output size is whole), nearest or bilinear.
+    fn resize(&mut self, x: &Value) -> Option<Value> {
+        let (n, h, w, c) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+        let mut scale = [0i64; 4];
+        let (mut offset, mut border) = ([0i64; 2], [0i64; 2]);
+        for (a, len) in [h, w].into_iter().enumerate() {
+            let (sn, sd) = (1 + self.rng.below(4) as i64, 1 + self.rng.below(4) as i64);
+            let o = self.rng.below(2 * sn as usize) as i64 - sn + 1;
+            let base = (len as i64 - 1) * sn - o;
+            scale[2 * a] = sn;
+            scale[2 * a + 1] = sd;
+            offset[a] = o;
+            border[a] = -base.rem_euclid(sd);
+        }
+        let (oh, ow) = f16c_dialect::verify::resize_extent(h, w, &scale, &offset, &border).ok()?;
+        if n * oh * ow * c > MAX_ELEMENTS {
+            return None;
+        }
+        let (s, o, b) = (self.shape_node(scale.to_vec()), self.shape_node(offset.to_vec()), self.shape_node(border.to_vec()));
+        let bilinear = self.chance(0.5);
+        Some(self.node(Op::Resize { bilinear }, x.d, &[n, oh, ow, c], &[x.id, s, o, b], x.tainted))
     }
 }
 
@@ -602,6 +629,9 @@ fn allowances(g: &Graph, values: &HashMap<NodeId, Tensor>, math_ulps: u64) -> Ha
             let n_out = v.len().max(1) as f64;
             match op {
                 Op::Binary(BinaryOp::Add | BinaryOp::Sub) | Op::Cast => Allowed::Bound { bound: sum + round, promised },
+                // Weights in [0, 1] summing to 1: the operand's error at most, plus the f32
+                // roundings of the four products and three sums, plus the final one.
+                Op::Resize { bilinear: true } => Allowed::Bound { bound: sum + round + 8.0 * 2f64.powi(-24) * pv, promised },
                 // Moves and picks: no arithmetic, no new rounding.
                 Op::Binary(BinaryOp::Maximum | BinaryOp::Minimum)
                 | Op::Clamp { .. }
@@ -614,6 +644,7 @@ fn allowances(g: &Graph, values: &HashMap<NodeId, Tensor>, math_ulps: u64) -> Ha
                 | Op::Concat { .. }
                 | Op::Tile
                 | Op::Reverse { .. }
+                | Op::Resize { bilinear: false }
                 | Op::Gather
                 | Op::MaxPool2d(_)
                 | Op::Reduce { kind: ReduceKind::Max | ReduceKind::Min, .. } => Allowed::Bound { bound: sum, promised },
