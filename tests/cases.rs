@@ -2,7 +2,7 @@
 //! the NVPTX backend's in `integration/nvptx.rs`) and by `f16c-gpu-cases`, which writes them out
 //! for `scripts/gpu-check`.
 
-use f16c_dialect::{BinaryOp, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, ReduceKind, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
+use f16c_dialect::{BinaryOp, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, ReduceKind, Rounding, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
 use half::{bf16, f16};
 
 pub fn loc() -> Location {
@@ -382,7 +382,7 @@ fn elementwise_cases(sizes: &[usize], rng: &mut Rng, add: &mut impl FnMut(String
 }
 
 /// TOSA's integer and boolean ops (bitwise, shifts, clz and intdiv on i32, the shifts on i8
-/// too, the logical ops on i1; i8 table, resize and pooling, i32 max pooling) at each size of
+/// too, the logical ops on i1; i8 table, resize and pooling, i32 max pooling, rescale) at each size of
 /// `sizes` (binary elementwise ones at 17 with a broadcast operand). Bit for bit.
 pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
     let mut rng = Rng(79);
@@ -434,6 +434,37 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
             let (lo, hi) = if d == DType::I8 { (-128.0, 127.99) } else { (-2.0e9, 2.0e9) };
             let inputs = inputs_for(&g, &mut rng, lo, hi);
             cases.push(Case { name: format!("{}_pool_{d}_n{n}", if avg { "avg" } else { "max" }), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
+        // Rescales: i8 -> i8 per channel with double rounding and zero points, i8 -> i32, i32 ->
+        // i8 with an unsigned output, unsigned i8 -> i32; multipliers in [2^30, 2^31), shifts
+        // around 31 (and the out-of-range 1 and 70, clamped); the last one's result feeds an add.
+        let c = n.min(17);
+        let variants = [
+            (DType::I8, DType::I8, Rounding::Double, true, false, false),
+            (DType::I8, DType::I32, Rounding::Single, false, false, false),
+            (DType::I32, DType::I8, Rounding::Double, true, false, true),
+            (DType::I8, DType::I32, Rounding::Inexact, true, true, false),
+        ];
+        for (k, &(din, dout, rounding, per_channel, input_unsigned, output_unsigned)) in variants.iter().enumerate() {
+            let attrs = f16c_dialect::RescaleAttrs { scale32: true, rounding, per_channel, input_unsigned, output_unsigned };
+            let channels = if per_channel { c } else { 1 };
+            let mut g = Graph::new("rescale");
+            let x = g.add_input(TensorType::new(din, [2, c]), loc());
+            let m: Vec<i32> = (0..channels).map(|_| rng.uniform(1073741824.0, 2147483000.0) as i32).collect();
+            let sh: Vec<i8> = (0..channels).map(|i| match i { 0 if channels > 2 => 1, 1 if channels > 2 => 70, _ => rng.uniform(20.0, 45.0) as i8 }).collect();
+            let m = constant(&mut g, Tensor::new(vec![channels], Data::I32(m)).unwrap());
+            let sh = constant(&mut g, Tensor::new(vec![channels], Data::I8(sh)).unwrap());
+            let zp = |g: &mut Graph, d: DType, v: i64| constant(g, f16c_dialect::semantics::cast(&Tensor::new(vec![1], Data::I64(vec![v])).unwrap(), d));
+            let (zi, zo) = (zp(&mut g, din, if din == DType::I8 { -3 } else { 0 }), zp(&mut g, dout, if dout == DType::I8 { 5 } else { 0 }));
+            let mut y = g.add_node(Op::Rescale(attrs), tensor_ty(dout, &[2, c]), &[x, m, sh, zi, zo], loc());
+            if k == variants.len() - 1 {
+                let one = constant(&mut g, Tensor::new(vec![1, 1], Data::I32(vec![7])).unwrap());
+                y = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(dout, &[2, c]), &[y, one], loc());
+            }
+            g.add_output(y);
+            let (lo, hi) = if din == DType::I8 { (-128.0, 127.99) } else { (-2.0e9, 2.0e9) };
+            let inputs = inputs_for(&g, &mut rng, lo, hi);
+            cases.push(Case { name: format!("rescale{k}_{din}_to_{dout}_n{n}"), graph: g, inputs, tolerance: Tolerance::Exact });
         }
         // A table lookup with a table given at run time and one that is a constant.
         for constant_table in [false, true] {

@@ -180,6 +180,13 @@ fn op_attributes<'c>(ctx: &'c Context, op: &Op, ty: &ValueType) -> Result<Vec<(&
             vec![("axis", a(format!("{axis} : i32"))?)]
         }
         Op::Binary(BinaryOp::ShiftRightArith { round }) => vec![("round", a(round.to_string())?)],
+        Op::Rescale(r) => vec![
+            ("scale32", a(r.scale32.to_string())?),
+            ("rounding_mode", a(format!("#tosa.rounding_mode<{}>", r.rounding.name()))?),
+            ("per_channel", a(r.per_channel.to_string())?),
+            ("input_unsigned", a(r.input_unsigned.to_string())?),
+            ("output_unsigned", a(r.output_unsigned.to_string())?),
+        ],
         Op::Resize { bilinear } => {
             vec![("mode", a(format!("#tosa.resize_mode<{}>", if *bilinear { "BILINEAR" } else { "NEAREST_NEIGHBOR" }))?)]
         }

@@ -13,7 +13,7 @@
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::graph::{Graph, Module, NodeId};
 use crate::mlir::{from_mlir_location, MlirSession};
-use crate::op::{BinaryOp, ConvAttrs, Op, PoolAttrs, ReduceKind, TransposeConvAttrs, UnaryOp};
+use crate::op::{BinaryOp, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
 use crate::tensor::{Data, Tensor};
 use crate::types::{DType, TensorType, TypeParseError, ValueType};
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -384,6 +384,22 @@ impl Importer<'_> {
             "tosa.gather" => Op::Gather,
             "tosa.identity" => Op::Identity,
             "tosa.table" => Op::Table,
+            "tosa.rescale" => {
+                let mode = attrs.text("rounding_mode")?;
+                let rounding = match mode.trim().trim_start_matches("#tosa.rounding_mode<").trim_end_matches('>') {
+                    "SINGLE_ROUND" => Rounding::Single,
+                    "INEXACT_ROUND" => Rounding::Inexact,
+                    "DOUBLE_ROUND" => Rounding::Double,
+                    _ => return Err(format!("'tosa.rescale' rounding_mode {mode} is not supported by f16c")),
+                };
+                Op::Rescale(RescaleAttrs {
+                    scale32: attrs.flag("scale32")?,
+                    rounding,
+                    per_channel: attrs.flag("per_channel")?,
+                    input_unsigned: attrs.flag("input_unsigned")?,
+                    output_unsigned: attrs.flag("output_unsigned")?,
+                })
+            }
             "tosa.reverse" => Op::Reverse { axis: attrs.int("axis")? },
             "tosa.resize" => {
                 let mode = attrs.text("mode")?;
@@ -411,6 +427,7 @@ fn inherent_names(name: &str) -> &'static [&'static str] {
         "tosa.reduce_sum" | "tosa.reduce_product" | "tosa.reduce_all" | "tosa.reduce_any" | "tosa.concat" | "tosa.reverse" => &["axis"],
         "tosa.arithmetic_right_shift" => &["round"],
         "tosa.resize" => &["mode"],
+        "tosa.rescale" => &["scale32", "rounding_mode", "per_channel", "input_unsigned", "output_unsigned"],
         "tosa.reduce_max" | "tosa.reduce_min" | "tosa.argmax" => &["axis", "nan_mode"],
         "tosa.max_pool2d" => &["kernel", "stride", "pad", "nan_mode"],
         "tosa.avg_pool2d" => &["kernel", "stride", "pad", "acc_type"],

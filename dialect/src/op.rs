@@ -43,6 +43,43 @@ pub struct PoolAttrs {
     pub acc: Option<DType>,
 }
 
+/// `tosa.rescale` rounding modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// Round half up once.
+    Single,
+    /// Implementation-defined in TOSA; f16c rounds as [`Rounding::Single`].
+    Inexact,
+    /// For shifts above 31, a first rounding at bit 30 (TOSA's `double_round`).
+    Double,
+}
+
+impl Rounding {
+    /// The MLIR spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rounding::Single => "SINGLE_ROUND",
+            Rounding::Inexact => "INEXACT_ROUND",
+            Rounding::Double => "DOUBLE_ROUND",
+        }
+    }
+}
+
+/// `tosa.rescale` attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RescaleAttrs {
+    /// 32-bit multipliers (else 16-bit).
+    pub scale32: bool,
+    /// How the scaled value rounds.
+    pub rounding: Rounding,
+    /// One multiplier and shift per channel (the last dimension), else one for all.
+    pub per_channel: bool,
+    /// The input's bits are unsigned.
+    pub input_unsigned: bool,
+    /// The output's bits are unsigned.
+    pub output_unsigned: bool,
+}
+
 /// One-input elementwise ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
@@ -234,6 +271,8 @@ pub enum Op {
     },
     /// `tosa.table` on i8: operands input, a 256-entry i8 table read at `x + 128`.
     Table,
+    /// `tosa.rescale`: operands input, multiplier, shift, input_zp, output_zp.
+    Rescale(RescaleAttrs),
     /// `tosa.resize` of an NHWC tensor; operands input, scale `[y_n, y_d, x_n, x_d]`, offset
     /// `[y, x]`, border `[y, x]` (shapes).
     Resize {
@@ -317,6 +356,7 @@ impl Op {
             Op::Reverse { .. } => "tosa.reverse",
             Op::Resize { .. } => "tosa.resize",
             Op::Table => "tosa.table",
+            Op::Rescale(_) => "tosa.rescale",
         }
     }
 
@@ -330,7 +370,7 @@ impl Op {
     pub fn arity(&self) -> (usize, Option<usize>) {
         match self {
             Op::Arg(_) | Op::Const(_) | Op::ConstShape(_) => (0, Some(0)),
-            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) => (5, Some(5)),
+            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::Rescale(_) => (5, Some(5)),
             Op::MatMul => (4, Some(4)),
             Op::Unary(UnaryOp::Negate) => (3, Some(3)),
             Op::Unary(_) => (1, Some(1)),
@@ -373,6 +413,7 @@ impl Op {
             Op::Unary(UnaryOp::Negate) => &[1, 2],
             Op::Binary(BinaryOp::Mul) => &[2],
             Op::AvgPool2d(_) => &[1, 2],
+            Op::Rescale(_) => &[3, 4],
             _ => &[],
         }
     }
@@ -400,7 +441,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "tosa.greater", "tosa.greater_equal", "tosa.gather", "tosa.bitwise_and", "tosa.bitwise_or", "tosa.bitwise_xor",
     "tosa.bitwise_not", "tosa.logical_and", "tosa.logical_or", "tosa.logical_xor", "tosa.logical_not",
     "tosa.logical_left_shift", "tosa.logical_right_shift", "tosa.arithmetic_right_shift", "tosa.clz", "tosa.intdiv",
-    "tosa.identity", "tosa.reverse", "tosa.resize", "tosa.table",
+    "tosa.identity", "tosa.reverse", "tosa.resize", "tosa.table", "tosa.rescale",
 ];
 
 /// The error for an op f16c does not import, with the reason where it is a decision rather

@@ -14,7 +14,7 @@
 //! Shapes are not inferred here: the result type comes from the graph, whose verifier has
 //! checked it.
 
-use crate::op::{BinaryOp, ConvAttrs, Op, PoolAttrs, ReduceKind, TransposeConvAttrs, UnaryOp};
+use crate::op::{BinaryOp, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
 use crate::tensor::{Data, Tensor};
 use crate::types::{DType, TensorType, ValueType};
 use half::{bf16, f16};
@@ -108,6 +108,7 @@ pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Valu
         Op::Identity => t(0)?.clone(),
         Op::Reverse { axis } => reverse(t(0)?, *axis)?,
         Op::Table => table(t(0)?, t(1)?, out)?,
+        Op::Rescale(r) => rescale(t(0)?, t(1)?, t(2)?, (zp(t(3)?), zp(t(4)?)), r, out)?,
         Op::Resize { bilinear } => resize(t(0)?, &ResizeParams::new(shape(1)?, shape(2)?)?, *bilinear, out)?,
     };
     Ok(Value::Tensor(tensor))
@@ -844,6 +845,55 @@ fn reverse(x: &Tensor, axis: usize) -> EvalResult<Tensor> {
     Ok(moved(x, &map, &x.ty()))
 }
 
+/// One value of `tosa.rescale` (TOSA 1.0): `x − input_zp` (both zero-extended when the input
+/// is unsigned), `apply_scale_32` with multiplier `m` and shift `s` (round half up; with
+/// double rounding and `s > 31` a first rounding at bit 30), truncated to i32, plus the output
+/// zero point, clipped to the output type (its unsigned range when the output is unsigned).
+/// The specification requires `2 <= s <= 62`; f16c clamps other shifts into that range, in
+/// every backend. Products wrap in i64, as in every backend.
+pub fn rescale_value(x: i64, m: i64, s: i64, (in_zp, out_zp): (i64, i64), r: &RescaleAttrs, din: DType, dout: DType) -> i64 {
+    let v = if r.input_unsigned { unsigned_bits(x, din) as i64 } else { x } - rescale_input_zp(r, din, in_zp);
+    let s = s.clamp(2, 62);
+    let mut round = 1i64 << (s - 1);
+    if r.rounding == Rounding::Double && s > 31 {
+        round += if v >= 0 { 1 << 30 } else { -(1 << 30) };
+    }
+    let scaled = (v.wrapping_mul(m).wrapping_add(round) >> s) as i32 as i64;
+    let (lo, hi, zp) = rescale_output(r, dout, out_zp);
+    (scaled + zp).clamp(lo, hi)
+}
+
+/// The input zero point of a rescale as subtracted: zero-extended for an unsigned input.
+pub fn rescale_input_zp(r: &RescaleAttrs, din: DType, in_zp: i64) -> i64 {
+    if r.input_unsigned { unsigned_bits(in_zp, din) as i64 } else { in_zp }
+}
+
+/// The clip range and output zero point of a rescale: `(lo, hi, zp)`, unsigned ones for an
+/// unsigned output.
+pub fn rescale_output(r: &RescaleAttrs, dout: DType, out_zp: i64) -> (i64, i64, i64) {
+    if r.output_unsigned {
+        (0, unsigned_bits(-1, dout) as i64, unsigned_bits(out_zp, dout) as i64)
+    } else {
+        let (lo, hi) = int_range(dout);
+        (lo, hi, out_zp)
+    }
+}
+
+/// `x`'s bits as unsigned, for a value of type `d` (public for the backends' rescale).
+pub fn zero_extend(x: i64, d: DType) -> i64 {
+    unsigned_bits(x, d) as i64
+}
+
+fn rescale(x: &Tensor, m: &Tensor, s: &Tensor, zps: (i64, i64), r: &RescaleAttrs, out: &TensorType) -> EvalResult<Tensor> {
+    let (xs, ms, ss) = (x.to_i64_vec(), m.to_i64_vec(), s.to_i64_vec());
+    let c = if r.per_channel { x.shape().last().copied().unwrap_or(1) } else { 1 };
+    if ms.len() != c || ss.len() != c || x.dtype().is_float() {
+        return err("tosa.rescale: needs integer data and one multiplier and shift per channel (or one)");
+    }
+    let v = xs.iter().enumerate().map(|(i, &e)| rescale_value(e, ms[i % c], ss[i % c], zps, r, x.dtype(), out.dtype)).collect();
+    Ok(narrow(Num::Int(v), out))
+}
+
 /// `tosa.table` on i8: `table[x + 128]`.
 fn table(x: &Tensor, table: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
     let (Data::I8(v), 256) = (x.data(), table.len()) else { return err("tosa.table: needs i8 input and a 256-entry table") };
@@ -1199,6 +1249,45 @@ mod tests {
         assert_eq!(super::reciprocal_scale(3), ((((1i64 << 30) + 1) << 2) / 3, 32));
         let max = run(Op::MaxPool2d(PoolAttrs { acc: None, ..attrs }), &[x([-128, -3, 5, -7])], out);
         assert_eq!(max.to_f64_vec(), vec![5.0]);
+    }
+
+    /// `tosa.rescale` by hand from the TOSA 1.0 pseudo-code: multiplier 2^30 with shift 31
+    /// halves (round half up: 5 → 3, −7 → −3); double rounding lifts a product just under one
+    /// half at shifts above 31; unsigned input and output reinterpret the bits; per-channel
+    /// multipliers and shifts follow the last dimension; the output clips to its type.
+    #[test]
+    fn rescale_follows_the_tosa_specification() {
+        let attrs = RescaleAttrs { scale32: true, rounding: Rounding::Single, per_channel: false, input_unsigned: false, output_unsigned: false };
+        let t = |d: DType, v: &[i64]| {
+            let data = match d {
+                DType::I8 => Data::I8(v.iter().map(|&x| x as i8).collect()),
+                _ => Data::I32(v.iter().map(|&x| x as i32).collect()),
+            };
+            Value::Tensor(Tensor::new(vec![v.len()], data).unwrap())
+        };
+        let go = |r: RescaleAttrs, x: &[i64], m: &[i64], s: &[i64], zi: i64, zo: i64, dout: DType| {
+            let ops = [t(DType::I8, x), t(DType::I32, m), t(DType::I8, s), t(DType::I8, &[zi]), t(dout, &[zo])];
+            run(Op::Rescale(r), &ops, TensorType::new(dout, [x.len()])).to_i64_vec()
+        };
+        let half = 1 << 30;
+        assert_eq!(go(attrs, &[5, -7, 4], &[half], &[31], 0, 0, DType::I8), vec![3, -3, 2]);
+        assert_eq!(go(attrs, &[5, -7], &[half], &[31], 1, 10, DType::I32), vec![12, 6]);
+        // 511 / 2^10 · 127: 63.4 → 63; −1 · 0.499 → −0.499 → 0.
+        assert_eq!(go(attrs, &[-1, 127], &[511], &[10], 0, 0, DType::I32), vec![0, 63]);
+        // 1 · (511 · 2^22) / 2^32 = 0.499: single rounding gives 0; double rounding (shift 32 >
+        // 31) adds 2^30 more to the rounding term and gives 1; INEXACT rounds as single.
+        let double = RescaleAttrs { rounding: Rounding::Double, ..attrs };
+        let inexact = RescaleAttrs { rounding: Rounding::Inexact, ..attrs };
+        assert_eq!(go(attrs, &[1], &[511 << 22], &[32], 0, 0, DType::I32), vec![0]);
+        assert_eq!(go(inexact, &[1], &[511 << 22], &[32], 0, 0, DType::I32), vec![0]);
+        assert_eq!(go(double, &[1], &[511 << 22], &[32], 0, 0, DType::I32), vec![1]);
+        // Unsigned in: -1 is 255; unsigned out: 200 is stored as the bits of 200.
+        let unsigned = RescaleAttrs { input_unsigned: true, output_unsigned: true, ..attrs };
+        assert_eq!(go(unsigned, &[-1, 100], &[half], &[30], 0, 0, DType::I8), vec![-1, 100]);
+        assert_eq!(go(RescaleAttrs { input_unsigned: true, ..attrs }, &[-1], &[half], &[30], 0, 0, DType::I32), vec![255]);
+        // Per channel (the last dimension): doubling and halving; clipping to i8.
+        let per = RescaleAttrs { per_channel: true, ..attrs };
+        assert_eq!(go(per, &[100, 100], &[half, half], &[29, 31], 0, 0, DType::I8), vec![127, 50]);
     }
 
     #[test]

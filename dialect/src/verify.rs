@@ -298,6 +298,27 @@ impl Verifier<'_> {
                 want[*axis] = total;
                 self.shape_is(id, out, &want);
             }
+            Op::Rescale(r) => {
+                self.same_shape(id, t(0), out);
+                let ints = [DType::I8, DType::I32];
+                if !ints.contains(&t(0).dtype) || !ints.contains(&out.dtype) {
+                    self.fail(id, format!("is supported from and to i8 and i32 (f16c has no i16 or i48), not {} -> {}", t(0).dtype, out.dtype));
+                }
+                if !r.scale32 {
+                    self.fail(id, "with scale32 = false (16-bit multipliers) is not supported by f16c (no i16 tensors)");
+                }
+                let channels = if r.per_channel { t(0).shape.last().copied().unwrap_or(1) } else { 1 };
+                for (i, (what, d)) in [(1, ("multiplier", DType::I32)), (2, ("shift", DType::I8))] {
+                    if t(i).dtype != d || t(i).shape != [channels] {
+                        self.fail(id, format!("{what} {} should be tensor<{channels}x{d}>", t(i)));
+                    }
+                }
+                for (i, d) in [(3, t(0).dtype), (4, out.dtype)] {
+                    if t(i).dtype != d {
+                        self.fail(id, format!("zero point #{i} {} should have element type {d}", t(i)));
+                    }
+                }
+            }
             Op::Table => {
                 // f16c's subset of TOSA's table: i8 (the i16 form needs i16 tensors).
                 self.same_shape(id, t(0), out);

@@ -245,3 +245,17 @@ func.func @table(%x: tensor<2x5xi8>, %t: tensor<256xi8>) -> tensor<2x5xi8> {
   %0 = tosa.table %x, %t : (tensor<2x5xi8>, tensor<256xi8>) -> tensor<2x5xi8>
   return %0 : tensor<2x5xi8>
 }
+
+// -----
+
+// tosa.rescale, per channel with double rounding (issue 15).
+// CHECK-LABEL: func.func @rescale
+// CHECK: tosa.rescale %{{.*}} {input_unsigned = false, output_unsigned = false, per_channel = true, rounding_mode = DOUBLE_ROUND, scale32 = true} : (tensor<2x3xi8>, tensor<3xi32>, tensor<3xi8>, tensor<1xi8>, tensor<1xi32>) -> tensor<2x3xi32>
+func.func @rescale(%x: tensor<2x3xi8>) -> tensor<2x3xi32> {
+  %m = "tosa.const"() <{values = dense<[1073741824, 1500000000, 2000000000]> : tensor<3xi32>}> : () -> tensor<3xi32>
+  %s = "tosa.const"() <{values = dense<[30, 31, 40]> : tensor<3xi8>}> : () -> tensor<3xi8>
+  %iz = "tosa.const"() <{values = dense<3> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %oz = "tosa.const"() <{values = dense<0> : tensor<1xi32>}> : () -> tensor<1xi32>
+  %0 = tosa.rescale %x, %m, %s, %iz, %oz {input_unsigned = false, output_unsigned = false, per_channel = true, rounding_mode = DOUBLE_ROUND, scale32 = true} : (tensor<2x3xi8>, tensor<3xi32>, tensor<3xi8>, tensor<1xi8>, tensor<1xi32>) -> tensor<2x3xi32>
+  return %0 : tensor<2x3xi32>
+}

@@ -45,3 +45,19 @@ func.func @table(%x: tensor<1x2x3xi8>) -> tensor<1x2x3xi8> {
   %0 = tosa.table %x, %t : (tensor<1x2x3xi8>, tensor<256xi8>) -> tensor<1x2x3xi8>
   return %0 : tensor<1x2x3xi8>
 }
+
+// tosa.rescale per channel: x = [[1, 2, 3], [-1, -2, -3]] − input_zp 3 = [[-2, -1, 0], [-4, -5, -6]];
+// channel 0 multiplies by 2^30 / 2^29 = 2, channel 1 by 3·2^29 / 2^30 = 1.5 (round half up:
+// -1.5 → -1, -7.5 → -7), channel 2 by 2^30 / 2^31 = 0.5 (-3 stays -3, 0 → 0); output_zp 100.
+// RUN: %f16c run %s --function=rescale --input %inputs/x123_i8.npy | FileCheck %s --check-prefix=RESCALE
+// RUN: %f16c run %s --function=rescale --input %inputs/x123_i8.npy --target=reference | FileCheck %s --check-prefix=RESCALE
+// RUN: %f16c run %s --function=rescale --input %inputs/x123_i8.npy --backend=llvm | FileCheck %s --check-prefix=RESCALE
+// RESCALE: result #0: tensor<1x2x3xi8> = [96, 99, 100, 92, 93, 97]
+func.func @rescale(%x: tensor<1x2x3xi8>) -> tensor<1x2x3xi8> {
+  %m = "tosa.const"() <{values = dense<[1073741824, 1610612736, 1073741824]> : tensor<3xi32>}> : () -> tensor<3xi32>
+  %s = "tosa.const"() <{values = dense<[29, 30, 31]> : tensor<3xi8>}> : () -> tensor<3xi8>
+  %iz = "tosa.const"() <{values = dense<3> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %oz = "tosa.const"() <{values = dense<100> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %0 = tosa.rescale %x, %m, %s, %iz, %oz {input_unsigned = false, output_unsigned = false, per_channel = true, rounding_mode = SINGLE_ROUND, scale32 = true} : (tensor<1x2x3xi8>, tensor<3xi32>, tensor<3xi8>, tensor<1xi8>, tensor<1xi8>) -> tensor<1x2x3xi8>
+  return %0 : tensor<1x2x3xi8>
+}

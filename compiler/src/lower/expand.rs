@@ -7,12 +7,14 @@
 //!   and rounded once at the end (`semantics::resize` computes each weight with the same
 //!   [`ResizeParams`]).
 //! - `tosa.table` on i8: a gather from the 256-entry table at `x + 128`.
+//! - `tosa.rescale` stays, but its `[C]` multiplier and shift are reshaped to the input's rank
+//!   (`[1, …, 1, C]`), so that the elementwise kernels broadcast them like any operand.
 
 use f16c_dialect::semantics::{ResizeParams, ResizeTap};
 use f16c_dialect::{BinaryOp, DType, Data, Graph, Location, NodeId, Op, Tensor, TensorType, ValueType};
 
 fn expands(op: &Op) -> bool {
-    matches!(op, Op::Resize { .. } | Op::Table)
+    matches!(op, Op::Resize { .. } | Op::Table | Op::Rescale(_))
 }
 
 /// Whether the graph has an op for [`expand`] to rewrite.
@@ -36,6 +38,17 @@ pub fn expand(g: &Graph) -> Graph {
                 };
                 let params = ResizeParams::new(&shape(ops[1]), &shape(ops[2])).expect("verified: a scale of 4 and an offset of 2");
                 Builder { loc: g.location(id), g: &mut g }.resize(ops[0], &params, bilinear, &out)
+            }
+            Op::Rescale(_) => {
+                let mut b = Builder { loc: g.location(id), g: &mut g };
+                let mut shape = vec![1; out.rank()];
+                for slot in [1, 2] {
+                    let t = b.g.tensor_ty(ops[slot]).expect("a tensor").clone();
+                    *shape.last_mut().expect("rank >= 1") = t.num_elements();
+                    let r = b.reshape(ops[slot], t.dtype, &shape);
+                    b.g.set_operand(id, slot, r);
+                }
+                continue;
             }
             _ => Builder { loc: g.location(id), g: &mut g }.table(ops[0], ops[1], &out),
         };

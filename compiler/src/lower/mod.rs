@@ -79,6 +79,9 @@ pub enum EwKind {
     Select,
     /// Element type conversion.
     Cast,
+    /// `tosa.rescale` of `(x, multiplier, shift)`, zero points in [`EwOp::zp`]
+    /// (`semantics::rescale_value`).
+    Rescale(f16c_dialect::RescaleAttrs),
 }
 
 /// An elementwise op inside a fused expression: its arguments are expression values (inputs
@@ -646,7 +649,7 @@ pub fn collapse<S: Stride>(shape: &[usize], strides: &[Vec<S>]) -> (Vec<usize>, 
 }
 
 fn is_elementwise(op: &Op) -> bool {
-    matches!(op, Op::Unary(_) | Op::Binary(_) | Op::Clamp { .. } | Op::Select | Op::Cast)
+    matches!(op, Op::Unary(_) | Op::Binary(_) | Op::Clamp { .. } | Op::Select | Op::Cast | Op::Rescale(_))
 }
 
 /// An elementwise group fused into a contraction's epilogue.
@@ -1039,6 +1042,7 @@ impl<'g> Lowering<'g> {
             Op::Clamp { min, max } => (EwKind::Clamp { min: *min, max: *max }, 0, (0, 0)),
             Op::Select => (EwKind::Select, 0, (0, 0)),
             Op::Cast => (EwKind::Cast, 0, (0, 0)),
+            Op::Rescale(r) => (EwKind::Rescale(*r), 0, (scalar(3), scalar(4))),
             other => unreachable!("{} is not elementwise", other.mlir_name()),
         };
         EwOp { kind, args, dtype: self.ty(m).dtype, shift, zp }

@@ -39,6 +39,7 @@ fn ew_name(op: &EwOp) -> String {
         EwKind::Clamp { min, max } => format!("clamp[{min:?}, {max:?}]"),
         EwKind::Select => "select".into(),
         EwKind::Cast => "cast".into(),
+        EwKind::Rescale(r) => format!("rescale[{}{}]", r.rounding.name().to_lowercase(), if r.per_channel { ", per-channel" } else { "" }),
     }
 }
 

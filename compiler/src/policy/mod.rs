@@ -146,7 +146,7 @@ pub const OP_NAMES: &[&str] = &[
     "reduce_max", "reduce_min", "reduce_product", "argmax", "max_pool2d", "avg_pool2d", "reshape", "transpose",
     "slice", "pad", "concat", "tile", "select", "equal", "greater", "greater_equal", "gather", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or", "logical_xor", "logical_not",
-    "logical_left_shift", "logical_right_shift", "arithmetic_right_shift", "clz", "intdiv", "identity", "reverse", "resize", "table",
+    "logical_left_shift", "logical_right_shift", "arithmetic_right_shift", "clz", "intdiv", "identity", "reverse", "resize", "table", "rescale",
 ];
 
 const CONTRACTIONS: &[&str] = &["conv2d", "depthwise_conv2d", "transpose_conv2d", "matmul"];

@@ -442,8 +442,43 @@ impl<'a> Fx<'a> {
             EwKind::Clamp { min, max } => self.clamp(in_dt, args[0], min, max),
             EwKind::Unary(u) => self.unary(u, in_dt, args[0], op.zp)?,
             EwKind::Binary(bop) => self.binary(bop, in_dt, args[0], args[1], op.shift)?,
+            EwKind::Rescale(r) => self.rescale(&r, in_dt, op.dtype, args, op.zp),
         };
         Ok(self.round_to(op.dtype, r))
+    }
+
+    /// `semantics::rescale_value` on i64 domain values `[x, multiplier, shift]`.
+    fn rescale(&mut self, r: &f16c_dialect::RescaleAttrs, din: DType, dout: DType, args: &[Value], (in_zp, out_zp): (i64, i64)) -> Value {
+        use f16c_dialect::semantics::{rescale_input_zp, rescale_output};
+        let (x, m, s) = (args[0], args[1], args[2]);
+        let x = if r.input_unsigned { self.low_bits(x, din) } else { x };
+        let v = self.b.ins().iadd_imm_s(x, -rescale_input_zp(r, din, in_zp));
+        let (two, max) = (self.i(2), self.i(62));
+        let s = self.b.ins().smax(s, two);
+        let s = self.b.ins().smin(s, max);
+        let one = self.i(1);
+        let s1 = self.b.ins().iadd_imm_s(s, -1);
+        let mut round = self.b.ins().ishl(one, s1);
+        if r.rounding == f16c_dialect::Rounding::Double {
+            // Above shift 31, 2^30 more toward the sign of v.
+            let big = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, s, 31);
+            let pos = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, 0);
+            let (up, down, zero) = (self.i(1 << 30), self.i(-(1 << 30)), self.i(0));
+            let extra = self.b.ins().select(pos, up, down);
+            let extra = self.b.ins().select(big, extra, zero);
+            round = self.b.ins().iadd(round, extra);
+        }
+        let p = self.b.ins().imul(v, m);
+        let p = self.b.ins().iadd(p, round);
+        let p = self.b.ins().sshr(p, s);
+        // To i32, as the specification's result is.
+        let p = self.b.ins().ireduce(I32, p);
+        let p = self.b.ins().sextend(I64, p);
+        let (lo, hi, zp) = rescale_output(r, dout, out_zp);
+        let p = self.b.ins().iadd_imm_s(p, zp);
+        let (lo, hi) = (self.i(lo), self.i(hi));
+        let p = self.b.ins().smax(p, lo);
+        self.b.ins().smin(p, hi)
     }
 
     fn sel_bool(&mut self, p: Value, a: Value, b: Value) -> Value {

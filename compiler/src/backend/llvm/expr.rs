@@ -42,6 +42,7 @@ impl<'ctx> Ir<'ctx> {
             EwKind::Clamp { min, max } => self.clamp(d, args[0], min, max),
             EwKind::Unary(u) => self.unary(u, d, args[0], op.zp)?,
             EwKind::Binary(b) => self.binary(b, d, args[0], args[1], op.shift)?,
+            EwKind::Rescale(r) => self.rescale(&r, d, op.dtype, args, op.zp).into(),
         };
         Ok(self.round_to(op.dtype, r))
     }
@@ -242,6 +243,30 @@ impl<'ctx> Ir<'ctx> {
             _ => unreachable!("comparisons are handled above"),
         }
         .into())
+    }
+
+    /// `semantics::rescale_value` on i64 domain values `[x, multiplier, shift]`.
+    fn rescale(&self, r: &f16c_dialect::RescaleAttrs, din: DType, dout: DType, args: &[BasicValueEnum<'ctx>], (in_zp, out_zp): (i64, i64)) -> IntValue<'ctx> {
+        use f16c_dialect::semantics::{rescale_input_zp, rescale_output};
+        let (x, m, s) = (args[0].into_int_value(), args[1].into_int_value(), args[2].into_int_value());
+        let x = if r.input_unsigned { self.low_bits(x, din) } else { x };
+        let v = self.addi(x, -rescale_input_zp(r, din, in_zp));
+        let s = self.smin(self.smax(s, self.i64(2)), self.i64(62));
+        let mut round = self.b.build_left_shift(self.i64(1), self.addi(s, -1), "").built();
+        if r.rounding == f16c_dialect::Rounding::Double {
+            // Above shift 31, 2^30 more toward the sign of v.
+            let big = self.icmp(IntPredicate::SGT, s, self.i64(31));
+            let pos = self.icmp(IntPredicate::SGE, v, self.i64(0));
+            let extra = self.select(pos, self.i64(1 << 30), self.i64(-(1 << 30))).into_int_value();
+            let extra = self.select(big, extra, self.i64(0)).into_int_value();
+            round = self.add(round, extra);
+        }
+        let p = self.b.build_right_shift(self.add(self.mul(v, m), round), s, true, "").built();
+        // To i32, as the specification's result is.
+        let p = self.b.build_int_truncate(p, self.cx.i32_type(), "").built();
+        let p = self.b.build_int_s_extend(p, self.cx.i64_type(), "").built();
+        let (lo, hi, zp) = rescale_output(r, dout, out_zp);
+        self.smin(self.smax(self.addi(p, zp), self.i64(lo)), self.i64(hi))
     }
 
     /// The bits of a sign-extended integer of type `d` as an unsigned value of its width.
