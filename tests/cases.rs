@@ -647,7 +647,7 @@ pub fn parity_cases() -> Vec<Case> {
                 add(format!("{variant}_{}_n{n}", dname(d)), g, &mut rng, -3.0, 3.0, tol);
             }
         }
-        // Data movement: transpose, reverse, gather.
+        // Data movement: transpose, reverse, gather, scatter.
         for n in [1, 17] {
             let t = |s: &[usize]| tensor_ty(d, s);
             let mut g = Graph::new("transpose");
@@ -672,6 +672,14 @@ pub fn parity_cases() -> Vec<Case> {
             let o = g.add_node(Op::Gather, t(&[2, 3, n]), &[v, idx], loc());
             g.add_output(o);
             add(format!("gather_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            // Scatter with a repeated index (the last row wins) and rows left as they were.
+            let mut g = Graph::new("scatter");
+            let v = g.add_input(TensorType::new(d, [2, 5, n]), loc());
+            let idx = constant(&mut g, Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 4, 1, 1, 3])).unwrap());
+            let x = g.add_input(TensorType::new(d, [2, 3, n]), loc());
+            let o = g.add_node(Op::Scatter, t(&[2, 5, n]), &[v, idx, x], loc());
+            g.add_output(o);
+            add(format!("scatter_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
         }
     }
     drop(add);

@@ -204,7 +204,8 @@ fn op_attributes<'c>(ctx: &'c Context, op: &Op, ty: &ValueType) -> Result<Vec<(&
         | Op::Select
         | Op::Gather
         | Op::Identity
-        | Op::Table => vec![],
+        | Op::Table
+        | Op::Scatter => vec![],
     })
 }
 

@@ -382,6 +382,7 @@ impl Importer<'_> {
             "tosa.cast" => Op::Cast,
             "tosa.select" => Op::Select,
             "tosa.gather" => Op::Gather,
+            "tosa.scatter" => Op::Scatter,
             "tosa.identity" => Op::Identity,
             "tosa.table" => Op::Table,
             "tosa.rescale" => {

@@ -271,6 +271,10 @@ pub enum Op {
     },
     /// `tosa.table` on i8: operands input, a 256-entry i8 table read at `x + 128`.
     Table,
+    /// `tosa.scatter`: operands values_in `[N, K, C]`, indices `[N, W]`, input `[N, W, C]`;
+    /// row `indices[n, w]` of the result is row `w` of the input (the last such `w` when an
+    /// index repeats), other rows are values_in's.
+    Scatter,
     /// `tosa.rescale`: operands input, multiplier, shift, input_zp, output_zp.
     Rescale(RescaleAttrs),
     /// `tosa.resize` of an NHWC tensor; operands input, scale `[y_n, y_d, x_n, x_d]`, offset
@@ -357,6 +361,7 @@ impl Op {
             Op::Resize { .. } => "tosa.resize",
             Op::Table => "tosa.table",
             Op::Rescale(_) => "tosa.rescale",
+            Op::Scatter => "tosa.scatter",
         }
     }
 
@@ -389,7 +394,7 @@ impl Op {
             Op::AvgPool2d(_) => (3, Some(3)),
             Op::Reshape | Op::Tile | Op::Gather | Op::Table => (2, Some(2)),
             Op::Resize { .. } => (4, Some(4)),
-            Op::Slice | Op::Pad | Op::Select => (3, Some(3)),
+            Op::Slice | Op::Pad | Op::Select | Op::Scatter => (3, Some(3)),
             Op::Concat { .. } => (1, None),
         }
     }
@@ -441,7 +446,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "tosa.greater", "tosa.greater_equal", "tosa.gather", "tosa.bitwise_and", "tosa.bitwise_or", "tosa.bitwise_xor",
     "tosa.bitwise_not", "tosa.logical_and", "tosa.logical_or", "tosa.logical_xor", "tosa.logical_not",
     "tosa.logical_left_shift", "tosa.logical_right_shift", "tosa.arithmetic_right_shift", "tosa.clz", "tosa.intdiv",
-    "tosa.identity", "tosa.reverse", "tosa.resize", "tosa.table", "tosa.rescale",
+    "tosa.identity", "tosa.reverse", "tosa.resize", "tosa.table", "tosa.rescale", "tosa.scatter",
 ];
 
 /// The error for an op f16c does not import, with the reason where it is a decision rather

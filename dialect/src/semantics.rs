@@ -105,6 +105,7 @@ pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Valu
         Op::Cast => cast(t(0)?, out.dtype),
         Op::Select => select(t(0)?, t(1)?, t(2)?, out)?,
         Op::Gather => gather(t(0)?, t(1)?, out)?,
+        Op::Scatter => scatter(t(0)?, t(1)?, t(2)?, out)?,
         Op::Identity => t(0)?.clone(),
         Op::Reverse { axis } => reverse(t(0)?, *axis)?,
         Op::Table => table(t(0)?, t(1)?, out)?,
@@ -1091,6 +1092,28 @@ fn gather(values: &Tensor, indices: &Tensor, out: &TensorType) -> EvalResult<Ten
     Ok(moved(values, &map, out))
 }
 
+/// `tosa.scatter`: the specification requires distinct indices and leaves repeats
+/// unpredictable; f16c writes the rows in order, so the last `w` wins, in every backend.
+fn scatter(values: &Tensor, indices: &Tensor, input: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
+    let (&[n, k, c], &[_, w]) = (values.shape(), indices.shape()) else { return err("tosa.scatter takes [N,K,C] values_in and [N,W] indices") };
+    let idx = indices.to_i64_vec();
+    // Element j of `values`, or element `len + j` of `input`.
+    let mut map: Vec<usize> = (0..n * k * c).collect();
+    for b in 0..n {
+        for j in 0..w {
+            let i = idx[b * w + j];
+            if i < 0 || i as usize >= k {
+                return err(format!("tosa.scatter: index {i} is out of range [0, {k})"));
+            }
+            for ch in 0..c {
+                map[(b * k + i as usize) * c + ch] = values.len() + (b * w + j) * c + ch;
+            }
+        }
+    }
+    let both = Data::concat(&[values.data(), input.data()]);
+    Ok(Tensor::new(out.shape.clone(), both.gather(&map)).expect("map covers the output"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1288,6 +1311,19 @@ mod tests {
         // Per channel (the last dimension): doubling and halving; clipping to i8.
         let per = RescaleAttrs { per_channel: true, ..attrs };
         assert_eq!(go(per, &[100, 100], &[half, half], &[29, 31], 0, 0, DType::I8), vec![127, 50]);
+    }
+
+    /// `tosa.scatter` writes input rows at their indices; a repeated index keeps the last row.
+    #[test]
+    fn scatter_writes_rows_and_the_last_repeat_wins() {
+        let values = f32t(&[1, 4, 2], &[0., 1., 2., 3., 4., 5., 6., 7.]);
+        let idx = Value::Tensor(Tensor::new(vec![1, 3], Data::I32(vec![2, 0, 2])).unwrap());
+        let input = f32t(&[1, 3, 2], &[10., 11., 20., 21., 30., 31.]);
+        let t = run(Op::Scatter, &[values.clone(), idx, input.clone()], TensorType::new(DType::F32, [1, 4, 2]));
+        assert_eq!(t.to_f32_vec(), vec![20., 21., 2., 3., 30., 31., 6., 7.]);
+        let bad = Value::Tensor(Tensor::new(vec![1, 3], Data::I32(vec![0, 4, 1])).unwrap());
+        let refs = [&values, &bad, &input];
+        assert!(eval(&Op::Scatter, &refs, &ValueType::Tensor(TensorType::new(DType::F32, [1, 4, 2]))).is_err());
     }
 
     #[test]

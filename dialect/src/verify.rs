@@ -351,6 +351,18 @@ impl Verifier<'_> {
                     self.fail(id, "takes a rank-4 NHWC input");
                 }
             }
+            Op::Scatter => {
+                self.same_elem(id, t(0), out);
+                self.same_elem(id, t(2), out);
+                self.same_shape(id, t(0), out);
+                match (&t(0).shape[..], &t(1).shape[..], &t(2).shape[..]) {
+                    (&[n, _, c], &[n2, w], &[n3, w2, c2]) if n == n2 && n == n3 && w == w2 && c == c2 => {}
+                    _ => self.fail(id, "takes [N,K,C] values_in, [N,W] indices and [N,W,C] input"),
+                }
+                if !matches!(t(1).dtype, DType::I32 | DType::I64) {
+                    self.fail(id, format!("indices must be i32 or i64, not {}", t(1).dtype));
+                }
+            }
             Op::Gather => {
                 self.same_elem(id, t(0), out);
                 if let (&[n, _, c], &[_, w]) = (&t(0).shape[..], &t(1).shape[..]) {

@@ -259,3 +259,13 @@ func.func @rescale(%x: tensor<2x3xi8>) -> tensor<2x3xi32> {
   %0 = tosa.rescale %x, %m, %s, %iz, %oz {input_unsigned = false, output_unsigned = false, per_channel = true, rounding_mode = DOUBLE_ROUND, scale32 = true} : (tensor<2x3xi8>, tensor<3xi32>, tensor<3xi8>, tensor<1xi8>, tensor<1xi32>) -> tensor<2x3xi32>
   return %0 : tensor<2x3xi32>
 }
+
+// -----
+
+// tosa.scatter (issue 15).
+// CHECK-LABEL: func.func @scatter
+// CHECK: tosa.scatter %{{.*}} : (tensor<2x5x3xf32>, tensor<2x2xi32>, tensor<2x2x3xf32>) -> tensor<2x5x3xf32>
+func.func @scatter(%v: tensor<2x5x3xf32>, %i: tensor<2x2xi32>, %x: tensor<2x2x3xf32>) -> tensor<2x5x3xf32> {
+  %0 = tosa.scatter %v, %i, %x : (tensor<2x5x3xf32>, tensor<2x2xi32>, tensor<2x2x3xf32>) -> tensor<2x5x3xf32>
+  return %0 : tensor<2x5x3xf32>
+}

@@ -393,7 +393,7 @@ fn data_movement_copies_bits() {
 }
 
 #[test]
-fn gather_matches_and_rejects_out_of_range_indices() {
+fn gather_and_scatter_match_and_reject_out_of_range_indices() {
     let mut rng = Rng(9);
     for d in FLOATS {
         for &c in SIZES {
@@ -406,8 +406,22 @@ fn gather_matches_and_rejects_out_of_range_indices() {
             let idx = Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 2, 1, 1, 3])).unwrap();
             check(&format!("gather {d} c={c}"), &g, &[values.clone(), idx], None);
             let bad = Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 5, 1, 1, 3])).unwrap();
-            let e = Model::compile_graph(&g, 1).unwrap().run(&[values, bad]).unwrap_err().to_string();
+            let e = Model::compile_graph(&g, 1).unwrap().run(&[values.clone(), bad.clone()]).unwrap_err().to_string();
             assert!(e.contains("while running 'tosa.gather': an index is out of range"), "{e}");
+            // Scatter with run-time indices: a repeat (the last row wins), then one out of range.
+            let mut g = Graph::new("scatter");
+            let v = g.add_input(TensorType::new(d, [2, 5, c]), loc());
+            let i = g.add_input(TensorType::new(DType::I32, [2, 3]), loc());
+            let x = g.add_input(TensorType::new(d, [2, 3, c]), loc());
+            let o = g.add_node(Op::Scatter, tensor_ty(d, &[2, 5, c]), &[v, i, x], loc());
+            g.add_output(o);
+            let rows = random(&TensorType::new(d, [2, 3, c]), &mut rng, -1.0, 1.0);
+            let repeat = Tensor::new(vec![2, 3], Data::I32(vec![4, 0, 4, 1, 1, 3])).unwrap();
+            check(&format!("scatter {d} c={c}"), &g, &[values.clone(), repeat, rows.clone()], None);
+            for threads in [1, 2] {
+                let e = Model::compile_graph(&g, threads).unwrap().run(&[values.clone(), bad.clone(), rows.clone()]).unwrap_err().to_string();
+                assert!(e.contains("while running 'tosa.scatter': an index is out of range"), "{e}");
+            }
         }
     }
 }

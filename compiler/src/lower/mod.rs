@@ -373,11 +373,14 @@ pub struct Copy {
 /// `tosa.gather`: `out[b, j, :] = values[b, indices[b, j], :]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gather {
-    /// Values `[n, k, c]`.
+    /// Values `[n, k, c]` (a scatter's values_in).
     pub values: Operand,
     /// Indices `[n, w]` (i32 or i64).
     pub indices: Operand,
-    /// Output `[n, w, c]`.
+    /// A scatter's input `[n, w, c]`, whose rows replace the values' rows at the indices (the
+    /// last of repeated indices wins); `None` for a gather.
+    pub scatter: Option<Operand>,
+    /// Output: `[n, w, c]` for a gather, `[n, k, c]` for a scatter.
     pub output: Operand,
 }
 
@@ -492,7 +495,7 @@ impl Kernel {
             KernelKind::Reduction(r) => vec![r.input.buffer],
             KernelKind::Pool(p) => vec![p.input.buffer],
             KernelKind::Copy(c) => c.moves.iter().map(|m| m.src).chain(c.fill).collect(),
-            KernelKind::Gather(g) => vec![g.values.buffer, g.indices.buffer],
+            KernelKind::Gather(g) => [Some(&g.values), Some(&g.indices), g.scatter.as_ref()].into_iter().flatten().map(|o| o.buffer).collect(),
             KernelKind::Rows(r) => r.inputs.iter().map(|i| i.buffer).collect(),
         }
     }
@@ -800,14 +803,15 @@ impl<'g> Lowering<'g> {
                     self.push(KernelKind::Pool(Pool { avg, input, output, kernel: p.kernel, stride: p.stride, pad: p.pad, zp }), vec![id]);
                 }
                 Op::Transpose { .. } | Op::Slice | Op::Pad | Op::Concat { .. } | Op::Tile | Op::Reverse { .. } => self.copy(id),
-                Op::Gather => {
+                Op::Gather | Op::Scatter => {
                     let ops = g.operands(id);
                     let (values, indices) = (self.operand(ops[0]), self.operand(ops[1]));
                     if !matches!(indices.ty.dtype, DType::I32 | DType::I64) {
-                        return Err(self.error(id, "gather indices must be i32 or i64"));
+                        return Err(self.error(id, "indices must be i32 or i64"));
                     }
+                    let scatter = ops.get(2).map(|&o| self.operand(o));
                     let output = Operand { buffer: self.intermediate(id), ty: self.ty(id) };
-                    self.push(KernelKind::Gather(Gather { values, indices, output }), vec![id]);
+                    self.push(KernelKind::Gather(Gather { values, indices, scatter, output }), vec![id]);
                 }
                 op => return Err(self.error(id, format!("no lowering for {}", op.mlir_name()))),
             }

@@ -113,9 +113,12 @@ impl Display for Kernel {
                 writeln!(f, "  out {}", operand(&c.output))
             }
             KernelKind::Gather(g) => {
-                writeln!(f, "{}: gather {at}", self.name)?;
+                writeln!(f, "{}: {} {at}", self.name, if g.scatter.is_some() { "scatter" } else { "gather" })?;
                 writeln!(f, "  values  {}", operand(&g.values))?;
                 writeln!(f, "  indices {}", operand(&g.indices))?;
+                if let Some(input) = &g.scatter {
+                    writeln!(f, "  input   {}", operand(input))?;
+                }
                 writeln!(f, "  out {}", operand(&g.output))
             }
             KernelKind::Rows(r) => {

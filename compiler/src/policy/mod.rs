@@ -146,14 +146,14 @@ pub const OP_NAMES: &[&str] = &[
     "reduce_max", "reduce_min", "reduce_product", "argmax", "max_pool2d", "avg_pool2d", "reshape", "transpose",
     "slice", "pad", "concat", "tile", "select", "equal", "greater", "greater_equal", "gather", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or", "logical_xor", "logical_not",
-    "logical_left_shift", "logical_right_shift", "arithmetic_right_shift", "clz", "intdiv", "identity", "reverse", "resize", "table", "rescale",
+    "logical_left_shift", "logical_right_shift", "arithmetic_right_shift", "clz", "intdiv", "identity", "reverse", "resize", "table", "rescale", "scatter",
 ];
 
 const CONTRACTIONS: &[&str] = &["conv2d", "depthwise_conv2d", "transpose_conv2d", "matmul"];
 const FOLLOW: &[&str] = &[
     "reshape", "transpose", "slice", "pad", "concat", "tile", "clamp", "maximum", "minimum", "max_pool2d", "add",
     "sub", "mul", "negate", "abs", "select", "equal", "greater", "greater_equal", "sigmoid", "tanh", "reduce_max",
-    "reduce_min", "argmax", "gather", "ceil", "floor", "identity", "reverse", "resize",
+    "reduce_min", "argmax", "gather", "ceil", "floor", "identity", "reverse", "resize", "scatter",
 ];
 const FP32: &[&str] =
     &["exp", "pow", "log", "erf", "sin", "cos", "reciprocal", "rsqrt", "reduce_sum", "reduce_product", "avg_pool2d"];

@@ -482,6 +482,40 @@ impl<'p> Context<'p> {
             return Err(self.error("gather takes [N,K,C] values and [N,W] indices"));
         };
         let elem = g.values.ty.dtype.byte_size();
+        if let Some(input) = g.scatter.clone() {
+            // One output row (n, k) per work item: the last w with indices[n, w] = k gives the
+            // row, else values_in's row is kept. Every index is range-checked.
+            return self.add("", n * k, (n * k * (w + c)) as f64, move |fx| {
+                let (vals, idx, inp, out) = (fx.buffer(g.values.buffer.0), fx.buffer(g.indices.buffer.0), fx.buffer(input.buffer.0), fx.buffer(g.output.buffer.0));
+                fx.for_items(|fx, row| {
+                    let b = fx.b.ins().udiv_imm_s(row, k as i64);
+                    let kk = fx.b.ins().urem_imm_s(row, k as i64);
+                    let first = fx.b.ins().imul_imm_s(b, w as i64);
+                    let none = fx.i(-1);
+                    let last = fx.for_n(0, w as i64, 1, &[none], |fx, j, acc| {
+                        let at = fx.b.ins().iadd(first, j);
+                        let i = fx.load(g.indices.ty.dtype, idx, at);
+                        let lo = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, 0);
+                        let hi = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, i, k as i64);
+                        let bad = fx.b.ins().bor(lo, hi);
+                        fx.fail_if(bad, 1);
+                        let hit = fx.b.ins().icmp(IntCC::Equal, i, kk);
+                        vec![fx.b.ins().select(hit, j, acc[0])]
+                    })[0];
+                    let found = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, last, 0);
+                    let src_row = fx.b.ins().iadd(first, last);
+                    let from_input = fx.b.ins().imul_imm_s(src_row, (c * elem) as i64);
+                    let from_input = fx.b.ins().iadd(inp, from_input);
+                    let here = fx.b.ins().imul_imm_s(row, (c * elem) as i64);
+                    let from_values = fx.b.ins().iadd(vals, here);
+                    let from = fx.b.ins().select(found, from_input, from_values);
+                    let to = fx.b.ins().iadd(out, here);
+                    copy_bytes(fx, from, to, c * elem);
+                    vec![]
+                });
+                Ok(())
+            });
+        }
         self.add("", n * w, (n * w * c) as f64, move |fx| {
             let (vals, idx, out) = (fx.buffer(g.values.buffer.0), fx.buffer(g.indices.buffer.0), fx.buffer(g.output.buffer.0));
             fx.for_items(|fx, item| {

@@ -413,6 +413,43 @@ impl<'ctx> Ir<'ctx> {
         };
         let w = g.indices.ty.shape[1];
         let (vals, idx, out) = (self.buffer(g.values.buffer.0), self.buffer(g.indices.buffer.0), self.buffer(g.output.buffer.0));
+        if let Some(input) = &g.scatter {
+            // Output element i of a scatter: the last w with indices[n, w] = k gives the row,
+            // else values_in's element is kept. Every index of the batch is range-checked.
+            let (row, ch) = (self.divi(i, c), self.remi(i, c));
+            let (b, kk) = (self.divi(row, k), self.remi(row, k));
+            let first = self.muli(b, w);
+            let last = self.var(self.i64(-1).into());
+            let bad = self.var(self.cx.bool_type().const_zero().into());
+            let one = self.i64(1);
+            self.for_range(self.i64(0), self.i64(w as i64), one, |ir, j| {
+                let index = ir.load(g.indices.ty.dtype, idx, ir.add(first, j)).into_int_value();
+                let out_of_range = ir.b.build_not(ir.in_range(index, k), "").built();
+                let any = ir.b.build_or(ir.get(bad).into_int_value(), out_of_range, "").built();
+                ir.set(bad, any.into());
+                let hit = ir.icmp(IntPredicate::EQ, index, kk);
+                let l = ir.select(hit, j, ir.get(last).into_int_value());
+                ir.set(last, l);
+            });
+            let f = self.func();
+            let (err_bb, ok_bb) = (self.cx.append_basic_block(f, "bad_index"), self.cx.append_basic_block(f, "index_ok"));
+            self.b.build_conditional_branch(self.get(bad).into_int_value(), err_bb, ok_bb).built();
+            self.b.position_at_end(err_bb);
+            fail(self);
+            let join = self.cx.append_basic_block(f, "scattered");
+            self.b.build_unconditional_branch(join).built();
+            self.b.position_at_end(ok_bb);
+            let last = self.get(last).into_int_value();
+            let found = self.icmp(IntPredicate::SGE, last, self.i64(0));
+            let inp = self.buffer(input.buffer.0);
+            let src = self.select(found, inp, vals).into_pointer_value();
+            let from_input = self.add(self.muli(self.add(first, last), c), ch);
+            let from = self.select(found, from_input, i).into_int_value();
+            self.copy_element(g.values.ty.dtype.byte_size(), src, from, out, i);
+            self.b.build_unconditional_branch(join).built();
+            self.b.position_at_end(join);
+            return Ok(());
+        }
         let item = self.divi(i, c);
         let ch = self.remi(i, c);
         let index = self.load(g.indices.ty.dtype, idx, item).into_int_value();
