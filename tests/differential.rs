@@ -451,12 +451,194 @@ impl Gen {
     }
 }
 
+// ---------------------------------------------------------------- integer graphs
+
+impl Gen {
+    /// An integer tensor: over the type's range (or, `small`, in -3..40: shift amounts and
+    /// divisors, zeros included), with its extremes, 0 and ±1 now and then.
+    fn int_tensor(&mut self, d: DType, shape: &[usize], small: bool) -> Tensor {
+        let (lo, hi) = f16c_dialect::semantics::int_range(d);
+        let v: Vec<i64> = (0..elems(shape))
+            .map(|_| match (small, self.chance(0.15)) {
+                (true, _) => self.rng.below(44) as i64 - 3,
+                (false, true) => *self.rng.pick(&[lo, hi, 0, 1, -1]),
+                (false, false) => lo + (self.rng.next() % (hi - lo + 1) as u64) as i64,
+            })
+            .collect();
+        cast(&Tensor::new(shape.to_vec(), Data::I64(v)).expect("sized"), d)
+    }
+
+    /// A new integer input or constant of `shape`.
+    fn int_leaf(&mut self, d: DType, shape: &[usize], small: bool) -> NodeId {
+        let t = self.int_tensor(d, shape, small);
+        if self.chance(0.5) {
+            self.inputs.push(t);
+            self.g.add_input(TensorType::new(d, shape), loc())
+        } else {
+            constant(&mut self.g, t)
+        }
+    }
+
+    /// A second operand for `x`: an earlier value of its shape and type, or a new leaf that
+    /// may broadcast.
+    fn int_partner(&mut self, x: &Value, small: bool) -> NodeId {
+        let same: Vec<NodeId> = self.values.iter().filter(|v| v.d == x.d && v.shape == x.shape).map(|v| v.id).collect();
+        if !small && !same.is_empty() && self.chance(0.4) {
+            return *self.rng.pick(&same);
+        }
+        let shape: Vec<usize> = x.shape.iter().map(|&s| if self.chance(0.3) { 1 } else { s }).collect();
+        self.int_leaf(x.d, &shape, small)
+    }
+
+    fn scalar(&mut self, d: DType, v: i64) -> NodeId {
+        constant(&mut self.g, cast(&Tensor::new(vec![1], Data::I64(vec![v])).expect("one"), d))
+    }
+
+    /// One random integer op on `x` (i8 or i32), TOSA's types for each.
+    fn int_step(&mut self, x: &Value) -> Option<Value> {
+        let (d, i32_) = (x.d, x.d == DType::I32);
+        let same = |g: &mut Self, op: Op, operands: &[NodeId]| Some(g.node(op, d, &x.shape.clone(), operands, false));
+        match self.rng.below(12) {
+            0 => {
+                let b = *self.rng.pick(&[BinaryOp::BitwiseAnd, BinaryOp::BitwiseOr, BinaryOp::BitwiseXor]);
+                let y = self.int_partner(x, false);
+                same(self, Op::Binary(b), &[x.id, y])
+            }
+            1 => {
+                let shift = if self.chance(0.5) { BinaryOp::ShiftLeft } else if self.chance(0.5) { BinaryOp::ShiftRightLogical } else { BinaryOp::ShiftRightArith { round: self.chance(0.5) } };
+                let y = self.int_partner(x, true);
+                same(self, Op::Binary(shift), &[x.id, y])
+            }
+            2 if i32_ => {
+                let y = self.int_partner(x, true);
+                same(self, Op::Binary(BinaryOp::IntDiv), &[x.id, y])
+            }
+            3 if i32_ => {
+                let b = *self.rng.pick(&[BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum]);
+                let y = self.int_partner(x, false);
+                let mut operands = vec![x.id, y];
+                if b == BinaryOp::Mul {
+                    operands.push(self.scalar(DType::I8, 0));
+                }
+                same(self, Op::Binary(b), &operands)
+            }
+            4 => {
+                let u = *self.rng.pick(&[UnaryOp::BitwiseNot, UnaryOp::Clz, UnaryOp::Abs, UnaryOp::Negate]);
+                match u {
+                    UnaryOp::Clz | UnaryOp::Abs if !i32_ => None,
+                    UnaryOp::Negate => {
+                        let (z1, z2) = (self.scalar(d, 0), self.scalar(d, 0));
+                        same(self, Op::Unary(u), &[x.id, z1, z2])
+                    }
+                    _ => same(self, Op::Unary(u), &[x.id]),
+                }
+            }
+            5 if !i32_ => {
+                let table = self.int_tensor(DType::I8, &[256], false);
+                let t = constant(&mut self.g, table);
+                same(self, Op::Table, &[x.id, t])
+            }
+            6 => {
+                let to = if self.chance(0.5) { DType::I8 } else { DType::I32 };
+                let per_channel = self.chance(0.5);
+                let c = if per_channel { *x.shape.last().expect("rank ≥ 1") } else { 1 };
+                let rounding = *self.rng.pick(&[f16c_dialect::Rounding::Single, f16c_dialect::Rounding::Double, f16c_dialect::Rounding::Inexact]);
+                let attrs = f16c_dialect::RescaleAttrs { scale32: true, rounding, per_channel, input_unsigned: false, output_unsigned: false };
+                let m: Vec<i32> = (0..c).map(|_| (1 << 30) + (self.rng.next() % (1 << 30)) as i32).collect();
+                let sh: Vec<i8> = (0..c).map(|_| 2 + self.rng.below(50) as i8).collect();
+                let m = constant(&mut self.g, Tensor::new(vec![c], Data::I32(m)).expect("sized"));
+                let sh = constant(&mut self.g, Tensor::new(vec![c], Data::I8(sh)).expect("sized"));
+                // MLIR requires zero points of 0 for i32 data.
+                let zp_in = if i32_ { 0 } else { self.rng.below(11) as i64 - 5 };
+                let zp_out = if to == DType::I32 { 0 } else { self.rng.below(11) as i64 - 5 };
+                let (zi, zo) = (self.scalar(d, zp_in), self.scalar(to, zp_out));
+                Some(self.node(Op::Rescale(attrs), to, &x.shape.clone(), &[x.id, m, sh, zi, zo], false))
+            }
+            7 => {
+                let x = self.as_nhwc(x);
+                let (n, h, w, c) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+                let kernel = [1 + self.rng.below(3), 1 + self.rng.below(3)];
+                let stride = [1 + self.rng.below(2), 1 + self.rng.below(2)];
+                let pad = [self.rng.below(kernel[0]), self.rng.below(kernel[0]), self.rng.below(kernel[1]), self.rng.below(kernel[1])];
+                let oh = Self::window(h, kernel[0], pad[0], pad[1], stride[0], 1)?;
+                let ow = Self::window(w, kernel[1], pad[2], pad[3], stride[1], 1)?;
+                let avg = !i32_ && self.chance(0.5);
+                let attrs = PoolAttrs { kernel, stride, pad, acc: avg.then_some(DType::I32) };
+                Some(if avg {
+                    let (a, b) = (self.rng.below(7) as i64 - 3, self.rng.below(7) as i64 - 3);
+                    let (z1, z2) = (self.scalar(d, a), self.scalar(d, b));
+                    self.node(Op::AvgPool2d(attrs), d, &[n, oh, ow, c], &[x.id, z1, z2], false)
+                } else {
+                    self.node(Op::MaxPool2d(attrs), d, &[n, oh, ow, c], &[x.id], false)
+                })
+            }
+            8 => {
+                let axis = self.rng.below(x.shape.len());
+                same(self, Op::Reverse { axis }, &[x.id])
+            }
+            9 => {
+                let to = if i32_ { DType::I8 } else { DType::I32 };
+                Some(self.node(Op::Cast, to, &x.shape.clone(), &[x.id], false))
+            }
+            10 if !i32_ => {
+                let x = self.as_nhwc(x);
+                let r = self.resize(&x)?;
+                if let Op::Resize { bilinear: true } = self.g.op(r.id) {
+                    // i8 bilinear gives i32.
+                    let ty = tensor_ty(DType::I32, &r.shape);
+                    self.g.node_mut(r.id).ty = ty;
+                    let last = self.values.last_mut().expect("just pushed");
+                    last.d = DType::I32;
+                    return Some(last.clone());
+                }
+                Some(r)
+            }
+            11 => {
+                let (lo, hi) = f16c_dialect::semantics::int_range(d);
+                let a = lo + (self.rng.next() % (hi - lo + 1) as u64) as i64;
+                let b = lo + (self.rng.next() % (hi - lo + 1) as u64) as i64;
+                same(self, Op::Clamp { min: a.min(b) as f64, max: a.max(b) as f64 }, &[x.id])
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An integer graph (i8 or i32 input, 1–7 integer ops) for seed-derived `gen`.
+fn generate_integer(mut gen: Gen) -> DiffCase {
+    let d = if gen.chance(0.5) { DType::I8 } else { DType::I32 };
+    let rank = 1 + gen.rng.below(4);
+    let shape = gen.random_shape(rank);
+    let t = gen.int_tensor(d, &shape, false);
+    gen.inputs.push(t);
+    let x = gen.g.add_input(TensorType::new(d, shape.clone()), loc());
+    let mut cur = gen.push(x, d, shape, false);
+    for _ in 0..1 + gen.rng.below(7) {
+        if let Some(v) = gen.int_step(&cur) {
+            cur = v;
+        }
+    }
+    let out = if matches!(gen.g.op(cur.id), Op::Arg(_)) {
+        let (z1, z2) = (gen.scalar(d, 0), gen.scalar(d, 0));
+        gen.node(Op::Unary(UnaryOp::Negate), d, &cur.shape.clone(), &[cur.id, z1, z2], false).id
+    } else {
+        cur.id
+    };
+    gen.g.set_outputs(vec![out]);
+    gen.g.remove_dead_nodes();
+    DiffCase { graph: gen.g, inputs: gen.inputs }
+}
+
 /// The graph of seed `seed`: deterministic, valid (the verifier accepts it).
 pub fn generate(seed: u64) -> DiffCase {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d);
     let d = *rng.pick(&FLOATS);
     let special = *rng.pick(&[0.0, 0.0, 0.02, 0.1, 0.3]);
     let mut gen = Gen { g: Graph::new("diff"), rng, values: Vec::new(), inputs: Vec::new(), special, outputs: Vec::new() };
+    // One graph in six is an integer one (exact everywhere).
+    if gen.chance(1.0 / 6.0) {
+        return generate_integer(gen);
+    }
     let rank = 1 + gen.rng.below(4);
     let shape = gen.random_shape(rank);
     let x = gen.input(d, &shape);
