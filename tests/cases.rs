@@ -503,6 +503,49 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
     cases
 }
 
+/// Integer contractions (i8 × i8 → i32, with zero points and an i32 bias): matmul, conv2d
+/// with padding, stride and dilation, depthwise conv2d with a channel multiplier, at each size
+/// of `sizes` (channels or columns). Bit for bit; the JIT runs them, the LLVM backends refuse
+/// them.
+pub fn integer_contraction_cases(sizes: &[usize]) -> Vec<Case> {
+    let mut rng = Rng(81);
+    let mut cases = Vec::new();
+    let i8s = |g: &mut Graph, v: i8| constant(g, Tensor::new(vec![1], Data::I8(vec![v])).unwrap());
+    for &n in sizes {
+        let c = n.min(33);
+        // matmul [2, 5, c] x [2, c, 7], weight constant or an input.
+        for constant_b in [false, true] {
+            let mut g = Graph::new("matmul_i8");
+            let a = g.add_input(TensorType::new(DType::I8, [2, 5, c]), loc());
+            let bt = TensorType::new(DType::I8, [2, c, 7]);
+            let b = if constant_b { let t = random(&bt, &mut rng, -128.0, 127.99); constant(&mut g, t) } else { g.add_input(bt, loc()) };
+            let (za, zb) = (i8s(&mut g, -3), i8s(&mut g, if constant_b { 2 } else { 0 }));
+            let o = g.add_node(Op::MatMul, tensor_ty(DType::I32, &[2, 5, 7]), &[a, b, za, zb], loc());
+            g.add_output(o);
+            let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
+            cases.push(Case { name: format!("matmul_i8_c{c}_const{}", constant_b as u8), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
+        for depthwise in [false, true] {
+            let mut g = Graph::new("conv_i8");
+            let x = g.add_input(TensorType::new(DType::I8, [1, 6, 7, c]), loc());
+            let attrs = ConvAttrs { pad: [1, 0, 2, 1], stride: [2, 1], dilation: [1, 2], acc: DType::I32 };
+            let (oh, ow) = ((6 + 1 - 3) / 2 + 1, (7 + 3 - 5) + 1);
+            let (wshape, oc) = if depthwise { (vec![3, 3, c, 2], 2 * c) } else { (vec![5, 3, 3, c], 5) };
+            let w = random(&TensorType::new(DType::I8, wshape), &mut rng, -128.0, 127.99);
+            let w = constant(&mut g, w);
+            let bias = random(&TensorType::new(DType::I32, [oc]), &mut rng, -1000.0, 1000.0);
+            let bias = constant(&mut g, bias);
+            let (zx, zw) = (i8s(&mut g, 5), i8s(&mut g, 0));
+            let op = if depthwise { Op::DepthwiseConv2d(attrs) } else { Op::Conv2d(attrs) };
+            let o = g.add_node(op, tensor_ty(DType::I32, &[1, oh, ow, oc]), &[x, w, bias, zx, zw], loc());
+            g.add_output(o);
+            let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
+            cases.push(Case { name: format!("{}_i8_c{c}", if depthwise { "depthwise" } else { "conv" }), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
+    }
+    cases
+}
+
 /// The sizes around CPU vector widths that [`parity_cases`] leaves out (4 f32 or 8 fp16 lanes
 /// of NEON, 8 f32 of AVX2, and one more or less): every elementwise op at 3, 8, 9, 15 and 33
 /// elements, for the CPU backends' vector loops and their tails.

@@ -747,72 +747,62 @@ pub fn int_average(acc: i64, count: i64, out_zp: i64, d: DType) -> i64 {
     (((acc * m + (1 << (s - 1))) >> s) + out_zp).clamp(lo, hi)
 }
 
-fn pool(x: &Tensor, p: &PoolAttrs, out: &TensorType, avg: bool, (in_zp, out_zp): (i64, i64)) -> EvalResult<Tensor> {
-    let (&[n, ih, iw, c], &[oh, ow, _]) = (x.shape(), &out.shape[1..]) else { return err("pooling input must be NHWC") };
-    fn run<T: Real>(x: &[T], p: &PoolAttrs, dims: [usize; 6], avg: bool) -> Vec<T> {
-        let [n, ih, iw, c, oh, ow] = dims;
-        let mut out = Vec::with_capacity(n * oh * ow * c);
-        for b in 0..n {
-            for oy in 0..oh {
-                for ox in 0..ow {
-                    for ch in 0..c {
-                        let (mut acc, mut count) = (if avg { T::zero() } else { T::neg_infinity() }, 0usize);
-                        for ky in 0..p.kernel[0] {
-                            let y = (oy * p.stride[0] + ky) as isize - p.pad[0] as isize;
-                            for kx in 0..p.kernel[1] {
-                                let xx = (ox * p.stride[1] + kx) as isize - p.pad[2] as isize;
-                                if y < 0 || y >= ih as isize || xx < 0 || xx >= iw as isize {
-                                    continue;
-                                }
-                                let v = x[((b * ih + y as usize) * iw + xx as usize) * c + ch];
-                                acc = if avg { acc + v } else { fmax(acc, v) };
-                                count += 1;
-                            }
-                        }
-                        out.push(if avg { acc / T::from_f64(count.max(1) as f64) } else { acc });
-                    }
-                }
-            }
-        }
-        out
-    }
-    let dims = [n, ih, iw, c, oh, ow];
-    let num = match widen(x) {
-        Num::F32(v) => Num::F32(run(&v, p, dims, avg)),
-        Num::F64(v) => Num::F64(run(&v, p, dims, avg)),
-        Num::Int(v) => Num::Int(int_pool(&v, p, dims, avg, (in_zp, out_zp), out.dtype)),
-        Num::Bool(_) => return err("pooling is not defined on i1"),
-    };
-    Ok(narrow(num, out))
-}
-
-/// Integer pooling (TOSA 1.0): max from the type's minimum; average of `value − input_zp`
-/// through [`int_average`].
-fn int_pool(x: &[i64], p: &PoolAttrs, [n, ih, iw, c, oh, ow]: [usize; 6], avg: bool, (in_zp, out_zp): (i64, i64), d: DType) -> Vec<i64> {
-    let mut out = Vec::with_capacity(n * oh * ow * c);
+/// Calls `f` once per output element of a pooling, in output order, with the input indices its
+/// window covers in window order (taps in the padding skipped).
+fn pool_windows(p: &PoolAttrs, [n, ih, iw, c, oh, ow]: [usize; 6], mut f: impl FnMut(&[usize])) {
+    let mut taps = Vec::with_capacity(p.kernel[0] * p.kernel[1]);
     for b in 0..n {
         for oy in 0..oh {
             for ox in 0..ow {
                 for ch in 0..c {
-                    let (mut acc, mut count) = (if avg { 0 } else { int_range(d).0 }, 0i64);
+                    taps.clear();
                     for ky in 0..p.kernel[0] {
                         let y = (oy * p.stride[0] + ky) as isize - p.pad[0] as isize;
                         for kx in 0..p.kernel[1] {
                             let xx = (ox * p.stride[1] + kx) as isize - p.pad[2] as isize;
-                            if y < 0 || y >= ih as isize || xx < 0 || xx >= iw as isize {
-                                continue;
+                            if y >= 0 && y < ih as isize && xx >= 0 && xx < iw as isize {
+                                taps.push(((b * ih + y as usize) * iw + xx as usize) * c + ch);
                             }
-                            let v = x[((b * ih + y as usize) * iw + xx as usize) * c + ch];
-                            acc = if avg { acc + (v - in_zp) } else { acc.max(v) };
-                            count += 1;
                         }
                     }
-                    out.push(if avg { int_average(acc, count, out_zp, d) } else { acc });
+                    f(&taps);
                 }
             }
         }
     }
-    out
+}
+
+/// Pooling: floats sum (or take the TOSA maximum) in window order and divide by the count of
+/// real pixels; integers follow TOSA 1.0: max from the type's minimum, average of
+/// `value − input_zp` through [`int_average`].
+fn pool(x: &Tensor, p: &PoolAttrs, out: &TensorType, avg: bool, (in_zp, out_zp): (i64, i64)) -> EvalResult<Tensor> {
+    let (&[n, ih, iw, c], &[oh, ow, _]) = (x.shape(), &out.shape[1..]) else { return err("pooling input must be NHWC") };
+    let dims = [n, ih, iw, c, oh, ow];
+    fn run<T: Real>(x: &[T], p: &PoolAttrs, dims: [usize; 6], avg: bool) -> Vec<T> {
+        let mut out = Vec::new();
+        pool_windows(p, dims, |taps| {
+            let acc = taps.iter().fold(if avg { T::zero() } else { T::neg_infinity() }, |a, &i| if avg { a + x[i] } else { fmax(a, x[i]) });
+            out.push(if avg { acc / T::from_f64(taps.len().max(1) as f64) } else { acc });
+        });
+        out
+    }
+    let num = match widen(x) {
+        Num::F32(v) => Num::F32(run(&v, p, dims, avg)),
+        Num::F64(v) => Num::F64(run(&v, p, dims, avg)),
+        Num::Int(v) => {
+            let mut res = Vec::new();
+            pool_windows(p, dims, |taps| {
+                res.push(if avg {
+                    int_average(taps.iter().map(|&i| v[i] - in_zp).sum(), taps.len() as i64, out_zp, out.dtype)
+                } else {
+                    taps.iter().map(|&i| v[i]).fold(int_range(out.dtype).0, i64::max)
+                })
+            });
+            Num::Int(res)
+        }
+        Num::Bool(_) => return err("pooling is not defined on i1"),
+    };
+    Ok(narrow(num, out))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -156,12 +156,13 @@ fn resize_matches_the_reference_bit_for_bit() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The integer ops (bitwise, shifts, clz, intdiv, i8 resize) and the logical ops on i1, at
-/// every size of the JIT's suite, on one and two threads: the reference's bits.
+/// The integer ops (bitwise, shifts, clz, intdiv, table, rescale, i8 resize, pooling, i8
+/// matmul and convolutions) and the logical ops on i1, at every size of the JIT's suite, on one
+/// and two threads: the reference's bits.
 #[test]
 fn integer_and_boolean_ops_are_bit_exact() {
     let mut failures = Vec::new();
-    for case in f16c_tests::cases::integer_cases(SIZES) {
+    for case in f16c_tests::cases::integer_cases(SIZES).into_iter().chain(f16c_tests::cases::integer_contraction_cases(SIZES)) {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
         for threads in [1, 2] {
             let got = Model::compile_graph(&case.graph, threads).and_then(|m| m.run(&case.inputs)).map_err(|e| e.to_string());

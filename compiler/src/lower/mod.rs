@@ -295,6 +295,8 @@ pub struct Contraction {
     pub result: DType,
     /// A fused elementwise epilogue.
     pub epilogue: Option<Epilogue>,
+    /// The zero points of `a` and `b` (integer contractions; 0 for floats).
+    pub zp: (i64, i64),
     /// A convolution with padding whose constant weight holds an inf or NaN, or whose weight
     /// is computed at run time ([`padding_meets_non_finite_weight`]): code must skip the padding rather than multiply its
     /// zeros (with finite weights, multiplying them changes nothing: a sum that starts at +0
@@ -977,6 +979,10 @@ impl<'g> Lowering<'g> {
         let mut out = HashMap::new();
         for &id in order {
             let Some(cols) = self.contraction_cols(id) else { continue };
+            // Integer contractions run on a plain path with no epilogue.
+            if !self.ty(g.operands(id)[0]).dtype.is_float() {
+                continue;
+            }
             let (mut value, mut views) = (id, Vec::new());
             loop {
                 let users = g.users(value);
@@ -1126,6 +1132,12 @@ impl<'g> Lowering<'g> {
         };
         let b_constant = is_const(ops[1]);
         let acc = self.accumulator(id, a.ty.dtype);
+        let zp_slots = g.op(id).side_operands();
+        let scalar = |slot: usize| match g.op(ops[slot]) {
+            Op::Const(t) => t.to_i64_vec().first().copied().unwrap_or(0),
+            _ => 0,
+        };
+        let zp = (scalar(zp_slots[0]), scalar(zp_slots[1]));
         let a_row_stride = matches!(kind, ContractionKind::MatMul).then_some(k);
         let b_layout = match kind {
             ContractionKind::MatMul | ContractionKind::Depthwise(_) => MatrixLayout::RowMajor,
@@ -1159,7 +1171,7 @@ impl<'g> Lowering<'g> {
         };
         let result = out_ty.dtype;
         self.push(
-            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi, padding_hazard: false }),
+            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi, zp, padding_hazard: false }),
             nodes,
         );
         Ok(())

@@ -25,12 +25,15 @@ use super::lower::{eval, row_offset, Context};
 use crate::backend::BackendError;
 use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue, MatrixLayout};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::types::{F32, F32X4};
+use cranelift_codegen::ir::types::{F32, F32X4, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
 use f16c_dialect::{DType, Data};
 
 impl Context<'_> {
     pub fn contraction(&mut self, c: &Contraction) -> Result<(), BackendError> {
+        if domain(c.a.ty.dtype) == I64 && domain(c.b.ty.dtype) == I64 && !matches!(c.kind, ContractionKind::TransposeConv(_)) {
+            return self.integer(c);
+        }
         if domain(c.a.ty.dtype) != F32 || domain(c.b.ty.dtype) != F32 {
             return Err(self.error(format!("{} contractions are not supported (f32, f16 and bf16 are)", c.a.ty.dtype)));
         }
@@ -274,12 +277,7 @@ impl Context<'_> {
                                             |fx| {
                                                 let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
                                                 let m_ = if mult == 1 { fx.i(0) } else { fx.b.ins().urem_imm_s(o, mult as i64) };
-                                                let p = fx.b.ins().imul_imm_s(b, g.ih as i64);
-                                                let p = fx.b.ins().iadd(p, y);
-                                                let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
-                                                let p = fx.b.ins().iadd(p, xx);
-                                                let p = fx.b.ins().imul_imm_s(p, g.ic as i64);
-                                                let xi = fx.b.ins().iadd(p, ch);
+                                                let xi = nhwc_index(fx, &g, b, y, xx, ch);
                                                 let wi = fx.b.ins().imul_imm_s(ky, g.kw as i64);
                                                 let wi = fx.b.ins().iadd(wi, kx);
                                                 let wi = fx.b.ins().imul_imm_s(wi, g.ic as i64);
@@ -436,6 +434,129 @@ impl DirectConv {
             fx.load(self.bd, self.bias, o)
         }
     }
+}
+
+impl Context<'_> {
+    /// An integer matmul, conv2d or depthwise conv2d (i8 data, i32 result): one output row per
+    /// work item, each output the sum over `k` of `(a − a_zp)·(b − b_zp)` in i64, in the
+    /// reference's order, plus the bias, wrapped to the result type; taps in the padding are
+    /// skipped. Exact, so bit-identical to the reference. Scalar: no packing, no vectors.
+    fn integer(&mut self, c: &Contraction) -> Result<(), BackendError> {
+        if c.epilogue.is_some() {
+            return Err(self.error("an integer contraction with a fused epilogue"));
+        }
+        let c = c.clone();
+        let cost = (c.batch * c.m * c.n * c.k) as f64;
+        self.add("", c.batch * c.m, cost, move |fx| {
+            let (a, b, out) = (fx.buffer(c.a.buffer.0), fx.buffer(c.b.buffer.0), fx.buffer(c.out.buffer.0));
+            let bias = c.bias.as_ref().map(|o| (fx.buffer(o.buffer.0), o.ty.dtype, o.ty.num_elements()));
+            let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
+            let (za, zb) = c.zp;
+            // acc + (a[ia] − za)·(b[ib] − zb), the term dropped where `valid` is false.
+            let mac = |fx: &mut Fx, acc: Value, ia: Value, ib: Value, valid: Option<Value>| -> Value {
+                let ia = match valid {
+                    Some(v) => {
+                        let zero = fx.i(0);
+                        fx.b.ins().select(v, ia, zero)
+                    }
+                    None => ia,
+                };
+                let x = fx.load(da, a, ia);
+                let x = fx.b.ins().iadd_imm_s(x, -za);
+                let w = fx.load(db, b, ib);
+                let w = fx.b.ins().iadd_imm_s(w, -zb);
+                let p = fx.b.ins().imul(x, w);
+                let sum = fx.b.ins().iadd(acc, p);
+                match valid {
+                    Some(v) => fx.b.ins().select(v, sum, acc),
+                    None => sum,
+                }
+            };
+            fx.for_items(|fx, row| {
+                fx.for_n(0, c.n as i64, 1, &[], |fx, j, _| {
+                    let zero = fx.i(0);
+                    let acc = match &c.kind {
+                        ContractionKind::MatMul => {
+                            // A [batch·m, k] row-major, B [batch][k, n] row-major.
+                            let bi = fx.b.ins().udiv_imm_s(row, c.m as i64);
+                            let a0 = fx.b.ins().imul_imm_s(row, c.k as i64);
+                            let b0 = fx.b.ins().imul_imm_s(bi, (c.k * c.n) as i64);
+                            let b0 = fx.b.ins().iadd(b0, j);
+                            fx.for_n(0, c.k as i64, 1, &[zero], |fx, kk, acc| {
+                                let ia = fx.b.ins().iadd(a0, kk);
+                                let ib = fx.b.ins().imul_imm_s(kk, c.n as i64);
+                                let ib = fx.b.ins().iadd(b0, ib);
+                                vec![mac(fx, acc[0], ia, ib, None)]
+                            })[0]
+                        }
+                        ContractionKind::Conv(g) | ContractionKind::Depthwise(g) => {
+                            let depthwise = matches!(c.kind, ContractionKind::Depthwise(_));
+                            let g = g.clone();
+                            let nb = fx.b.ins().udiv_imm_s(row, (g.oh * g.ow) as i64);
+                            let pix = fx.b.ins().urem_imm_s(row, (g.oh * g.ow) as i64);
+                            let (oy, ox) = (fx.b.ins().udiv_imm_s(pix, g.ow as i64), fx.b.ins().urem_imm_s(pix, g.ow as i64));
+                            // Depthwise: output channel j = channel · M + multiplier.
+                            let mult = g.oc / g.ic.max(1);
+                            let (channels, ch0) = if depthwise { (1, fx.b.ins().udiv_imm_s(j, mult as i64)) } else { (g.ic, zero) };
+                            fx.for_n(0, g.kh as i64, 1, &[zero], |fx, ky, acc| {
+                                let iy = window_coord(fx, oy, ky, g.stride[0], g.dilation[0], g.pad[0]);
+                                let vy = in_range(fx, iy, g.ih);
+                                fx.for_n(0, g.kw as i64, 1, acc, |fx, kx, acc| {
+                                    let ix = window_coord(fx, ox, kx, g.stride[1], g.dilation[1], g.pad[2]);
+                                    let vx = in_range(fx, ix, g.iw);
+                                    let valid = fx.b.ins().band(vy, vx);
+                                    let at = nhwc_index(fx, &g, nb, iy, ix, ch0);
+                                    let tap = fx.b.ins().imul_imm_s(ky, g.kw as i64);
+                                    let tap = fx.b.ins().iadd(tap, kx);
+                                    fx.for_n(0, channels as i64, 1, acc, |fx, ch, acc| {
+                                        let ia = fx.b.ins().iadd(at, ch);
+                                        let ib = if depthwise {
+                                            // [KH, KW, C, M] as a row-major taps × (C·M) matrix.
+                                            let t = fx.b.ins().imul_imm_s(tap, c.n as i64);
+                                            fx.b.ins().iadd(t, j)
+                                        } else {
+                                            // OHWI: output channel j's row of kh·kw·ic.
+                                            let t = fx.b.ins().imul_imm_s(j, c.k as i64);
+                                            let t2 = fx.b.ins().imul_imm_s(tap, g.ic as i64);
+                                            let t = fx.b.ins().iadd(t, t2);
+                                            fx.b.ins().iadd(t, ch)
+                                        };
+                                        vec![mac(fx, acc[0], ia, ib, Some(valid))]
+                                    })
+                                })
+                            })[0]
+                        }
+                        ContractionKind::TransposeConv(_) => unreachable!("refused before"),
+                    };
+                    let acc = match bias {
+                        Some((buf, d, len)) => {
+                            let at = if len == 1 { fx.i(0) } else { j };
+                            let v = fx.load(d, buf, at);
+                            fx.b.ins().iadd(acc, v)
+                        }
+                        None => acc,
+                    };
+                    let v = fx.round_to(c.result, acc);
+                    let at = fx.b.ins().imul_imm_s(row, c.n as i64);
+                    let at = fx.b.ins().iadd(at, j);
+                    fx.store(c.result, out, at, v);
+                    vec![]
+                });
+                vec![]
+            });
+            Ok(())
+        })
+    }
+}
+
+/// The element index of `(b, y, x, ch)` in the NHWC input of `g`.
+fn nhwc_index(fx: &mut Fx, g: &ConvGeometry, b: Value, y: Value, x: Value, ch: Value) -> Value {
+    let p = fx.b.ins().imul_imm_s(b, g.ih as i64);
+    let p = fx.b.ins().iadd(p, y);
+    let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
+    let p = fx.b.ins().iadd(p, x);
+    let p = fx.b.ins().imul_imm_s(p, g.ic as i64);
+    fx.b.ins().iadd(p, ch)
 }
 
 /// `o·stride + k·dilation − pad`: the input coordinate a window tap reads.
