@@ -505,8 +505,7 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
 
 /// Integer contractions (i8 × i8 → i32, with zero points and an i32 bias): matmul, conv2d
 /// with padding, stride and dilation, depthwise conv2d with a channel multiplier, at each size
-/// of `sizes` (channels or columns). Bit for bit; the JIT runs them, the LLVM backends refuse
-/// them.
+/// of `sizes` (channels or columns). Bit for bit, on every backend.
 pub fn integer_contraction_cases(sizes: &[usize]) -> Vec<Case> {
     let mut rng = Rng(81);
     let mut cases = Vec::new();
@@ -728,5 +727,6 @@ pub fn parity_cases() -> Vec<Case> {
     drop(add);
     cases.extend(special_value_cases());
     cases.extend(integer_cases(&[1, 7, 16, 17, 1031]));
+    cases.extend(integer_contraction_cases(&[1, 7, 16, 17]));
     cases
 }

@@ -2,18 +2,20 @@
 // specification (torch-mlir is not available where this was written): quantize the f32 input
 // (mul by 16, cast to i8, which rounds and saturates), an i8 conv2d with an input zero point
 // and an i32 bias, a per-channel rescale back to i8 with double rounding, max and average
-// pooling on i8 with zero points, and dequantize. The JIT on one and two threads prints what
-// the reference interpreter prints; the LLVM backend refuses the integer conv.
+// pooling on i8 with zero points, and dequantize. The JIT on one and two threads, the LLVM
+// x86-64 backend and AArch64 (under qemu) print what the reference interpreter prints.
 // RUN: %f16c run %s --input %inputs/x_1x8x8x8_f32.npy > %t.jit
 // RUN: %f16c run %s --input %inputs/x_1x8x8x8_f32.npy --target=reference > %t.ref
 // RUN: %f16c run %s --input %inputs/x_1x8x8x8_f32.npy --threads=2 > %t.jit2
 // RUN: diff %t.jit %t.ref
 // RUN: diff %t.jit2 %t.ref
 // RUN: FileCheck %s --input-file=%t.jit
-// RUN: not %f16c run %s --input %inputs/x_1x8x8x8_f32.npy --backend=llvm 2>&1 | FileCheck %s --check-prefix=LLVM
+// RUN: %f16c run %s --input %inputs/x_1x8x8x8_f32.npy --backend=llvm > %t.llvm
+// RUN: diff %t.llvm %t.ref
+// RUN: %f16c run %s --input %inputs/x_1x8x8x8_f32.npy --target=aarch64 > %t.a64
+// RUN: diff %t.a64 %t.ref
 // CHECK: result #0: tensor<1x2x2x4xf32> = [
 // CHECK: result #1: tensor<1x2x2x4xi8> = [
-// LLVM: error: 'tosa.conv2d' is not supported by llvm-x86_64: integer contractions
 
 func.func @quantized(%x: tensor<1x8x8x8xf32>) -> (tensor<1x2x2x4xf32>, tensor<1x2x2x4xi8>) {
   %q = "tosa.const"() <{values = dense<16.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>

@@ -484,7 +484,15 @@ impl<'ctx> Ir<'ctx> {
         let col = self.remi(i, c.n);
         let acc_d = c.acc;
         let acc = self.var(self.reduce_init(f16c_dialect::ReduceKind::Sum, acc_d));
+        // Integers: (x − x_zp)·(w − w_zp) summed in i64 (exact), as the reference does.
+        let (za, zb) = c.zp;
         let mac = |ir: &mut Self, x: BasicValueEnum<'ctx>, w: BasicValueEnum<'ctx>| {
+            if !acc_d.is_float() {
+                let (x, w) = (ir.addi(x.into_int_value(), -za), ir.addi(w.into_int_value(), -zb));
+                let s = ir.add(ir.get(acc).into_int_value(), ir.mul(x, w));
+                ir.set(acc, s.into());
+                return;
+            }
             let x = ir.convert(da, acc_d, x).expect("float to float");
             let w = ir.convert(db, acc_d, w).expect("float to float");
             let p = ir.b.build_float_mul(x.into_float_value(), w.into_float_value(), "").built();
@@ -492,8 +500,28 @@ impl<'ctx> Ir<'ctx> {
             ir.set(acc, s.into());
         };
         match &c.kind {
-            ContractionKind::MatMul | ContractionKind::Conv(_) => {
-                return Err("matmul and conv2d run as register tiles (contraction_tile_item)".into());
+            // Float matmul and conv2d run as register tiles (contraction_tile_item); integer
+            // ones here, one output at a time.
+            ContractionKind::MatMul => {
+                let bi = self.divi(grow, c.m);
+                let (a0, b0) = (self.muli(grow, c.k), self.add(self.muli(bi, c.k * c.n), col));
+                self.for_n(0, c.k, |ir, kk| {
+                    let xv = ir.load(da, a, ir.add(a0, kk));
+                    let wv = ir.load(db, b, ir.add(b0, ir.muli(kk, c.n)));
+                    mac(ir, xv, wv);
+                });
+            }
+            ContractionKind::Conv(g) => {
+                // OHWI: output channel col's row of kh·kw·ic, taps in the reference's order.
+                let ic = g.ic;
+                self.depthwise_taps(g, grow, |ir, tap, pix| {
+                    let (x0, w0) = (ir.muli(pix, ic), ir.addi(ir.muli(col, c.k), (tap * ic) as i64));
+                    ir.for_n(0, ic, |ir, ci| {
+                        let xv = ir.load(da, a, ir.add(x0, ci));
+                        let wv = ir.load(db, b, ir.add(w0, ci));
+                        mac(ir, xv, wv);
+                    });
+                });
             }
             ContractionKind::Depthwise(g) => {
                 let mult = g.oc / g.ic.max(1);
@@ -713,7 +741,11 @@ impl<'ctx> Ir<'ctx> {
             let at = if bias.ty.num_elements() == 1 { self.i64(0) } else { col };
             let bv = self.load(bias.ty.dtype, base, at);
             let bv = self.convert(bias.ty.dtype, c.acc, bv)?;
-            x = self.b.build_float_add(x.into_float_value(), bv.into_float_value(), "").built().into();
+            x = if c.acc.is_float() {
+                self.b.build_float_add(x.into_float_value(), bv.into_float_value(), "").built().into()
+            } else {
+                self.add(x.into_int_value(), bv.into_int_value()).into()
+            };
         }
         let x = self.convert(c.acc, c.result, x)?;
         let mut v = self.round_to(c.result, x);

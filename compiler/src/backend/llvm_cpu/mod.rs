@@ -351,7 +351,6 @@ impl Backend for LlvmCpuBackend {
 
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
         match &kernel.kind {
-            KernelKind::Contraction(c) if !c.acc.is_float() => Err(Unsupported(format!("integer contractions ({} accumulation)", c.acc))),
             KernelKind::Reduction(r) if r.kind.is_some() && r.input.ty.dtype.is_float() != r.output.ty.dtype.is_float() => {
                 Err(Unsupported(format!("a reduction from {} to {}", r.input.ty.dtype, r.output.ty.dtype)))
             }

@@ -18,7 +18,6 @@ pub const PTX_ISA: &[(u32, &str)] = &[(70, "+ptx63"), (75, "+ptx63"), (80, "+ptx
 /// The kernels the backend cannot compile, and why.
 pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("f64 exp, log, tanh, erf, pow, sigmoid", "the GPU math functions are f32 approximations; keep such ops in f32"),
-    ("integer contractions", "tensor-core integer WMMA is not implemented; integer matmul/conv run on the reference interpreter"),
 ];
 
 /// The PTX ISA feature of `sm`.
@@ -63,7 +62,6 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
     match &kernel.kind {
         KernelKind::Elementwise(e) if math_in_f64(&e.expr) => f64_math(),
         KernelKind::Contraction(c) if c.epilogue.as_ref().is_some_and(|e| math_in_f64(&e.expr)) => f64_math(),
-        KernelKind::Contraction(c) if !c.acc.is_float() => Err(Unsupported(format!("{} ({} accumulation): {}", UNSUPPORTED[1].0, c.acc, UNSUPPORTED[1].1))),
         KernelKind::Reduction(r) if r.kind.is_some() && r.input.ty.dtype.is_float() != r.output.ty.dtype.is_float() => {
             Err(Unsupported(format!("a reduction from {} to {}", r.input.ty.dtype, r.output.ty.dtype)))
         }
