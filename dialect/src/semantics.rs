@@ -870,10 +870,6 @@ pub fn rescale_output(r: &RescaleAttrs, dout: DType, out_zp: i64) -> (i64, i64, 
     }
 }
 
-/// `x`'s bits as unsigned, for a value of type `d` (public for the backends' rescale).
-pub fn zero_extend(x: i64, d: DType) -> i64 {
-    unsigned_bits(x, d) as i64
-}
 
 fn rescale(x: &Tensor, m: &Tensor, s: &Tensor, zps: (i64, i64), r: &RescaleAttrs, out: &TensorType) -> EvalResult<Tensor> {
     let (xs, ms, ss) = (x.to_i64_vec(), m.to_i64_vec(), s.to_i64_vec());

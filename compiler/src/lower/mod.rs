@@ -703,6 +703,15 @@ impl<'g> Lowering<'g> {
         inputs
     }
 
+    /// The value of operand `slot` of `id` when it is a constant zero point or shift (its first
+    /// element); 0 otherwise.
+    fn side_scalar(&self, id: NodeId, slot: usize) -> i64 {
+        match self.g.operands(id).get(slot).map(|&o| self.g.op(o)) {
+            Some(Op::Const(t)) => t.to_i64_vec().first().copied().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     fn operand(&self, id: NodeId) -> Operand {
         Operand { buffer: self.of[&id], ty: self.ty(id) }
     }
@@ -796,12 +805,7 @@ impl<'g> Lowering<'g> {
                     let input = self.operand(g.operands(id)[0]);
                     let output = Operand { buffer: self.intermediate(id), ty: self.ty(id) };
                     let avg = matches!(g.op(id), Op::AvgPool2d(_));
-                    let ops = g.operands(id);
-                    let scalar = |slot: usize| match ops.get(slot).map(|&o| g.op(o)) {
-                        Some(Op::Const(t)) => t.to_i64_vec().first().copied().unwrap_or(0),
-                        _ => 0,
-                    };
-                    let zp = if avg { (scalar(1), scalar(2)) } else { (0, 0) };
+                    let zp = if avg { (self.side_scalar(id, 1), self.side_scalar(id, 2)) } else { (0, 0) };
                     self.push(KernelKind::Pool(Pool { avg, input, output, kernel: p.kernel, stride: p.stride, pad: p.pad, zp }), vec![id]);
                 }
                 Op::Transpose { .. } | Op::Slice | Op::Pad | Op::Concat { .. } | Op::Tile | Op::Reverse { .. } => self.copy(id),
@@ -1036,13 +1040,7 @@ impl<'g> Lowering<'g> {
     /// The elementwise op of node `m` with argument values `args`.
     fn ew_op(&self, m: NodeId, args: Vec<usize>) -> EwOp {
         let g = self.g;
-        let operands = g.operands(m);
-        let scalar = |slot: usize| -> i64 {
-            match g.op(operands[slot]) {
-                Op::Const(t) => t.to_i64_vec().first().copied().unwrap_or(0),
-                _ => 0,
-            }
-        };
+        let scalar = |slot: usize| self.side_scalar(m, slot);
         let (kind, shift, zp) = match g.op(m) {
             Op::Unary(u) => {
                 let zp = if *u == UnaryOp::Negate { (scalar(1), scalar(2)) } else { (0, 0) };
@@ -1133,11 +1131,7 @@ impl<'g> Lowering<'g> {
         let b_constant = is_const(ops[1]);
         let acc = self.accumulator(id, a.ty.dtype);
         let zp_slots = g.op(id).side_operands();
-        let scalar = |slot: usize| match g.op(ops[slot]) {
-            Op::Const(t) => t.to_i64_vec().first().copied().unwrap_or(0),
-            _ => 0,
-        };
-        let zp = (scalar(zp_slots[0]), scalar(zp_slots[1]));
+        let zp = (self.side_scalar(id, zp_slots[0]), self.side_scalar(id, zp_slots[1]));
         let a_row_stride = matches!(kind, ContractionKind::MatMul).then_some(k);
         let b_layout = match kind {
             ContractionKind::MatMul | ContractionKind::Depthwise(_) => MatrixLayout::RowMajor,
