@@ -119,3 +119,59 @@ func.func @fold_limit() -> tensor<4xf32> {
   %0 = tosa.exp %c : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// torch-mlir's layout dance around a convolution: NHWC result back to NCHW, a batch norm and a
+// ReLU6 with 1×C×1×1 and 1×1×1×1 constants, and to NHWC again for the next convolution. The
+// NHWC→NCHW transpose sinks through every elementwise op (the constants are transposed, and
+// fold), meets its inverse and both disappear: the elementwise ops work on the NHWC values.
+// CHECK-LABEL: func.func @torch_layout_pair
+// CHECK-NOT: tosa.transpose
+// The mean [0.5, 1, 2] per channel, now along the last dimension.
+// CHECK: dense<{{\[\[\[\[}}5.000000e-01, 1.000000e+00, 2.000000e+00]]]]> : tensor<1x1x1x3xf32>
+// CHECK: %[[S:.*]] = tosa.sub %arg0, %{{.*}} : (tensor<1x4x4x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x4x4x3xf32>
+// CHECK: %[[M:.*]] = tosa.mul %[[S]], %{{.*}}, %{{.*}} : (tensor<1x4x4x3xf32>, tensor<1x1x1x3xf32>, tensor<1xi8>) -> tensor<1x4x4x3xf32>
+// CHECK: %[[X:.*]] = tosa.maximum %[[M]], %{{.*}} : (tensor<1x4x4x3xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x3xf32>
+// CHECK: %[[N:.*]] = tosa.minimum %[[X]], %{{.*}} : (tensor<1x4x4x3xf32>, tensor<1x1x1x1xf32>) -> tensor<1x4x4x3xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: return %[[N]]
+// NOFOLD-LABEL: func.func @torch_layout_pair
+// NOFOLD: tosa.transpose
+func.func @torch_layout_pair(%y: tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32> {
+  %mean = "tosa.const"() <{values = dense<[[[[0.5]], [[1.0]], [[2.0]]]]> : tensor<1x3x1x1xf32>}> : () -> tensor<1x3x1x1xf32>
+  %scale = "tosa.const"() <{values = dense<[[[[3.0]], [[4.0]], [[5.0]]]]> : tensor<1x3x1x1xf32>}> : () -> tensor<1x3x1x1xf32>
+  %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %six = "tosa.const"() <{values = dense<6.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %0 = tosa.transpose %y {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x4x3xf32>) -> tensor<1x3x4x4xf32>
+  %1 = tosa.sub %0, %mean : (tensor<1x3x4x4xf32>, tensor<1x3x1x1xf32>) -> tensor<1x3x4x4xf32>
+  %2 = tosa.mul %1, %scale, %shift : (tensor<1x3x4x4xf32>, tensor<1x3x1x1xf32>, tensor<1xi8>) -> tensor<1x3x4x4xf32>
+  %3 = tosa.maximum %2, %zero : (tensor<1x3x4x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x3x4x4xf32>
+  %4 = tosa.minimum %3, %six : (tensor<1x3x4x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x3x4x4xf32>
+  %5 = tosa.transpose %4 {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x3x4x4xf32>) -> tensor<1x4x4x3xf32>
+  return %5 : tensor<1x4x4x3xf32>
+}
+
+// -----
+
+// A residual add of two transposed values sinks too; a transpose with another user, or one
+// that the op broadcasts, stays where it is.
+// CHECK-LABEL: func.func @sink_conditions
+// CHECK-DAG: %[[K:.*]] = tosa.transpose %arg0 {perms = array<i32: 0, 3, 1, 2>}
+// CHECK-DAG: %[[A:.*]] = tosa.add %arg0, %arg1 : (tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
+// CHECK-DAG: %[[E:.*]] = tosa.exp %[[K]]
+// CHECK-DAG: %[[B:.*]] = tosa.transpose %arg2 {perms = array<i32: 0, 3, 1, 2>}
+// CHECK-DAG: %[[C:.*]] = tosa.add %[[B]], %arg3 : (tensor<1x3x1x1xf32>, tensor<1x3x2x2xf32>)
+// CHECK-DAG: %[[T:.*]] = tosa.transpose %[[A]] {perms = array<i32: 0, 3, 1, 2>}
+// CHECK: return %[[T]], %[[E]], %[[K]], %[[C]]
+func.func @sink_conditions(%a: tensor<1x2x2x3xf32>, %b: tensor<1x2x2x3xf32>, %small: tensor<1x1x1x3xf32>, %big: tensor<1x3x2x2xf32>) -> (tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>) {
+  %0 = tosa.transpose %a {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x2x2x3xf32>) -> tensor<1x3x2x2xf32>
+  %1 = tosa.transpose %b {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x2x2x3xf32>) -> tensor<1x3x2x2xf32>
+  %2 = tosa.add %0, %1 : (tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  %3 = tosa.transpose %a {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x2x2x3xf32>) -> tensor<1x3x2x2xf32>
+  %4 = tosa.exp %3 : (tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  %5 = tosa.transpose %small {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x1x1x3xf32>) -> tensor<1x3x1x1xf32>
+  %6 = tosa.add %5, %big : (tensor<1x3x1x1xf32>, tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
+  return %2, %4, %3, %6 : tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>
+}

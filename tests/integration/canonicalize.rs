@@ -44,3 +44,23 @@ fn unknown_pass_options_are_rejected() {
     let e = registry::create("canonicalize", "max-fold-elements=lots").err().unwrap().to_string();
     assert!(e.contains("not a non-negative integer"), "{e}");
 }
+
+#[test]
+fn torch_layout_transposes_cancel_around_convolutions() {
+    // depthwise_block (a torch-mlir export of an inverted residual block) transposes NCHW↔NHWC
+    // around each of its three convolutions; sunk through the batch norms and ReLU6s, the pairs
+    // between convolutions cancel, leaving the one after the input and the one before the
+    // residual add with the (NCHW) input. Results stay bit-identical (the test above).
+    let transposes = |m: &f16c_dialect::Module| {
+        let g = &m.functions[0];
+        g.node_ids().filter(|&n| matches!(g.op(n), Op::Transpose { .. })).count()
+    };
+    for (name, before, after) in [("depthwise_block", 6, 2), ("cnn_small", 4, 2)] {
+        let (mut m, _) = parse_file(&model_path(&format!("{name}.tosa.mlir"))).unwrap();
+        assert_eq!(transposes(&m), before, "{name}");
+        let mut pm = PassManager::new();
+        pm.add(registry::create("canonicalize", "").unwrap());
+        pm.run(&mut m, &mut std::io::sink()).unwrap();
+        assert_eq!(transposes(&m), after, "{name}");
+    }
+}

@@ -10,12 +10,19 @@
 //!   permutation are dropped.
 //! - **chains**: reshape of reshape becomes one reshape; transpose of transpose becomes one
 //!   transpose by the composed permutation (or nothing, if that is the identity).
+//! - **transposes sink through elementwise ops**: `E(transpose(x, P), c)` becomes
+//!   `transpose(E(x, transpose(c, P⁻¹)), P)` when every non-constant data operand of the
+//!   elementwise op `E` is a transpose by the same `P` used by nothing else (the constant's
+//!   transpose folds). Sunk far enough, a transpose meets its inverse and both disappear: this
+//!   removes the NCHW↔NHWC transposes torch-mlir writes around every convolution, whose batch
+//!   norm and activation then sit next to the convolution (and fuse into its epilogue). The
+//!   values are moved, never recomputed differently, so results are bit-identical.
 //! - **CSE**: identical ops on identical operands (constants included) are merged.
 //! - **DCE**: ops no function result depends on are removed.
 //!
 //! Preconditions: a verified graph. Postconditions: a verified graph computing bit-identical
 //! results. Options: `max-fold-elements` (default 1048576), `fold-constants` (default true),
-//! `cse` (default true).
+//! `sink-transposes` (default true, needs `fold-constants`), `cse` (default true).
 //!
 //! ```mlir
 //! %s = tosa.const_shape {values = dense<[2, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
@@ -30,7 +37,7 @@
 use crate::pass::registry::{OptionKind, PassInfo, PassOption};
 use crate::pass::{Pass, PassOptions};
 use f16c_dialect::semantics::{eval, Value};
-use f16c_dialect::{Diagnostic, Diagnostics, Graph, Module, NodeId, Op};
+use f16c_dialect::{Diagnostic, Diagnostics, Graph, Module, NodeId, Op, TensorType, ValueType};
 use std::collections::HashMap;
 
 /// Upper bound on rewrite rounds (each round applies every rewrite once over the graph).
@@ -50,6 +57,12 @@ pub const INFO: PassInfo = PassInfo {
         },
         PassOption { name: "fold-constants", kind: OptionKind::Bool, default: "true", summary: "Evaluate ops whose operands are all constants" },
         PassOption { name: "cse", kind: OptionKind::Bool, default: "true", summary: "Merge identical ops on identical operands" },
+        PassOption {
+            name: "sink-transposes",
+            kind: OptionKind::Bool,
+            default: "true",
+            summary: "Move transposes below elementwise ops, so that inverse pairs cancel",
+        },
     ],
     create: |o| Ok(Box::new(Canonicalize::new(o))),
 };
@@ -58,13 +71,19 @@ pub const INFO: PassInfo = PassInfo {
 pub struct Canonicalize {
     max_fold_elements: usize,
     fold_constants: bool,
+    sink_transposes: bool,
     cse: bool,
 }
 
 impl Canonicalize {
     /// Makes the pass from its options.
     pub fn new(o: &PassOptions) -> Self {
-        Canonicalize { max_fold_elements: o.uint("max-fold-elements") as usize, fold_constants: o.flag("fold-constants"), cse: o.flag("cse") }
+        Canonicalize {
+            max_fold_elements: o.uint("max-fold-elements") as usize,
+            fold_constants: o.flag("fold-constants"),
+            sink_transposes: o.flag("sink-transposes") && o.flag("fold-constants"),
+            cse: o.flag("cse"),
+        }
     }
 
     fn round(&self, g: &mut Graph) -> bool {
@@ -74,7 +93,7 @@ impl Canonicalize {
             if !g.contains(id) {
                 continue;
             }
-            changed |= self.fold(g, id) || simplify(g, id);
+            changed |= self.fold(g, id) || simplify(g, id) || (self.sink_transposes && self.sink_transpose(g, id));
         }
         if self.cse {
             changed |= cse(g);
@@ -116,6 +135,84 @@ impl Canonicalize {
         let folded = g.add_node(new_op, ty, &[], g.location(id));
         g.replace_all_uses(id, folded);
         true
+    }
+}
+
+impl Canonicalize {
+    /// Moves the transposes feeding the elementwise op `id` below it (see the module comment).
+    /// The rewrite is in place: `id` keeps its op, attributes and location, takes the
+    /// untransposed operands and shape, and a new transpose after it takes over its users, so
+    /// later ops of the same sweep see that transpose and the rewrite moves down a chain in one
+    /// round.
+    fn sink_transpose(&self, g: &mut Graph, id: NodeId) -> bool {
+        let Some(data) = elementwise_data_operands(g.op(id)) else { return false };
+        let operands = g.operands(id);
+        let Some(out) = g.tensor_ty(id).cloned() else { return false };
+        let mut perms: Option<Vec<usize>> = None;
+        for &pos in &data {
+            let x = operands[pos];
+            match g.op(x) {
+                // A transposed operand that `id` broadcasts would make the moved transpose
+                // bigger than the one it replaces.
+                Op::Transpose { perms: p } => {
+                    let only_here = g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x);
+                    let full = g.tensor_ty(x).is_some_and(|t| t.shape == out.shape);
+                    if !only_here || !full || perms.as_ref().is_some_and(|q| q != p) {
+                        return false;
+                    }
+                    perms = Some(p.clone());
+                }
+                Op::Const(t) if t.len() <= self.max_fold_elements => {}
+                _ => return false,
+            }
+        }
+        let Some(perms) = perms else { return false };
+        if perms.len() != out.rank() {
+            return false;
+        }
+        let mut inverse = vec![0; perms.len()];
+        for (i, &p) in perms.iter().enumerate() {
+            inverse[p] = i;
+        }
+        let loc = g.location(id);
+        for &pos in &data {
+            let x = operands[pos];
+            let inner = match g.op(x) {
+                Op::Transpose { .. } => g.operands(x)[0],
+                _ => {
+                    let c = g.tensor_ty(x).expect("constant tensor").clone();
+                    let shape = inverse.iter().map(|&i| c.shape[i]).collect::<Vec<_>>();
+                    let ty = ValueType::Tensor(TensorType::new(c.dtype, shape));
+                    g.add_node(Op::Transpose { perms: inverse.clone() }, ty, &[x], loc.clone())
+                }
+            };
+            g.set_operand(id, pos, inner);
+        }
+        let users = g.users(id);
+        let was_output = g.outputs().contains(&id);
+        let shape = inverse.iter().map(|&i| out.shape[i]).collect::<Vec<_>>();
+        g.node_mut(id).ty = ValueType::Tensor(TensorType::new(out.dtype, shape));
+        let t = g.add_node(Op::Transpose { perms }, ValueType::Tensor(out), &[id], loc);
+        for (user, pos) in users {
+            g.set_operand(user, pos, t);
+        }
+        if was_output {
+            let outputs = g.outputs().iter().map(|&o| if o == id { t } else { o }).collect();
+            g.set_outputs(outputs);
+        }
+        true
+    }
+}
+
+/// The operand positions of an elementwise op that hold per-element data (and so move with a
+/// transpose); `None` for any other op. Zero points and `mul`'s shift stay as they are.
+/// Rescale is left out: its per-channel parameters follow the last dimension.
+fn elementwise_data_operands(op: &Op) -> Option<Vec<usize>> {
+    match op {
+        Op::Unary(_) | Op::Clamp { .. } | Op::Cast => Some(vec![0]),
+        Op::Binary(_) => Some(vec![0, 1]),
+        Op::Select => Some(vec![0, 1, 2]),
+        _ => None,
     }
 }
 
