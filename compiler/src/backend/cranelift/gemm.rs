@@ -51,13 +51,15 @@ impl Context<'_> {
         let packed_elems = batch * panels * panel_elems;
         let bdt = c.b.ty.dtype;
         let blocks = m.div_ceil(MC);
-        // A narrow constant B is widened once per run into an f32 temporary when that copy is
-        // small, or when more than a few row blocks would each widen it again. Otherwise (a
-        // large weight used by few rows: the deep layers of a CNN at batch 1) each row block
-        // widens it chunk by chunk in scratch, and no f32 copy of it exists.
+        // A narrow constant B is widened once per run into an f32 temporary when several row
+        // blocks would each widen it again: more than a few, or two or more for a copy of at
+        // most 512 KiB. A B that one row block uses (the deep layers of a CNN at batch 1) is
+        // widened chunk by chunk in scratch, at the same cost, and no f32 copy of it exists:
+        // widening every small weight once made mobilenet-v2's fp16 activation peak 3.4× its
+        // f32 one.
         const WIDEN_ONCE_BLOCKS: usize = 4;
-        const WIDEN_ONCE_BYTES: usize = 1 << 20;
-        let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS || packed_elems * 4 <= WIDEN_ONCE_BYTES;
+        const WIDEN_ONCE_BYTES: usize = 1 << 19;
+        let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS || (batch * blocks > 1 && packed_elems * 4 <= WIDEN_ONCE_BYTES);
         // Where the packed B lives: a pre-packed constant in its own type, or the kernel
         // temporary in f32 (computed at run time, or widened once).
         let b_slot;
@@ -233,8 +235,7 @@ impl Context<'_> {
                     let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
                     let r0 = fx.b.ins().iadd(r0, row0);
                     let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                    let acc: Vec<Value> = (0..MR * NR / LANES).map(|i| fx.b.ins().load(F32X4, super::emit::mem(), tile, (i * 16) as i32)).collect();
-                    if let Err(e) = store_tile(fx, &c, &acc, bi, r0, col0, out, bias, &epi_bases) {
+                    if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, out, bias, &epi_bases) {
                         result = Err(e);
                     }
                 });
@@ -893,12 +894,16 @@ fn k_chunks(kind: &ContractionKind, k: usize) -> Vec<(usize, usize)> {
     out
 }
 
-/// Bias, rounding, epilogue and store of one tile; rows from `r0`, columns from `col0`.
+/// Bias, rounding, epilogue and store of one tile (`MR` × `NR` f32 values at `tile`); rows
+/// from `r0`, columns from `col0`. Rows and vectors are loops, not unrolled, so that the
+/// epilogue is emitted twice per kernel (four lanes, and one lane for a ragged edge) rather
+/// than once per tile value: an fp16 batch-norm epilogue unrolled 40 times made the kernels of
+/// a mobilenet 4× slower to compile.
 #[allow(clippy::too_many_arguments)]
 fn store_tile(
     fx: &mut Fx,
     c: &Contraction,
-    acc: &[Value],
+    tile: Value,
     bi: Value,
     r0: Value,
     col0: Value,
@@ -912,8 +917,8 @@ fn store_tile(
     let bias_len = c.bias.as_ref().map_or(0, |b| b.ty.num_elements());
     let bd = c.bias.as_ref().map_or(DType::F32, |b| b.ty.dtype);
     let err = std::cell::RefCell::new(Ok(()));
-    for r in 0..MR {
-        let row = fx.b.ins().iadd_imm_s(r0, r as i64);
+    fx.for_n(0, MR as i64, 1, &[], |fx, r, _| {
+        let row = fx.b.ins().iadd(r0, r);
         let row_ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
         fx.if_then(row_ok, |fx| {
             // Global row over all batches, and the epilogue inputs' row offsets.
@@ -924,43 +929,51 @@ fn store_tile(
                 None => Vec::new(),
             };
             let out_row = fx.b.ins().imul_imm_s(grow, n as i64);
-            for v in 0..NR / LANES {
-                let col = fx.b.ins().iadd_imm_s(col0, (v * LANES) as i64);
+            let tile_row = fx.b.ins().imul_imm_s(r, (NR * 4) as i64);
+            let tile_row = fx.b.ins().iadd(tile, tile_row);
+            fx.for_n(0, NR as i64, LANES as i64, &[], |fx, v, _| {
+                let col = fx.b.ins().iadd(col0, v);
+                let at = fx.addr(tile_row, v, 4);
                 let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col, (n as i64) - LANES as i64);
-                let value = acc[r * 2 + v];
                 let full = if vector_epilogue { full } else { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) };
                 fx.if_else(
                     full,
                     |fx| {
-                        let x = finish(fx, c, value, col, bias, bias_len, bd, &row_offs, epi_bases, true);
-                        match x {
+                        let value = fx.b.ins().load(F32X4, super::emit::mem(), at, 0);
+                        match finish(fx, c, value, col, bias, bias_len, bd, &row_offs, epi_bases, true) {
                             Ok(x) => {
-                                let at = fx.b.ins().iadd(out_row, col);
-                                fx.store4(od, out, at, x);
+                                let o = fx.b.ins().iadd(out_row, col);
+                                fx.store4(od, out, o, x);
                             }
                             Err(e) => *err.borrow_mut() = Err(e),
                         }
                         vec![]
                     },
                     |fx| {
-                        for l in 0..LANES {
-                            let cl = fx.b.ins().iadd_imm_s(col, l as i64);
+                        fx.for_n(0, LANES as i64, 1, &[], |fx, l, _| {
+                            let cl = fx.b.ins().iadd(col, l);
                             let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, cl, n as i64);
-                            let lane = fx.b.ins().extractlane(value, l as u8);
-                            fx.if_then(ok, |fx| match finish(fx, c, lane, cl, bias, bias_len, bd, &row_offs, epi_bases, false) {
-                                Ok(x) => {
-                                    let at = fx.b.ins().iadd(out_row, cl);
-                                    fx.store(od, out, at, x);
+                            fx.if_then(ok, |fx| {
+                                let lane_at = fx.addr(at, l, 4);
+                                let lane = fx.b.ins().load(F32, super::emit::mem(), lane_at, 0);
+                                match finish(fx, c, lane, cl, bias, bias_len, bd, &row_offs, epi_bases, false) {
+                                    Ok(x) => {
+                                        let o = fx.b.ins().iadd(out_row, cl);
+                                        fx.store(od, out, o, x);
+                                    }
+                                    Err(e) => *err.borrow_mut() = Err(e),
                                 }
-                                Err(e) => *err.borrow_mut() = Err(e),
                             });
-                        }
+                            vec![]
+                        });
                         vec![]
                     },
                 );
-            }
+                vec![]
+            });
         });
-    }
+        vec![]
+    });
     err.into_inner()
 }
 
