@@ -70,6 +70,9 @@ pub struct Executor {
     /// The libcall table the kernels call through (`rt`), built once.
     rt: Vec<usize>,
     threads: usize,
+    /// With `F16C_PROFILE` set: per kernel, the time its steps took and how many runs there
+    /// were; printed to standard error when the executor is dropped.
+    profile: Option<std::sync::Mutex<(Vec<std::time::Duration>, usize)>>,
     /// Keeps the code mapped (a JIT module, a loaded shared object).
     _code: Box<dyn Any + Send + Sync>,
 }
@@ -102,7 +105,8 @@ impl Executor {
                 _ => None,
             })
             .collect();
-        Ok(Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), _code: code })
+        let profile = std::env::var_os("F16C_PROFILE").map(|_| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
+        Ok(Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, _code: code })
     }
 
     /// The manifest (function name, types, layout, schedule).
@@ -145,7 +149,9 @@ impl Executor {
             .collect();
         let rt = &self.rt;
         let mut scratch: Vec<Aligned> = vec![Aligned::zeroed(m.scratch_bytes)];
+        let mut times = self.profile.as_ref().map(|_| vec![std::time::Duration::ZERO; m.kernels.len()]);
         for step in &m.steps {
+            let started = times.as_ref().map(|_| std::time::Instant::now());
             let f = self.functions[step.function].expect("checked in new");
             let threads = if step.cost >= PARALLEL_MIN_COST { self.threads.min(step.work) } else { 1 };
             while scratch.len() < threads {
@@ -176,10 +182,18 @@ impl Executor {
                     handles.into_iter().map(|h| h.join().unwrap_or(-1)).fold(first, |a, b| if a != 0 { a } else { b })
                 })
             };
+            if let (Some(times), Some(t0)) = (times.as_mut(), started) {
+                times[step.kernel] += t0.elapsed();
+            }
             if status != Status::Ok as i32 {
                 let k = &m.kernels[step.kernel];
                 return Err(RuntimeError::Eval { location: k.location.clone(), op: k.op.clone(), message: Status::describe(status) });
             }
+        }
+        if let (Some(profile), Some(times)) = (&self.profile, times) {
+            let mut p = profile.lock().unwrap_or_else(|e| e.into_inner());
+            p.0.iter_mut().zip(times).for_each(|(total, t)| *total += t);
+            p.1 += 1;
         }
         self.outputs
             .iter()
@@ -191,6 +205,26 @@ impl Executor {
                 Ok(Tensor::new(ty.shape.clone(), data).expect("type's element count"))
             })
             .collect()
+    }
+}
+
+impl Drop for Executor {
+    /// Prints the kernel profile (`F16C_PROFILE`): kernels by time per run, slowest first.
+    fn drop(&mut self) {
+        let Some(profile) = self.profile.take() else { return };
+        let (totals, runs) = profile.into_inner().unwrap_or_else(|e| e.into_inner());
+        if runs == 0 {
+            return;
+        }
+        let all: std::time::Duration = totals.iter().sum();
+        let mut order: Vec<usize> = (0..totals.len()).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(totals[k]));
+        eprintln!("f16c profile of @{}: {runs} runs, {:.3} ms per run in kernels", self.manifest.function, all.as_secs_f64() * 1e3 / runs as f64);
+        for k in order.into_iter().take_while(|&k| !totals[k].is_zero()) {
+            let info = &self.manifest.kernels[k];
+            let share = totals[k].as_secs_f64() / all.as_secs_f64().max(f64::MIN_POSITIVE);
+            eprintln!("{:>10.4} ms {:>5.1}%  {:<28} {}", totals[k].as_secs_f64() * 1e3 / runs as f64, share * 100.0, info.name, info.location);
+        }
     }
 }
 

@@ -9,7 +9,6 @@
 use crate::{Result, RuntimeError};
 use f16c_core::{DType, Data, Tensor};
 use half::f16;
-use npyz::WriterBuilder;
 use std::path::Path;
 
 fn npy_err(path: &Path, message: impl Into<String>) -> RuntimeError {
@@ -101,33 +100,52 @@ fn screen(bytes: &[u8]) -> std::result::Result<Option<usize>, String> {
     Ok(Some(start + len))
 }
 
-/// Writes a tensor as a `.npy` file (little-endian, C order). NumPy has no bf16: a bf16 tensor
-/// is written widened to f32, which is exact.
+/// Writes a tensor as a `.npy` file (version 1.0, little-endian, C order), with the header
+/// exactly as NumPy writes it (IREE's reader, for one, rejects the trailing comma some writers
+/// put after the last dimension). NumPy has no bf16: a bf16 tensor is written widened to f32,
+/// which is exact.
 pub fn write(path: &Path, t: &Tensor) -> Result<()> {
-    let shape: Vec<u64> = t.shape().iter().map(|&d| d as u64).collect();
-    let io = |e: std::io::Error| npy_err(path, format!("cannot write: {e}"));
-    let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-    macro_rules! put {
-        ($ty:ty, $v:expr) => {{
-            let mut w = npyz::WriteOptions::<$ty>::new().default_dtype().shape(&shape).writer(file).begin_nd().map_err(io)?;
-            w.extend($v.iter().copied()).map_err(io)?;
-            w.finish().map_err(io)?;
-        }};
+    let widened;
+    let t = if let Data::BF16(v) = t.data() {
+        widened = Tensor::new(t.shape().to_vec(), Data::F32(v.iter().map(|x| x.to_f32()).collect())).expect("same shape");
+        &widened
+    } else {
+        t
+    };
+    let descr = match t.dtype() {
+        DType::F32 => "<f4",
+        DType::F16 => "<f2",
+        DType::F64 => "<f8",
+        DType::I1 => "|b1",
+        DType::I8 => "|i1",
+        DType::I32 => "<i4",
+        DType::I64 => "<i8",
+        DType::BF16 => unreachable!("widened above"),
+    };
+    let mut bytes = header(descr, t.shape());
+    bytes.extend(t.data().to_le_bytes());
+    std::fs::write(path, bytes).map_err(|e| npy_err(path, format!("cannot write: {e}")))
+}
+
+/// A version 1.0 `.npy` header: magic, length, and the dict padded with spaces so that the
+/// data starts at a multiple of 64 bytes.
+fn header(descr: &str, shape: &[usize]) -> Vec<u8> {
+    let dims = match shape {
+        [d] => format!("({d},)"),
+        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+    };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
+    // NumPy leaves room for the first dimension to grow to 21 digits in place.
+    if let Some(first) = shape.first() {
+        dict.push_str(&" ".repeat(21usize.saturating_sub(first.to_string().len())));
     }
-    match t.data() {
-        Data::F32(v) => put!(f32, v),
-        Data::F16(v) => put!(f16, v),
-        Data::F64(v) => put!(f64, v),
-        Data::I1(v) => put!(bool, v),
-        Data::I8(v) => put!(i8, v),
-        Data::I32(v) => put!(i32, v),
-        Data::I64(v) => put!(i64, v),
-        Data::BF16(v) => {
-            let wide: Vec<f32> = v.iter().map(|x| x.to_f32()).collect();
-            put!(f32, wide)
-        }
-    }
-    Ok(())
+    let unpadded = 10 + dict.len() + 1;
+    dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((dict.len() as u16).to_le_bytes());
+    out.extend(dict.as_bytes());
+    out
 }
 
 /// An f32 tensor given for an f16 or bf16 argument of the same shape, rounded to it (to
@@ -181,6 +199,24 @@ mod tests {
         assert_eq!(fit(back, &bf.ty()), bf);
         let wrong_shape = Tensor::from_f32(vec![2], vec![1.0, 2.0]).unwrap();
         assert_eq!(fit(wrong_shape.clone(), &bf.ty()), wrong_shape);
+    }
+
+    #[test]
+    fn headers_are_byte_for_byte_numpys() {
+        // What numpy 2.4's np.save writes for these shapes and types.
+        for (descr, shape, dict) in [
+            ("<f4", &[1, 3, 16, 16][..], "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 16, 16), }"),
+            ("|i1", &[5][..], "{'descr': '|i1', 'fortran_order': False, 'shape': (5,), }"),
+            ("<f2", &[][..], "{'descr': '<f2', 'fortran_order': False, 'shape': (), }"),
+            ("|b1", &[2, 3][..], "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }"),
+        ] {
+            let h = header(descr, shape);
+            assert_eq!(h.len(), 128, "{dict}");
+            assert_eq!(&h[..10], b"\x93NUMPY\x01\x00\x76\x00");
+            let text = std::str::from_utf8(&h[10..]).unwrap();
+            assert_eq!(text.trim_end(), dict);
+            assert!(text.ends_with('\n'));
+        }
     }
 
     #[test]
