@@ -5,8 +5,17 @@
 #   - the AArch64 cross toolchain and qemu-user (for running AArch64 code in tests)
 #   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas) and numpy
 #     (the peer of the benchmark), and CUDA 12.8's nvdisasm in .tools/cuda12 (SASS checks)
+#   - with --iree: IREE's compiler and runtime (iree-base-compiler, iree-base-runtime 3.13) into
+#     .venv, the peer `f16c bench` measures against (opt-in: about 200 MB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+iree=0
+for arg in "$@"; do
+  case "$arg" in
+    --iree) iree=1 ;;
+    *) echo "setup: unknown option '$arg' (known: --iree)"; exit 2 ;;
+  esac
+done
 
 packages=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22 libpolly-22-dev
           libzstd-dev zlib1g-dev libxml2-dev qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
@@ -55,6 +64,11 @@ fi
 if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
   echo "setup: installing numpy into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "numpy>=2,<3"
+fi
+
+if [ "$iree" = 1 ] && [ ! -x .venv/bin/iree-compile ]; then
+  echo "setup: installing IREE (iree-base-compiler, iree-base-runtime) into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "iree-base-compiler==3.13.*" "iree-base-runtime==3.13.*"
 fi
 
 command -v cargo >/dev/null || { echo "setup: cargo is missing (install Rust 1.95 with rustup)"; exit 1; }

@@ -1,18 +1,21 @@
 //! `f16c bench`: speed and memory of the x86_64 JIT and of the LLVM x86-64 backend ahead of
-//! time, with numpy as a peer in the same run; with `--aarch64`, the instructions AArch64 code
-//! executes under qemu.
+//! time, with numpy and IREE as peers in the same run; with `--aarch64`, the instructions AArch64
+//! code executes under qemu.
 //!
 //! Prints GEMM throughput (f32 and fp16, JIT and LLVM, against numpy's float32 and float16
-//! matmul at the same thread count), per-model latency (JIT and LLVM) and the JIT's compile time
-//! (every model in `--models`, and a resnet18-style network at 3×64×64), and memory (weight
-//! bytes, the buffer plan's peak against its liveness lower bound). Times are the best of
-//! repeated runs. `--aarch64` adds the executed instructions of the AArch64 fp16 code against
-//! its own f32 code (GEMM and every model), counted by a TCG plugin under qemu-aarch64.
+//! matmul at the same thread count, best of repeated runs), per-model latency (JIT, LLVM and,
+//! when installed, IREE compiled from the same TOSA) and compile times (every model in
+//! `--models`, and the networks of [`crate::networks`] at 3×64×64), and memory (weight bytes, the
+//! buffer plan's peak against its liveness lower bound, fp16's total against f32's). `--aarch64`
+//! adds the executed instructions of the AArch64 fp16 code against its own f32 code (GEMM and
+//! every model), counted by a TCG plugin under qemu-aarch64.
 
 use anyhow::{bail, Context};
 use clap::{Arg, ArgMatches, Command};
 use f16c_dialect::export::{print_module, PrintOptions};
-use f16c_dialect::{BinaryOp, ConvAttrs, DType, Graph, Location, Module, NodeId, Op, PoolAttrs, Tensor, TensorType, ValueType};
+use f16c_dialect::{DType, Graph, Location, Module, Op, Tensor, TensorType, ValueType};
+use crate::iree::{Iree, Measured};
+use crate::networks::{decimal_weights, mobilenet_v2, random, resnet18};
 use f16c_compiler::backend::llvm_cpu;
 use f16c_compiler::driver;
 use f16c_jit::{CompileOptions, Model};
@@ -28,15 +31,33 @@ pub fn command() -> Command {
             "numpy runs from the project's .venv (scripts/setup.sh installs it) with\n\
              OPENBLAS_NUM_THREADS set to --threads, so both sides use the same cores. 'llvm' is the\n\
              LLVM x86-64 backend (--target=x86_64 --backend=llvm) through the same CPU executor.\n\n\
+             IREE (bash scripts/setup.sh --iree installs it into .venv) compiles each model's f32\n\
+             function and f16c's fp16 function (after precision assignment and cast insertion),\n\
+             printed in MLIR's generic form, for the host CPU, plain and with data tiling; the faster\n\
+             variant counts. iree-benchmark-module times it with --task_topology_max_group_count\n\
+             set to --threads. Model latency on every side is the mean of one call, best of 3 rounds.\n\n\
              --aarch64 counts the instructions the AArch64 code executes under qemu-aarch64 (fp16\n\
              against f32, one call of the library's entry point; needs qemu-user,\n\
              gcc-aarch64-linux-gnu and a host C compiler for the counting plugin).\n\n\
-             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512\n  f16c bench --aarch64 --sizes=256",
+             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512\n  f16c bench --sizes=none --only=mobilenet --threads=1\n  f16c bench --aarch64 --sizes=256\n  f16c bench --write-networks=/tmp/nets",
         )
         .arg(Arg::new("threads").long("threads").value_name("N").value_parser(clap::value_parser!(usize)).help("Threads (default: every core)"))
-        .arg(Arg::new("sizes").long("sizes").value_name("N,..").default_value("256,512,1024").help("GEMM sizes (square)"))
+        .arg(Arg::new("sizes").long("sizes").value_name("N,..").default_value("256,512,1024").help("GEMM sizes (square), or 'none' to skip the GEMM table"))
         .arg(Arg::new("models").long("models").value_name("DIR").default_value("tests/data/models").help("Directory of NAME.tosa.mlir + NAME.input.npy models"))
         .arg(Arg::new("python").long("python").value_name("PY").default_value(".venv/bin/python").help("Python with numpy for the peer ('none' to skip)"))
+        .arg(Arg::new("only").long("only").value_name("WORD,..").help("Only the models whose name contains one of these words (e.g. mobilenet,cnn)"))
+        .arg(
+            Arg::new("iree")
+                .long("iree")
+                .value_name("DIR")
+                .help("Directory with iree-compile and iree-benchmark-module for the IREE peer (default .venv/bin; 'none' to skip)"),
+        )
+        .arg(
+            Arg::new("write-networks")
+                .long("write-networks")
+                .value_name("DIR")
+                .help("Write the networks the bench builds (NAME.tosa.mlir with decimal weights, NAME.input.npy) into DIR and stop"),
+        )
         .arg(
             Arg::new("aarch64")
                 .long("aarch64")
@@ -67,6 +88,23 @@ fn aarch64_instructions(g: &Graph, inputs: &[Tensor]) -> anyhow::Result<u64> {
     Ok(foreign::count_instructions("aarch64", &library, &inputs)?)
 }
 
+/// Model latency as IREE's benchmark reports its own: the mean time of one call over a round
+/// of about `budget / 3` (at least 3 calls), the best of 3 rounds, after one warm-up call.
+fn rounds(budget: Duration, mut f: impl FnMut()) -> Duration {
+    f();
+    (0..3)
+        .map(|_| {
+            let (start, mut runs) = (Instant::now(), 0u32);
+            while runs < 3 || start.elapsed() < budget / 3 {
+                f();
+                runs += 1;
+            }
+            start.elapsed() / runs
+        })
+        .min()
+        .expect("three rounds")
+}
+
 /// Best time of `f` over repeated runs lasting about `budget` (at least 3 runs).
 fn best(budget: Duration, mut f: impl FnMut()) -> Duration {
     f();
@@ -84,19 +122,6 @@ fn loc() -> Location {
     Location::unknown()
 }
 
-/// A deterministic pseudo-random tensor with values in `[-scale, scale]`.
-fn random(ty: &TensorType, seed: u64, scale: f32) -> Tensor {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let v: Vec<f32> = (0..ty.num_elements())
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect();
-    let t = Tensor::from_f32(ty.shape.clone(), v).expect("sized");
-    f16c_dialect::semantics::cast(&t, ty.dtype)
-}
-
 fn gemm_graph(n: usize, d: DType) -> Graph {
     let mut g = Graph::new("gemm");
     let a = g.add_input(TensorType::new(d, [1, n, n]), loc());
@@ -109,102 +134,164 @@ fn gemm_graph(n: usize, d: DType) -> Graph {
     g
 }
 
-/// Builds a resnet18-style network (NHWC, batch norm folded into conv biases) for a 3×64×64
-/// input: the 7×7 stem, max pool, four stages of two basic blocks (64..512 channels, projection
-/// shortcuts), global average pool and a 10-way classifier: resnet18's layer structure and
-/// about its weight count.
-pub fn resnet18() -> Module {
-    struct B {
-        g: Graph,
-        seed: u64,
-    }
-    impl B {
-        fn ty(&self, x: NodeId) -> TensorType {
-            self.g.tensor_ty(x).expect("tensor").clone()
-        }
-        fn constant(&mut self, t: Tensor) -> NodeId {
-            let ty = ValueType::Tensor(t.ty());
-            self.g.add_node(Op::Const(t), ty, &[], loc())
-        }
-        fn conv(&mut self, x: NodeId, cout: usize, k: usize, stride: usize, relu: bool) -> NodeId {
-            let [n, h, w, cin] = self.ty(x).shape[..] else { unreachable!("NHWC") };
-            self.seed += 1;
-            let scale = (2.0 / (k * k * cin) as f32).sqrt();
-            let weight = self.constant(random(&TensorType::new(DType::F32, [cout, k, k, cin]), self.seed, scale));
-            let bias = self.constant(random(&TensorType::new(DType::F32, [cout]), self.seed + 1000, 0.1));
-            let z = self.constant(Tensor::splat(&TensorType::new(DType::F32, [1]), 0.0));
-            // "Same" output size ceil(h / stride); TOSA wants the window to tile the padded input
-            // exactly, so odd total padding puts the extra row on top.
-            let (oh, ow) = (h.div_ceil(stride), w.div_ceil(stride));
-            let total = (oh - 1) * stride + k - h;
-            let (lo, hi) = (total - total / 2, total / 2);
-            let _ = ow;
-            let attrs = ConvAttrs { pad: [lo, hi, lo, hi], stride: [stride; 2], dilation: [1, 1], acc: DType::F32 };
-            let out = ValueType::Tensor(TensorType::new(DType::F32, [n, oh, ow, cout]));
-            let y = self.g.add_node(Op::Conv2d(attrs), out.clone(), &[x, weight, bias, z, z], loc());
-            if relu { self.g.add_node(Op::Clamp { min: 0.0, max: f32::MAX as f64 }, out, &[y], loc()) } else { y }
-        }
-        fn block(&mut self, x: NodeId, cout: usize, stride: usize) -> NodeId {
-            let cin = self.ty(x).shape[3];
-            let y = self.conv(x, cout, 3, stride, true);
-            let y = self.conv(y, cout, 3, 1, false);
-            // Projection shortcut: 1×1, or 3×3 where it also halves the size (a 1×1 window
-            // cannot tile an even input at stride 2 in TOSA's exact-division rule).
-            let short = match (stride, cin == cout) {
-                (1, true) => x,
-                (1, false) => self.conv(x, cout, 1, 1, false),
-                _ => self.conv(x, cout, 3, stride, false),
-            };
-            let ty = ValueType::Tensor(self.ty(y));
-            let s = self.g.add_node(Op::Binary(BinaryOp::Add), ty.clone(), &[y, short], loc());
-            self.g.add_node(Op::Clamp { min: 0.0, max: f32::MAX as f64 }, ty, &[s], loc())
-        }
-    }
-    let mut b = B { g: Graph::new("forward"), seed: 0 };
-    let x = b.g.add_input(TensorType::new(DType::F32, [1, 64, 64, 3]), loc());
-    let mut y = b.conv(x, 64, 7, 2, true);
-    let pool = PoolAttrs { kernel: [3, 3], stride: [2, 2], pad: [1, 0, 1, 0], acc: None };
-    y = b.g.add_node(Op::MaxPool2d(pool), ValueType::Tensor(TensorType::new(DType::F32, [1, 16, 16, 64])), &[y], loc());
-    for (c, s) in [(64, 1), (128, 2), (256, 2), (512, 2)] {
-        y = b.block(y, c, s);
-        y = b.block(y, c, 1);
-    }
-    let z = b.constant(Tensor::splat(&TensorType::new(DType::F32, [1]), 0.0));
-    let avg = PoolAttrs { kernel: [2, 2], stride: [2, 2], pad: [0; 4], acc: Some(DType::F32) };
-    y = b.g.add_node(Op::AvgPool2d(avg), ValueType::Tensor(TensorType::new(DType::F32, [1, 1, 1, 512])), &[y, z, z], loc());
-    let shape = b.g.add_node(Op::ConstShape(vec![1, 1, 512]), ValueType::Shape(3), &[], loc());
-    y = b.g.add_node(Op::Reshape, ValueType::Tensor(TensorType::new(DType::F32, [1, 1, 512])), &[y, shape], loc());
-    let w = b.constant(random(&TensorType::new(DType::F32, [1, 512, 10]), 99, 0.05));
-    y = b.g.add_node(Op::MatMul, ValueType::Tensor(TensorType::new(DType::F32, [1, 1, 10])), &[y, w, z, z], loc());
-    let bias = b.constant(random(&TensorType::new(DType::F32, [1, 1, 10]), 98, 0.1));
-    y = b.g.add_node(Op::Binary(BinaryOp::Add), ValueType::Tensor(TensorType::new(DType::F32, [1, 1, 10])), &[y, bias], loc());
-    b.g.add_output(y);
-    Module { functions: vec![b.g] }
-}
-
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
-    let sizes: Vec<usize> = m
-        .get_one::<String>("sizes")
-        .expect("has default")
-        .split(',')
-        .map(|s| s.trim().parse().with_context(|| format!("--sizes: '{s}' is not a size")))
-        .collect::<anyhow::Result<_>>()?;
+    if let Some(dir) = m.get_one::<String>("write-networks") {
+        write_networks(Path::new(dir))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sizes: Vec<usize> = match m.get_one::<String>("sizes").expect("has default").as_str() {
+        "none" => Vec::new(),
+        list => list.split(',').map(|s| s.trim().parse().with_context(|| format!("--sizes: '{s}' is not a size"))).collect::<anyhow::Result<_>>()?,
+    };
     let python = m.get_one::<String>("python").expect("has default");
-    println!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time, {threads} thread(s); times are the best of repeated runs\n");
+    println!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time, {threads} thread(s)\n");
+    if !sizes.is_empty() {
+        gemm(python, threads, &sizes)?;
+    }
 
+    let dir = PathBuf::from(m.get_one::<String>("models").expect("has default"));
+    let models = models(&dir, m.get_one::<String>("only"))?;
+    let iree = match m.get_one::<String>("iree").map(String::as_str) {
+        Some("none") => None,
+        dir => match Iree::find(Path::new(dir.unwrap_or(".venv/bin"))) {
+            Ok(iree) => Some(iree),
+            Err(why) => {
+                println!("\n(IREE peer skipped: {why})");
+                None
+            }
+        },
+    };
+
+    println!("\nModels: latency (ms: mean of one call, best of 3 rounds), JIT compile time (ms: parse / passes / lower+CLIF / Cranelift)");
+    println!("{:<18} {:>9} {:>9} {:>9} {:>9} {:>30} {:>30}", "model", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "compile f32", "compile fp16");
+    let mut rows = Vec::new();
+    let mut counts = Vec::new();
+    if m.get_flag("aarch64") && !sizes.is_empty() {
+        let n = sizes[0];
+        let mut c = Vec::new();
+        for (d, f16_acc) in [(DType::F32, false), (DType::F16, false), (DType::F16, true)] {
+            let mut g = gemm_graph(n, d);
+            if f16_acc {
+                let mm = g.outputs()[0];
+                g.node_mut(mm).set_attr(f16c_compiler::transforms::attrs::ACC_TYPE, "f16");
+            }
+            c.push(aarch64_instructions(&g, &[random(&TensorType::new(d, [1, n, n]), 2, 1.0)])?);
+        }
+        counts.push((format!("gemm {n}³"), c[0], c[1], c[2]));
+    }
+    for (name, source, inputs) in &models {
+        let mut row = Row { name: name.clone(), ..Row::default() };
+        let mut insns = Vec::new();
+        for (k, options) in [CompileOptions { threads, ..CompileOptions::default() }, CompileOptions { threads, ..CompileOptions::fp16() }].into_iter().enumerate() {
+            let g = prepared(source, name, &options)?;
+            let exec = llvm_executor(&g, threads)?;
+            exec.run(inputs).with_context(|| format!("{name}: running the LLVM code on {name}.input.npy"))?;
+            row.llvm[k] = ms(rounds(Duration::from_millis(600), || {
+                let _ = exec.run(inputs);
+            }));
+            if m.get_flag("aarch64") {
+                insns.push(aarch64_instructions(&g, inputs)?);
+                if options.precision != "fp32" {
+                    // The same with fp16 accumulation (--accumulate=f16).
+                    let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
+                    let o = driver::Options { f16_accumulate: true, ..driver::Options::new(f16c_compiler::target::Target::Aarch64 { bf16: false }).with_precision(f16c_compiler::policy::Precision::Fp16) };
+                    driver::prepare(&mut module, &o, &[]).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                    let index = driver::choose_function(&module, None).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                    insns.push(aarch64_instructions(&module.functions[index], inputs)?);
+                }
+            }
+            let t0 = Instant::now();
+            let model = Model::compile_source(source, name, &options)?;
+            let total = t0.elapsed();
+            let t = &model.times;
+            row.compile[k] = total;
+            row.compile_parts[k] = format!("{:.1} ({:.1}/{:.1}/{:.1}/{:.1})", ms(total), ms(t.parse), ms(t.passes), ms(t.lower), ms(t.codegen));
+            // A first run reports a wrong input as the runtime's error, not as a panic.
+            model.run(inputs).with_context(|| format!("{name}: running on {name}.input.npy"))?;
+            row.jit[k] = ms(rounds(Duration::from_millis(600), || {
+                let _ = model.run(inputs);
+            }));
+            row.memory[k] = (model.weight_bytes(), model.memory.arena_bytes, model.memory.lower_bound);
+            if let Some(iree) = &iree {
+                // IREE compiles what f16c runs: the f32 function, and the fp16 one after
+                // precision assignment and cast insertion (fp16 contraction inputs and weights).
+                let label = format!("{name}.{}", options.precision);
+                row.iree[k] = Some(iree.measure(&label, &g, inputs, threads)?);
+            }
+        }
+        println!(
+            "{:<18} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>30} {:>30}",
+            row.name, row.jit[0], row.jit[1], row.llvm[0], row.llvm[1], row.compile_parts[0], row.compile_parts[1]
+        );
+        if let [f32_count, fp16_count, f16_acc_count] = insns[..] {
+            counts.push((name.clone(), f32_count, fp16_count, f16_acc_count));
+        }
+        rows.push(row);
+    }
+    if !counts.is_empty() {
+        println!("\nAArch64 under qemu: instructions executed by one call (fp16 = O1 with f32 accumulation, FMLAL; acc16 = --accumulate=f16, FMLA .8h)");
+        println!("{:<18} {:>14} {:>14} {:>14} {:>10} {:>12}", "model", "f32", "fp16", "fp16 acc16", "fp16/f32", "acc16/f32");
+        for (name, a, b, c) in counts {
+            println!("{name:<18} {a:>14} {b:>14} {c:>14} {:>10.3} {:>12.3}", b as f64 / a.max(1) as f64, c as f64 / a.max(1) as f64);
+        }
+    }
+    if iree.is_some() {
+        println!("\nAgainst IREE (same TOSA; IREE's fp16 input is f16c's fp16 function: f16 weights and contraction inputs)");
+        println!("latency ms; compile s (f16c: parse through Cranelift; IREE: iree-compile of the faster variant)");
+        println!(
+            "{:<18} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>12}",
+            "model", "jit f32", "iree f32", "jit/iree", "jit fp16", "iree f16", "jit/iree", "jit16/32", "f16c f32", "f16c f16", "iree f32", "iree f16", "iree variant"
+        );
+        for r in &rows {
+            let [Some(a), Some(b)] = &r.iree else { continue };
+            let (ia, ib) = (ms(a.latency), ms(b.latency));
+            println!(
+                "{:<18} {:>9.3} {:>9.3} {:>8.3} {:>9.3} {:>9.3} {:>8.3} {:>9.3} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>12}",
+                r.name,
+                r.jit[0],
+                ia,
+                r.jit[0] / ia,
+                r.jit[1],
+                ib,
+                r.jit[1] / ib,
+                r.jit[1] / r.jit[0],
+                r.compile[0].as_secs_f64(),
+                r.compile[1].as_secs_f64(),
+                a.compile.as_secs_f64(),
+                b.compile.as_secs_f64(),
+                format!("{}/{}", short(a.variant), short(b.variant))
+            );
+        }
+    }
+
+    println!("\nMemory (bytes): weights as stored; activations: buffer plan peak vs liveness lower bound; total = weights + peak");
+    println!("{:<18} {:>5} {:>12} {:>12} {:>12} {:>8} {:>12} {:>10}", "model", "", "weights", "peak", "lower bound", "ratio", "total", "16/32 total");
+    for r in &rows {
+        let total = |k: usize| r.memory[k].0 + r.memory[k].1;
+        for (k, label) in ["f32", "fp16"].into_iter().enumerate() {
+            let (w, peak, lb) = r.memory[k];
+            let vs = if k == 1 { format!("{:.3}", total(1) as f64 / total(0).max(1) as f64) } else { String::new() };
+            println!("{:<18} {label:>5} {w:>12} {peak:>12} {lb:>12} {:>8.3} {:>12} {vs:>10}", r.name, peak as f64 / lb.max(1) as f64, total(k));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The GEMM table: JIT and LLVM in f32 and fp16 against numpy (best of repeated runs).
+fn gemm(python: &str, threads: usize, sizes: &[usize]) -> anyhow::Result<()> {
     // numpy first, so its threads do not compete with ours.
-    let peer = numpy(python, threads, &sizes)?;
+    let peer = numpy(python, threads, sizes)?;
     println!("GEMM n×n×n (A activation, B constant weight)");
     println!("GFLOP/s; jit = Cranelift, llvm = LLVM x86-64 ahead of time, np = numpy (OpenBLAS for f32)");
     println!(
         "{:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>11}",
         "n", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "np f32", "np f16", "llvm/np32", "llvm/jit", "llvm 16/32"
     );
-    for &n in &sizes {
+    for &n in sizes {
         let flops = 2.0 * (n as f64).powi(3);
         let (mut jit, mut llvm) = (Vec::new(), Vec::new());
         for d in [DType::F32, DType::F16] {
@@ -237,98 +324,66 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             llvm[1] / llvm[0]
         );
     }
+    Ok(())
+}
 
-    println!("\nModels: latency (ms), JIT compile time (ms: parse / passes / lower+CLIF / Cranelift)");
-    println!("{:<16} {:>10} {:>10} {:>10} {:>10} {:>30} {:>30}", "model", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "compile f32", "compile fp16");
-    let mut memory = Vec::new();
-    let dir = PathBuf::from(m.get_one::<String>("models").expect("has default"));
-    let mut models: Vec<(String, String, Vec<Tensor>)> = Vec::new();
-    let mut names = discover(&dir)?;
+/// One model's figures, f32 first and fp16 second in each pair.
+#[derive(Default)]
+struct Row {
+    name: String,
+    jit: [f64; 2],
+    llvm: [f64; 2],
+    compile: [Duration; 2],
+    compile_parts: [String; 2],
+    iree: [Option<Measured>; 2],
+    /// Weight bytes, activation peak, liveness lower bound.
+    memory: [(usize, usize, usize); 2],
+}
+
+fn short(variant: &str) -> &str {
+    if variant == "plain" { "plain" } else { "tiled" }
+}
+
+/// The models to run: every model of `dir`, then the networks the bench builds; with `only`,
+/// those whose name contains one of its comma-separated words.
+fn models(dir: &Path, only: Option<&String>) -> anyhow::Result<Vec<(String, String, Vec<Tensor>)>> {
+    let wanted = |name: &str| only.is_none_or(|o| o.split(',').any(|w| name.contains(w.trim())));
+    let mut models = Vec::new();
+    let mut names = discover(dir)?;
     names.sort();
-    for name in names {
+    for name in names.into_iter().filter(|n| wanted(n)) {
         let source = std::fs::read_to_string(dir.join(format!("{name}.tosa.mlir")))?;
         let input = f16c_runtime::npy::read(&dir.join(format!("{name}.input.npy")))?;
         models.push((name, source, vec![input]));
     }
-    let resnet = print_module(&resnet18(), PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.to_string()))?;
-    models.push(("resnet18_64".into(), resnet, vec![random(&TensorType::new(DType::F32, [1, 64, 64, 3]), 5, 1.0)]));
-    let mut counts = Vec::new();
-    if m.get_flag("aarch64") {
-        let n = sizes[0];
-        let mut c = Vec::new();
-        for (d, f16_acc) in [(DType::F32, false), (DType::F16, false), (DType::F16, true)] {
-            let mut g = gemm_graph(n, d);
-            if f16_acc {
-                let mm = g.outputs()[0];
-                g.node_mut(mm).set_attr(f16c_compiler::transforms::attrs::ACC_TYPE, "f16");
-            }
-            c.push(aarch64_instructions(&g, &[random(&TensorType::new(d, [1, n, n]), 2, 1.0)])?);
-        }
-        counts.push((format!("gemm {n}³"), c[0], c[1], c[2]));
+    for (name, module, input) in networks().into_iter().filter(|n| wanted(&n.0)) {
+        let text = decimal_weights(&print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.to_string()))?);
+        models.push((name, text, vec![input]));
     }
-    for (name, source, inputs) in &models {
-        let mut cells = Vec::new();
-        let mut llvm_cells = Vec::new();
-        let mut compiles = Vec::new();
-        let mut insns = Vec::new();
-        for options in [CompileOptions { threads, ..CompileOptions::default() }, CompileOptions { threads, ..CompileOptions::fp16() }] {
-            let g = prepared(source, name, &options)?;
-            let exec = llvm_executor(&g, threads)?;
-            exec.run(inputs).with_context(|| format!("{name}: running the LLVM code on {name}.input.npy"))?;
-            llvm_cells.push(ms(best(Duration::from_millis(700), || {
-                let _ = exec.run(inputs);
-            })));
-            if m.get_flag("aarch64") {
-                insns.push(aarch64_instructions(&g, inputs)?);
-                if options.precision != "fp32" {
-                    // The same with fp16 accumulation (--accumulate=f16).
-                    let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
-                    let o = driver::Options { f16_accumulate: true, ..driver::Options::new(f16c_compiler::target::Target::Aarch64 { bf16: false }).with_precision(f16c_compiler::policy::Precision::Fp16) };
-                    driver::prepare(&mut module, &o, &[]).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-                    let index = driver::choose_function(&module, None).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-                    insns.push(aarch64_instructions(&module.functions[index], inputs)?);
-                }
-            }
-            let t0 = Instant::now();
-            let model = Model::compile_source(source, name, &options)?;
-            let total = t0.elapsed();
-            let t = &model.times;
-            compiles.push(format!(
-                "{:.1} ({:.1}/{:.1}/{:.1}/{:.1})",
-                ms(total),
-                ms(t.parse),
-                ms(t.passes),
-                ms(t.lower),
-                ms(t.codegen)
-            ));
-            // A first run reports a wrong input as the runtime's error, not as a panic.
-            model.run(inputs).with_context(|| format!("{name}: running on {name}.input.npy"))?;
-            let run = best(Duration::from_millis(700), || {
-                let _ = model.run(inputs);
-            });
-            cells.push(ms(run));
-            let plan = model.memory;
-            memory.push((format!("{name} {}", options.precision), model.weight_bytes(), plan.arena_bytes, plan.lower_bound));
-        }
-        println!("{name:<16} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>30} {:>30}", cells[0], cells[1], llvm_cells[0], llvm_cells[1], compiles[0], compiles[1]);
-        if let [f32_count, fp16_count, f16_acc_count] = insns[..] {
-            counts.push((name.clone(), f32_count, fp16_count, f16_acc_count));
-        }
-    }
-    if !counts.is_empty() {
-        println!("\nAArch64 under qemu: instructions executed by one call (fp16 = O1 with f32 accumulation, FMLAL; acc16 = --accumulate=f16, FMLA .8h)");
-        println!("{:<16} {:>14} {:>14} {:>14} {:>10} {:>12}", "model", "f32", "fp16", "fp16 acc16", "fp16/f32", "acc16/f32");
-        for (name, a, b, c) in counts {
-            println!("{name:<16} {a:>14} {b:>14} {c:>14} {:>10.3} {:>12.3}", b as f64 / a.max(1) as f64, c as f64 / a.max(1) as f64);
-        }
-    }
+    Ok(models)
+}
 
-    println!("\nMemory (bytes): weights as stored; activations: buffer plan peak vs liveness lower bound");
-    println!("{:<22} {:>12} {:>12} {:>12} {:>8}", "model", "weights", "peak", "lower bound", "ratio");
-    for (name, w, peak, lb) in memory {
-        println!("{name:<22} {w:>12} {peak:>12} {lb:>12} {:>8.3}", peak as f64 / lb.max(1) as f64);
+/// The networks the bench builds, with their inputs.
+pub fn networks() -> Vec<(String, Module, Tensor)> {
+    let nhwc = random(&TensorType::new(DType::F32, [1, 64, 64, 3]), 5, 1.0);
+    let nchw = random(&TensorType::new(DType::F32, [1, 3, 64, 64]), 5, 1.0);
+    vec![
+        ("resnet18_64".into(), resnet18(), nhwc),
+        ("mobilenet_v2_050".into(), mobilenet_v2(0.5), nchw.clone()),
+        ("mobilenet_v2_100".into(), mobilenet_v2(1.0), nchw),
+    ]
+}
+
+/// Writes the built networks as `NAME.tosa.mlir` (decimal weights) and `NAME.input.npy`.
+fn write_networks(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
+    for (name, module, input) in networks() {
+        let text = decimal_weights(&print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.to_string()))?);
+        std::fs::write(dir.join(format!("{name}.tosa.mlir")), text)?;
+        f16c_runtime::npy::write(&dir.join(format!("{name}.input.npy")), &input)?;
+        println!("wrote {}", dir.join(format!("{name}.tosa.mlir")).display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The models of a directory: every `NAME.tosa.mlir` with a `NAME.input.npy` beside it (a model

@@ -4,6 +4,8 @@ mod bench;
 mod check;
 mod compile;
 mod diagnostics;
+mod iree;
+mod networks;
 mod opt;
 mod precision;
 mod run;
