@@ -464,6 +464,39 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
     }
 }
 
+/// A one-row matmul (a classifier at batch 1) runs on its own path, split by weight panel: it
+/// matches the reference, and its row is bit for bit that row of a many-row GEMM, fused
+/// epilogue (bias, clamp) included, at panel edges and across reduction chunks.
+#[test]
+fn one_row_matmuls_match_the_gemm_bit_for_bit() {
+    let mut rng = Rng(12);
+    let graph = |d: DType, m: usize, k: usize, n: usize, w: &Tensor, bias: &Tensor| {
+        let mut g = Graph::new("classifier");
+        let a = g.add_input(TensorType::new(d, [1, m, k]), loc());
+        let b = constant(&mut g, w.clone());
+        let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+        let o = g.add_node(Op::MatMul, tensor_ty(d, &[1, m, n]), &[a, b, z1, z2], loc());
+        let c = constant(&mut g, bias.clone());
+        let o = g.add_node(Op::Binary(f16c_dialect::BinaryOp::Add), tensor_ty(d, &[1, m, n]), &[o, c], loc());
+        let o = g.add_node(Op::Clamp { min: -0.5, max: 0.5 }, tensor_ty(d, &[1, m, n]), &[o], loc());
+        g.add_output(o);
+        g
+    };
+    for d in FLOATS {
+        for (k, n) in [(1, 1), (5, 7), (300, 9), (17, 1000)] {
+            let w = random(&TensorType::new(d, [1, k, n]), &mut rng, -1.0, 1.0);
+            let bias = random(&TensorType::new(d, [1, 1, n]), &mut rng, -0.1, 0.1);
+            let many = random(&TensorType::new(d, [1, 5, k]), &mut rng, -1.0, 1.0);
+            let one = Tensor::new(vec![1, 1, k], many.data().gather(&(0..k).collect::<Vec<_>>())).unwrap();
+            let g1 = graph(d, 1, k, n, &w, &bias);
+            check(&format!("one-row matmul {d} k={k} n={n}"), &g1, std::slice::from_ref(&one), Some(contraction_tolerance(k, d != DType::F32)));
+            let row = run_jit(&g1, &[one])[0].data().to_le_bytes();
+            let rows = run_jit(&graph(d, 5, k, n, &w, &bias), &[many])[0].data().to_le_bytes();
+            assert_eq!(row, rows[..row.len()], "one-row matmul {d} k={k} n={n}: not the GEMM's first row");
+        }
+    }
+}
+
 /// Softmax and layer norm each run as one row kernel, bit for bit the unfused graph's.
 #[test]
 fn softmax_and_layer_norm_are_single_kernels_bit_exact() {

@@ -158,6 +158,9 @@ impl Context<'_> {
         }
         // The compute step.
         let packed_dt = if c.b_constant && !widen_once { bdt } else { DType::F32 };
+        if m == 1 && matches!(c.kind, ContractionKind::MatMul) {
+            return self.gemv(c, b_slot, packed_dt);
+        }
         let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
         let chunks = k_chunks(&c.kind, k);
         let kc_max = chunks.iter().map(|(k0, k1)| k1 - k0).max().unwrap_or(0);
@@ -893,6 +896,93 @@ fn k_chunks(kind: &ContractionKind, k: usize) -> Vec<(usize, usize)> {
     }
     out
 }
+
+impl Context<'_> {
+    /// A matmul with one row (a classifier at batch 1): one work item per [`GEMV_PANELS`] B
+    /// panels, so threads split the weight, and per panel two f32x4 accumulators chained over
+    /// the whole reduction in the micro-kernel's order (the same multiply-adds from zero, so
+    /// the same bits), the item's eight chains interleaved to hide the FMA latency; panels are
+    /// read in place, an f16/bf16 one widened as it is loaded. The GEMM would run one item,
+    /// three quarters of its 4-row micro-kernel on padding.
+    fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType) -> Result<(), BackendError> {
+        let (batch, n, k) = (c.batch, c.n, c.k);
+        let panels = n.div_ceil(NR);
+        let groups = panels.div_ceil(GEMV_PANELS);
+        let panel_elems = k * NR;
+        self.layout.scratch(MR * NR * 4);
+        let (c, fma) = (c.clone(), self.fma);
+        let cost = 2.0 * (batch * n * k) as f64;
+        self.add("", batch * groups, cost, move |fx| {
+            let a = fx.buffer(c.a.buffer.0);
+            let bp = fx.buffer(b_slot);
+            let out = fx.buffer(c.out.buffer.0);
+            let bias = c.bias.as_ref().map(|b| fx.buffer(b.buffer.0));
+            let epi_bases: Vec<Value> = c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| fx.buffer(i.buffer.0)).collect();
+            let tile = fx.scratch;
+            let ad = c.a.ty.dtype;
+            let mut result = Ok(());
+            fx.for_items(|fx, item| {
+                let bi = fx.b.ins().udiv_imm_s(item, groups as i64);
+                let group = fx.b.ins().urem_imm_s(item, groups as i64);
+                let first = fx.b.ins().imul_imm_s(group, GEMV_PANELS as i64);
+                let a_row = fx.b.ins().imul_imm_s(bi, k as i64);
+                // Panel j of the group, clamped to the last one (a short last group computes
+                // it again and does not store it).
+                let last = fx.i(panels as i64 - 1);
+                let bases: Vec<Value> = (0..GEMV_PANELS)
+                    .map(|j| {
+                        let p = fx.b.ins().iadd_imm_s(first, j as i64);
+                        let p = fx.b.ins().smin(p, last);
+                        let q = fx.b.ins().imul_imm_s(bi, panels as i64);
+                        let q = fx.b.ins().iadd(q, p);
+                        fx.b.ins().imul_imm_s(q, panel_elems as i64)
+                    })
+                    .collect();
+                let zero = fx.f(F32X4, 0.0);
+                let chains = GEMV_PANELS * NR / LANES;
+                let acc = fx.for_n(0, k as i64, 1, &vec![zero; chains], |fx, kk, acc| {
+                    let ai = fx.b.ins().iadd(a_row, kk);
+                    let av = fx.load(ad, a, ai);
+                    let av = fx.b.ins().splat(F32X4, av);
+                    let row = fx.b.ins().imul_imm_s(kk, NR as i64);
+                    (0..chains)
+                        .map(|i| {
+                            let (j, v) = (i / (NR / LANES), i % (NR / LANES));
+                            let at = fx.b.ins().iadd(bases[j], row);
+                            let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
+                            let bv = fx.load4(packed_dt, bp, at);
+                            if fma {
+                                fx.b.ins().fma(av, bv, acc[i])
+                            } else {
+                                let prod = fx.b.ins().fmul(av, bv);
+                                fx.b.ins().fadd(acc[i], prod)
+                            }
+                        })
+                        .collect()
+                });
+                let r0 = fx.i(0);
+                for j in 0..GEMV_PANELS {
+                    let p = fx.b.ins().iadd_imm_s(first, j as i64);
+                    let real = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, p, panels as i64);
+                    fx.if_then(real, |fx| {
+                        for v in 0..NR / LANES {
+                            fx.b.ins().store(super::emit::mem(), acc[j * (NR / LANES) + v], tile, (v * 16) as i32);
+                        }
+                        let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                        if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, out, bias, &epi_bases) {
+                            result = Err(e);
+                        }
+                    });
+                }
+                vec![]
+            });
+            result
+        })
+    }
+}
+
+/// B panels per work item of the one-row matmul: 4 × 8 columns, eight independent FMA chains.
+const GEMV_PANELS: usize = 4;
 
 /// Bias, rounding, epilogue and store of one tile (`MR` × `NR` f32 values at `tile`); rows
 /// from `r0`, columns from `col0`. Rows and vectors are loops, not unrolled, so that the

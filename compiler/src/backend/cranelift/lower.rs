@@ -22,11 +22,13 @@ pub struct Context<'p> {
     pub fctx: FunctionBuilderContext,
     /// The kernel being compiled.
     pub current: usize,
+    /// Whether multiply-adds fuse (the host has FMA), as in the GEMM micro-kernel.
+    pub fma: bool,
 }
 
 impl<'p> Context<'p> {
     pub fn new(program: &'p Program) -> Self {
-        Context { program, layout: Layout::new(program), functions: Vec::new(), steps: Vec::new(), fctx: FunctionBuilderContext::new(), current: 0 }
+        Context { program, layout: Layout::new(program), functions: Vec::new(), steps: Vec::new(), fctx: FunctionBuilderContext::new(), current: 0, fma: true }
     }
 
     /// A code generation failure in the current kernel (legality was checked before: this is
