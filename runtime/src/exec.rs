@@ -15,8 +15,61 @@ use f16c_core::artifact::{Manifest, Slot, CONSTANT_ALIGN};
 use f16c_core::{Data, Tensor, TensorType};
 use std::any::Any;
 
-/// Steps cheaper than this many operations run on one thread (spawning costs more).
-pub const PARALLEL_MIN_COST: f64 = 2.0e5;
+/// Steps cheaper than this many operations run on one thread (handing work to the pool's
+/// threads costs more).
+pub const PARALLEL_MIN_COST: f64 = 2.0e6;
+
+/// One part of a step for a pool thread: the kernel, its table, work items `begin..end`, its
+/// scratch, the libcall table. The pointers stay valid until the step has collected every part.
+struct Part {
+    f: KernelFn,
+    table: SendPtr<*mut u8>,
+    begin: u64,
+    end: u64,
+    scratch: SendPtr<u8>,
+    rt: SendPtr<usize>,
+}
+
+/// Threads kept for the life of an executor, so that a step split across threads costs a
+/// message and a wake-up rather than spawning and joining threads (which, at tens of
+/// microseconds per step, made two threads slower than one on a mobilenet's 73 kernels).
+struct Pool {
+    senders: Vec<std::sync::mpsc::Sender<Part>>,
+    done: std::sync::mpsc::Receiver<i32>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    fn new(threads: usize) -> Pool {
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let (mut senders, mut handles) = (Vec::new(), Vec::new());
+        for _ in 1..threads {
+            let (tx, rx) = std::sync::mpsc::channel::<Part>();
+            let done_tx = done_tx.clone();
+            handles.push(std::thread::spawn(move || {
+                while let Ok(p) = rx.recv() {
+                    // SAFETY: the caller keeps every pointer valid until it has received this
+                    // part's status (see `Executor::run`); parts write disjoint outputs.
+                    let status = unsafe { (p.f)(p.table.0, p.begin, p.end, p.scratch.0 as *mut u8, p.rt.0) };
+                    if done_tx.send(status).is_err() {
+                        break;
+                    }
+                }
+            }));
+            senders.push(tx);
+        }
+        Pool { senders, done, handles }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.senders.clear();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
 
 /// The machine's available parallelism.
 pub fn default_threads() -> usize {
@@ -73,6 +126,9 @@ pub struct Executor {
     /// With `F16C_PROFILE` set: per kernel, the time its steps took and how many runs there
     /// were; printed to standard error when the executor is dropped.
     profile: Option<std::sync::Mutex<(Vec<std::time::Duration>, usize)>>,
+    /// The threads that run the other parts of split steps, made on first use. A run that
+    /// finds them busy (another thread is running the model) spawns its own for the step.
+    pool: std::sync::Mutex<Option<Pool>>,
     /// Keeps the code mapped (a JIT module, a loaded shared object).
     _code: Box<dyn Any + Send + Sync>,
 }
@@ -106,7 +162,7 @@ impl Executor {
             })
             .collect();
         let profile = std::env::var_os("F16C_PROFILE").map(|_| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
-        Ok(Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, _code: code })
+        Ok(Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), _code: code })
     }
 
     /// The manifest (function name, types, layout, schedule).
@@ -161,6 +217,33 @@ impl Executor {
                 // SAFETY: the table holds a valid address for every slot the function uses,
                 // each of the size the manifest says (inputs were checked above).
                 unsafe { f(table.as_ptr(), 0, step.work as u64, scratch[0].ptr(), rt.as_ptr()) }
+            } else if let Ok(mut pool) = self.pool.try_lock() {
+                let chunk = step.work.div_ceil(threads);
+                if pool.as_ref().is_some_and(|p| p.senders.len() + 1 < threads) {
+                    *pool = None;
+                }
+                let pool = pool.get_or_insert_with(|| Pool::new(self.threads));
+                let mut sent = 0;
+                for (t, tx) in pool.senders.iter().enumerate().take(threads - 1) {
+                    let (b, e) = ((t + 1) * chunk, ((t + 2) * chunk).min(step.work));
+                    let part = Part { f, table: SendPtr(table.as_ptr()), begin: b as u64, end: e as u64, scratch: SendPtr(scratch[t + 1].ptr() as *const u8), rt: SendPtr(rt.as_ptr()) };
+                    if tx.send(part).is_ok() {
+                        sent += 1;
+                    }
+                }
+                // SAFETY: as above; the parts write disjoint output elements.
+                let mut status = unsafe { f(table.as_ptr(), 0, chunk.min(step.work) as u64, scratch[0].ptr(), rt.as_ptr()) };
+                // Every part sent is waited for before the table, scratch or arena can go.
+                for _ in 0..sent {
+                    let s = pool.done.recv().unwrap_or(-1);
+                    if status == Status::Ok as i32 {
+                        status = s;
+                    }
+                }
+                if sent < threads - 1 {
+                    status = -1;
+                }
+                status
             } else {
                 let chunk = step.work.div_ceil(threads);
                 let table = SendPtr(table.as_ptr());
@@ -230,7 +313,8 @@ impl Drop for Executor {
 
 #[derive(Clone, Copy)]
 struct SendPtr<T>(*const T);
-// SAFETY: used only to hand read-only tables and per-thread scratch to scoped threads.
+// SAFETY: used only to hand read-only tables and per-thread scratch to threads that finish
+// with them before the run that owns them returns (scoped threads, or the pool's, waited for).
 unsafe impl<T> Send for SendPtr<T> {}
 
 /// The address of a tensor's elements (the generated code reads them in place).

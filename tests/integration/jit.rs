@@ -88,6 +88,35 @@ fn compile_source_matches_compile_graph_and_model_is_send_and_sync() {
     assert!(ratio < 0.6, "fp16 weights {} vs f32 {} bytes", model.weight_bytes(), f32_model.weight_bytes());
 }
 
+/// Split steps run on the executor's kept threads; a run that finds them busy (another thread
+/// running the same model) spawns its own; results are the same bits either way, at any
+/// thread count.
+#[test]
+fn kept_threads_give_the_same_bits_under_concurrent_runs() {
+    // A matmul big enough to be split (2·96·128·128 operations), then an elementwise tail.
+    let mut rng = Rng(21);
+    let mut g = Graph::new("split");
+    let a = g.add_input(TensorType::new(DType::F32, [1, 96, 128]), loc());
+    let w = constant(&mut g, random(&TensorType::new(DType::F32, [1, 128, 128]), &mut rng, -1.0, 1.0));
+    let (z1, z2) = (zero(&mut g, DType::F32), zero(&mut g, DType::F32));
+    let m = g.add_node(Op::MatMul, tensor_ty(DType::F32, &[1, 96, 128]), &[a, w, z1, z2], loc());
+    let e = g.add_node(Op::Unary(f16c_dialect::UnaryOp::Tanh), tensor_ty(DType::F32, &[1, 96, 128]), &[m], loc());
+    g.add_output(e);
+    let input = random(&TensorType::new(DType::F32, [1, 96, 128]), &mut rng, -1.0, 1.0);
+    let expected = run_jit(&g, std::slice::from_ref(&input))[0].data().to_le_bytes();
+    for threads in [2, 3, 8] {
+        let model = Model::compile_graph(&g, threads).unwrap();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..25).map(|_| model.run(std::slice::from_ref(&input)).unwrap()[0].data().to_le_bytes()).collect::<Vec<_>>()))
+                .collect();
+            for h in handles {
+                assert!(h.join().unwrap().iter().all(|r| *r == expected), "{threads} threads");
+            }
+        });
+    }
+}
+
 #[test]
 fn wrong_inputs_are_rejected_before_any_code_runs() {
     let model = Model::compile_file(&model_path("mlp_small.tosa.mlir"), &CompileOptions::default()).unwrap();

@@ -1026,17 +1026,21 @@ fn store_tile(
                 let at = fx.addr(tile_row, v, 4);
                 let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col, (n as i64) - LANES as i64);
                 let full = if vector_epilogue { full } else { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) };
+                // Finishes and stores the value(s) at `at`: four lanes from `col`, or one.
+                let put = |fx: &mut Fx, at: Value, col: Value, lanes: bool| {
+                    let value = fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), at, 0);
+                    match finish(fx, c, value, col, bias, bias_len, bd, &row_offs, epi_bases, lanes) {
+                        Ok(x) => {
+                            let o = fx.b.ins().iadd(out_row, col);
+                            if lanes { fx.store4(od, out, o, x) } else { fx.store(od, out, o, x) }
+                        }
+                        Err(e) => *err.borrow_mut() = Err(e),
+                    }
+                };
                 fx.if_else(
                     full,
                     |fx| {
-                        let value = fx.b.ins().load(F32X4, super::emit::mem(), at, 0);
-                        match finish(fx, c, value, col, bias, bias_len, bd, &row_offs, epi_bases, true) {
-                            Ok(x) => {
-                                let o = fx.b.ins().iadd(out_row, col);
-                                fx.store4(od, out, o, x);
-                            }
-                            Err(e) => *err.borrow_mut() = Err(e),
-                        }
+                        put(fx, at, col, true);
                         vec![]
                     },
                     |fx| {
@@ -1045,14 +1049,7 @@ fn store_tile(
                             let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, cl, n as i64);
                             fx.if_then(ok, |fx| {
                                 let lane_at = fx.addr(at, l, 4);
-                                let lane = fx.b.ins().load(F32, super::emit::mem(), lane_at, 0);
-                                match finish(fx, c, lane, cl, bias, bias_len, bd, &row_offs, epi_bases, false) {
-                                    Ok(x) => {
-                                        let o = fx.b.ins().iadd(out_row, cl);
-                                        fx.store(od, out, o, x);
-                                    }
-                                    Err(e) => *err.borrow_mut() = Err(e),
-                                }
+                                put(fx, lane_at, cl, false);
                             });
                             vec![]
                         });
