@@ -444,6 +444,18 @@ impl<'a> Fx<'a> {
             EwKind::Binary(bop) => self.binary(bop, in_dt, args[0], args[1], op.shift)?,
             EwKind::Rescale(r) => self.rescale(&r, in_dt, op.dtype, args, op.zp),
         };
+        // An op that returns one of its operands, or one with its sign changed, returns a value
+        // of its type already when every operand has that type: rounding would give the same
+        // bits (a NaN among f16 values keeps its f16 payload, and the default NaN is one), so
+        // the fp16 batch norm + ReLU6 epilogue rounds four times instead of six.
+        let exact = matches!(
+            op.kind,
+            EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum) | EwKind::Select | EwKind::Unary(UnaryOp::Abs | UnaryOp::Negate)
+        );
+        let data = if op.kind == EwKind::Select { &arg_types[1..] } else { arg_types };
+        if exact && op.dtype.is_float() && data.iter().all(|&t| t == op.dtype) {
+            return Ok(r);
+        }
         Ok(self.round_to(op.dtype, r))
     }
 
