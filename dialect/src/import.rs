@@ -62,7 +62,6 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
 /// Parses `text` (the source with large decimal literals already read into `decimal_blobs`)
 /// with MLIR and imports it.
 fn import(text: &str, filename: &str, resources: &[(String, usize, &str)], decimal_blobs: HashMap<String, Vec<u8>>) -> Result<Module, Diagnostics> {
-    let resources: Vec<(String, usize, &str)> = resources.to_vec();
     let session = MlirSession::new();
     *session.filename.borrow_mut() = filename.to_string();
     let ctx = &session.context;
@@ -645,8 +644,8 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
 }
 
 /// The bytes of each resource blob ([`resource_hex`]), by key.
-fn resource_blobs(resources: Vec<(String, usize, &str)>) -> HashMap<String, Vec<u8>> {
-    resources.into_iter().filter_map(|(key, _, hex)| Some((key, decode_hex(hex)?))).collect()
+fn resource_blobs(resources: &[(String, usize, &str)]) -> HashMap<String, Vec<u8>> {
+    resources.iter().filter_map(|(key, _, hex)| Some((key.clone(), decode_hex(hex)?))).collect()
 }
 
 /// Decimal f32 constants with at least this many elements are read by [`read_decimal_weights`].
@@ -1019,7 +1018,7 @@ mod tests {
     #[test]
     fn resource_section_is_read() {
         let src = "module {}\n{-#\n  dialect_resources: {\n    builtin: {\n      a.b_1: \"0x040000000000803F\",\n      c: \"0x0400000001\"\n    }\n  }\n#-}\n";
-        let b = resource_blobs(resource_hex(src));
+        let b = resource_blobs(&resource_hex(src));
         assert_eq!(b["a.b_1"], vec![4, 0, 0, 0, 0, 0, 0x80, 0x3f]);
         assert_eq!(b["c"], vec![4, 0, 0, 0, 1]);
     }

@@ -423,6 +423,12 @@ impl Op {
         }
     }
 
+    /// True for the elementwise ops (one output element from the same element of each data
+    /// operand, after broadcasting): what fuses into elementwise kernels and epilogues.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(self, Op::Unary(_) | Op::Binary(_) | Op::Clamp { .. } | Op::Select | Op::Cast | Op::Rescale(_))
+    }
+
     /// True for constants (tensor or shape).
     pub fn is_constant(&self) -> bool {
         matches!(self, Op::Const(_) | Op::ConstShape(_))

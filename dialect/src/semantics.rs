@@ -870,7 +870,6 @@ pub fn rescale_output(r: &RescaleAttrs, dout: DType, out_zp: i64) -> (i64, i64, 
     }
 }
 
-
 fn rescale(x: &Tensor, m: &Tensor, s: &Tensor, zps: (i64, i64), r: &RescaleAttrs, out: &TensorType) -> EvalResult<Tensor> {
     let (xs, ms, ss) = (x.to_i64_vec(), m.to_i64_vec(), s.to_i64_vec());
     let c = if r.per_channel { x.shape().last().copied().unwrap_or(1) } else { 1 };

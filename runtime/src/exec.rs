@@ -30,6 +30,18 @@ struct Part {
     rt: SendPtr<usize>,
 }
 
+impl Part {
+    /// Runs the part.
+    ///
+    /// # Safety
+    /// Its pointers must be valid (the table's slots, scratch and libcall table of a live
+    /// run) and no other part may write the same output elements.
+    unsafe fn run(&self) -> i32 {
+        // SAFETY: the caller's contract.
+        unsafe { (self.f)(self.table.0, self.begin, self.end, self.scratch.0 as *mut u8, self.rt.0) }
+    }
+}
+
 /// Threads kept for the life of an executor, so that a step split across threads costs a
 /// message and a wake-up rather than spawning and joining threads (which, at tens of
 /// microseconds per step, made two threads slower than one on a mobilenet's 73 kernels).
@@ -50,7 +62,7 @@ impl Pool {
                 while let Ok(p) = rx.recv() {
                     // SAFETY: the caller keeps every pointer valid until it has received this
                     // part's status (see `Executor::run`); parts write disjoint outputs.
-                    let status = unsafe { (p.f)(p.table.0, p.begin, p.end, p.scratch.0 as *mut u8, p.rt.0) };
+                    let status = unsafe { p.run() };
                     if done_tx.send(status).is_err() {
                         break;
                     }
@@ -217,53 +229,44 @@ impl Executor {
                 // SAFETY: the table holds a valid address for every slot the function uses,
                 // each of the size the manifest says (inputs were checked above).
                 unsafe { f(table.as_ptr(), 0, step.work as u64, scratch[0].ptr(), rt.as_ptr()) }
-            } else if let Ok(mut pool) = self.pool.try_lock() {
-                let chunk = step.work.div_ceil(threads);
-                if pool.as_ref().is_some_and(|p| p.senders.len() + 1 < threads) {
-                    *pool = None;
-                }
-                let pool = pool.get_or_insert_with(|| Pool::new(self.threads));
-                let mut sent = 0;
-                for (t, tx) in pool.senders.iter().enumerate().take(threads - 1) {
-                    let (b, e) = ((t + 1) * chunk, ((t + 2) * chunk).min(step.work));
-                    let part = Part { f, table: SendPtr(table.as_ptr()), begin: b as u64, end: e as u64, scratch: SendPtr(scratch[t + 1].ptr() as *const u8), rt: SendPtr(rt.as_ptr()) };
-                    if tx.send(part).is_ok() {
-                        sent += 1;
-                    }
-                }
-                // SAFETY: as above; the parts write disjoint output elements.
-                let mut status = unsafe { f(table.as_ptr(), 0, chunk.min(step.work) as u64, scratch[0].ptr(), rt.as_ptr()) };
-                // Every part sent is waited for before the table, scratch or arena can go.
-                for _ in 0..sent {
-                    let s = pool.done.recv().unwrap_or(-1);
-                    if status == Status::Ok as i32 {
-                        status = s;
-                    }
-                }
-                if sent < threads - 1 {
-                    status = -1;
-                }
-                status
             } else {
+                // Contiguous runs of work items, one per thread; this thread runs the first.
                 let chunk = step.work.div_ceil(threads);
-                let table = SendPtr(table.as_ptr());
-                let rtp = SendPtr(rt.as_ptr());
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = (1..threads)
-                        .map(|t| {
-                            let sp = SendPtr(scratch[t].ptr() as *const u8);
-                            let (b, e) = (t * chunk, ((t + 1) * chunk).min(step.work));
-                            s.spawn(move || {
-                                let (table, rtp, sp) = (table, rtp, sp);
-                                // SAFETY: as above; work items write disjoint output elements.
-                                unsafe { f(table.0, b as u64, e as u64, sp.0 as *mut u8, rtp.0) }
-                            })
-                        })
-                        .collect();
-                    // SAFETY: as above.
-                    let first = unsafe { f(table.0, 0, chunk.min(step.work) as u64, scratch[0].ptr(), rtp.0) };
-                    handles.into_iter().map(|h| h.join().unwrap_or(-1)).fold(first, |a, b| if a != 0 { a } else { b })
-                })
+                let part = |t: usize| Part {
+                    f,
+                    table: SendPtr(table.as_ptr()),
+                    begin: (t * chunk) as u64,
+                    end: ((t + 1) * chunk).min(step.work) as u64,
+                    scratch: SendPtr(scratch[t].ptr() as *const u8),
+                    rt: SendPtr(rt.as_ptr()),
+                };
+                let (first, others): (Part, Vec<Part>) = (part(0), (1..threads).map(part).collect());
+                // SAFETY (every `run` below): as above; the parts write disjoint output
+                // elements, and each is finished before this step ends.
+                let statuses: Vec<i32> = match self.pool.try_lock() {
+                    Ok(mut pool) => {
+                        if pool.as_ref().is_some_and(|p| p.senders.len() + 1 < threads) {
+                            *pool = None;
+                        }
+                        let pool = pool.get_or_insert_with(|| Pool::new(self.threads));
+                        let count = others.len();
+                        let sent = pool.senders.iter().zip(others).map(|(tx, p)| tx.send(p).is_ok()).filter(|&ok| ok).count();
+                        let mut statuses = vec![unsafe { first.run() }];
+                        // Every part sent is waited for before the table, scratch or arena can go.
+                        statuses.extend((0..sent).map(|_| pool.done.recv().unwrap_or(-1)));
+                        if sent < count {
+                            statuses.push(-1);
+                        }
+                        statuses
+                    }
+                    // Another run holds the kept threads: spawn this step's.
+                    Err(_) => std::thread::scope(|s| {
+                        let handles: Vec<_> = others.into_iter().map(|p| s.spawn(move || unsafe { p.run() })).collect();
+                        let mine = unsafe { first.run() };
+                        std::iter::once(mine).chain(handles.into_iter().map(|h| h.join().unwrap_or(-1))).collect()
+                    }),
+                };
+                statuses.into_iter().find(|&s| s != Status::Ok as i32).unwrap_or(Status::Ok as i32)
             };
             if let (Some(times), Some(t0)) = (times.as_mut(), started) {
                 times[step.kernel] += t0.elapsed();

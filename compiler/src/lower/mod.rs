@@ -653,10 +653,6 @@ pub fn collapse<S: Stride>(shape: &[usize], strides: &[Vec<S>]) -> (Vec<usize>, 
     (out_shape, out_strides)
 }
 
-fn is_elementwise(op: &Op) -> bool {
-    matches!(op, Op::Unary(_) | Op::Binary(_) | Op::Clamp { .. } | Op::Select | Op::Cast | Op::Rescale(_))
-}
-
 /// An elementwise group fused into a contraction's epilogue.
 struct Fusion {
     /// The value the group reads (the contraction, or the last reshape of it).
@@ -793,7 +789,7 @@ impl<'g> Lowering<'g> {
                     self.of.insert(id, src);
                 }
                 op if op.is_contraction() => self.contraction(id, None)?,
-                op if is_elementwise(op) => {
+                op if op.is_elementwise() => {
                     let members = groups.get(&id).cloned().unwrap_or_else(|| vec![id]);
                     if members.last() == Some(&id) {
                         self.elementwise(&members);
@@ -836,13 +832,13 @@ impl<'g> Lowering<'g> {
         let g = self.g;
         let mut groups: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
         for &id in order {
-            if !is_elementwise(g.op(id)) || regions.contains_key(&id) {
+            if !g.op(id).is_elementwise() || regions.contains_key(&id) {
                 continue;
             }
             let mut members = Vec::new();
             let mut seen = HashSet::new();
             for o in g.operands(id) {
-                if is_elementwise(g.op(o))
+                if g.op(o).is_elementwise()
                     && !regions.contains_key(&o)
                     && g.users(o).len() == 1
                     && !outputs.contains(&o)
@@ -894,7 +890,7 @@ impl<'g> Lowering<'g> {
                     Op::Reduce { kind, axis } => {
                         reduces(kind) && *axis == outer.len() && last == 1 && self.ty(g.operands(id)[0]).shape.last() == Some(&len) && !of_reduce(id)
                     }
-                    op => is_elementwise(op) && !matches!(op, Op::Select) && (last == len || last == 1),
+                    op => op.is_elementwise() && !matches!(op, Op::Select) && (last == len || last == 1),
                 }
             };
             // Grow over operands and users that fit.
@@ -999,7 +995,7 @@ impl<'g> Lowering<'g> {
                     value = u;
                     continue;
                 }
-                if let Some(members) = groups.get(&u).filter(|_| is_elementwise(g.op(u))) {
+                if let Some(members) = groups.get(&u).filter(|_| g.op(u).is_elementwise()) {
                     let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
                     let used_once = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count() == 1;
                     // A group fuses into one contraction only (a residual add of two convs).

@@ -136,17 +136,21 @@ impl Canonicalize {
         g.replace_all_uses(id, folded);
         true
     }
-}
 
-impl Canonicalize {
     /// Moves the transposes feeding the elementwise op `id` below it (see the module comment).
     /// The rewrite is in place: `id` keeps its op, attributes and location, takes the
     /// untransposed operands and shape, and a new transpose after it takes over its users, so
     /// later ops of the same sweep see that transpose and the rewrite moves down a chain in one
     /// round.
     fn sink_transpose(&self, g: &mut Graph, id: NodeId) -> bool {
-        let Some(data) = elementwise_data_operands(g.op(id)) else { return false };
+        // Rescale's per-channel parameters follow the last dimension: it does not commute
+        // with a transpose. Zero points and `mul`'s shift stay where they are.
+        let op = g.op(id);
+        if !op.is_elementwise() || matches!(op, Op::Rescale(_)) {
+            return false;
+        }
         let operands = g.operands(id);
+        let data: Vec<usize> = (0..operands.len()).filter(|p| !op.side_operands().contains(p)).collect();
         let Some(out) = g.tensor_ty(id).cloned() else { return false };
         let mut perms: Option<Vec<usize>> = None;
         for &pos in &data {
@@ -188,31 +192,13 @@ impl Canonicalize {
             };
             g.set_operand(id, pos, inner);
         }
-        let users = g.users(id);
-        let was_output = g.outputs().contains(&id);
         let shape = inverse.iter().map(|&i| out.shape[i]).collect::<Vec<_>>();
         g.node_mut(id).ty = ValueType::Tensor(TensorType::new(out.dtype, shape));
         let t = g.add_node(Op::Transpose { perms }, ValueType::Tensor(out), &[id], loc);
-        for (user, pos) in users {
-            g.set_operand(user, pos, t);
-        }
-        if was_output {
-            let outputs = g.outputs().iter().map(|&o| if o == id { t } else { o }).collect();
-            g.set_outputs(outputs);
-        }
+        // Every use of `id` (results included) moves to `t`, then `t` reads `id` again.
+        g.replace_all_uses(id, t);
+        g.set_operand(t, 0, id);
         true
-    }
-}
-
-/// The operand positions of an elementwise op that hold per-element data (and so move with a
-/// transpose); `None` for any other op. Zero points and `mul`'s shift stay as they are.
-/// Rescale is left out: its per-channel parameters follow the last dimension.
-fn elementwise_data_operands(op: &Op) -> Option<Vec<usize>> {
-    match op {
-        Op::Unary(_) | Op::Clamp { .. } | Op::Cast => Some(vec![0]),
-        Op::Binary(_) => Some(vec![0, 1]),
-        Op::Select => Some(vec![0, 1, 2]),
-        _ => None,
     }
 }
 

@@ -174,11 +174,8 @@ impl Context<'_> {
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         self.add("", batch * blocks, cost, move |fx| {
-            let a = fx.buffer(c.a.buffer.0);
-            let bp = fx.buffer(b_slot);
-            let out = fx.buffer(c.out.buffer.0);
-            let bias = c.bias.as_ref().map(|b| fx.buffer(b.buffer.0));
-            let epi_bases: Vec<Value> = c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| fx.buffer(i.buffer.0)).collect();
+            let bases = Bases::new(fx, &c, b_slot);
+            let (a, bp) = (bases.a, bases.b);
             let scratch = fx.scratch;
             let mut result = Ok(());
             fx.for_items(|fx, item| {
@@ -238,7 +235,7 @@ impl Context<'_> {
                     let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
                     let r0 = fx.b.ins().iadd(r0, row0);
                     let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                    if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, out, bias, &epi_bases) {
+                    if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, &bases) {
                         result = Err(e);
                     }
                 });
@@ -909,15 +906,12 @@ impl Context<'_> {
         let panels = n.div_ceil(NR);
         let groups = panels.div_ceil(GEMV_PANELS);
         let panel_elems = k * NR;
-        self.layout.scratch(MR * NR * 4);
+        // Scratch: the item's accumulators, one tile row per panel.
+        self.layout.scratch(GEMV_PANELS * NR * 4);
         let (c, fma) = (c.clone(), self.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
-            let a = fx.buffer(c.a.buffer.0);
-            let bp = fx.buffer(b_slot);
-            let out = fx.buffer(c.out.buffer.0);
-            let bias = c.bias.as_ref().map(|b| fx.buffer(b.buffer.0));
-            let epi_bases: Vec<Value> = c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| fx.buffer(i.buffer.0)).collect();
+            let bases = Bases::new(fx, &c, b_slot);
             let tile = fx.scratch;
             let ad = c.a.ty.dtype;
             let mut result = Ok(());
@@ -926,15 +920,15 @@ impl Context<'_> {
                 let group = fx.b.ins().urem_imm_s(item, groups as i64);
                 let first = fx.b.ins().imul_imm_s(group, GEMV_PANELS as i64);
                 let a_row = fx.b.ins().imul_imm_s(bi, k as i64);
+                let batch_panels = fx.b.ins().imul_imm_s(bi, panels as i64);
                 // Panel j of the group, clamped to the last one (a short last group computes
                 // it again and does not store it).
                 let last = fx.i(panels as i64 - 1);
-                let bases: Vec<Value> = (0..GEMV_PANELS)
+                let starts: Vec<Value> = (0..GEMV_PANELS)
                     .map(|j| {
                         let p = fx.b.ins().iadd_imm_s(first, j as i64);
                         let p = fx.b.ins().smin(p, last);
-                        let q = fx.b.ins().imul_imm_s(bi, panels as i64);
-                        let q = fx.b.ins().iadd(q, p);
+                        let q = fx.b.ins().iadd(batch_panels, p);
                         fx.b.ins().imul_imm_s(q, panel_elems as i64)
                     })
                     .collect();
@@ -942,15 +936,15 @@ impl Context<'_> {
                 let chains = GEMV_PANELS * NR / LANES;
                 let acc = fx.for_n(0, k as i64, 1, &vec![zero; chains], |fx, kk, acc| {
                     let ai = fx.b.ins().iadd(a_row, kk);
-                    let av = fx.load(ad, a, ai);
+                    let av = fx.load(ad, bases.a, ai);
                     let av = fx.b.ins().splat(F32X4, av);
                     let row = fx.b.ins().imul_imm_s(kk, NR as i64);
                     (0..chains)
                         .map(|i| {
                             let (j, v) = (i / (NR / LANES), i % (NR / LANES));
-                            let at = fx.b.ins().iadd(bases[j], row);
+                            let at = fx.b.ins().iadd(starts[j], row);
                             let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
-                            let bv = fx.load4(packed_dt, bp, at);
+                            let bv = fx.load4(packed_dt, bases.b, at);
                             if fma {
                                 fx.b.ins().fma(av, bv, acc[i])
                             } else {
@@ -960,24 +954,50 @@ impl Context<'_> {
                         })
                         .collect()
                 });
+                // Panel j's values are row j of the scratch tile; one store_tile call in a loop
+                // over the panels keeps the epilogue emitted once.
+                for (i, &x) in acc.iter().enumerate() {
+                    fx.b.ins().store(super::emit::mem(), x, tile, (i * 16) as i32);
+                }
                 let r0 = fx.i(0);
-                for j in 0..GEMV_PANELS {
-                    let p = fx.b.ins().iadd_imm_s(first, j as i64);
+                fx.for_n(0, GEMV_PANELS as i64, 1, &[], |fx, j, _| {
+                    let p = fx.b.ins().iadd(first, j);
                     let real = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, p, panels as i64);
                     fx.if_then(real, |fx| {
-                        for v in 0..NR / LANES {
-                            fx.b.ins().store(super::emit::mem(), acc[j * (NR / LANES) + v], tile, (v * 16) as i32);
-                        }
+                        let row = fx.addr(tile, j, NR * 4);
                         let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                        if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, out, bias, &epi_bases) {
+                        if let Err(e) = store_tile(fx, &c, row, bi, r0, col0, &bases) {
                             result = Err(e);
                         }
                     });
-                }
+                    vec![]
+                });
                 vec![]
             });
             result
         })
+    }
+}
+
+/// The buffers a GEMM-style contraction kernel addresses: A, the (packed) B, the output, the
+/// bias and the epilogue's inputs.
+struct Bases {
+    a: Value,
+    b: Value,
+    out: Value,
+    bias: Option<Value>,
+    epilogue: Vec<Value>,
+}
+
+impl Bases {
+    fn new(fx: &mut Fx, c: &Contraction, b_slot: usize) -> Bases {
+        Bases {
+            a: fx.buffer(c.a.buffer.0),
+            b: fx.buffer(b_slot),
+            out: fx.buffer(c.out.buffer.0),
+            bias: c.bias.as_ref().map(|b| fx.buffer(b.buffer.0)),
+            epilogue: c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| fx.buffer(i.buffer.0)).collect(),
+        }
     }
 }
 
@@ -989,18 +1009,8 @@ const GEMV_PANELS: usize = 4;
 /// epilogue is emitted twice per kernel (four lanes, and one lane for a ragged edge) rather
 /// than once per tile value: an fp16 batch-norm epilogue unrolled 40 times made the kernels of
 /// a mobilenet 4× slower to compile.
-#[allow(clippy::too_many_arguments)]
-fn store_tile(
-    fx: &mut Fx,
-    c: &Contraction,
-    tile: Value,
-    bi: Value,
-    r0: Value,
-    col0: Value,
-    out: Value,
-    bias: Option<Value>,
-    epi_bases: &[Value],
-) -> Result<(), String> {
+fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases) -> Result<(), String> {
+    let (out, bias, epi_bases) = (bases.out, bases.bias, &bases.epilogue[..]);
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
     let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());

@@ -27,8 +27,8 @@ pub struct Context<'p> {
 }
 
 impl<'p> Context<'p> {
-    pub fn new(program: &'p Program) -> Self {
-        Context { program, layout: Layout::new(program), functions: Vec::new(), steps: Vec::new(), fctx: FunctionBuilderContext::new(), current: 0, fma: true }
+    pub fn new(program: &'p Program, fma: bool) -> Self {
+        Context { program, layout: Layout::new(program), functions: Vec::new(), steps: Vec::new(), fctx: FunctionBuilderContext::new(), current: 0, fma }
     }
 
     /// A code generation failure in the current kernel (legality was checked before: this is

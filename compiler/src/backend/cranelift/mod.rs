@@ -276,8 +276,7 @@ pub fn frontend_config() -> TargetFrontendConfig {
 
 /// Compiles a lowered program to CLIF. The program must be legal ([`legal::legal`]).
 pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> {
-    let mut cx = lower::Context::new(program);
-    cx.fma = options.fma;
+    let mut cx = lower::Context::new(program, options.fma);
     let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma);
     cx.functions.push((gemm::MICRO_KERNEL.to_string(), micro));
     for k in 0..program.kernels.len() {
