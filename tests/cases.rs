@@ -2,7 +2,7 @@
 //! the NVPTX backend's in `integration/nvptx.rs`) and by `f16c-gpu-cases`, which writes them out
 //! for `scripts/gpu-check`.
 
-use f16c_dialect::{BinaryOp, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, ReduceKind, Rounding, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
+use f16c_dialect::{BinaryOp, Conv3dAttrs, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, ReduceKind, Rounding, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
 use half::{bf16, f16};
 
 pub fn loc() -> Location {
@@ -94,10 +94,13 @@ pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool)
     let mut rng = Rng((n * 31 + c) as u64);
     let mut g = Graph::new(op);
     let (h, w) = (n.min(9), n);
-    let x = g.add_input(TensorType::new(d, [1, h, w, c]), loc());
+    // conv3d: depth 4, two depth taps, one plane of front padding, depth stride 2.
+    let (depth, kd) = (4, 2);
+    let x = g.add_input(TensorType::new(d, if op == "conv3d" { vec![1, depth, h, w, c] } else { vec![1, h, w, c] }), loc());
     let (kh, kw) = (3, 2);
     let (weight_shape, oc) = match op {
         "depthwise" => (vec![kh, kw, c, 1], c),
+        "conv3d" => (vec![o, kd, kh, kw, c], o),
         _ => (vec![o, kh, kw, c], o),
     };
     let weight = constant(&mut g, random(&TensorType::new(d, weight_shape), &mut rng, -1.0, 1.0));
@@ -108,6 +111,11 @@ pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool)
             let a = ConvAttrs { pad: [1, 1, 0, 1], stride: [1, 2], dilation: [1, 1], acc: DType::F32 };
             let (oh, ow) = (h + 2 - kh + 1, (w + 1 - kw) / 2 + 1);
             (Op::Conv2d(a), vec![1, oh, ow, oc], kh * kw * c)
+        }
+        "conv3d" => {
+            let a = Conv3dAttrs { pad: [1, 0, 1, 1, 0, 1], stride: [2, 1, 2], dilation: [1, 1, 1], acc: DType::F32 };
+            let (od, oh, ow) = ((depth + 1 - kd) / 2 + 1, h + 2 - kh + 1, (w + 1 - kw) / 2 + 1);
+            (Op::Conv3d(a), vec![1, od, oh, ow, oc], kd * kh * kw * c)
         }
         "depthwise" => {
             let a = ConvAttrs { pad: [1, 1, 1, 0], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
@@ -541,6 +549,20 @@ pub fn integer_contraction_cases(sizes: &[usize]) -> Vec<Case> {
             let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
             cases.push(Case { name: format!("{}_i8_c{c}", if depthwise { "depthwise" } else { "conv" }), graph: g, inputs, tolerance: Tolerance::Exact });
         }
+        // conv3d with depth padding (filled with the input zero point), stride and dilation.
+        let mut g = Graph::new("conv3d_i8");
+        let x = g.add_input(TensorType::new(DType::I8, [1, 5, 4, 3, c]), loc());
+        let attrs = Conv3dAttrs { pad: [2, 1, 1, 0, 0, 1], stride: [2, 1, 1], dilation: [2, 1, 1], acc: DType::I32 };
+        let w = random(&TensorType::new(DType::I8, [3, 2, 2, 2, c]), &mut rng, -128.0, 127.99);
+        let w = constant(&mut g, w);
+        let bias = random(&TensorType::new(DType::I32, [3]), &mut rng, -1000.0, 1000.0);
+        let bias = constant(&mut g, bias);
+        let (zx, zw) = (i8s(&mut g, -7), i8s(&mut g, 0));
+        let (od, oh, ow) = ((5 + 3 - 3) / 2 + 1, 4 + 1 - 2 + 1, 3 + 1 - 2 + 1);
+        let o = g.add_node(Op::Conv3d(attrs), tensor_ty(DType::I32, &[1, od, oh, ow, 3]), &[x, w, bias, zx, zw], loc());
+        g.add_output(o);
+        let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
+        cases.push(Case { name: format!("conv3d_i8_c{c}"), graph: g, inputs, tolerance: Tolerance::Exact });
     }
     cases
 }
@@ -668,7 +690,7 @@ pub fn parity_cases() -> Vec<Case> {
             }
         }
         for n in [7, 16, 17] {
-            for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false)] {
+            for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
                 // 8 channels at n = 16: whole 16-byte chunks, so tensor cores stage them as vectors.
                 let (g, k) = conv_graph(op, d, n, if n == 16 { 8 } else { n.min(10) }, 7, fused);
                 add(format!("{op}{}_{}_n{n}", if fused { "_fused" } else { "" }, dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));

@@ -37,7 +37,7 @@
 
 use crate::cases::{constant, loc, tensor_ty, zero, Rng, FLOATS};
 use f16c_dialect::semantics::cast;
-use f16c_dialect::{reference, BinaryOp, ConvAttrs, DType, Data, Graph, NodeId, Op, PoolAttrs, ReduceKind, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
+use f16c_dialect::{reference, BinaryOp, Conv3dAttrs, ConvAttrs, DType, Data, Graph, NodeId, Op, PoolAttrs, ReduceKind, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
 use std::collections::HashMap;
 
 /// Sizes dimensions are drawn from: vector and tile edges.
@@ -363,9 +363,31 @@ impl Gen {
         let x = self.as_nhwc(x);
         let (n, h, w, c) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
         let d = x.d;
-        let kind = self.rng.below(3);
+        let kind = self.rng.below(4);
         let (kh, kw) = (1 + self.rng.below(3), 1 + self.rng.below(3));
         let bias_of = |g: &mut Gen, oc: usize| if g.chance(0.5) { g.constant(d, &[oc]) } else { g.constant(d, &[1]) };
+        if kind == 3 {
+            // conv3d over the batch as depth: [N, H, W, C] as [1, N, H, W, C], back to rank 4.
+            let kd = 1 + self.rng.below(n.min(3));
+            let pad = [0; 6].map(|_| self.rng.below(2));
+            let stride = [0; 3].map(|_| 1 + self.rng.below(2));
+            let dilation = [0; 3].map(|_| 1 + self.rng.below(2));
+            let od = Self::window(n, kd, pad[0], pad[1], stride[0], dilation[0])?;
+            let oh = Self::window(h, kh, pad[2], pad[3], stride[1], dilation[1])?;
+            let ow = Self::window(w, kw, pad[4], pad[5], stride[2], dilation[2])?;
+            let oc = *self.rng.pick(&EDGES[..8]);
+            if od * oh * ow * oc > MAX_ELEMENTS {
+                return None;
+            }
+            let x5 = self.reshape(&x, vec![1, n, h, w, c]);
+            let weight_shape = [oc, kd, kh, kw, c];
+            let weight = if self.chance(0.15) { self.input(d, &weight_shape) } else { self.constant(d, &weight_shape) };
+            let bias = bias_of(self, oc);
+            let (z1, z2) = (zero(&mut self.g, d), zero(&mut self.g, d));
+            let a = Conv3dAttrs { pad, stride, dilation, acc: DType::F32 };
+            let y = self.node(Op::Conv3d(a), d, &[1, od, oh, ow, oc], &[x5.id, weight, bias, z1, z2], true);
+            return Some(self.reshape(&y, vec![od, oh, ow, oc]));
+        }
         if kind == 2 {
             // transpose_conv2d: out = (in − 1)·stride + kernel.
             let stride = [1 + self.rng.below(2), 1 + self.rng.below(2)];
@@ -734,7 +756,7 @@ fn magnitude_sum(g: &Graph, id: NodeId, values: &HashMap<NodeId, Tensor>) -> Opt
     let w = values.get(&ops[1])?;
     let k = match g.op(id) {
         Op::MatMul => *x.shape().last()?,
-        Op::Conv2d(_) | Op::TransposeConv2d(_) => w.shape()[1] * w.shape()[2] * w.shape()[3],
+        Op::Conv2d(_) | Op::TransposeConv2d(_) | Op::Conv3d(_) => w.shape()[1..].iter().product(),
         Op::DepthwiseConv2d(_) => w.shape()[0] * w.shape()[1],
         _ => return None,
     };

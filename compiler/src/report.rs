@@ -93,10 +93,8 @@ impl Report {
             }
             let Some(precision) = compute_dtype(after, id) else { continue };
             let accumulator = match op {
-                Op::Conv2d(c) | Op::DepthwiseConv2d(c) => Some(c.acc.to_string()),
-                Op::TransposeConv2d(c) => Some(c.acc.to_string()),
                 Op::MatMul => Some(after.node(id).attr(attrs::ACC_TYPE).map_or_else(|| precision.to_string(), str::to_string)),
-                _ => None,
+                _ => op.conv_acc().map(|acc| acc.to_string()),
             };
             let ops_after = after.operands(id);
             let ops_before = if before.contains(id) { before.operands(id) } else { Vec::new() };

@@ -167,6 +167,12 @@ fn op_attributes<'c>(ctx: &'c Context, op: &Op, ty: &ValueType) -> Result<Vec<(&
             ("dilation", a(ints(&c.dilation, 64))?),
             ("acc_type", a(c.acc.to_string())?),
         ],
+        Op::Conv3d(c) => vec![
+            ("pad", a(ints(&c.pad, 64))?),
+            ("stride", a(ints(&c.stride, 64))?),
+            ("dilation", a(ints(&c.dilation, 64))?),
+            ("acc_type", a(c.acc.to_string())?),
+        ],
         Op::TransposeConv2d(c) => vec![
             ("out_pad", a(ints(&c.out_pad, 64))?),
             ("stride", a(ints(&c.stride, 64))?),

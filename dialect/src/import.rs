@@ -13,7 +13,7 @@
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::graph::{Graph, Module, NodeId};
 use crate::mlir::{from_mlir_location, MlirSession};
-use crate::op::{BinaryOp, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
+use crate::op::{BinaryOp, Conv3dAttrs, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
 use crate::tensor::{Data, Tensor};
 use crate::types::{DType, TensorType, TypeParseError, ValueType};
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -343,6 +343,12 @@ impl Importer<'_> {
                 };
                 if name == "tosa.conv2d" { Op::Conv2d(a) } else { Op::DepthwiseConv2d(a) }
             }
+            "tosa.conv3d" => Op::Conv3d(Conv3dAttrs {
+                pad: attrs.array("pad")?,
+                stride: attrs.array("stride")?,
+                dilation: attrs.array("dilation")?,
+                acc: attrs.dtype("acc_type")?,
+            }),
             "tosa.transpose_conv2d" => Op::TransposeConv2d(TransposeConvAttrs {
                 out_pad: attrs.array("out_pad")?,
                 stride: attrs.array("stride")?,
@@ -472,7 +478,7 @@ fn inherent_names(name: &str) -> &'static [&'static str] {
     match name {
         "tosa.const" | "tosa.const_shape" => &["values"],
         "arith.constant" => &["value"],
-        "tosa.conv2d" | "tosa.depthwise_conv2d" => &["pad", "stride", "dilation", "acc_type", "local_bound"],
+        "tosa.conv2d" | "tosa.depthwise_conv2d" | "tosa.conv3d" => &["pad", "stride", "dilation", "acc_type", "local_bound"],
         "tosa.transpose_conv2d" => &["out_pad", "stride", "acc_type", "local_bound"],
         "tosa.clamp" => &["min_val", "max_val", "nan_mode"],
         "tosa.maximum" | "tosa.minimum" => &["nan_mode"],

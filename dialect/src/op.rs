@@ -19,6 +19,19 @@ pub struct ConvAttrs {
     pub acc: DType,
 }
 
+/// `tosa.conv3d` attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conv3dAttrs {
+    /// Padding `[front, back, top, bottom, left, right]`.
+    pub pad: [usize; 6],
+    /// Stride `[d, y, x]`.
+    pub stride: [usize; 3],
+    /// Dilation `[d, y, x]`.
+    pub dilation: [usize; 3],
+    /// Accumulator type.
+    pub acc: DType,
+}
+
 /// `tosa.transpose_conv2d` attributes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransposeConvAttrs {
@@ -209,6 +222,8 @@ pub enum Op {
     DepthwiseConv2d(ConvAttrs),
     /// NHWC input, OHWI weight, bias, input_zp, weight_zp.
     TransposeConv2d(TransposeConvAttrs),
+    /// NDHWC input, ODHWI weight, bias, input_zp, weight_zp.
+    Conv3d(Conv3dAttrs),
     /// Batched `[N, H, C] x [N, C, W]`, then a_zp, b_zp.
     MatMul,
     /// Elementwise, one input.
@@ -295,6 +310,7 @@ impl Op {
             Op::Conv2d(_) => "tosa.conv2d",
             Op::DepthwiseConv2d(_) => "tosa.depthwise_conv2d",
             Op::TransposeConv2d(_) => "tosa.transpose_conv2d",
+            Op::Conv3d(_) => "tosa.conv3d",
             Op::MatMul => "tosa.matmul",
             Op::Unary(u) => match u {
                 UnaryOp::Negate => "tosa.negate",
@@ -375,7 +391,7 @@ impl Op {
     pub fn arity(&self) -> (usize, Option<usize>) {
         match self {
             Op::Arg(_) | Op::Const(_) | Op::ConstShape(_) => (0, Some(0)),
-            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::Rescale(_) => (5, Some(5)),
+            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::Conv3d(_) | Op::Rescale(_) => (5, Some(5)),
             Op::MatMul => (4, Some(4)),
             Op::Unary(UnaryOp::Negate) => (3, Some(3)),
             Op::Unary(_) => (1, Some(1)),
@@ -413,7 +429,7 @@ impl Op {
     /// Operand positions that are zero points or shifts: scalar side inputs that are not data.
     pub fn side_operands(&self) -> &'static [usize] {
         match self {
-            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) => &[3, 4],
+            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::Conv3d(_) => &[3, 4],
             Op::MatMul => &[2, 3],
             Op::Unary(UnaryOp::Negate) => &[1, 2],
             Op::Binary(BinaryOp::Mul) => &[2],
@@ -436,14 +452,36 @@ impl Op {
 
     /// True for matmul and the convolutions: the ops that run on tensor cores.
     pub fn is_contraction(&self) -> bool {
-        matches!(self, Op::MatMul | Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_))
+        matches!(self, Op::MatMul | Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::Conv3d(_))
+    }
+
+    /// The `acc_type` attribute of a convolution (matmul keeps its accumulator in the
+    /// `f16c.acc_type` node attribute instead).
+    pub fn conv_acc(&self) -> Option<DType> {
+        match self {
+            Op::Conv2d(c) | Op::DepthwiseConv2d(c) => Some(c.acc),
+            Op::TransposeConv2d(c) => Some(c.acc),
+            Op::Conv3d(c) => Some(c.acc),
+            _ => None,
+        }
+    }
+
+    /// Sets a convolution's `acc_type`; false for other ops.
+    pub fn set_conv_acc(&mut self, acc: DType) -> bool {
+        match self {
+            Op::Conv2d(c) | Op::DepthwiseConv2d(c) => c.acc = acc,
+            Op::TransposeConv2d(c) => c.acc = acc,
+            Op::Conv3d(c) => c.acc = acc,
+            _ => return false,
+        }
+        true
     }
 }
 
 /// Every MLIR op name f16c imports, for `--help` and the README.
 pub const SUPPORTED_OPS: &[&str] = &[
     "tosa.const", "tosa.const_shape", "arith.constant", "tosa.conv2d", "tosa.depthwise_conv2d",
-    "tosa.transpose_conv2d", "tosa.matmul", "tosa.add", "tosa.sub", "tosa.mul", "tosa.negate",
+    "tosa.transpose_conv2d", "tosa.conv3d", "tosa.matmul", "tosa.add", "tosa.sub", "tosa.mul", "tosa.negate",
     "tosa.abs", "tosa.clamp", "tosa.maximum", "tosa.minimum", "tosa.exp", "tosa.log", "tosa.rsqrt",
     "tosa.reciprocal", "tosa.tanh", "tosa.sigmoid", "tosa.erf", "tosa.ceil", "tosa.floor", "tosa.sin", "tosa.cos", "tosa.pow", "tosa.reduce_sum",
     "tosa.reduce_max", "tosa.reduce_min", "tosa.reduce_product", "tosa.reduce_all", "tosa.reduce_any",

@@ -14,7 +14,7 @@
 //! Shapes are not inferred here: the result type comes from the graph, whose verifier has
 //! checked it.
 
-use crate::op::{BinaryOp, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
+use crate::op::{BinaryOp, Conv3dAttrs, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
 use crate::tensor::{Data, Tensor};
 use crate::types::{DType, TensorType, ValueType};
 use half::{bf16, f16};
@@ -76,6 +76,7 @@ pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Valu
         Op::Conv2d(a) => conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out, false)?,
         Op::DepthwiseConv2d(a) => conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out, true)?,
         Op::TransposeConv2d(a) => transpose_conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out)?,
+        Op::Conv3d(a) => conv3d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out)?,
         Op::MatMul => matmul(t(0)?, t(1)?, zp(t(2)?), zp(t(3)?), out)?,
         Op::Unary(u) => {
             let zps = if *u == UnaryOp::Negate { (zp(t(1)?), zp(t(2)?)) } else { (0, 0) };
@@ -685,6 +686,58 @@ fn conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &ConvA
         out
     }
     contraction!([x, w, bias], out, run(&x, &w, &bias, &g, a, Acc::from_i64(x_zp), Acc::from_i64(w_zp), depthwise))
+}
+
+/// `tosa.conv3d`. Each output sums its taps over `(ky, kx, kd, c)`, in that order (TOSA leaves
+/// the order open; this is the order of the conv2d that lowering turns a conv3d into, with depth
+/// and channels merged, so that every backend can match the reference bit for bit). Taps in the
+/// padding are skipped.
+fn conv3d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &Conv3dAttrs, out: &TensorType) -> EvalResult<Tensor> {
+    let (&[n, id, ih, iw, ic], &[od, oh, ow, oc], &[_, kd, kh, kw, _]) = (x.shape(), &out.shape[1..], w.shape()) else {
+        return err("tosa.conv3d takes an NDHWC input and an ODHWI weight");
+    };
+    let input = [id, ih, iw];
+    let (outs, kernel) = ([od, oh, ow], [kd, kh, kw]);
+    #[allow(clippy::too_many_arguments)]
+    fn run<T: Acc>(x: &[T], w: &[T], bias: &[T], [n, ic, oc]: [usize; 3], input: [usize; 3], outs: [usize; 3], kernel: [usize; 3], a: &Conv3dAttrs, xz: T, wz: T) -> Vec<T> {
+        // The input coordinate along `axis` of output `o` and tap `k`, if inside.
+        let at = |axis: usize, o: usize, k: usize| -> Option<usize> {
+            let p = (o * a.stride[axis] + k * a.dilation[axis]) as isize - a.pad[2 * axis] as isize;
+            (p >= 0 && p < input[axis] as isize).then_some(p as usize)
+        };
+        let [id, ih, iw] = input;
+        let [kd, kh, kw] = kernel;
+        let mut out = Vec::with_capacity(n * outs.iter().product::<usize>() * oc);
+        for b in 0..n {
+            for oz in 0..outs[0] {
+                for oy in 0..outs[1] {
+                    for ox in 0..outs[2] {
+                        for o in 0..oc {
+                            let mut acc = T::default();
+                            for ky in 0..kh {
+                                let Some(y) = at(1, oy, ky) else { continue };
+                                for kx in 0..kw {
+                                    let Some(xx) = at(2, ox, kx) else { continue };
+                                    for kz in 0..kd {
+                                        let Some(z) = at(0, oz, kz) else { continue };
+                                        let base = (((b * id + z) * ih + y) * iw + xx) * ic;
+                                        let wbase = (((o * kd + kz) * kh + ky) * kw + kx) * ic;
+                                        for c in 0..ic {
+                                            acc = acc + (x[base + c] - xz) * (w[wbase + c] - wz);
+                                        }
+                                    }
+                                }
+                            }
+                            out.push(acc + if bias.len() == 1 { bias[0] } else { bias[o] });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+    let dims = [n, ic, oc];
+    contraction!([x, w, bias], out, run(&x, &w, &bias, dims, input, outs, kernel, a, Acc::from_i64(x_zp), Acc::from_i64(w_zp)))
 }
 
 fn transpose_conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &TransposeConvAttrs, out: &TensorType) -> EvalResult<Tensor> {

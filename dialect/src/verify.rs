@@ -397,6 +397,24 @@ impl Verifier<'_> {
                     self.fail(id, "takes a rank-4 NHWC input and a rank-4 weight");
                 }
             }
+            Op::Conv3d(a) => {
+                self.contraction_types(id, &[t(0), t(1)], out);
+                if let (&[n, depth, ih, iw, ic], &[oc, kd, kh, kw, wic]) = (&t(0).shape[..], &t(1).shape[..]) {
+                    if wic != ic {
+                        self.fail(id, format!("weight {} does not match {ic} input channels", t(1)));
+                    }
+                    let extent = |axis: usize, input: usize, kernel: usize| {
+                        conv_out(input, a.pad[2 * axis] + a.pad[2 * axis + 1], kernel, a.stride[axis], a.dilation[axis])
+                    };
+                    match (extent(0, depth, kd), extent(1, ih, kh), extent(2, iw, kw)) {
+                        (Some(od), Some(oh), Some(ow)) => self.shape_is(id, out, &[n, od, oh, ow, oc]),
+                        _ => self.fail(id, "kernel, stride and padding leave no output"),
+                    }
+                    self.bias(id, t(2), oc);
+                } else {
+                    self.fail(id, "takes a rank-5 NDHWC input and a rank-5 ODHWI weight");
+                }
+            }
             Op::TransposeConv2d(a) => {
                 self.contraction_types(id, &[t(0), t(1)], out);
                 if let (&[n, ih, iw, _], &[oc, kh, kw, _]) = (&t(0).shape[..], &t(1).shape[..]) {

@@ -269,3 +269,16 @@ func.func @scatter(%v: tensor<2x5x3xf32>, %i: tensor<2x2xi32>, %x: tensor<2x2x3x
   %0 = tosa.scatter %v, %i, %x : (tensor<2x5x3xf32>, tensor<2x2xi32>, tensor<2x2x3xf32>) -> tensor<2x5x3xf32>
   return %0 : tensor<2x5x3xf32>
 }
+
+// -----
+
+// tosa.conv3d (issue 15).
+// CHECK-LABEL: func.func @conv3d
+// CHECK: tosa.conv3d %{{.*}} {acc_type = f32, dilation = array<i64: 1, 1, 2>, pad = array<i64: 1, 0, 1, 1, 0, 2>, stride = array<i64: 2, 1, 1>} : (tensor<1x5x6x7x3xf32>, tensor<4x2x3x3x3xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x6x5x4xf32>
+func.func @conv3d(%x: tensor<1x5x6x7x3xf32>) -> tensor<1x3x6x5x4xf32> {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<4x2x3x3x3xf32>}> : () -> tensor<4x2x3x3x3xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.conv3d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1, 2>, pad = array<i64: 1, 0, 1, 1, 0, 2>, stride = array<i64: 2, 1, 1>} : (tensor<1x5x6x7x3xf32>, tensor<4x2x3x3x3xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x6x5x4xf32>
+  return %0 : tensor<1x3x6x5x4xf32>
+}

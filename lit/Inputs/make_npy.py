@@ -41,3 +41,5 @@ npy("x_1x1x3x9_f32.npy", "<f4", [1, 1, 3, 9], "f", [((i * 5) % 11) / 8.0 - 0.5 f
 # i32 values and shift amounts / divisors for the integer ops (lit/Run/integer.mlir).
 npy("a_6_i32.npy", "<i4", [6], "i", [-7, 5, 2147483647, -2147483648, 96, 100])
 npy("s_6_i32.npy", "<i4", [6], "i", [1, 1, 1, 31, 33, 0])
+# A 1x3x2x2x1 volume 1..12 (lit/Run/conv3d.mlir).
+npy("x_1x3x2x2x1_f32.npy", "<f4", [1, 3, 2, 2, 1], "f", [float(i) for i in range(1, 13)])

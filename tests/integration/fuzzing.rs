@@ -137,7 +137,7 @@ fn the_generator_covers_the_import_list_with_valid_graphs() {
         differential::round_trip(&c.graph).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         seen.extend(c.graph.node_ids().map(|id| c.graph.op(id).mlir_name()));
     }
-    for op in ["tosa.conv2d", "tosa.depthwise_conv2d", "tosa.transpose_conv2d", "tosa.matmul", "tosa.max_pool2d", "tosa.avg_pool2d", "tosa.select", "tosa.gather", "tosa.argmax", "tosa.reduce_sum", "tosa.pad", "tosa.tile", "tosa.slice", "tosa.reverse", "tosa.resize", "tosa.concat", "tosa.cast", "tosa.exp", "tosa.pow", "tosa.clamp", "tosa.ceil", "tosa.sin", "tosa.logical_and", "tosa.logical_not", "tosa.rescale", "tosa.table", "tosa.intdiv", "tosa.arithmetic_right_shift", "tosa.clz"] {
+    for op in ["tosa.conv2d", "tosa.depthwise_conv2d", "tosa.transpose_conv2d", "tosa.conv3d", "tosa.matmul", "tosa.max_pool2d", "tosa.avg_pool2d", "tosa.select", "tosa.gather", "tosa.argmax", "tosa.reduce_sum", "tosa.pad", "tosa.tile", "tosa.slice", "tosa.reverse", "tosa.resize", "tosa.concat", "tosa.cast", "tosa.exp", "tosa.pow", "tosa.clamp", "tosa.ceil", "tosa.sin", "tosa.logical_and", "tosa.logical_not", "tosa.rescale", "tosa.table", "tosa.intdiv", "tosa.arithmetic_right_shift", "tosa.clz"] {
         assert!(seen.contains(op), "no {op} in 400 generated graphs");
     }
 }

@@ -480,12 +480,12 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
                 check(&format!("matmul {d} n={n} constant_b={constant_b}"), &g, &inputs, Some(tol));
             }
             if n <= 33 {
-                for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false)] {
+                for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
                     let (g, k) = conv_graph(op, d, n, n.min(10), 7, fused);
                     let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
                     let tol = contraction_tolerance(k, d != DType::F32);
                     // Depthwise and transpose conv multiply and add in the reference's order.
-                    let tol = if op == "conv" { Some(tol) } else { None };
+                    let tol = if op.starts_with("conv") { Some(tol) } else { None };
                     check(&format!("{op} fused={fused} {d} n={n}"), &g, &inputs, tol);
                 }
             }

@@ -7,14 +7,24 @@
 //!   and rounded once at the end (`semantics::resize` computes each weight with the same
 //!   [`ResizeParams`]).
 //! - `tosa.table` on i8: a gather from the 256-entry table at `x + 128`.
+//! - `tosa.conv3d`: one conv2d over depth and channels merged. A gather with a constant index
+//!   map builds `[N·OD, H, W, KD·C]` (row `(od, y, x)` holds, for each depth tap `kd`, the
+//!   input plane `od·sd + kd·dd − pad_front`, or a plane of the input zero point where that
+//!   falls in the depth padding), and the ODHWI weight becomes `[O, KH, KW, KD·C]`. The conv2d
+//!   sums over `(ky, kx, kd, c)`, the order `semantics::conv3d` sums in, so the results are
+//!   the reference's on every backend. Depth padding is multiplied as zeros, which changes
+//!   nothing for finite weights; a weight that may hold an inf or a NaN (computed at run time,
+//!   or a constant holding one) with depth padding is refused with a located error.
 //! - `tosa.rescale` stays, but its `[C]` multiplier and shift are reshaped to the input's rank
 //!   (`[1, …, 1, C]`), so that the elementwise kernels broadcast them like any operand.
 
-use f16c_dialect::semantics::{ResizeParams, ResizeTap};
-use f16c_dialect::{BinaryOp, DType, Data, Graph, Location, NodeId, Op, Tensor, TensorType, ValueType};
+use f16c_dialect::semantics::{self, ResizeParams, ResizeTap, Value};
+use f16c_dialect::{BinaryOp, Conv3dAttrs, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, Tensor, TensorType, ValueType};
+
+use super::LowerError;
 
 fn expands(op: &Op) -> bool {
-    matches!(op, Op::Resize { .. } | Op::Table | Op::Rescale(_))
+    matches!(op, Op::Resize { .. } | Op::Table | Op::Rescale(_) | Op::Conv3d(_))
 }
 
 /// Whether the graph has an op for [`expand`] to rewrite.
@@ -22,9 +32,9 @@ pub fn needed(g: &Graph) -> bool {
     g.node_ids().any(|id| expands(g.op(id)))
 }
 
-/// A copy of `g` with every resize and table replaced by gathers and elementwise ops (on the
+/// A copy of `g` with every resize, table and conv3d replaced by ops every backend has (on the
 /// original op's location). The graph must have been verified.
-pub fn expand(g: &Graph) -> Graph {
+pub fn expand(g: &Graph) -> Result<Graph, LowerError> {
     let mut g = g.clone();
     let todo: Vec<NodeId> = g.node_ids().filter(|&id| expands(g.op(id))).collect();
     for id in todo {
@@ -50,12 +60,19 @@ pub fn expand(g: &Graph) -> Graph {
                 }
                 continue;
             }
+            Op::Conv3d(ref a) => {
+                let a = a.clone();
+                let loc = g.location(id);
+                Builder { loc: loc.clone(), g: &mut g }
+                    .conv3d(&ops, &a, &out)
+                    .map_err(|message| LowerError { location: loc, op: "tosa.conv3d", message })?
+            }
             _ => Builder { loc: g.location(id), g: &mut g }.table(ops[0], ops[1], &out),
         };
         g.replace_all_uses(id, new);
         g.remove_node(id);
     }
-    g
+    Ok(g)
 }
 
 struct Builder<'g> {
@@ -97,6 +114,82 @@ impl Builder<'_> {
         let values = self.reshape(table, DType::I8, &[1, 256, 1]);
         let g = self.node(Op::Gather, DType::I8, &[1, count, 1], &[values, index]);
         self.reshape(g, DType::I8, &out.shape)
+    }
+
+    /// `tosa.conv3d` as one conv2d (module comment). `ops`: input, weight, bias, zero points.
+    fn conv3d(&mut self, ops: &[NodeId], a: &Conv3dAttrs, out: &TensorType) -> Result<NodeId, String> {
+        let input = self.g.tensor_ty(ops[0]).expect("a tensor").clone();
+        let weight = self.g.tensor_ty(ops[1]).expect("a tensor").clone();
+        let (&[n, depth, h, w, c], &[o, kd, kh, kw, _], &[_, od, oh, ow, _]) = (&input.shape[..], &weight.shape[..], &out.shape[..]) else {
+            unreachable!("verified: NDHWC input, ODHWI weight")
+        };
+        let d = input.dtype;
+        // The input plane of output plane `z` and depth tap `k`; `None` in the padding.
+        let plane = |z: usize, k: usize| -> Option<usize> {
+            let p = (z * a.stride[0] + k * a.dilation[0]) as isize - a.pad[0] as isize;
+            (p >= 0 && p < depth as isize).then_some(p as usize)
+        };
+        let padded = (0..od).any(|z| (0..kd).any(|k| plane(z, k).is_none()));
+        let weight_node = self.g.op(ops[1]).clone();
+        if padded && d.is_float() {
+            let finite = match &weight_node {
+                Op::Const(t) => t.to_f64_vec().iter().all(|v| v.is_finite()),
+                _ => false,
+            };
+            if !finite {
+                return Err("depth padding with a weight that may hold an inf or a NaN (computed at run time, or a constant holding one) is not supported: f16c turns a conv3d into a conv2d whose depth padding is multiplied as zeros".into());
+            }
+        }
+        // The input as [N·OD, H, W, KD·C].
+        let rows = [n * od, h, w, kd * c];
+        let x = if kd == 1 && a.stride[0] == 1 && !padded && od == depth {
+            self.reshape(ops[0], d, &rows)
+        } else {
+            let (values, planes) = if padded {
+                // One more plane, of the input zero point (the pad value TOSA's pad takes).
+                let padding = self.g.add_node(Op::ConstShape(vec![0, 0, 0, 1, 0, 0, 0, 0, 0, 0]), ValueType::Shape(10), &[], self.loc.clone());
+                (self.node(Op::Pad, d, &[n, depth + 1, h, w, c], &[ops[0], padding, ops[3]]), depth + 1)
+            } else {
+                (ops[0], depth)
+            };
+            let values = self.reshape(values, d, &[n, planes * h * w, c]);
+            let mut index = Vec::with_capacity(n * od * h * w * kd);
+            for _ in 0..n {
+                for z in 0..od {
+                    for y in 0..h {
+                        for x in 0..w {
+                            index.extend((0..kd).map(|k| ((plane(z, k).unwrap_or(depth) * h + y) * w + x) as i32));
+                        }
+                    }
+                }
+            }
+            let index = self.constant(Tensor::new(vec![n, od * h * w * kd], Data::I32(index)).expect("sized"));
+            let g = self.node(Op::Gather, d, &[n, od * h * w * kd, c], &[values, index]);
+            self.reshape(g, d, &rows)
+        };
+        // The weight as [O, KH, KW, KD·C].
+        let wshape = [o, kh, kw, kd * c];
+        let perms = vec![0, 2, 3, 1, 4];
+        let w2 = match weight_node {
+            Op::Const(t) => {
+                let moved = TensorType::new(weight.dtype, [o, kh, kw, kd, c]);
+                let v = semantics::eval(&Op::Transpose { perms }, &[&Value::Tensor(t)], &ValueType::Tensor(moved)).map_err(|e| e.to_string())?;
+                let data = v.as_tensor().expect("a tensor").data().clone();
+                self.constant(Tensor::new(wshape.to_vec(), data).expect("sized"))
+            }
+            _ => {
+                let t = self.node(Op::Transpose { perms }, weight.dtype, &[o, kh, kw, kd, c], &[ops[1]]);
+                self.reshape(t, weight.dtype, &wshape)
+            }
+        };
+        let attrs = ConvAttrs {
+            pad: [a.pad[2], a.pad[3], a.pad[4], a.pad[5]],
+            stride: [a.stride[1], a.stride[2]],
+            dilation: [a.dilation[1], a.dilation[2]],
+            acc: a.acc,
+        };
+        let conv = self.node(Op::Conv2d(attrs), out.dtype, &[n * od, oh, ow, o], &[x, w2, ops[2], ops[3], ops[4]]);
+        Ok(self.reshape(conv, out.dtype, &out.shape))
     }
 
     fn resize(&mut self, x: NodeId, p: &ResizeParams, bilinear: bool, out: &TensorType) -> NodeId {

@@ -554,10 +554,10 @@ pub struct LowerError {
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks).
 pub fn lower(g: &Graph) -> Result<Program, LowerError> {
-    // tosa.resize and tosa.table become gathers and elementwise ops first (`expand.rs`).
+    // tosa.resize, tosa.table and tosa.conv3d become ops every backend has first (`expand.rs`).
     let expanded;
     let g = if expand::needed(g) {
-        expanded = expand::expand(g);
+        expanded = expand::expand(g)?;
         &expanded
     } else {
         g
@@ -1018,11 +1018,8 @@ impl<'g> Lowering<'g> {
             d if d.is_int() => DType::I32,
             _ => DType::F32,
         };
-        match self.g.op(id) {
-            Op::Conv2d(c) | Op::DepthwiseConv2d(c) => c.acc,
-            Op::TransposeConv2d(c) => c.acc,
-            _ => self.g.node(id).attr("f16c.acc_type").and_then(DType::from_mlir).unwrap_or(default),
-        }
+        let op = self.g.op(id);
+        op.conv_acc().unwrap_or_else(|| self.g.node(id).attr("f16c.acc_type").and_then(DType::from_mlir).unwrap_or(default))
     }
 
     /// The number of output columns of a GEMM-style contraction (matmul, conv2d), if `id` is one.

@@ -141,7 +141,7 @@ impl Precision {
 
 /// Every op name (without dialect prefix) a policy may mention.
 pub const OP_NAMES: &[&str] = &[
-    "conv2d", "depthwise_conv2d", "transpose_conv2d", "matmul", "add", "sub", "mul", "negate", "abs", "clamp",
+    "conv2d", "depthwise_conv2d", "transpose_conv2d", "conv3d", "matmul", "add", "sub", "mul", "negate", "abs", "clamp",
     "maximum", "minimum", "exp", "log", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "ceil", "floor", "sin", "cos", "pow", "reduce_sum",
     "reduce_max", "reduce_min", "reduce_product", "argmax", "max_pool2d", "avg_pool2d", "reshape", "transpose",
     "slice", "pad", "concat", "tile", "select", "equal", "greater", "greater_equal", "gather", "bitwise_and",
@@ -149,7 +149,7 @@ pub const OP_NAMES: &[&str] = &[
     "logical_left_shift", "logical_right_shift", "arithmetic_right_shift", "clz", "intdiv", "identity", "reverse", "resize", "table", "rescale", "scatter",
 ];
 
-const CONTRACTIONS: &[&str] = &["conv2d", "depthwise_conv2d", "transpose_conv2d", "matmul"];
+const CONTRACTIONS: &[&str] = &["conv2d", "depthwise_conv2d", "transpose_conv2d", "conv3d", "matmul"];
 const FOLLOW: &[&str] = &[
     "reshape", "transpose", "slice", "pad", "concat", "tile", "clamp", "maximum", "minimum", "max_pool2d", "add",
     "sub", "mul", "negate", "abs", "select", "equal", "greater", "greater_equal", "sigmoid", "tanh", "reduce_max",

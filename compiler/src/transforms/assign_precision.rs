@@ -400,6 +400,10 @@ pub fn weight_gain(g: &Graph, id: NodeId) -> Option<f64> {
             let (s, w) = constant(1)?;
             Some(max_sum(&w, s[0], s[1] * s[2] * s[3], 1) + bias())
         }
+        Op::Conv3d(_) => {
+            let (s, w) = constant(1)?;
+            Some(max_sum(&w, s[0], s[1] * s[2] * s[3] * s[4], 1) + bias())
+        }
         Op::DepthwiseConv2d(_) => {
             let (s, w) = constant(1)?;
             Some(max_sum(&w, 1, s[0] * s[1], s[2] * s[3]) + bias())

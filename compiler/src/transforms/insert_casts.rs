@@ -151,11 +151,10 @@ impl InsertCasts {
             // Contractions accumulate in f32; with accumulate=f16, fp16 ones in fp16.
             let f16_acc = self.f16_accumulate && dt == DType::F16;
             let node = g.node_mut(id);
-            match &mut node.op {
-                Op::MatMul if dt.is_low_float() => node.set_attr(attrs::ACC_TYPE, if f16_acc { "f16" } else { "f32" }),
-                Op::Conv2d(c) | Op::DepthwiseConv2d(c) if f16_acc => c.acc = DType::F16,
-                Op::TransposeConv2d(c) if f16_acc => c.acc = DType::F16,
-                _ => {}
+            if matches!(node.op, Op::MatMul) && dt.is_low_float() {
+                node.set_attr(attrs::ACC_TYPE, if f16_acc { "f16" } else { "f32" });
+            } else if f16_acc {
+                node.op.set_conv_acc(DType::F16);
             }
         }
 
