@@ -30,8 +30,7 @@ pub fn random(ty: &TensorType, rng: &mut Rng, lo: f32, hi: f32) -> Tensor {
         DType::F16 => Data::F16(v.into_iter().map(f16::from_f32).collect()),
         DType::BF16 => Data::BF16(v.into_iter().map(bf16::from_f32).collect()),
         DType::I1 => Data::I1(v.into_iter().map(|x| x > 0.0).collect()),
-        DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
-        DType::I8 => Data::I8(v.into_iter().map(|x| x as i8).collect()),
+        d if d.is_int() => Data::from_i64(v.into_iter().map(|x| x as i64).collect(), d),
         d => panic!("no random {d}"),
     };
     Tensor::new(ty.shape.clone(), data).unwrap()
@@ -410,6 +409,11 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
         (Op::Binary(BinaryOp::ShiftLeft), DType::I8),
         (Op::Binary(BinaryOp::ShiftRightLogical), DType::I8),
         (arith(true), DType::I8),
+        (Op::Binary(BinaryOp::ShiftLeft), DType::I16),
+        (Op::Binary(BinaryOp::ShiftRightLogical), DType::I16),
+        (arith(true), DType::I16),
+        (Op::Binary(BinaryOp::BitwiseXor), DType::I16),
+        (Op::Unary(UnaryOp::BitwiseNot), DType::I16),
         (Op::Binary(BinaryOp::LogicalAnd), DType::I1),
         (Op::Binary(BinaryOp::LogicalOr), DType::I1),
         (Op::Binary(BinaryOp::LogicalXor), DType::I1),
@@ -426,7 +430,7 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
     for &n in sizes {
         // Integer pooling: i8 max and average (zero points 3 in, -2 out), with padding so that
         // windows hold different counts, and i32 max.
-        for (d, avg) in [(DType::I8, false), (DType::I8, true), (DType::I32, false)] {
+        for (d, avg) in [(DType::I8, false), (DType::I8, true), (DType::I32, false), (DType::I16, false), (DType::I16, true)] {
             let c = n.min(17);
             let mut g = Graph::new("pool");
             let x = g.add_input(TensorType::new(d, [1, 6, 7, c]), loc());
@@ -434,12 +438,12 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
             let op = if avg { Op::AvgPool2d(attrs) } else { Op::MaxPool2d(attrs) };
             let mut operands = vec![x];
             if avg {
-                operands.push(constant(&mut g, Tensor::new(vec![1], Data::I8(vec![3])).unwrap()));
-                operands.push(constant(&mut g, Tensor::new(vec![1], Data::I8(vec![-2])).unwrap()));
+                operands.push(constant(&mut g, Tensor::new(vec![1], Data::from_i64(vec![3], d)).unwrap()));
+                operands.push(constant(&mut g, Tensor::new(vec![1], Data::from_i64(vec![-2], d)).unwrap()));
             }
             let y = g.add_node(op, tensor_ty(d, &[1, 3, 7, c]), &operands, loc());
             g.add_output(y);
-            let (lo, hi) = if d == DType::I8 { (-128.0, 127.99) } else { (-2.0e9, 2.0e9) };
+            let (lo, hi) = int_bounds(d);
             let inputs = inputs_for(&g, &mut rng, lo, hi);
             cases.push(Case { name: format!("{}_pool_{d}_n{n}", if avg { "avg" } else { "max" }), graph: g, inputs, tolerance: Tolerance::Exact });
         }
@@ -447,20 +451,24 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
         // i8 with an unsigned output, unsigned i8 -> i32; multipliers in [2^30, 2^31), shifts
         // around 31 (and the out-of-range 1 and 70, clamped); the last one's result feeds an add.
         let c = n.min(17);
+        // With 16-bit multipliers (scale32 = false): i16 -> i8 per channel, i48 -> i16.
         let variants = [
-            (DType::I8, DType::I8, Rounding::Double, true, false, false),
-            (DType::I8, DType::I32, Rounding::Single, false, false, false),
-            (DType::I32, DType::I8, Rounding::Double, true, false, true),
-            (DType::I8, DType::I32, Rounding::Inexact, true, true, false),
+            (DType::I8, DType::I8, Rounding::Double, true, false, false, true),
+            (DType::I8, DType::I32, Rounding::Single, false, false, false, true),
+            (DType::I32, DType::I8, Rounding::Double, true, false, true, true),
+            (DType::I16, DType::I8, Rounding::Single, true, false, false, false),
+            (DType::I48, DType::I16, Rounding::Single, false, false, false, false),
+            (DType::I8, DType::I32, Rounding::Inexact, true, true, false, true),
         ];
-        for (k, &(din, dout, rounding, per_channel, input_unsigned, output_unsigned)) in variants.iter().enumerate() {
-            let attrs = f16c_dialect::RescaleAttrs { scale32: true, rounding, per_channel, input_unsigned, output_unsigned };
+        for (k, &(din, dout, rounding, per_channel, input_unsigned, output_unsigned, scale32)) in variants.iter().enumerate() {
+            let attrs = f16c_dialect::RescaleAttrs { scale32, rounding, per_channel, input_unsigned, output_unsigned };
             let channels = if per_channel { c } else { 1 };
             let mut g = Graph::new("rescale");
             let x = g.add_input(TensorType::new(din, [2, c]), loc());
-            let m: Vec<i32> = (0..channels).map(|_| rng.uniform(1073741824.0, 2147483000.0) as i32).collect();
+            let (m_lo, m_hi, m_d) = if scale32 { (1073741824.0, 2147483000.0, DType::I32) } else { (16384.0, 32767.0, DType::I16) };
+            let m: Vec<i64> = (0..channels).map(|_| rng.uniform(m_lo, m_hi) as i64).collect();
             let sh: Vec<i8> = (0..channels).map(|i| match i { 0 if channels > 2 => 1, 1 if channels > 2 => 70, _ => rng.uniform(20.0, 45.0) as i8 }).collect();
-            let m = constant(&mut g, Tensor::new(vec![channels], Data::I32(m)).unwrap());
+            let m = constant(&mut g, Tensor::new(vec![channels], Data::from_i64(m, m_d)).unwrap());
             let sh = constant(&mut g, Tensor::new(vec![channels], Data::I8(sh)).unwrap());
             let zp = |g: &mut Graph, d: DType, v: i64| constant(g, f16c_dialect::semantics::cast(&Tensor::new(vec![1], Data::I64(vec![v])).unwrap(), d));
             let (zi, zo) = (zp(&mut g, din, if din == DType::I8 { -3 } else { 0 }), zp(&mut g, dout, if dout == DType::I8 { 5 } else { 0 }));
@@ -470,9 +478,20 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
                 y = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(dout, &[2, c]), &[y, one], loc());
             }
             g.add_output(y);
-            let (lo, hi) = if din == DType::I8 { (-128.0, 127.99) } else { (-2.0e9, 2.0e9) };
+            let (lo, hi) = int_bounds(din);
             let inputs = inputs_for(&g, &mut rng, lo, hi);
             cases.push(Case { name: format!("rescale{k}_{din}_to_{dout}_n{n}"), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
+        // i16 tables (513 entries, interpolated, an i32 result), given at run time or constant.
+        for constant_table in [false, true] {
+            let mut g = Graph::new("table16");
+            let x = g.add_input(TensorType::new(DType::I16, [2, n]), loc());
+            let table_ty = TensorType::new(DType::I16, [513]);
+            let table = if constant_table { constant(&mut g, random(&table_ty, &mut rng, -32768.0, 32767.0)) } else { g.add_input(table_ty, loc()) };
+            let y = g.add_node(Op::Table, tensor_ty(DType::I32, &[2, n]), &[x, table], loc());
+            g.add_output(y);
+            let inputs = inputs_for(&g, &mut rng, -32768.0, 32767.99);
+            cases.push(Case { name: format!("table_i16_n{n}_const{}", constant_table as u8), graph: g, inputs, tolerance: Tolerance::Exact });
         }
         // A table lookup with a table given at run time and one that is a constant.
         for constant_table in [false, true] {
@@ -493,11 +512,7 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
             // Integers over their whole range (their bits), booleans half true; shift amounts
             // and divisors mostly small: 0..=31 with some outside it (taken modulo 32) and, for
             // intdiv, zeros (which give 0).
-            let (lo, hi) = match d {
-                DType::I32 => (-2.0e9, 2.0e9),
-                DType::I8 => (-128.0, 127.0),
-                _ => (-1.0, 1.0),
-            };
+            let (lo, hi) = int_bounds(*d);
             let mut inputs = inputs_for(&g, &mut rng, lo, hi);
             if matches!(op, Op::Binary(b) if b.is_shift() || *b == BinaryOp::IntDiv) {
                 let ty = g.tensor_ty(g.inputs()[1]).expect("a tensor").clone();
@@ -509,6 +524,20 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// Bounds for random values of an integer type: its range (i32 and i48 a little inside it),
+/// i1 as ±1.
+fn int_bounds(d: DType) -> (f32, f32) {
+    match d {
+        DType::I32 => (-2.0e9, 2.0e9),
+        DType::I48 => (-1.0e14, 1.0e14),
+        DType::I1 => (-1.0, 1.0),
+        d => {
+            let (lo, hi) = d.int_range();
+            (lo as f32, hi as f32 + 0.99)
+        }
+    }
 }
 
 /// Integer contractions (i8 × i8 → i32, with zero points and an i32 bias): matmul, conv2d
@@ -549,6 +578,26 @@ pub fn integer_contraction_cases(sizes: &[usize]) -> Vec<Case> {
             let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
             cases.push(Case { name: format!("{}_i8_c{c}", if depthwise { "depthwise" } else { "conv" }), graph: g, inputs, tolerance: Tolerance::Exact });
         }
+        // i16 × i8 conv2d and i16 × i16 matmul accumulating in i48 (TOSA's 16-bit extension).
+        let mut g = Graph::new("conv_i16");
+        let x = g.add_input(TensorType::new(DType::I16, [1, 5, 6, c]), loc());
+        let attrs = ConvAttrs { pad: [1, 1, 0, 1], stride: [1, 2], dilation: [1, 1], acc: DType::I48 };
+        let w = constant(&mut g, random(&TensorType::new(DType::I8, [4, 3, 2, c]), &mut rng, -128.0, 127.99));
+        let bias = constant(&mut g, random(&TensorType::new(DType::I48, [4]), &mut rng, -1.0e6, 1.0e6));
+        let zx = constant(&mut g, Tensor::new(vec![1], Data::I16(vec![0])).unwrap());
+        let zw = i8s(&mut g, 0);
+        let o = g.add_node(Op::Conv2d(attrs), tensor_ty(DType::I48, &[1, 5, 3, 4]), &[x, w, bias, zx, zw], loc());
+        g.add_output(o);
+        let inputs = inputs_for(&g, &mut rng, -32768.0, 32767.99);
+        cases.push(Case { name: format!("conv_i16_c{c}"), graph: g, inputs, tolerance: Tolerance::Exact });
+        let mut g = Graph::new("matmul_i16");
+        let a = g.add_input(TensorType::new(DType::I16, [1, 3, c]), loc());
+        let b = g.add_input(TensorType::new(DType::I16, [1, c, 5]), loc());
+        let z = constant(&mut g, Tensor::new(vec![1], Data::I16(vec![0])).unwrap());
+        let o = g.add_node(Op::MatMul, tensor_ty(DType::I48, &[1, 3, 5]), &[a, b, z, z], loc());
+        g.add_output(o);
+        let inputs = inputs_for(&g, &mut rng, -32768.0, 32767.99);
+        cases.push(Case { name: format!("matmul_i16_c{c}"), graph: g, inputs, tolerance: Tolerance::Exact });
         // conv3d with depth padding (filled with the input zero point), stride and dilation.
         let mut g = Graph::new("conv3d_i8");
         let x = g.add_input(TensorType::new(DType::I8, [1, 5, 4, 3, c]), loc());

@@ -16,7 +16,10 @@ pub enum Data {
     F64(Vec<f64>),
     I1(Vec<bool>),
     I8(Vec<i8>),
+    I16(Vec<i16>),
     I32(Vec<i32>),
+    /// i48 values, sign-extended from bit 47.
+    I48(Vec<i64>),
     I64(Vec<i64>),
 }
 
@@ -30,7 +33,9 @@ macro_rules! map_data {
             Data::F64($v) => Data::F64($body),
             Data::I1($v) => Data::I1($body),
             Data::I8($v) => Data::I8($body),
+            Data::I16($v) => Data::I16($body),
             Data::I32($v) => Data::I32($body),
+            Data::I48($v) => Data::I48($body),
             Data::I64($v) => Data::I64($body),
         }
     };
@@ -46,7 +51,9 @@ impl Data {
             Data::F64(_) => DType::F64,
             Data::I1(_) => DType::I1,
             Data::I8(_) => DType::I8,
+            Data::I16(_) => DType::I16,
             Data::I32(_) => DType::I32,
+            Data::I48(_) => DType::I48,
             Data::I64(_) => DType::I64,
         }
     }
@@ -60,7 +67,9 @@ impl Data {
             Data::F64(v) => v.len(),
             Data::I1(v) => v.len(),
             Data::I8(v) => v.len(),
+            Data::I16(v) => v.len(),
             Data::I32(v) => v.len(),
+            Data::I48(v) => v.len(),
             Data::I64(v) => v.len(),
         }
     }
@@ -68,6 +77,19 @@ impl Data {
     /// True when there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Integer (or i1) data of `dtype` from i64 values, each wrapped to the type's width.
+    pub fn from_i64(v: Vec<i64>, dtype: DType) -> Data {
+        match dtype {
+            DType::I1 => Data::I1(v.into_iter().map(|x| x & 1 != 0).collect()),
+            DType::I8 => Data::I8(v.into_iter().map(|x| x as i8).collect()),
+            DType::I16 => Data::I16(v.into_iter().map(|x| x as i16).collect()),
+            DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
+            DType::I48 => Data::I48(v.into_iter().map(|x| DType::I48.wrap(x)).collect()),
+            DType::I64 => Data::I64(v),
+            f => panic!("Data::from_i64: {f} is not an integer type"),
+        }
     }
 
     /// A new vector whose element `i` is `self[index[i]]`: every data-movement op is one of these.
@@ -84,7 +106,9 @@ impl Data {
             (Data::F64(v), Data::F64(f)) => Data::F64(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
             (Data::I1(v), Data::I1(f)) => Data::I1(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
             (Data::I8(v), Data::I8(f)) => Data::I8(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::I16(v), Data::I16(f)) => Data::I16(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
             (Data::I32(v), Data::I32(f)) => Data::I32(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
+            (Data::I48(v), Data::I48(f)) => Data::I48(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
             (Data::I64(v), Data::I64(f)) => Data::I64(index.iter().map(|i| i.map_or(f[0], |i| v[i])).collect()),
             _ => panic!("gather_or: fill dtype {} differs from data dtype {}", fill.dtype(), self.dtype()),
         }
@@ -111,7 +135,9 @@ impl Data {
             Data::F64(_) => cat!(F64),
             Data::I1(_) => cat!(I1),
             Data::I8(_) => cat!(I8),
+            Data::I16(_) => cat!(I16),
             Data::I32(_) => cat!(I32),
+            Data::I48(_) => cat!(I48),
             Data::I64(_) => cat!(I64),
         }
     }
@@ -125,9 +151,35 @@ impl Data {
             Data::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::I1(v) => v.iter().map(|&b| b as u8).collect(),
             Data::I8(v) => v.iter().map(|&x| x as u8).collect(),
+            Data::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I48(v) | Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
+    }
+
+    /// Little-endian bytes as MLIR's dense elements store them: as [`Data::to_le_bytes`], except
+    /// i48 in 6 bytes.
+    pub fn to_mlir_bytes(&self) -> Vec<u8> {
+        match self {
+            Data::I48(v) => v.iter().flat_map(|x| x.to_le_bytes().into_iter().take(6)).collect(),
+            d => d.to_le_bytes(),
+        }
+    }
+
+    /// Decodes bytes laid out as [`Data::to_mlir_bytes`] writes them.
+    pub fn from_mlir_bytes(dtype: DType, bytes: &[u8]) -> Option<Data> {
+        if dtype != DType::I48 {
+            return Data::from_le_bytes(dtype, bytes);
+        }
+        if !bytes.len().is_multiple_of(6) {
+            return None;
+        }
+        Some(Data::I48(bytes.chunks_exact(6).map(|c| DType::I48.wrap(c.iter().rev().fold(0i64, |v, &b| v << 8 | b as i64))).collect()))
+    }
+
+    /// Bytes of one element in [`Data::to_mlir_bytes`]' layout.
+    pub fn mlir_element_size(dtype: DType) -> usize {
+        if dtype == DType::I48 { 6 } else { dtype.byte_size() }
     }
 
     /// Decodes little-endian bytes (i1: one byte each, non-zero is true). `None` if the length is
@@ -145,7 +197,9 @@ impl Data {
             DType::F64 => Data::F64(chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()),
             DType::I1 => Data::I1(bytes.iter().map(|&b| b != 0).collect()),
             DType::I8 => Data::I8(bytes.iter().map(|&b| b as i8).collect()),
+            DType::I16 => Data::I16(chunks.map(|c| i16::from_le_bytes(c.try_into().unwrap())).collect()),
             DType::I32 => Data::I32(chunks.map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
+            DType::I48 => Data::I48(chunks.map(|c| DType::I48.wrap(i64::from_le_bytes(c.try_into().unwrap()))).collect()),
             DType::I64 => Data::I64(chunks.map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()),
         })
     }
@@ -193,7 +247,9 @@ impl Tensor {
             DType::F64 => Data::F64(vec![value; n]),
             DType::I1 => Data::I1(vec![value != 0.0; n]),
             DType::I8 => Data::I8(vec![value as i8; n]),
+            DType::I16 => Data::I16(vec![value as i16; n]),
             DType::I32 => Data::I32(vec![value as i32; n]),
+            DType::I48 => Data::I48(vec![(value as i64).clamp(DType::I48.int_range().0, DType::I48.int_range().1); n]),
             DType::I64 => Data::I64(vec![value as i64; n]),
         };
         Tensor { shape: ty.shape.clone(), data }
@@ -253,8 +309,9 @@ impl Tensor {
             Data::F64(v) => v.clone(),
             Data::I1(v) => v.iter().map(|&x| x as u8 as f64).collect(),
             Data::I8(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::I16(v) => v.iter().map(|&x| x as f64).collect(),
             Data::I32(v) => v.iter().map(|&x| x as f64).collect(),
-            Data::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::I48(v) | Data::I64(v) => v.iter().map(|&x| x as f64).collect(),
         }
     }
 
@@ -273,8 +330,9 @@ impl Tensor {
         match &self.data {
             Data::I1(v) => v.iter().map(|&x| x as i64).collect(),
             Data::I8(v) => v.iter().map(|&x| x as i64).collect(),
+            Data::I16(v) => v.iter().map(|&x| x as i64).collect(),
             Data::I32(v) => v.iter().map(|&x| x as i64).collect(),
-            Data::I64(v) => v.clone(),
+            Data::I48(v) | Data::I64(v) => v.clone(),
             _ => self.to_f64_vec().into_iter().map(|x| x as i64).collect(),
         }
     }
@@ -313,7 +371,7 @@ impl Tensor {
     pub fn elements_text(&self) -> String {
         let items: Vec<String> = match &self.data {
             Data::I1(v) => v.iter().map(|b| b.to_string()).collect(),
-            Data::I8(_) | Data::I32(_) | Data::I64(_) => self.to_i64_vec().iter().map(|x| x.to_string()).collect(),
+            Data::I8(_) | Data::I16(_) | Data::I32(_) | Data::I48(_) | Data::I64(_) => self.to_i64_vec().iter().map(|x| x.to_string()).collect(),
             Data::F64(v) => v.iter().map(|x| format!("{x:?}")).collect(),
             _ => self.to_f32_vec().iter().map(|x| format!("{x:?}")).collect(),
         };

@@ -17,22 +17,29 @@ pub enum DType {
     I1,
     /// Signless 8-bit integer.
     I8,
+    /// Signless 16-bit integer.
+    I16,
     /// Signless 32-bit integer.
     I32,
+    /// Signless 48-bit integer: TOSA's accumulator of i16 contractions, held in 8 bytes (as
+    /// LLVM stores an `i48`), always sign-extended from bit 47.
+    I48,
     /// Signless 64-bit integer.
     I64,
 }
 
 impl DType {
     /// Every dtype, in a stable order.
-    pub const ALL: [DType; 8] = [
+    pub const ALL: [DType; 10] = [
         DType::F32,
         DType::F16,
         DType::BF16,
         DType::F64,
         DType::I1,
         DType::I8,
+        DType::I16,
         DType::I32,
+        DType::I48,
         DType::I64,
     ];
 
@@ -45,7 +52,9 @@ impl DType {
             DType::F64 => "f64",
             DType::I1 => "i1",
             DType::I8 => "i8",
+            DType::I16 => "i16",
             DType::I32 => "i32",
+            DType::I48 => "i48",
             DType::I64 => "i64",
         }
     }
@@ -67,16 +76,16 @@ impl DType {
 
     /// Integer types other than i1.
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I8 | DType::I32 | DType::I64)
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I48 | DType::I64)
     }
 
     /// Bytes one element occupies in memory (i1 takes a byte).
     pub fn byte_size(self) -> usize {
         match self {
             DType::I1 | DType::I8 => 1,
-            DType::F16 | DType::BF16 => 2,
+            DType::F16 | DType::BF16 | DType::I16 => 2,
             DType::F32 | DType::I32 => 4,
-            DType::F64 | DType::I64 => 8,
+            DType::F64 | DType::I48 | DType::I64 => 8,
         }
     }
 
@@ -84,7 +93,31 @@ impl DType {
     pub fn bit_width(self) -> usize {
         match self {
             DType::I1 => 1,
+            DType::I48 => 48,
             d => d.byte_size() * 8,
+        }
+    }
+
+    /// The value range of an integer type (i1: 0..=1).
+    pub fn int_range(self) -> (i64, i64) {
+        match self {
+            DType::I1 => (0, 1),
+            DType::I64 => (i64::MIN, i64::MAX),
+            d => {
+                let bits = d.bit_width() as u32;
+                (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+            }
+        }
+    }
+
+    /// `v` wrapped to this integer type's width (two's complement), as i64.
+    pub fn wrap(self, v: i64) -> i64 {
+        match self {
+            DType::I1 => v & 1,
+            d => {
+                let shift = 64 - d.bit_width() as u32;
+                (v << shift) >> shift
+            }
         }
     }
 }
@@ -259,6 +292,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn integer_ranges_and_wrapping_follow_each_width() {
+        assert_eq!(DType::I16.int_range(), (-32768, 32767));
+        assert_eq!(DType::I48.int_range(), (-(1 << 47), (1 << 47) - 1));
+        assert_eq!(DType::I48.wrap(1 << 47), -(1 << 47));
+        assert_eq!(DType::I48.wrap(-1), -1);
+        assert_eq!(DType::I16.wrap(65535), -1);
+        assert_eq!((DType::I48.byte_size(), DType::I48.bit_width()), (8, 48));
+        let d = crate::tensor::Data::from_i64(vec![-(1 << 47), 5, (1 << 47) - 1], DType::I48);
+        let bytes = d.to_mlir_bytes();
+        assert_eq!(bytes.len(), 18);
+        assert_eq!(crate::tensor::Data::from_mlir_bytes(DType::I48, &bytes), Some(d));
+    }
+
+    #[test]
     fn parse_and_print_round_trip() {
         for s in ["tensor<1x3x16x16xf32>", "tensor<f64>", "tensor<0x2xi1>", "!tosa.shape<4>", "tensor<7xbf16>"] {
             assert_eq!(ValueType::parse(s).unwrap().to_string(), s);
@@ -269,7 +316,7 @@ mod tests {
     fn parse_rejects_what_f16c_cannot_run() {
         assert_eq!(ValueType::parse("tensor<?x3xf32>"), Err(TypeParseError::Dynamic));
         assert_eq!(ValueType::parse("tensor<*xf32>"), Err(TypeParseError::Dynamic));
-        assert_eq!(ValueType::parse("tensor<3xi16>"), Err(TypeParseError::UnsupportedElement("i16".into())));
+        assert_eq!(ValueType::parse("tensor<3xi4>"), Err(TypeParseError::UnsupportedElement("i4".into())));
         assert_eq!(ValueType::parse("memref<3xf32>"), Err(TypeParseError::NotATensor));
     }
 

@@ -226,9 +226,9 @@ fn dense_attr<'c>(ctx: &'c Context, t: &Tensor) -> Result<Attribute<'c>, Diagnos
             let ints: Vec<i32> = v.iter().map(|&b| b as i32).collect();
             mlir_sys::mlirDenseElementsAttrBoolGet(ty.to_raw(), n as isize, ints.as_ptr())
         } else {
-            let mut bytes = t.data().to_le_bytes();
+            let mut bytes = t.data().to_mlir_bytes();
             if n > 1 && t.is_splat() {
-                bytes.truncate(t.dtype().byte_size());
+                bytes.truncate(crate::tensor::Data::mlir_element_size(t.dtype()));
             }
             mlir_sys::mlirDenseElementsAttrRawBufferGet(ty.to_raw(), bytes.len(), bytes.as_ptr() as *const _)
         }

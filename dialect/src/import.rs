@@ -498,7 +498,7 @@ fn type_error_text(text: &str, e: Option<TypeParseError>) -> String {
     match e {
         Some(TypeParseError::Dynamic) => format!("dynamic shape '{text}' is not supported by f16c (static shapes only)"),
         Some(TypeParseError::UnsupportedElement(el)) => {
-            format!("element type '{el}' in '{text}' is not supported by f16c (f32, f16, bf16, f64, i1, i8, i32, i64)")
+            format!("element type '{el}' in '{text}' is not supported by f16c (f32, f16, bf16, f64, i1, i8, i16, i32, i48, i64)")
         }
         Some(TypeParseError::TooLarge { bytes, limit }) => {
             let size = bytes.map_or_else(|| "more than 2^128 bytes".to_string(), |b| format!("{b} bytes ({:.1} GiB)", b as f64 / (1u64 << 30) as f64));
@@ -621,10 +621,11 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
                 Data::I1((0..n).map(|i| mlir_sys::mlirDenseElementsAttrGetBoolValue(raw, i as isize)).collect())
             } else {
                 let splat = mlir_sys::mlirDenseElementsAttrIsSplat(raw);
-                let len = if splat { ty.dtype.byte_size() } else { n * ty.dtype.byte_size() };
+                let size = Data::mlir_element_size(ty.dtype);
+                let len = if splat { size } else { n * size };
                 let ptr = mlir_sys::mlirDenseElementsAttrGetRawData(raw) as *const u8;
                 let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(ptr, len) };
-                let one = Data::from_le_bytes(ty.dtype, bytes).ok_or("malformed raw element data")?;
+                let one = Data::from_mlir_bytes(ty.dtype, bytes).ok_or("malformed raw element data")?;
                 if splat { one.gather(&vec![0; n]) } else { one }
             }
         } else if mlir_sys::mlirAttributeIsADenseResourceElements(raw) {
@@ -638,7 +639,7 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
                 .get(&key)
                 .ok_or_else(|| format!("resource '{key}' is not in the file's dialect_resources section"))?;
             let payload = blob.get(4..).ok_or_else(|| format!("resource '{key}' is shorter than its alignment header"))?;
-            let data = Data::from_le_bytes(ty.dtype, payload)
+            let data = Data::from_mlir_bytes(ty.dtype, payload)
                 .filter(|d| d.len() == n)
                 .ok_or_else(|| format!("resource '{key}' holds {} bytes, but {ty} needs {}", payload.len(), ty.byte_size()))?;
             data

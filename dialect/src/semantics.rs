@@ -150,9 +150,7 @@ fn narrow(n: Num, ty: &TensorType) -> Tensor {
         (Num::F32(v), DType::BF16) => Data::BF16(v.into_iter().map(bf16::from_f32).collect()),
         (Num::F64(v), DType::F64) => Data::F64(v),
         (Num::Bool(v), DType::I1) => Data::I1(v),
-        (Num::Int(v), DType::I8) => Data::I8(v.into_iter().map(|x| x as i8).collect()),
-        (Num::Int(v), DType::I32) => Data::I32(v.into_iter().map(|x| x as i32).collect()),
-        (Num::Int(v), DType::I64) => Data::I64(v),
+        (Num::Int(v), d) if d.is_int() => Data::from_i64(v, d),
         (n, d) => {
             // A mismatch means a dtype combination the verifier should have rejected; convert
             // through f64 rather than fail.
@@ -384,13 +382,13 @@ pub fn shift_amount(b: i64) -> u32 {
 
 /// `x`'s bits as an unsigned value of `d`'s width (`x` is sign-extended from it).
 fn unsigned_bits(x: i64, d: DType) -> u64 {
-    let bits = 8 * d.byte_size() as u32;
+    let bits = d.bit_width() as u32;
     if bits >= 64 { x as u64 } else { x as u64 & ((1u64 << bits) - 1) }
 }
 
 /// `tosa.clz`: leading zero bits of `x` in `d`'s width.
 fn clz(x: i64, d: DType) -> i64 {
-    let bits = 8 * d.byte_size() as i64;
+    let bits = d.bit_width() as i64;
     unsigned_bits(x, d).leading_zeros() as i64 - (64 - bits)
 }
 
@@ -467,11 +465,8 @@ pub fn cast(x: &Tensor, to: DType) -> Tensor {
             }
         }
         (d, int) if d.dtype().is_float() => {
-            let (lo, hi) = match int {
-                DType::I8 => (i8::MIN as f64, i8::MAX as f64),
-                DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-                _ => (i64::MIN as f64, i64::MAX as f64),
-            };
+            let (lo, hi) = int.int_range();
+            let (lo, hi) = (lo as f64, hi as f64);
             let v: Vec<i64> =
                 x.to_f64_vec().into_iter().map(|f| if f.is_nan() { 0 } else { f.round_ties_even().clamp(lo, hi) as i64 }).collect();
             int_data(v, int)
@@ -482,11 +477,7 @@ pub fn cast(x: &Tensor, to: DType) -> Tensor {
 }
 
 fn int_data(v: Vec<i64>, dtype: DType) -> Data {
-    match dtype {
-        DType::I8 => Data::I8(v.into_iter().map(|x| x as i8).collect()),
-        DType::I32 => Data::I32(v.into_iter().map(|x| x as i32).collect()),
-        _ => Data::I64(v),
-    }
+    Data::from_i64(v, if dtype.is_int() { dtype } else { DType::I64 })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -780,8 +771,7 @@ fn transpose_conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64,
 /// Max pooling ignores padding; average pooling divides by the number of in-bounds elements.
 /// The smallest and largest value of integer type `d`.
 pub fn int_range(d: DType) -> (i64, i64) {
-    let bits = 8 * d.byte_size() as u32;
-    if bits >= 64 { (i64::MIN, i64::MAX) } else { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) }
+    d.int_range()
 }
 
 /// TOSA's `reciprocal_scale(count)`: `(multiplier, shift)` with `multiplier / 2^shift ≈ 1 /
@@ -933,11 +923,31 @@ fn rescale(x: &Tensor, m: &Tensor, s: &Tensor, zps: (i64, i64), r: &RescaleAttrs
     Ok(narrow(Num::Int(v), out))
 }
 
-/// `tosa.table` on i8: `table[x + 128]`.
+/// `tosa.table`: on i8 `table[x + 128]`; on i16 TOSA's `apply_lookup_s` into 513 entries,
+/// interpolated, with an i32 result: [`table_i16`].
 fn table(x: &Tensor, table: &Tensor, out: &TensorType) -> EvalResult<Tensor> {
-    let (Data::I8(v), 256) = (x.data(), table.len()) else { return err("tosa.table: needs i8 input and a 256-entry table") };
-    let map: Vec<usize> = v.iter().map(|&e| (e as i16 + 128) as usize).collect();
-    Ok(moved(table, &map, out))
+    match (x.data(), table.data()) {
+        (Data::I8(v), _) if table.len() == 256 => {
+            let map: Vec<usize> = v.iter().map(|&e| (e as i16 + 128) as usize).collect();
+            Ok(moved(table, &map, out))
+        }
+        (Data::I16(v), Data::I16(t)) if t.len() == 513 => {
+            let r = v.iter().map(|&e| table_i16(t, e) as i64).collect();
+            Tensor::new(out.shape.clone(), Data::from_i64(r, out.dtype)).map_err(|e| EvalError(e.to_string()))
+        }
+        _ => err("tosa.table: needs an i8 input and 256 entries, or an i16 input and 513"),
+    }
+}
+
+/// TOSA 1.0 `apply_lookup_s` for an i16 value: entry `(x + 32768) >> 7` and the next,
+/// interpolated by the low 7 bits, `(base << 7) + (next − base) · fraction`. The specification
+/// requires the slope to fit i16; f16c computes it in i32 whatever it is (wrapping), as every
+/// backend does.
+pub fn table_i16(table: &[i16], x: i16) -> i32 {
+    let index = ((x as i32 + 32768) >> 7) as usize;
+    let fraction = x as i32 & 0x7f;
+    let (base, next) = (table[index] as i32, table[index + 1] as i32);
+    (base << 7).wrapping_add((next - base).wrapping_mul(fraction))
 }
 
 /// The scale and offset of a `tosa.resize` (the border only decides the output size).

@@ -18,7 +18,7 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::graph::{Graph, Module, NodeId};
-use crate::op::{BinaryOp, Op, UnaryOp};
+use crate::op::{BinaryOp, Op, Rounding, UnaryOp};
 use crate::types::{DType, TensorType, ValueType};
 
 /// Proof that a module passed [`verify_module`]; backends take it as an argument.
@@ -162,7 +162,7 @@ impl Verifier<'_> {
                     self.fail(id, "needs a float type");
                 }
                 if b.is_shift() {
-                    self.types_among(id, out, &[DType::I8, DType::I32]);
+                    self.types_among(id, out, &[DType::I8, DType::I16, DType::I32]);
                 } else if *b == BinaryOp::IntDiv {
                     self.types_among(id, out, &[DType::I32]);
                 } else if b.is_integer_only() && (out.dtype.is_float() || out.dtype == DType::I1) {
@@ -300,15 +300,19 @@ impl Verifier<'_> {
             }
             Op::Rescale(r) => {
                 self.same_shape(id, t(0), out);
-                let ints = [DType::I8, DType::I32];
-                if !ints.contains(&t(0).dtype) || !ints.contains(&out.dtype) {
-                    self.fail(id, format!("is supported from and to i8 and i32 (f16c has no i16 or i48), not {} -> {}", t(0).dtype, out.dtype));
+                let (ins, outs) = ([DType::I8, DType::I16, DType::I32, DType::I48], [DType::I8, DType::I16, DType::I32]);
+                if !ins.contains(&t(0).dtype) || !outs.contains(&out.dtype) {
+                    self.fail(id, format!("is defined from i8, i16, i32 or i48 to i8, i16 or i32, not {} -> {}", t(0).dtype, out.dtype));
                 }
-                if !r.scale32 {
-                    self.fail(id, "with scale32 = false (16-bit multipliers) is not supported by f16c (no i16 tensors)");
+                if r.scale32 && t(0).dtype == DType::I48 {
+                    self.fail(id, "of an i48 input needs scale32 = false (TOSA: 16-bit multipliers)");
+                }
+                if !r.scale32 && r.rounding == Rounding::Double {
+                    self.fail(id, "with scale32 = false cannot use DOUBLE_ROUND (TOSA)");
                 }
                 let channels = if r.per_channel { t(0).shape.last().copied().unwrap_or(1) } else { 1 };
-                for (i, (what, d)) in [(1, ("multiplier", DType::I32)), (2, ("shift", DType::I8))] {
+                let multiplier = if r.scale32 { DType::I32 } else { DType::I16 };
+                for (i, (what, d)) in [(1, ("multiplier", multiplier)), (2, ("shift", DType::I8))] {
                     if t(i).dtype != d || t(i).shape != [channels] {
                         self.fail(id, format!("{what} {} should be tensor<{channels}x{d}>", t(i)));
                     }
@@ -320,13 +324,18 @@ impl Verifier<'_> {
                 }
             }
             Op::Table => {
-                // f16c's subset of TOSA's table: i8 (the i16 form needs i16 tensors).
+                // TOSA's table: i8 -> i8 with 256 entries, i16 -> i32 with 513 (interpolated).
                 self.same_shape(id, t(0), out);
-                if t(0).dtype != DType::I8 || out.dtype != DType::I8 {
-                    self.fail(id, format!("is supported on i8 (-> i8), not {} -> {}", t(0).dtype, out.dtype));
+                let (want_out, entries) = match t(0).dtype {
+                    DType::I16 => (DType::I32, 513),
+                    _ => (DType::I8, 256),
+                };
+                if !matches!(t(0).dtype, DType::I8 | DType::I16) || out.dtype != want_out {
+                    self.fail(id, format!("is defined on i8 (-> i8) and i16 (-> i32), not {} -> {}", t(0).dtype, out.dtype));
                 }
-                if t(1).dtype != DType::I8 || t(1).shape != [256] {
-                    self.fail(id, format!("needs a tensor<256xi8> table, has {}", t(1)));
+                let table_d = if t(0).dtype == DType::I16 { DType::I16 } else { DType::I8 };
+                if t(1).dtype != table_d || t(1).shape != [entries] {
+                    self.fail(id, format!("needs a tensor<{entries}x{table_d}> table, has {}", t(1)));
                 }
             }
             Op::Resize { bilinear } => {
@@ -478,7 +487,9 @@ impl Verifier<'_> {
         // Input and weight share one element type (TOSA); the result is in the same family
         // (an integer contraction widens to i32, a float one may widen to f32).
         let fam = |d: DType| if d.is_float() { 0 } else { 1 };
-        if data.iter().any(|t| t.dtype != data[0].dtype) || fam(out.dtype) != fam(data[0].dtype) {
+        // TOSA's one mixed form: an i16 input with an i8 weight (an i48 result).
+        let second_ok = |d: DType| d == data[0].dtype || (data[0].dtype == DType::I16 && d == DType::I8);
+        if data[1..].iter().any(|t| !second_ok(t.dtype)) || fam(out.dtype) != fam(data[0].dtype) {
             let list: Vec<String> = data.iter().map(|t| t.dtype.to_string()).collect();
             self.fail(id, format!("mixes element types {} -> {}", list.join(", "), out.dtype));
         }

@@ -282,3 +282,28 @@ func.func @conv3d(%x: tensor<1x5x6x7x3xf32>) -> tensor<1x3x6x5x4xf32> {
   %0 = tosa.conv3d %x, %w, %b, %zp, %zp {acc_type = f32, dilation = array<i64: 1, 1, 2>, pad = array<i64: 1, 0, 1, 1, 0, 2>, stride = array<i64: 2, 1, 1>} : (tensor<1x5x6x7x3xf32>, tensor<4x2x3x3x3xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x6x5x4xf32>
   return %0 : tensor<1x3x6x5x4xf32>
 }
+
+// -----
+
+// i16 and i48 (TOSA's 16-bit integer extension): an i16 x i8 conv2d into i48, a rescale of
+// i48 with 16-bit multipliers, an i16 table (issue 15).
+// CHECK-LABEL: func.func @int16
+// CHECK: "tosa.const"() <{values = dense<[-140737488355328, 0, 1, 140737488355327]> : tensor<4xi48>}>
+// CHECK: tosa.conv2d %{{.*}} {acc_type = i48, {{.*}}} : (tensor<1x2x2x3xi16>, tensor<4x1x1x3xi8>, tensor<4xi48>, tensor<1xi16>, tensor<1xi8>) -> tensor<1x2x2x4xi48>
+// CHECK: tosa.rescale %{{.*}} {{.*}}scale32 = false} : (tensor<1x2x2x4xi48>, tensor<1xi16>, tensor<1xi8>, tensor<1xi48>, tensor<1xi16>) -> tensor<1x2x2x4xi16>
+// CHECK: tosa.table %{{.*}} : (tensor<1x2x2x4xi16>, tensor<513xi16>) -> tensor<1x2x2x4xi32>
+func.func @int16(%x: tensor<1x2x2x3xi16>, %t: tensor<513xi16>) -> (tensor<1x2x2x4xi32>, tensor<4xi48>) {
+  %w = "tosa.const"() <{values = dense<3> : tensor<4x1x1x3xi8>}> : () -> tensor<4x1x1x3xi8>
+  %b = "tosa.const"() <{values = dense<[1, -2, 3, -4]> : tensor<4xi48>}> : () -> tensor<4xi48>
+  %edges = "tosa.const"() <{values = dense<[-140737488355328, 0, 1, 140737488355327]> : tensor<4xi48>}> : () -> tensor<4xi48>
+  %xz = "tosa.const"() <{values = dense<0> : tensor<1xi16>}> : () -> tensor<1xi16>
+  %wz = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %0 = tosa.conv2d %x, %w, %b, %xz, %wz {acc_type = i48, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x2x3xi16>, tensor<4x1x1x3xi8>, tensor<4xi48>, tensor<1xi16>, tensor<1xi8>) -> tensor<1x2x2x4xi48>
+  %m = "tosa.const"() <{values = dense<16384> : tensor<1xi16>}> : () -> tensor<1xi16>
+  %s = "tosa.const"() <{values = dense<15> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %iz = "tosa.const"() <{values = dense<0> : tensor<1xi48>}> : () -> tensor<1xi48>
+  %oz = "tosa.const"() <{values = dense<0> : tensor<1xi16>}> : () -> tensor<1xi16>
+  %1 = tosa.rescale %0, %m, %s, %iz, %oz {input_unsigned = false, output_unsigned = false, per_channel = false, rounding_mode = SINGLE_ROUND, scale32 = false} : (tensor<1x2x2x4xi48>, tensor<1xi16>, tensor<1xi8>, tensor<1xi48>, tensor<1xi16>) -> tensor<1x2x2x4xi16>
+  %2 = tosa.table %1, %t : (tensor<1x2x2x4xi16>, tensor<513xi16>) -> tensor<1x2x2x4xi32>
+  return %2, %edges : tensor<1x2x2x4xi32>, tensor<4xi48>
+}

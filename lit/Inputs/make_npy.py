@@ -43,3 +43,5 @@ npy("a_6_i32.npy", "<i4", [6], "i", [-7, 5, 2147483647, -2147483648, 96, 100])
 npy("s_6_i32.npy", "<i4", [6], "i", [1, 1, 1, 31, 33, 0])
 # A 1x3x2x2x1 volume 1..12 (lit/Run/conv3d.mlir).
 npy("x_1x3x2x2x1_f32.npy", "<f4", [1, 3, 2, 2, 1], "f", [float(i) for i in range(1, 13)])
+# i16 values at the type's edges (lit/Run/int16.mlir).
+npy("x_8_i16.npy", "<i2", [8], "h", [-32768, -1, 0, 127, 128, 32767, 1000, -1000])

@@ -330,7 +330,8 @@ fn data_ptr(d: &Data) -> *mut u8 {
         // `bool` is one byte holding 0 or 1, as the code reads i1.
         Data::I1(v) => v.as_ptr() as *mut u8,
         Data::I8(v) => v.as_ptr() as *mut u8,
+        Data::I16(v) => v.as_ptr() as *mut u8,
         Data::I32(v) => v.as_ptr() as *mut u8,
-        Data::I64(v) => v.as_ptr() as *mut u8,
+        Data::I48(v) | Data::I64(v) => v.as_ptr() as *mut u8,
     }
 }

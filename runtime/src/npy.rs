@@ -48,9 +48,10 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
         "f8" => Data::F64(file.into_vec::<f64>().map_err(bad)?),
         "b1" => Data::I1(file.into_vec::<bool>().map_err(bad)?),
         "i1" => Data::I8(file.into_vec::<i8>().map_err(bad)?),
+        "i2" => Data::I16(file.into_vec::<i16>().map_err(bad)?),
         "i4" => Data::I32(file.into_vec::<i32>().map_err(bad)?),
         "i8" => Data::I64(file.into_vec::<i64>().map_err(bad)?),
-        _ => return Err(npy_err(path, format!("dtype '{descr}' is not supported (float32, float16, float64, bool, int8, int32, int64)"))),
+        _ => return Err(npy_err(path, format!("dtype '{descr}' is not supported (float32, float16, float64, bool, int8, int16, int32, int64)"))),
     };
     Tensor::new(shape, data).map_err(|e| npy_err(path, e.to_string()))
 }
@@ -118,8 +119,10 @@ pub fn write(path: &Path, t: &Tensor) -> Result<()> {
         DType::F64 => "<f8",
         DType::I1 => "|b1",
         DType::I8 => "|i1",
+        DType::I16 => "<i2",
         DType::I32 => "<i4",
-        DType::I64 => "<i8",
+        // NumPy has no 48-bit integer: i48 values are written sign-extended as int64.
+        DType::I48 | DType::I64 => "<i8",
         DType::BF16 => unreachable!("widened above"),
     };
     let mut bytes = header(descr, t.shape());
@@ -149,7 +152,8 @@ fn header(descr: &str, shape: &[usize]) -> Vec<u8> {
 }
 
 /// An f32 tensor given for an f16 or bf16 argument of the same shape, rounded to it (to
-/// nearest, ties to even): `f16c-run` takes f32 inputs for any float argument. Anything else is
+/// nearest, ties to even): `f16c-run` takes f32 inputs for any float argument. An int64 tensor
+/// whose values fit 48 bits is taken for an i48 argument (NumPy has no int48). Anything else is
 /// returned as is (and checked against the argument by the executor).
 pub fn fit(t: Tensor, want: &crate::TensorType) -> Tensor {
     match (t.data(), want.dtype) {
@@ -158,6 +162,9 @@ pub fn fit(t: Tensor, want: &crate::TensorType) -> Tensor {
         }
         (Data::F32(v), DType::BF16) if t.shape() == want.shape.as_slice() => {
             Tensor::new(want.shape.clone(), Data::BF16(v.iter().map(|&x| half::bf16::from_f32(x)).collect())).expect("same shape")
+        }
+        (Data::I64(v), DType::I48) if t.shape() == want.shape.as_slice() && v.iter().all(|&x| DType::I48.wrap(x) == x) => {
+            Tensor::new(want.shape.clone(), Data::I48(v.clone())).expect("same shape")
         }
         _ => t,
     }
@@ -177,6 +184,7 @@ mod tests {
             Data::F64(vec![1e300; 6]),
             Data::I1(vec![true, false, true, true, false, false]),
             Data::I8(vec![-128, 127, 0, 1, 2, 3]),
+            Data::I16(vec![i16::MIN, 0, 1, 2, 3, i16::MAX]),
             Data::I32(vec![i32::MIN, 0, 1, 2, 3, i32::MAX]),
             Data::I64(vec![i64::MIN, 0, 1, 2, 3, i64::MAX]),
         ] {

@@ -104,9 +104,13 @@ impl Builder<'_> {
         self.node(Op::Binary(BinaryOp::Mul), d, shape, &[a, b, shift])
     }
 
-    /// `table[x + 128]` for i8 `x`: a gather from the table as `[1, 256, 1]` values.
+    /// `table[x + 128]` for i8 `x`: a gather from the table as `[1, 256, 1]` values; for i16
+    /// `x`, two gathers and the interpolation of [`semantics::table_i16`] in i32.
     fn table(&mut self, x: NodeId, table: NodeId, out: &TensorType) -> NodeId {
         let count = out.num_elements();
+        if self.g.tensor_ty(x).expect("a tensor").dtype == DType::I16 {
+            return self.table_i16(x, table, out);
+        }
         let wide = self.cast(x, DType::I8, DType::I32, &out.shape);
         let bias = self.constant(Tensor::new(vec![1; out.rank()], Data::I32(vec![128])).expect("one element"));
         let index = self.node(Op::Binary(BinaryOp::Add), DType::I32, &out.shape, &[wide, bias]);
@@ -114,6 +118,31 @@ impl Builder<'_> {
         let values = self.reshape(table, DType::I8, &[1, 256, 1]);
         let g = self.node(Op::Gather, DType::I8, &[1, count, 1], &[values, index]);
         self.reshape(g, DType::I8, &out.shape)
+    }
+
+    fn table_i16(&mut self, x: NodeId, table: NodeId, out: &TensorType) -> NodeId {
+        let (shape, count) = (&out.shape, out.num_elements());
+        let i32s = |b: &mut Self, v: i32| b.constant(Tensor::new(vec![1; shape.len()], Data::I32(vec![v])).expect("one element"));
+        let binary = |b: &mut Self, op: BinaryOp, p: NodeId, q: NodeId| b.node(Op::Binary(op), DType::I32, shape, &[p, q]);
+        let wide = self.cast(x, DType::I16, DType::I32, shape);
+        let (bias, seven, mask, one) = (i32s(self, 32768), i32s(self, 7), i32s(self, 0x7f), i32s(self, 1));
+        let biased = binary(self, BinaryOp::Add, wide, bias);
+        let index = binary(self, BinaryOp::ShiftRightArith { round: false }, biased, seven);
+        let fraction = binary(self, BinaryOp::BitwiseAnd, wide, mask);
+        let values = self.reshape(table, DType::I16, &[1, 513, 1]);
+        let entry = |b: &mut Self, at: NodeId| {
+            let at = b.reshape(at, DType::I32, &[1, count]);
+            let g = b.node(Op::Gather, DType::I16, &[1, count, 1], &[values, at]);
+            let g = b.reshape(g, DType::I16, shape);
+            b.cast(g, DType::I16, DType::I32, shape)
+        };
+        let base = entry(self, index);
+        let index1 = binary(self, BinaryOp::Add, index, one);
+        let next = entry(self, index1);
+        let slope = binary(self, BinaryOp::Sub, next, base);
+        let slope = self.mul(slope, fraction, DType::I32, shape);
+        let high = binary(self, BinaryOp::ShiftLeft, base, seven);
+        binary(self, BinaryOp::Add, high, slope)
     }
 
     /// `tosa.conv3d` as one conv2d (module comment). `ops`: input, weight, bias, zero points.

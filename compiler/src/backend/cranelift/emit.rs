@@ -47,7 +47,7 @@ pub fn domain(d: DType) -> Type {
         DType::F32 | DType::F16 | DType::BF16 => F32,
         DType::F64 => F64,
         DType::I1 => I8,
-        DType::I8 | DType::I32 | DType::I64 => I64,
+        DType::I8 | DType::I16 | DType::I32 | DType::I48 | DType::I64 => I64,
     }
 }
 
@@ -276,10 +276,14 @@ impl<'a> Fx<'a> {
     pub fn round_to(&mut self, d: DType, v: Value) -> Value {
         match d {
             DType::F16 | DType::BF16 => self.round_f32(d, v),
-            DType::I8 | DType::I32 => {
-                let t = if d == DType::I8 { I8 } else { I32 };
+            DType::I8 | DType::I16 | DType::I32 => {
+                let t = Type::int(d.bit_width() as u16).expect("8, 16 or 32 bits");
                 let n = self.b.ins().ireduce(t, v);
                 self.b.ins().sextend(I64, n)
+            }
+            DType::I48 => {
+                let high = self.b.ins().ishl_imm_u(v, 16);
+                self.b.ins().sshr_imm_u(high, 16)
             }
             _ => v,
         }
@@ -311,8 +315,9 @@ impl<'a> Fx<'a> {
             }
             DType::I1 => self.b.ins().load(I8, m, p, offset),
             DType::I8 => self.b.ins().sload8(I64, m, p, offset),
+            DType::I16 => self.b.ins().sload16(I64, m, p, offset),
             DType::I32 => self.b.ins().sload32(m, p, offset),
-            DType::I64 => self.b.ins().load(I64, m, p, offset),
+            DType::I48 | DType::I64 => self.b.ins().load(I64, m, p, offset),
         }
     }
 
@@ -326,8 +331,11 @@ impl<'a> Fx<'a> {
     pub fn store_at(&mut self, d: DType, p: Value, offset: i32, v: Value) {
         let m = mem();
         match d {
-            DType::F32 | DType::F64 | DType::I1 | DType::I64 => {
+            DType::F32 | DType::F64 | DType::I1 | DType::I48 | DType::I64 => {
                 self.b.ins().store(m, v, p, offset);
+            }
+            DType::I16 => {
+                self.b.ins().istore16(m, v, p, offset);
             }
             DType::F16 => {
                 let h = self.f32_to_f16(v);
@@ -543,7 +551,7 @@ impl<'a> Fx<'a> {
                 UnaryOp::Clz => {
                     let u = self.low_bits(x, d);
                     let c = self.b.ins().clz(u);
-                    Ok(self.b.ins().iadd_imm_s(c, 8 * d.byte_size() as i64 - 64))
+                    Ok(self.b.ins().iadd_imm_s(c, d.bit_width() as i64 - 64))
                 }
                 _ => Err(format!("{} is not defined on integers", f16c_dialect::Op::Unary(u).mlir_name())),
             };
@@ -687,9 +695,9 @@ impl<'a> Fx<'a> {
 
     /// The bits of a sign-extended integer of type `d` as an unsigned value of its width.
     fn low_bits(&mut self, x: Value, d: DType) -> Value {
-        match d.byte_size() {
-            8 => x,
-            n => self.b.ins().band_imm_u(x, (1i64 << (8 * n)) - 1),
+        match d.bit_width() {
+            64 => x,
+            n => self.b.ins().band_imm_u(x, (1i64 << n) - 1),
         }
     }
 
@@ -721,11 +729,8 @@ impl<'a> Fx<'a> {
             }
             (F32 | F64, I64) => {
                 let f = if df == F32 { self.b.ins().fpromote(F64, x) } else { x };
-                let (lo, hi) = match to {
-                    DType::I8 => (i8::MIN as f64, i8::MAX as f64),
-                    DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-                    _ => (i64::MIN as f64, i64::MAX as f64),
-                };
+                let (lo, hi) = to.int_range();
+                let (lo, hi) = (lo as f64, hi as f64);
                 let r = self.b.ins().nearest(f);
                 let (lo, hi) = (self.b.ins().f64const(lo), self.b.ins().f64const(hi));
                 let r = self.b.ins().fmax(r, lo);

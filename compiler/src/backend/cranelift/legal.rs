@@ -29,11 +29,11 @@ pub const AW: usize = 16;
 pub const KU: usize = 4;
 
 /// Element types the GEMM and the direct convolutions read (f16/bf16 are widened to f32 as
-/// they are packed). i8 matmul, conv2d and depthwise conv2d take a scalar integer path
+/// they are packed). Integer (i8, i16) matmul, conv2d and depthwise conv2d take a scalar integer path
 /// (`gemm.rs`, `integer`); f64 and integer transpose-conv contractions are not implemented.
 pub const CONTRACTION_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16];
 /// Element types pooling reads.
-pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I32];
+pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32];
 /// Unary ops defined on integers (the others are float-only: exp, log, tanh, ...).
 pub const INTEGER_UNARY: &[UnaryOp] = &[UnaryOp::Negate, UnaryOp::Abs, UnaryOp::BitwiseNot, UnaryOp::Clz];
 
@@ -72,7 +72,7 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
         KernelKind::Contraction(c) if c.padding_hazard => {
             unsupported("a convolution whose padding meets an inf or NaN weight (this backend multiplies the padding's zeros; --backend=llvm skips them as TOSA does)".into())
         }
-        KernelKind::Contraction(c) if c.a.ty.dtype == DType::I8 && c.b.ty.dtype == DType::I8 => match c.kind {
+        KernelKind::Contraction(c) if c.a.ty.dtype.is_int() && c.b.ty.dtype.is_int() => match c.kind {
             crate::lower::ContractionKind::TransposeConv(_) => unsupported("integer transpose convolutions".into()),
             _ => Ok(()),
         },

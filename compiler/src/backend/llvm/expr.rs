@@ -55,9 +55,13 @@ impl<'ctx> Ir<'ctx> {
                 let n = self.to_low(f, d).expect("an f32 value rounds without a libcall");
                 self.b.build_float_ext(n, f.get_type(), "").built().into()
             }
-            DType::I8 | DType::I32 => {
+            DType::I8 | DType::I16 | DType::I32 => {
                 let n = self.b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built();
                 self.b.build_int_s_extend(n, self.cx.i64_type(), "").built().into()
+            }
+            DType::I48 => {
+                let high = self.b.build_left_shift(v.into_int_value(), self.i64(16), "").built();
+                self.b.build_right_shift(high, self.i64(16), true, "").built().into()
             }
             _ => v,
         }
@@ -102,7 +106,7 @@ impl<'ctx> Ir<'ctx> {
     }
 
     fn unary(&mut self, u: UnaryOp, d: DType, x: BasicValueEnum<'ctx>, (in_zp, out_zp): (i64, i64)) -> Result<BasicValueEnum<'ctx>, String> {
-        if matches!(d, DType::I8 | DType::I32 | DType::I64) {
+        if d.is_int() {
             let x = x.into_int_value();
             return match u {
                 UnaryOp::Negate => Ok(self.sub(self.i64(out_zp), self.addi(x, -in_zp)).into()),
@@ -115,7 +119,7 @@ impl<'ctx> Ir<'ctx> {
                     let u = self.low_bits(x, d);
                     let i64t = self.cx.i64_type();
                     let c = self.intrinsic("llvm.ctlz.i64", i64t.into(), &[u.into(), self.cx.bool_type().const_zero().into()]);
-                    Ok(self.addi(c.into_int_value(), 8 * d.byte_size() as i64 - 64).into())
+                    Ok(self.addi(c.into_int_value(), d.bit_width() as i64 - 64).into())
                 }
                 _ => Err(format!("{} is not defined on integers", f16c_dialect::Op::Unary(u).mlir_name())),
             };
@@ -271,9 +275,9 @@ impl<'ctx> Ir<'ctx> {
 
     /// The bits of a sign-extended integer of type `d` as an unsigned value of its width.
     fn low_bits(&self, x: IntValue<'ctx>, d: DType) -> IntValue<'ctx> {
-        match d.byte_size() {
-            8 => x,
-            n => self.and(x, self.i64((1i64 << (8 * n)) - 1)),
+        match d.bit_width() {
+            64 => x,
+            n => self.and(x, self.i64((1i64 << n) - 1)),
         }
     }
 
@@ -306,11 +310,8 @@ impl<'ctx> Ir<'ctx> {
             }
             (f, t) if f.is_float() && !t.is_float() => {
                 let v = if f == DType::F64 { x.into_float_value() } else { b.build_float_ext(x.into_float_value(), f64t, "").built() };
-                let (lo, hi) = match t {
-                    DType::I8 => (i8::MIN as f64, i8::MAX as f64),
-                    DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-                    _ => (i64::MIN as f64, i64::MAX as f64),
-                };
+                let (lo, hi) = t.int_range();
+                let (lo, hi) = (lo as f64, hi as f64);
                 let r = self.fintr("roundeven", &[v]);
                 let r = self.fmax(r, self.f64(lo));
                 let r = self.fmin(r, self.f64(hi));

@@ -361,8 +361,10 @@ impl<'ctx> Ir<'ctx> {
             DType::BF16 => self.cx.bf16_type().into(),
             DType::F64 => self.cx.f64_type().into(),
             DType::I1 | DType::I8 => self.cx.i8_type().into(),
+            DType::I16 => self.cx.i16_type().into(),
             DType::I32 => self.cx.i32_type().into(),
-            DType::I64 => self.cx.i64_type().into(),
+            // i48 in 8 bytes, sign-extended (all 8 written, unlike LLVM's own i48 stores).
+            DType::I48 | DType::I64 => self.cx.i64_type().into(),
         }
     }
 
@@ -372,7 +374,7 @@ impl<'ctx> Ir<'ctx> {
             DType::F32 | DType::F16 | DType::BF16 => self.cx.f32_type().into(),
             DType::F64 => self.cx.f64_type().into(),
             DType::I1 => self.cx.bool_type().into(),
-            DType::I8 | DType::I32 | DType::I64 => self.cx.i64_type().into(),
+            DType::I8 | DType::I16 | DType::I32 | DType::I48 | DType::I64 => self.cx.i64_type().into(),
         }
     }
 
@@ -399,7 +401,7 @@ impl<'ctx> Ir<'ctx> {
         match d {
             DType::F16 | DType::BF16 => b.build_float_ext(v.into_float_value(), self.cx.f32_type(), "").built().into(),
             DType::I1 => self.icmp(IntPredicate::NE, v.into_int_value(), self.cx.i8_type().const_zero()).into(),
-            DType::I8 | DType::I32 => b.build_int_s_extend(v.into_int_value(), self.cx.i64_type(), "").built().into(),
+            DType::I8 | DType::I16 | DType::I32 => b.build_int_s_extend(v.into_int_value(), self.cx.i64_type(), "").built().into(),
             _ => v,
         }
     }
@@ -412,7 +414,7 @@ impl<'ctx> Ir<'ctx> {
         let b = &self.b;
         match d {
             DType::I1 => b.build_int_z_extend(v.into_int_value(), self.cx.i8_type(), "").built().into(),
-            DType::I8 | DType::I32 => b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built().into(),
+            DType::I8 | DType::I16 | DType::I32 => b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built().into(),
             _ => v,
         }
     }

@@ -58,8 +58,9 @@ pub fn c_type(d: DType) -> &'static str {
         DType::F64 => "double",
         DType::I1 => "uint8_t",
         DType::I8 => "int8_t",
+        DType::I16 => "int16_t",
         DType::I32 => "int32_t",
-        DType::I64 => "int64_t",
+        DType::I48 | DType::I64 => "int64_t",
         _ => "float",
     }
 }
