@@ -107,7 +107,7 @@ pub fn load(artifact: Artifact, threads: usize) -> Result<Executor> {
 
 /// Checks that this CPU has every feature the code uses (Cranelift's flag names).
 pub fn check_cpu(requires: &[String]) -> Result<()> {
-    let missing: Vec<&str> = requires.iter().map(String::as_str).filter(|f| !has_feature(f)).collect();
+    let missing: Vec<&str> = requires.iter().map(String::as_str).filter(|f| feature(f) != Some(true)).collect();
     if missing.is_empty() {
         Ok(())
     } else {
@@ -118,10 +118,17 @@ pub fn check_cpu(requires: &[String]) -> Result<()> {
     }
 }
 
+/// Whether the runtime knows CPU feature `f` (a Cranelift or LLVM name an artifact may require).
+pub fn knows_feature(f: &str) -> bool {
+    feature(f).is_some()
+}
+
+/// Whether this CPU has feature `f`; `None` for a feature this runtime does not know (an
+/// artifact that requires one is refused rather than risking an illegal instruction).
 #[cfg(target_arch = "x86_64")]
-fn has_feature(f: &str) -> bool {
+fn feature(f: &str) -> Option<bool> {
     use std::arch::is_x86_feature_detected as has;
-    match f {
+    Some(match f {
         "sse3" => has!("sse3"),
         "ssse3" => has!("ssse3"),
         "sse41" => has!("sse4.1"),
@@ -141,14 +148,16 @@ fn has_feature(f: &str) -> bool {
         "avx512bitalg" => has!("avx512bitalg"),
         "avx512vbmi" => has!("avx512vbmi"),
         "avx512bw" => has!("avx512bw"),
-        // A feature this runtime does not know: refuse rather than risk an illegal instruction.
-        _ => false,
-    }
+        "avx512vnni" => has!("avx512vnni"),
+        // Cranelift's name for AVX-VNNI.
+        "avx_vnni" => has!("avxvnni"),
+        _ => return None,
+    })
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn has_feature(_: &str) -> bool {
-    false
+fn feature(_: &str) -> Option<bool> {
+    None
 }
 
 /// A `dlopen`ed shared object.

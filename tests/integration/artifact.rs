@@ -57,3 +57,16 @@ fn artifacts_for_another_target_or_cpu_are_refused() {
     let e = loader::load(code, 1).err().expect("refused").to_string();
     assert!(e.contains("cannot load the artifact's code"), "{e}");
 }
+
+/// Every x86-64 feature flag Cranelift may write into an artifact's `requires` (on a machine
+/// that has it) is one the runtime can check: an AVX-512 VNNI machine once made every JIT
+/// artifact unloadable because the runtime did not know `avx512vnni`.
+#[test]
+fn the_runtime_knows_every_feature_cranelift_can_require() {
+    let (isa, _) = f16c_compiler::backend::cranelift::host_isa("speed", false).unwrap();
+    let names: Vec<String> = isa.isa_flags().iter().filter(|f| f.as_bool().is_some()).filter_map(|f| f.name.strip_prefix("has_").map(str::to_string)).collect();
+    assert!(names.iter().any(|n| n == "avx2"), "{names:?}");
+    for n in &names {
+        assert!(f16c_runtime::loader::knows_feature(n), "the runtime cannot check CPU feature '{n}'");
+    }
+}
