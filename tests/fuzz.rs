@@ -40,6 +40,10 @@ pub const HANG_SECONDS: u64 = 20;
 /// refused early instead of making every run slow.
 pub const WORKER_TENSOR_LIMIT: u64 = 16 << 20;
 
+/// The loop iteration limit the workers run with (`F16C_MAX_LOOP_ITERATIONS`): a mutated
+/// `tosa.while_loop` whose condition never turns false is a run-time error, not a hang.
+pub const WORKER_LOOP_LIMIT: u64 = 10_000;
+
 /// The address-space limit of a worker: an input that makes f16c allocate more is a finding
 /// (the process dies on the failed allocation), not a machine out of memory.
 pub const WORKER_MEMORY_LIMIT: u64 = 8 << 30;
@@ -641,6 +645,7 @@ impl Worker {
         cmd.envs(env.iter().copied());
         cmd.args(["worker", target.name()])
             .env("F16C_MAX_TENSOR_BYTES", WORKER_TENSOR_LIMIT.to_string())
+            .env("F16C_MAX_LOOP_ITERATIONS", WORKER_LOOP_LIMIT.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

@@ -84,7 +84,7 @@ impl Report {
         let mut summary = Summary::default();
         for id in after.topo_order().expect("verified graphs are acyclic") {
             let op = after.op(id);
-            if matches!(op, Op::Arg(_) | Op::Const(_) | Op::ConstShape(_)) {
+            if matches!(op, Op::Arg(_) | Op::Const(_) | Op::ConstShape(_) | Op::Result(_)) {
                 continue;
             }
             if matches!(op, Op::Cast) && !is_original(before, after, id) {

@@ -181,6 +181,9 @@ pub enum ValueType {
     Tensor(TensorType),
     /// A compile-time shape of the given rank.
     Shape(usize),
+    /// The results of a control-flow op (`tosa.cond_if`, `tosa.while_loop`), which `Op::Result`
+    /// nodes take apart.
+    Results(Vec<TensorType>),
 }
 
 impl ValueType {
@@ -188,7 +191,7 @@ impl ValueType {
     pub fn as_tensor(&self) -> Option<&TensorType> {
         match self {
             ValueType::Tensor(t) => Some(t),
-            ValueType::Shape(_) => None,
+            ValueType::Shape(_) | ValueType::Results(_) => None,
         }
     }
 }
@@ -198,6 +201,10 @@ impl fmt::Display for ValueType {
         match self {
             ValueType::Tensor(t) => t.fmt(f),
             ValueType::Shape(n) => write!(f, "!tosa.shape<{n}>"),
+            ValueType::Results(ts) => {
+                let items: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
+                write!(f, "({})", items.join(", "))
+            }
         }
     }
 }

@@ -66,48 +66,8 @@ fn parse_attr<'c>(ctx: &'c Context, text: &str) -> Result<Attribute<'c>, Diagnos
 }
 
 fn build_function<'c>(ctx: &'c Context, g: &Graph) -> Result<melior::ir::Operation<'c>, Diagnostic> {
-    let order = g
-        .topo_order()
-        .ok_or_else(|| Diagnostic::error(g.location.clone(), format!("function '@{}' has a cycle", g.name)))?;
-    let arg_types: Vec<(Type, melior::ir::Location)> = g
-        .inputs()
-        .iter()
-        .map(|&i| Ok((parse_type(ctx, g.ty(i))?, to_mlir_location(ctx, &g.location(i)))))
-        .collect::<Result<_, Diagnostic>>()?;
-    let block = Block::new(&arg_types);
-    let mut values: HashMap<NodeId, Value> = HashMap::new();
-    for (k, &i) in g.inputs().iter().enumerate() {
-        values.insert(i, block.argument(k).expect("argument exists").into());
-    }
-    for &id in &order {
-        if matches!(g.op(id), Op::Arg(_)) {
-            continue;
-        }
-        let operands: Vec<Value> = g.operands(id).iter().map(|o| values[o]).collect();
-        let node = g.node(id);
-        let mut attrs = Vec::new();
-        for (key, text) in op_attributes(ctx, &node.op, &node.ty)? {
-            attrs.push((Identifier::new(ctx, key), text));
-        }
-        for (key, text) in &node.attrs {
-            attrs.push((Identifier::new(ctx, key), parse_attr(ctx, text)?));
-        }
-        let op = OperationBuilder::new(node.op.mlir_name(), to_mlir_location(ctx, &g.location(id)))
-            .add_operands(&operands)
-            .add_results(&[parse_type(ctx, &node.ty)?])
-            .add_attributes(&attrs)
-            .build()
-            .map_err(|e| Diagnostic::error(g.location(id), format!("internal error building {}: {e}", node.op.mlir_name())))?;
-        let op = block.append_operation(op);
-        values.insert(id, op.result(0).expect("one result").into());
-    }
-    let outputs: Vec<Value> = g.outputs().iter().map(|o| values[o]).collect();
-    let ret = OperationBuilder::new("func.return", to_mlir_location(ctx, &g.location))
-        .add_operands(&outputs)
-        .build()
-        .map_err(|e| Diagnostic::error(g.location.clone(), e.to_string()))?;
-    block.append_operation(ret);
-    let in_types: Vec<Type> = arg_types.iter().map(|(t, _)| *t).collect();
+    let block = build_block(ctx, g, g.inputs().len(), &[], "func.return")?;
+    let in_types: Vec<Type> = g.inputs().iter().map(|&i| parse_type(ctx, g.ty(i))).collect::<Result<_, _>>()?;
     let out_types: Vec<Type> = g.outputs().iter().map(|&o| parse_type(ctx, g.ty(o))).collect::<Result<_, _>>()?;
     let region = Region::new();
     region.append_block(block);
@@ -119,6 +79,89 @@ fn build_function<'c>(ctx: &'c Context, g: &Graph) -> Result<melior::ir::Operati
         &[],
         to_mlir_location(ctx, &g.location),
     ))
+}
+
+/// The ops of `g` as a block whose arguments are `g`'s first `args` inputs (its other inputs are
+/// the enclosing block's `captures`, which a region uses directly), ended by `terminator`
+/// (`func.return`, or `tosa.yield` in a region) of `g`'s outputs.
+fn build_block<'c>(ctx: &'c Context, g: &Graph, args: usize, captures: &[Value<'c, '_>], terminator: &str) -> Result<Block<'c>, Diagnostic> {
+    let order = g
+        .topo_order()
+        .ok_or_else(|| Diagnostic::error(g.location.clone(), format!("function '@{}' has a cycle", g.name)))?;
+    let arg_types: Vec<(Type, melior::ir::Location)> = g.inputs()[..args]
+        .iter()
+        .map(|&i| Ok((parse_type(ctx, g.ty(i))?, to_mlir_location(ctx, &g.location(i)))))
+        .collect::<Result<_, Diagnostic>>()?;
+    let block = Block::new(&arg_types);
+    let mut values: HashMap<NodeId, Value> = HashMap::new();
+    for (k, &i) in g.inputs().iter().enumerate() {
+        let v = if k < args { block.argument(k).expect("argument exists").into() } else { captures[k - args] };
+        values.insert(i, v);
+    }
+    // The results of each control-flow op, which `Op::Result` nodes name.
+    let mut results: HashMap<NodeId, Vec<Value>> = HashMap::new();
+    for &id in &order {
+        let node = g.node(id);
+        match &node.op {
+            Op::Arg(_) => continue,
+            Op::Result(i) => {
+                let from = g.operands(id)[0];
+                values.insert(id, results[&from][*i]);
+                continue;
+            }
+            _ => {}
+        }
+        let mut operands: Vec<Value> = g.operands(id).iter().map(|o| values[o]).collect();
+        let mut attrs = Vec::new();
+        for (key, text) in op_attributes(ctx, &node.op, &node.ty)? {
+            attrs.push((Identifier::new(ctx, key), text));
+        }
+        for (key, text) in &node.attrs {
+            attrs.push((Identifier::new(ctx, key), parse_attr(ctx, text)?));
+        }
+        let result_types: Vec<Type> = match &node.ty {
+            ValueType::Results(ts) => ts.iter().map(|t| parse_type(ctx, &ValueType::Tensor(t.clone()))).collect::<Result<_, _>>()?,
+            ty => vec![parse_type(ctx, ty)?],
+        };
+        let mut regions = Vec::new();
+        if node.op.is_control_flow() {
+            // MLIR's operands are the condition and the initial values; captures stay implicit.
+            let mut at = if matches!(node.op, Op::CondIf { .. }) { 1 } else { 0 } + node.op.regions()[0].args;
+            let explicit = at;
+            for r in node.op.regions() {
+                let block = build_block(ctx, &r.graph, r.args, &operands[at..at + r.captures()], "tosa.yield")?;
+                at += r.captures();
+                let region = Region::new();
+                region.append_block(block);
+                regions.push(region);
+            }
+            operands.truncate(explicit);
+        }
+        let builder = OperationBuilder::new(node.op.mlir_name(), to_mlir_location(ctx, &g.location(id)))
+            .add_operands(&operands)
+            .add_results(&result_types)
+            .add_attributes(&attrs);
+        let builder = match <[Region; 2]>::try_from(regions) {
+            Ok(two) => builder.add_regions(two),
+            Err(_) => builder,
+        };
+        let op = builder
+            .build()
+            .map_err(|e| Diagnostic::error(g.location(id), format!("internal error building {}: {e}", node.op.mlir_name())))?;
+        let op = block.append_operation(op);
+        if node.op.is_control_flow() {
+            results.insert(id, (0..result_types.len()).map(|i| op.result(i).expect("declared result").into()).collect());
+        } else {
+            values.insert(id, op.result(0).expect("one result").into());
+        }
+    }
+    let outputs: Vec<Value> = g.outputs().iter().map(|o| values[o]).collect();
+    let ret = OperationBuilder::new(terminator, to_mlir_location(ctx, &g.location))
+        .add_operands(&outputs)
+        .build()
+        .map_err(|e| Diagnostic::error(g.location.clone(), e.to_string()))?;
+    block.append_operation(ret);
+    Ok(block)
 }
 
 fn ints(v: &[usize], width: u32) -> String {
@@ -211,7 +254,10 @@ fn op_attributes<'c>(ctx: &'c Context, op: &Op, ty: &ValueType) -> Result<Vec<(&
         | Op::Gather
         | Op::Identity
         | Op::Table
-        | Op::Scatter => vec![],
+        | Op::Scatter
+        | Op::CondIf { .. }
+        | Op::WhileLoop { .. }
+        | Op::Result(_) => vec![],
     })
 }
 

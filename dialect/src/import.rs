@@ -13,11 +13,11 @@
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::graph::{Graph, Module, NodeId};
 use crate::mlir::{from_mlir_location, MlirSession};
-use crate::op::{BinaryOp, Conv3dAttrs, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
+use crate::op::{BinaryOp, Conv3dAttrs, ConvAttrs, Op, PoolAttrs, ReduceKind, Region, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
 use crate::tensor::{Data, Tensor};
 use crate::types::{DType, TensorType, TypeParseError, ValueType};
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{Attribute, AttributeLike, BlockLike, RegionLike, ValueLike};
+use melior::ir::{Attribute, AttributeLike, BlockLike, BlockRef, RegionLike, ValueLike};
 use melior::StringRef;
 use std::collections::HashMap;
 
@@ -208,6 +208,34 @@ fn op_name(op: &OperationRef) -> String {
     op.name().as_string_ref().as_str().unwrap_or_default().to_string()
 }
 
+/// A graph being imported (a function body or a region) and the MLIR values it names.
+struct Scope {
+    g: Graph,
+    values: HashMap<usize, NodeId>,
+    /// Values of enclosing scopes this one uses (MLIR lets a TOSA region capture them), in the
+    /// order they became inputs after the block arguments.
+    captured: Vec<usize>,
+}
+
+/// The node naming MLIR value `raw` in the innermost scope. A value of an enclosing scope
+/// becomes an input of each scope between it and the innermost (a capture).
+fn lookup(scopes: &mut [Scope], raw: usize) -> Option<NodeId> {
+    let top = scopes.len() - 1;
+    if let Some(&id) = scopes[top].values.get(&raw) {
+        return Some(id);
+    }
+    let level = (0..top).rev().find(|&l| scopes[l].values.contains_key(&raw))?;
+    for l in level + 1..=top {
+        let outer = scopes[l - 1].values[&raw];
+        let ty = scopes[l - 1].g.tensor_ty(outer)?.clone();
+        let loc = scopes[l - 1].g.location(outer);
+        let id = scopes[l].g.add_input(ty, loc);
+        scopes[l].values.insert(raw, id);
+        scopes[l].captured.push(raw);
+    }
+    Some(scopes[top].values[&raw])
+}
+
 struct Importer<'b> {
     blobs: &'b HashMap<String, Vec<u8>>,
     errors: Vec<Diagnostic>,
@@ -231,46 +259,133 @@ impl Importer<'_> {
             self.error(&func, format!("function '@{name}' has several blocks: f16c imports straight-line graphs only"));
             return None;
         }
-        let mut values: HashMap<usize, NodeId> = HashMap::new();
         let errors_before = self.errors.len();
+        let mut scopes = vec![Scope { g, values: HashMap::new(), captured: Vec::new() }];
+        self.arguments(&func, &block, &mut scopes[0], &format!("'@{name}'"), "function");
+        self.block_ops(block, &mut scopes, "func.return");
+        let g = scopes.pop().expect("the function's scope").g;
+        (self.errors.len() == errors_before).then_some(g)
+    }
+
+    /// Makes `block`'s arguments the inputs of `scope`'s graph.
+    fn arguments(&mut self, owner: &OperationRef, block: &BlockRef, scope: &mut Scope, what: &str, kind: &str) {
         for i in 0..block.argument_count() {
             let arg = block.argument(i).expect("index below argument_count");
             let ty_text = arg.r#type().to_string();
             match ValueType::parse(&ty_text) {
                 Ok(ValueType::Tensor(t)) => {
-                    let id = g.add_input(t, from_mlir_location(arg.location(), self.file));
-                    values.insert(arg.to_raw().ptr as usize, id);
+                    let id = scope.g.add_input(t, from_mlir_location(arg.location(), self.file));
+                    scope.values.insert(arg.to_raw().ptr as usize, id);
                 }
-                Ok(ValueType::Shape(_)) => {
-                    self.error(&func, format!("argument #{i} of '@{name}': function arguments must be ranked tensors, not '{ty_text}'"));
+                Ok(_) => {
+                    self.error(owner, format!("argument #{i} of {what}: {kind} arguments must be ranked tensors, not '{ty_text}'"));
                 }
                 Err(e) => {
                     let why = type_error_text(&ty_text, Some(e));
-                    self.error(&func, format!("argument #{i} of '@{name}': {why}"));
+                    self.error(owner, format!("argument #{i} of {what}: {why}"));
                 }
             }
         }
+    }
+
+    /// Imports the ops of `block` into the innermost scope; `terminator`'s operands become its
+    /// graph's outputs.
+    fn block_ops(&mut self, block: BlockRef, scopes: &mut Vec<Scope>, terminator: &str) {
         let mut next = block.first_operation();
         while let Some(op) = next {
             next = op.next_in_block();
             let name = op_name(&op);
-            if name == "func.return" {
+            if name == terminator {
                 for v in op.operands() {
-                    if let Some(&id) = values.get(&(v.to_raw().ptr as usize)) {
-                        g.add_output(id);
+                    if let Some(id) = lookup(scopes, v.to_raw().ptr as usize) {
+                        scopes.last_mut().expect("a scope").g.add_output(id);
                     }
                 }
                 continue;
             }
-            if let Some((id, raw)) = self.op(&mut g, &op, &name, &values) {
-                values.insert(raw, id);
+            if name == "tosa.cond_if" || name == "tosa.while_loop" {
+                self.control_flow(&op, &name, scopes);
+                continue;
+            }
+            if let Some((id, raw)) = self.op(scopes, &op, &name) {
+                scopes.last_mut().expect("a scope").values.insert(raw, id);
             }
         }
-        (self.errors.len() == errors_before).then_some(g)
     }
 
-    /// Imports one op; `None` (after reporting) if it cannot be represented.
-    fn op(&mut self, g: &mut Graph, op: &OperationRef, name: &str, values: &HashMap<usize, NodeId>) -> Option<(NodeId, usize)> {
+    /// `tosa.cond_if` or `tosa.while_loop`: each region becomes a graph (its block arguments,
+    /// then the values it captures from enclosing scopes, as inputs), the op one node of
+    /// [`ValueType::Results`] and one `Op::Result` node per result.
+    fn control_flow(&mut self, op: &OperationRef, name: &str, scopes: &mut Vec<Scope>) {
+        let errors_before = self.errors.len();
+        let loc = from_mlir_location(op.location(), self.file);
+        let mut operands = Vec::new();
+        for (i, v) in op.operands().enumerate() {
+            match lookup(scopes, v.to_raw().ptr as usize) {
+                Some(id) => operands.push(id),
+                None => {
+                    if self.errors.is_empty() {
+                        self.error(op, format!("'{name}' operand #{i} is not produced by an op f16c imported"));
+                    }
+                    return;
+                }
+            }
+        }
+        let mut regions = Vec::new();
+        for k in 0..op.region_count() {
+            let region = op.region(k).expect("index below region_count");
+            let Some(block) = region.first_block() else {
+                self.error(op, format!("'{name}' region #{k} is empty"));
+                return;
+            };
+            if block.next_in_region().is_some() {
+                self.error(op, format!("'{name}' region #{k} has several blocks: f16c imports straight-line regions only"));
+                return;
+            }
+            let mut g = Graph::new(format!("{name} region #{k}"));
+            g.location = loc.clone();
+            scopes.push(Scope { g, values: HashMap::new(), captured: Vec::new() });
+            let mut scope = scopes.pop().expect("just pushed");
+            self.arguments(op, &block, &mut scope, &format!("'{name}' region #{k}"), "region");
+            scopes.push(scope);
+            self.block_ops(block, scopes, "tosa.yield");
+            let scope = scopes.pop().expect("the region's scope");
+            regions.push((Region { args: block.argument_count(), graph: scope.g }, scope.captured));
+        }
+        let mut types = Vec::new();
+        for i in 0..op.result_count() {
+            let text = op.result(i).expect("index below result_count").r#type().to_string();
+            match ValueType::parse(&text) {
+                Ok(ValueType::Tensor(t)) => types.push(t),
+                other => {
+                    self.error(op, format!("'{name}' result #{i}: {}", type_error_text(&text, other.err())));
+                    return;
+                }
+            }
+        }
+        if self.errors.len() != errors_before || regions.len() != 2 {
+            if regions.len() != 2 && self.errors.len() == errors_before {
+                self.error(op, format!("'{name}' must have two regions"));
+            }
+            return;
+        }
+        for (_, captured) in &regions {
+            operands.extend(captured.iter().map(|&raw| lookup(scopes, raw).expect("captured from an enclosing scope")));
+        }
+        let mut it = regions.into_iter().map(|(r, _)| Box::new(r));
+        let (first, second) = (it.next().expect("two regions"), it.next().expect("two regions"));
+        let node = if name == "tosa.cond_if" { Op::CondIf { then: first, otherwise: second } } else { Op::WhileLoop { cond: first, body: second } };
+        let scope = scopes.last_mut().expect("a scope");
+        let id = scope.g.add_node(node, ValueType::Results(types.clone()), &operands, loc.clone());
+        for (i, t) in types.into_iter().enumerate() {
+            let r = scope.g.add_node(Op::Result(i), ValueType::Tensor(t), &[id], loc.clone());
+            scope.values.insert(op.result(i).expect("index below result_count").to_raw().ptr as usize, r);
+        }
+    }
+
+    /// Imports one op into the innermost scope; `None` (after reporting) if it cannot be
+    /// represented.
+    fn op(&mut self, scopes: &mut [Scope], op: &OperationRef, name: &str) -> Option<(NodeId, usize)> {
         if op.region_count() > 0 || op.result_count() != 1 {
             self.error(op, crate::op::unsupported_message(name));
             return None;
@@ -291,8 +406,8 @@ impl Importer<'_> {
         };
         let mut operands = Vec::with_capacity(op.operand_count());
         for (i, v) in op.operands().enumerate() {
-            match values.get(&(v.to_raw().ptr as usize)) {
-                Some(&id) => operands.push(id),
+            match lookup(scopes, v.to_raw().ptr as usize) {
+                Some(id) => operands.push(id),
                 // The producer was already reported as unsupported; don't cascade.
                 None if !self.errors.is_empty() => return None,
                 None => {
@@ -308,6 +423,7 @@ impl Importer<'_> {
                 return None;
             }
         };
+        let g = &mut scopes.last_mut().expect("a scope").g;
         let id = g.add_node(parsed, ty, &operands, from_mlir_location(op.location(), self.file));
         let known = inherent_names(name);
         for i in 0..op.attribute_count() {

@@ -32,6 +32,30 @@ pub struct Conv3dAttrs {
     pub acc: DType,
 }
 
+/// A region of a control-flow op: a sub-graph whose inputs are the region's block arguments
+/// (the first `args`) followed by the values it uses from enclosing graphs (MLIR lets a TOSA
+/// region capture them), and whose outputs are what its `tosa.yield` yields.
+#[derive(Clone, Debug)]
+pub struct Region {
+    /// The body.
+    pub graph: crate::graph::Graph,
+    /// How many of its inputs are block arguments.
+    pub args: usize,
+}
+
+impl Region {
+    /// How many values it captures.
+    pub fn captures(&self) -> usize {
+        self.graph.inputs().len() - self.args
+    }
+}
+
+impl PartialEq for Region {
+    fn eq(&self, other: &Region) -> bool {
+        self.args == other.args && self.graph.same_as(&other.graph)
+    }
+}
+
 /// `tosa.transpose_conv2d` attributes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransposeConvAttrs {
@@ -298,6 +322,26 @@ pub enum Op {
         /// Bilinear interpolation, else nearest neighbour.
         bilinear: bool,
     },
+    /// `tosa.cond_if`: operands the i1 condition, the inputs (each region's arguments), then the
+    /// values the then region captures, then those the else region captures. Its value is
+    /// [`crate::types::ValueType::Results`].
+    CondIf {
+        /// Run when the condition is true.
+        then: Box<Region>,
+        /// Run when it is false.
+        otherwise: Box<Region>,
+    },
+    /// `tosa.while_loop`: operands the initial values (both regions' arguments), then the
+    /// values the cond region captures, then those the body captures. The cond region yields
+    /// one i1; the body yields the next values; the results are the values when cond is false.
+    WhileLoop {
+        /// The condition.
+        cond: Box<Region>,
+        /// The body.
+        body: Box<Region>,
+    },
+    /// Result `i` of a control-flow op (its one operand).
+    Result(usize),
 }
 
 impl Op {
@@ -378,6 +422,9 @@ impl Op {
             Op::Table => "tosa.table",
             Op::Rescale(_) => "tosa.rescale",
             Op::Scatter => "tosa.scatter",
+            Op::CondIf { .. } => "tosa.cond_if",
+            Op::WhileLoop { .. } => "tosa.while_loop",
+            Op::Result(_) => "f16c.result",
         }
     }
 
@@ -411,7 +458,9 @@ impl Op {
             Op::Reshape | Op::Tile | Op::Gather | Op::Table => (2, Some(2)),
             Op::Resize { .. } => (4, Some(4)),
             Op::Slice | Op::Pad | Op::Select | Op::Scatter => (3, Some(3)),
-            Op::Concat { .. } => (1, None),
+            Op::Concat { .. } | Op::WhileLoop { .. } => (1, None),
+            Op::CondIf { .. } => (2, None),
+            Op::Result(_) => (1, Some(1)),
         }
     }
 
@@ -448,6 +497,20 @@ impl Op {
     /// True for constants (tensor or shape).
     pub fn is_constant(&self) -> bool {
         matches!(self, Op::Const(_) | Op::ConstShape(_))
+    }
+
+    /// True for `tosa.cond_if` and `tosa.while_loop`.
+    pub fn is_control_flow(&self) -> bool {
+        matches!(self, Op::CondIf { .. } | Op::WhileLoop { .. })
+    }
+
+    /// The regions of a control-flow op, in order (then/else, cond/body); empty for others.
+    pub fn regions(&self) -> Vec<&Region> {
+        match self {
+            Op::CondIf { then, otherwise } => vec![then, otherwise],
+            Op::WhileLoop { cond, body } => vec![cond, body],
+            _ => Vec::new(),
+        }
     }
 
     /// True for matmul and the convolutions: the ops that run on tensor cores.
@@ -491,6 +554,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "tosa.bitwise_not", "tosa.logical_and", "tosa.logical_or", "tosa.logical_xor", "tosa.logical_not",
     "tosa.logical_left_shift", "tosa.logical_right_shift", "tosa.arithmetic_right_shift", "tosa.clz", "tosa.intdiv",
     "tosa.identity", "tosa.reverse", "tosa.resize", "tosa.table", "tosa.rescale", "tosa.scatter",
+    "tosa.cond_if", "tosa.while_loop",
 ];
 
 /// The error for an op f16c does not import, with the reason where it is a decision rather
@@ -503,7 +567,13 @@ pub fn unsupported_message(name: &str) -> String {
         "tosa.variable" | "tosa.variable_read" | "tosa.variable_write" => {
             " (variables are state kept between calls; f16c compiles stateless inference functions)"
         }
-        "tosa.cond_if" | "tosa.while_loop" => " (control flow with regions is not implemented yet)",
+        "tosa.custom" => " (a custom op names an implementation-defined operator that f16c has no definition of)",
+        "tosa.cast_to_block_scaled" | "tosa.cast_from_block_scaled" | "tosa.matmul_t_block_scaled" => {
+            " (block-scaled MX formats are an extension beyond TOSA 1.0, and f16c has no fp8/fp6/fp4 types)"
+        }
+        n if n.starts_with("tosa.") && (n.ends_with("_shape") && n != "tosa.const_shape" || n == "tosa.dim") => {
+            " (shape arithmetic serves dynamic shapes; f16c compiles static shapes, written as tosa.const_shape)"
+        }
         _ => "",
     };
     format!("'{name}' is not supported by f16c{why}")

@@ -32,6 +32,12 @@ pub enum Error {
 /// Result alias of the interpreter.
 pub type Result<T> = std::result::Result<T, Error>;
 
+impl From<crate::semantics::EvalError> for Error {
+    fn from(e: crate::semantics::EvalError) -> Error {
+        Error::Eval { location: Location::unknown(), op: "control flow", message: e.0 }
+    }
+}
+
 /// Checks that `inputs` match the function's arguments in count, shape and element type.
 pub fn check_inputs(g: &Graph, inputs: &[Tensor]) -> Result<()> {
     let expected: Vec<crate::TensorType> = g.inputs().iter().map(|&a| g.tensor_ty(a).expect("arguments are tensors").clone()).collect();
@@ -48,6 +54,11 @@ pub fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
 pub fn run_observed(g: &Graph, inputs: &[Tensor], mut observe: impl FnMut(NodeId, &Tensor)) -> Result<Vec<Tensor>> {
     crate::verify::verify(g)?;
     check_inputs(g, inputs)?;
+    execute(g, inputs, &mut observe)
+}
+
+/// Runs a verified graph (regions of control-flow ops recursively, without verifying again).
+fn execute(g: &Graph, inputs: &[Tensor], observe: &mut dyn FnMut(NodeId, &Tensor)) -> Result<Vec<Tensor>> {
     let order = g.topo_order().expect("verified graphs are acyclic");
     let mut remaining: HashMap<NodeId, usize> = order.iter().map(|&n| (n, g.users(n).len())).collect();
     for &o in g.outputs() {
@@ -60,11 +71,22 @@ pub fn run_observed(g: &Graph, inputs: &[Tensor], mut observe: impl FnMut(NodeId
             op => {
                 let operands = g.operands(id);
                 let refs: Vec<&Value> = operands.iter().map(|o| &values[o]).collect();
-                let v = eval(op, &refs, g.ty(id)).map_err(|e| Error::Eval {
-                    location: g.location(id),
-                    op: op.mlir_name(),
-                    message: e.0,
-                })?;
+                let eval_error = |e: crate::semantics::EvalError| Error::Eval { location: g.location(id), op: op.mlir_name(), message: e.0 };
+                let v = if op.is_control_flow() {
+                    let tensors: Vec<Tensor> = refs.iter().map(|v| v.as_tensor().expect("verified: tensor operands").clone()).collect();
+                    let regions = op.regions();
+                    let results = crate::semantics::control_flow(op, &tensors, |k, args| {
+                        execute(&regions[k].graph, args, &mut |_, _| {})
+                    })
+                    .map_err(|e| match e {
+                        // The op's own failures (a condition that is not one i1) get its location.
+                        Error::Eval { location, message, .. } if location == Location::unknown() => eval_error(crate::semantics::EvalError(message)),
+                        e => e,
+                    })?;
+                    Value::Results(results)
+                } else {
+                    eval(op, &refs, g.ty(id)).map_err(eval_error)?
+                };
                 for o in operands {
                     let r = remaining.get_mut(&o).expect("operand is a node");
                     *r -= 1;

@@ -26,6 +26,8 @@ pub enum Value {
     Tensor(Tensor),
     /// A shape.
     Shape(Vec<i64>),
+    /// The results of a control-flow op.
+    Results(Vec<Tensor>),
 }
 
 impl Value {
@@ -33,7 +35,7 @@ impl Value {
     pub fn as_tensor(&self) -> Option<&Tensor> {
         match self {
             Value::Tensor(t) => Some(t),
-            Value::Shape(_) => None,
+            Value::Shape(_) | Value::Results(_) => None,
         }
     }
 }
@@ -50,11 +52,69 @@ fn err<T>(msg: impl Into<String>) -> EvalResult<T> {
     Err(EvalError(msg.into()))
 }
 
+/// Runs a control-flow op on its operand tensors (`Op::CondIf` operand layout: condition,
+/// inputs, then captures, else captures; `Op::WhileLoop`: initial values, cond captures, body
+/// captures), running region `k` of [`Op::regions`] with `run_region(k, inputs)`: the
+/// interpreter runs regions itself, the JIT runs their compiled code. A loop runs until its
+/// cond region yields false, however long that takes (its trip count is known only at run time).
+pub fn control_flow<E: From<EvalError>>(op: &Op, operands: &[Tensor], mut run_region: impl FnMut(usize, &[Tensor]) -> Result<Vec<Tensor>, E>) -> Result<Vec<Tensor>, E> {
+    let truth = |t: &Tensor| -> EvalResult<bool> {
+        match t.data() {
+            Data::I1(v) if v.len() == 1 => Ok(v[0]),
+            _ => err(format!("a condition must be one i1, not {}", t.ty())),
+        }
+    };
+    match op {
+        Op::CondIf { then, .. } => {
+            let n = then.args;
+            let (inputs, caps) = operands[1..].split_at(n);
+            let (then_caps, else_caps) = caps.split_at(then.captures());
+            let (k, caps) = if truth(&operands[0])? { (0, then_caps) } else { (1, else_caps) };
+            let args: Vec<Tensor> = inputs.iter().chain(caps).cloned().collect();
+            run_region(k, &args)
+        }
+        Op::WhileLoop { cond, body } => {
+            let n = body.args;
+            let (init, caps) = operands.split_at(n);
+            let (cond_caps, body_caps) = caps.split_at(cond.captures());
+            let mut state = init.to_vec();
+            let limit = max_loop_iterations();
+            for iteration in 0.. {
+                if limit.is_some_and(|l| iteration >= l) {
+                    return Err(EvalError(format!("the loop ran {iteration} iterations, the limit F16C_MAX_LOOP_ITERATIONS sets")).into());
+                }
+                let args: Vec<Tensor> = state.iter().chain(cond_caps).cloned().collect();
+                let c = run_region(0, &args)?;
+                if !truth(c.first().ok_or_else(|| EvalError("the cond region yields nothing".into()))?)? {
+                    return Ok(state);
+                }
+                let args: Vec<Tensor> = state.into_iter().chain(body_caps.iter().cloned()).collect();
+                state = run_region(1, &args)?;
+            }
+            unreachable!("the loop returns")
+        }
+        other => Err(EvalError(format!("{} is not control flow", other.mlir_name())).into()),
+    }
+}
+
+/// The most iterations a `tosa.while_loop` may run, from `$F16C_MAX_LOOP_ITERATIONS` (none
+/// when unset: a loop runs until its condition is false). The fuzzer sets it, so that a mutated
+/// loop that never ends is an error rather than a hang.
+pub fn max_loop_iterations() -> Option<u64> {
+    std::env::var("F16C_MAX_LOOP_ITERATIONS").ok()?.parse().ok()
+}
+
 /// Evaluates one op on its operand values, producing a value of type `result`.
 /// `Op::Arg` cannot be evaluated (the caller binds arguments).
 pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Value> {
-    if let Op::ConstShape(s) = op {
-        return Ok(Value::Shape(s.clone()));
+    match (op, operands) {
+        (Op::ConstShape(s), _) => return Ok(Value::Shape(s.clone())),
+        (Op::Result(i), [Value::Results(r)]) => {
+            return r.get(*i).map(|t| Value::Tensor(t.clone())).ok_or_else(|| EvalError(format!("no result #{i}")));
+        }
+        (Op::CondIf { .. } | Op::WhileLoop { .. }, _) => return err("control flow runs its regions: the interpreter (reference::run) evaluates it, not one op's semantics"),
+        (Op::Result(_), _) => return err("takes the results of a control-flow op"),
+        _ => {}
     }
     let out = result.as_tensor().ok_or_else(|| EvalError(format!("{} must produce a tensor", op.mlir_name())))?;
     let t = |i: usize| -> EvalResult<&Tensor> {
@@ -71,7 +131,7 @@ pub fn eval(op: &Op, operands: &[&Value], result: &ValueType) -> EvalResult<Valu
     };
     let tensor = match op {
         Op::Arg(i) => return err(format!("argument #{i} has no value")),
-        Op::ConstShape(_) => unreachable!("handled above"),
+        Op::ConstShape(_) | Op::CondIf { .. } | Op::WhileLoop { .. } | Op::Result(_) => unreachable!("handled above"),
         Op::Const(c) => c.clone(),
         Op::Conv2d(a) => conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out, false)?,
         Op::DepthwiseConv2d(a) => conv2d(t(0)?, t(1)?, t(2)?, zp(t(3)?), zp(t(4)?), a, out, true)?,

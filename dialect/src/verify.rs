@@ -18,7 +18,7 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::graph::{Graph, Module, NodeId};
-use crate::op::{BinaryOp, Op, Rounding, UnaryOp};
+use crate::op::{BinaryOp, Op, Region, Rounding, UnaryOp};
 use crate::types::{DType, TensorType, ValueType};
 
 /// Proof that a module passed [`verify_module`]; backends take it as an argument.
@@ -101,6 +101,14 @@ impl Verifier<'_> {
                 self.fail(id, format!("operand #{i} must be {}", if want_shape { "a !tosa.shape" } else { "a tensor" }));
                 return;
             }
+            if matches!(g.ty(o), ValueType::Results(_)) != matches!(op, Op::Result(_)) {
+                self.fail(id, format!("operand #{i}: only f16c.result takes the results of a control-flow op"));
+                return;
+            }
+        }
+        if op.is_control_flow() || matches!(op, Op::Result(_)) {
+            self.control_flow(id, &operands);
+            return;
         }
         let out = match (op, g.ty(id)) {
             (Op::ConstShape(s), ValueType::Shape(n)) => {
@@ -121,7 +129,7 @@ impl Verifier<'_> {
             _ => None,
         };
         match op {
-            Op::Arg(_) | Op::ConstShape(_) => {}
+            Op::Arg(_) | Op::ConstShape(_) | Op::CondIf { .. } | Op::WhileLoop { .. } | Op::Result(_) => {}
             Op::Const(c) => {
                 if c.ty() != *out {
                     self.fail(id, format!("holds {} data but its type is {out}", c.ty()));
@@ -446,6 +454,76 @@ impl Verifier<'_> {
                     }
                 } else {
                     self.fail(id, "takes a rank-4 NHWC input");
+                }
+            }
+        }
+    }
+
+    /// `tosa.cond_if`, `tosa.while_loop` (operand layouts in [`Op`]) and `f16c.result`; the
+    /// regions are verified as graphs of their own.
+    fn control_flow(&mut self, id: NodeId, operands: &[NodeId]) {
+        let g = self.g;
+        let op = g.op(id);
+        if let Op::Result(i) = op {
+            match (g.ty(operands[0]), g.ty(id)) {
+                (ValueType::Results(r), ValueType::Tensor(t)) if r.get(*i) == Some(t) => {}
+                _ => self.fail(id, format!("must take result #{i} of a control-flow op, with its type")),
+            }
+            return;
+        }
+        let ValueType::Results(results) = g.ty(id) else {
+            self.fail(id, "must produce a list of results");
+            return;
+        };
+        let Some(types): Option<Vec<TensorType>> = operands.iter().map(|&o| g.tensor_ty(o).cloned()).collect() else {
+            self.fail(id, "takes tensors");
+            return;
+        };
+        for r in op.regions() {
+            if let Err(d) = verify(&r.graph) {
+                self.errors.extend(d.0);
+            }
+        }
+        let inputs = |r: &Region| -> Vec<TensorType> { r.graph.inputs().iter().filter_map(|&i| r.graph.tensor_ty(i).cloned()).collect() };
+        let outputs = |r: &Region| -> Vec<TensorType> { r.graph.outputs().iter().filter_map(|&o| r.graph.tensor_ty(o).cloned()).collect() };
+        let one_i1 = |t: &TensorType| t.dtype == DType::I1 && t.num_elements() == 1;
+        let list = |ts: &[TensorType]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+        let (first, second, init_at) = match op {
+            Op::CondIf { then, otherwise } => (then, otherwise, 1),
+            Op::WhileLoop { cond, body } => (cond, body, 0),
+            _ => unreachable!("control flow"),
+        };
+        let n = first.args;
+        let want = init_at + n + first.captures() + second.captures();
+        if second.args != n || types.len() != want {
+            self.fail(id, format!("has {} operands for regions of {n} and {} arguments capturing {} and {} values", types.len(), second.args, first.captures(), second.captures()));
+            return;
+        }
+        let init = &types[init_at..init_at + n];
+        let caps = [&types[init_at + n..init_at + n + first.captures()], &types[init_at + n + first.captures()..]];
+        for (k, r) in [first, second].into_iter().enumerate() {
+            let want: Vec<TensorType> = init.iter().chain(caps[k]).cloned().collect();
+            if inputs(r) != want {
+                self.fail(id, format!("region #{k} takes ({}), but is given ({})", list(&inputs(r)), list(&want)));
+            }
+        }
+        match op {
+            Op::CondIf { .. } => {
+                if !one_i1(&types[0]) {
+                    self.fail(id, format!("condition must be one i1, not {}", types[0]));
+                }
+                for (k, r) in [first, second].into_iter().enumerate() {
+                    if outputs(r) != *results {
+                        self.fail(id, format!("region #{k} yields ({}), but the op produces ({})", list(&outputs(r)), list(results)));
+                    }
+                }
+            }
+            _ => {
+                if outputs(first).len() != 1 || !one_i1(&outputs(first)[0]) {
+                    self.fail(id, format!("cond region must yield one i1, yields ({})", list(&outputs(first))));
+                }
+                if outputs(second) != init || results != init {
+                    self.fail(id, format!("body yields ({}) and the op produces ({}), both must be the loop values' types ({})", list(&outputs(second)), list(results), list(init)));
                 }
             }
         }

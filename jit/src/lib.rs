@@ -53,6 +53,15 @@ pub enum JitError {
     /// Running failed (bad inputs, a kernel's run-time error).
     #[error("{0}")]
     Run(#[from] RuntimeError),
+    /// A control-flow op could not run (a condition that is not one i1).
+    #[error("{0}")]
+    ControlFlow(String),
+}
+
+impl From<f16c_dialect::semantics::EvalError> for JitError {
+    fn from(e: f16c_dialect::semantics::EvalError) -> JitError {
+        JitError::ControlFlow(e.0)
+    }
 }
 
 /// Result alias of the JIT.
@@ -129,9 +138,17 @@ pub struct Memory {
     pub scratch_bytes: usize,
 }
 
+mod staged;
+
+/// What a model runs: one program on the executor, or stages around control flow.
+enum Body {
+    Flat(Executor),
+    Staged(staged::Staged),
+}
+
 /// A compiled model, ready to run. `Send + Sync`.
 pub struct Model {
-    executor: Executor,
+    body: Body,
     /// Compile-time breakdown (`bench`).
     pub times: CompileTimes,
     /// The memory plan (`bench`).
@@ -170,6 +187,10 @@ impl Model {
     /// Compiles one function for this host.
     pub fn compile_graph(g: &Graph, threads: usize) -> Result<Model> {
         let t0 = Instant::now();
+        if g.node_ids().any(|id| g.op(id).is_control_flow()) {
+            let body = Body::Staged(staged::Staged::compile(g, threads)?);
+            return Ok(Model { body, times: CompileTimes { lower: t0.elapsed(), ..CompileTimes::default() }, memory: Memory::default() });
+        }
         let program = driver::lower_for(g, &backend::CraneliftBackend)?;
         let diag = |e: f16c_compiler::backend::BackendError| Diagnostics::single(e.to_diagnostic());
         let (isa, fma) = host_isa("speed", false).map_err(diag)?;
@@ -185,38 +206,51 @@ impl Model {
         // the executor's aligned constants are the only copy a model keeps.
         drop((program, compiled));
         let executor = Executor::new(manifest, &constants, functions, Box::new(Mutex::new(module)), threads)?;
-        Ok(Model { executor, times: CompileTimes { lower, codegen: t1.elapsed(), ..CompileTimes::default() }, memory })
+        Ok(Model { body: Body::Flat(executor), times: CompileTimes { lower, codegen: t1.elapsed(), ..CompileTimes::default() }, memory })
     }
 
     /// Runs the model. Inputs must match the function's arguments in count, shape and type.
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        Ok(self.executor.run(inputs)?)
+        match &self.body {
+            Body::Flat(e) => Ok(e.run(inputs)?),
+            Body::Staged(s) => s.run(inputs),
+        }
     }
 
     /// Bytes of weights the model holds (as stored: fp16 weights take two bytes an element).
     pub fn weight_bytes(&self) -> usize {
-        self.executor.weight_bytes()
+        match &self.body {
+            Body::Flat(e) => e.weight_bytes(),
+            Body::Staged(s) => s.weight_bytes(),
+        }
     }
 
     /// The function's argument types.
     pub fn inputs(&self) -> &[TensorType] {
-        self.executor.inputs()
+        match &self.body {
+            Body::Flat(e) => e.inputs(),
+            Body::Staged(s) => s.inputs(),
+        }
     }
 
-    /// The executor (manifest, layout, schedule).
-    pub fn executor(&self) -> &Executor {
-        &self.executor
+    /// The executor (manifest, layout, schedule); `None` for a model with control flow, which
+    /// runs several (one per straight-line piece and region).
+    pub fn executor(&self) -> Option<&Executor> {
+        match &self.body {
+            Body::Flat(e) => Some(e),
+            Body::Staged(_) => None,
+        }
     }
 
     /// Sets the number of threads used by later runs.
     pub fn set_threads(&mut self, threads: usize) {
-        self.executor.set_threads(threads);
+        match &mut self.body {
+            Body::Flat(e) => e.set_threads(threads),
+            Body::Staged(s) => s.set_threads(threads),
+        }
     }
 }
 
-/// Compiles the functions to machine code in this process (with `isa`, and `as_written` for the
-/// functions compiled as written): pointers per function, in the compiled order, and the module
-/// that owns the code.
 fn jit(compiled: &backend::Compiled, isa: OwnedTargetIsa, as_written: &dyn TargetIsa) -> Result<(JITModule, Vec<Option<KernelFn>>)> {
     let diag = |e: f16c_compiler::backend::BackendError| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic()));
     let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));

@@ -35,14 +35,14 @@ func.func @dynamic_result(%a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // expected-error@+1 {{'tosa.variable' is not supported by f16c}}
-tosa.variable @w = dense<0> : tensor<4xi16>
-// expected-error@+1 {{element type 'i16' in 'tensor<4xi16>' is not supported by f16c}}
-func.func @element_type(%a: tensor<4xi16>) -> tensor<4xi16> {
+tosa.variable @w = dense<0> : tensor<4xi4>
+// expected-error@+1 {{element type 'i4' in 'tensor<4xi4>' is not supported by f16c}}
+func.func @element_type(%a: tensor<4xi4>) -> tensor<4xi4> {
   // An unsupported op next to an unsupported type is reported too, in the same run.
-  // expected-error@+2 {{'tosa.variable_read' result: element type 'i16' in 'tensor<4xi16>' is not supported by f16c}}
+  // expected-error@+2 {{'tosa.variable_read' result: element type 'i4' in 'tensor<4xi4>' is not supported by f16c}}
   // expected-error@+1 {{'tosa.variable_read' is not supported by f16c}}
-  %b = tosa.variable_read @w : tensor<4xi16>
-  return %b : tensor<4xi16>
+  %b = tosa.variable_read @w : tensor<4xi4>
+  return %b : tensor<4xi4>
 }
 
 // -----
@@ -112,5 +112,30 @@ func.func @calls(%a: tensor<2xf32>) -> tensor<2xf32> {
 func.func @bitwise_on_float(%a: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error@+1 {{'tosa.bitwise_not' op needs an integer type, has f32}}
   %0 = tosa.bitwise_not %a : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @custom(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tosa.custom' is not supported by f16c (a custom op names an implementation-defined operator}}
+  %0 = tosa.custom %a {domain_name = "vendor", implementation_attrs = "", operator_name = "fancy"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @cond_if_region_type(%c: tensor<i1>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // An error inside a region is located at the op inside.
+  %0 = tosa.cond_if %c (%x = %a) : tensor<i1> (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    // expected-error@+1 {{'tosa.cast' result: element type 'i4' in 'tensor<4xi4>' is not supported by f16c}}
+    %1 = tosa.cast %x : (tensor<4xf32>) -> tensor<4xi4>
+    %2 = tosa.cast %1 : (tensor<4xi4>) -> tensor<4xf32>
+    tosa.yield %2 : tensor<4xf32>
+  } else {
+  ^bb0(%x: tensor<4xf32>):
+    tosa.yield %x : tensor<4xf32>
+  }
   return %0 : tensor<4xf32>
 }

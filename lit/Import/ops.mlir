@@ -307,3 +307,38 @@ func.func @int16(%x: tensor<1x2x2x3xi16>, %t: tensor<513xi16>) -> (tensor<1x2x2x
   %2 = tosa.table %1, %t : (tensor<1x2x2x4xi16>, tensor<513xi16>) -> tensor<1x2x2x4xi32>
   return %2, %edges : tensor<1x2x2x4xi32>, tensor<4xi48>
 }
+
+// -----
+
+// tosa.cond_if and tosa.while_loop (issue 15): several results, a region that captures a
+// function argument, and a cond_if nested in a loop body that captures from two levels up.
+// CHECK-LABEL: func.func @control_flow
+// CHECK: tosa.while_loop (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) : (tensor<i32>, tensor<3xf32>) -> (tensor<i32>, tensor<3xf32>)
+// CHECK: tosa.cond_if %{{.*}} (%{{.*}} = %{{.*}}) : tensor<i1> (tensor<3xf32>) -> tensor<3xf32>
+// CHECK: tosa.add %{{.*}}, %arg1
+// CHECK: tosa.yield
+// CHECK: } else {
+// CHECK: return %{{[0-9]+}}#0, %{{[0-9]+}}#1 : tensor<i32>, tensor<3xf32>
+func.func @control_flow(%n: tensor<i32>, %x: tensor<3xf32>) -> (tensor<i32>, tensor<3xf32>) {
+  %zero = "tosa.const"() <{values = dense<0> : tensor<i32>}> : () -> tensor<i32>
+  %r:2 = tosa.while_loop (%i = %zero, %acc = %x) : (tensor<i32>, tensor<3xf32>) -> (tensor<i32>, tensor<3xf32>) {
+    %go = tosa.greater %n, %i : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    tosa.yield %go : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %acc: tensor<3xf32>):
+    %one = "tosa.const"() <{values = dense<1> : tensor<i32>}> : () -> tensor<i32>
+    %j = tosa.add %i, %one : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    %odd = tosa.bitwise_and %i, %one : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    %c = tosa.equal %odd, %one : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %next = tosa.cond_if %c (%a = %acc) : tensor<i1> (tensor<3xf32>) -> tensor<3xf32> {
+    ^bb0(%a: tensor<3xf32>):
+      %s = tosa.add %a, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      tosa.yield %s : tensor<3xf32>
+    } else {
+    ^bb0(%a: tensor<3xf32>):
+      tosa.yield %a : tensor<3xf32>
+    }
+    tosa.yield %j, %next : tensor<i32>, tensor<3xf32>
+  }
+  return %r#0, %r#1 : tensor<i32>, tensor<3xf32>
+}

@@ -45,3 +45,5 @@ npy("s_6_i32.npy", "<i4", [6], "i", [1, 1, 1, 31, 33, 0])
 npy("x_1x3x2x2x1_f32.npy", "<f4", [1, 3, 2, 2, 1], "f", [float(i) for i in range(1, 13)])
 # i16 values at the type's edges (lit/Run/int16.mlir).
 npy("x_8_i16.npy", "<i2", [8], "h", [-32768, -1, 0, 127, 128, 32767, 1000, -1000])
+# A scalar trip count (lit/Run/control-flow.mlir).
+npy("n_i32.npy", "<i4", [], "i", [5])

@@ -37,3 +37,31 @@ fn verifier_checks_operand_kinds_and_constant_types() {
     assert!(text.contains("operand #1 must be a !tosa.shape"), "{text}");
     assert!(text.contains("holds tensor<2xf32> data but its type is tensor<2xf16>"), "{text}");
 }
+
+#[test]
+fn verifier_checks_control_flow_regions_against_their_op() {
+    let t = |d: DType, s: &[usize]| TensorType::new(d, s.to_vec());
+    let loc = || Location::file("cf.mlir", 5, 3);
+    // A then region that takes one f32 and yields it; an else region that yields an f16.
+    let region = |yield_f16: bool| {
+        let mut r = Graph::new("region");
+        let a = r.add_input(t(DType::F32, &[2]), Location::unknown());
+        let out = if yield_f16 { r.add_node(Op::Cast, ValueType::Tensor(t(DType::F16, &[2])), &[a], Location::unknown()) } else { a };
+        r.add_output(out);
+        Box::new(f16c_dialect::Region { graph: r, args: 1 })
+    };
+    let mut g = Graph::new("cf");
+    let c = g.add_input(t(DType::F32, &[]), Location::unknown());
+    let x = g.add_input(t(DType::F32, &[2]), Location::unknown());
+    let op = Op::CondIf { then: region(false), otherwise: region(true) };
+    let cf = g.add_node(op, ValueType::Results(vec![t(DType::F32, &[2])]), &[c, x], loc());
+    let r = g.add_node(Op::Result(0), ValueType::Tensor(t(DType::F32, &[2])), &[cf], loc());
+    // Using the op's results directly, not through f16c.result, is wrong too.
+    let bad = g.add_node(Op::Binary(BinaryOp::Add), ValueType::Tensor(t(DType::F32, &[2])), &[cf, r], loc());
+    g.add_output(r);
+    g.add_output(bad);
+    let text = verify(&g).unwrap_err().to_string();
+    assert!(text.contains("cf.mlir:5:3: error: 'tosa.cond_if' op condition must be one i1, not tensor<f32>"), "{text}");
+    assert!(text.contains("region #1 yields (tensor<2xf16>), but the op produces (tensor<2xf32>)"), "{text}");
+    assert!(text.contains("'tosa.add' op operand #0: only f16c.result takes the results of a control-flow op"), "{text}");
+}

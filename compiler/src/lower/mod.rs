@@ -554,6 +554,15 @@ pub struct LowerError {
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks).
 pub fn lower(g: &Graph) -> Result<Program, LowerError> {
+    // A program is one straight line of kernels: control flow runs above it (the JIT compiles
+    // each straight-line piece and each region as programs of their own, `f16c-jit`).
+    if let Some(id) = g.node_ids().find(|&id| g.op(id).is_control_flow()) {
+        return Err(LowerError {
+            location: g.location(id),
+            op: g.op(id).mlir_name(),
+            message: "control flow is not supported by compiled artifacts yet: the JIT (--target=x86_64, the default) and the reference interpreter run it".into(),
+        });
+    }
     // tosa.resize, tosa.table and tosa.conv3d become ops every backend has first (`expand.rs`).
     let expanded;
     let g = if expand::needed(g) {

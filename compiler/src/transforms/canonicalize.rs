@@ -130,6 +130,7 @@ impl Canonicalize {
         let new_op = match v {
             Value::Tensor(t) => Op::Const(t),
             Value::Shape(s) => Op::ConstShape(s),
+            Value::Results(_) => return false,
         };
         let ty = g.ty(id).clone();
         let folded = g.add_node(new_op, ty, &[], g.location(id));

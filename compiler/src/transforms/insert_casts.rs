@@ -161,6 +161,16 @@ impl InsertCasts {
         // 2. Conversions on edges, grouped by (value, type).
         let mut need: BTreeMap<(NodeId, DType), Vec<Use>> = BTreeMap::new();
         for id in g.node_ids().collect::<Vec<_>>() {
+            if g.op(id).is_control_flow() {
+                // Its regions were not retyped: every float operand keeps its original type.
+                for (p, o) in g.operands(id).into_iter().enumerate() {
+                    let was = before.get(&o).copied().filter(|_| g.tensor_ty(o).is_some_and(|t| t.dtype.is_float()));
+                    if let Some(was) = was.filter(|&w| w != dtype(g, o)) {
+                        need.entry((o, was)).or_default().push(Use::Operand(id, p));
+                    }
+                }
+                continue;
+            }
             let Some(ct) = assigned.get(&id).or(before.get(&id)).copied() else { continue };
             let ops = g.operands(id);
             for p in typed_operands(g, id) {
