@@ -2,7 +2,7 @@
 //! the NVPTX backend's in `integration/nvptx.rs`) and by `f16c-gpu-cases`, which writes them out
 //! for `scripts/gpu-check`.
 
-use f16c_dialect::{BinaryOp, Conv3dAttrs, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, ReduceKind, Rounding, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
+use f16c_dialect::{BinaryOp, Conv3dAttrs, ConvAttrs, DType, Data, Graph, Location, NodeId, Op, ReduceKind, Region, Rounding, Tensor, TensorType, TransposeConvAttrs, UnaryOp, ValueType};
 use half::{bf16, f16};
 
 pub fn loc() -> Location {
@@ -421,10 +421,17 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
     ];
     for &n in sizes {
         for (i, &(scale, offset, border, bilinear)) in RESIZES.iter().enumerate() {
-            let out_d = if bilinear { DType::I32 } else { DType::I8 };
-            let g = resize_graph(DType::I8, out_d, [1, 5, 7, n.min(17)], scale, offset, border, bilinear);
-            let inputs = inputs_for(&g, &mut rng, -128.0, 127.0);
-            cases.push(Case { name: format!("resize{i}_{}_i8_n{n}", if bilinear { "bilinear" } else { "nearest" }), graph: g, inputs, tolerance: Tolerance::Exact });
+            for d in [DType::I8, DType::I16] {
+                let out_d = match (d, bilinear) {
+                    (DType::I8, true) => DType::I32,
+                    (DType::I16, true) => DType::I48,
+                    _ => d,
+                };
+                let g = resize_graph(d, out_d, [1, 5, 7, n.min(17)], scale, offset, border, bilinear);
+                let (lo, hi) = int_bounds(d);
+                let inputs = inputs_for(&g, &mut rng, lo, hi);
+                cases.push(Case { name: format!("resize{i}_{}_{d}_n{n}", if bilinear { "bilinear" } else { "nearest" }), graph: g, inputs, tolerance: Tolerance::Exact });
+            }
         }
     }
     for &n in sizes {
@@ -578,6 +585,17 @@ pub fn integer_contraction_cases(sizes: &[usize]) -> Vec<Case> {
             let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
             cases.push(Case { name: format!("{}_i8_c{c}", if depthwise { "depthwise" } else { "conv" }), graph: g, inputs, tolerance: Tolerance::Exact });
         }
+        // Transpose conv2d with output padding and a stride, zero points on both sides.
+        let mut g = Graph::new("transpose_i8");
+        let x = g.add_input(TensorType::new(DType::I8, [1, 3, 4, c]), loc());
+        let w = constant(&mut g, random(&TensorType::new(DType::I8, [5, 3, 2, c]), &mut rng, -128.0, 127.99));
+        let bias = constant(&mut g, random(&TensorType::new(DType::I32, [5]), &mut rng, -1000.0, 1000.0));
+        let (zx, zw) = (i8s(&mut g, -2), i8s(&mut g, 3));
+        let attrs = TransposeConvAttrs { out_pad: [0, 1, 1, 0], stride: [2, 1], acc: DType::I32 };
+        let o = g.add_node(Op::TransposeConv2d(attrs), tensor_ty(DType::I32, &[1, 8, 6, 5]), &[x, w, bias, zx, zw], loc());
+        g.add_output(o);
+        let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
+        cases.push(Case { name: format!("transpose_i8_c{c}"), graph: g, inputs, tolerance: Tolerance::Exact });
         // i16 × i8 conv2d and i16 × i16 matmul accumulating in i48 (TOSA's 16-bit extension).
         let mut g = Graph::new("conv_i16");
         let x = g.add_input(TensorType::new(DType::I16, [1, 5, 6, c]), loc());
@@ -799,5 +817,78 @@ pub fn parity_cases() -> Vec<Case> {
     cases.extend(special_value_cases());
     cases.extend(integer_cases(&[1, 7, 16, 17, 1031]));
     cases.extend(integer_contraction_cases(&[1, 7, 16, 17]));
+    cases
+}
+
+/// `tosa.cond_if` and `tosa.while_loop` around elementwise work at each size of `sizes`, in
+/// f32, f16, bf16 and i32: a branch chosen by an i1 input (then: x + a captured y; else: x·x),
+/// and a loop adding the captured y to an accumulator while a counter is below an input limit
+/// (0 to 4 iterations). Bit for bit on the interpreter and the JIT.
+pub fn control_flow_cases(sizes: &[usize]) -> Vec<Case> {
+    let mut rng = Rng(83);
+    let mut cases = Vec::new();
+    let scalar = |d: DType| TensorType::new(d, Vec::<usize>::new());
+    for d in [DType::F32, DType::F16, DType::BF16, DType::I32] {
+        for &n in sizes {
+            let t = TensorType::new(d, [2, n]);
+            let shift = |g: &mut Graph| constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+            // then: a + y (y captured); else: a · a.
+            let mut then = Graph::new("then");
+            let a = then.add_input(t.clone(), loc());
+            let y = then.add_input(t.clone(), loc());
+            let s = then.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &[2, n]), &[a, y], loc());
+            then.add_output(s);
+            let mut otherwise = Graph::new("else");
+            let a = otherwise.add_input(t.clone(), loc());
+            let sh = shift(&mut otherwise);
+            let m = otherwise.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &[2, n]), &[a, a, sh], loc());
+            otherwise.add_output(m);
+            let mut g = Graph::new("cond_if");
+            let c = g.add_input(scalar(DType::I1), loc());
+            let x = g.add_input(t.clone(), loc());
+            let y = g.add_input(t.clone(), loc());
+            let op = Op::CondIf { then: Box::new(Region { graph: then, args: 1 }), otherwise: Box::new(Region { graph: otherwise, args: 1 }) };
+            let cf = g.add_node(op, ValueType::Results(vec![t.clone()]), &[c, x, y], loc());
+            let r = g.add_node(Op::Result(0), tensor_ty(d, &[2, n]), &[cf], loc());
+            g.add_output(r);
+            let (lo, hi) = if d == DType::I32 { (-40000.0, 40000.0) } else { (-3.0, 3.0) };
+            for branch in [true, false] {
+                let mut inputs = inputs_for(&g, &mut rng, lo, hi);
+                inputs[0] = Tensor::new(Vec::<usize>::new(), Data::I1(vec![branch])).unwrap();
+                cases.push(Case { name: format!("cond_if_{d}_n{n}_{branch}"), graph: g.clone(), inputs, tolerance: Tolerance::Exact });
+            }
+            // while i < limit: i + 1, acc + y (limit and y captured).
+            let counter = scalar(DType::I32);
+            let mut cond = Graph::new("cond");
+            let i = cond.add_input(counter.clone(), loc());
+            cond.add_input(t.clone(), loc());
+            let limit = cond.add_input(counter.clone(), loc());
+            let go = cond.add_node(Op::Binary(BinaryOp::Greater), tensor_ty(DType::I1, &[]), &[limit, i], loc());
+            cond.add_output(go);
+            let mut body = Graph::new("body");
+            let i = body.add_input(counter.clone(), loc());
+            let acc = body.add_input(t.clone(), loc());
+            let y = body.add_input(t.clone(), loc());
+            let one = constant(&mut body, Tensor::new(Vec::<usize>::new(), Data::I32(vec![1])).unwrap());
+            let j = body.add_node(Op::Binary(BinaryOp::Add), tensor_ty(DType::I32, &[]), &[i, one], loc());
+            let next = body.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &[2, n]), &[acc, y], loc());
+            body.add_output(j);
+            body.add_output(next);
+            let mut g = Graph::new("while_loop");
+            let limit = g.add_input(counter.clone(), loc());
+            let x = g.add_input(t.clone(), loc());
+            let y = g.add_input(t.clone(), loc());
+            let zero = constant(&mut g, Tensor::new(Vec::<usize>::new(), Data::I32(vec![0])).unwrap());
+            let op = Op::WhileLoop { cond: Box::new(Region { graph: cond, args: 2 }), body: Box::new(Region { graph: body, args: 2 }) };
+            let cf = g.add_node(op, ValueType::Results(vec![counter.clone(), t.clone()]), &[zero, x, limit, y], loc());
+            let r0 = g.add_node(Op::Result(0), tensor_ty(DType::I32, &[]), &[cf], loc());
+            let r1 = g.add_node(Op::Result(1), tensor_ty(d, &[2, n]), &[cf], loc());
+            g.add_output(r0);
+            g.add_output(r1);
+            let mut inputs = inputs_for(&g, &mut rng, lo, hi);
+            inputs[0] = Tensor::new(Vec::<usize>::new(), Data::I32(vec![(n % 5) as i32])).unwrap();
+            cases.push(Case { name: format!("while_loop_{d}_n{n}"), graph: g, inputs, tolerance: Tolerance::Exact });
+        }
+    }
     cases
 }

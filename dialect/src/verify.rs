@@ -351,11 +351,12 @@ impl Verifier<'_> {
                 let want_d = match input.dtype {
                     d if d.is_float() => Some(d),
                     DType::I8 if *bilinear => Some(DType::I32),
-                    DType::I8 => Some(DType::I8),
+                    DType::I16 if *bilinear => Some(DType::I48),
+                    DType::I8 | DType::I16 => Some(input.dtype),
                     _ => None,
                 };
                 match want_d {
-                    None => self.fail(id, format!("is defined on floats and i8, not {}", input.dtype)),
+                    None => self.fail(id, format!("is defined on floats, i8 and i16, not {}", input.dtype)),
                     Some(d) if d != out_d => self.fail(id, format!("of {} produces {d}, not {out_d}", input.dtype)),
                     _ => {}
                 }

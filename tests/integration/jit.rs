@@ -201,6 +201,22 @@ fn integer_and_boolean_ops_are_bit_exact() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `tosa.cond_if` and `tosa.while_loop` (both branches, 0 to 4 iterations, captured values) at
+/// every size of the JIT's suite, on one and two threads: the reference's bits.
+#[test]
+fn control_flow_matches_the_reference_bit_for_bit() {
+    let mut failures = Vec::new();
+    for case in f16c_tests::cases::control_flow_cases(SIZES) {
+        f16c_dialect::verify::verify(&case.graph).unwrap_or_else(|d| panic!("{}: {d}", case.name));
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        for threads in [1, 2] {
+            let got = Model::compile_graph(&case.graph, threads).and_then(|m| m.run(&case.inputs)).map_err(|e| e.to_string());
+            failures.extend(case.failures(got, &want, 0));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn f16_and_bf16_widening_is_bit_exact_for_all_65536_values() {
     let n = 1 << 16;

@@ -246,11 +246,12 @@ impl Builder<'_> {
             gather(self, &|y, x| ty[y].i1 * iw + tx[x].i1),
         ];
         // The weights along y ([1, OH, 1, 1]) and x ([1, 1, OW, 1]) in the compute type: f32
-        // (f64 for f64 data) as `1 - r/n` and `r/n`, integers (i8 data, an i32 result) as
-        // `n - r` and `r`.
+        // (f64 for f64 data) as `1 - r/n` and `r/n`, integers as `n - r` and `r` (i8 data in
+        // i32, i16 data in i48: the results' types).
         let w = match d {
             DType::F64 => DType::F64,
             f if f.is_float() => DType::F32,
+            DType::I16 => DType::I48,
             _ => DType::I32,
         };
         let weights = |b: &mut Self, axis: usize, taps: &[ResizeTap], shape: [usize; 4]| -> [NodeId; 2] {
@@ -269,7 +270,7 @@ impl Builder<'_> {
                 match w {
                     DType::F32 => Data::F32(v.into_iter().map(|x| x as f32).collect()),
                     DType::F64 => Data::F64(v),
-                    _ => Data::I32(v.into_iter().map(|x| x as i32).collect()),
+                    _ => Data::from_i64(v.into_iter().map(|x| x as i64).collect(), w),
                 }
             };
             [0, 1].map(|k| b.constant(Tensor::new(shape.to_vec(), data(k)).expect("sized")))

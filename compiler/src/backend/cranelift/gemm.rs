@@ -31,7 +31,7 @@ use f16c_dialect::{DType, Data};
 
 impl Context<'_> {
     pub fn contraction(&mut self, c: &Contraction) -> Result<(), BackendError> {
-        if domain(c.a.ty.dtype) == I64 && domain(c.b.ty.dtype) == I64 && !matches!(c.kind, ContractionKind::TransposeConv(_)) {
+        if domain(c.a.ty.dtype) == I64 && domain(c.b.ty.dtype) == I64 {
             return self.integer(c);
         }
         if domain(c.a.ty.dtype) != F32 || domain(c.b.ty.dtype) != F32 {
@@ -527,7 +527,33 @@ impl Context<'_> {
                                 })
                             })[0]
                         }
-                        ContractionKind::TransposeConv(_) => unreachable!("refused before"),
+                        ContractionKind::TransposeConv(g) => {
+                            // Output (oy, ox) gathers the taps whose input pixel
+                            // ((oy − pad − ky) / stride, …) is whole and inside the input.
+                            let g = g.clone();
+                            let nb = fx.b.ins().udiv_imm_s(row, (g.oh * g.ow) as i64);
+                            let pix = fx.b.ins().urem_imm_s(row, (g.oh * g.ow) as i64);
+                            let (oy, ox) = (fx.b.ins().udiv_imm_s(pix, g.ow as i64), fx.b.ins().urem_imm_s(pix, g.ow as i64));
+                            fx.for_n(0, g.kh as i64, 1, &[zero], |fx, ky, acc| {
+                                let (iy, vy) = transpose_coord(fx, oy, ky, g.stride[0], g.pad[0], g.ih);
+                                fx.for_n(0, g.kw as i64, 1, acc, |fx, kx, acc| {
+                                    let (ix, vx) = transpose_coord(fx, ox, kx, g.stride[1], g.pad[2], g.iw);
+                                    let valid = fx.b.ins().band(vy, vx);
+                                    let at = nhwc_index(fx, &g, nb, iy, ix, zero);
+                                    let tap = fx.b.ins().imul_imm_s(ky, g.kw as i64);
+                                    let tap = fx.b.ins().iadd(tap, kx);
+                                    fx.for_n(0, g.ic as i64, 1, acc, |fx, ch, acc| {
+                                        let ia = fx.b.ins().iadd(at, ch);
+                                        // OHWI: output channel j's row of kh·kw·ic.
+                                        let t = fx.b.ins().imul_imm_s(j, c.k as i64);
+                                        let t2 = fx.b.ins().imul_imm_s(tap, g.ic as i64);
+                                        let t = fx.b.ins().iadd(t, t2);
+                                        let ib = fx.b.ins().iadd(t, ch);
+                                        vec![mac(fx, acc[0], ia, ib, Some(valid))]
+                                    })
+                                })
+                            })[0]
+                        }
                     };
                     let acc = match bias {
                         Some((buf, d, len)) => {
@@ -576,6 +602,20 @@ fn tap(fx: &mut Fx, o: Value, i: Value, stride: usize, pad: usize) -> Value {
 }
 
 /// `0 <= v < len` as an `i8`.
+/// The input coordinate of transpose-conv output `o` and tap `k`, `(o − pad − k) / stride`,
+/// and whether it is one: a whole, non-negative quotient below `len`.
+fn transpose_coord(fx: &mut Fx, o: Value, k: Value, stride: usize, pad: usize, len: usize) -> (Value, Value) {
+    let d = fx.b.ins().isub(o, k);
+    let d = fx.b.ins().iadd_imm_s(d, -(pad as i64));
+    let q = fx.b.ins().sdiv_imm_s(d, stride as i64);
+    let r = fx.b.ins().srem_imm_s(d, stride as i64);
+    let non_negative = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, 0);
+    let whole = fx.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+    let inside = in_range(fx, q, len);
+    let ok = fx.b.ins().band(non_negative, whole);
+    (q, fx.b.ins().band(ok, inside))
+}
+
 fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
     // One unsigned comparison covers both bounds.
     fx.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, v, len as i64)

@@ -29,8 +29,8 @@ pub const AW: usize = 16;
 pub const KU: usize = 4;
 
 /// Element types the GEMM and the direct convolutions read (f16/bf16 are widened to f32 as
-/// they are packed). Integer (i8, i16) matmul, conv2d and depthwise conv2d take a scalar integer path
-/// (`gemm.rs`, `integer`); f64 and integer transpose-conv contractions are not implemented.
+/// they are packed). Integer (i8, i16) contractions take a scalar integer path (`gemm.rs`,
+/// `integer`); f64 contractions are not implemented.
 pub const CONTRACTION_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16];
 /// Element types pooling reads.
 pub const POOL_TYPES: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::I16, DType::I32];
@@ -72,10 +72,7 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
         KernelKind::Contraction(c) if c.padding_hazard => {
             unsupported("a convolution whose padding meets an inf or NaN weight (this backend multiplies the padding's zeros; --backend=llvm skips them as TOSA does)".into())
         }
-        KernelKind::Contraction(c) if c.a.ty.dtype.is_int() && c.b.ty.dtype.is_int() => match c.kind {
-            crate::lower::ContractionKind::TransposeConv(_) => unsupported("integer transpose convolutions".into()),
-            _ => Ok(()),
-        },
+        KernelKind::Contraction(c) if c.a.ty.dtype.is_int() && c.b.ty.dtype.is_int() => Ok(()),
         KernelKind::Contraction(c) => {
             for t in [c.a.ty.dtype, c.b.ty.dtype] {
                 if !CONTRACTION_TYPES.contains(&t) {
