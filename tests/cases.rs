@@ -489,27 +489,20 @@ pub fn integer_cases(sizes: &[usize]) -> Vec<Case> {
             let inputs = inputs_for(&g, &mut rng, lo, hi);
             cases.push(Case { name: format!("rescale{k}_{din}_to_{dout}_n{n}"), graph: g, inputs, tolerance: Tolerance::Exact });
         }
-        // i16 tables (513 entries, interpolated, an i32 result), given at run time or constant.
-        for constant_table in [false, true] {
-            let mut g = Graph::new("table16");
-            let x = g.add_input(TensorType::new(DType::I16, [2, n]), loc());
-            let table_ty = TensorType::new(DType::I16, [513]);
-            let table = if constant_table { constant(&mut g, random(&table_ty, &mut rng, -32768.0, 32767.0)) } else { g.add_input(table_ty, loc()) };
-            let y = g.add_node(Op::Table, tensor_ty(DType::I32, &[2, n]), &[x, table], loc());
-            g.add_output(y);
-            let inputs = inputs_for(&g, &mut rng, -32768.0, 32767.99);
-            cases.push(Case { name: format!("table_i16_n{n}_const{}", constant_table as u8), graph: g, inputs, tolerance: Tolerance::Exact });
-        }
-        // A table lookup with a table given at run time and one that is a constant.
-        for constant_table in [false, true] {
-            let mut g = Graph::new("table");
-            let x = g.add_input(TensorType::new(DType::I8, [2, n]), loc());
-            let table_ty = TensorType::new(DType::I8, [256]);
-            let table = if constant_table { constant(&mut g, random(&table_ty, &mut rng, -128.0, 127.0)) } else { g.add_input(table_ty, loc()) };
-            let y = g.add_node(Op::Table, tensor_ty(DType::I8, &[2, n]), &[x, table], loc());
-            g.add_output(y);
-            let inputs = inputs_for(&g, &mut rng, -128.0, 127.99);
-            cases.push(Case { name: format!("table_i8_n{n}_const{}", constant_table as u8), graph: g, inputs, tolerance: Tolerance::Exact });
+        // Table lookups, with a table given at run time and one that is a constant: i8 (256
+        // entries) and i16 (513 entries, interpolated, an i32 result).
+        for (d, entries, out_d) in [(DType::I8, 256, DType::I8), (DType::I16, 513, DType::I32)] {
+            for constant_table in [false, true] {
+                let mut g = Graph::new("table");
+                let x = g.add_input(TensorType::new(d, [2, n]), loc());
+                let table_ty = TensorType::new(d, [entries]);
+                let (lo, hi) = int_bounds(d);
+                let table = if constant_table { constant(&mut g, random(&table_ty, &mut rng, lo, hi)) } else { g.add_input(table_ty, loc()) };
+                let y = g.add_node(Op::Table, tensor_ty(out_d, &[2, n]), &[x, table], loc());
+                g.add_output(y);
+                let inputs = inputs_for(&g, &mut rng, lo, hi);
+                cases.push(Case { name: format!("table_{d}_n{n}_const{}", constant_table as u8), graph: g, inputs, tolerance: Tolerance::Exact });
+            }
         }
     }
     for (op, d) in &ops {
