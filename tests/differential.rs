@@ -516,11 +516,13 @@ impl Gen {
         constant(&mut self.g, cast(&Tensor::new(vec![1], Data::I64(vec![v])).expect("one"), d))
     }
 
-    /// One random integer op on `x` (i8 or i32), TOSA's types for each.
+    /// One random integer op on `x` (i8, i16 or i32), TOSA's types for each.
     fn int_step(&mut self, x: &Value) -> Option<Value> {
-        let (d, i32_) = (x.d, x.d == DType::I32);
+        let (d, i32_, i8_) = (x.d, x.d == DType::I32, x.d == DType::I8);
         let same = |g: &mut Self, op: Op, operands: &[NodeId]| Some(g.node(op, d, &x.shape.clone(), operands, false));
-        match self.rng.below(12) {
+        // An i48 (a bilinear i16 resize) only rescales, with 16-bit multipliers (TOSA).
+        let step = if d == DType::I48 { 6 } else { self.rng.below(12) };
+        match step {
             0 => {
                 let b = *self.rng.pick(&[BinaryOp::BitwiseAnd, BinaryOp::BitwiseOr, BinaryOp::BitwiseXor]);
                 let y = self.int_partner(x, false);
@@ -556,23 +558,29 @@ impl Gen {
                 }
             }
             5 if !i32_ => {
-                let table = self.int_tensor(DType::I8, &[256], false);
+                // i8: 256 entries, an i8 result; i16: 513 entries, interpolated, an i32 result.
+                let (entries, to) = if i8_ { (256, DType::I8) } else { (513, DType::I32) };
+                let table = self.int_tensor(d, &[entries], false);
                 let t = constant(&mut self.g, table);
-                same(self, Op::Table, &[x.id, t])
+                Some(self.node(Op::Table, to, &x.shape.clone(), &[x.id, t], false))
             }
             6 => {
-                let to = if self.chance(0.5) { DType::I8 } else { DType::I32 };
+                let to = *self.rng.pick(&[DType::I8, DType::I16, DType::I32]);
                 let per_channel = self.chance(0.5);
                 let c = if per_channel { *x.shape.last().expect("rank ≥ 1") } else { 1 };
-                let rounding = *self.rng.pick(&[f16c_dialect::Rounding::Single, f16c_dialect::Rounding::Double, f16c_dialect::Rounding::Inexact]);
-                let attrs = f16c_dialect::RescaleAttrs { scale32: true, rounding, per_channel, input_unsigned: false, output_unsigned: false };
-                let m: Vec<i32> = (0..c).map(|_| (1 << 30) + (self.rng.next() % (1 << 30)) as i32).collect();
+                // 32-bit multipliers, or 16-bit ones (scale32 = false, no double rounding).
+                let scale32 = d != DType::I48 && self.chance(0.6);
+                let roundings: &[f16c_dialect::Rounding] = if scale32 { &[f16c_dialect::Rounding::Single, f16c_dialect::Rounding::Double, f16c_dialect::Rounding::Inexact] } else { &[f16c_dialect::Rounding::Single, f16c_dialect::Rounding::Inexact] };
+                let rounding = *self.rng.pick(roundings);
+                let attrs = f16c_dialect::RescaleAttrs { scale32, rounding, per_channel, input_unsigned: false, output_unsigned: false };
+                let (m_d, m_bits) = if scale32 { (DType::I32, 30) } else { (DType::I16, 14) };
+                let m: Vec<i64> = (0..c).map(|_| (1 << m_bits) + (self.rng.next() % (1 << m_bits)) as i64).collect();
                 let sh: Vec<i8> = (0..c).map(|_| 2 + self.rng.below(50) as i8).collect();
-                let m = constant(&mut self.g, Tensor::new(vec![c], Data::I32(m)).expect("sized"));
+                let m = constant(&mut self.g, Tensor::new(vec![c], Data::from_i64(m, m_d)).expect("sized"));
                 let sh = constant(&mut self.g, Tensor::new(vec![c], Data::I8(sh)).expect("sized"));
-                // MLIR requires zero points of 0 for i32 data.
-                let zp_in = if i32_ { 0 } else { self.rng.below(11) as i64 - 5 };
-                let zp_out = if to == DType::I32 { 0 } else { self.rng.below(11) as i64 - 5 };
+                // MLIR requires zero points of 0 for data other than i8.
+                let zp_in = if !i8_ { 0 } else { self.rng.below(11) as i64 - 5 };
+                let zp_out = if to != DType::I8 { 0 } else { self.rng.below(11) as i64 - 5 };
                 let (zi, zo) = (self.scalar(d, zp_in), self.scalar(to, zp_out));
                 Some(self.node(Op::Rescale(attrs), to, &x.shape.clone(), &[x.id, m, sh, zi, zo], false))
             }
@@ -584,7 +592,7 @@ impl Gen {
                 let pad = [self.rng.below(kernel[0]), self.rng.below(kernel[0]), self.rng.below(kernel[1]), self.rng.below(kernel[1])];
                 let oh = Self::window(h, kernel[0], pad[0], pad[1], stride[0], 1)?;
                 let ow = Self::window(w, kernel[1], pad[2], pad[3], stride[1], 1)?;
-                let avg = !i32_ && self.chance(0.5);
+                let avg = i8_ && self.chance(0.5);
                 let attrs = PoolAttrs { kernel, stride, pad, acc: avg.then_some(DType::I32) };
                 Some(if avg {
                     let (a, b) = (self.rng.below(7) as i64 - 3, self.rng.below(7) as i64 - 3);
@@ -599,18 +607,20 @@ impl Gen {
                 same(self, Op::Reverse { axis }, &[x.id])
             }
             9 => {
-                let to = if i32_ { DType::I8 } else { DType::I32 };
+                let others: Vec<DType> = [DType::I8, DType::I16, DType::I32].into_iter().filter(|&t| t != d).collect();
+                let to = *self.rng.pick(&others);
                 Some(self.node(Op::Cast, to, &x.shape.clone(), &[x.id], false))
             }
             10 if !i32_ => {
                 let x = self.as_nhwc(x);
                 let r = self.resize(&x)?;
                 if let Op::Resize { bilinear: true } = self.g.op(r.id) {
-                    // i8 bilinear gives i32.
-                    let ty = tensor_ty(DType::I32, &r.shape);
+                    // Bilinear widens: i8 to i32, i16 to i48.
+                    let wide = if i8_ { DType::I32 } else { DType::I48 };
+                    let ty = tensor_ty(wide, &r.shape);
                     self.g.node_mut(r.id).ty = ty;
                     let last = self.values.last_mut().expect("just pushed");
-                    last.d = DType::I32;
+                    last.d = wide;
                     return Some(last.clone());
                 }
                 Some(r)
@@ -626,9 +636,9 @@ impl Gen {
     }
 }
 
-/// An integer graph (i8 or i32 input, 1–7 integer ops) for seed-derived `gen`.
+/// An integer graph (i8, i16 or i32 input, 1–7 integer ops) for seed-derived `gen`.
 fn generate_integer(mut gen: Gen) -> DiffCase {
-    let d = if gen.chance(0.5) { DType::I8 } else { DType::I32 };
+    let d = *gen.rng.pick(&[DType::I8, DType::I16, DType::I32]);
     let rank = 1 + gen.rng.below(4);
     let shape = gen.random_shape(rank);
     let t = gen.int_tensor(d, &shape, false);

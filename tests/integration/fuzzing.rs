@@ -131,11 +131,16 @@ fn shrinking_keeps_the_failure_and_drops_the_rest() {
 #[test]
 fn the_generator_covers_the_import_list_with_valid_graphs() {
     let mut seen = std::collections::BTreeSet::new();
+    let mut types = std::collections::BTreeSet::new();
     for seed in 0..400 {
         let c = differential::generate(seed);
         f16c_dialect::verify::verify(&c.graph).unwrap_or_else(|d| panic!("seed {seed}: {d}"));
         differential::round_trip(&c.graph).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         seen.extend(c.graph.node_ids().map(|id| c.graph.op(id).mlir_name()));
+        types.extend(c.graph.node_ids().filter_map(|id| c.graph.tensor_ty(id).map(|t| t.dtype)));
+    }
+    for d in [f16c_dialect::DType::I16, f16c_dialect::DType::I48] {
+        assert!(types.contains(&d), "no {d} value in 400 generated graphs");
     }
     for op in ["tosa.conv2d", "tosa.depthwise_conv2d", "tosa.transpose_conv2d", "tosa.conv3d", "tosa.matmul", "tosa.max_pool2d", "tosa.avg_pool2d", "tosa.select", "tosa.gather", "tosa.argmax", "tosa.reduce_sum", "tosa.pad", "tosa.tile", "tosa.slice", "tosa.reverse", "tosa.resize", "tosa.concat", "tosa.cast", "tosa.exp", "tosa.pow", "tosa.clamp", "tosa.ceil", "tosa.sin", "tosa.logical_and", "tosa.logical_not", "tosa.rescale", "tosa.table", "tosa.intdiv", "tosa.arithmetic_right_shift", "tosa.clz"] {
         assert!(seen.contains(op), "no {op} in 400 generated graphs");
