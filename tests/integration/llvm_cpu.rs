@@ -16,10 +16,34 @@ use f16c_tests::cases::{parity_cases, vector_edge_cases};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 
 fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
-    let program = driver::lower_for(g, &LlvmCpuBackend).map_err(|d| d.to_string())?;
-    let artifact = LlvmCpuBackend.artifact(&program).map_err(|e| e.to_string())?;
+    run_on(&LlvmCpuBackend, g, inputs)
+}
+
+fn run_on(backend: &f16c_compiler::backend::llvm_cpu::LlvmCpuBackend, g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
+    let program = driver::lower_for(g, backend).map_err(|d| d.to_string())?;
+    let artifact = backend.artifact(&program).map_err(|e| e.to_string())?;
     let exec = loader::load(artifact, 2).map_err(|e| e.to_string())?;
     exec.run(inputs).map_err(|e| e.to_string())
+}
+
+/// The AVX-512 level (`--cpu=x86-64-v4`: zmm micro-kernels, 12 × 32 tiles) runs the parity
+/// suite on a machine that has AVX-512; elsewhere its artifacts must be refused before loading.
+#[test]
+fn the_avx512_level_matches_the_reference_or_is_refused_without_avx512() {
+    let v4 = f16c_compiler::backend::llvm_cpu::x86_64("x86-64-v4").expect("a level");
+    let native_is_v4 = std::ptr::eq(f16c_compiler::backend::llvm_cpu::x86_64("native").expect("a level"), v4);
+    let mut failures = Vec::new();
+    for case in parity_cases().into_iter().chain(vector_edge_cases()) {
+        let got = run_on(v4, &case.graph, &case.inputs);
+        if !native_is_v4 {
+            let e = got.expect_err("an AVX-512 artifact on a machine without AVX-512");
+            assert!(e.contains("CPU features this machine lacks"), "{e}");
+            return;
+        }
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        failures.extend(case.failures(got, &want, 0));
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]

@@ -58,6 +58,7 @@ pub fn command() -> Command {
                 .value_name("DIR")
                 .help("Write the networks the bench builds (NAME.tosa.mlir with decimal weights, NAME.input.npy) into DIR and stop"),
         )
+        .arg(crate::cpu_arg())
         .arg(
             Arg::new("aarch64")
                 .long("aarch64")
@@ -67,8 +68,8 @@ pub fn command() -> Command {
 }
 
 /// The LLVM x86-64 backend's executor for `g` (already in its precision).
-fn llvm_executor(g: &Graph, threads: usize) -> anyhow::Result<f16c_runtime::exec::Executor> {
-    let artifact = driver::artifact_with(g, &llvm_cpu::X86_64).map_err(|d| anyhow::anyhow!(d.to_string()))?;
+fn llvm_executor(g: &Graph, llvm: &llvm_cpu::LlvmCpuBackend, threads: usize) -> anyhow::Result<f16c_runtime::exec::Executor> {
+    let artifact = driver::artifact_with(g, llvm).map_err(|d| anyhow::anyhow!(d.to_string()))?;
     Ok(f16c_runtime::loader::load(artifact, threads)?)
 }
 
@@ -148,9 +149,11 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         list => list.split(',').map(|s| s.trim().parse().with_context(|| format!("--sizes: '{s}' is not a size"))).collect::<anyhow::Result<_>>()?,
     };
     let python = m.get_one::<String>("python").expect("has default");
-    println!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time, {threads} thread(s)\n");
+    let cpu = m.get_one::<String>("cpu").map_or("native", String::as_str);
+    let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level"))?;
+    println!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time ({}), {threads} thread(s)\n", llvm.machine.cpu);
     if !sizes.is_empty() {
-        gemm(python, threads, &sizes)?;
+        gemm(python, llvm, threads, &sizes)?;
     }
 
     let dir = PathBuf::from(m.get_one::<String>("models").expect("has default"));
@@ -189,7 +192,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         let mut insns = Vec::new();
         for (k, options) in [CompileOptions { threads, ..CompileOptions::default() }, CompileOptions { threads, ..CompileOptions::fp16() }].into_iter().enumerate() {
             let g = prepared(source, name, &options)?;
-            let exec = llvm_executor(&g, threads)?;
+            let exec = llvm_executor(&g, llvm, threads)?;
             exec.run(inputs).with_context(|| format!("{name}: running the LLVM code on {name}.input.npy"))?;
             row.llvm[k] = ms(rounds(Duration::from_millis(600), || {
                 let _ = exec.run(inputs);
@@ -292,7 +295,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
 }
 
 /// The GEMM table: JIT and LLVM in f32 and fp16 against numpy (best of repeated runs).
-fn gemm(python: &str, threads: usize, sizes: &[usize]) -> anyhow::Result<()> {
+fn gemm(python: &str, llvm_backend: &llvm_cpu::LlvmCpuBackend, threads: usize, sizes: &[usize]) -> anyhow::Result<()> {
     // numpy first, so its threads do not compete with ours.
     let peer = numpy(python, threads, sizes)?;
     println!("GEMM n×n×n (A activation, B constant weight)");
@@ -313,7 +316,7 @@ fn gemm(python: &str, threads: usize, sizes: &[usize]) -> anyhow::Result<()> {
                 let _ = model.run(std::slice::from_ref(&a));
             });
             jit.push(flops / t.as_secs_f64() / 1e9);
-            let exec = llvm_executor(&g, threads)?;
+            let exec = llvm_executor(&g, llvm_backend, threads)?;
             exec.run(std::slice::from_ref(&a))?;
             let t = best(Duration::from_millis(1500), || {
                 let _ = exec.run(std::slice::from_ref(&a));

@@ -99,7 +99,7 @@ fn backend_arg(help: &'static str) -> Arg {
 }
 
 /// `--cpu`: the x86-64 level of `--backend=llvm`.
-fn cpu_arg() -> Arg {
+pub(crate) fn cpu_arg() -> Arg {
     Arg::new("cpu")
         .long("cpu")
         .value_name("LEVEL")
