@@ -20,6 +20,7 @@ enum Stage {
 
 /// A graph with control flow, compiled in stages.
 pub(crate) struct Staged {
+    name: String,
     args: Vec<NodeId>,
     inputs: Vec<TensorType>,
     stages: Vec<Stage>,
@@ -67,7 +68,7 @@ impl Staged {
         }
         flush(&mut piece, &mut stages)?;
         let inputs = g.inputs().iter().map(|&i| g.tensor_ty(i).expect("arguments are tensors").clone()).collect();
-        Ok(Staged { args: g.inputs().to_vec(), inputs, stages, outputs: g.outputs().to_vec(), constants })
+        Ok(Staged { name: g.name.clone(), args: g.inputs().to_vec(), inputs, stages, outputs: g.outputs().to_vec(), constants })
     }
 
     pub(crate) fn inputs(&self) -> &[TensorType] {
@@ -94,7 +95,7 @@ impl Staged {
     }
 
     pub(crate) fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        f16c_dialect::tensor::check_inputs("function", &self.inputs, inputs).map_err(JitError::Usage)?;
+        f16c_dialect::tensor::check_inputs(&self.name, &self.inputs, inputs).map_err(JitError::Usage)?;
         let mut env: HashMap<NodeId, Tensor> = self.args.iter().copied().zip(inputs.iter().cloned()).collect();
         let get = |env: &HashMap<NodeId, Tensor>, id: &NodeId| -> Tensor { env.get(id).or_else(|| self.constants.get(id)).expect("computed by an earlier stage").clone() };
         for s in &self.stages {
