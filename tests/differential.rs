@@ -479,7 +479,7 @@ impl Gen {
     /// An integer tensor: over the type's range (or, `small`, in -3..40: shift amounts and
     /// divisors, zeros included), with its extremes, 0 and ±1 now and then.
     fn int_tensor(&mut self, d: DType, shape: &[usize], small: bool) -> Tensor {
-        let (lo, hi) = f16c_dialect::semantics::int_range(d);
+        let (lo, hi) = d.int_range();
         let v: Vec<i64> = (0..elems(shape))
             .map(|_| match (small, self.chance(0.15)) {
                 (true, _) => self.rng.below(44) as i64 - 3,
@@ -626,7 +626,7 @@ impl Gen {
                 Some(r)
             }
             11 => {
-                let (lo, hi) = f16c_dialect::semantics::int_range(d);
+                let (lo, hi) = d.int_range();
                 let a = lo + (self.rng.next() % (hi - lo + 1) as u64) as i64;
                 let b = lo + (self.rng.next() % (hi - lo + 1) as u64) as i64;
                 same(self, Op::Clamp { min: a.min(b) as f64, max: a.max(b) as f64 }, &[x.id])

@@ -124,18 +124,15 @@ fn build_block<'c>(ctx: &'c Context, g: &Graph, args: usize, captures: &[Value<'
             ty => vec![parse_type(ctx, ty)?],
         };
         let mut regions = Vec::new();
-        if node.op.is_control_flow() {
-            // MLIR's operands are the condition and the initial values; captures stay implicit.
-            let mut at = if matches!(node.op, Op::CondIf { .. }) { 1 } else { 0 } + node.op.regions()[0].args;
-            let explicit = at;
-            for r in node.op.regions() {
-                let block = build_block(ctx, &r.graph, r.args, &operands[at..at + r.captures()], "tosa.yield")?;
-                at += r.captures();
+        if let Some(layout) = node.op.control_layout() {
+            // MLIR's operands are the condition and the inputs; captures stay implicit.
+            for (r, caps) in node.op.regions().into_iter().zip(layout.captures) {
+                let block = build_block(ctx, &r.graph, r.args, &operands[caps], "tosa.yield")?;
                 let region = Region::new();
                 region.append_block(block);
                 regions.push(region);
             }
-            operands.truncate(explicit);
+            operands.truncate(layout.inputs.end);
         }
         let builder = OperationBuilder::new(node.op.mlir_name(), to_mlir_location(ctx, &g.location(id)))
             .add_operands(&operands)

@@ -317,6 +317,10 @@ impl Importer<'_> {
     /// then the values it captures from enclosing scopes, as inputs), the op one node of
     /// [`ValueType::Results`] and one `Op::Result` node per result.
     fn control_flow(&mut self, op: &OperationRef, name: &str, scopes: &mut Vec<Scope>) {
+        if op.region_count() != 2 {
+            self.error(op, format!("'{name}' must have two regions"));
+            return;
+        }
         let errors_before = self.errors.len();
         let loc = from_mlir_location(op.location(), self.file);
         let mut operands = Vec::new();
@@ -344,8 +348,7 @@ impl Importer<'_> {
             }
             let mut g = Graph::new(format!("{name} region #{k}"));
             g.location = loc.clone();
-            scopes.push(Scope { g, values: HashMap::new(), captured: Vec::new() });
-            let mut scope = scopes.pop().expect("just pushed");
+            let mut scope = Scope { g, values: HashMap::new(), captured: Vec::new() };
             self.arguments(op, &block, &mut scope, &format!("'{name}' region #{k}"), "region");
             scopes.push(scope);
             self.block_ops(block, scopes, "tosa.yield");
@@ -363,10 +366,7 @@ impl Importer<'_> {
                 }
             }
         }
-        if self.errors.len() != errors_before || regions.len() != 2 {
-            if regions.len() != 2 && self.errors.len() == errors_before {
-                self.error(op, format!("'{name}' must have two regions"));
-            }
+        if self.errors.len() != errors_before {
             return;
         }
         for (_, captured) in &regions {

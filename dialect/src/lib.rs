@@ -50,6 +50,6 @@ pub use f16c_core::tensor;
 
 pub use diag::{Diagnostic, Diagnostics, Location, Severity};
 pub use graph::{Graph, Module, Node, NodeId};
-pub use op::{BinaryOp, Conv3dAttrs, ConvAttrs, Op, PoolAttrs, ReduceKind, Region, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
+pub use op::{BinaryOp, Conv3dAttrs, ControlLayout, ConvAttrs, Op, PoolAttrs, ReduceKind, Region, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
 pub use tensor::{Data, Tensor};
 pub use types::{DType, TensorType, ValueType};

@@ -56,6 +56,19 @@ impl PartialEq for Region {
     }
 }
 
+/// Where the operands of a control-flow op are ([`Op::control_layout`]): a `tosa.cond_if`'s
+/// condition (operand 0), the inputs (each region's block arguments; a loop's initial values),
+/// then the values each region captures, first region first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlLayout {
+    /// A `tosa.while_loop` (else a `tosa.cond_if`).
+    pub looping: bool,
+    /// The inputs, as many as the first region's block arguments.
+    pub inputs: std::ops::Range<usize>,
+    /// What each region captures.
+    pub captures: [std::ops::Range<usize>; 2],
+}
+
 /// `tosa.transpose_conv2d` attributes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransposeConvAttrs {
@@ -511,6 +524,20 @@ impl Op {
             Op::WhileLoop { cond, body } => vec![cond, body],
             _ => Vec::new(),
         }
+    }
+
+    /// Where a control-flow op's operands are; `None` for other ops.
+    pub fn control_layout(&self) -> Option<ControlLayout> {
+        let (first, second, looping) = match self {
+            Op::CondIf { then, otherwise } => (then, otherwise, false),
+            Op::WhileLoop { cond, body } => (cond, body, true),
+            _ => return None,
+        };
+        let start = usize::from(!looping);
+        let inputs = start..start + first.args;
+        let first_caps = inputs.end..inputs.end + first.captures();
+        let second_caps = first_caps.end..first_caps.end + second.captures();
+        Some(ControlLayout { looping, inputs, captures: [first_caps, second_caps] })
     }
 
     /// True for matmul and the convolutions: the ops that run on tensor cores.

@@ -72,10 +72,10 @@ fn execute(g: &Graph, inputs: &[Tensor], observe: &mut dyn FnMut(NodeId, &Tensor
                 let operands = g.operands(id);
                 let refs: Vec<&Value> = operands.iter().map(|o| &values[o]).collect();
                 let eval_error = |e: crate::semantics::EvalError| Error::Eval { location: g.location(id), op: op.mlir_name(), message: e.0 };
-                let v = if op.is_control_flow() {
+                let v = if let Some(layout) = op.control_layout() {
                     let tensors: Vec<Tensor> = refs.iter().map(|v| v.as_tensor().expect("verified: tensor operands").clone()).collect();
                     let regions = op.regions();
-                    let results = crate::semantics::control_flow(op, &tensors, |k, args| {
+                    let results = crate::semantics::control_flow(&layout, &tensors, |k, args| {
                         execute(&regions[k].graph, args, &mut |_, _| {})
                     })
                     .map_err(|e| match e {

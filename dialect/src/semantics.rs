@@ -14,7 +14,7 @@
 //! Shapes are not inferred here: the result type comes from the graph, whose verifier has
 //! checked it.
 
-use crate::op::{BinaryOp, Conv3dAttrs, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
+use crate::op::{BinaryOp, Conv3dAttrs, ControlLayout, ConvAttrs, Op, PoolAttrs, ReduceKind, RescaleAttrs, Rounding, TransposeConvAttrs, UnaryOp};
 use crate::tensor::{Data, Tensor};
 use crate::types::{DType, TensorType, ValueType};
 use half::{bf16, f16};
@@ -52,49 +52,39 @@ fn err<T>(msg: impl Into<String>) -> EvalResult<T> {
     Err(EvalError(msg.into()))
 }
 
-/// Runs a control-flow op on its operand tensors (`Op::CondIf` operand layout: condition,
-/// inputs, then captures, else captures; `Op::WhileLoop`: initial values, cond captures, body
-/// captures), running region `k` of [`Op::regions`] with `run_region(k, inputs)`: the
-/// interpreter runs regions itself, the JIT runs their compiled code. A loop runs until its
-/// cond region yields false, however long that takes (its trip count is known only at run time).
-pub fn control_flow<E: From<EvalError>>(op: &Op, operands: &[Tensor], mut run_region: impl FnMut(usize, &[Tensor]) -> Result<Vec<Tensor>, E>) -> Result<Vec<Tensor>, E> {
+/// Runs a control-flow op laid out as `layout` ([`Op::control_layout`]) on its operand tensors,
+/// running region `k` (then/else, cond/body) with `run_region(k, inputs)`: the interpreter runs
+/// regions itself, the JIT runs their compiled code. A loop runs until its cond region yields
+/// false, however long that takes (its trip count is known only at run time).
+pub fn control_flow<E: From<EvalError>>(layout: &ControlLayout, operands: &[Tensor], mut run_region: impl FnMut(usize, &[Tensor]) -> Result<Vec<Tensor>, E>) -> Result<Vec<Tensor>, E> {
     let truth = |t: &Tensor| -> EvalResult<bool> {
         match t.data() {
             Data::I1(v) if v.len() == 1 => Ok(v[0]),
             _ => err(format!("a condition must be one i1, not {}", t.ty())),
         }
     };
-    match op {
-        Op::CondIf { then, .. } => {
-            let n = then.args;
-            let (inputs, caps) = operands[1..].split_at(n);
-            let (then_caps, else_caps) = caps.split_at(then.captures());
-            let (k, caps) = if truth(&operands[0])? { (0, then_caps) } else { (1, else_caps) };
-            let args: Vec<Tensor> = inputs.iter().chain(caps).cloned().collect();
-            run_region(k, &args)
-        }
-        Op::WhileLoop { cond, body } => {
-            let n = body.args;
-            let (init, caps) = operands.split_at(n);
-            let (cond_caps, body_caps) = caps.split_at(cond.captures());
-            let mut state = init.to_vec();
-            let limit = max_loop_iterations();
-            for iteration in 0.. {
-                if limit.is_some_and(|l| iteration >= l) {
-                    return Err(EvalError(format!("the loop ran {iteration} iterations, the limit F16C_MAX_LOOP_ITERATIONS sets")).into());
-                }
-                let args: Vec<Tensor> = state.iter().chain(cond_caps).cloned().collect();
-                let c = run_region(0, &args)?;
-                if !truth(c.first().ok_or_else(|| EvalError("the cond region yields nothing".into()))?)? {
-                    return Ok(state);
-                }
-                let args: Vec<Tensor> = state.into_iter().chain(body_caps.iter().cloned()).collect();
-                state = run_region(1, &args)?;
-            }
-            unreachable!("the loop returns")
-        }
-        other => Err(EvalError(format!("{} is not control flow", other.mlir_name())).into()),
+    let inputs = &operands[layout.inputs.clone()];
+    let caps = layout.captures.clone().map(|r| &operands[r]);
+    if !layout.looping {
+        let k = if truth(&operands[0])? { 0 } else { 1 };
+        let args: Vec<Tensor> = inputs.iter().chain(caps[k]).cloned().collect();
+        return run_region(k, &args);
     }
+    let mut state = inputs.to_vec();
+    let limit = max_loop_iterations();
+    for iteration in 0.. {
+        if limit.is_some_and(|l| iteration >= l) {
+            return Err(EvalError(format!("the loop ran {iteration} iterations, the limit F16C_MAX_LOOP_ITERATIONS sets")).into());
+        }
+        let args: Vec<Tensor> = state.iter().chain(caps[0]).cloned().collect();
+        let c = run_region(0, &args)?;
+        if !truth(c.first().ok_or_else(|| EvalError("the cond region yields nothing".into()))?)? {
+            return Ok(state);
+        }
+        let args: Vec<Tensor> = state.into_iter().chain(caps[1].iter().cloned()).collect();
+        state = run_region(1, &args)?;
+    }
+    unreachable!("the loop returns")
 }
 
 /// The most iterations a `tosa.while_loop` may run, from `$F16C_MAX_LOOP_ITERATIONS` (none
@@ -739,6 +729,12 @@ fn conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &ConvA
     contraction!([x, w, bias], out, run(&x, &w, &bias, &g, a, Acc::from_i64(x_zp), Acc::from_i64(w_zp), depthwise))
 }
 
+/// The input coordinate window tap `k` of output `o` reads along one axis,
+/// `o·stride + k·dilation − pad`, if it lies inside `0..len` (else the tap is in the padding).
+pub fn window_input(o: usize, k: usize, stride: usize, dilation: usize, pad: usize, len: usize) -> Option<usize> {
+    (o * stride + k * dilation).checked_sub(pad).filter(|&p| p < len)
+}
+
 /// `tosa.conv3d`. Each output sums its taps over `(ky, kx, kd, c)`, in that order (TOSA leaves
 /// the order open; this is the order of the conv2d that lowering turns a conv3d into, with depth
 /// and channels merged, so that every backend can match the reference bit for bit). Taps in the
@@ -751,11 +747,7 @@ fn conv3d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &Conv3
     let (outs, kernel) = ([od, oh, ow], [kd, kh, kw]);
     #[allow(clippy::too_many_arguments)]
     fn run<T: Acc>(x: &[T], w: &[T], bias: &[T], [n, ic, oc]: [usize; 3], input: [usize; 3], outs: [usize; 3], kernel: [usize; 3], a: &Conv3dAttrs, xz: T, wz: T) -> Vec<T> {
-        // The input coordinate along `axis` of output `o` and tap `k`, if inside.
-        let at = |axis: usize, o: usize, k: usize| -> Option<usize> {
-            let p = (o * a.stride[axis] + k * a.dilation[axis]) as isize - a.pad[2 * axis] as isize;
-            (p >= 0 && p < input[axis] as isize).then_some(p as usize)
-        };
+        let at = |axis: usize, o: usize, k: usize| window_input(o, k, a.stride[axis], a.dilation[axis], a.pad[2 * axis], input[axis]);
         let [id, ih, iw] = input;
         let [kd, kh, kw] = kernel;
         let mut out = Vec::with_capacity(n * outs.iter().product::<usize>() * oc);
@@ -828,11 +820,6 @@ fn transpose_conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64,
     contraction!([x, w, bias], out, run(&x, &w, &bias, &g, a, Acc::from_i64(x_zp), Acc::from_i64(w_zp)))
 }
 
-/// Max pooling ignores padding; average pooling divides by the number of in-bounds elements.
-/// The smallest and largest value of integer type `d`.
-pub fn int_range(d: DType) -> (i64, i64) {
-    d.int_range()
-}
 
 /// TOSA's `reciprocal_scale(count)`: `(multiplier, shift)` with `multiplier / 2^shift ≈ 1 /
 /// count`, `k = 32 − clz(count − 1)`, `multiplier = ((2^30 + 1) << k) / count`, `shift = 30 + k`.
@@ -846,7 +833,7 @@ pub fn reciprocal_scale(count: i64) -> (i64, i64) {
 /// point, clipped to `d`.
 pub fn int_average(acc: i64, count: i64, out_zp: i64, d: DType) -> i64 {
     let (m, s) = reciprocal_scale(count.max(1));
-    let (lo, hi) = int_range(d);
+    let (lo, hi) = d.int_range();
     (((acc * m + (1 << (s - 1))) >> s) + out_zp).clamp(lo, hi)
 }
 
@@ -898,7 +885,7 @@ fn pool(x: &Tensor, p: &PoolAttrs, out: &TensorType, avg: bool, (in_zp, out_zp):
                 res.push(if avg {
                     int_average(taps.iter().map(|&i| v[i] - in_zp).sum(), taps.len() as i64, out_zp, out.dtype)
                 } else {
-                    taps.iter().map(|&i| v[i]).fold(int_range(out.dtype).0, i64::max)
+                    taps.iter().map(|&i| v[i]).fold(out.dtype.int_range().0, i64::max)
                 })
             });
             Num::Int(res)
@@ -968,7 +955,7 @@ pub fn rescale_output(r: &RescaleAttrs, dout: DType, out_zp: i64) -> (i64, i64, 
     if r.output_unsigned {
         (0, unsigned_bits(-1, dout) as i64, unsigned_bits(out_zp, dout) as i64)
     } else {
-        let (lo, hi) = int_range(dout);
+        let (lo, hi) = dout.int_range();
         (lo, hi, out_zp)
     }
 }

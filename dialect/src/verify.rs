@@ -489,27 +489,22 @@ impl Verifier<'_> {
         let outputs = |r: &Region| -> Vec<TensorType> { r.graph.outputs().iter().filter_map(|&o| r.graph.tensor_ty(o).cloned()).collect() };
         let one_i1 = |t: &TensorType| t.dtype == DType::I1 && t.num_elements() == 1;
         let list = |ts: &[TensorType]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
-        let (first, second, init_at) = match op {
-            Op::CondIf { then, otherwise } => (then, otherwise, 1),
-            Op::WhileLoop { cond, body } => (cond, body, 0),
-            _ => unreachable!("control flow"),
-        };
+        let layout = op.control_layout().expect("control flow");
+        let [first, second] = [0, 1].map(|k| op.regions()[k]);
         let n = first.args;
-        let want = init_at + n + first.captures() + second.captures();
-        if second.args != n || types.len() != want {
+        if second.args != n || types.len() != layout.captures[1].end {
             self.fail(id, format!("has {} operands for regions of {n} and {} arguments capturing {} and {} values", types.len(), second.args, first.captures(), second.captures()));
             return;
         }
-        let init = &types[init_at..init_at + n];
-        let caps = [&types[init_at + n..init_at + n + first.captures()], &types[init_at + n + first.captures()..]];
+        let init = &types[layout.inputs.clone()];
         for (k, r) in [first, second].into_iter().enumerate() {
-            let want: Vec<TensorType> = init.iter().chain(caps[k]).cloned().collect();
+            let want: Vec<TensorType> = init.iter().chain(&types[layout.captures[k].clone()]).cloned().collect();
             if inputs(r) != want {
                 self.fail(id, format!("region #{k} takes ({}), but is given ({})", list(&inputs(r)), list(&want)));
             }
         }
-        match op {
-            Op::CondIf { .. } => {
+        match layout.looping {
+            false => {
                 if !one_i1(&types[0]) {
                     self.fail(id, format!("condition must be one i1, not {}", types[0]));
                 }
@@ -519,7 +514,7 @@ impl Verifier<'_> {
                     }
                 }
             }
-            _ => {
+            true => {
                 if outputs(first).len() != 1 || !one_i1(&outputs(first)[0]) {
                     self.fail(id, format!("cond region must yield one i1, yields ({})", list(&outputs(first))));
                 }

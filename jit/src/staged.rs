@@ -6,16 +6,16 @@
 
 use crate::{JitError, Model, Result};
 use f16c_dialect::semantics::control_flow;
-use f16c_dialect::{Graph, NodeId, Op, Tensor, TensorType};
+use f16c_dialect::{ControlLayout, Graph, NodeId, Op, Tensor, TensorType};
 use std::collections::{HashMap, HashSet};
 
 /// One step of a staged model.
 enum Stage {
     /// A straight-line piece: reads `inputs` (values of the whole graph), writes `outputs`.
     Code { model: Model, inputs: Vec<NodeId>, outputs: Vec<NodeId> },
-    /// A control-flow op: its regions compiled, its operands, and the `Op::Result` node of each
-    /// of its results (`None` where nothing uses it).
-    Control { op: Op, regions: Vec<Model>, operands: Vec<NodeId>, results: Vec<Option<NodeId>> },
+    /// A control-flow op: where its operands are, its regions compiled, its operands, and the
+    /// `Op::Result` node of each of its results (`None` where nothing uses it).
+    Control { layout: ControlLayout, regions: Vec<Model>, operands: Vec<NodeId>, results: Vec<Option<NodeId>> },
 }
 
 /// A graph with control flow, compiled in stages.
@@ -48,7 +48,7 @@ impl Staged {
                 Op::Const(t) => {
                     constants.insert(id, t.clone());
                 }
-                op if op.is_control_flow() => {
+                op if let Some(layout) = op.control_layout() => {
                     flush(&mut piece, &mut stages)?;
                     let regions = op.regions().iter().map(|r| Model::compile_graph(&r.graph, threads)).collect::<Result<Vec<_>>>()?;
                     let count = match g.ty(id) {
@@ -61,7 +61,7 @@ impl Staged {
                             results[*i] = Some(user);
                         }
                     }
-                    stages.push(Stage::Control { op: op.clone(), regions, operands: g.operands(id), results });
+                    stages.push(Stage::Control { layout, regions, operands: g.operands(id), results });
                 }
                 _ => piece.push(id),
             }
@@ -106,9 +106,9 @@ impl Staged {
                         env.insert(*id, t);
                     }
                 }
-                Stage::Control { op, regions, operands, results } => {
+                Stage::Control { layout, regions, operands, results } => {
                     let args: Vec<Tensor> = operands.iter().map(|i| get(&env, i)).collect();
-                    let values = control_flow(op, &args, |k, a| regions[k].run(a))?;
+                    let values = control_flow(layout, &args, |k, a| regions[k].run(a))?;
                     for (r, t) in results.iter().zip(values) {
                         if let Some(r) = r {
                             env.insert(*r, t);

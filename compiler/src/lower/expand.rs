@@ -154,17 +154,14 @@ impl Builder<'_> {
         };
         let d = input.dtype;
         // The input plane of output plane `z` and depth tap `k`; `None` in the padding.
-        let plane = |z: usize, k: usize| -> Option<usize> {
-            let p = (z * a.stride[0] + k * a.dilation[0]) as isize - a.pad[0] as isize;
-            (p >= 0 && p < depth as isize).then_some(p as usize)
-        };
+        let plane = |z: usize, k: usize| semantics::window_input(z, k, a.stride[0], a.dilation[0], a.pad[0], depth);
         let padded = (0..od).any(|z| (0..kd).any(|k| plane(z, k).is_none()));
-        let weight_node = self.g.op(ops[1]).clone();
+        let constant_weight = match self.g.op(ops[1]) {
+            Op::Const(t) => Some(t.clone()),
+            _ => None,
+        };
         if padded && d.is_float() {
-            let finite = match &weight_node {
-                Op::Const(t) => t.to_f64_vec().iter().all(|v| v.is_finite()),
-                _ => false,
-            };
+            let finite = constant_weight.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|v| v.is_finite()));
             if !finite {
                 return Err("depth padding with a weight that may hold an inf or a NaN (computed at run time, or a constant holding one) is not supported: f16c turns a conv3d into a conv2d whose depth padding is multiplied as zeros".into());
             }
@@ -199,14 +196,15 @@ impl Builder<'_> {
         // The weight as [O, KH, KW, KD·C].
         let wshape = [o, kh, kw, kd * c];
         let perms = vec![0, 2, 3, 1, 4];
-        let w2 = match weight_node {
-            Op::Const(t) => {
+        let w2 = match constant_weight {
+            Some(t) => {
                 let moved = TensorType::new(weight.dtype, [o, kh, kw, kd, c]);
-                let v = semantics::eval(&Op::Transpose { perms }, &[&Value::Tensor(t)], &ValueType::Tensor(moved)).map_err(|e| e.to_string())?;
-                let data = v.as_tensor().expect("a tensor").data().clone();
-                self.constant(Tensor::new(wshape.to_vec(), data).expect("sized"))
+                let Value::Tensor(t) = semantics::eval(&Op::Transpose { perms }, &[&Value::Tensor(t)], &ValueType::Tensor(moved)).map_err(|e| e.to_string())? else {
+                    unreachable!("a transpose gives a tensor")
+                };
+                self.constant(Tensor::new(wshape.to_vec(), t.into_data()).expect("sized"))
             }
-            _ => {
+            None => {
                 let t = self.node(Op::Transpose { perms }, weight.dtype, &[o, kh, kw, kd, c], &[ops[1]]);
                 self.reshape(t, weight.dtype, &wshape)
             }

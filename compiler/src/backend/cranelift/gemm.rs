@@ -493,9 +493,7 @@ impl Context<'_> {
                         ContractionKind::Conv(g) | ContractionKind::Depthwise(g) => {
                             let depthwise = matches!(c.kind, ContractionKind::Depthwise(_));
                             let g = g.clone();
-                            let nb = fx.b.ins().udiv_imm_s(row, (g.oh * g.ow) as i64);
-                            let pix = fx.b.ins().urem_imm_s(row, (g.oh * g.ow) as i64);
-                            let (oy, ox) = (fx.b.ins().udiv_imm_s(pix, g.ow as i64), fx.b.ins().urem_imm_s(pix, g.ow as i64));
+                            let (nb, oy, ox) = output_pixel(fx, &g, row);
                             // Depthwise: output channel j = channel · M + multiplier.
                             let mult = g.oc / g.ic.max(1);
                             let (channels, ch0) = if depthwise { (1, fx.b.ins().udiv_imm_s(j, mult as i64)) } else { (g.ic, zero) };
@@ -516,11 +514,7 @@ impl Context<'_> {
                                             let t = fx.b.ins().imul_imm_s(tap, c.n as i64);
                                             fx.b.ins().iadd(t, j)
                                         } else {
-                                            // OHWI: output channel j's row of kh·kw·ic.
-                                            let t = fx.b.ins().imul_imm_s(j, c.k as i64);
-                                            let t2 = fx.b.ins().imul_imm_s(tap, g.ic as i64);
-                                            let t = fx.b.ins().iadd(t, t2);
-                                            fx.b.ins().iadd(t, ch)
+                                            ohwi_index(fx, &g, j, tap, ch)
                                         };
                                         vec![mac(fx, acc[0], ia, ib, Some(valid))]
                                     })
@@ -531,9 +525,7 @@ impl Context<'_> {
                             // Output (oy, ox) gathers the taps whose input pixel
                             // ((oy − pad − ky) / stride, …) is whole and inside the input.
                             let g = g.clone();
-                            let nb = fx.b.ins().udiv_imm_s(row, (g.oh * g.ow) as i64);
-                            let pix = fx.b.ins().urem_imm_s(row, (g.oh * g.ow) as i64);
-                            let (oy, ox) = (fx.b.ins().udiv_imm_s(pix, g.ow as i64), fx.b.ins().urem_imm_s(pix, g.ow as i64));
+                            let (nb, oy, ox) = output_pixel(fx, &g, row);
                             fx.for_n(0, g.kh as i64, 1, &[zero], |fx, ky, acc| {
                                 let (iy, vy) = transpose_coord(fx, oy, ky, g.stride[0], g.pad[0], g.ih);
                                 fx.for_n(0, g.kw as i64, 1, acc, |fx, kx, acc| {
@@ -544,11 +536,7 @@ impl Context<'_> {
                                     let tap = fx.b.ins().iadd(tap, kx);
                                     fx.for_n(0, g.ic as i64, 1, acc, |fx, ch, acc| {
                                         let ia = fx.b.ins().iadd(at, ch);
-                                        // OHWI: output channel j's row of kh·kw·ic.
-                                        let t = fx.b.ins().imul_imm_s(j, c.k as i64);
-                                        let t2 = fx.b.ins().imul_imm_s(tap, g.ic as i64);
-                                        let t = fx.b.ins().iadd(t, t2);
-                                        let ib = fx.b.ins().iadd(t, ch);
+                                        let ib = ohwi_index(fx, &g, j, tap, ch);
                                         vec![mac(fx, acc[0], ia, ib, Some(valid))]
                                     })
                                 })
@@ -574,6 +562,22 @@ impl Context<'_> {
             Ok(())
         })
     }
+}
+
+/// The batch, y and x of output row `row` (one output pixel) of a convolution `g`.
+fn output_pixel(fx: &mut Fx, g: &ConvGeometry, row: Value) -> (Value, Value, Value) {
+    let nb = fx.b.ins().udiv_imm_s(row, (g.oh * g.ow) as i64);
+    let pix = fx.b.ins().urem_imm_s(row, (g.oh * g.ow) as i64);
+    (nb, fx.b.ins().udiv_imm_s(pix, g.ow as i64), fx.b.ins().urem_imm_s(pix, g.ow as i64))
+}
+
+/// The element index of output channel `j`'s tap `tap` (`ky·kw + kx`), channel `ch`, in an
+/// OHWI weight of `g`: its row of `kh·kw·ic`.
+fn ohwi_index(fx: &mut Fx, g: &ConvGeometry, j: Value, tap: Value, ch: Value) -> Value {
+    let t = fx.b.ins().imul_imm_s(j, (g.kh * g.kw * g.ic) as i64);
+    let t2 = fx.b.ins().imul_imm_s(tap, g.ic as i64);
+    let t = fx.b.ins().iadd(t, t2);
+    fx.b.ins().iadd(t, ch)
 }
 
 /// The element index of `(b, y, x, ch)` in the NHWC input of `g`.

@@ -382,7 +382,7 @@ impl<'p> Context<'p> {
                     let window = |fx: &mut Fx, ch: Value, ty: cranelift_codegen::ir::Type| -> Value {
                         let init = match (int, p.avg) {
                             (true, true) => fx.i(0),
-                            (true, false) => fx.i(f16c_dialect::semantics::int_range(din).0),
+                            (true, false) => fx.i(din.int_range().0),
                             (false, true) => zero(fx, ty),
                             (false, false) => neg_inf(fx, ty),
                         };
@@ -680,7 +680,7 @@ fn int_average(fx: &mut Fx, acc: Value, count: Value, out_zp: i64, d: f16c_diale
     let r = fx.b.ins().iadd(r, round);
     let r = fx.b.ins().sshr(r, shift);
     let r = fx.b.ins().iadd_imm_s(r, out_zp);
-    let (lo, hi) = f16c_dialect::semantics::int_range(d);
+    let (lo, hi) = d.int_range();
     let (lo, hi) = (fx.i(lo), fx.i(hi));
     let r = fx.b.ins().smax(r, lo);
     fx.b.ins().smin(r, hi)

@@ -292,7 +292,7 @@ impl<'ctx> Ir<'ctx> {
         let int = !din.is_float();
         let init: BasicValueEnum = match (int, p.avg) {
             (true, true) => self.i64(0).into(),
-            (true, false) => self.i64(f16c_dialect::semantics::int_range(din).0).into(),
+            (true, false) => self.i64(din.int_range().0).into(),
             (false, true) => self.domain(din).into_float_type().const_float(0.0).into(),
             (false, false) => self.domain(din).into_float_type().const_float(f64::NEG_INFINITY).into(),
         };
@@ -350,7 +350,7 @@ impl<'ctx> Ir<'ctx> {
         let round = self.b.build_left_shift(self.i64(1), self.addi(k, 29), "").built();
         let r = self.add(self.mul(acc, m), round);
         let r = self.b.build_right_shift(r, self.addi(k, 30), true, "").built();
-        let (lo, hi) = f16c_dialect::semantics::int_range(d);
+        let (lo, hi) = d.int_range();
         self.smin(self.smax(self.addi(r, out_zp), self.i64(lo)), self.i64(hi))
     }
 
