@@ -99,6 +99,7 @@ pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool)
     let (kh, kw) = (3, 2);
     let (weight_shape, oc) = match op {
         "depthwise" => (vec![kh, kw, c, 1], c),
+        "depthwise_strided" => (vec![kh, kw, c, 2], 2 * c),
         "conv3d" => (vec![o, kd, kh, kw, c], o),
         _ => (vec![o, kh, kw, c], o),
     };
@@ -119,6 +120,14 @@ pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool)
         "depthwise" => {
             let a = ConvAttrs { pad: [1, 1, 1, 0], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
             (Op::DepthwiseConv2d(a), vec![1, h, w, oc], kh * kw)
+        }
+        "depthwise_strided" => {
+            // Channel multiplier 2, stride 2, a dilated width, uneven padding (bottom and right
+            // padding make the strides divide the padded extents, as TOSA requires).
+            let (pb, pr) = (h % 2, (w + 1) % 2);
+            let a = ConvAttrs { pad: [1, pb, 2, pr], stride: [2, 2], dilation: [1, 2], acc: DType::F32 };
+            let (oh, ow) = ((h + 1 + pb - kh) / 2 + 1, (w + 2 + pr - (kw - 1) * 2 - 1) / 2 + 1);
+            (Op::DepthwiseConv2d(a), vec![1, oh, ow, oc], kh * kw)
         }
         _ => {
             let a = TransposeConvAttrs { out_pad: [0, 0, 0, 0], stride: [2, 1], acc: DType::F32 };
@@ -750,7 +759,7 @@ pub fn parity_cases() -> Vec<Case> {
             }
         }
         for n in [7, 16, 17] {
-            for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
+            for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("depthwise", true), ("depthwise_strided", true), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
                 // 8 channels at n = 16: whole 16-byte chunks, so tensor cores stage them as vectors.
                 let (g, k) = conv_graph(op, d, n, if n == 16 { 8 } else { n.min(10) }, 7, fused);
                 add(format!("{op}{}_{}_n{n}", if fused { "_fused" } else { "" }, dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));

@@ -15,13 +15,16 @@
 // WHICH: error: {{.*}}aarch64.mlir: no function (functions: f, g); choose one with --function
 // HEADER: /* OUTPUT 0: 3 bf16, bf16 inside: returned as float (exactly) */
 // HEADER: int32_t g_run(const float *in0, float *out0);
-// A depthwise convolution runs four channels per vector (multiply then add, as the reference).
+// A depthwise convolution runs four channels per vector (multiply then add, as the reference);
+// the batch norm after it is its fused epilogue, in native fp16.
 // RUN: %f16c compile %models/depthwise_block.tosa.mlir --target=aarch64 --precision=fp16 --emit=asm | FileCheck %s --check-prefix=DW
 // DW-LABEL: f16c_k3_depthwise_conv2d:
+// DW: fsub h{{[0-9]+}}, h{{[0-9]+}}, h{{[0-9]+}}
+// DW: fmul h{{[0-9]+}}, h{{[0-9]+}}, h{{[0-9]+}}
 // DW: fcvtl v{{[0-9]+}}.4s, v{{[0-9]+}}.4h
 // DW: fmul v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.4s
 // DW: fadd v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.4s
-// DW-LABEL: f16c_k4_sub:
+// DW-LABEL: f16c_k4_conv2d:
 // RUN: %f16c run %s --target=aarch64 --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.a0.npy --output %t.a1.npy
 // RUN: %f16c run %s --target=reference --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.r0.npy --output %t.r1.npy
 // RUN: cmp %t.a0.npy %t.r0.npy

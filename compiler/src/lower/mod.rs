@@ -1031,10 +1031,11 @@ impl<'g> Lowering<'g> {
         op.conv_acc().unwrap_or_else(|| self.g.node(id).attr("f16c.acc_type").and_then(DType::from_mlir).unwrap_or(default))
     }
 
-    /// The number of output columns of a GEMM-style contraction (matmul, conv2d), if `id` is one.
+    /// The number of output columns of a contraction whose output is a `[rows, cols]` matrix
+    /// (matmul, conv2d, depthwise conv2d: NHWC pixels by channels), if `id` is one.
     fn contraction_cols(&self, id: NodeId) -> Option<usize> {
         match self.g.op(id) {
-            Op::MatMul | Op::Conv2d(_) => self.ty(id).shape.last().copied(),
+            Op::MatMul | Op::Conv2d(_) | Op::DepthwiseConv2d(_) => self.ty(id).shape.last().copied(),
             _ => None,
         }
     }
@@ -1269,17 +1270,26 @@ impl<'g> Lowering<'g> {
 pub fn padding_meets_non_finite_weight(program: &Program, c: &Contraction) -> bool {
     let ContractionKind::Conv(g) = &c.kind else { return false };
     // A weight computed at run time may hold an inf or a NaN: that is a hazard too.
-    let BufferKind::Constant(bytes) = &program.buffers[c.b.buffer.0].kind else { return g.pad.iter().any(|&p| p > 0) && c.b.ty.dtype.is_float() };
-    // On the stored bits, without decoding the weight: an all-ones exponent is inf or NaN.
+    let padded = g.pad.iter().any(|&p| p > 0);
+    if !matches!(program.buffers[c.b.buffer.0].kind, BufferKind::Constant(_)) {
+        return padded && c.b.ty.dtype.is_float();
+    }
+    padded && !is_finite_constant(program, c.b.buffer, c.b.ty.dtype)
+}
+
+/// True when `buffer` is a constant of `dtype` without inf or NaN (always for integers): a
+/// backend may widen its values without the special cases. Read on the stored bits, without
+/// decoding: an all-ones exponent is inf or NaN.
+pub fn is_finite_constant(program: &Program, buffer: BufferId, dtype: DType) -> bool {
+    let BufferKind::Constant(bytes) = &program.buffers[buffer.0].kind else { return false };
     let non_finite = |mask: u64, size: usize| bytes.chunks_exact(size).any(|e| e.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64) & mask == mask);
-    g.pad.iter().any(|&p| p > 0)
-        && match c.b.ty.dtype {
-            DType::F32 => non_finite(0x7f80_0000, 4),
-            DType::F16 => non_finite(0x7c00, 2),
-            DType::BF16 => non_finite(0x7f80, 2),
-            DType::F64 => non_finite(0x7ff0_0000_0000_0000, 8),
-            _ => false,
-        }
+    !match dtype {
+        DType::F32 => non_finite(0x7f80_0000, 4),
+        DType::F16 => non_finite(0x7c00, 2),
+        DType::BF16 => non_finite(0x7f80, 2),
+        DType::F64 => non_finite(0x7ff0_0000_0000_0000, 8),
+        _ => false,
+    }
 }
 
 /// The constant tensor a buffer holds, decoded (for backends that pre-pack weights).

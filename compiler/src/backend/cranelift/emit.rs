@@ -15,7 +15,7 @@ use cranelift_codegen::ir::{AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRe
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
 use f16c_dialect::{BinaryOp, DType, UnaryOp};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Memory accesses of kernels: buffers never alias what they write, never trap (the runtime
 /// checked every size), little-endian.
@@ -67,6 +67,9 @@ pub struct Fx<'a> {
     pub rt: Value,
     sigs: HashMap<Libcall, SigRef>,
     buffers: HashMap<usize, Value>,
+    /// f32 values known to be f16 values (widened, or rounded): narrowing them needs no
+    /// rounding, rounding them is the identity.
+    f16_grid: HashSet<Value>,
 }
 
 impl<'a> Fx<'a> {
@@ -76,7 +79,7 @@ impl<'a> Fx<'a> {
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let p = b.block_params(entry).to_vec();
-        Fx { b, bufs: p[0], begin: p[1], end: p[2], scratch: p[3], rt: p[4], sigs: HashMap::new(), buffers: HashMap::new() }
+        Fx { b, bufs: p[0], begin: p[1], end: p[2], scratch: p[3], rt: p[4], sigs: HashMap::new(), buffers: HashMap::new(), f16_grid: HashSet::new() }
     }
 
     /// The kernel signature ([`f16c_core::abi::KernelFn`]).
@@ -93,6 +96,16 @@ impl<'a> Fx<'a> {
         self.b.ins().return_(&[c]);
         self.b.seal_all_blocks();
         self.b.finalize(super::frontend_config());
+    }
+
+    /// Records that `v` (f32 or f32x4) holds f16 values.
+    pub fn mark_f16_grid(&mut self, v: Value) {
+        self.f16_grid.insert(v);
+    }
+
+    /// Whether `v` is known to hold f16 values.
+    pub fn on_f16_grid(&self, v: Value) -> bool {
+        self.f16_grid.contains(&v)
     }
 
     /// An i64 constant.
@@ -260,14 +273,8 @@ impl<'a> Fx<'a> {
     /// Rounds an f32-domain value to the precision of `d` (f16, bf16), leaving it in f32.
     pub fn round_f32(&mut self, d: DType, v: Value) -> Value {
         match d {
-            DType::F16 => {
-                let h = self.f32_to_f16(v);
-                self.f16_to_f32(h)
-            }
-            DType::BF16 => {
-                let h = self.f32_to_bf16(v);
-                self.bf16_to_f32(h)
-            }
+            DType::F16 => self.round_f16_in_f32(v),
+            DType::BF16 => self.round_bf16_in_f32(v),
             _ => v,
         }
     }
@@ -377,6 +384,30 @@ impl<'a> Fx<'a> {
         self.load4_at(d, p, 0)
     }
 
+    /// [`Fx::load4`] of values known to be finite (a constant weight the compiler has read):
+    /// an f16 one widens in three instructions (`f16_to_f32_finite`), a bf16 one without the
+    /// NaN check.
+    pub fn load4_finite(&mut self, d: DType, base: Value, index: Value) -> Value {
+        let p = self.addr(base, index, d.byte_size());
+        self.load4_finite_at(d, p, 0)
+    }
+
+    /// [`Fx::load4_finite`] at address `p + offset`.
+    pub fn load4_finite_at(&mut self, d: DType, p: Value, offset: i32) -> Value {
+        match d {
+            DType::F16 => {
+                let h = self.b.ins().sload16x4(mem(), p, offset);
+                self.f16_to_f32_finite(h)
+            }
+            DType::BF16 => {
+                let h = self.b.ins().uload16x4(mem(), p, offset);
+                let x = self.b.ins().ishl_imm_s(h, 16);
+                self.float_of(x)
+            }
+            _ => self.load4_at(d, p, offset),
+        }
+    }
+
     /// Stores an `F32X4` as four consecutive `d` elements at `p + offset` (rounding once).
     pub fn store4_at(&mut self, d: DType, p: Value, offset: i32, v: Value) {
         let m = mem();
@@ -462,6 +493,10 @@ impl<'a> Fx<'a> {
         );
         let data = if op.kind == EwKind::Select { &arg_types[1..] } else { arg_types };
         if exact && op.dtype.is_float() && data.iter().all(|&t| t == op.dtype) {
+            let data_args = if op.kind == EwKind::Select { &args[1..] } else { args };
+            if op.dtype == DType::F16 && data_args.iter().all(|&a| self.on_f16_grid(a)) {
+                self.mark_f16_grid(r);
+            }
             return Ok(r);
         }
         Ok(self.round_to(op.dtype, r))

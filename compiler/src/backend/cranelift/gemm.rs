@@ -63,8 +63,11 @@ impl Context<'_> {
         // Where the packed B lives: a pre-packed constant in its own type, or the kernel
         // temporary in f32 (computed at run time, or widened once).
         let b_slot;
+        // A constant B without inf or NaN widens in three instructions per four values.
+        let mut b_finite = false;
         if c.b_constant {
             let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
+            b_finite = crate::lower::is_finite_constant(self.program, c.b.buffer, bdt);
             let packed = pack_b_constant(c, t.data());
             debug_assert_eq!(packed.len(), packed_elems * bdt.byte_size());
             let packed_slot = self.layout.replace_constant(self.current, c.b.buffer, packed);
@@ -82,7 +85,7 @@ impl Context<'_> {
                         let base = fx.b.ins().imul_imm_s(p, panel_elems as i64);
                         fx.for_n(0, panel_elems as i64, LANES as i64, &[], |fx, i, _| {
                             let at = fx.b.ins().iadd(base, i);
-                            let v = fx.load4(bdt, src, at);
+                            let v = if b_finite { fx.load4_finite(bdt, src, at) } else { fx.load4(bdt, src, at) };
                             fx.store4(DType::F32, dst, at, v);
                             vec![]
                         });
@@ -159,7 +162,7 @@ impl Context<'_> {
         // The compute step.
         let packed_dt = if c.b_constant && !widen_once { bdt } else { DType::F32 };
         if m == 1 && matches!(c.kind, ContractionKind::MatMul) {
-            return self.gemv(c, b_slot, packed_dt);
+            return self.gemv(c, b_slot, packed_dt, b_finite);
         }
         let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
         let chunks = k_chunks(&c.kind, k);
@@ -171,10 +174,11 @@ impl Context<'_> {
         let wide_offset = c_offset + panels * a_panels * tile_bytes;
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
         self.layout.scratch(wide_offset + wide_bytes);
+        let finite = Finite::of(self.program, c);
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         self.add("", batch * blocks, cost, move |fx| {
-            let bases = Bases::new(fx, &c, b_slot);
+            let bases = Bases::new(fx, &c, b_slot, &finite);
             let (a, bp) = (bases.a, bases.b);
             let scratch = fx.scratch;
             let mut result = Ok(());
@@ -219,7 +223,7 @@ impl Context<'_> {
                         let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
                         fx.for_n(0, (kc * NR) as i64, LANES as i64, &[], |fx, i, _| {
                             let src = fx.b.ins().iadd(at, i);
-                            let v = fx.load4(packed_dt, bp, src);
+                            let v = if b_finite { fx.load4_finite(packed_dt, bp, src) } else { fx.load4(packed_dt, bp, src) };
                             fx.store4(DType::F32, wide, i, v);
                             vec![]
                         });
@@ -245,26 +249,70 @@ impl Context<'_> {
         })
     }
 
+    /// Depthwise conv2d, directly: one output row (`b`, `oy`) per work item; for each output
+    /// pixel, four channels at a time (then one), the taps in the reference's order (`ky`, then
+    /// `kx`), multiply then add, then [`finish`]: bias, one rounding, the fused epilogue (batch
+    /// norm, ReLU6), the store. A pixel whose window lies inside the image (most of them) takes
+    /// the taps unrolled, at constant offsets from one address; a pixel at the border checks
+    /// each tap and skips those in the padding, as TOSA does.
     fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
         let mult = g.oc / g.ic.max(1);
-        let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32;
+        let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
+        let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32 && vector_epilogue;
+        let w_finite = crate::lower::is_finite_constant(self.program, c.b.buffer, c.b.ty.dtype);
+        let finite = Finite::of(self.program, c);
+        let (oy_lo, oy_hi) = interior(g.oh, g.ih, g.kh, g.stride[0], g.dilation[0], g.pad[0]);
+        let (ox_lo, ox_hi) = interior(g.ow, g.iw, g.kw, g.stride[1], g.dilation[1], g.pad[2]);
+        // An f16/bf16 input is widened once per work item, the kh input rows it reads, into
+        // scratch (`[kh][iw][ic]` f32): each value is then widened once per row it serves
+        // rather than once per tap.
+        let widen = c.a.ty.dtype != DType::F32;
+        let row_elems = g.iw * g.ic;
+        if widen {
+            self.layout.scratch(g.kh * row_elems * 4);
+        }
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
-            let conv = DirectConv::new(fx, &c);
-            let DirectConv { x, w, out, xd, wd, od, .. } = conv;
+            let bases = Bases::new(fx, &c, c.b.buffer.0, &finite);
+            let (w, out) = (bases.b, bases.out);
+            let (wd, od) = (c.b.ty.dtype, c.out.ty.dtype);
+            // Where the taps read: the input, or its widened rows.
+            let (x, xd) = if widen { (fx.scratch, DType::F32) } else { (bases.a, c.a.ty.dtype) };
+            let err = std::cell::RefCell::new(Ok(()));
             fx.for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
                 let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
+                if widen {
+                    for ky in 0..g.kh {
+                        let kyv = fx.i(ky as i64);
+                        let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
+                        let ok_y = in_range(fx, y, g.ih);
+                        fx.if_then(ok_y, |fx| {
+                            let zero = fx.i(0);
+                            let src = nhwc_index(fx, &g, b, y, zero, zero);
+                            let src = fx.addr(bases.a, src, c.a.ty.dtype.byte_size());
+                            let dst = fx.b.ins().iadd_imm_s(fx.scratch, (ky * row_elems * 4) as i64);
+                            widen_run(fx, c.a.ty.dtype, src, dst, row_elems);
+                        });
+                    }
+                }
+                let above = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, oy, oy_lo as i64);
+                let below = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, oy, oy_hi as i64);
+                let inner_row = fx.b.ins().band(above, below);
                 fx.for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
                     let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
                     let pix = fx.b.ins().iadd(pix, ox);
                     let out_base = fx.b.ins().imul_imm_s(pix, g.oc as i64);
-                    // One output channel group (4 lanes or 1) at channel `o`.
-                    let body = |fx: &mut Fx, o: Value, lanes: bool| -> Value {
+                    let row_offs: Vec<Value> = match &c.epilogue {
+                        Some(e) => e.inputs.iter().map(|i| row_offset(fx, pix, &e.rows_shape, &i.row_strides)).collect(),
+                        None => Vec::new(),
+                    };
+                    // The sums of output channel `o` (four from `o` when `lanes`).
+                    let checked = |fx: &mut Fx, o: Value, lanes: bool| -> Value {
                         let ty = if lanes { F32X4 } else { F32 };
                         let init = fx.f(ty, 0.0);
-                        let acc = fx.for_n(0, g.kh as i64, 1, &[init], |fx, ky, acc| {
+                        fx.for_n(0, g.kh as i64, 1, &[init], |fx, ky, acc| {
                             let y = window_coord(fx, oy, ky, g.stride[0], g.dilation[0], g.pad[0]);
                             let ok_y = in_range(fx, y, g.ih);
                             fx.if_else(
@@ -277,18 +325,21 @@ impl Context<'_> {
                                             ok_x,
                                             |fx| {
                                                 let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
-                                                let m_ = if mult == 1 { fx.i(0) } else { fx.b.ins().urem_imm_s(o, mult as i64) };
-                                                let xi = nhwc_index(fx, &g, b, y, xx, ch);
-                                                let wi = fx.b.ins().imul_imm_s(ky, g.kw as i64);
-                                                let wi = fx.b.ins().iadd(wi, kx);
-                                                let wi = fx.b.ins().imul_imm_s(wi, g.ic as i64);
-                                                let wi = fx.b.ins().iadd(wi, ch);
-                                                let wi = fx.b.ins().imul_imm_s(wi, mult as i64);
-                                                let wi = fx.b.ins().iadd(wi, m_);
-                                                let (xv, wv) = if lanes { (fx.load4(xd, x, xi), fx.load4(wd, w, wi)) } else { (fx.load(xd, x, xi), fx.load(wd, w, wi)) };
-                                                // Multiply, then add: the reference's order and roundings.
-                                                let pr = fx.b.ins().fmul(xv, wv);
-                                                vec![fx.b.ins().fadd(acc[0], pr)]
+                                                let xi = if widen {
+                                                    let r = fx.b.ins().imul_imm_s(ky, g.iw as i64);
+                                                    let r = fx.b.ins().iadd(r, xx);
+                                                    let r = fx.b.ins().imul_imm_s(r, g.ic as i64);
+                                                    fx.b.ins().iadd(r, ch)
+                                                } else {
+                                                    nhwc_index(fx, &g, b, y, xx, ch)
+                                                };
+                                                let tap = fx.b.ins().imul_imm_s(ky, g.kw as i64);
+                                                let tap = fx.b.ins().iadd(tap, kx);
+                                                let wi = fx.b.ins().imul_imm_s(tap, g.oc as i64);
+                                                let wi = fx.b.ins().iadd(wi, o);
+                                                let xp = fx.addr(x, xi, xd.byte_size());
+                                                let wp = fx.addr(w, wi, wd.byte_size());
+                                                vec![multiply_add(fx, acc[0], (xd, xp, 0), (wd, wp, 0), lanes, w_finite)]
                                             },
                                             |_| acc.to_vec(),
                                         )
@@ -296,28 +347,70 @@ impl Context<'_> {
                                 },
                                 |_| acc.to_vec(),
                             )
-                        })[0];
-                        let bv = conv.bias(fx, o, lanes);
-                        fx.b.ins().fadd(acc, bv)
+                        })[0]
                     };
-                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
-                    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, o, _| {
-                        let v = body(fx, o, true);
-                        let at = fx.b.ins().iadd(out_base, o);
-                        fx.store4(od, out, at, v);
-                        vec![]
-                    });
-                    fx.for_n(vec_end as i64, g.oc as i64, 1, &[], |fx, o, _| {
-                        let v = body(fx, o, false);
-                        let at = fx.b.ins().iadd(out_base, o);
-                        fx.store(od, out, at, v);
-                        vec![]
-                    });
+                    // The same sums with every tap inside the image: unrolled, no checks.
+                    let inner = |fx: &mut Fx, o: Value, lanes: bool| -> Value {
+                        let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
+                        let zero = fx.i(0);
+                        let y0 = window_coord(fx, oy, zero, g.stride[0], 1, g.pad[0]);
+                        let x0 = window_coord(fx, ox, zero, g.stride[1], 1, g.pad[2]);
+                        let xi = if widen { nhwc_index(fx, &g, zero, zero, x0, ch) } else { nhwc_index(fx, &g, b, y0, x0, ch) };
+                        let xp = fx.addr(x, xi, xd.byte_size());
+                        let wp = fx.addr(w, o, wd.byte_size());
+                        let mut acc = fx.f(if lanes { F32X4 } else { F32 }, 0.0);
+                        // Rows apart: `dilation` input rows, or one widened row.
+                        let row_step = if widen { 1 } else { g.dilation[0] };
+                        for ky in 0..g.kh {
+                            for kx in 0..g.kw {
+                                let x_off = ((ky * row_step * g.iw + kx * g.dilation[1]) * g.ic * xd.byte_size()) as i32;
+                                let w_off = ((ky * g.kw + kx) * g.oc * wd.byte_size()) as i32;
+                                acc = multiply_add(fx, acc, (xd, xp, x_off), (wd, wp, w_off), lanes, w_finite);
+                            }
+                        }
+                        acc
+                    };
+                    // Channels from `o` (four, or one), finished and stored.
+                    let put = |fx: &mut Fx, o: Value, acc: Value, lanes: bool| match finish(fx, &c, acc, o, &bases, &row_offs, lanes) {
+                        Ok(v) => {
+                            let at = fx.b.ins().iadd(out_base, o);
+                            if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
+                        }
+                        Err(e) => *err.borrow_mut() = Err(e),
+                    };
+                    let channels = |fx: &mut Fx, sums: &dyn Fn(&mut Fx, Value, bool) -> Value| {
+                        let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
+                        fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, o, _| {
+                            let acc = sums(fx, o, true);
+                            put(fx, o, acc, true);
+                            vec![]
+                        });
+                        fx.for_n(vec_end as i64, g.oc as i64, 1, &[], |fx, o, _| {
+                            let acc = sums(fx, o, false);
+                            put(fx, o, acc, false);
+                            vec![]
+                        });
+                    };
+                    let right = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, ox, ox_lo as i64);
+                    let left = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, ox, ox_hi as i64);
+                    let inside = fx.b.ins().band(right, left);
+                    let inside = fx.b.ins().band(inside, inner_row);
+                    fx.if_else(
+                        inside,
+                        |fx| {
+                            channels(fx, &inner);
+                            vec![]
+                        },
+                        |fx| {
+                            channels(fx, &checked);
+                            vec![]
+                        },
+                    );
                     vec![]
                 });
                 vec![]
             });
-            Ok(())
+            err.into_inner()
         })
     }
 
@@ -605,7 +698,6 @@ fn tap(fx: &mut Fx, o: Value, i: Value, stride: usize, pad: usize) -> Value {
     fx.b.ins().iadd_imm_s(t, -(pad as i64))
 }
 
-/// `0 <= v < len` as an `i8`.
 /// The input coordinate of transpose-conv output `o` and tap `k`, `(o − pad − k) / stride`,
 /// and whether it is one: a whole, non-negative quotient below `len`.
 fn transpose_coord(fx: &mut Fx, o: Value, k: Value, stride: usize, pad: usize, len: usize) -> (Value, Value) {
@@ -620,6 +712,30 @@ fn transpose_coord(fx: &mut Fx, o: Value, k: Value, stride: usize, pad: usize, l
     (q, fx.b.ins().band(ok, inside))
 }
 
+/// The outputs `[lo, hi)` along one dimension whose window (`len` taps) lies wholly inside an
+/// input of `size`: `o·stride − pad ≥ 0` and `o·stride − pad + (len − 1)·dilation < size`.
+fn interior(outputs: usize, size: usize, len: usize, stride: usize, dilation: usize, pad: usize) -> (usize, usize) {
+    let lo = pad.div_ceil(stride).min(outputs);
+    let reach = (len - 1) * dilation;
+    let hi = if size + pad < reach + 1 { 0 } else { (size + pad - reach - 1) / stride + 1 };
+    (lo, hi.clamp(lo, outputs))
+}
+
+/// `acc + x·w` (multiply, then add: the reference's order and roundings) of the values at
+/// `x = (dtype, address, byte offset)` and `w`, four lanes or one; `w_finite`: the weight holds
+/// no inf or NaN.
+fn multiply_add(fx: &mut Fx, acc: Value, x: (DType, Value, i32), w: (DType, Value, i32), lanes: bool, w_finite: bool) -> Value {
+    let (xv, wv) = if lanes {
+        let wv = if w_finite { fx.load4_finite_at(w.0, w.1, w.2) } else { fx.load4_at(w.0, w.1, w.2) };
+        (fx.load4_at(x.0, x.1, x.2), wv)
+    } else {
+        (fx.load_at(x.0, x.1, x.2), fx.load_at(w.0, w.1, w.2))
+    };
+    let p = fx.b.ins().fmul(xv, wv);
+    fx.b.ins().fadd(acc, p)
+}
+
+/// `0 <= v < len` as an `i8`.
 fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
     // One unsigned comparison covers both bounds.
     fx.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, v, len as i64)
@@ -750,6 +866,22 @@ fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratc
                 vec![]
             },
         );
+        vec![]
+    });
+}
+
+/// Widens `len` consecutive `d` elements at `src` into f32 at `dst` (four at a time, then the
+/// rest).
+fn widen_run(fx: &mut Fx, d: DType, src: Value, dst: Value, len: usize) {
+    let vec_end = len - len % LANES;
+    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, i, _| {
+        let v = fx.load4(d, src, i);
+        fx.store4(DType::F32, dst, i, v);
+        vec![]
+    });
+    fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, i, _| {
+        let v = fx.load(d, src, i);
+        fx.store(DType::F32, dst, i, v);
         vec![]
     });
 }
@@ -945,17 +1077,18 @@ impl Context<'_> {
     /// the same bits), the item's eight chains interleaved to hide the FMA latency; panels are
     /// read in place, an f16/bf16 one widened as it is loaded. The GEMM would run one item,
     /// three quarters of its 4-row micro-kernel on padding.
-    fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType) -> Result<(), BackendError> {
+    fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType, b_finite: bool) -> Result<(), BackendError> {
         let (batch, n, k) = (c.batch, c.n, c.k);
         let panels = n.div_ceil(NR);
         let groups = panels.div_ceil(GEMV_PANELS);
         let panel_elems = k * NR;
         // Scratch: the item's accumulators, one tile row per panel.
         self.layout.scratch(GEMV_PANELS * NR * 4);
+        let finite = Finite::of(self.program, c);
         let (c, fma) = (c.clone(), self.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
-            let bases = Bases::new(fx, &c, b_slot);
+            let bases = Bases::new(fx, &c, b_slot, &finite);
             let tile = fx.scratch;
             let ad = c.a.ty.dtype;
             let mut result = Ok(());
@@ -988,7 +1121,7 @@ impl Context<'_> {
                             let (j, v) = (i / (NR / LANES), i % (NR / LANES));
                             let at = fx.b.ins().iadd(starts[j], row);
                             let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
-                            let bv = fx.load4(packed_dt, bases.b, at);
+                            let bv = if b_finite { fx.load4_finite(packed_dt, bases.b, at) } else { fx.load4(packed_dt, bases.b, at) };
                             if fma {
                                 fx.b.ins().fma(av, bv, acc[i])
                             } else {
@@ -1031,16 +1164,36 @@ struct Bases {
     out: Value,
     bias: Option<Value>,
     epilogue: Vec<Value>,
+    finite: Finite,
 }
 
 impl Bases {
-    fn new(fx: &mut Fx, c: &Contraction, b_slot: usize) -> Bases {
+    fn new(fx: &mut Fx, c: &Contraction, b_slot: usize, finite: &Finite) -> Bases {
         Bases {
             a: fx.buffer(c.a.buffer.0),
             b: fx.buffer(b_slot),
             out: fx.buffer(c.out.buffer.0),
             bias: c.bias.as_ref().map(|b| fx.buffer(b.buffer.0)),
             epilogue: c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| fx.buffer(i.buffer.0)).collect(),
+            finite: finite.clone(),
+        }
+    }
+}
+
+/// Which of a contraction's side inputs are constants without inf or NaN (their f16 values
+/// widen in three instructions: [`Fx::load4_finite`]).
+#[derive(Clone, Default)]
+struct Finite {
+    bias: bool,
+    epilogue: Vec<bool>,
+}
+
+impl Finite {
+    fn of(program: &crate::lower::Program, c: &Contraction) -> Finite {
+        let finite = |buffer, dtype| crate::lower::is_finite_constant(program, buffer, dtype);
+        Finite {
+            bias: c.bias.as_ref().is_some_and(|b| finite(b.buffer, b.ty.dtype)),
+            epilogue: c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| finite(i.buffer, i.dtype)).collect(),
         }
     }
 }
@@ -1054,12 +1207,10 @@ const GEMV_PANELS: usize = 4;
 /// than once per tile value: an fp16 batch-norm epilogue unrolled 40 times made the kernels of
 /// a mobilenet 4× slower to compile.
 fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases) -> Result<(), String> {
-    let (out, bias, epi_bases) = (bases.out, bases.bias, &bases.epilogue[..]);
+    let out = bases.out;
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
     let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
-    let bias_len = c.bias.as_ref().map_or(0, |b| b.ty.num_elements());
-    let bd = c.bias.as_ref().map_or(DType::F32, |b| b.ty.dtype);
     let err = std::cell::RefCell::new(Ok(()));
     fx.for_n(0, MR as i64, 1, &[], |fx, r, _| {
         let row = fx.b.ins().iadd(r0, r);
@@ -1083,7 +1234,7 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
                 // Finishes and stores the value(s) at `at`: four lanes from `col`, or one.
                 let put = |fx: &mut Fx, at: Value, col: Value, lanes: bool| {
                     let value = fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), at, 0);
-                    match finish(fx, c, value, col, bias, bias_len, bd, &row_offs, epi_bases, lanes) {
+                    match finish(fx, c, value, col, bases, &row_offs, lanes) {
                         Ok(x) => {
                             let o = fx.b.ins().iadd(out_row, col);
                             if lanes { fx.store4(od, out, o, x) } else { fx.store(od, out, o, x) }
@@ -1120,21 +1271,11 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
 
 /// Bias add, rounding to the contraction's type, and the fused epilogue for a value at column
 /// `col` (four lanes from `col` when `lanes`).
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    fx: &mut Fx,
-    c: &Contraction,
-    value: Value,
-    col: Value,
-    bias: Option<Value>,
-    bias_len: usize,
-    bd: DType,
-    row_offs: &[Value],
-    epi_bases: &[Value],
-    lanes: bool,
-) -> Result<Value, String> {
+fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool) -> Result<Value, String> {
     let mut x = value;
-    if let Some(bias) = bias {
+    let epi_bases = &bases.epilogue[..];
+    if let (Some(bias), Some(b)) = (bases.bias, &c.bias) {
+        let (bias_len, bd) = (b.ty.num_elements(), b.ty.dtype);
         let bv = if bias_len == 1 {
             let z = fx.i(0);
             let s = fx.load(bd, bias, z);
@@ -1143,6 +1284,8 @@ fn finish(
             } else {
                 s
             }
+        } else if lanes && bases.finite.bias {
+            fx.load4_finite(bd, bias, col)
         } else if lanes {
             fx.load4(bd, bias, col)
         } else {
@@ -1163,6 +1306,8 @@ fn finish(
         } else if input.col_stride == 0 {
             let s = fx.load(input.dtype, epi_bases[i], off);
             fx.b.ins().splat(F32X4, s)
+        } else if input.col_stride == 1 && bases.finite.epilogue[i] {
+            fx.load4_finite(input.dtype, epi_bases[i], off)
         } else if input.col_stride == 1 {
             fx.load4(input.dtype, epi_bases[i], off)
         } else {

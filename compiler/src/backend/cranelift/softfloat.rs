@@ -8,7 +8,7 @@
 //! around every rounding boundary.
 
 use super::emit::{lanes, Fx};
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, I32, I32X4};
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::Value;
@@ -26,81 +26,145 @@ impl Fx<'_> {
         self.b.ins().bitcast(ty, lanes(), v)
     }
 
-    /// f16 bits (low 16 bits of each i32 lane) to f32, exactly.
+    /// f16 bits (low 16 bits of each i32 lane) to f32, exactly: the exponent and fraction
+    /// shifted into place and scaled by 2^112 in one float multiply, which rebiases normal
+    /// numbers and normalises subnormals exactly; inf and NaN (quieted) are set apart.
     pub fn f16_to_f32(&mut self, h: Value) -> Value {
         let ty = self.b.func.dfg.value_type(h);
-        let (m7fff, m8000, m3ff) = (self.k(ty, 0x7fff), self.k(ty, 0x8000), self.k(ty, 0x3ff));
+        let m7fff = self.k(ty, 0x7fff);
         let abs = self.b.ins().band(h, m7fff);
         let o = self.b.ins().ishl_imm_s(abs, 13);
-        let exp_mask = self.k(ty, 0x0f80_0000);
-        let exp = self.b.ins().band(o, exp_mask);
-        let rebias = self.k(ty, 0x3800_0000);
-        let o = self.b.ins().iadd(o, rebias);
-        // Inf/NaN: exponent all ones; NaN gets the quiet bit.
-        let infnan = self.b.ins().iadd(o, rebias);
-        let man = self.b.ins().band(h, m3ff);
-        let zero = self.k(ty, 0);
-        let is_nan = self.b.ins().icmp(IntCC::NotEqual, man, zero);
-        let quiet = self.k(ty, 0x0040_0000);
-        let q = self.sel(is_nan, quiet, zero);
-        let infnan = self.b.ins().bor(infnan, q);
-        // Subnormal: renormalise through a float subtraction (exact).
-        let one_exp = self.k(ty, 0x0080_0000);
-        let s = self.b.ins().iadd(o, one_exp);
-        let sf = self.float_of(s);
-        let magic = self.k(ty, 0x3880_0000);
-        let mf = self.float_of(magic);
-        let sub = self.b.ins().fsub(sf, mf);
-        let sub = self.bits_of(sub);
-        let is_infnan = self.b.ins().icmp(IntCC::Equal, exp, exp_mask);
-        let is_sub = self.b.ins().icmp(IntCC::Equal, exp, zero);
-        let r = self.sel(is_sub, sub, o);
-        let r = self.sel(is_infnan, infnan, r);
+        let of = self.float_of(o);
+        let fty = self.b.func.dfg.value_type(of);
+        let scale = self.f(fty, f32::from_bits(0x7780_0000)); // 2^112
+        let finite = self.b.ins().fmul(of, scale);
+        let finite = self.bits_of(finite);
+        // Inf and NaN: exponent all ones, NaN with the quiet bit.
+        let inf16 = self.k(ty, 0x7c00);
+        let is_infnan = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, abs, inf16);
+        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf16);
+        let (inf, qnan) = (self.k(ty, 0x7f80_0000), self.k(ty, 0x7fc0_0000));
+        let top = self.sel(is_nan, qnan, inf);
+        let infnan = self.b.ins().bor(o, top);
+        let r = self.sel(is_infnan, infnan, finite);
+        let m8000 = self.k(ty, 0x8000);
         let sign = self.b.ins().band(h, m8000);
         let sign = self.b.ins().ishl_imm_s(sign, 16);
         let r = self.b.ins().bor(r, sign);
-        self.float_of(r)
+        let r = self.float_of(r);
+        self.mark_f16_grid(r);
+        r
     }
 
-    /// f32 to f16 bits (in an i32 lane), rounding to nearest even.
-    pub fn f32_to_f16(&mut self, v: Value) -> Value {
+    /// Finite f16 bits, sign-extended to each i32 lane, to f32: shifted left 13, the sign's
+    /// copies land in bits 28..31 and the exponent and fraction in place; clearing bits 28..30
+    /// and scaling by 2^112 rebiases normal numbers and normalises subnormals exactly. Wrong
+    /// for inf and NaN, which the caller has ruled out.
+    pub fn f16_to_f32_finite(&mut self, h: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(h);
+        let x = self.b.ins().ishl_imm_s(h, 13);
+        let keep = self.k(ty, 0x8fff_e000u32 as i32 as i64);
+        let x = self.b.ins().band(x, keep);
+        let x = self.float_of(x);
+        let fty = self.b.func.dfg.value_type(x);
+        let scale = self.f(fty, f32::from_bits(0x7780_0000)); // 2^112
+        let r = self.b.ins().fmul(x, scale);
+        self.mark_f16_grid(r);
+        r
+    }
+
+    /// An f32 (f32x4) value rounded to f16 precision, staying f32: exactly
+    /// `f16_to_f32(f32_to_f16(v))`, in float arithmetic (eleven instructions). Adding and
+    /// subtracting C = 2^(e+13), where 2^e is |v|'s exponent raised to at least 2^-14, makes the
+    /// FPU round |v| to a multiple of f16's quantum at that exponent (2^(e-10), and 2^-24 for
+    /// f16 subnormals), to nearest even. |v| ≥ 65520 (which rounds up past f16's largest
+    /// value) is inf; there C may have overflowed, which does not matter, and a NaN fails the
+    /// comparison and passes through the FPU quieted. Clearing the 13 low fraction bits
+    /// changes no f16 value and gives NaN the payload it keeps through f16.
+    pub fn round_f16_in_f32(&mut self, v: Value) -> Value {
+        if self.on_f16_grid(v) {
+            return v;
+        }
         let x = self.bits_of(v);
         let ty = self.b.func.dfg.value_type(x);
-        let sign_mask = self.k(ty, 0x8000_0000u32 as i32 as i64);
-        let sign = self.b.ins().band(x, sign_mask);
-        let a = self.b.ins().bxor(x, sign);
-        // Normal numbers: rebias, round to nearest even, shift.
-        let t = self.b.ins().ushr_imm_s(a, 13);
-        let one = self.k(ty, 1);
-        let odd = self.b.ins().band(t, one);
-        let bias = self.k(ty, (0xC800_0FFFu32 as i32) as i64);
-        let n = self.b.ins().iadd(a, bias);
-        let n = self.b.ins().iadd(n, odd);
-        let n = self.b.ins().ushr_imm_s(n, 13);
-        // Subnormals and zero: let the FPU round by adding 0.5 (its ulp is the f16 subnormal's).
-        let magic = self.k(ty, 0x3f00_0000);
+        let fty = self.b.func.dfg.value_type(v);
+        let abs_mask = self.k(ty, 0x7fff_ffff);
+        let a = self.b.ins().band(x, abs_mask);
+        let exp_mask = self.k(ty, 0x7f80_0000);
+        let e = self.b.ins().band(a, exp_mask);
+        let lo = self.k(ty, 0x3880_0000);
+        let e = self.b.ins().smax(e, lo);
+        let thirteen = self.k(ty, 13 << 23);
+        let c = self.b.ins().iadd(e, thirteen);
+        let c = self.float_of(c);
         let af = self.float_of(a);
-        let mf = self.float_of(magic);
-        let s = self.b.ins().fadd(af, mf);
+        let s = self.b.ins().fadd(af, c);
+        let s = self.b.ins().fsub(s, c);
+        let limit = self.f(fty, 65520.0);
+        let big = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, af, limit);
         let s = self.bits_of(s);
-        let s = self.b.ins().isub(s, magic);
-        // Overflow gives inf; NaN stays NaN (quiet, top payload bits kept).
-        let m3ff = self.k(ty, 0x3ff);
-        let payload = self.b.ins().band(t, m3ff);
-        let q = self.k(ty, 0x7e00);
-        let nan = self.b.ins().bor(payload, q);
-        let inf = self.k(ty, 0x7c00);
-        let f32_inf = self.k(ty, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, a, f32_inf);
-        let big = self.k(ty, 0x4780_0000);
-        let is_big = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, a, big);
-        let small = self.k(ty, 0x3880_0000);
-        let is_small = self.b.ins().icmp(IntCC::SignedLessThan, a, small);
-        let special = self.sel(is_nan, nan, inf);
-        let r = self.sel(is_small, s, n);
-        let r = self.sel(is_big, special, r);
-        let sign = self.b.ins().ushr_imm_s(sign, 16);
-        self.b.ins().bor(r, sign)
+        let inf = self.k(ty, 0x7f80_0000);
+        let s = self.sel(big, inf, s);
+        let keep = self.k(ty, 0x7fff_e000);
+        let s = self.b.ins().band(s, keep);
+        let sign = self.b.ins().bxor(x, a);
+        let r = self.b.ins().bor(s, sign);
+        let r = self.float_of(r);
+        self.mark_f16_grid(r);
+        r
+    }
+
+    /// f32 to f16 bits (in an i32 lane), rounding to nearest even: [`Fx::round_f16_in_f32`]
+    /// (nothing to do for a value known to be an f16 value), then the bits of the rounded
+    /// value. Scaling it by 2^-112 moves f16's exponent range onto f32's and f16 subnormals
+    /// onto f32 subnormals (exactly: they are multiples of 2^-24), so its bits shifted right
+    /// 13 are the f16 bits; inf and NaN, which the scaling keeps, are rebased from f32's
+    /// all-ones exponent to f16's.
+    pub fn f32_to_f16(&mut self, v: Value) -> Value {
+        let y = self.round_f16_in_f32(v);
+        let x = self.bits_of(y);
+        let ty = self.b.func.dfg.value_type(x);
+        let fty = self.b.func.dfg.value_type(y);
+        let abs_mask = self.k(ty, 0x7fff_ffff);
+        let a = self.b.ins().band(x, abs_mask);
+        let af = self.float_of(a);
+        let scale = self.f(fty, f32::from_bits(0x0780_0000)); // 2^-112
+        let scaled = self.b.ins().fmul(af, scale);
+        let scaled = self.bits_of(scaled);
+        let p = self.b.ins().ushr_imm_s(scaled, 13);
+        let inf16 = self.k(ty, 0x7c00);
+        let special = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, p, inf16);
+        let rebase = self.k(ty, 0x3_8000);
+        let rebased = self.b.ins().isub(p, rebase);
+        let p = self.sel(special, rebased, p);
+        let sign = self.b.ins().ushr_imm_s(x, 16);
+        let m8000 = self.k(ty, 0x8000);
+        let sign = self.b.ins().band(sign, m8000);
+        self.b.ins().bor(p, sign)
+    }
+
+    /// An f32 (f32x4) value rounded to bf16 precision, staying f32: exactly
+    /// `bf16_to_f32(f32_to_bf16(v))`, on the bits (round to nearest even carries into the
+    /// exponent, so overflow gives inf; NaN is quieted and keeps its top payload bits).
+    pub fn round_bf16_in_f32(&mut self, v: Value) -> Value {
+        let x = self.bits_of(v);
+        let ty = self.b.func.dfg.value_type(x);
+        let hi = self.b.ins().ushr_imm_s(x, 16);
+        let one = self.k(ty, 1);
+        let odd = self.b.ins().band(hi, one);
+        let half = self.k(ty, 0x7fff);
+        let r = self.b.ins().iadd(x, half);
+        let r = self.b.ins().iadd(r, odd);
+        let abs_mask = self.k(ty, 0x7fff_ffff);
+        let abs = self.b.ins().band(x, abs_mask);
+        let inf = self.k(ty, 0x7f80_0000);
+        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
+        let quiet = self.k(ty, 0x0040_0000);
+        let nan = self.b.ins().bor(x, quiet);
+        let r = self.sel(is_nan, nan, r);
+        let top = self.k(ty, 0xffff_0000u32 as i32 as i64);
+        let r = self.b.ins().band(r, top);
+        self.float_of(r)
     }
 
     /// bf16 bits (low 16 bits of each lane) to f32: the top half of an f32 (NaN quieted).
@@ -153,16 +217,24 @@ mod tests {
     /// A kernel converting `from` elements of buffer 0 into `to` elements of buffer 1, one
     /// element per work item, or four per item (`lanes`).
     fn converter(from: DType, to: DType, lanes: bool) -> (JITModule, KernelFn) {
+        rounding_converter(from, None, to, lanes, false)
+    }
+
+    /// `converter`, rounding each value to the precision of `round` in between (in f32), and
+    /// loading four lanes with `load4_finite` when `finite`.
+    fn rounding_converter(from: DType, round: Option<DType>, to: DType, lanes: bool, finite: bool) -> (JITModule, KernelFn) {
         let mut fctx = FunctionBuilderContext::new();
         let func = build_function("convert", &mut fctx, |fx: &mut Fx| {
             let (src, dst) = (fx.buffer(0), fx.buffer(1));
             fx.for_items(|fx, item| {
                 if lanes {
                     let at = fx.b.ins().imul_imm_s(item, 4);
-                    let v = fx.load4(from, src, at);
+                    let v = if finite { fx.load4_finite(from, src, at) } else { fx.load4(from, src, at) };
+                    let v = round.map_or(v, |d| fx.round_f32(d, v));
                     fx.store4(to, dst, at, v);
                 } else {
                     let v = fx.load(from, src, item);
+                    let v = round.map_or(v, |d| fx.round_f32(d, v));
                     fx.store(to, dst, item, v);
                 }
                 vec![]
@@ -224,6 +296,43 @@ mod tests {
         }
     }
 
+    #[test]
+    fn widening_known_finite_values_is_exact() {
+        for (d, widen) in [(DType::F16, (|h| f16::from_bits(h).to_f32()) as fn(u16) -> f32), (DType::BF16, |h| bf16::from_bits(h).to_f32())] {
+            let finite: Vec<u16> = (0..=u16::MAX).filter(|&h| widen(h).is_finite()).collect();
+            let finite = &finite[..finite.len() / 4 * 4];
+            let (_m, f) = rounding_converter(d, None, DType::F32, true, true);
+            let mut out = vec![0u32; finite.len()];
+            run(f, finite, &mut out, true);
+            for (&h, &got) in finite.iter().zip(&out) {
+                assert_eq!(got, widen(h).to_bits(), "{d} {h:#06x}");
+            }
+        }
+    }
+
+    #[test]
+    fn narrowing_a_value_known_to_be_f16_packs_its_bits() {
+        // Widened f16 values stored back: every bit pattern (NaNs come back quieted, as
+        // through `half`).
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        for lanes in [false, true] {
+            let (_m, f) = converter(DType::F16, DType::F16, lanes);
+            let mut out = vec![0u16; all.len()];
+            run(f, &all, &mut out, lanes);
+            for (&h, &got) in all.iter().zip(&out) {
+                assert_eq!(got, f16::from_f32(f16::from_bits(h).to_f32()).to_bits(), "{h:#06x} (lanes: {lanes})");
+            }
+            // Values rounded in f32 first, then stored.
+            let xs = boundary_f32s(|h| f16::from_bits(h).to_f32());
+            let (_m, f) = rounding_converter(DType::F32, Some(DType::F16), DType::F16, lanes, false);
+            let mut out = vec![0u16; xs.len()];
+            run(f, &xs, &mut out, lanes);
+            for (&x, &got) in xs.iter().zip(&out) {
+                assert_eq!(got, f16::from_f32(x).to_bits(), "from {x:e} ({:#010x}, lanes: {lanes})", x.to_bits());
+            }
+        }
+    }
+
     /// A 16-bit format: its dtype, widening and (reference) narrowing.
     type Format = (DType, fn(u16) -> f32, fn(f32) -> u16);
 
@@ -241,6 +350,30 @@ mod tests {
                 run(f, &xs, &mut out, lanes);
                 for (&x, &got) in xs.iter().zip(&out) {
                     assert_eq!(got, narrow(x), "{d} from {x:e} ({:#010x}, lanes: {lanes})", x.to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rounding_in_f32_equals_narrowing_then_widening() {
+        for lanes in [false, true] {
+            let cases: [Format; 2] = [
+                (DType::F16, |h| f16::from_bits(h).to_f32(), |x| f16::from_f32(x).to_bits()),
+                (DType::BF16, |h| bf16::from_bits(h).to_f32(), |x| bf16::from_f32(x).to_bits()),
+            ];
+            for (d, widen, narrow) in cases {
+                let mut xs = boundary_f32s(widen);
+                // NaNs with payloads in the bits f16 drops and keeps, signalling and quiet,
+                // and huge values (whose exponent the rounding clamps).
+                xs.extend([0x7f80_0001u32, 0xffa0_1fff, 0x7fc0_2000, 0xff80_4001, 0x7f7f_ffff, 0x7000_0000, 0x4780_0000, 0x477f_f000].map(f32::from_bits));
+                xs.truncate(xs.len() / 4 * 4);
+                let (_m, f) = rounding_converter(DType::F32, Some(d), DType::F32, lanes, false);
+                let mut out = vec![0u32; xs.len()];
+                run(f, &xs, &mut out, lanes);
+                for (&x, &got) in xs.iter().zip(&out) {
+                    let want = widen(narrow(x)).to_bits();
+                    assert_eq!(got, want, "{d} rounding {x:e} ({:#010x}, lanes: {lanes}): {got:#010x}", x.to_bits());
                 }
             }
         }
