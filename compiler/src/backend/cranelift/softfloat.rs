@@ -181,24 +181,12 @@ impl Fx<'_> {
         self.float_of(r)
     }
 
-    /// f32 to bf16 bits, rounding to nearest even (NaN quieted).
+    /// f32 to bf16 bits, rounding to nearest even (NaN quieted): the top half of
+    /// [`Fx::round_bf16_in_f32`]'s bits.
     pub fn f32_to_bf16(&mut self, v: Value) -> Value {
-        let x = self.bits_of(v);
-        let ty = self.b.func.dfg.value_type(x);
-        let hi = self.b.ins().ushr_imm_s(x, 16);
-        let one = self.k(ty, 1);
-        let odd = self.b.ins().band(hi, one);
-        let half = self.k(ty, 0x7fff);
-        let r = self.b.ins().iadd(x, half);
-        let r = self.b.ins().iadd(r, odd);
-        let r = self.b.ins().ushr_imm_s(r, 16);
-        let abs_mask = self.k(ty, 0x7fff_ffff);
-        let abs = self.b.ins().band(x, abs_mask);
-        let inf = self.k(ty, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
-        let quiet = self.k(ty, 0x40);
-        let nan = self.b.ins().bor(hi, quiet);
-        self.sel(is_nan, nan, r)
+        let r = self.round_bf16_in_f32(v);
+        let r = self.bits_of(r);
+        self.b.ins().ushr_imm_s(r, 16)
     }
 }
 
