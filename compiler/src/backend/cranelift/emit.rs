@@ -384,22 +384,22 @@ impl<'a> Fx<'a> {
         self.load4_at(d, p, 0)
     }
 
-    /// [`Fx::load4`] of values known to be finite (a constant weight the compiler has read):
-    /// an f16 one widens in three instructions (`f16_to_f32_finite`), a bf16 one without the
-    /// NaN check.
-    pub fn load4_finite(&mut self, d: DType, base: Value, index: Value) -> Value {
+    /// [`Fx::load4`], for values the compiler has checked for inf and NaN (a constant): when
+    /// `finite`, an f16 one widens in three instructions (`f16_to_f32_finite`), a bf16 one
+    /// without the NaN check.
+    pub fn load4_checked(&mut self, d: DType, base: Value, index: Value, finite: bool) -> Value {
         let p = self.addr(base, index, d.byte_size());
-        self.load4_finite_at(d, p, 0)
+        self.load4_checked_at(d, p, 0, finite)
     }
 
-    /// [`Fx::load4_finite`] at address `p + offset`.
-    pub fn load4_finite_at(&mut self, d: DType, p: Value, offset: i32) -> Value {
+    /// [`Fx::load4_checked`] at address `p + offset`.
+    pub fn load4_checked_at(&mut self, d: DType, p: Value, offset: i32, finite: bool) -> Value {
         match d {
-            DType::F16 => {
+            DType::F16 if finite => {
                 let h = self.b.ins().sload16x4(mem(), p, offset);
                 self.f16_to_f32_finite(h)
             }
-            DType::BF16 => {
+            DType::BF16 if finite => {
                 let h = self.b.ins().uload16x4(mem(), p, offset);
                 let x = self.b.ins().ishl_imm_s(h, 16);
                 self.float_of(x)

@@ -64,10 +64,10 @@ impl Context<'_> {
         // temporary in f32 (computed at run time, or widened once).
         let b_slot;
         // A constant B without inf or NaN widens in three instructions per four values.
-        let mut b_finite = false;
+        let finite = Finite::of(self.program, c);
+        let b_finite = finite.weight;
         if c.b_constant {
             let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
-            b_finite = crate::lower::is_finite_constant(self.program, c.b.buffer, bdt);
             let packed = pack_b_constant(c, t.data());
             debug_assert_eq!(packed.len(), packed_elems * bdt.byte_size());
             let packed_slot = self.layout.replace_constant(self.current, c.b.buffer, packed);
@@ -85,7 +85,7 @@ impl Context<'_> {
                         let base = fx.b.ins().imul_imm_s(p, panel_elems as i64);
                         fx.for_n(0, panel_elems as i64, LANES as i64, &[], |fx, i, _| {
                             let at = fx.b.ins().iadd(base, i);
-                            let v = if b_finite { fx.load4_finite(bdt, src, at) } else { fx.load4(bdt, src, at) };
+                            let v = fx.load4_checked(bdt, src, at, b_finite);
                             fx.store4(DType::F32, dst, at, v);
                             vec![]
                         });
@@ -162,7 +162,7 @@ impl Context<'_> {
         // The compute step.
         let packed_dt = if c.b_constant && !widen_once { bdt } else { DType::F32 };
         if m == 1 && matches!(c.kind, ContractionKind::MatMul) {
-            return self.gemv(c, b_slot, packed_dt, b_finite);
+            return self.gemv(c, b_slot, packed_dt, finite);
         }
         let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
         let chunks = k_chunks(&c.kind, k);
@@ -174,7 +174,6 @@ impl Context<'_> {
         let wide_offset = c_offset + panels * a_panels * tile_bytes;
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
         self.layout.scratch(wide_offset + wide_bytes);
-        let finite = Finite::of(self.program, c);
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         self.add("", batch * blocks, cost, move |fx| {
@@ -223,7 +222,7 @@ impl Context<'_> {
                         let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
                         fx.for_n(0, (kc * NR) as i64, LANES as i64, &[], |fx, i, _| {
                             let src = fx.b.ins().iadd(at, i);
-                            let v = if b_finite { fx.load4_finite(packed_dt, bp, src) } else { fx.load4(packed_dt, bp, src) };
+                            let v = fx.load4_checked(packed_dt, bp, src, b_finite);
                             fx.store4(DType::F32, wide, i, v);
                             vec![]
                         });
@@ -259,8 +258,8 @@ impl Context<'_> {
         let mult = g.oc / g.ic.max(1);
         let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
         let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32 && vector_epilogue;
-        let w_finite = crate::lower::is_finite_constant(self.program, c.b.buffer, c.b.ty.dtype);
         let finite = Finite::of(self.program, c);
+        let w_finite = finite.weight;
         let (oy_lo, oy_hi) = interior(g.oh, g.ih, g.kh, g.stride[0], g.dilation[0], g.pad[0]);
         let (ox_lo, ox_hi) = interior(g.ow, g.iw, g.kw, g.stride[1], g.dilation[1], g.pad[2]);
         // An f16/bf16 input is widened once per work item, the kh input rows it reads, into
@@ -310,6 +309,7 @@ impl Context<'_> {
                     };
                     // The sums of output channel `o` (four from `o` when `lanes`).
                     let checked = |fx: &mut Fx, o: Value, lanes: bool| -> Value {
+                        let zero = fx.i(0);
                         let ty = if lanes { F32X4 } else { F32 };
                         let init = fx.f(ty, 0.0);
                         fx.for_n(0, g.kh as i64, 1, &[init], |fx, ky, acc| {
@@ -325,14 +325,8 @@ impl Context<'_> {
                                             ok_x,
                                             |fx| {
                                                 let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
-                                                let xi = if widen {
-                                                    let r = fx.b.ins().imul_imm_s(ky, g.iw as i64);
-                                                    let r = fx.b.ins().iadd(r, xx);
-                                                    let r = fx.b.ins().imul_imm_s(r, g.ic as i64);
-                                                    fx.b.ins().iadd(r, ch)
-                                                } else {
-                                                    nhwc_index(fx, &g, b, y, xx, ch)
-                                                };
+                                                // Widened row `ky` is image 0's row `ky`.
+                                                let xi = if widen { nhwc_index(fx, &g, zero, ky, xx, ch) } else { nhwc_index(fx, &g, b, y, xx, ch) };
                                                 let tap = fx.b.ins().imul_imm_s(ky, g.kw as i64);
                                                 let tap = fx.b.ins().iadd(tap, kx);
                                                 let wi = fx.b.ins().imul_imm_s(tap, g.oc as i64);
@@ -415,11 +409,17 @@ impl Context<'_> {
     }
 
     fn transpose_conv(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
+        if c.epilogue.is_some() {
+            return Err(self.error("a transpose convolution with a fused epilogue"));
+        }
+        let finite = Finite::of(self.program, c);
         let c = c.clone();
         let cost = 2.0 * (g.n * g.ih * g.iw * g.oc * g.kh * g.kw * g.ic) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
-            let conv = DirectConv::new(fx, &c);
-            let DirectConv { x, w, out, xd, wd, od, .. } = conv;
+            let bases = Bases::new(fx, &c, c.b.buffer.0, &finite);
+            let (x, w, out) = (bases.a, bases.b, bases.out);
+            let (xd, wd, od) = (c.a.ty.dtype, c.b.ty.dtype, c.out.ty.dtype);
+            let err = std::cell::RefCell::new(Ok(()));
             fx.for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
                 let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
@@ -467,66 +467,25 @@ impl Context<'_> {
                                 |_| acc.to_vec(),
                             )
                         })[0];
-                        let bv = conv.bias(fx, o, false);
-                        let v = fx.b.ins().fadd(acc, bv);
-                        let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
-                        let pix = fx.b.ins().iadd(pix, ox);
-                        let at = fx.b.ins().imul_imm_s(pix, g.oc as i64);
-                        let at = fx.b.ins().iadd(at, o);
-                        fx.store(od, out, at, v);
+                        // Bias and the one rounding (transpose convolutions take no epilogue).
+                        match finish(fx, &c, acc, o, &bases, &[], false) {
+                            Ok(v) => {
+                                let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
+                                let pix = fx.b.ins().iadd(pix, ox);
+                                let at = fx.b.ins().imul_imm_s(pix, g.oc as i64);
+                                let at = fx.b.ins().iadd(at, o);
+                                fx.store(od, out, at, v);
+                            }
+                            Err(e) => *err.borrow_mut() = Err(e),
+                        }
                         vec![]
                     });
                     vec![]
                 });
                 vec![]
             });
-            Ok(())
+            err.into_inner()
         })
-    }
-}
-
-/// What a directly computed convolution (depthwise, transpose) reads and writes.
-#[derive(Clone, Copy)]
-struct DirectConv {
-    x: Value,
-    w: Value,
-    out: Value,
-    bias: Value,
-    bias_len: usize,
-    xd: DType,
-    wd: DType,
-    bd: DType,
-    od: DType,
-}
-
-impl DirectConv {
-    fn new(fx: &mut Fx, c: &Contraction) -> DirectConv {
-        let b = c.bias.as_ref().expect("convolutions have a bias");
-        DirectConv {
-            x: fx.buffer(c.a.buffer.0),
-            w: fx.buffer(c.b.buffer.0),
-            out: fx.buffer(c.out.buffer.0),
-            bias: fx.buffer(b.buffer.0),
-            bias_len: b.ty.num_elements(),
-            xd: c.a.ty.dtype,
-            wd: c.b.ty.dtype,
-            bd: b.ty.dtype,
-            od: c.out.ty.dtype,
-        }
-    }
-
-    /// The bias of output channel `o` (of the four from `o` when `lanes`); a one-element bias
-    /// broadcasts.
-    fn bias(&self, fx: &mut Fx, o: Value, lanes: bool) -> Value {
-        if self.bias_len == 1 {
-            let z = fx.i(0);
-            let s = fx.load(self.bd, self.bias, z);
-            if lanes { fx.b.ins().splat(F32X4, s) } else { s }
-        } else if lanes {
-            fx.load4(self.bd, self.bias, o)
-        } else {
-            fx.load(self.bd, self.bias, o)
-        }
     }
 }
 
@@ -726,7 +685,7 @@ fn interior(outputs: usize, size: usize, len: usize, stride: usize, dilation: us
 /// no inf or NaN.
 fn multiply_add(fx: &mut Fx, acc: Value, x: (DType, Value, i32), w: (DType, Value, i32), lanes: bool, w_finite: bool) -> Value {
     let (xv, wv) = if lanes {
-        let wv = if w_finite { fx.load4_finite_at(w.0, w.1, w.2) } else { fx.load4_at(w.0, w.1, w.2) };
+        let wv = fx.load4_checked_at(w.0, w.1, w.2, w_finite);
         (fx.load4_at(x.0, x.1, x.2), wv)
     } else {
         (fx.load_at(x.0, x.1, x.2), fx.load_at(w.0, w.1, w.2))
@@ -1077,14 +1036,13 @@ impl Context<'_> {
     /// the same bits), the item's eight chains interleaved to hide the FMA latency; panels are
     /// read in place, an f16/bf16 one widened as it is loaded. The GEMM would run one item,
     /// three quarters of its 4-row micro-kernel on padding.
-    fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType, b_finite: bool) -> Result<(), BackendError> {
+    fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType, finite: Finite) -> Result<(), BackendError> {
         let (batch, n, k) = (c.batch, c.n, c.k);
         let panels = n.div_ceil(NR);
         let groups = panels.div_ceil(GEMV_PANELS);
         let panel_elems = k * NR;
         // Scratch: the item's accumulators, one tile row per panel.
         self.layout.scratch(GEMV_PANELS * NR * 4);
-        let finite = Finite::of(self.program, c);
         let (c, fma) = (c.clone(), self.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
@@ -1121,7 +1079,7 @@ impl Context<'_> {
                             let (j, v) = (i / (NR / LANES), i % (NR / LANES));
                             let at = fx.b.ins().iadd(starts[j], row);
                             let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
-                            let bv = if b_finite { fx.load4_finite(packed_dt, bases.b, at) } else { fx.load4(packed_dt, bases.b, at) };
+                            let bv = fx.load4_checked(packed_dt, bases.b, at, bases.finite.weight);
                             if fma {
                                 fx.b.ins().fma(av, bv, acc[i])
                             } else {
@@ -1180,10 +1138,11 @@ impl Bases {
     }
 }
 
-/// Which of a contraction's side inputs are constants without inf or NaN (their f16 values
-/// widen in three instructions: [`Fx::load4_finite`]).
+/// Which of a contraction's constant inputs hold no inf or NaN (their f16 values widen in
+/// three instructions: [`Fx::load4_checked`]).
 #[derive(Clone, Default)]
 struct Finite {
+    weight: bool,
     bias: bool,
     epilogue: Vec<bool>,
 }
@@ -1192,6 +1151,7 @@ impl Finite {
     fn of(program: &crate::lower::Program, c: &Contraction) -> Finite {
         let finite = |buffer, dtype| crate::lower::is_finite_constant(program, buffer, dtype);
         Finite {
+            weight: finite(c.b.buffer, c.b.ty.dtype),
             bias: c.bias.as_ref().is_some_and(|b| finite(b.buffer, b.ty.dtype)),
             epilogue: c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| finite(i.buffer, i.dtype)).collect(),
         }
@@ -1284,10 +1244,8 @@ fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases,
             } else {
                 s
             }
-        } else if lanes && bases.finite.bias {
-            fx.load4_finite(bd, bias, col)
         } else if lanes {
-            fx.load4(bd, bias, col)
+            fx.load4_checked(bd, bias, col, bases.finite.bias)
         } else {
             fx.load(bd, bias, col)
         };
@@ -1306,10 +1264,8 @@ fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases,
         } else if input.col_stride == 0 {
             let s = fx.load(input.dtype, epi_bases[i], off);
             fx.b.ins().splat(F32X4, s)
-        } else if input.col_stride == 1 && bases.finite.epilogue[i] {
-            fx.load4_finite(input.dtype, epi_bases[i], off)
         } else if input.col_stride == 1 {
-            fx.load4(input.dtype, epi_bases[i], off)
+            fx.load4_checked(input.dtype, epi_bases[i], off, bases.finite.epilogue[i])
         } else {
             let mut v = fx.f(F32X4, 0.0);
             for l in 0..LANES {

@@ -209,7 +209,7 @@ mod tests {
     }
 
     /// `converter`, rounding each value to the precision of `round` in between (in f32), and
-    /// loading four lanes with `load4_finite` when `finite`.
+    /// loading four lanes as known-finite values when `finite`.
     fn rounding_converter(from: DType, round: Option<DType>, to: DType, lanes: bool, finite: bool) -> (JITModule, KernelFn) {
         let mut fctx = FunctionBuilderContext::new();
         let func = build_function("convert", &mut fctx, |fx: &mut Fx| {
@@ -217,7 +217,7 @@ mod tests {
             fx.for_items(|fx, item| {
                 if lanes {
                     let at = fx.b.ins().imul_imm_s(item, 4);
-                    let v = if finite { fx.load4_finite(from, src, at) } else { fx.load4(from, src, at) };
+                    let v = fx.load4_checked(from, src, at, finite);
                     let v = round.map_or(v, |d| fx.round_f32(d, v));
                     fx.store4(to, dst, at, v);
                 } else {
@@ -324,14 +324,18 @@ mod tests {
     /// A 16-bit format: its dtype, widening and (reference) narrowing.
     type Format = (DType, fn(u16) -> f32, fn(f32) -> u16);
 
+    /// f16 and bf16, converted by `half` (the reference interpreter's arithmetic).
+    fn formats() -> [Format; 2] {
+        [
+            (DType::F16, |h| f16::from_bits(h).to_f32(), |x| f16::from_f32(x).to_bits()),
+            (DType::BF16, |h| bf16::from_bits(h).to_f32(), |x| bf16::from_f32(x).to_bits()),
+        ]
+    }
+
     #[test]
     fn narrowing_rounds_to_nearest_even_like_half() {
         for lanes in [false, true] {
-            let cases: [Format; 2] = [
-                (DType::F16, |h| f16::from_bits(h).to_f32(), |x| f16::from_f32(x).to_bits()),
-                (DType::BF16, |h| bf16::from_bits(h).to_f32(), |x| bf16::from_f32(x).to_bits()),
-            ];
-            for (d, widen, narrow) in cases {
+            for (d, widen, narrow) in formats() {
                 let xs = boundary_f32s(widen);
                 let (_m, f) = converter(DType::F32, d, lanes);
                 let mut out = vec![0u16; xs.len()];
@@ -346,11 +350,7 @@ mod tests {
     #[test]
     fn rounding_in_f32_equals_narrowing_then_widening() {
         for lanes in [false, true] {
-            let cases: [Format; 2] = [
-                (DType::F16, |h| f16::from_bits(h).to_f32(), |x| f16::from_f32(x).to_bits()),
-                (DType::BF16, |h| bf16::from_bits(h).to_f32(), |x| bf16::from_f32(x).to_bits()),
-            ];
-            for (d, widen, narrow) in cases {
+            for (d, widen, narrow) in formats() {
                 let mut xs = boundary_f32s(widen);
                 // NaNs with payloads in the bits f16 drops and keeps, signalling and quiet,
                 // and huge values (whose exponent the rounding clamps).
