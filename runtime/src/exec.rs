@@ -15,9 +15,11 @@ use f16c_core::artifact::{Manifest, Slot, CONSTANT_ALIGN};
 use f16c_core::{Data, Tensor, TensorType};
 use std::any::Any;
 
-/// Steps cheaper than this many operations run on one thread (handing work to the pool's
-/// threads costs more).
-pub const PARALLEL_MIN_COST: f64 = 2.0e6;
+/// Steps cheaper than this many operations run on one thread. Handing a part to a spinning
+/// pool thread costs about a microsecond; at 2·10⁶ (when parts went through channels) no 1×1
+/// convolution of a mobilenet was split and two threads were no faster than one
+/// (BENCHMARKS.md, issue 13).
+pub const PARALLEL_MIN_COST: f64 = 2.0e5;
 
 /// One part of a step for a pool thread: the kernel, its table, work items `begin..end`, its
 /// scratch, the libcall table. The pointers stay valid until the step has collected every part.
@@ -42,42 +44,145 @@ impl Part {
     }
 }
 
-/// Threads kept for the life of an executor, so that a step split across threads costs a
-/// message and a wake-up rather than spawning and joining threads (which, at tens of
-/// microseconds per step, made two threads slower than one on a mobilenet's 73 kernels).
+/// Threads kept for the life of an executor, so that a step split across threads costs a few
+/// atomic operations rather than spawning and joining threads (which, at tens of microseconds
+/// per step, made two threads slower than one on a mobilenet's 73 kernels) or waking a
+/// sleeping thread through the kernel (a channel's send and receive: 5 to 30 µs per step on a
+/// shared machine, a large share of a mobilenet's 20–100 µs steps). A thread that has run a
+/// part waits for the next one spinning for [`Pool::SPIN`], then sleeps until woken.
 struct Pool {
-    senders: Vec<std::sync::mpsc::Sender<Part>>,
-    done: std::sync::mpsc::Receiver<i32>,
+    shared: std::sync::Arc<Shared>,
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// What the calling thread and the pool's threads share.
+struct Shared {
+    workers: Vec<Worker>,
+    /// Parts of the current step finished by pool threads.
+    done: std::sync::atomic::AtomicUsize,
+    /// The first failing status of the current step's pool parts (`Status::Ok` when none).
+    status: std::sync::atomic::AtomicI32,
+    quit: std::sync::atomic::AtomicBool,
+}
+
+/// One pool thread's mailbox: the caller stores a part and bumps `posted`.
+struct Worker {
+    part: std::sync::Mutex<Option<Part>>,
+    posted: std::sync::atomic::AtomicU64,
+    sleeping: std::sync::atomic::AtomicBool,
+}
+
 impl Pool {
+    /// How long a pool thread spins for its next part before it sleeps: longer than the gap
+    /// between two steps of one run, short enough that an idle executor costs nothing.
+    const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
+
     fn new(threads: usize) -> Pool {
-        let (done_tx, done) = std::sync::mpsc::channel();
-        let (mut senders, mut handles) = (Vec::new(), Vec::new());
-        for _ in 1..threads {
-            let (tx, rx) = std::sync::mpsc::channel::<Part>();
-            let done_tx = done_tx.clone();
-            handles.push(std::thread::spawn(move || {
-                while let Ok(p) = rx.recv() {
-                    // SAFETY: the caller keeps every pointer valid until it has received this
-                    // part's status (see `Executor::run`); parts write disjoint outputs.
-                    let status = unsafe { p.run() };
-                    if done_tx.send(status).is_err() {
-                        break;
-                    }
-                }
-            }));
-            senders.push(tx);
+        use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
+        let workers = (1..threads).map(|_| Worker { part: std::sync::Mutex::new(None), posted: AtomicU64::new(0), sleeping: AtomicBool::new(false) }).collect();
+        let shared = std::sync::Arc::new(Shared { workers, done: AtomicUsize::new(0), status: AtomicI32::new(Status::Ok as i32), quit: AtomicBool::new(false) });
+        let handles = (0..threads.saturating_sub(1))
+            .map(|w| {
+                let shared = shared.clone();
+                std::thread::spawn(move || shared.serve(w))
+            })
+            .collect();
+        Pool { shared, handles }
+    }
+
+    /// Pool threads available for parts.
+    fn threads(&self) -> usize {
+        self.shared.workers.len()
+    }
+
+    /// Runs `first` on this thread and `others` on the pool's threads; returns the first
+    /// failing status, or `Status::Ok`.
+    ///
+    /// # Safety
+    /// As [`Part::run`], for every part.
+    unsafe fn run(&self, first: Part, others: Vec<Part>) -> i32 {
+        use std::sync::atomic::Ordering::{Acquire, SeqCst};
+        let s = &self.shared;
+        assert!(others.len() <= s.workers.len(), "a part for every pool thread at most");
+        s.done.store(0, SeqCst);
+        s.status.store(Status::Ok as i32, SeqCst);
+        let count = others.len();
+        for ((w, h), p) in s.workers.iter().zip(&self.handles).zip(others) {
+            *w.part.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+            w.posted.fetch_add(1, SeqCst);
+            if w.sleeping.load(SeqCst) {
+                h.thread().unpark();
+            }
         }
-        Pool { senders, done, handles }
+        // SAFETY: the caller's contract.
+        let mine = unsafe { first.run() };
+        // Every part posted is waited for before the table, scratch or arena can go.
+        let mut spins = 0u32;
+        while s.done.load(Acquire) < count {
+            spins += 1;
+            if spins < 1 << 14 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        if mine != Status::Ok as i32 {
+            mine
+        } else {
+            s.status.load(Acquire)
+        }
+    }
+}
+
+impl Shared {
+    /// A pool thread's loop: take each part posted to worker `w`, run it, count it done.
+    fn serve(&self, w: usize) {
+        use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
+        let me = &self.workers[w];
+        let mut seen = 0u64;
+        loop {
+            let mut idle_since: Option<std::time::Instant> = None;
+            let mut spins = 0u32;
+            while me.posted.load(SeqCst) == seen {
+                if self.quit.load(Relaxed) {
+                    return;
+                }
+                spins = spins.wrapping_add(1);
+                if spins % 64 != 0 {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                let since = *idle_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= Pool::SPIN {
+                    // Announce the sleep, then look once more: a part posted in between is
+                    // either seen here or finds `sleeping` set and unparks this thread.
+                    me.sleeping.store(true, SeqCst);
+                    if me.posted.load(SeqCst) == seen && !self.quit.load(SeqCst) {
+                        std::thread::park();
+                    }
+                    me.sleeping.store(false, SeqCst);
+                }
+            }
+            seen = me.posted.load(SeqCst);
+            let part = me.part.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(p) = part {
+                // SAFETY: the caller keeps every pointer valid until it has counted this part
+                // done (see `Pool::run`); parts write disjoint outputs.
+                let status = unsafe { p.run() };
+                if status != Status::Ok as i32 {
+                    let _ = self.status.compare_exchange(Status::Ok as i32, status, SeqCst, SeqCst);
+                }
+                self.done.fetch_add(1, Release);
+            }
+        }
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        self.senders.clear();
+        self.shared.quit.store(true, std::sync::atomic::Ordering::SeqCst);
         for h in self.handles.drain(..) {
+            h.thread().unpark();
             let _ = h.join();
         }
     }
@@ -243,30 +348,20 @@ impl Executor {
                 let (first, others): (Part, Vec<Part>) = (part(0), (1..threads).map(part).collect());
                 // SAFETY (every `run` below): as above; the parts write disjoint output
                 // elements, and each is finished before this step ends.
-                let statuses: Vec<i32> = match self.pool.try_lock() {
+                match self.pool.try_lock() {
                     Ok(mut pool) => {
-                        if pool.as_ref().is_some_and(|p| p.senders.len() + 1 < threads) {
+                        if pool.as_ref().is_some_and(|p| p.threads() + 1 < threads) {
                             *pool = None;
                         }
-                        let pool = pool.get_or_insert_with(|| Pool::new(self.threads));
-                        let count = others.len();
-                        let sent = pool.senders.iter().zip(others).map(|(tx, p)| tx.send(p).is_ok()).filter(|&ok| ok).count();
-                        let mut statuses = vec![unsafe { first.run() }];
-                        // Every part sent is waited for before the table, scratch or arena can go.
-                        statuses.extend((0..sent).map(|_| pool.done.recv().unwrap_or(-1)));
-                        if sent < count {
-                            statuses.push(-1);
-                        }
-                        statuses
+                        unsafe { pool.get_or_insert_with(|| Pool::new(self.threads)).run(first, others) }
                     }
                     // Another run holds the kept threads: spawn this step's.
                     Err(_) => std::thread::scope(|s| {
                         let handles: Vec<_> = others.into_iter().map(|p| s.spawn(move || unsafe { p.run() })).collect();
                         let mine = unsafe { first.run() };
-                        std::iter::once(mine).chain(handles.into_iter().map(|h| h.join().unwrap_or(-1))).collect()
+                        std::iter::once(mine).chain(handles.into_iter().map(|h| h.join().unwrap_or(-1))).find(|&s| s != Status::Ok as i32).unwrap_or(Status::Ok as i32)
                     }),
-                };
-                statuses.into_iter().find(|&s| s != Status::Ok as i32).unwrap_or(Status::Ok as i32)
+                }
             };
             if let (Some(times), Some(t0)) = (times.as_mut(), started) {
                 times[step.kernel] += t0.elapsed();
@@ -333,5 +428,67 @@ fn data_ptr(d: &Data) -> *mut u8 {
         Data::I16(v) => v.as_ptr() as *mut u8,
         Data::I32(v) => v.as_ptr() as *mut u8,
         Data::I48(v) | Data::I64(v) => v.as_ptr() as *mut u8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Part, Pool, SendPtr};
+    use f16c_core::abi::Status;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A kernel that counts, in the `AtomicU32` array its table's slot 0 points to, each work
+    /// item it runs, and fails on item 7777 of a step whose scratch says so.
+    unsafe extern "C" fn count(table: *const *mut u8, begin: u64, end: u64, scratch: *mut u8, _rt: *const usize) -> i32 {
+        // SAFETY: the test passes a table whose slot 0 is an array of `AtomicU32` longer than
+        // `end`, and a scratch byte.
+        let (counts, fail) = unsafe { (*table as *const AtomicU32, *scratch != 0) };
+        for i in begin..end {
+            unsafe { &*counts.add(i as usize) }.fetch_add(1, Ordering::Relaxed);
+            if fail && i == 7777 {
+                return Status::IndexOutOfRange as i32;
+            }
+        }
+        Status::Ok as i32
+    }
+
+    #[test]
+    fn the_pool_runs_every_part_of_every_step_once_and_reports_failures() {
+        const ITEMS: usize = 10_000;
+        let threads = 3;
+        let pool = Pool::new(threads);
+        let counts: Vec<AtomicU32> = (0..ITEMS).map(|_| AtomicU32::new(0)).collect();
+        let table = [counts.as_ptr() as *mut u8];
+        let (ok, fail) = (0u8, 1u8);
+        let rt = [0usize];
+        let step = |parts: usize, scratch: &u8| {
+            let chunk = ITEMS.div_ceil(parts);
+            let part = |t: usize| Part {
+                f: count,
+                table: SendPtr(table.as_ptr()),
+                begin: (t * chunk) as u64,
+                end: ((t + 1) * chunk).min(ITEMS) as u64,
+                scratch: SendPtr(scratch as *const u8),
+                rt: SendPtr(rt.as_ptr()),
+            };
+            // SAFETY: the table, scratch and counts outlive the step; parts are disjoint.
+            unsafe { pool.run(part(0), (1..parts).map(part).collect()) }
+        };
+        let mut steps = 0;
+        for round in 0..300 {
+            // Steps back to back, with fewer parts than threads, and after the pool's threads
+            // have gone to sleep.
+            if round % 100 == 99 {
+                std::thread::sleep(Pool::SPIN * 4);
+            }
+            assert_eq!(step(1 + round % threads, &ok), Status::Ok as i32);
+            steps += 1;
+        }
+        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == steps), "every item once per step");
+        // The failure is reported whichever thread ran item 7777, and the next step is clean.
+        for parts in 1..=threads {
+            assert_eq!(step(parts, &fail), Status::IndexOutOfRange as i32, "{parts} parts");
+            assert_eq!(step(parts, &ok), Status::Ok as i32);
+        }
     }
 }
