@@ -365,7 +365,10 @@ impl Context<'_> {
                         acc
                     };
                     // Channels from `o` (four, or one), finished and stored.
-                    let put = |fx: &mut Fx, o: Value, acc: Value, lanes: bool| match finish(fx, &c, acc, o, &bases, &row_offs, lanes) {
+                    let put = |fx: &mut Fx, o: Value, acc: Value, lanes: bool| match {
+                        let cols = Columns::load(fx, &c, o, &bases, lanes);
+                        finish(fx, &c, acc, o, &bases, &row_offs, lanes, &cols)
+                    } {
                         Ok(v) => {
                             let at = fx.b.ins().iadd(out_base, o);
                             if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
@@ -468,7 +471,8 @@ impl Context<'_> {
                             )
                         })[0];
                         // Bias and the one rounding (transpose convolutions take no epilogue).
-                        match finish(fx, &c, acc, o, &bases, &[], false) {
+                        let cols = Columns::load(fx, &c, o, &bases, false);
+                        match finish(fx, &c, acc, o, &bases, &[], false, &cols) {
                             Ok(v) => {
                                 let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
                                 let pix = fx.b.ins().iadd(pix, ox);
@@ -1172,108 +1176,167 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
     let od = c.out.ty.dtype;
     let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
     let err = std::cell::RefCell::new(Ok(()));
-    fx.for_n(0, MR as i64, 1, &[], |fx, r, _| {
-        let row = fx.b.ins().iadd(r0, r);
-        let row_ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
-        fx.if_then(row_ok, |fx| {
+    // Rows of the tile that exist (the last row block may be ragged).
+    let rows = fx.i(MR as i64);
+    let m_v = fx.i(m as i64);
+    let left = fx.b.ins().isub(m_v, r0);
+    let rows = fx.b.ins().smin(rows, left);
+    fx.for_n(0, NR as i64, LANES as i64, &[], |fx, v, _| {
+        let col = fx.b.ins().iadd(col0, v);
+        let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col, (n as i64) - LANES as i64);
+        let full = if vector_epilogue { full } else { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) };
+        // Finishes and stores the value(s) of tile row `r` at `at`: four lanes from `col`, or one.
+        let put = |fx: &mut Fx, r: Value, at: Value, col: Value, lanes: bool, cols: &Columns| {
+            let row = fx.b.ins().iadd(r0, r);
             // Global row over all batches, and the epilogue inputs' row offsets.
             let grow = fx.b.ins().imul_imm_s(bi, m as i64);
             let grow = fx.b.ins().iadd(grow, row);
             let row_offs: Vec<Value> = match &c.epilogue {
-                Some(e) => e.inputs.iter().map(|i| row_offset(fx, grow, &e.rows_shape, &i.row_strides)).collect(),
+                Some(e) => e.inputs.iter().zip(&cols.inputs).map(|(i, hoisted)| if hoisted.is_some() { fx.i(0) } else { row_offset(fx, grow, &e.rows_shape, &i.row_strides) }).collect(),
                 None => Vec::new(),
             };
-            let out_row = fx.b.ins().imul_imm_s(grow, n as i64);
-            let tile_row = fx.b.ins().imul_imm_s(r, (NR * 4) as i64);
-            let tile_row = fx.b.ins().iadd(tile, tile_row);
-            fx.for_n(0, NR as i64, LANES as i64, &[], |fx, v, _| {
-                let col = fx.b.ins().iadd(col0, v);
-                let at = fx.addr(tile_row, v, 4);
-                let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col, (n as i64) - LANES as i64);
-                let full = if vector_epilogue { full } else { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) };
-                // Finishes and stores the value(s) at `at`: four lanes from `col`, or one.
-                let put = |fx: &mut Fx, at: Value, col: Value, lanes: bool| {
-                    let value = fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), at, 0);
-                    match finish(fx, c, value, col, bases, &row_offs, lanes) {
-                        Ok(x) => {
-                            let o = fx.b.ins().iadd(out_row, col);
-                            if lanes { fx.store4(od, out, o, x) } else { fx.store(od, out, o, x) }
-                        }
-                        Err(e) => *err.borrow_mut() = Err(e),
-                    }
-                };
-                fx.if_else(
-                    full,
-                    |fx| {
-                        put(fx, at, col, true);
-                        vec![]
-                    },
-                    |fx| {
-                        fx.for_n(0, LANES as i64, 1, &[], |fx, l, _| {
-                            let cl = fx.b.ins().iadd(col, l);
-                            let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, cl, n as i64);
-                            fx.if_then(ok, |fx| {
-                                let lane_at = fx.addr(at, l, 4);
-                                put(fx, lane_at, cl, false);
-                            });
+            let value = fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), at, 0);
+            match finish(fx, c, value, col, bases, &row_offs, lanes, cols) {
+                Ok(x) => {
+                    let o = fx.b.ins().imul_imm_s(grow, n as i64);
+                    let o = fx.b.ins().iadd(o, col);
+                    if lanes { fx.store4(od, out, o, x) } else { fx.store(od, out, o, x) }
+                }
+                Err(e) => *err.borrow_mut() = Err(e),
+            }
+        };
+        // Tile value (r, v) at `tile + (r * NR + v) * 4`.
+        let tile_at = |fx: &mut Fx, r: Value, v: Value| {
+            let t = fx.b.ins().imul_imm_s(r, NR as i64);
+            let t = fx.b.ins().iadd(t, v);
+            fx.addr(tile, t, 4)
+        };
+        fx.if_else(
+            full,
+            |fx| {
+                let cols = Columns::load(fx, c, col, bases, true);
+                let zero = fx.i(0);
+                fx.for_range(zero, rows, 1, &[], |fx, r, _| {
+                    let at = tile_at(fx, r, v);
+                    put(fx, r, at, col, true, &cols);
+                    vec![]
+                });
+                vec![]
+            },
+            |fx| {
+                fx.for_n(0, LANES as i64, 1, &[], |fx, l, _| {
+                    let cl = fx.b.ins().iadd(col, l);
+                    let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, cl, n as i64);
+                    fx.if_then(ok, |fx| {
+                        let cols = Columns::load(fx, c, cl, bases, false);
+                        let vl = fx.b.ins().iadd(v, l);
+                        let zero = fx.i(0);
+                fx.for_range(zero, rows, 1, &[], |fx, r, _| {
+                            let at = tile_at(fx, r, vl);
+                            put(fx, r, at, cl, false, &cols);
                             vec![]
                         });
-                        vec![]
-                    },
-                );
+                    });
+                    vec![]
+                });
                 vec![]
-            });
-        });
+            },
+        );
         vec![]
     });
     err.into_inner()
 }
 
-/// Bias add, rounding to the contraction's type, and the fused epilogue for a value at column
-/// `col` (four lanes from `col` when `lanes`).
-fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool) -> Result<Value, String> {
-    let mut x = value;
-    let epi_bases = &bases.epilogue[..];
-    if let (Some(bias), Some(b)) = (bases.bias, &c.bias) {
-        let (bias_len, bd) = (b.ty.num_elements(), b.ty.dtype);
-        let bv = if bias_len == 1 {
-            let z = fx.i(0);
-            let s = fx.load(bd, bias, z);
-            if lanes {
-                fx.b.ins().splat(F32X4, s)
-            } else {
-                s
+/// The operands of a contraction's finish that depend on the column alone: the bias, and each
+/// epilogue input that is the same for every row (a batch norm's per-channel constants, a
+/// ReLU6's bounds). Loaded (and, from f16/bf16, widened) once per column vector of a tile and
+/// reused for its rows, rather than once per value.
+struct Columns {
+    bias: Option<Value>,
+    inputs: Vec<Option<Value>>,
+}
+
+impl Columns {
+    /// The column operands at `col` (four lanes from `col` when `lanes`).
+    fn load(fx: &mut Fx, c: &Contraction, col: Value, bases: &Bases, lanes: bool) -> Columns {
+        let bias = match (bases.bias, &c.bias) {
+            (Some(bias), Some(b)) => {
+                let (bias_len, bd) = (b.ty.num_elements(), b.ty.dtype);
+                Some(if bias_len == 1 {
+                    let z = fx.i(0);
+                    let s = fx.load(bd, bias, z);
+                    if lanes {
+                        fx.b.ins().splat(F32X4, s)
+                    } else {
+                        s
+                    }
+                } else if lanes {
+                    fx.load4_checked(bd, bias, col, bases.finite.bias)
+                } else {
+                    fx.load(bd, bias, col)
+                })
             }
-        } else if lanes {
-            fx.load4_checked(bd, bias, col, bases.finite.bias)
-        } else {
-            fx.load(bd, bias, col)
+            _ => None,
         };
-        x = fx.b.ins().fadd(x, bv);
+        let inputs = match &c.epilogue {
+            Some(e) => e
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(i, input)| {
+                    let same_rows = input.row_strides.iter().all(|&s| s == 0);
+                    same_rows.then(|| {
+                        let zero = fx.i(0);
+                        epilogue_input(fx, input, bases.epilogue[i], zero, col, lanes, bases.finite.epilogue[i])
+                    })
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Columns { bias, inputs }
     }
+}
+
+/// Epilogue input `input` (at `base`) at row offset `row_off` and column `col` (four lanes from
+/// `col` when `lanes`).
+fn epilogue_input(fx: &mut Fx, input: &crate::lower::EpilogueInput, base: Value, row_off: Value, col: Value, lanes: bool, finite: bool) -> Value {
+    let off = if input.col_stride == 0 { row_off } else {
+        let t = fx.b.ins().imul_imm_s(col, input.col_stride as i64);
+        fx.b.ins().iadd(row_off, t)
+    };
+    if !lanes {
+        fx.load(input.dtype, base, off)
+    } else if input.col_stride == 0 {
+        let s = fx.load(input.dtype, base, off);
+        fx.b.ins().splat(F32X4, s)
+    } else if input.col_stride == 1 {
+        fx.load4_checked(input.dtype, base, off, finite)
+    } else {
+        let mut v = fx.f(F32X4, 0.0);
+        for l in 0..LANES {
+            let o = fx.b.ins().iadd_imm_s(off, (l * input.col_stride) as i64);
+            let s = fx.load(input.dtype, base, o);
+            v = fx.b.ins().insertlane(v, s, l as u8);
+        }
+        v
+    }
+}
+
+/// Bias add, rounding to the contraction's type, and the fused epilogue for a value at column
+/// `col` (four lanes from `col` when `lanes`), with that column's operands `cols`.
+#[allow(clippy::too_many_arguments)]
+fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool, cols: &Columns) -> Result<Value, String> {
+    let x = match cols.bias {
+        Some(bv) => fx.b.ins().fadd(value, bv),
+        None => value,
+    };
     let x = fx.round_f32(c.result, x);
     let Some(Epilogue { expr, inputs, .. }) = &c.epilogue else { return Ok(x) };
     let mut args = vec![x];
     for (i, input) in inputs.iter().enumerate() {
-        let off = if input.col_stride == 0 { row_offs[i] } else {
-            let t = fx.b.ins().imul_imm_s(col, input.col_stride as i64);
-            fx.b.ins().iadd(row_offs[i], t)
-        };
-        let v = if !lanes {
-            fx.load(input.dtype, epi_bases[i], off)
-        } else if input.col_stride == 0 {
-            let s = fx.load(input.dtype, epi_bases[i], off);
-            fx.b.ins().splat(F32X4, s)
-        } else if input.col_stride == 1 {
-            fx.load4_checked(input.dtype, epi_bases[i], off, bases.finite.epilogue[i])
-        } else {
-            let mut v = fx.f(F32X4, 0.0);
-            for l in 0..LANES {
-                let o = fx.b.ins().iadd_imm_s(off, (l * input.col_stride) as i64);
-                let s = fx.load(input.dtype, epi_bases[i], o);
-                v = fx.b.ins().insertlane(v, s, l as u8);
-            }
-            v
+        let v = match cols.inputs[i] {
+            Some(v) => v,
+            None => epilogue_input(fx, input, bases.epilogue[i], row_offs[i], col, lanes, bases.finite.epilogue[i]),
         };
         args.push(v);
     }
