@@ -176,19 +176,30 @@ impl Context<'_> {
         self.layout.scratch(wide_offset + wide_bytes);
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
-        self.add("", batch * blocks, cost, move |fx| {
+        let groups = column_groups(batch * blocks, panels);
+        let group_panels = panels.div_ceil(groups);
+        self.add("", batch * blocks * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
             let (a, bp) = (bases.a, bases.b);
             let scratch = fx.scratch;
             let mut result = Ok(());
             fx.for_items(|fx, item| {
-                let bi = fx.b.ins().udiv_imm_s(item, blocks as i64);
-                let blk = fx.b.ins().urem_imm_s(item, blocks as i64);
+                // item = (bi * blocks + blk) * groups + g: row block `blk` of batch `bi`, B
+                // panels `group_panels * g ..` of column group `g`.
+                let g = fx.b.ins().urem_imm_s(item, groups as i64);
+                let rows_item = fx.b.ins().udiv_imm_s(item, groups as i64);
+                let bi = fx.b.ins().udiv_imm_s(rows_item, blocks as i64);
+                let blk = fx.b.ins().urem_imm_s(rows_item, blocks as i64);
                 let row0 = fx.b.ins().imul_imm_s(blk, MC as i64);
-                // For each B panel `p`: `panel(p)` (its result is handed on), then `body(p, ip,
-                // tile, ..)` for each micro-panel `ip` with rows (the last block is short).
+                let p0 = fx.b.ins().imul_imm_s(g, group_panels as i64);
+                let p1 = fx.b.ins().iadd_imm_s(p0, group_panels as i64);
+                let all = fx.i(panels as i64);
+                let p1 = fx.b.ins().smin(p1, all);
+                // For each B panel `p` of the group: `panel(p)` (its result is handed on), then
+                // `body(p, ip, tile, ..)` for each micro-panel `ip` with rows (the last block is
+                // short).
                 let live_panels = |fx: &mut Fx, panel: &mut dyn FnMut(&mut Fx, Value) -> Value, body: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value)| {
-                    fx.for_n(0, panels as i64, 1, &[], |fx, p, _| {
+                    fx.for_range(p0, p1, 1, &[], |fx, p, _| {
                         let per_panel = panel(fx, p);
                         fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
                             let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
@@ -1117,6 +1128,21 @@ impl Context<'_> {
         })
     }
 }
+
+/// Column groups a GEMM's work items split B's panels into, so that a contraction with few
+/// row blocks (a CNN's deep layers at batch 1: 8×8 pixels are one block of [`MC`] rows) still
+/// has work for every thread: enough groups for [`PARALLEL_ITEMS`] items, each of at least
+/// [`GROUP_MIN_PANELS`] panels (every group packs the block's A again). The sums are the same
+/// whichever item computes them.
+fn column_groups(row_items: usize, panels: usize) -> usize {
+    PARALLEL_ITEMS.div_ceil(row_items.max(1)).min(panels / GROUP_MIN_PANELS).max(1)
+}
+
+/// Work items a contraction should offer the executor's threads.
+const PARALLEL_ITEMS: usize = 16;
+
+/// The fewest B panels ([`NR`] columns each) a column group holds.
+const GROUP_MIN_PANELS: usize = 4;
 
 /// The buffers a GEMM-style contraction kernel addresses: A, the (packed) B, the output, the
 /// bias and the epilogue's inputs.
