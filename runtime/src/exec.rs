@@ -49,7 +49,8 @@ impl Part {
 /// per step, made two threads slower than one on a mobilenet's 73 kernels) or waking a
 /// sleeping thread through the kernel (a channel's send and receive: 5 to 30 µs per step on a
 /// shared machine, a large share of a mobilenet's 20–100 µs steps). A thread that has run a
-/// part waits for the next one spinning for [`Pool::SPIN`], then sleeps until woken.
+/// part waits for the next one spinning for [`Pool::SPIN`] (yielding between bursts, so that
+/// it does not hold a core another thread wants), then sleeps until woken.
 struct Pool {
     shared: std::sync::Arc<Shared>,
     handles: Vec<std::thread::JoinHandle<()>>,
@@ -120,7 +121,7 @@ impl Pool {
         let mut spins = 0u32;
         while s.done.load(Acquire) < count {
             spins += 1;
-            if spins < 1 << 14 {
+            if spins < 1 << 10 {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
@@ -152,6 +153,9 @@ impl Shared {
                     std::hint::spin_loop();
                     continue;
                 }
+                // Between bursts of spinning, let another thread on this core run (tests and
+                // runs side by side may have more threads than cores).
+                std::thread::yield_now();
                 let since = *idle_since.get_or_insert_with(std::time::Instant::now);
                 if since.elapsed() >= Pool::SPIN {
                     // Announce the sleep, then look once more: a part posted in between is
