@@ -36,6 +36,8 @@ pub fn command() -> Command {
              printed in MLIR's generic form, for the host CPU, plain and with data tiling; the faster\n\
              variant counts. iree-benchmark-module times it with --task_topology_max_group_count\n\
              set to --threads. Model latency on every side is the mean of one call, best of 3 rounds.\n\n\
+             With --threads above 1, every model is timed again on one thread right after (the same\n\
+             compiled code), and a table gives both and their ratio.\n\n\
              --aarch64 counts the instructions the AArch64 code executes under qemu-aarch64 (fp16\n\
              against f32, one call of the library's entry point; needs qemu-user,\n\
              gcc-aarch64-linux-gnu and a host C compiler for the counting plugin).\n\n\
@@ -192,11 +194,17 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         let mut insns = Vec::new();
         for (k, options) in [CompileOptions { threads, ..CompileOptions::default() }, CompileOptions { threads, ..CompileOptions::fp16() }].into_iter().enumerate() {
             let g = prepared(source, name, &options)?;
-            let exec = llvm_executor(&g, llvm, threads)?;
+            let mut exec = llvm_executor(&g, llvm, threads)?;
             exec.run(inputs).with_context(|| format!("{name}: running the LLVM code on {name}.input.npy"))?;
             row.llvm[k] = ms(rounds(Duration::from_millis(600), || {
                 let _ = exec.run(inputs);
             }));
+            if threads > 1 {
+                exec.set_threads(1);
+                row.llvm_one[k] = ms(rounds(Duration::from_millis(600), || {
+                    let _ = exec.run(inputs);
+                }));
+            }
             if m.get_flag("aarch64") {
                 insns.push(aarch64_instructions(&g, inputs)?);
                 if options.precision != "fp32" {
@@ -209,7 +217,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 }
             }
             let t0 = Instant::now();
-            let model = Model::compile_source(source, name, &options)?;
+            let mut model = Model::compile_source(source, name, &options)?;
             let total = t0.elapsed();
             let t = &model.times;
             row.compile[k] = total;
@@ -219,6 +227,13 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             row.jit[k] = ms(rounds(Duration::from_millis(600), || {
                 let _ = model.run(inputs);
             }));
+            if threads > 1 {
+                model.set_threads(1);
+                row.jit_one[k] = ms(rounds(Duration::from_millis(600), || {
+                    let _ = model.run(inputs);
+                }));
+                model.set_threads(threads);
+            }
             row.memory[k] = (model.weight_bytes(), model.memory.arena_bytes, model.memory.lower_bound);
             if let Some(iree) = &iree {
                 // IREE compiles what f16c runs: the f32 function, and the fp16 one after
@@ -245,6 +260,21 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         println!("{:<18} {:>14} {:>14} {:>14} {:>10} {:>12}", "model", "f32", "fp16", "fp16 acc16", "fp16/f32", "acc16/f32");
         for (name, a, b, c) in counts {
             println!("{name:<18} {a:>14} {b:>14} {c:>14} {:>10.3} {:>12.3}", b as f64 / a.max(1) as f64, c as f64 / a.max(1) as f64);
+        }
+    }
+    if threads > 1 {
+        println!("\nThreads: latency (ms) on 1 and {threads} threads, measured one after the other in this run; ratio = {threads} threads / 1");
+        println!("{:<18} {:>26} {:>26} {:>26} {:>26}", "model", "jit f32 (1 / N / ratio)", "jit fp16", "llvm f32", "llvm fp16");
+        for r in &rows {
+            let cell = |one: f64, n: f64| format!("{one:.3} / {n:.3} / {:.2}", n / one);
+            println!(
+                "{:<18} {:>26} {:>26} {:>26} {:>26}",
+                r.name,
+                cell(r.jit_one[0], r.jit[0]),
+                cell(r.jit_one[1], r.jit[1]),
+                cell(r.llvm_one[0], r.llvm[0]),
+                cell(r.llvm_one[1], r.llvm[1])
+            );
         }
     }
     if iree.is_some() {
@@ -346,6 +376,9 @@ struct Row {
     name: String,
     jit: [f64; 2],
     llvm: [f64; 2],
+    /// The same on one thread, measured in this run right after (when `--threads` > 1).
+    jit_one: [f64; 2],
+    llvm_one: [f64; 2],
     compile: [Duration; 2],
     compile_parts: [String; 2],
     iree: [Option<Measured>; 2],
