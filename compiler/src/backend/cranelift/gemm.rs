@@ -1237,16 +1237,21 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
             let t = fx.b.ins().iadd(t, v);
             fx.addr(tile, t, 4)
         };
+        // Tile column `tv` (four lanes, or one) at output column `col`, for every row: its
+        // column operands loaded once.
+        let column = |fx: &mut Fx, tv: Value, col: Value, lanes: bool| {
+            let cols = Columns::load(fx, c, col, bases, lanes);
+            let zero = fx.i(0);
+            fx.for_range(zero, rows, 1, &[], |fx, r, _| {
+                let at = tile_at(fx, r, tv);
+                put(fx, r, at, col, lanes, &cols);
+                vec![]
+            });
+        };
         fx.if_else(
             full,
             |fx| {
-                let cols = Columns::load(fx, c, col, bases, true);
-                let zero = fx.i(0);
-                fx.for_range(zero, rows, 1, &[], |fx, r, _| {
-                    let at = tile_at(fx, r, v);
-                    put(fx, r, at, col, true, &cols);
-                    vec![]
-                });
+                column(fx, v, col, true);
                 vec![]
             },
             |fx| {
@@ -1254,14 +1259,8 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
                     let cl = fx.b.ins().iadd(col, l);
                     let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, cl, n as i64);
                     fx.if_then(ok, |fx| {
-                        let cols = Columns::load(fx, c, cl, bases, false);
                         let vl = fx.b.ins().iadd(v, l);
-                        let zero = fx.i(0);
-                fx.for_range(zero, rows, 1, &[], |fx, r, _| {
-                            let at = tile_at(fx, r, vl);
-                            put(fx, r, at, cl, false, &cols);
-                            vec![]
-                        });
+                        column(fx, vl, cl, false);
                     });
                     vec![]
                 });
