@@ -136,10 +136,21 @@ pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool)
     };
     let mut y = g.add_node(node, tensor_ty(d, &out_shape), &[x, weight, bias, z1, z2], loc());
     if fused {
-        // A residual add and a ReLU6 in the epilogue.
+        // A residual add, a per-channel scale (a batch norm's), a ReLU6 as clamp and one as
+        // maximum/minimum with one-element constants, as torch-mlir writes it, in the epilogue.
         let r = g.add_input(TensorType::new(d, out_shape.clone()), loc());
         y = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &out_shape), &[y, r], loc());
+        let rank = out_shape.len();
+        let per_channel: Vec<usize> = (0..rank).map(|i| if i + 1 == rank { oc } else { 1 }).collect();
+        let scale = constant(&mut g, random(&TensorType::new(d, per_channel), &mut rng, 0.5, 1.5));
+        let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+        y = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &out_shape), &[y, scale, shift], loc());
         y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &out_shape), &[y], loc());
+        let one = TensorType::new(d, vec![1; rank]);
+        let (lo, hi) = (Tensor::splat(&one, 0.25), Tensor::splat(&one, 4.5));
+        let (lo, hi) = (constant(&mut g, lo), constant(&mut g, hi));
+        y = g.add_node(Op::Binary(BinaryOp::Maximum), tensor_ty(d, &out_shape), &[y, lo], loc());
+        y = g.add_node(Op::Binary(BinaryOp::Minimum), tensor_ty(d, &out_shape), &[y, hi], loc());
     }
     g.add_output(y);
     (g, k)

@@ -1292,6 +1292,21 @@ pub fn is_finite_constant(program: &Program, buffer: BufferId, dtype: DType) -> 
     }
 }
 
+/// The first element of constant `buffer` of float `dtype`, as f32 (exact for f32, f16 and
+/// bf16), when it is finite: an epilogue input broadcast to every row and column (a ReLU6
+/// bound) reads only that element, and a backend may emit it as an immediate.
+pub fn constant_scalar(program: &Program, buffer: BufferId, dtype: DType) -> Option<f32> {
+    let BufferKind::Constant(bytes) = &program.buffers[buffer.0].kind else { return None };
+    let half_bits = || bytes.get(..2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let v = match dtype {
+        DType::F32 => f32::from_le_bytes(bytes.get(..4)?.try_into().ok()?),
+        DType::F16 => half::f16::from_bits(half_bits()?).to_f32(),
+        DType::BF16 => half::bf16::from_bits(half_bits()?).to_f32(),
+        _ => return None,
+    };
+    v.is_finite().then_some(v)
+}
+
 /// The constant tensor a buffer holds, decoded (for backends that pre-pack weights).
 pub fn constant_tensor(program: &Program, op: &Operand) -> Option<Tensor> {
     match &program.buffers[op.buffer.0].kind {

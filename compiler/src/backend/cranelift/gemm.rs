@@ -1175,6 +1175,10 @@ struct Finite {
     weight: bool,
     bias: bool,
     epilogue: Vec<bool>,
+    /// Per epilogue input, its one finite value when it is a constant read at one element for
+    /// every row and column (a ReLU6 bound): emitted as an immediate, not loaded and widened
+    /// once per value.
+    epilogue_scalar: Vec<Option<f32>>,
 }
 
 impl Finite {
@@ -1184,6 +1188,12 @@ impl Finite {
             weight: finite(c.b.buffer, c.b.ty.dtype),
             bias: c.bias.as_ref().is_some_and(|b| finite(b.buffer, b.ty.dtype)),
             epilogue: c.epilogue.iter().flat_map(|e| e.inputs.iter()).map(|i| finite(i.buffer, i.dtype)).collect(),
+            epilogue_scalar: c
+                .epilogue
+                .iter()
+                .flat_map(|e| e.inputs.iter())
+                .map(|i| if i.col_stride == 0 && i.row_strides.iter().all(|&s| s == 0) { crate::lower::constant_scalar(program, i.buffer, i.dtype) } else { None })
+                .collect(),
         }
     }
 }
@@ -1310,9 +1320,18 @@ impl Columns {
                 .enumerate()
                 .map(|(i, input)| {
                     let same_rows = input.row_strides.iter().all(|&s| s == 0);
-                    same_rows.then(|| {
-                        let zero = fx.i(0);
-                        epilogue_input(fx, input, bases.epilogue[i], zero, col, lanes, bases.finite.epilogue[i])
+                    same_rows.then(|| match bases.finite.epilogue_scalar[i] {
+                        Some(k) => {
+                            let v = fx.f(if lanes { F32X4 } else { F32 }, k);
+                            if input.dtype == DType::F16 {
+                                fx.mark_f16_grid(v);
+                            }
+                            v
+                        }
+                        None => {
+                            let zero = fx.i(0);
+                            epilogue_input(fx, input, bases.epilogue[i], zero, col, lanes, bases.finite.epilogue[i])
+                        }
                     })
                 })
                 .collect(),
