@@ -1168,8 +1168,9 @@ impl Bases {
     }
 }
 
-/// Which of a contraction's constant inputs hold no inf or NaN (their f16 values widen in
-/// three instructions: [`Fx::load4_checked`]).
+/// What is known of a contraction's constant inputs at compile time: which hold no inf or NaN
+/// (their f16 values widen in three instructions: [`Fx::load4_checked`]), and which epilogue
+/// inputs are a single value.
 #[derive(Clone, Default)]
 struct Finite {
     weight: bool,
