@@ -376,15 +376,15 @@ impl Context<'_> {
                         acc
                     };
                     // Channels from `o` (four, or one), finished and stored.
-                    let put = |fx: &mut Fx, o: Value, acc: Value, lanes: bool| match {
+                    let put = |fx: &mut Fx, o: Value, acc: Value, lanes: bool| {
                         let cols = Columns::load(fx, &c, o, &bases, lanes);
-                        finish(fx, &c, acc, o, &bases, &row_offs, lanes, &cols)
-                    } {
-                        Ok(v) => {
-                            let at = fx.b.ins().iadd(out_base, o);
-                            if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
+                        match finish(fx, &c, acc, o, &bases, &row_offs, lanes, &cols) {
+                            Ok(v) => {
+                                let at = fx.b.ins().iadd(out_base, o);
+                                if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
+                            }
+                            Err(e) => *err.borrow_mut() = Err(e),
                         }
-                        Err(e) => *err.borrow_mut() = Err(e),
                     };
                     let channels = |fx: &mut Fx, sums: &dyn Fn(&mut Fx, Value, bool) -> Value| {
                         let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };

@@ -155,13 +155,7 @@ impl Fx<'_> {
         let half = self.k(ty, 0x7fff);
         let r = self.b.ins().iadd(x, half);
         let r = self.b.ins().iadd(r, odd);
-        let abs_mask = self.k(ty, 0x7fff_ffff);
-        let abs = self.b.ins().band(x, abs_mask);
-        let inf = self.k(ty, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
-        let quiet = self.k(ty, 0x0040_0000);
-        let nan = self.b.ins().bor(x, quiet);
-        let r = self.sel(is_nan, nan, r);
+        let r = self.quiet_if_nan(x, r);
         let top = self.k(ty, 0xffff_0000u32 as i32 as i64);
         let r = self.b.ins().band(r, top);
         self.float_of(r)
@@ -169,16 +163,22 @@ impl Fx<'_> {
 
     /// bf16 bits (low 16 bits of each lane) to f32: the top half of an f32 (NaN quieted).
     pub fn bf16_to_f32(&mut self, h: Value) -> Value {
-        let ty = self.b.func.dfg.value_type(h);
         let x = self.b.ins().ishl_imm_s(h, 16);
+        let r = self.quiet_if_nan(x, x);
+        self.float_of(r)
+    }
+
+    /// For f32 bits `x` (i32 or i32x4): `x` with the quiet bit set where it is a NaN, and
+    /// `otherwise` elsewhere.
+    fn quiet_if_nan(&mut self, x: Value, otherwise: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
         let abs_mask = self.k(ty, 0x7fff_ffff);
         let abs = self.b.ins().band(x, abs_mask);
         let inf = self.k(ty, 0x7f80_0000);
         let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, abs, inf);
         let quiet = self.k(ty, 0x0040_0000);
-        let xq = self.b.ins().bor(x, quiet);
-        let r = self.sel(is_nan, xq, x);
-        self.float_of(r)
+        let nan = self.b.ins().bor(x, quiet);
+        self.sel(is_nan, nan, otherwise)
     }
 
     /// f32 to bf16 bits, rounding to nearest even (NaN quieted): the top half of
