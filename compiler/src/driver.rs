@@ -3,7 +3,7 @@
 //! `PassPipelineRegistration`, IREE's `iree-compile` driver).
 //!
 //! ```text
-//! parse ─▶ [calibrate] ─▶ canonicalize ─▶ assign-precision ─▶ insert-casts   (prepare)
+//! parse ─▶ [calibrate] ─▶ canonicalize ─▶ fold-batch-norm ─▶ assign-precision ─▶ insert-casts   (prepare)
 //!       ─▶ verify ─▶ lower ─▶ legality of every kernel ─▶ backend            (lower, artifact, emit)
 //! ```
 //! Every user-facing failure comes back as located [`Diagnostics`], rendered by the caller
@@ -38,12 +38,15 @@ pub struct Options {
     /// fp16 matmuls and convolutions may accumulate in fp16 (`--accumulate=f16`, a fast mode
     /// outside the numeric contract: AArch64 runs it as 8-lane FMLA; the report marks it).
     pub f16_accumulate: bool,
+    /// Fold the per-channel add/sub/mul after a convolution (batch norm) into its weights and
+    /// bias (`fold-batch-norm`; on by default, `--no-fold-batch-norm` on the command line).
+    pub fold_batch_norm: bool,
 }
 
 impl Options {
     /// f32 (nothing lowered) for `target`, policy O1.
     pub fn new(target: Target) -> Options {
-        Options { target, precision: Precision::Fp32, policy: "O1".into(), keep_f32: None, io_low: false, strict: false, annotate_fp32: false, f16_accumulate: false }
+        Options { target, precision: Precision::Fp32, policy: "O1".into(), keep_f32: None, io_low: false, strict: false, annotate_fp32: false, f16_accumulate: false, fold_batch_norm: true }
     }
 
     /// The same with another precision.
@@ -75,14 +78,15 @@ pub struct Prepared {
 }
 
 /// The standard pipeline before lowering: annotate calibration ranges (when `calibration` is
-/// not empty), canonicalize, then assign-precision and insert-casts.
+/// not empty), canonicalize, fold-batch-norm (unless turned off), then assign-precision and
+/// insert-casts.
 pub fn prepare(module: &mut Module, options: &Options, calibration: &[Tensor]) -> Result<Prepared, PassError> {
     run_prepare(module, options, calibration, |_| {})
 }
 
-/// [`prepare`], also returning the module after canonicalize and before precision assignment:
-/// what the report and `check` compare with (the precision passes keep the ids of the ops they
-/// retype). Only callers that need it pay for the copy.
+/// [`prepare`], also returning the module after canonicalize and fold-batch-norm, before
+/// precision assignment: what the report and `check` compare with (the precision passes keep
+/// the ids of the ops they retype). Only callers that need it pay for the copy.
 pub fn prepare_beside_f32(module: &mut Module, options: &Options, calibration: &[Tensor]) -> Result<(Module, Prepared), PassError> {
     let mut before = None;
     let prepared = run_prepare(module, options, calibration, |m| before = Some(m.clone()))?;
@@ -98,6 +102,9 @@ fn run_prepare(module: &mut Module, options: &Options, calibration: &[Tensor], a
     }
     let mut canon = PassManager::new();
     canon.add(registry::create("canonicalize", "")?);
+    if options.fold_batch_norm {
+        canon.add(registry::create("fold-batch-norm", "")?);
+    }
     let mut notes = canon.run(module, &mut std::io::sink())?;
     after_canonicalize(module);
     let mut pm = PassManager::new();

@@ -78,11 +78,15 @@ pub struct CompileOptions {
     pub threads: usize,
     /// The function to compile (default: the only one, or `forward`).
     pub function: Option<String>,
+    /// Fold batch norms (per-channel add/sub/mul after a convolution) into the convolution's
+    /// weights and bias: faster, and different from the graph as written by f32 rounding only
+    /// (default true; the `fold-batch-norm` pass).
+    pub fold_batch_norm: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { precision: "fp32".into(), policy: "O1".into(), threads: default_threads(), function: None }
+        CompileOptions { precision: "fp32".into(), policy: "O1".into(), threads: default_threads(), function: None, fold_batch_norm: true }
     }
 }
 
@@ -101,7 +105,11 @@ impl CompileOptions {
     pub fn driver_options(&self) -> Result<driver::Options> {
         let precision = Precision::parse(&self.precision)
             .ok_or_else(|| JitError::Usage(format!("unknown precision '{}' (fp16, bf16 or fp32)", self.precision)))?;
-        Ok(driver::Options { policy: self.policy.clone(), ..driver::Options::new(Target::X86_64).with_precision(precision) })
+        Ok(driver::Options {
+            policy: self.policy.clone(),
+            fold_batch_norm: self.fold_batch_norm,
+            ..driver::Options::new(Target::X86_64).with_precision(precision)
+        })
     }
 }
 

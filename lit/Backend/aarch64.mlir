@@ -16,8 +16,9 @@
 // HEADER: /* OUTPUT 0: 3 bf16, bf16 inside: returned as float (exactly) */
 // HEADER: int32_t g_run(const float *in0, float *out0);
 // A depthwise convolution runs four channels per vector (multiply then add, as the reference);
-// the batch norm after it is its fused epilogue, in native fp16.
-// RUN: %f16c compile %models/depthwise_block.tosa.mlir --target=aarch64 --precision=fp16 --emit=asm | FileCheck %s --check-prefix=DW
+// a batch norm after it (kept here: by default it folds into the weights) is its fused
+// epilogue, in native fp16.
+// RUN: %f16c compile %models/depthwise_block.tosa.mlir --target=aarch64 --precision=fp16 --no-fold-batch-norm --emit=asm | FileCheck %s --check-prefix=DW
 // DW-LABEL: f16c_k3_depthwise_conv2d:
 // DW: fsub h{{[0-9]+}}, h{{[0-9]+}}, h{{[0-9]+}}
 // DW: fmul h{{[0-9]+}}, h{{[0-9]+}}, h{{[0-9]+}}

@@ -64,3 +64,49 @@ fn torch_layout_transposes_cancel_around_convolutions() {
         assert_eq!(transposes(&m), after, "{name}");
     }
 }
+
+/// Runs `passes` (name, options) on a copy of `m`.
+fn after(m: &f16c_dialect::Module, passes: &[&str]) -> f16c_dialect::Module {
+    let mut m = m.clone();
+    let mut pm = PassManager::new();
+    for p in passes {
+        pm.add(registry::create(p, "").unwrap());
+    }
+    pm.run(&mut m, &mut std::io::sink()).unwrap();
+    m
+}
+
+#[test]
+fn folding_batch_norm_removes_it_and_changes_results_by_rounding_only() {
+    // The two convolutional exports write a batch norm (sub, mul, mul, add) after a convolution
+    // (depthwise_block after each of its three, cnn_small after one); folded, those ops are
+    // gone, and the reference's results stay within f32 rounding of the unfolded graph's. The
+    // others have nothing to fold and keep their results bit for bit.
+    use f16c_dialect::BinaryOp::{Add, Mul, Sub};
+    let affine = |m: &f16c_dialect::Module| {
+        let g = &m.functions[0];
+        g.node_ids().filter(|&n| matches!(g.op(n), Op::Binary(Add | Sub | Mul))).count()
+    };
+    for name in MODELS {
+        let (parsed, _) = parse_file(&model_path(&format!("{name}.tosa.mlir"))).unwrap();
+        let before = after(&parsed, &["canonicalize"]);
+        let folded = after(&before, &["fold-batch-norm"]);
+        let input = npy::read(&model_path(&format!("{name}.input.npy"))).unwrap();
+        let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap().remove(0).to_f64_vec();
+        let b = reference::run(&folded.functions[0], std::slice::from_ref(&input)).unwrap().remove(0).to_f64_vec();
+        let scale = a.iter().fold(0f64, |m, v| m.max(v.abs()));
+        let worst = a.iter().zip(&b).fold(0f64, |m, (x, y)| m.max((x - y).abs()));
+        let batch_norms = match *name {
+            "depthwise_block" => 3,
+            "cnn_small" => 1,
+            _ => 0,
+        };
+        match batch_norms {
+            0 => assert!(folded.same_as(&before) && worst == 0.0, "{name}: nothing to fold, yet the graph changed"),
+            n => {
+                assert_eq!(affine(&before) - affine(&folded), 4 * n, "{name}: not every batch norm op was folded");
+                assert!(worst <= 1e-5 * scale, "{name}: folding moved a result by {worst} (largest |result| {scale})");
+            }
+        }
+    }
+}

@@ -8,7 +8,8 @@ use f16c_compiler::pass::PassError;
 use f16c_compiler::policy::{Policy, Precision, Target};
 use f16c_dialect::{Diagnostics, Module};
 
-/// Adds `--precision`, `--policy`, `--keep-f32`, `--io-types`, `--strict`, `--calibrate` (and
+/// Adds `--precision`, `--policy`, `--keep-f32`, `--io-types`, `--strict`, `--accumulate`,
+/// `--no-fold-batch-norm`, `--calibrate` (and
 /// `--target` unless the command has its own).
 pub fn args(mut c: Command, default_precision: &'static str, with_target: bool) -> Command {
     if with_target {
@@ -59,6 +60,10 @@ pub fn args(mut c: Command, default_precision: &'static str, with_target: bool) 
             .value_parser(["f32", "f16"])
             .help("Accumulator of fp16 matmuls and convolutions: f32 (the contract), or f16, a fast mode outside it (AArch64: 8-lane FMLA; less accurate, the report marks it; other targets still accumulate in f32)"),
     )
+    .arg(crate::switch(
+        "no-fold-batch-norm",
+        "Keep the add/sub/mul ops after a convolution (batch norm) as written instead of folding them into its weights and bias (folding changes f32 results by rounding only)",
+    ))
     .arg(
         Arg::new("calibrate")
             .long("calibrate")
@@ -82,6 +87,7 @@ pub fn options(m: &ArgMatches, target: &str) -> anyhow::Result<driver::Options> 
         strict: m.get_flag("strict"),
         annotate_fp32: true,
         f16_accumulate: s("accumulate") == "f16",
+        fold_batch_norm: !m.get_flag("no-fold-batch-norm"),
     })
 }
 

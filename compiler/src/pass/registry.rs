@@ -84,7 +84,7 @@ impl std::fmt::Debug for PassInfo {
 
 /// Every pass f16c has.
 pub static REGISTRY: &[PassInfo] =
-    &[transforms::canonicalize::INFO, transforms::assign_precision::INFO, transforms::insert_casts::INFO];
+    &[transforms::canonicalize::INFO, transforms::fold_batch_norm::INFO, transforms::assign_precision::INFO, transforms::insert_casts::INFO];
 
 /// Looks a pass up by its flag name.
 pub fn lookup(name: &str) -> Option<&'static PassInfo> {

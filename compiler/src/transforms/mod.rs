@@ -3,6 +3,7 @@
 
 pub mod assign_precision;
 pub mod canonicalize;
+pub mod fold_batch_norm;
 pub mod insert_casts;
 
 use f16c_dialect::{DType, Graph, NodeId, Op};
