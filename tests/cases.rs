@@ -95,10 +95,12 @@ pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool)
     let (h, w) = (n.min(9), n);
     // conv3d: depth 4, two depth taps, one plane of front padding, depth stride 2.
     let (depth, kd) = (4, 2);
-    let x = g.add_input(TensorType::new(d, if op == "conv3d" { vec![1, depth, h, w, c] } else { vec![1, h, w, c] }), loc());
+    // Two images for the dilated depthwise convolution (its rows are cached per image).
+    let batch = if op == "depthwise_dilated" { 2 } else { 1 };
+    let x = g.add_input(TensorType::new(d, if op == "conv3d" { vec![1, depth, h, w, c] } else { vec![batch, h, w, c] }), loc());
     let (kh, kw) = (3, 2);
     let (weight_shape, oc) = match op {
-        "depthwise" => (vec![kh, kw, c, 1], c),
+        "depthwise" | "depthwise_dilated" => (vec![kh, kw, c, 1], c),
         "depthwise_strided" => (vec![kh, kw, c, 2], 2 * c),
         "conv3d" => (vec![o, kd, kh, kw, c], o),
         _ => (vec![o, kh, kw, c], o),
@@ -120,6 +122,11 @@ pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool)
         "depthwise" => {
             let a = ConvAttrs { pad: [1, 1, 1, 0], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
             (Op::DepthwiseConv2d(a), vec![1, h, w, oc], kh * kw)
+        }
+        "depthwise_dilated" => {
+            // Rows two apart, padding that keeps the height.
+            let a = ConvAttrs { pad: [2, 2, 1, 0], stride: [1, 1], dilation: [2, 1], acc: DType::F32 };
+            (Op::DepthwiseConv2d(a), vec![batch, h, w, oc], kh * kw)
         }
         "depthwise_strided" => {
             // Channel multiplier 2, stride 2, a dilated width, uneven padding (bottom and right
@@ -770,7 +777,7 @@ pub fn parity_cases() -> Vec<Case> {
             }
         }
         for n in [7, 16, 17] {
-            for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("depthwise", true), ("depthwise_strided", true), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
+            for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("depthwise", true), ("depthwise_strided", true), ("depthwise_dilated", true), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
                 // 8 channels at n = 16: whole 16-byte chunks, so tensor cores stage them as vectors.
                 let (g, k) = conv_graph(op, d, n, if n == 16 { 8 } else { n.min(10) }, 7, fused);
                 add(format!("{op}{}_{}_n{n}", if fused { "_fused" } else { "" }, dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));

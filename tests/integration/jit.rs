@@ -503,7 +503,7 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
                 check(&format!("matmul {d} n={n} constant_b={constant_b}"), &g, &inputs, Some(tol));
             }
             if n <= 33 {
-                for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("depthwise", true), ("depthwise_strided", false), ("depthwise_strided", true), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
+                for (op, fused) in [("conv", false), ("conv", true), ("depthwise", false), ("depthwise", true), ("depthwise_strided", false), ("depthwise_strided", true), ("depthwise_dilated", false), ("depthwise_dilated", true), ("transpose", false), ("conv3d", false), ("conv3d", true)] {
                     let (g, k) = conv_graph(op, d, n, n.min(10), 7, fused);
                     let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
                     let tol = contraction_tolerance(k, d != DType::F32);

@@ -19,7 +19,7 @@
 //! Accumulation is in f32 in index order of `k`, with FMA: results may differ from the
 //! reference interpreter (separate multiply and add) by the reduction tolerance.
 
-use super::emit::{domain, Fx};
+use super::emit::{domain, mem, Fx};
 use super::legal::{AW, KC, KU, LANES, MC, MR, NR};
 use super::lower::{eval, row_offset, Context};
 use crate::backend::BackendError;
@@ -273,37 +273,81 @@ impl Context<'_> {
         let w_finite = finite.weight;
         let (oy_lo, oy_hi) = interior(g.oh, g.ih, g.kh, g.stride[0], g.dilation[0], g.pad[0]);
         let (ox_lo, ox_hi) = interior(g.ow, g.iw, g.kw, g.stride[1], g.dilation[1], g.pad[2]);
-        // An f16/bf16 input is widened once per work item, the kh input rows it reads, into
-        // scratch (`[kh][iw][ic]` f32): each value is then widened once per row it serves
-        // rather than once per tap.
+        // An f16/bf16 input is widened into scratch a row at a time, into a ring of kh rows
+        // (`[kh][iw][ic]` f32) tagged with the row each slot holds (`b·ih + y`), so that the
+        // rows consecutive output rows share are widened once per call, not once per output
+        // row that reads them. With dilation 1 row `key` lives in slot `key mod kh`, which the
+        // kh rows of one window never share; a dilated window's rows use slots 0..kh in order
+        // (and are widened again for the next output row). f16/bf16 weights are widened once
+        // per call, rather than once per tap of every output pixel.
         let widen = c.a.ty.dtype != DType::F32;
+        let widen_w = c.b.ty.dtype != DType::F32;
         let row_elems = g.iw * g.ic;
-        if widen {
-            self.layout.scratch(g.kh * row_elems * 4);
-        }
+        let ring_bytes = if widen { g.kh * row_elems * 4 } else { 0 };
+        let w_elems = g.kh * g.kw * g.oc;
+        let w_bytes = if widen_w { w_elems * 4 } else { 0 };
+        self.layout.scratch(ring_bytes + w_bytes + if widen { g.kh * 8 } else { 0 });
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
             let bases = Bases::new(fx, &c, c.b.buffer.0, &finite);
-            let (w, out) = (bases.b, bases.out);
-            let (wd, od) = (c.b.ty.dtype, c.out.ty.dtype);
+            let out = bases.out;
+            let (w, wd) = if widen_w {
+                let wide = fx.b.ins().iadd_imm_s(fx.scratch, ring_bytes as i64);
+                widen_run(fx, c.b.ty.dtype, bases.b, wide, w_elems);
+                (wide, DType::F32)
+            } else {
+                (bases.b, c.b.ty.dtype)
+            };
+            let od = c.out.ty.dtype;
+            let tags = fx.b.ins().iadd_imm_s(fx.scratch, (ring_bytes + w_bytes) as i64);
+            if widen {
+                let none = fx.i(-1);
+                for slot in 0..g.kh {
+                    fx.b.ins().store(mem(), none, tags, (slot * 8) as i32);
+                }
+            }
+            // The ring slot of input row `y` of image `b` (window row `ky`).
+            let slot_of = |fx: &mut Fx, b: Value, y: Value, ky: Value| -> Value {
+                if g.dilation[0] == 1 {
+                    let key = fx.b.ins().imul_imm_s(b, g.ih as i64);
+                    let key = fx.b.ins().iadd(key, y);
+                    fx.b.ins().urem_imm_s(key, g.kh as i64)
+                } else {
+                    ky
+                }
+            };
             // Where the taps read: the input, or its widened rows.
             let (x, xd) = if widen { (fx.scratch, DType::F32) } else { (bases.a, c.a.ty.dtype) };
             let err = std::cell::RefCell::new(Ok(()));
             fx.for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
                 let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
+                // The byte offset of window row ky's widened row (used where the whole window
+                // is inside the image).
+                let mut ring_offs = Vec::new();
                 if widen {
                     for ky in 0..g.kh {
                         let kyv = fx.i(ky as i64);
                         let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
+                        let slot = slot_of(fx, b, y, kyv);
+                        ring_offs.push(fx.b.ins().imul_imm_s(slot, (row_elems * 4) as i64));
                         let ok_y = in_range(fx, y, g.ih);
                         fx.if_then(ok_y, |fx| {
-                            let zero = fx.i(0);
-                            let src = nhwc_index(fx, &g, b, y, zero, zero);
-                            let src = fx.addr(bases.a, src, c.a.ty.dtype.byte_size());
-                            let dst = fx.b.ins().iadd_imm_s(fx.scratch, (ky * row_elems * 4) as i64);
-                            widen_run(fx, c.a.ty.dtype, src, dst, row_elems);
+                            let key = fx.b.ins().imul_imm_s(b, g.ih as i64);
+                            let key = fx.b.ins().iadd(key, y);
+                            let tag = fx.b.ins().imul_imm_s(slot, 8);
+                            let tag = fx.b.ins().iadd(tags, tag);
+                            let held = fx.b.ins().load(I64, mem(), tag, 0);
+                            let stale = fx.b.ins().icmp(IntCC::NotEqual, held, key);
+                            fx.if_then(stale, |fx| {
+                                let zero = fx.i(0);
+                                let src = nhwc_index(fx, &g, b, y, zero, zero);
+                                let src = fx.addr(bases.a, src, c.a.ty.dtype.byte_size());
+                                let dst = fx.b.ins().iadd(fx.scratch, ring_offs[ky]);
+                                widen_run(fx, c.a.ty.dtype, src, dst, row_elems);
+                                fx.b.ins().store(mem(), key, tag, 0);
+                            });
                         });
                     }
                 }
@@ -336,8 +380,13 @@ impl Context<'_> {
                                             ok_x,
                                             |fx| {
                                                 let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
-                                                // Widened row `ky` is image 0's row `ky`.
-                                                let xi = if widen { nhwc_index(fx, &g, zero, ky, xx, ch) } else { nhwc_index(fx, &g, b, y, xx, ch) };
+                                                // Ring slot `s` is image 0's row `s`.
+                                                let xi = if widen {
+                                                    let slot = slot_of(fx, b, y, ky);
+                                                    nhwc_index(fx, &g, zero, slot, xx, ch)
+                                                } else {
+                                                    nhwc_index(fx, &g, b, y, xx, ch)
+                                                };
                                                 let tap = fx.b.ins().imul_imm_s(ky, g.kw as i64);
                                                 let tap = fx.b.ins().iadd(tap, kx);
                                                 let wi = fx.b.ins().imul_imm_s(tap, g.oc as i64);
@@ -364,11 +413,11 @@ impl Context<'_> {
                         let xp = fx.addr(x, xi, xd.byte_size());
                         let wp = fx.addr(w, o, wd.byte_size());
                         let mut acc = fx.f(if lanes { F32X4 } else { F32 }, 0.0);
-                        // Rows apart: `dilation` input rows, or one widened row.
-                        let row_step = if widen { 1 } else { g.dilation[0] };
                         for ky in 0..g.kh {
+                            // Window row ky: its ring slot, or `dilation` input rows down.
+                            let (xp, row_off) = if widen { (fx.b.ins().iadd(xp, ring_offs[ky]), 0) } else { (xp, ky * g.dilation[0] * g.iw) };
                             for kx in 0..g.kw {
-                                let x_off = ((ky * row_step * g.iw + kx * g.dilation[1]) * g.ic * xd.byte_size()) as i32;
+                                let x_off = ((row_off + kx * g.dilation[1]) * g.ic * xd.byte_size()) as i32;
                                 let w_off = ((ky * g.kw + kx) * g.oc * wd.byte_size()) as i32;
                                 acc = multiply_add(fx, acc, (xd, xp, x_off), (wd, wp, w_off), lanes, w_finite);
                             }
@@ -1056,20 +1105,30 @@ impl Context<'_> {
         let panels = n.div_ceil(NR);
         let groups = panels.div_ceil(GEMV_PANELS);
         let panel_elems = k * NR;
-        // Scratch: the item's accumulators, one tile row per panel.
-        self.layout.scratch(GEMV_PANELS * NR * 4);
+        // Scratch: the item's accumulators, one tile row per panel; then an f16/bf16 A row
+        // widened four lanes at a time (once per item, not once per element and panel group).
+        let tile_bytes = GEMV_PANELS * NR * 4;
+        let widen = c.a.ty.dtype != DType::F32;
+        self.layout.scratch(tile_bytes + if widen { k * 4 } else { 0 });
         let (c, fma) = (c.clone(), self.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
             let tile = fx.scratch;
-            let ad = c.a.ty.dtype;
+            let wide = fx.b.ins().iadd_imm_s(fx.scratch, tile_bytes as i64);
             let mut result = Ok(());
             fx.for_items(|fx, item| {
                 let bi = fx.b.ins().udiv_imm_s(item, groups as i64);
                 let group = fx.b.ins().urem_imm_s(item, groups as i64);
                 let first = fx.b.ins().imul_imm_s(group, GEMV_PANELS as i64);
                 let a_row = fx.b.ins().imul_imm_s(bi, k as i64);
+                let (a, a_row, ad) = if widen {
+                    let src = fx.addr(bases.a, a_row, c.a.ty.dtype.byte_size());
+                    widen_run(fx, c.a.ty.dtype, src, wide, k);
+                    (wide, fx.i(0), DType::F32)
+                } else {
+                    (bases.a, a_row, c.a.ty.dtype)
+                };
                 let batch_panels = fx.b.ins().imul_imm_s(bi, panels as i64);
                 // Panel j of the group, clamped to the last one (a short last group computes
                 // it again and does not store it).
@@ -1086,7 +1145,7 @@ impl Context<'_> {
                 let chains = GEMV_PANELS * NR / LANES;
                 let acc = fx.for_n(0, k as i64, 1, &vec![zero; chains], |fx, kk, acc| {
                     let ai = fx.b.ins().iadd(a_row, kk);
-                    let av = fx.load(ad, bases.a, ai);
+                    let av = fx.load(ad, a, ai);
                     let av = fx.b.ins().splat(F32X4, av);
                     let row = fx.b.ins().imul_imm_s(kk, NR as i64);
                     (0..chains)

@@ -119,7 +119,8 @@ impl Fx<'_> {
     /// value. Scaling it by 2^-112 moves f16's exponent range onto f32's and f16 subnormals
     /// onto f32 subnormals (exactly: they are multiples of 2^-24), so its bits shifted right
     /// 13 are the f16 bits; inf and NaN, which the scaling keeps, are rebased from f32's
-    /// all-ones exponent to f16's.
+    /// all-ones exponent to f16's: `p - 0x38000` for them (p ≥ 0x3fc00), and an unsigned
+    /// minimum picks it, since for finite values (p < 0x7c00) the subtraction wraps around.
     pub fn f32_to_f16(&mut self, v: Value) -> Value {
         let y = self.round_f16_in_f32(v);
         let x = self.bits_of(y);
@@ -132,11 +133,9 @@ impl Fx<'_> {
         let scaled = self.b.ins().fmul(af, scale);
         let scaled = self.bits_of(scaled);
         let p = self.b.ins().ushr_imm_s(scaled, 13);
-        let inf16 = self.k(ty, 0x7c00);
-        let special = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, p, inf16);
         let rebase = self.k(ty, 0x3_8000);
         let rebased = self.b.ins().isub(p, rebase);
-        let p = self.sel(special, rebased, p);
+        let p = self.b.ins().umin(p, rebased);
         let sign = self.b.ins().ushr_imm_s(x, 16);
         let m8000 = self.k(ty, 0x8000);
         let sign = self.b.ins().band(sign, m8000);
