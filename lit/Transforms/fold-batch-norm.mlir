@@ -1,5 +1,7 @@
 // RUN: %f16c opt %s -split-input-file --fold-batch-norm --pass-statistics 2>%t.stats | FileCheck %s
 // RUN: FileCheck %s --check-prefix=STATS < %t.stats
+// RUN: not %f16c opt %s -split-input-file --no-fold-batch-norm 2>&1 | FileCheck %s --check-prefix=OPT
+// OPT: error: --no-fold-batch-norm: opt runs only the passes it is given (leave out --fold-batch-norm)
 
 // A batch norm as torch-mlir writes it (sub mean, mul rsqrt(var+eps), mul gamma, add beta)
 // after a conv2d: weights W[oc] * a[oc], bias b*a + d, the four ops gone.

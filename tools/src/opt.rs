@@ -57,6 +57,9 @@ fn pipeline(m: &ArgMatches) -> Result<PassManager, PassError> {
         }
     }
     chosen.sort_by_key(|c| c.0);
+    if m.get_flag("no-fold-batch-norm") {
+        return Err(PassError::Usage("--no-fold-batch-norm: opt runs only the passes it is given (leave out --fold-batch-norm)".into()));
+    }
     let mut pm = PassManager::new();
     let target = m.get_one::<String>("target").expect("has default");
     let defaults = crate::precision::assign_options(m, target).map_err(|e| PassError::Usage(e.to_string()))?;
