@@ -115,6 +115,12 @@ impl Graph {
         id
     }
 
+    /// Adds a constant tensor (`tosa.const`) of the tensor's own type.
+    pub fn add_constant(&mut self, t: crate::Tensor, loc: Location) -> NodeId {
+        let ty = ValueType::Tensor(t.ty());
+        self.add_node(Op::Const(t), ty, &[], loc)
+    }
+
     /// Removes the arguments nothing uses (and that are not results), renumbering the rest;
     /// returns the positions removed, in increasing order.
     pub fn remove_unused_inputs(&mut self) -> Vec<usize> {

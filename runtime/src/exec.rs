@@ -82,7 +82,7 @@ impl Pool {
         use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
         let workers = (1..threads).map(|_| Worker { part: std::sync::Mutex::new(None), posted: AtomicU64::new(0), sleeping: AtomicBool::new(false) }).collect();
         let shared = std::sync::Arc::new(Shared { workers, done: AtomicUsize::new(0), status: AtomicI32::new(Status::Ok as i32), quit: AtomicBool::new(false) });
-        let handles = (0..threads.saturating_sub(1))
+        let handles = (0..shared.workers.len())
             .map(|w| {
                 let shared = shared.clone();
                 std::thread::spawn(move || shared.serve(w))
@@ -149,7 +149,7 @@ impl Shared {
                     return;
                 }
                 spins = spins.wrapping_add(1);
-                if spins % 64 != 0 {
+                if !spins.is_multiple_of(64) {
                     std::hint::spin_loop();
                     continue;
                 }

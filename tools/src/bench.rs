@@ -196,14 +196,14 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             let g = prepared(source, name, &options)?;
             let mut exec = llvm_executor(&g, llvm, threads)?;
             exec.run(inputs).with_context(|| format!("{name}: running the LLVM code on {name}.input.npy"))?;
-            row.llvm[k] = ms(rounds(Duration::from_millis(600), || {
+            row.llvm[k] = latency_ms(|| {
                 let _ = exec.run(inputs);
-            }));
+            });
             if threads > 1 {
                 exec.set_threads(1);
-                row.llvm_one[k] = ms(rounds(Duration::from_millis(600), || {
+                row.llvm_one[k] = latency_ms(|| {
                     let _ = exec.run(inputs);
-                }));
+                });
             }
             if m.get_flag("aarch64") {
                 insns.push(aarch64_instructions(&g, inputs)?);
@@ -224,14 +224,14 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             row.compile_parts[k] = format!("{:.1} ({:.1}/{:.1}/{:.1}/{:.1})", ms(total), ms(t.parse), ms(t.passes), ms(t.lower), ms(t.codegen));
             // A first run reports a wrong input as the runtime's error, not as a panic.
             model.run(inputs).with_context(|| format!("{name}: running on {name}.input.npy"))?;
-            row.jit[k] = ms(rounds(Duration::from_millis(600), || {
+            row.jit[k] = latency_ms(|| {
                 let _ = model.run(inputs);
-            }));
+            });
             if threads > 1 {
                 model.set_threads(1);
-                row.jit_one[k] = ms(rounds(Duration::from_millis(600), || {
+                row.jit_one[k] = latency_ms(|| {
                     let _ = model.run(inputs);
-                }));
+                });
                 model.set_threads(threads);
             }
             row.memory[k] = (model.weight_bytes(), model.memory.arena_bytes, model.memory.lower_bound);
@@ -446,6 +446,11 @@ pub fn discover(dir: &Path) -> anyhow::Result<Vec<String>> {
         }
     }
     Ok(names)
+}
+
+/// A model's latency in ms: [`rounds`] of `run` within 600 ms.
+fn latency_ms(run: impl FnMut()) -> f64 {
+    ms(rounds(Duration::from_millis(600), run))
 }
 
 fn ms(d: Duration) -> f64 {

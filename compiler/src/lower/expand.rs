@@ -86,8 +86,7 @@ impl Builder<'_> {
     }
 
     fn constant(&mut self, t: Tensor) -> NodeId {
-        let ty = ValueType::Tensor(t.ty());
-        self.g.add_node(Op::Const(t), ty, &[], self.loc.clone())
+        self.g.add_constant(t, self.loc.clone())
     }
 
     fn reshape(&mut self, x: NodeId, d: DType, shape: &[usize]) -> NodeId {

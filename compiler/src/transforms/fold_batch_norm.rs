@@ -100,26 +100,20 @@ fn f32_constant(g: &Graph, id: NodeId) -> Option<&[f32]> {
     }
 }
 
-/// Which output channel each weight element belongs to (weights' flat index → channel).
-fn weight_channel(op: &Op, weight_shape: &[usize]) -> Option<Box<dyn Fn(usize) -> usize>> {
+/// Where a convolution's output channel sits in its weights: weight element `i` (flat index)
+/// belongs to channel `(i / stride) % channels`; returns `(stride, channels)`.
+fn weight_channels(op: &Op, weight_shape: &[usize]) -> (usize, usize) {
     match op {
-        // [OC, ..., IC]: the channel is the outermost index.
-        Op::Conv2d(_) | Op::Conv3d(_) | Op::TransposeConv2d(_) => {
-            let per_channel: usize = weight_shape[1..].iter().product();
-            Some(Box::new(move |i| i / per_channel.max(1)))
-        }
         // [KH, KW, C, M]: output channel c·M + m is the two innermost indices.
-        Op::DepthwiseConv2d(_) => {
-            let channels: usize = weight_shape[weight_shape.len() - 2..].iter().product();
-            Some(Box::new(move |i| i % channels.max(1)))
-        }
-        _ => None,
+        Op::DepthwiseConv2d(_) => (1, weight_shape[weight_shape.len() - 2..].iter().product()),
+        // [OC, ..., IC]: the channel is the outermost index.
+        _ => (weight_shape[1..].iter().product::<usize>().max(1), weight_shape[0]),
     }
 }
 
 impl FoldBatchNorm {
     /// If `e` (a user of `from`) is a foldable op, its kind, constant and operand order.
-    fn foldable<'g>(g: &'g Graph, from: NodeId, e: NodeId, channels: usize) -> Option<(BinaryOp, &'g [f32], bool)> {
+    fn foldable(g: &Graph, from: NodeId, e: NodeId, channels: usize) -> Option<(BinaryOp, &[f32], bool)> {
         let Op::Binary(op @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul)) = *g.op(e) else { return None };
         if g.node(e).attr(attrs::PRECISION).is_some() || g.ty(e) != g.ty(from) {
             return None;
@@ -171,28 +165,17 @@ impl FoldBatchNorm {
             return 0;
         }
         let weight_shape = g.tensor_ty(operands[1]).expect("tensor weights").shape.clone();
-        let channel_of = weight_channel(&op, &weight_shape).expect("a convolution");
-        let w2: Vec<f32> = w.iter().enumerate().map(|(i, &v)| (v as f64 * affine.scale[channel_of(i)]) as f32).collect();
+        let (stride, count) = weight_channels(&op, &weight_shape);
+        let w2: Vec<f32> = w.iter().enumerate().map(|(i, &v)| (v as f64 * affine.scale[(i / stride) % count]) as f32).collect();
         let b2: Vec<f32> = (0..channels).map(|c| (b[if b.len() == 1 { 0 } else { c }] as f64 * affine.scale[c] + affine.shift[c]) as f32).collect();
         if !w2.iter().chain(&b2).all(|v| v.is_finite()) {
             return 0;
         }
-        let loc = g.location(conv);
         let tensor = |shape: Vec<usize>, v: Vec<f32>| Tensor::from_f32(shape, v).expect("shape from the original");
-        let w_node = {
-            let t = tensor(weight_shape, w2);
-            let ty = ValueType::Tensor(t.ty());
-            g.add_node(Op::Const(t), ty, &[], g.location(operands[1]))
-        };
-        let b_node = {
-            let t = tensor(vec![channels], b2);
-            let ty = ValueType::Tensor(t.ty());
-            g.add_node(Op::Const(t), ty, &[], g.location(operands[2]))
-        };
         let mut new_operands = operands.clone();
-        new_operands[1] = w_node;
-        new_operands[2] = b_node;
-        let folded_conv = g.add_node(op, ValueType::Tensor(out), &new_operands, loc);
+        new_operands[1] = g.add_constant(tensor(weight_shape, w2), g.location(operands[1]));
+        new_operands[2] = g.add_constant(tensor(vec![channels], b2), g.location(operands[2]));
+        let folded_conv = g.add_node(op, ValueType::Tensor(out), &new_operands, g.location(conv));
         g.node_mut(folded_conv).attrs = g.node(conv).attrs.clone();
         // The folded convolution's result is the last op's: so is its calibration range.
         let range = g.node(last).attr(attrs::MAX_ABS).map(str::to_string);

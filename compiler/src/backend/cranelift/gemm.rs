@@ -307,11 +307,14 @@ impl Context<'_> {
                     fx.b.ins().store(mem(), none, tags, (slot * 8) as i32);
                 }
             }
-            // The ring slot of input row `y` of image `b` (window row `ky`).
+            // The tag of input row `y` of image `b`, and its ring slot (for window row `ky`).
+            let row_key = |fx: &mut Fx, b: Value, y: Value| -> Value {
+                let key = fx.b.ins().imul_imm_s(b, g.ih as i64);
+                fx.b.ins().iadd(key, y)
+            };
             let slot_of = |fx: &mut Fx, b: Value, y: Value, ky: Value| -> Value {
                 if g.dilation[0] == 1 {
-                    let key = fx.b.ins().imul_imm_s(b, g.ih as i64);
-                    let key = fx.b.ins().iadd(key, y);
+                    let key = row_key(fx, b, y);
                     fx.b.ins().urem_imm_s(key, g.kh as i64)
                 } else {
                     ky
@@ -334,8 +337,7 @@ impl Context<'_> {
                         ring_offs.push(fx.b.ins().imul_imm_s(slot, (row_elems * 4) as i64));
                         let ok_y = in_range(fx, y, g.ih);
                         fx.if_then(ok_y, |fx| {
-                            let key = fx.b.ins().imul_imm_s(b, g.ih as i64);
-                            let key = fx.b.ins().iadd(key, y);
+                            let key = row_key(fx, b, y);
                             let tag = fx.b.ins().imul_imm_s(slot, 8);
                             let tag = fx.b.ins().iadd(tags, tag);
                             let held = fx.b.ins().load(I64, mem(), tag, 0);
