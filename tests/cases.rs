@@ -699,6 +699,26 @@ pub fn special_value_cases() -> Vec<Case> {
         let y = g.add_node(Op::MaxPool2d(attrs), tensor_ty(d, &[1, 2, 2, 1]), &[x], loc());
         g.add_output(y);
         cases.push(Case { name: format!("special_max_pool_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 1], &grid)], tolerance: Tolerance::Exact });
+        // A convolution whose input holds NaN and infinities, into the fused residual add and
+        // ReLU6s (clamp, maximum/minimum with one-element constants) on 32 channels: NaN
+        // pixels stay NaN, infinite ones clamp, in vectors and at the edges alike.
+        let (g, k) = conv_graph("conv", d, 16, 8, 32, true);
+        let mut rng = Rng(79);
+        let inputs: Vec<Tensor> = g
+            .inputs()
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let ty = g.tensor_ty(x).expect("tensor inputs").clone();
+                let mut v: Vec<f32> = (0..ty.num_elements()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+                for (at, special) in [(5 * 8 + 2, nan), (20 * 8, inf), (41 * 8 + 7, -inf), (77 * 8 + 3, nan)] {
+                    let n = v.len();
+                    v[(at + i * 13) % n] = special;
+                }
+                tensor(d, &ty.shape, &v)
+            })
+            .collect();
+        cases.push(Case { name: format!("special_conv_epilogue_{dn}"), graph: g, inputs, tolerance: Tolerance::Contraction(k) });
     }
     cases
 }
@@ -782,6 +802,10 @@ pub fn parity_cases() -> Vec<Case> {
                 let (g, k) = conv_graph(op, d, n, if n == 16 { 8 } else { n.min(10) }, 7, fused);
                 add(format!("{op}{}_{}_n{n}", if fused { "_fused" } else { "" }, dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));
             }
+            // 32 output channels fill every CPU register tile, so the fused epilogue runs a
+            // vector at a time there (7 channels always take the edge path).
+            let (g, k) = conv_graph("conv", d, n, if n == 16 { 8 } else { n.min(10) }, 32, true);
+            add(format!("conv_fused_wide_{}_n{n}", dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));
         }
         for n in [7, 16, 33, 1031] {
             for variant in ["softmax", "layer_norm"] {

@@ -11,7 +11,7 @@ use super::{Built, Ir, MathImpl};
 use crate::lower::{EwKind, EwOp, Expr};
 use f16c_core::abi::Libcall;
 use f16c_dialect::{BinaryOp, DType, ReduceKind, UnaryOp};
-use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
+use inkwell::values::{BasicValueEnum, FloatMathValue, FloatValue, IntValue, VectorValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
 /// Is `d` computed in f32 (f32, f16, bf16)?
@@ -35,6 +35,10 @@ impl<'ctx> Ir<'ctx> {
     /// One elementwise op: computes in the domain of its (data) argument type, then rounds to
     /// `op.dtype`.
     pub fn ew(&mut self, op: &EwOp, args: &[BasicValueEnum<'ctx>], arg_types: &[DType]) -> Result<BasicValueEnum<'ctx>, String> {
+        if let Some(BasicValueEnum::VectorValue(_)) = args.first() {
+            let lanes: Vec<VectorValue> = args.iter().map(|a| a.into_vector_value()).collect();
+            return self.ew_lanes(op, &lanes, arg_types);
+        }
         let d = arg_types.first().copied().unwrap_or(op.dtype);
         let r = match op.kind {
             EwKind::Cast => self.convert(d, op.dtype, args[0])?,
@@ -47,8 +51,75 @@ impl<'ctx> Ir<'ctx> {
         Ok(self.round_to(op.dtype, r))
     }
 
-    /// Rounds a domain value to `d` (f16/bf16: to nearest even; i8/i32: wraps).
+    /// Which ops [`Ir::ew`] computes on f32 lanes (vectors of domain values): float add,
+    /// subtract, multiply, maximum, minimum, clamp and float-to-float casts, on f32 and f16
+    /// values (and bf16 ones where the machine has native bf16 to round them).
+    pub fn ew_in_lanes(&self, op: &EwOp, arg_types: &[DType]) -> bool {
+        let typed = |d: DType| d == DType::F32 || d == DType::F16 || d == DType::BF16 && self.native_bf16;
+        let kind = match op.kind {
+            EwKind::Binary(b) => matches!(b, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Maximum | BinaryOp::Minimum),
+            EwKind::Clamp { .. } | EwKind::Cast => true,
+            _ => false,
+        };
+        kind && typed(op.dtype) && arg_types.iter().all(|&d| typed(d))
+    }
+
+    /// [`Ir::ew`] on f32 lanes, for the ops of [`Ir::ew_in_lanes`]: each lane computes what
+    /// the scalar op computes.
+    fn ew_lanes(&mut self, op: &EwOp, args: &[VectorValue<'ctx>], arg_types: &[DType]) -> Result<BasicValueEnum<'ctx>, String> {
+        let (x, b) = (args[0], &self.b);
+        let r: BasicValueEnum = match op.kind {
+            // Float to float: the domain value is the same; the rounding below does the rest.
+            EwKind::Cast => x.into(),
+            EwKind::Binary(BinaryOp::Add) => b.build_float_add(x, args[1], "").built().into(),
+            EwKind::Binary(BinaryOp::Sub) => b.build_float_sub(x, args[1], "").built().into(),
+            EwKind::Binary(BinaryOp::Mul) => b.build_float_mul(x, args[1], "").built().into(),
+            EwKind::Clamp { .. } | EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum) => return Ok(self.select_lanes(op, args, arg_types).into()),
+            _ => return Err(format!("{:?} is not computed on vectors", op.kind)),
+        };
+        Ok(self.round_to(op.dtype, r))
+    }
+
+    /// Maximum, minimum and clamp on f32 lanes. Of f16 values to f16, they compare and select
+    /// in `half` lanes (eight per NEON register, no f32 round trips): the result is one of the
+    /// arguments or NaN, so comparing the exact f16 values gives the same bits (not for a clamp
+    /// whose bounds f16 does not hold exactly).
+    fn select_lanes(&mut self, op: &EwOp, args: &[VectorValue<'ctx>], arg_types: &[DType]) -> VectorValue<'ctx> {
+        let exact = |v: f64| (v as f32).is_nan() || half::f16::from_f32(v as f32).to_f32() == v as f32;
+        let bounds_exact = match op.kind {
+            EwKind::Clamp { min, max } => exact(min) && exact(max),
+            _ => true,
+        };
+        let in_f16 = bounds_exact && op.dtype == DType::F16 && arg_types.iter().all(|&d| d == DType::F16);
+        let wide = args[0].get_type();
+        let ty = if in_f16 { self.cx.f16_type().vec_type(wide.get_size()) } else { wide };
+        let narrow = |ir: &Self, v: VectorValue<'ctx>| if in_f16 { ir.b.build_float_trunc(v, ty, "").built() } else { v };
+        let splat = |ir: &Self, v: f64| ir.splat(ty, ty.get_element_type().into_float_type().const_float(v as f32 as f64));
+        let nan = splat(self, f64::NAN);
+        let x = narrow(self, args[0]);
+        let r = match op.kind {
+            EwKind::Clamp { min, max } => {
+                let y = self.tosa_select_any(FloatPredicate::OGE, x, splat(self, min), nan).into_vector_value();
+                self.tosa_select_any(FloatPredicate::OLE, y, splat(self, max), nan)
+            }
+            EwKind::Binary(BinaryOp::Maximum) => self.tosa_select_any(FloatPredicate::OGE, x, narrow(self, args[1]), nan),
+            _ => self.tosa_select_any(FloatPredicate::OLE, x, narrow(self, args[1]), nan),
+        }
+        .into_vector_value();
+        if in_f16 {
+            self.b.build_float_ext(r, wide, "").built()
+        } else {
+            self.round_to(op.dtype, r.into()).into_vector_value()
+        }
+    }
+
+    /// Rounds a domain value to `d` (f16/bf16: to nearest even; i8/i32: wraps). f32 lanes round
+    /// lane by lane (f16, or bf16 on a machine with native bf16).
     pub fn round_to(&mut self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        if let (BasicValueEnum::VectorValue(x), true) = (v, d.is_low_float()) {
+            let n = self.b.build_float_trunc(x, self.storage(d).into_float_type().vec_type(x.get_type().get_size()), "").built();
+            return self.b.build_float_ext(n, x.get_type(), "").built().into();
+        }
         match d {
             DType::F16 | DType::BF16 => {
                 let f = v.into_float_value();
@@ -80,10 +151,15 @@ impl<'ctx> Ir<'ctx> {
 
     /// `a` where `a <pred> b` holds, else `b`, and NaN when either is NaN.
     fn tosa_select(&self, pred: FloatPredicate, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        self.tosa_select_any(pred, a, b, self.fconst(a, f64::NAN)).into_float_value()
+    }
+
+    /// [`Ir::tosa_select`] on floats or on float vectors lane by lane (`nan` of their type).
+    fn tosa_select_any<T: FloatMathValue<'ctx> + Copy>(&self, pred: FloatPredicate, a: T, b: T, nan: T) -> BasicValueEnum<'ctx> {
         let keep = self.b.build_float_compare(pred, a, b, "").built();
-        let r = self.select(keep, a, b).into_float_value();
-        let nan = self.b.build_float_compare(FloatPredicate::UNO, a, b, "").built();
-        self.select(nan, a.get_type().const_float(f64::NAN), r).into_float_value()
+        let r = self.b.build_select(keep, a, b, "").built();
+        let unordered = self.b.build_float_compare(FloatPredicate::UNO, a, b, "").built();
+        self.b.build_select(unordered, nan.as_basic_value_enum(), r, "").built()
     }
 
     /// A float constant of `f`'s type.

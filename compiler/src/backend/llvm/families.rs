@@ -21,7 +21,7 @@ use super::{Built, Ir, Var};
 pub const TILE: usize = 4;
 use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
 use f16c_dialect::{DType, ReduceKind};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
 
 /// Where a contraction tile lies ([`Ir::tile_at`]).
@@ -381,6 +381,30 @@ impl<'ctx> Ir<'ctx> {
                 self.copy_element(c.elem_bytes, src, from, dst, to);
             }
         }
+    }
+
+    /// Rows of move `m` of a copy kernel: its elements grouped along the last dimension.
+    pub fn copy_rows(c: &Copy, m: usize) -> usize {
+        let shape = &c.moves[m].shape;
+        shape[..shape.len().saturating_sub(1)].iter().product()
+    }
+
+    /// Row `r` of move `m` ([`Ir::copy_rows`]): its elements along the last dimension, the
+    /// source and destination offsets computed once per row and stepped by their strides
+    /// (one address computation per row instead of per element).
+    pub fn copy_row(&mut self, c: &Copy, m: usize, r: IntValue<'ctx>) {
+        let mv = &c.moves[m];
+        let outer = mv.shape.len().saturating_sub(1);
+        let len = mv.shape.get(outer).copied().unwrap_or(1);
+        let (src, dst) = (self.buffer(mv.src.0), self.buffer(c.output.buffer.0));
+        let from = self.addi(self.strided_offset(r, &mv.shape[..outer], &mv.src_strides[..outer]), mv.src_offset as i64);
+        let to = self.addi(self.strided_offset(r, &mv.shape[..outer], &mv.dst_strides[..outer]), mv.dst_offset as i64);
+        let step = |s: &[isize]| s.get(outer).copied().unwrap_or(0) as i64;
+        let (src_step, dst_step) = (step(&mv.src_strides), step(&mv.dst_strides));
+        self.for_n(0, len, |ir, j| {
+            let (f, t) = (ir.add(from, ir.mul(j, ir.i64(src_step))), ir.add(to, ir.mul(j, ir.i64(dst_step))));
+            ir.copy_element(c.elem_bytes, src, f, dst, t);
+        });
     }
 
     /// Item `i` of `items`. A gather index out of range calls `fail` (and writes nothing); a
@@ -762,6 +786,57 @@ impl<'ctx> Ir<'ctx> {
         let out = self.buffer(c.out.buffer.0);
         let at = self.add(self.muli(grow, c.n), col);
         self.store(c.out.ty.dtype, out, at, v);
+        Ok(())
+    }
+
+    /// Can [`Ir::contraction_finish_lanes`] finish `c`? f32 or f16 accumulators and results
+    /// (bf16 where the machine rounds it natively), a float bias, epilogue inputs that are
+    /// float and contiguous or constant along the columns, and epilogue ops that
+    /// [`Ir::ew_in_lanes`] computes on vectors.
+    pub fn contraction_finishes_in_lanes(&self, c: &Contraction) -> bool {
+        let typed = |d: DType| d == DType::F32 || d == DType::F16 || d == DType::BF16 && self.native_bf16;
+        let stored = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+        let epilogue_ok = c.epilogue.as_ref().is_none_or(|e| {
+            e.inputs.iter().all(|i| stored(i.dtype) && i.col_stride <= 1) && e.expr.ops.iter().all(|op| self.ew_in_lanes(op, &e.expr.arg_types(op)))
+        });
+        matches!(c.acc, DType::F32 | DType::F16) && typed(c.result) && typed(c.out.ty.dtype) && c.bias.as_ref().is_none_or(|b| stored(b.ty.dtype)) && epilogue_ok
+    }
+
+    /// [`Ir::contraction_finish`] for the outputs at columns `col ..` of global row `grow`, one
+    /// per lane of `acc` (the accumulators in f32), every one inside the matrix: each lane
+    /// computes and stores exactly what the scalar finish does for its column. Only for a
+    /// contraction of [`Ir::contraction_finishes_in_lanes`].
+    pub fn contraction_finish_lanes(&mut self, c: &Contraction, acc: VectorValue<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>) -> Result<(), String> {
+        let (ty, lanes) = (acc.get_type(), acc.get_type().get_size());
+        let mut x = acc;
+        if let Some(bias) = &c.bias {
+            let base = self.buffer(bias.buffer.0);
+            let bv = if bias.ty.num_elements() == 1 {
+                let one = self.load(bias.ty.dtype, base, self.i64(0)).into_float_value();
+                self.splat(ty, one)
+            } else {
+                self.load_lanes(bias.ty.dtype, base, col, lanes)
+            };
+            x = self.b.build_float_add(x, bv, "").built();
+        }
+        let mut v = self.round_to(c.result, x.into());
+        if let Some(Epilogue { expr, inputs, rows_shape }) = &c.epilogue {
+            let mut args = vec![v];
+            for input in inputs {
+                let row_off = self.strided_offset(grow, rows_shape, &input.row_strides);
+                let base = self.buffer(input.buffer.0);
+                args.push(if input.col_stride == 0 {
+                    let one = self.load(input.dtype, base, row_off).into_float_value();
+                    self.splat(ty, one).into()
+                } else {
+                    self.load_lanes(input.dtype, base, self.add(row_off, col), lanes).into()
+                });
+            }
+            v = self.eval(expr, args)?;
+        }
+        let out = self.buffer(c.out.buffer.0);
+        let at = self.add(self.muli(grow, c.n), col);
+        self.store_lanes(c.out.ty.dtype, out, at, v.into_vector_value());
         Ok(())
     }
 

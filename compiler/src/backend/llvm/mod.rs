@@ -27,8 +27,8 @@ use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::Module;
-use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
-use inkwell::values::{BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, VectorType};
+use inkwell::values::{BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue};
 use inkwell::{AddressSpace, IntPredicate};
 use std::collections::HashMap;
 
@@ -395,6 +395,41 @@ impl<'ctx> Ir<'ctx> {
         self.widen(d, v)
     }
 
+    /// A vector of `ty` at element `at` of `base` (aligned to its elements only).
+    pub fn load_vector(&self, ty: VectorType<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32) -> VectorValue<'ctx> {
+        let p = self.gep(ty.get_element_type(), base, at);
+        let v = self.b.build_load(ty, p, "").built();
+        v.as_instruction_value().expect("a load").set_alignment(align).expect("a power of two");
+        v.into_vector_value()
+    }
+
+    /// `x` in every lane of `ty`.
+    pub fn splat(&self, ty: VectorType<'ctx>, x: FloatValue<'ctx>) -> VectorValue<'ctx> {
+        let one = self.b.build_insert_element(ty.get_poison(), x, self.i64(0), "").built();
+        let zeros = self.cx.i32_type().vec_type(ty.get_size()).const_zero();
+        self.b.build_shuffle_vector(one, ty.get_poison(), zeros, "").built()
+    }
+
+    /// `lanes` consecutive elements of a float buffer of `d` (f32, f16, bf16) from element
+    /// `at`, in their domain (f32 lanes).
+    pub fn load_lanes(&self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, lanes: u32) -> VectorValue<'ctx> {
+        let v = self.load_vector(self.storage(d).into_float_type().vec_type(lanes), base, at, d.byte_size() as u32);
+        match d {
+            DType::F32 => v,
+            _ => self.b.build_float_ext(v, self.cx.f32_type().vec_type(lanes), "").built(),
+        }
+    }
+
+    /// Stores f32 lanes `v`, already rounded to `d` (f32, f16, or bf16 on a machine with
+    /// native bf16), as `d` from element `at`.
+    pub fn store_lanes(&self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, v: VectorValue<'ctx>) {
+        let ty = self.storage(d).into_float_type();
+        let v = if d == DType::F32 { v } else { self.b.build_float_trunc(v, ty.vec_type(v.get_type().get_size()), "").built() };
+        let p = self.gep(ty.into(), base, at);
+        let s = self.b.build_store(p, v).built();
+        s.set_alignment(d.byte_size() as u32).expect("a power of two");
+    }
+
     /// A stored value in its domain.
     pub fn widen(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let b = &self.b;
@@ -487,6 +522,21 @@ impl<'ctx> Ir<'ctx> {
         then(self);
         self.b.build_unconditional_branch(join).built();
         self.b.position_at_end(join);
+    }
+
+    /// `then` where `cond` holds, else `otherwise`; returns what each returned.
+    pub fn if_else<A, B>(&mut self, cond: IntValue<'ctx>, then: impl FnOnce(&mut Self) -> A, otherwise: impl FnOnce(&mut Self) -> B) -> (A, B) {
+        let f = self.func();
+        let (t, e, join) = (self.cx.append_basic_block(f, "then"), self.cx.append_basic_block(f, "else"), self.cx.append_basic_block(f, "join"));
+        self.b.build_conditional_branch(cond, t, e).built();
+        self.b.position_at_end(t);
+        let a = then(self);
+        self.b.build_unconditional_branch(join).built();
+        self.b.position_at_end(e);
+        let b = otherwise(self);
+        self.b.build_unconditional_branch(join).built();
+        self.b.position_at_end(join);
+        (a, b)
     }
 
     /// `Σ coord_d · strides_d` for the row-major coordinates of `index` over `dims`.

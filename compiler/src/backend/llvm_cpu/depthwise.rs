@@ -61,12 +61,10 @@ pub fn item<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, lanes: usize, f16_acc: boo
     let h8 = ir.cx.f16_type().vec_type(8);
     let acc: Var<'ctx> = ir.var(if f16_acc { h8.const_zero().into() } else { f32v.const_zero().into() });
     let vector = |ir: &mut Ir<'ctx>, d: DType, base, at| {
-        let ty = ir.storage(d).into_float_type().vec_type(lanes as u32);
-        let v = super::gemm::load_vector(ir, ty, base, at, d.byte_size() as u32);
-        if d == DType::F32 || f16_acc {
-            v
+        if f16_acc {
+            ir.load_vector(h8, base, at, 2)
         } else {
-            ir.b.build_float_ext(v, f32v, "").built()
+            ir.load_lanes(d, base, at, lanes as u32)
         }
     };
     ir.depthwise_taps(g, p, |ir, tap, pix| {
@@ -80,22 +78,44 @@ pub fn item<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, lanes: usize, f16_acc: boo
         };
         ir.set(acc, sum);
     });
+    // The sums in f32 (which holds every fp16 value).
+    let sums = |ir: &mut Ir<'ctx>| {
+        let v = ir.get(acc).into_vector_value();
+        if f16_acc {
+            ir.b.build_float_ext(v, ir.cx.f32_type().vec_type(8), "").built()
+        } else {
+            v
+        }
+    };
     // Channels below `first` belong to the block before (only the last block overlaps it).
     let first = ir.muli(blk, lanes);
-    let mut failure = Ok(());
-    for j in 0..lanes {
-        let ch = ir.addi(c0, j as i64);
-        let mine = ir.icmp(IntPredicate::SGE, ch, first);
-        ir.if_then(mine, |ir| {
-            let v = ir.get(acc).into_vector_value();
-            let mut x = ir.b.build_extract_element(v, ir.i64(j as i64), "").built();
-            if f16_acc {
-                x = ir.b.build_float_ext(x.into_float_value(), ir.cx.f32_type(), "").built().into();
-            }
-            if let Err(e) = ir.contraction_finish(c, x, p, ch) {
-                failure = Err(e);
-            }
-        });
+    let channels = |ir: &mut Ir<'ctx>| -> Result<(), String> {
+        let mut failure = Ok(());
+        for j in 0..lanes {
+            let ch = ir.addi(c0, j as i64);
+            let mine = ir.icmp(IntPredicate::SGE, ch, first);
+            ir.if_then(mine, |ir| {
+                let v = sums(ir);
+                let x = ir.b.build_extract_element(v, ir.i64(j as i64), "").built();
+                if let Err(e) = ir.contraction_finish(c, x, p, ch) {
+                    failure = Err(e);
+                }
+            });
+        }
+        failure
+    };
+    if !ir.contraction_finishes_in_lanes(c) {
+        return channels(ir);
     }
-    failure
+    // A block of its own channels finishes as a vector.
+    let lanes_finish = |ir: &mut Ir<'ctx>| {
+        let v = sums(ir);
+        ir.contraction_finish_lanes(c, v, p, c0)
+    };
+    if g.oc.is_multiple_of(lanes) {
+        return lanes_finish(ir);
+    }
+    let own = ir.icmp(IntPredicate::EQ, c0, first);
+    let (a, b) = ir.if_else(own, lanes_finish, channels);
+    a.and(b)
 }

@@ -29,7 +29,8 @@ use crate::backend::llvm::{Built, Ir, Var};
 use crate::lower::{BufferKind, Contraction, ContractionKind, MatrixLayout, Program};
 use f16c_dialect::DType;
 use inkwell::types::VectorType;
-use inkwell::values::{BasicValue, FloatValue, IntValue, PointerValue, VectorValue};
+use inkwell::values::{IntValue, VectorValue};
+use inkwell::IntPredicate;
 
 /// The register tile of a machine's micro-kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,10 @@ pub fn applies(program: &Program, c: &Contraction) -> bool {
 /// registers), one 8-lane FMLA per row and vector.
 const F16_TILE: GemmShape = GemmShape { mr: 8, nr: 16, lanes: 8 };
 
+/// The fp16-accumulating tile for at most eight columns (a 1×1 convolution projecting to few
+/// channels), which would leave half of [`F16_TILE`] padding: sixteen rows of one vector.
+const F16_TILE_NARROW: GemmShape = GemmShape { mr: 16, nr: 8, lanes: 8 };
+
 /// Whether `c` accumulates in fp16 on this machine (`FMLA v.8h`).
 fn accumulates_f16(machine: &CpuMachine, c: &Contraction) -> bool {
     machine.fp16_fma && c.acc == DType::F16
@@ -66,7 +71,11 @@ fn accumulates_f16(machine: &CpuMachine, c: &Contraction) -> bool {
 /// The register tile `c` runs with on `machine`.
 pub fn shape(machine: &CpuMachine, c: &Contraction) -> GemmShape {
     if accumulates_f16(machine, c) {
-        F16_TILE
+        if c.n <= F16_TILE_NARROW.nr {
+            F16_TILE_NARROW
+        } else {
+            F16_TILE
+        }
     } else {
         machine.gemm
     }
@@ -158,11 +167,11 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
         let row_at = ir.add(panel, ir.muli(kk, nr));
         if f16_acc {
             // Fast mode: products and sums in fp16, eight lanes per FMLA.
-            let brows: Vec<VectorValue> = (0..per_row).map(|v| load_vector(ir, h8, b, ir.addi(row_at, (v * 8) as i64), 2)).collect();
+            let brows: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(h8, b, ir.addi(row_at, (v * 8) as i64), 2)).collect();
             for (r, row) in a_rows.iter().enumerate() {
                 let (a, inside) = ir.contraction_a(c, row, kk);
                 let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
-                let a8 = splat(ir, h8, a);
+                let a8 = ir.splat(h8, a);
                 for (v, brow) in brows.iter().enumerate() {
                     let x = acc[r * per_row + v];
                     let s = ir.intrinsic("llvm.fma.v8f16", h8.into(), &[a8.into(), (*brow).into(), ir.get(x)]);
@@ -176,7 +185,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             // The tile's eight A values at this k in one vector, so that each FMLAL takes its
             // row's value by element (no broadcast per row).
             let h8 = ir.cx.f16_type().vec_type(8);
-            let brow = load_vector(ir, h8, b, row_at, 2);
+            let brow = ir.load_vector(h8, b, row_at, 2);
             let mut avec = h8.get_poison();
             let mut insides = Vec::new();
             for (r, row) in a_rows.iter().enumerate() {
@@ -202,7 +211,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             .map(|v| {
                 let at = ir.addi(row_at, (v * lanes) as i64);
                 let ty = ir.storage(db).into_float_type().vec_type(lanes as u32);
-                let raw = load_vector(ir, ty, b, at, db.byte_size() as u32);
+                let raw = ir.load_vector(ty, b, at, db.byte_size() as u32);
                 if db == DType::F32 {
                     raw
                 } else {
@@ -213,7 +222,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
         for (r, row) in a_rows.iter().enumerate() {
             let (a, inside) = ir.contraction_a(c, row, kk);
             let a = ir.convert(da, DType::F32, a).expect("float to float").into_float_value();
-            let av = splat(ir, f32v, a);
+            let av = ir.splat(f32v, a);
             for (v, bv) in bvecs.iter().enumerate() {
                 let x = acc[r * per_row + v];
                 let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
@@ -222,30 +231,48 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             }
         }
     });
-    ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
-        let v = ir.get(acc[r * per_row + j / lanes]).into_vector_value();
-        let x = ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built();
+    // The accumulators in f32 (which holds every fp16 value).
+    let wide = |ir: &mut Ir<'ctx>, x: Var<'ctx>| {
+        let v = ir.get(x).into_vector_value();
         if f16_acc {
-            // In the accumulator's domain (f32 holds every fp16 value).
-            ir.b.build_float_ext(x.into_float_value(), ir.cx.f32_type(), "").built().into()
+            ir.b.build_float_ext(v, ir.cx.f32_type().vec_type(8), "").built()
         } else {
-            x
+            v
         }
-    })
+    };
+    let scalar = |ir: &mut Ir<'ctx>| {
+        ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
+            let v = wide(ir, acc[r * per_row + j / lanes]);
+            ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built()
+        })
+    };
+    if !ir.contraction_finishes_in_lanes(c) {
+        return scalar(ir);
+    }
+    // A tile inside the matrix finishes a vector at a time; one on its right or bottom edge
+    // output by output (tested only where m or n is not a multiple of the tile).
+    let lanes_finish = |ir: &mut Ir<'ctx>| -> Result<(), String> {
+        for r in 0..mr {
+            let grow = ir.add(ir.muli(bi, c.m), ir.addi(row0, r as i64));
+            for v in 0..per_row {
+                let x = wide(ir, acc[r * per_row + v]);
+                ir.contraction_finish_lanes(c, x, grow, ir.addi(col0, (v * lanes) as i64))?;
+            }
+        }
+        Ok(())
+    };
+    let mut edges = Vec::new();
+    if !c.m.is_multiple_of(mr) {
+        edges.push(ir.icmp(IntPredicate::SLE, ir.addi(row0, mr as i64), ir.i64(c.m as i64)));
+    }
+    if !c.n.is_multiple_of(nr) {
+        edges.push(ir.icmp(IntPredicate::SLE, ir.addi(col0, nr as i64), ir.i64(c.n as i64)));
+    }
+    match edges.into_iter().reduce(|a, b| ir.and(a, b)) {
+        None => lanes_finish(ir),
+        Some(inside) => {
+            let (a, b) = ir.if_else(inside, lanes_finish, scalar);
+            a.and(b)
+        }
+    }
 }
-
-/// A vector of `ty` at element `at` of `base` (aligned to its elements only).
-pub(super) fn load_vector<'ctx>(ir: &Ir<'ctx>, ty: VectorType<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32) -> VectorValue<'ctx> {
-    let p = ir.gep(ty.get_element_type().into_float_type().into(), base, at);
-    let v = ir.b.build_load(ty, p, "").built();
-    v.as_instruction_value().expect("a load").set_alignment(align).expect("a power of two");
-    v.into_vector_value()
-}
-
-/// `x` in every lane of `ty`.
-fn splat<'ctx>(ir: &Ir<'ctx>, ty: VectorType<'ctx>, x: FloatValue<'ctx>) -> VectorValue<'ctx> {
-    let one = ir.b.build_insert_element(ty.get_poison(), x, ir.i64(0), "").built();
-    let zeros = ir.cx.i32_type().vec_type(ty.get_size()).const_zero();
-    ir.b.build_shuffle_vector(one, ty.get_poison(), zeros, "").built()
-}
-

@@ -233,6 +233,17 @@ impl LlvmCpuBackend {
                 }
             }
             for items in Items::of(&kernel.kind) {
+                if let Items::Move(copy, m) = items {
+                    // A row of the move per work item.
+                    let rows = Ir::copy_rows(copy, m);
+                    schedule
+                        .add(&mut ir, format!("{name}{}", items.suffix()), rows, items.cost(), k, |ir, r, _| {
+                            ir.copy_row(copy, m, r);
+                            Ok(())
+                        })
+                        .map_err(failed)?;
+                    continue;
+                }
                 schedule
                     .add(&mut ir, format!("{name}{}", items.suffix()), items.work(), items.cost(), k, |ir, i, params| {
                         ir.item(items, i, params.scratch, |ir| {
