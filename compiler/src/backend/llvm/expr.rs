@@ -55,13 +55,18 @@ impl<'ctx> Ir<'ctx> {
     /// subtract, multiply, maximum, minimum, clamp and float-to-float casts, on f32 and f16
     /// values (and bf16 ones where the machine has native bf16 to round them).
     pub fn ew_in_lanes(&self, op: &EwOp, arg_types: &[DType]) -> bool {
-        let typed = |d: DType| d == DType::F32 || d == DType::F16 || d == DType::BF16 && self.native_bf16;
         let kind = match op.kind {
             EwKind::Binary(b) => matches!(b, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Maximum | BinaryOp::Minimum),
             EwKind::Clamp { .. } | EwKind::Cast => true,
             _ => false,
         };
-        kind && typed(op.dtype) && arg_types.iter().all(|&d| typed(d))
+        kind && self.rounds_lanes(op.dtype) && arg_types.iter().all(|&d| self.rounds_lanes(d))
+    }
+
+    /// Whether f32 lanes round to `d` lane by lane ([`Ir::round_to`]): f32, f16, and bf16 on a
+    /// machine with native bf16.
+    pub fn rounds_lanes(&self, d: DType) -> bool {
+        d == DType::F32 || d == DType::F16 || d == DType::BF16 && self.native_bf16
     }
 
     /// [`Ir::ew`] on f32 lanes, for the ops of [`Ir::ew_in_lanes`]: each lane computes what

@@ -759,16 +759,42 @@ impl<'ctx> Ir<'ctx> {
     /// fused epilogue and the store, for the output at global row `grow` (over all batches) and
     /// column `col`. Shared by every contraction strategy (SIMT, tensor cores).
     pub fn contraction_finish(&mut self, c: &Contraction, acc: BasicValueEnum<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>) -> Result<(), String> {
+        self.finish_at(c, acc, grow, col, None)
+    }
+
+    /// Can [`Ir::contraction_finish_lanes`] finish `c`? f32 or f16 accumulators and results
+    /// (bf16 where the machine rounds it natively), a float bias, epilogue inputs that are
+    /// float and contiguous or constant along the columns, and epilogue ops that
+    /// [`Ir::ew_in_lanes`] computes on vectors.
+    pub fn contraction_finishes_in_lanes(&self, c: &Contraction) -> bool {
+        let stored = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+        let epilogue_ok = c.epilogue.as_ref().is_none_or(|e| {
+            e.inputs.iter().all(|i| stored(i.dtype) && i.col_stride <= 1) && e.expr.ops.iter().all(|op| self.ew_in_lanes(op, &e.expr.arg_types(op)))
+        });
+        matches!(c.acc, DType::F32 | DType::F16) && self.rounds_lanes(c.result) && self.rounds_lanes(c.out.ty.dtype) && c.bias.as_ref().is_none_or(|b| stored(b.ty.dtype)) && epilogue_ok
+    }
+
+    /// [`Ir::contraction_finish`] for the outputs at columns `col ..` of global row `grow`, one
+    /// per lane of `acc` (the accumulators in f32), every one inside the matrix: each lane
+    /// computes and stores exactly what the scalar finish does for its column. Only for a
+    /// contraction of [`Ir::contraction_finishes_in_lanes`].
+    pub fn contraction_finish_lanes(&mut self, c: &Contraction, acc: VectorValue<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>) -> Result<(), String> {
+        self.finish_at(c, acc.into(), grow, col, Some(acc.get_type().get_size()))
+    }
+
+    /// The finish of one output (`lanes`: `None`) or of `lanes` consecutive columns.
+    fn finish_at(&mut self, c: &Contraction, acc: BasicValueEnum<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>, lanes: Option<u32>) -> Result<(), String> {
         let mut x = acc;
         if let Some(bias) = &c.bias {
             let base = self.buffer(bias.buffer.0);
-            let at = if bias.ty.num_elements() == 1 { self.i64(0) } else { col };
-            let bv = self.load(bias.ty.dtype, base, at);
+            let per_column = bias.ty.num_elements() != 1;
+            let at = if per_column { col } else { self.i64(0) };
+            let bv = self.operand(bias.ty.dtype, base, at, lanes, per_column);
             let bv = self.convert(bias.ty.dtype, c.acc, bv)?;
-            x = if c.acc.is_float() {
-                self.b.build_float_add(x.into_float_value(), bv.into_float_value(), "").built().into()
-            } else {
-                self.add(x.into_int_value(), bv.into_int_value()).into()
+            x = match (x, bv) {
+                (BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => self.b.build_float_add(a, b, "").built().into(),
+                (BasicValueEnum::FloatValue(a), BasicValueEnum::FloatValue(b)) => self.b.build_float_add(a, b, "").built().into(),
+                (a, b) => self.add(a.into_int_value(), b.into_int_value()).into(),
             };
         }
         let x = self.convert(c.acc, c.result, x)?;
@@ -779,65 +805,51 @@ impl<'ctx> Ir<'ctx> {
                 let row_off = self.strided_offset(grow, rows_shape, &input.row_strides);
                 let at = self.add(row_off, self.muli(col, input.col_stride));
                 let base = self.buffer(input.buffer.0);
-                args.push(self.load(input.dtype, base, at));
+                args.push(self.operand(input.dtype, base, at, lanes, input.col_stride != 0));
             }
             v = self.eval(expr, args)?;
         }
         let out = self.buffer(c.out.buffer.0);
         let at = self.add(self.muli(grow, c.n), col);
-        self.store(c.out.ty.dtype, out, at, v);
+        match v {
+            BasicValueEnum::VectorValue(v) => self.store_lanes(c.out.ty.dtype, out, at, v),
+            _ => self.store(c.out.ty.dtype, out, at, v),
+        }
         Ok(())
     }
 
-    /// Can [`Ir::contraction_finish_lanes`] finish `c`? f32 or f16 accumulators and results
-    /// (bf16 where the machine rounds it natively), a float bias, epilogue inputs that are
-    /// float and contiguous or constant along the columns, and epilogue ops that
-    /// [`Ir::ew_in_lanes`] computes on vectors.
-    pub fn contraction_finishes_in_lanes(&self, c: &Contraction) -> bool {
-        let typed = |d: DType| d == DType::F32 || d == DType::F16 || d == DType::BF16 && self.native_bf16;
-        let stored = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
-        let epilogue_ok = c.epilogue.as_ref().is_none_or(|e| {
-            e.inputs.iter().all(|i| stored(i.dtype) && i.col_stride <= 1) && e.expr.ops.iter().all(|op| self.ew_in_lanes(op, &e.expr.arg_types(op)))
-        });
-        matches!(c.acc, DType::F32 | DType::F16) && typed(c.result) && typed(c.out.ty.dtype) && c.bias.as_ref().is_none_or(|b| stored(b.ty.dtype)) && epilogue_ok
-    }
-
-    /// [`Ir::contraction_finish`] for the outputs at columns `col ..` of global row `grow`, one
-    /// per lane of `acc` (the accumulators in f32), every one inside the matrix: each lane
-    /// computes and stores exactly what the scalar finish does for its column. Only for a
-    /// contraction of [`Ir::contraction_finishes_in_lanes`].
-    pub fn contraction_finish_lanes(&mut self, c: &Contraction, acc: VectorValue<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>) -> Result<(), String> {
-        let (ty, lanes) = (acc.get_type(), acc.get_type().get_size());
-        let mut x = acc;
-        if let Some(bias) = &c.bias {
-            let base = self.buffer(bias.buffer.0);
-            let bv = if bias.ty.num_elements() == 1 {
-                let one = self.load(bias.ty.dtype, base, self.i64(0)).into_float_value();
-                self.splat(ty, one)
-            } else {
-                self.load_lanes(bias.ty.dtype, base, col, lanes)
-            };
-            x = self.b.build_float_add(x, bv, "").built();
-        }
-        let mut v = self.round_to(c.result, x.into());
-        if let Some(Epilogue { expr, inputs, rows_shape }) = &c.epilogue {
-            let mut args = vec![v];
-            for input in inputs {
-                let row_off = self.strided_offset(grow, rows_shape, &input.row_strides);
-                let base = self.buffer(input.buffer.0);
-                args.push(if input.col_stride == 0 {
-                    let one = self.load(input.dtype, base, row_off).into_float_value();
-                    self.splat(ty, one).into()
-                } else {
-                    self.load_lanes(input.dtype, base, self.add(row_off, col), lanes).into()
-                });
+    /// Element `at` of a `d` buffer in its domain: one value (`lanes`: `None`), `lanes`
+    /// consecutive ones (`per_lane`), or one value in every lane.
+    fn operand(&mut self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, lanes: Option<u32>, per_lane: bool) -> BasicValueEnum<'ctx> {
+        match lanes {
+            Some(n) if per_lane => self.load_lanes(d, base, at, n).into(),
+            Some(n) => {
+                let one = self.load(d, base, at).into_float_value();
+                self.splat(self.cx.f32_type().vec_type(n), one).into()
             }
-            v = self.eval(expr, args)?;
+            None => self.load(d, base, at),
         }
-        let out = self.buffer(c.out.buffer.0);
-        let at = self.add(self.muli(grow, c.n), col);
-        self.store_lanes(c.out.ty.dtype, out, at, v.into_vector_value());
-        Ok(())
+    }
+
+    /// `in_lanes` where `inside` holds (always, for `None`) and `edge` elsewhere, for a
+    /// contraction whose finish runs in lanes; `edge` everywhere for one whose does not.
+    pub fn finish_in_lanes_inside(
+        &mut self,
+        c: &Contraction,
+        inside: Option<IntValue<'ctx>>,
+        in_lanes: impl FnOnce(&mut Self) -> Result<(), String>,
+        edge: impl FnOnce(&mut Self) -> Result<(), String>,
+    ) -> Result<(), String> {
+        if !self.contraction_finishes_in_lanes(c) {
+            return edge(self);
+        }
+        match inside {
+            None => in_lanes(self),
+            Some(cond) => {
+                let (a, b) = self.if_else(cond, in_lanes, edge);
+                a.and(b)
+            }
+        }
     }
 
     // -----------------------------------------------------------------------------------------

@@ -414,9 +414,16 @@ impl<'ctx> Ir<'ctx> {
     /// `at`, in their domain (f32 lanes).
     pub fn load_lanes(&self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, lanes: u32) -> VectorValue<'ctx> {
         let v = self.load_vector(self.storage(d).into_float_type().vec_type(lanes), base, at, d.byte_size() as u32);
-        match d {
-            DType::F32 => v,
-            _ => self.b.build_float_ext(v, self.cx.f32_type().vec_type(lanes), "").built(),
+        self.f32_lanes(v)
+    }
+
+    /// Float lanes (f32, f16, bf16) as f32 lanes (exactly).
+    pub fn f32_lanes(&self, v: VectorValue<'ctx>) -> VectorValue<'ctx> {
+        let f32v = self.cx.f32_type().vec_type(v.get_type().get_size());
+        if v.get_type() == f32v {
+            v
+        } else {
+            self.b.build_float_ext(v, f32v, "").built()
         }
     }
 

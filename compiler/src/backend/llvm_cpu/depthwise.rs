@@ -81,11 +81,7 @@ pub fn item<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, lanes: usize, f16_acc: boo
     // The sums in f32 (which holds every fp16 value).
     let sums = |ir: &mut Ir<'ctx>| {
         let v = ir.get(acc).into_vector_value();
-        if f16_acc {
-            ir.b.build_float_ext(v, ir.cx.f32_type().vec_type(8), "").built()
-        } else {
-            v
-        }
+        ir.f32_lanes(v)
     };
     // Channels below `first` belong to the block before (only the last block overlaps it).
     let first = ir.muli(blk, lanes);
@@ -104,18 +100,12 @@ pub fn item<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, lanes: usize, f16_acc: boo
         }
         failure
     };
-    if !ir.contraction_finishes_in_lanes(c) {
-        return channels(ir);
-    }
-    // A block of its own channels finishes as a vector.
-    let lanes_finish = |ir: &mut Ir<'ctx>| {
+    // A block of its own channels finishes as a vector (every block, when the channels fill
+    // whole blocks).
+    let in_lanes = |ir: &mut Ir<'ctx>| {
         let v = sums(ir);
         ir.contraction_finish_lanes(c, v, p, c0)
     };
-    if g.oc.is_multiple_of(lanes) {
-        return lanes_finish(ir);
-    }
-    let own = ir.icmp(IntPredicate::EQ, c0, first);
-    let (a, b) = ir.if_else(own, lanes_finish, channels);
-    a.and(b)
+    let own = (!g.oc.is_multiple_of(lanes)).then(|| ir.icmp(IntPredicate::EQ, c0, first));
+    ir.finish_in_lanes_inside(c, own, in_lanes, channels)
 }

@@ -234,24 +234,11 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
     // The accumulators in f32 (which holds every fp16 value).
     let wide = |ir: &mut Ir<'ctx>, x: Var<'ctx>| {
         let v = ir.get(x).into_vector_value();
-        if f16_acc {
-            ir.b.build_float_ext(v, ir.cx.f32_type().vec_type(8), "").built()
-        } else {
-            v
-        }
+        ir.f32_lanes(v)
     };
-    let scalar = |ir: &mut Ir<'ctx>| {
-        ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
-            let v = wide(ir, acc[r * per_row + j / lanes]);
-            ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built()
-        })
-    };
-    if !ir.contraction_finishes_in_lanes(c) {
-        return scalar(ir);
-    }
     // A tile inside the matrix finishes a vector at a time; one on its right or bottom edge
     // output by output (tested only where m or n is not a multiple of the tile).
-    let lanes_finish = |ir: &mut Ir<'ctx>| -> Result<(), String> {
+    let in_lanes = |ir: &mut Ir<'ctx>| -> Result<(), String> {
         for r in 0..mr {
             let grow = ir.add(ir.muli(bi, c.m), ir.addi(row0, r as i64));
             for v in 0..per_row {
@@ -261,6 +248,12 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
         }
         Ok(())
     };
+    let edge = |ir: &mut Ir<'ctx>| {
+        ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
+            let v = wide(ir, acc[r * per_row + j / lanes]);
+            ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built()
+        })
+    };
     let mut edges = Vec::new();
     if !c.m.is_multiple_of(mr) {
         edges.push(ir.icmp(IntPredicate::SLE, ir.addi(row0, mr as i64), ir.i64(c.m as i64)));
@@ -268,11 +261,6 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
     if !c.n.is_multiple_of(nr) {
         edges.push(ir.icmp(IntPredicate::SLE, ir.addi(col0, nr as i64), ir.i64(c.n as i64)));
     }
-    match edges.into_iter().reduce(|a, b| ir.and(a, b)) {
-        None => lanes_finish(ir),
-        Some(inside) => {
-            let (a, b) = ir.if_else(inside, lanes_finish, scalar);
-            a.and(b)
-        }
-    }
+    let inside = edges.into_iter().reduce(|a, b| ir.and(a, b));
+    ir.finish_in_lanes_inside(c, inside, in_lanes, edge)
 }
