@@ -694,11 +694,14 @@ pub fn special_value_cases() -> Vec<Case> {
             }
         }
         let mut g = Graph::new("pool");
-        let x = g.add_input(TensorType::new(d, [1, 4, 4, 1]), loc());
+        // Eight channels (one vector), each the grid shifted: every window meets NaN, zeros of
+        // both signs and infinities in some channel.
+        let x = g.add_input(TensorType::new(d, [1, 4, 4, 8]), loc());
         let attrs = f16c_dialect::PoolAttrs { kernel: [2, 2], stride: [2, 2], pad: [0, 0, 0, 0], acc: None };
-        let y = g.add_node(Op::MaxPool2d(attrs), tensor_ty(d, &[1, 2, 2, 1]), &[x], loc());
+        let y = g.add_node(Op::MaxPool2d(attrs), tensor_ty(d, &[1, 2, 2, 8]), &[x], loc());
         g.add_output(y);
-        cases.push(Case { name: format!("special_max_pool_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 1], &grid)], tolerance: Tolerance::Exact });
+        let channels: Vec<f32> = (0..16 * 8).map(|i| grid[(i / 8 + 5 * (i % 8)) % 16]).collect();
+        cases.push(Case { name: format!("special_max_pool_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 8], &channels)], tolerance: Tolerance::Exact });
         // A convolution whose input holds NaN and infinities, into the fused residual add and
         // ReLU6s (clamp, maximum/minimum with one-element constants) on 32 channels: NaN
         // pixels stay NaN, infinite ones clamp, in vectors and at the edges alike.
@@ -719,6 +722,23 @@ pub fn special_value_cases() -> Vec<Case> {
             })
             .collect();
         cases.push(Case { name: format!("special_conv_epilogue_{dn}"), graph: g, inputs, tolerance: Tolerance::Contraction(k) });
+        // A 1×1 convolution by ones (one exact product per output: bit-exact) on 32 channels,
+        // into clamps whose bounds f16 does not hold: one that rounds to a neighbour, one past
+        // f16's range, one that rounds to zero. Vectors of f16 clamp to the rounded bounds,
+        // which must give the bits of the clamp in f32 rounded.
+        let values = [-0.3, -0.2998, -0.3003, 2.7, 2.699, 2.703, inf, -inf, nan, 0.0, -0.0, 1e-3, -1e-3, 7e4, 5.0, -5.0];
+        for (i, (min, max)) in [(-0.3, 1e30), (1e-9, 2.7), (-1e30, -1e-9), (-1e30, 2.7)].into_iter().enumerate() {
+            let mut g = Graph::new("conv_clamp");
+            let x = g.add_input(TensorType::new(d, [1, 4, 4, 1]), loc());
+            let w = constant(&mut g, Tensor::splat(&TensorType::new(d, [32, 1, 1, 1]), 1.0));
+            let b = constant(&mut g, Tensor::splat(&TensorType::new(d, [32]), 0.0));
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            let attrs = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+            let y = g.add_node(Op::Conv2d(attrs), tensor_ty(d, &[1, 4, 4, 32]), &[x, w, b, z1, z2], loc());
+            let y = g.add_node(Op::Clamp { min, max }, tensor_ty(d, &[1, 4, 4, 32]), &[y], loc());
+            g.add_output(y);
+            cases.push(Case { name: format!("special_conv_clamp{i}_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 1], &values)], tolerance: Tolerance::Exact });
+        }
     }
     cases
 }
@@ -769,7 +789,9 @@ pub fn parity_cases() -> Vec<Case> {
         for n in [7, 17] {
             for avg in [false, true] {
                 let mut g = Graph::new("pool");
-                let x = g.add_input(TensorType::new(d, [1, n, n, 5]), loc());
+                // 19 channels: two runs of eight (pooled in vectors) and three after.
+                let ch = if n == 7 { 19 } else { 5 };
+                let x = g.add_input(TensorType::new(d, [1, n, n, ch]), loc());
                 let attrs = f16c_dialect::PoolAttrs { kernel: [2, 3], stride: [2, 1], pad: [1, 0, 1, 1], acc: if avg { Some(DType::F32) } else { None } };
                 let (oh, ow) = ((n + 1 - 2) / 2 + 1, n + 2 - 3 + 1);
                 let op = if avg { Op::AvgPool2d(attrs) } else { Op::MaxPool2d(attrs) };
@@ -778,7 +800,7 @@ pub fn parity_cases() -> Vec<Case> {
                     operands.push(zero(&mut g, d));
                     operands.push(zero(&mut g, d));
                 }
-                let y = g.add_node(op, tensor_ty(d, &[1, oh, ow, 5]), &operands, loc());
+                let y = g.add_node(op, tensor_ty(d, &[1, oh, ow, ch]), &operands, loc());
                 g.add_output(y);
                 add(format!("{}_pool_{}_n{n}", if avg { "avg" } else { "max" }, dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
             }

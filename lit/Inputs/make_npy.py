@@ -47,3 +47,5 @@ npy("x_1x3x2x2x1_f32.npy", "<f4", [1, 3, 2, 2, 1], "f", [float(i) for i in range
 npy("x_8_i16.npy", "<i2", [8], "h", [-32768, -1, 0, 127, 128, 32767, 1000, -1000])
 # A scalar trip count (lit/Run/control-flow.mlir).
 npy("n_i32.npy", "<i4", [], "i", [5])
+# A 1x32x64 float16 matrix for the fp16 GEMM whose weight is widened once per run.
+npy("f16_1x32x64.npy", "<f2", [1, 32, 64], "e", [((i * 41) % 97) / 16.0 - 3.0 for i in range(2048)])

@@ -5,8 +5,8 @@
 //! 1. the program's buffers (`0..program.buffers.len()`): arguments, constants, intermediates;
 //! 2. one slot per kernel for a constant the backend re-packed at compile time (a GEMM weight
 //!    in panel order), which then replaces the original ([`Layout::replace_constant`]);
-//! 3. one temporary per kernel in the arena, live during that kernel only (a weight widened
-//!    once per run, a packed run-time operand): slot `buffers.len() + k`.
+//! 3. the kernels' temporaries in the arena, each live during its kernel only (a weight
+//!    widened once per run, a packed run-time operand), in the order they were asked for.
 //!
 //! Only slots the code reads or writes are `used`: a replaced constant costs nothing. After
 //! the backend has compiled every kernel, [`Layout::finish`] plans the arena with the
@@ -22,10 +22,10 @@ use f16c_core::artifact::{KernelInfo, Manifest, Output, Slot, Step, TensorDesc, 
 pub struct Layout {
     /// The program's buffers, then one packed-constant slot per kernel.
     pub buffers: Vec<Buffer>,
-    /// Which slots the code reads or writes (buffers, packed constants, then temporaries).
+    /// Which buffers and packed constants the code reads or writes.
     pub used: Vec<bool>,
-    /// Temporary bytes per kernel.
-    pub temps: Vec<usize>,
+    /// The temporaries: (kernel, bytes), slot `buffers.len() + i` for the `i`th.
+    pub temps: Vec<(usize, usize)>,
     /// Bytes of private scratch each thread needs (the most any kernel asks for).
     pub scratch_bytes: usize,
     /// The arena plan including temporaries (after [`Layout::finish`]).
@@ -40,7 +40,7 @@ impl Layout {
         let kernels = program.kernels.len();
         let mut buffers = program.buffers.clone();
         buffers.extend((0..kernels).map(|_| Buffer { kind: BufferKind::Constant(Vec::new()), bytes: 0 }));
-        let mut used = vec![false; buffers.len() + kernels];
+        let mut used = vec![false; buffers.len()];
         for k in &program.kernels {
             used[k.writes().0] = true;
             for r in k.reads() {
@@ -50,22 +50,17 @@ impl Layout {
         for o in &program.outputs {
             used[o.buffer.0] = true;
         }
-        Layout { buffers, used, temps: vec![0; kernels], scratch_bytes: 0, plan: BufferPlan::default(), program_buffers: program.buffers.len() }
+        Layout { buffers, used, temps: Vec::new(), scratch_bytes: 0, plan: BufferPlan::default(), program_buffers: program.buffers.len() }
     }
 
-    /// Slots in the buffer table: buffers, packed constants, then one temporary per kernel.
+    /// Slots in the buffer table: buffers, packed constants, then the temporaries.
     pub fn table_len(&self) -> usize {
-        self.used.len()
+        self.buffers.len() + self.temps.len()
     }
 
     /// The slot of kernel `k`'s re-packed constant.
     pub fn packed_slot(&self, k: usize) -> usize {
         self.program_buffers + k
-    }
-
-    /// The slot of kernel `k`'s temporary.
-    pub fn temp_slot(&self, k: usize) -> usize {
-        self.buffers.len() + k
     }
 
     /// Kernel `k` reads `bytes` (a compile-time re-packing of constant `original`) instead of
@@ -78,10 +73,11 @@ impl Layout {
         slot
     }
 
-    /// Kernel `k` needs a temporary of `bytes` in the arena; returns its slot.
+    /// Kernel `k` needs a temporary of `bytes` in the arena (one more for each call); returns
+    /// its slot.
     pub fn temporary(&mut self, k: usize, bytes: usize) -> usize {
-        self.temps[k] = bytes;
-        self.temp_slot(k)
+        self.temps.push((k, bytes));
+        self.buffers.len() + self.temps.len() - 1
     }
 
     /// Some kernel needs `bytes` of per-thread scratch.
@@ -125,9 +121,9 @@ impl Layout {
                 },
             });
         }
-        for k in 0..program.kernels.len() {
-            slots.push(match self.plan.temp_offset(self.buffers.len(), k) {
-                Some(offset) => Slot::Arena { offset, bytes: self.temps[k] },
+        for (i, &(_, bytes)) in self.temps.iter().enumerate() {
+            slots.push(match self.plan.temp_offset(self.buffers.len(), i) {
+                Some(offset) => Slot::Arena { offset, bytes },
                 None => Slot::Unused,
             });
         }

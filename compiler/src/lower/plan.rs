@@ -18,7 +18,7 @@ pub const ALIGN: usize = 64;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BufferPlan {
     /// Arena offset of each buffer (`None` for inputs and constants), then of each kernel
-    /// temporary (indexed `buffers.len() + k` for kernel `k`).
+    /// temporary (indexed `buffers.len() + i` for the `i`th).
     pub offsets: Vec<Option<usize>>,
     /// Arena size: the peak of the plan.
     pub arena_bytes: usize,
@@ -32,9 +32,9 @@ impl BufferPlan {
         self.offsets.get(b.0).copied().flatten()
     }
 
-    /// The arena offset of kernel `k`'s temporary, if it has one.
-    pub fn temp_offset(&self, buffers: usize, k: usize) -> Option<usize> {
-        self.offsets.get(buffers + k).copied().flatten()
+    /// The arena offset of the `i`th kernel temporary, if it has one.
+    pub fn temp_offset(&self, buffers: usize, i: usize) -> Option<usize> {
+        self.offsets.get(buffers + i).copied().flatten()
     }
 }
 
@@ -44,14 +44,14 @@ fn aligned(n: usize) -> usize {
 
 /// Plans the arena for `kernels` over `buffers`, with no kernel temporaries.
 pub fn plan(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand]) -> BufferPlan {
-    plan_with_temps(buffers, kernels, outputs, &vec![0; kernels.len()])
+    plan_with_temps(buffers, kernels, outputs, &[])
 }
 
-/// Plans the arena; `temps[k]` bytes of temporary are live during kernel `k`.
-pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand], temps: &[usize]) -> BufferPlan {
+/// Plans the arena; each `(k, bytes)` of `temps` is a temporary live during kernel `k`.
+pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand], temps: &[(usize, usize)]) -> BufferPlan {
     let end = kernels.len();
     // (size, first kernel, last kernel) per planned item.
-    let mut live: Vec<Option<(usize, usize, usize)>> = vec![None; buffers.len() + kernels.len()];
+    let mut live: Vec<Option<(usize, usize, usize)>> = vec![None; buffers.len() + temps.len()];
     for (k, kernel) in kernels.iter().enumerate() {
         let w = kernel.writes();
         if matches!(buffers[w.0].kind, BufferKind::Intermediate) {
@@ -64,8 +64,10 @@ pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operan
                 e.2 = e.2.max(k);
             }
         }
-        if temps[k] > 0 {
-            live[buffers.len() + k] = Some((aligned(temps[k]), k, k));
+    }
+    for (i, &(k, bytes)) in temps.iter().enumerate() {
+        if bytes > 0 {
+            live[buffers.len() + i] = Some((aligned(bytes), k, k));
         }
     }
     for o in outputs {

@@ -87,19 +87,28 @@ impl<'ctx> Ir<'ctx> {
 
     /// Maximum, minimum and clamp on f32 lanes. Of f16 values to f16, they compare and select
     /// in `half` lanes (eight per NEON register, no f32 round trips): the result is one of the
-    /// arguments or NaN, so comparing the exact f16 values gives the same bits (not for a clamp
-    /// whose bounds f16 does not hold exactly).
+    /// arguments or NaN, so comparing the exact f16 values gives the same bits. A clamp bound
+    /// f16 does not hold is rounded to f16 first (to ±inf past its range): rounding is
+    /// monotonic, so of an f16 `x` the f32 clamp rounded equals the clamp to the rounded
+    /// bounds, except for the sign of a zero when the bound rounds to zero (such bounds keep
+    /// the f32 compare).
     fn select_lanes(&mut self, op: &EwOp, args: &[VectorValue<'ctx>], arg_types: &[DType]) -> VectorValue<'ctx> {
-        let exact = |v: f64| (v as f32).is_nan() || half::f16::from_f32(v as f32).to_f32() == v as f32;
-        let bounds_exact = match op.kind {
-            EwKind::Clamp { min, max } => exact(min) && exact(max),
+        let usable = |v: f64| {
+            let (v, h) = (v as f32, half::f16::from_f32(v as f32));
+            v.is_nan() || h.to_f32() == v || h.to_f32() != 0.0
+        };
+        let bounds_ok = match op.kind {
+            EwKind::Clamp { min, max } => usable(min) && usable(max),
             _ => true,
         };
-        let in_f16 = bounds_exact && op.dtype == DType::F16 && arg_types.iter().all(|&d| d == DType::F16);
+        let in_f16 = bounds_ok && op.dtype == DType::F16 && arg_types.iter().all(|&d| d == DType::F16);
         let wide = args[0].get_type();
         let ty = if in_f16 { self.cx.f16_type().vec_type(wide.get_size()) } else { wide };
         let narrow = |ir: &Self, v: VectorValue<'ctx>| if in_f16 { ir.b.build_float_trunc(v, ty, "").built() } else { v };
-        let splat = |ir: &Self, v: f64| ir.splat(ty, ty.get_element_type().into_float_type().const_float(v as f32 as f64));
+        let splat = |ir: &Self, v: f64| {
+            let v = if in_f16 { half::f16::from_f32(v as f32).to_f64() } else { v as f32 as f64 };
+            ir.splat(ty, ty.get_element_type().into_float_type().const_float(v))
+        };
         let nan = splat(self, f64::NAN);
         let x = narrow(self, args[0]);
         let r = match op.kind {
@@ -160,7 +169,7 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// [`Ir::tosa_select`] on floats or on float vectors lane by lane (`nan` of their type).
-    fn tosa_select_any<T: FloatMathValue<'ctx> + Copy>(&self, pred: FloatPredicate, a: T, b: T, nan: T) -> BasicValueEnum<'ctx> {
+    pub(super) fn tosa_select_any<T: FloatMathValue<'ctx> + Copy>(&self, pred: FloatPredicate, a: T, b: T, nan: T) -> BasicValueEnum<'ctx> {
         let keep = self.b.build_float_compare(pred, a, b, "").built();
         let r = self.b.build_select(keep, a, b, "").built();
         let unordered = self.b.build_float_compare(FloatPredicate::UNO, a, b, "").built();

@@ -21,7 +21,7 @@ use super::{Built, Ir, Var};
 pub const TILE: usize = 4;
 use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
 use f16c_dialect::{DType, ReduceKind};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
 
 /// Where a contraction tile lies ([`Ir::tile_at`]).
@@ -39,11 +39,37 @@ pub struct TileAt<'ctx> {
 /// An A row of a matmul or conv2d tile ([`Ir::contraction_rows`]).
 #[derive(Clone, Copy)]
 pub struct ARow<'ctx> {
-    /// A matmul row's first element; a conv row's image.
-    base: IntValue<'ctx>,
-    /// A conv row's top input row and left input column (before the taps).
+    /// The address of A at `k` = 0 (a matmul, or a conv without padding, whose values along
+    /// `k` are [`KStep::offset`] elements from it).
+    start: Option<PointerValue<'ctx>>,
+    /// A padded conv row's image, top input row and left input column (before the taps).
+    image: IntValue<'ctx>,
     y0: IntValue<'ctx>,
     x0: IntValue<'ctx>,
+}
+
+/// The input window of a pooling output pixel ([`Ir::pool_window`]).
+struct PoolWindow<'ctx> {
+    /// The image's first element.
+    in_base: IntValue<'ctx>,
+    /// The window's top row and left column (before clipping).
+    y0: IntValue<'ctx>,
+    x0: IntValue<'ctx>,
+    /// The window's rows and columns inside the input, `[lo, hi)` from `y0` and `x0`.
+    ky: (IntValue<'ctx>, IntValue<'ctx>),
+    kx: (IntValue<'ctx>, IntValue<'ctx>),
+    /// Elements per input row, and per pixel.
+    row: usize,
+    c: usize,
+}
+
+/// One step along a matmul's or conv2d's `k` ([`Ir::contraction_k`]).
+#[derive(Clone, Copy)]
+pub struct KStep<'ctx> {
+    /// The index along `k`.
+    pub kk: IntValue<'ctx>,
+    /// Where `A[row, kk]` is, from [`ARow::start`] (rows with a start only).
+    offset: IntValue<'ctx>,
 }
 
 /// One loop of work items of a kernel, and which body computes an item: what a target that
@@ -270,18 +296,12 @@ impl<'ctx> Ir<'ctx> {
     // in-bounds count)
     // -----------------------------------------------------------------------------------------
 
-    /// Output element `i` of a pooling kernel (NHWC).
-    pub fn pool_item(&mut self, p: &Pool, i: IntValue<'ctx>) -> Result<(), String> {
-        let (din, dout) = (p.input.ty.dtype, p.output.ty.dtype);
-        let (&[_, ih, iw, c], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
+    /// The input window of output pixel `pixel` of a pooling kernel (NHWC).
+    fn pool_window(&self, p: &Pool, pixel: IntValue<'ctx>) -> Result<PoolWindow<'ctx>, String> {
+        let c = Self::pool_channels(p)?;
+        let (&[_, ih, iw, _], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
             return Err("pooling input must be NHWC".into());
         };
-        if din == DType::I1 {
-            return Err("pooling is not defined on i1".into());
-        }
-        let (src, dst) = (self.buffer(p.input.buffer.0), self.buffer(p.output.buffer.0));
-        let ch = self.remi(i, c);
-        let pixel = self.divi(i, c);
         let ox = self.remi(pixel, ow);
         let oy = self.remi(self.divi(pixel, ow), oh);
         let b = self.divi(pixel, ow * oh);
@@ -289,6 +309,40 @@ impl<'ctx> Ir<'ctx> {
         let x0 = self.addi(self.muli(ox, p.stride[1]), -(p.pad[2] as i64));
         let (ky_lo, ky_hi) = self.clip(y0, p.kernel[0], ih);
         let (kx_lo, kx_hi) = self.clip(x0, p.kernel[1], iw);
+        Ok(PoolWindow { in_base: self.muli(b, ih * iw * c), y0, x0, ky: (ky_lo, ky_hi), kx: (kx_lo, kx_hi), row: iw * c, c })
+    }
+
+    /// The channels of a pooling kernel's (NHWC, not i1) input.
+    fn pool_channels(p: &Pool) -> Result<usize, String> {
+        if p.input.ty.dtype == DType::I1 {
+            return Err("pooling is not defined on i1".into());
+        }
+        match (p.input.ty.shape.as_slice(), p.output.ty.shape.len()) {
+            (&[_, _, _, c], 4) => Ok(c),
+            _ => Err("pooling input must be NHWC".into()),
+        }
+    }
+
+    /// `body(ir, at)` for each pixel of `w` in the window, in order, `at` its channel 0.
+    fn pool_taps(&mut self, w: &PoolWindow<'ctx>, mut body: impl FnMut(&mut Self, IntValue<'ctx>)) {
+        let one = self.i64(1);
+        self.for_range(w.ky.0, w.ky.1, one, |ir, ky| {
+            let row = ir.add(w.in_base, ir.muli(ir.add(w.y0, ky), w.row));
+            ir.for_range(w.kx.0, w.kx.1, one, |ir, kx| {
+                let at = ir.add(row, ir.muli(ir.add(w.x0, kx), w.c));
+                body(ir, at);
+            });
+        });
+    }
+
+    /// Output element `i` of a pooling kernel (NHWC).
+    pub fn pool_item(&mut self, p: &Pool, i: IntValue<'ctx>) -> Result<(), String> {
+        let (din, dout) = (p.input.ty.dtype, p.output.ty.dtype);
+        let c = Self::pool_channels(p)?;
+        let w = self.pool_window(p, self.divi(i, c))?;
+        let (src, dst) = (self.buffer(p.input.buffer.0), self.buffer(p.output.buffer.0));
+        let ch = self.remi(i, c);
+        let (ky_lo, ky_hi, kx_lo, kx_hi) = (w.ky.0, w.ky.1, w.kx.0, w.kx.1);
         let int = !din.is_float();
         let init: BasicValueEnum = match (int, p.avg) {
             (true, true) => self.i64(0).into(),
@@ -297,23 +351,16 @@ impl<'ctx> Ir<'ctx> {
             (false, false) => self.domain(din).into_float_type().const_float(f64::NEG_INFINITY).into(),
         };
         let acc = self.var(init);
-        let in_base = self.muli(b, ih * iw * c);
         let one = self.i64(1);
-        self.for_range(ky_lo, ky_hi, one, |ir, ky| {
-            let y = ir.add(y0, ky);
-            let row = ir.add(in_base, ir.muli(y, iw * c));
-            ir.for_range(kx_lo, kx_hi, one, |ir, kx| {
-                let x = ir.add(x0, kx);
-                let at = ir.add(ir.add(row, ir.muli(x, c)), ch);
-                let (v, a) = (ir.load(din, src, at), ir.get(acc));
-                let n: BasicValueEnum = match (int, p.avg) {
-                    (true, true) => ir.add(a.into_int_value(), ir.addi(v.into_int_value(), -p.zp.0)).into(),
-                    (true, false) => ir.smax(a.into_int_value(), v.into_int_value()).into(),
-                    (false, true) => ir.b.build_float_add(a.into_float_value(), v.into_float_value(), "").built().into(),
-                    (false, false) => ir.fmax(a.into_float_value(), v.into_float_value()).into(),
-                };
-                ir.set(acc, n);
-            });
+        self.pool_taps(&w, |ir, at| {
+            let (v, a) = (ir.load(din, src, ir.add(at, ch)), ir.get(acc));
+            let n: BasicValueEnum = match (int, p.avg) {
+                (true, true) => ir.add(a.into_int_value(), ir.addi(v.into_int_value(), -p.zp.0)).into(),
+                (true, false) => ir.smax(a.into_int_value(), v.into_int_value()).into(),
+                (false, true) => ir.b.build_float_add(a.into_float_value(), v.into_float_value(), "").built().into(),
+                (false, false) => ir.fmax(a.into_float_value(), v.into_float_value()).into(),
+            };
+            ir.set(acc, n);
         });
         if int {
             let mut v = self.get(acc).into_int_value();
@@ -335,6 +382,61 @@ impl<'ctx> Ir<'ctx> {
         let v = self.round_to(dout, v.into());
         self.store(dout, dst, i, v);
         Ok(())
+    }
+
+    /// Whether [`Ir::pool_lanes`] can pool `p`: float data whose result rounds lane by lane.
+    pub fn pools_in_lanes(&self, p: &Pool) -> bool {
+        matches!(p.input.ty.dtype, DType::F32 | DType::F16 | DType::BF16) && self.rounds_lanes(p.output.ty.dtype) && Self::pool_channels(p).is_ok()
+    }
+
+    /// Work items of [`Ir::pool_lanes`]: an output pixel's channels in runs of `lanes`.
+    pub fn pool_lanes_work(p: &Pool, lanes: usize) -> usize {
+        let c = p.input.ty.shape[3];
+        p.output.ty.num_elements() / c * c.div_ceil(lanes)
+    }
+
+    /// Item `item` of a float pooling kernel ([`Ir::pools_in_lanes`]): `lanes` channels of
+    /// one output pixel in f32 lanes, each lane summing (or taking the maximum) in window order
+    /// and dividing as [`Ir::pool_item`] does for its channel; a pixel's last run, when the
+    /// channels do not fill it, channel by channel.
+    pub fn pool_lanes(&mut self, p: &Pool, item: IntValue<'ctx>, lanes: usize) -> Result<(), String> {
+        let (din, dout, c) = (p.input.ty.dtype, p.output.ty.dtype, p.input.ty.shape[3]);
+        let runs = c.div_ceil(lanes);
+        let (pixel, ch0) = (self.divi(item, runs), self.muli(self.remi(item, runs), lanes));
+        let lanes_body = |ir: &mut Self| -> Result<(), String> {
+            let w = ir.pool_window(p, pixel)?;
+            let (src, dst) = (ir.buffer(p.input.buffer.0), ir.buffer(p.output.buffer.0));
+            let f32v = ir.cx.f32_type().vec_type(lanes as u32);
+            let init = ir.splat(f32v, ir.f32(if p.avg { 0.0 } else { f32::NEG_INFINITY }));
+            let nan = ir.splat(f32v, ir.f32(f32::NAN));
+            let acc = ir.var(init.into());
+            ir.pool_taps(&w, |ir, at| {
+                let v = ir.load_lanes(din, src, ir.add(at, ch0), lanes as u32);
+                let a = ir.get(acc).into_vector_value();
+                let n = if p.avg { ir.b.build_float_add(a, v, "").built().into() } else { ir.tosa_select_any(inkwell::FloatPredicate::OGE, a, v, nan) };
+                ir.set(acc, n);
+            });
+            let mut v = ir.get(acc).into_vector_value();
+            if p.avg {
+                let count = ir.smax(ir.mul(ir.sub(w.ky.1, w.ky.0), ir.sub(w.kx.1, w.kx.0)), ir.i64(1));
+                let count = ir.b.build_signed_int_to_float(count, ir.cx.f32_type(), "").built();
+                v = ir.b.build_float_div(v, ir.splat(f32v, count), "").built();
+            }
+            let v = ir.round_to(dout, v.into()).into_vector_value();
+            ir.store_lanes(dout, dst, ir.add(ir.muli(pixel, c), ch0), v);
+            Ok(())
+        };
+        if c.is_multiple_of(lanes) {
+            return lanes_body(self);
+        }
+        let full = self.icmp(IntPredicate::SLE, self.addi(ch0, lanes as i64), self.i64(c as i64));
+        let (a, b) = self.if_else(full, lanes_body, |ir| {
+            let mut result = Ok(());
+            let first = ir.add(ir.muli(pixel, c), ch0);
+            ir.for_range(first, ir.muli(ir.addi(pixel, 1), c), ir.i64(1), |ir, i| result = ir.pool_item(p, i));
+            result
+        });
+        a.and(b)
     }
 
     /// `semantics::int_average` for a window sum `acc` over `count` (≥ 1) pixels, both i64.
@@ -630,11 +732,12 @@ impl<'ctx> Ir<'ctx> {
                 crate::lower::MatrixLayout::ColMajor => self.muli(col, c.k),
             })
             .collect();
-        self.for_n(0, c.k, |ir, kk| {
+        self.contraction_k(c, |ir, step| {
+            let kk = step.kk;
             let avals: Vec<(BasicValueEnum, Option<IntValue>)> = a_rows
                 .iter()
                 .map(|row| {
-                    let (v, inside) = ir.contraction_a(c, row, kk);
+                    let (v, inside) = ir.contraction_a(c, row, &step);
                     (ir.convert(da, c.acc, v).expect("float to float"), inside)
                 })
                 .collect();
@@ -703,23 +806,89 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// What an A row of a matmul or conv2d needs along `k`, for tile rows `rows` (clamped to
-    /// the matrix) of batch `bi`: a matmul row's start, or a conv row's image and top-left input
-    /// pixel (implicit im2col).
-    pub fn contraction_rows(&self, c: &Contraction, rows: &[IntValue<'ctx>], bi: IntValue<'ctx>) -> Vec<ARow<'ctx>> {
+    /// the matrix) of batch `bi`: where the row starts, or for a padded conv the row's image
+    /// and top-left input pixel (implicit im2col).
+    pub fn contraction_rows(&mut self, c: &Contraction, rows: &[IntValue<'ctx>], bi: IntValue<'ctx>) -> Vec<ARow<'ctx>> {
+        let zero = self.i64(0);
+        let (a, ty) = (self.buffer(c.a.buffer.0), self.storage(c.a.ty.dtype));
+        // An address, not an index: the index arithmetic of a row and of a step would be
+        // factored into one multiplication per row and step.
+        let at = |ir: &Self, i: IntValue<'ctx>| ir.gep(ty, a, i);
         rows.iter()
             .map(|&row| match &c.kind {
                 ContractionKind::Conv(g) => {
-                    let (ox, oy, n) = (self.remi(row, g.ow), self.remi(self.divi(row, g.ow), g.oh), self.divi(row, g.ow * g.oh));
+                    let (ox, oy, image) = (self.remi(row, g.ow), self.remi(self.divi(row, g.ow), g.oh), self.divi(row, g.ow * g.oh));
                     let y0 = self.addi(self.muli(oy, g.stride[0]), -(g.pad[0] as i64));
                     let x0 = self.addi(self.muli(ox, g.stride[1]), -(g.pad[2] as i64));
-                    ARow { base: n, y0, x0 }
+                    let start = (g.pad == [0; 4]).then(|| at(self, self.muli(self.add(self.muli(self.add(self.muli(image, g.ih), y0), g.iw), x0), g.ic)));
+                    ARow { start, image, y0, x0 }
                 }
                 _ => {
                     let stride = c.a_row_stride.unwrap_or(c.k);
-                    ARow { base: self.add(self.muli(bi, c.m * stride), self.muli(row, stride)), y0: self.i64(0), x0: self.i64(0) }
+                    ARow { start: Some(at(self, self.add(self.muli(bi, c.m * stride), self.muli(row, stride)))), image: zero, y0: zero, x0: zero }
                 }
             })
             .collect()
+    }
+
+    /// `body` for each step along `k` of a matmul or conv2d, in index order. A conv without
+    /// padding loops over its taps, then the input channels of a tap, so that A's offset is a
+    /// tap's offset plus the channel: no division per step, one addition per row.
+    pub fn contraction_k(&mut self, c: &Contraction, mut body: impl FnMut(&mut Self, KStep<'ctx>)) {
+        match &c.kind {
+            ContractionKind::Conv(g) if g.pad == [0; 4] => self.for_n(0, g.kh * g.kw, |ir, tap| {
+                let (ky, kx) = (ir.divi(tap, g.kw), ir.remi(tap, g.kw));
+                let at = ir.muli(ir.add(ir.muli(ky, g.dilation[0] * g.iw), ir.muli(kx, g.dilation[1])), g.ic);
+                let kk0 = ir.muli(tap, g.ic);
+                ir.for_n(0, g.ic, |ir, ci| body(ir, KStep { kk: ir.add(kk0, ci), offset: ir.add(at, ci) }));
+            }),
+            _ => self.for_n(0, c.k, |ir, kk| body(ir, KStep { kk, offset: kk })),
+        }
+    }
+
+    /// `body(ir, step, len)` for runs of `len` ≤ `run` steps along `k` from `step`, in index
+    /// order, whose A values lie next to each other (a matmul row; a tap's channels of a conv
+    /// without padding), for [`Ir::contraction_a_run`]. `None` where the values are not
+    /// (a padded convolution): use [`Ir::contraction_k`].
+    pub fn contraction_runs(&mut self, c: &Contraction, run: usize, mut body: impl FnMut(&mut Self, KStep<'ctx>, usize)) -> Option<()> {
+        // `len`-step runs from `first` while they fit in `n`, then one shorter run.
+        let runs = |ir: &mut Self, n: usize, kk0: IntValue<'ctx>, at: IntValue<'ctx>, body: &mut dyn FnMut(&mut Self, KStep<'ctx>, usize)| {
+            ir.for_n(0, n / run, |ir, i| {
+                let i = ir.muli(i, run);
+                body(ir, KStep { kk: ir.add(kk0, i), offset: ir.add(at, i) }, run);
+            });
+            if !n.is_multiple_of(run) {
+                let i = ir.i64((n - n % run) as i64);
+                body(ir, KStep { kk: ir.add(kk0, i), offset: ir.add(at, i) }, n % run);
+            }
+        };
+        match &c.kind {
+            ContractionKind::Conv(g) if g.pad == [0; 4] => self.for_n(0, g.kh * g.kw, |ir, tap| {
+                let (ky, kx) = (ir.divi(tap, g.kw), ir.remi(tap, g.kw));
+                let at = ir.muli(ir.add(ir.muli(ky, g.dilation[0] * g.iw), ir.muli(kx, g.dilation[1])), g.ic);
+                runs(ir, g.ic, ir.muli(tap, g.ic), at, &mut body);
+            }),
+            ContractionKind::Conv(_) => return None,
+            _ => {
+                let zero = self.i64(0);
+                runs(self, c.k, zero, zero, &mut body);
+            }
+        }
+        Some(())
+    }
+
+    /// `lanes` values of A from `A[row, step.kk]` along `k`, as stored (a run of
+    /// [`Ir::contraction_runs`]; lanes past the run may read past A's end, which the caller
+    /// must allow).
+    pub fn contraction_a_run(&mut self, c: &Contraction, row: &ARow<'ctx>, step: &KStep<'ctx>, lanes: u32) -> VectorValue<'ctx> {
+        let da = c.a.ty.dtype;
+        let start = row.start.expect("runs are of rows with a start");
+        let ty = self.storage(da).into_float_type().vec_type(lanes);
+        let v = self.load_vector(ty, start, step.offset, da.byte_size() as u32);
+        // Volatile: all `lanes` in one load, which LLVM would otherwise split into the lanes
+        // the run uses (a vector and a scalar load for three).
+        v.as_instruction_value().expect("a load").set_volatile(true).expect("a load");
+        v
     }
 
     /// `A[row, kk]` of a matmul or conv2d in A's domain, and, for a conv whose weight makes it
@@ -727,18 +896,22 @@ impl<'ctx> Ir<'ctx> {
     /// padding the value is 0 (the address is clamped, the value selected) and the caller must
     /// then leave its sum alone ([`Ir::accumulate`]), as TOSA skips padding rather than
     /// multiplying it: 0 × an infinite weight would be NaN.
-    pub fn contraction_a(&mut self, c: &Contraction, row: &ARow<'ctx>, kk: IntValue<'ctx>) -> (BasicValueEnum<'ctx>, Option<IntValue<'ctx>>) {
+    pub fn contraction_a(&mut self, c: &Contraction, row: &ARow<'ctx>, step: &KStep<'ctx>) -> (BasicValueEnum<'ctx>, Option<IntValue<'ctx>>) {
         let (da, a) = (c.a.ty.dtype, self.buffer(c.a.buffer.0));
-        let ContractionKind::Conv(g) = &c.kind else {
-            return (self.load(da, a, self.add(row.base, kk)), None);
+        let (ContractionKind::Conv(g), None) = (&c.kind, row.start) else {
+            // A matmul, or a conv without padding: every tap is inside the image (the
+            // verifier checked the output size).
+            let start = row.start.expect("rows without a start are a padded conv's");
+            return (self.load(da, start, step.offset), None);
         };
+        let kk = step.kk;
         let ci = self.remi(kk, g.ic);
         let kx = self.remi(self.divi(kk, g.ic), g.kw);
         let ky = self.divi(kk, g.ic * g.kw);
         let y = self.add(row.y0, self.muli(ky, g.dilation[0]));
         let x = self.add(row.x0, self.muli(kx, g.dilation[1]));
         let ok = self.and(self.in_range(y, g.ih), self.in_range(x, g.iw));
-        let pix = self.add(self.muli(self.add(self.muli(row.base, g.ih), y), g.iw), x);
+        let pix = self.add(self.muli(self.add(self.muli(row.image, g.ih), y), g.iw), x);
         let at = self.add(self.muli(pix, g.ic), ci);
         let safe = self.select(ok, at, self.i64(0)).into_int_value();
         let v = self.load(da, a, safe);

@@ -26,7 +26,7 @@
 use super::CpuMachine;
 use crate::backend::llvm::families::TileAt;
 use crate::backend::llvm::{Built, Ir, Var};
-use crate::lower::{BufferKind, Contraction, ContractionKind, MatrixLayout, Program};
+use crate::lower::{BufferKind, Contraction, ContractionKind, ConvGeometry, MatrixLayout, Program};
 use f16c_dialect::DType;
 use inkwell::types::VectorType;
 use inkwell::values::{IntValue, VectorValue};
@@ -144,8 +144,75 @@ pub fn widens_a(machine: &CpuMachine, c: &Contraction) -> bool {
     c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c)
 }
 
+/// The most A values along `k` a tile reads as one vector on a machine with multiply-adds by
+/// element (four f32 in a NEON register, four f16 in half of one: the B rows of a run stay
+/// in registers next to the accumulators).
+pub const A_RUN: usize = 4;
+
+/// Output tiles that read each packed fp16/bf16 B value before [`widens_b`] widens B once per
+/// run instead of in every tile.
+const WIDEN_B_REUSE: usize = 3;
+
+/// Whether `c`'s packed fp16/bf16 B is widened to f32 once per run, in a step of its own
+/// before the tiles, where at least [`WIDEN_B_REUSE`] tiles read each value: otherwise every
+/// tile converts each B row again (x86-64: two `vcvtph2ps` per 24 FMAs of the 12 × 32 tile,
+/// fp16 GEMM at 0.77× of f32 at 1024³). The packed weight stays 16-bit in the artifact.
+pub fn widens_b(machine: &CpuMachine, c: &Contraction, shape: GemmShape) -> bool {
+    let reuse = c.batch * c.m.div_ceil(shape.mr) / b_batches(c);
+    c.b.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && reuse >= WIDEN_B_REUSE
+}
+
+/// The geometry of `c`'s input zero-padded once per run, when `c` is a convolution with
+/// padding that may multiply the zeros (no [`Contraction::padding_hazard`]): the tiles then
+/// read the padded input at addresses linear in the row and the tap, with no bounds test and
+/// no select per value (they were most of a narrow convolution's instructions: cnn_small's
+/// 3 → 8 channel conv).
+pub fn padded_input(c: &Contraction) -> Option<ConvGeometry> {
+    let ContractionKind::Conv(g) = &c.kind else { return None };
+    let [top, bottom, left, right] = g.pad;
+    (g.pad != [0; 4] && !c.padding_hazard).then(|| ConvGeometry { ih: g.ih + top + bottom, iw: g.iw + left + right, pad: [0; 4], ..g.clone() })
+}
+
+/// Row `r` (image, padded y) of `c`'s input padded to `to` ([`padded_input`]) into slot `dst`
+/// as `dtype`: zeros in the padding, the input's row (converted) between.
+pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst, dtype): (usize, DType), r: IntValue<'ctx>) {
+    let ContractionKind::Conv(g) = &c.kind else { unreachable!("padded_input() is Some for convolutions only") };
+    let (from, src, dst) = (c.a.ty.dtype, ir.buffer(c.a.buffer.0), ir.buffer(dst));
+    let (image, y) = (ir.divi(r, to.ih), ir.addi(ir.remi(r, to.ih), -(g.pad[0] as i64)));
+    let out = ir.muli(r, to.iw * g.ic);
+    let zero = ir.domain(dtype).into_float_type().const_zero().into();
+    let zeros = |ir: &mut Ir<'ctx>, lo: usize, hi: usize| {
+        ir.for_n(lo, hi, |ir, i| ir.store(dtype, dst, ir.add(out, i), zero));
+    };
+    let (left, row) = (g.pad[2] * g.ic, g.iw * g.ic);
+    ir.if_else(
+        ir.in_range(y, g.ih),
+        |ir| {
+            zeros(ir, 0, left);
+            let at = ir.muli(ir.add(ir.muli(image, g.ih), y), row);
+            ir.for_n(0, row, |ir, i| {
+                if from == dtype {
+                    // Same type: the bits, not a trip through f32 (bf16 may round in software).
+                    let ty = ir.storage(dtype);
+                    let v = ir.b.build_load(ty, ir.gep(ty, src, ir.add(at, i)), "").built();
+                    ir.b.build_store(ir.gep(ty, dst, ir.add(out, ir.addi(i, left as i64))), v).built();
+                } else {
+                    let v = ir.load(from, src, ir.add(at, i));
+                    ir.store(dtype, dst, ir.add(out, ir.addi(i, left as i64)), v);
+                }
+            });
+            zeros(ir, left + row, to.iw * g.ic);
+        },
+        |ir| zeros(ir, 0, to.iw * g.ic),
+    );
+}
+
 /// Tile `t` of `c`, B read from the packed panels in slot `packed`.
-pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, packed: usize, t: IntValue<'ctx>) -> Result<(), String> {
+///
+/// On a machine with multiply-adds by element, a matmul and a convolution without padding
+/// read A a run of up to [`A_RUN`] values along `k` at a time (one vector load per row and
+/// run, each value then taken from its lane); `a_slack` elements past A's end may be read.
+pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), t: IntValue<'ctx>) -> Result<(), String> {
     let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
@@ -163,13 +230,46 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
     let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), c.k * nr);
     let fmlal = uses_fmlal(machine, c);
-    ir.for_n(0, c.k, |ir, kk| {
+    // One B row of the accumulators' type (`per_row` vectors) at step `kk`.
+    let b_row = |ir: &mut Ir<'ctx>, kk: IntValue<'ctx>| -> Vec<VectorValue<'ctx>> {
+        let row_at = ir.add(panel, ir.muli(kk, nr));
+        (0..per_row)
+            .map(|v| {
+                let at = ir.addi(row_at, (v * lanes) as i64);
+                let raw = ir.load_vector(ir.storage(db).into_float_type().vec_type(lanes as u32), b, at, db.byte_size() as u32);
+                if f16_acc { raw } else { ir.f32_lanes(raw) }
+            })
+            .collect()
+    };
+    let by_element = machine.fma_by_element && !fmlal && (f16_acc || da == DType::F32);
+    let ran = by_element.then(|| {
+        ir.contraction_runs(c, A_RUN, |ir, step, len| {
+            let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();
+            // The whole run's vector where reading past its end is allowed.
+            let load = if len < A_RUN && a_slack >= A_RUN { A_RUN } else { len };
+            let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); lanes]);
+            for (r, row) in a_rows.iter().enumerate() {
+                let a = ir.contraction_a_run(c, row, &step, load as u32);
+                for (j, brow) in brows.iter().enumerate() {
+                    let aj = ir.b.build_shuffle_vector(a, a.get_type().get_poison(), lane(j), "").built();
+                    for (v, bv) in brow.iter().enumerate() {
+                        let x = acc[r * per_row + v];
+                        let s = ir.intrinsic(&format!("llvm.fma.v{lanes}{}", if f16_acc { "f16" } else { "f32" }), acc_ty.into(), &[aj.into(), (*bv).into(), ir.get(x)]);
+                        ir.set(x, s);
+                    }
+                }
+            }
+        })
+    });
+    if ran.flatten().is_none() {
+    ir.contraction_k(c, |ir, step| {
+        let kk = step.kk;
         let row_at = ir.add(panel, ir.muli(kk, nr));
         if f16_acc {
             // Fast mode: products and sums in fp16, eight lanes per FMLA.
             let brows: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(h8, b, ir.addi(row_at, (v * 8) as i64), 2)).collect();
             for (r, row) in a_rows.iter().enumerate() {
-                let (a, inside) = ir.contraction_a(c, row, kk);
+                let (a, inside) = ir.contraction_a(c, row, &step);
                 let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
                 let a8 = ir.splat(h8, a);
                 for (v, brow) in brows.iter().enumerate() {
@@ -189,7 +289,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             let mut avec = h8.get_poison();
             let mut insides = Vec::new();
             for (r, row) in a_rows.iter().enumerate() {
-                let (a, inside) = ir.contraction_a(c, row, kk);
+                let (a, inside) = ir.contraction_a(c, row, &step);
                 let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
                 avec = ir.b.build_insert_element(avec, a, ir.i64(r as i64), "").built();
                 insides.push(inside);
@@ -220,7 +320,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             })
             .collect();
         for (r, row) in a_rows.iter().enumerate() {
-            let (a, inside) = ir.contraction_a(c, row, kk);
+            let (a, inside) = ir.contraction_a(c, row, &step);
             let a = ir.convert(da, DType::F32, a).expect("float to float").into_float_value();
             let av = ir.splat(f32v, a);
             for (v, bv) in bvecs.iter().enumerate() {
@@ -231,6 +331,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, pack
             }
         }
     });
+    }
     // The accumulators in f32 (which holds every fp16 value).
     let wide = |ir: &mut Ir<'ctx>, x: Var<'ctx>| {
         let v = ir.get(x).into_vector_value();

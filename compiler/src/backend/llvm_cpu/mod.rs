@@ -29,6 +29,7 @@ use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupp
 use crate::lower::{Kernel, KernelKind, Program};
 use crate::target::Target;
 use f16c_core::artifact::{Artifact, CodeFormat, Step};
+use f16c_dialect::DType;
 use inkwell::context::Context;
 use inkwell::values::{FunctionValue, IntValue, PointerValue};
 
@@ -54,6 +55,10 @@ pub struct CpuMachine {
     pub fmlal: bool,
     /// Native fp16 fused multiply-add (AArch64 `+fullfp16`): `--accumulate=f16` uses it.
     pub fp16_fma: bool,
+    /// Multiply-adds take one operand from a lane of a vector register (AArch64 `FMLA` by
+    /// element): the micro-kernel loads a run of A values along `k` as one vector
+    /// ([`gemm::A_RUN`]) instead of one value per step.
+    pub fma_by_element: bool,
 }
 
 /// The LLVM CPU backend for one target.
@@ -81,6 +86,7 @@ pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
         gemm: gemm::GemmShape { mr: 6, nr: 16, lanes: 8 },
         fmlal: false,
         fp16_fma: false,
+        fma_by_element: false,
     },
 };
 
@@ -100,6 +106,7 @@ pub static X86_64_V4: LlvmCpuBackend = LlvmCpuBackend {
         gemm: gemm::GemmShape { mr: 12, nr: 32, lanes: 16 },
         fmlal: false,
         fp16_fma: false,
+        fma_by_element: false,
     },
 };
 
@@ -133,7 +140,7 @@ const NEON_TILE: gemm::GemmShape = gemm::GemmShape { mr: 8, nr: 8, lanes: 4 };
 
 /// An AArch64 CPU with `features` (the runtime checks `requires`).
 const fn neon(features: &'static str, requires: &'static [&'static str], native_bf16: bool) -> CpuMachine {
-    CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features, requires, native_bf16, gemm: NEON_TILE, fmlal: true, fp16_fma: true }
+    CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features, requires, native_bf16, gemm: NEON_TILE, fmlal: true, fp16_fma: true, fma_by_element: true }
 }
 
 /// AArch64 with fp16 arithmetic (ARMv8.2-A).
@@ -211,28 +218,54 @@ impl LlvmCpuBackend {
                 }
                 if gemm::applies(program, c) {
                     let shape = gemm::shape(&self.machine, c);
-                    let packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape));
+                    let mut packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape));
                     let mut c = c.clone();
-                    if gemm::widens_a(&self.machine, &c) {
-                        // A in f32 in the kernel's temporary, then the tiles read it from there.
-                        let (elements, from, src) = (c.a.ty.num_elements(), c.a.ty.dtype, c.a.buffer.0);
-                        let wide = layout.temporary(k, elements * 4);
+                    // fp16/bf16 operands the tiles would widen over and over, widened once per
+                    // run into temporaries the tiles then read.
+                    if gemm::widens_b(&self.machine, &c, shape) {
+                        let elements = layout.buffers[packed].bytes / c.b.ty.dtype.byte_size();
+                        packed = widen(&mut ir, &mut schedule, &mut layout, format!("{name}_widen_b"), k, (packed, c.b.ty.dtype), elements).map_err(failed)?;
+                        c.b.ty.dtype = DType::F32;
+                    }
+                    let a_dtype = if gemm::widens_a(&self.machine, &c) { DType::F32 } else { c.a.ty.dtype };
+                    let mut a_slack = 0;
+                    if let Some(g) = gemm::padded_input(&c) {
+                        // Padded (and widened) in one step, a padded row per work item.
+                        // A_RUN elements of slack: a run of A read as one vector may read past
+                        // the last pixel's channels.
+                        let padded = layout.temporary(k, (g.n * g.ih * g.iw * g.ic + gemm::A_RUN) * a_dtype.byte_size());
+                        a_slack = gemm::A_RUN;
+                        let elements = (g.n * g.ih * g.iw * g.ic) as f64;
                         schedule
-                            .add(&mut ir, format!("{name}_widen_a"), elements, elements as f64, k, |ir, i, _| {
-                                let (s, d) = (ir.buffer(src), ir.buffer(wide));
-                                let v = ir.load(from, s, i);
-                                ir.store(f16c_dialect::DType::F32, d, i, v);
+                            .add(&mut ir, format!("{name}_pad_a"), g.n * g.ih, elements, k, |ir, r, _| {
+                                gemm::pad_row(ir, &c, &g, (padded, a_dtype), r);
                                 Ok(())
                             })
                             .map_err(failed)?;
+                        c.a = crate::lower::Operand { buffer: crate::lower::BufferId(padded), ty: f16c_dialect::TensorType::new(a_dtype, [g.n, g.ih, g.iw, g.ic]) };
+                        c.kind = crate::lower::ContractionKind::Conv(g);
+                    } else if a_dtype != c.a.ty.dtype {
+                        let wide = widen(&mut ir, &mut schedule, &mut layout, format!("{name}_widen_a"), k, (c.a.buffer.0, c.a.ty.dtype), c.a.ty.num_elements()).map_err(failed)?;
                         c.a.buffer = crate::lower::BufferId(wide);
-                        c.a.ty.dtype = f16c_dialect::DType::F32;
+                        c.a.ty.dtype = DType::F32;
                     }
-                    schedule.add(&mut ir, name, gemm::work(&c, shape), cost, k, |ir, t, _| gemm::tile(ir, &self.machine, &c, packed, t)).map_err(failed)?;
+                    schedule.add(&mut ir, name, gemm::work(&c, shape), cost, k, |ir, t, _| gemm::tile(ir, &self.machine, &c, (packed, a_slack), t)).map_err(failed)?;
                     continue;
                 }
             }
             for items in Items::of(&kernel.kind) {
+                let pooled_in_lanes = match items {
+                    Items::Pool(p) if ir.pools_in_lanes(p) => Some(p),
+                    _ => None,
+                };
+                if let Some(p) = pooled_in_lanes {
+                    // An output pixel's channels a vector at a time.
+                    let lanes = POOL_LANES;
+                    schedule
+                        .add(&mut ir, format!("{name}{}", items.suffix()), Ir::pool_lanes_work(p, lanes), items.cost(), k, |ir, i, _| ir.pool_lanes(p, i, lanes))
+                        .map_err(failed)?;
+                    continue;
+                }
                 if let Items::Move(copy, m) = items {
                     // A row of the move per work item.
                     let rows = Ir::copy_rows(copy, m);
@@ -271,6 +304,31 @@ impl LlvmCpuBackend {
         let object = machine::object(&ir.module, &tm).map_err(|m| codegen(None, m))?;
         Ok(Compiled { manifest, constants, llvm, asm, object })
     }
+}
+
+/// Channels a float pooling kernel computes per work item, in f32 lanes (two NEON registers,
+/// half an AVX-512 one).
+const POOL_LANES: usize = 8;
+
+/// Adds a step of kernel `k` converting the `elements` values of type `from` in slot `src` to
+/// f32 in a new temporary of the kernel; returns the temporary's slot.
+fn widen<'ctx>(
+    ir: &mut Ir<'ctx>,
+    schedule: &mut Schedule<'ctx>,
+    layout: &mut Layout,
+    name: String,
+    k: usize,
+    (src, from): (usize, DType),
+    elements: usize,
+) -> Result<usize, String> {
+    let wide = layout.temporary(k, elements * 4);
+    schedule.add(ir, name, elements, elements as f64, k, |ir, i, _| {
+        let (s, d) = (ir.buffer(src), ir.buffer(wide));
+        let v = ir.load(from, s, i);
+        ir.store(DType::F32, d, i, v);
+        Ok(())
+    })?;
+    Ok(wide)
 }
 
 /// The kernel functions of a program as they are emitted, with their symbols and the steps
@@ -312,7 +370,7 @@ fn compiler_runtime(ir: &mut Ir<'_>) {
     let bufs = ir.ptr_ty().const_null();
     ir.begin_function(f, bufs);
     let x = f.get_nth_param(0).expect("one parameter").into_float_value();
-    let r = ir.to_low(x, f16c_dialect::DType::BF16).expect("f32 rounds without a libcall");
+    let r = ir.to_low(x, DType::BF16).expect("f32 rounds without a libcall");
     ir.b.build_return(Some(&r)).built();
 }
 
