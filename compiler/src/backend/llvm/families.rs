@@ -166,7 +166,7 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// Copies element `from` of `src` to element `to` of `dst`, as bits.
-    fn copy_element(&self, bytes: usize, src: PointerValue<'ctx>, from: IntValue<'ctx>, dst: PointerValue<'ctx>, to: IntValue<'ctx>) {
+    pub(crate) fn copy_element(&self, bytes: usize, src: PointerValue<'ctx>, from: IntValue<'ctx>, dst: PointerValue<'ctx>, to: IntValue<'ctx>) {
         let t = self.bits(bytes);
         let v = self.b.build_load(t, self.gep(t, src, from), "").built();
         self.b.build_store(self.gep(t, dst, to), v).built();
@@ -835,14 +835,8 @@ impl<'ctx> Ir<'ctx> {
     /// padding loops over its taps, then the input channels of a tap, so that A's offset is a
     /// tap's offset plus the channel: no division per step, one addition per row.
     pub fn contraction_k(&mut self, c: &Contraction, mut body: impl FnMut(&mut Self, KStep<'ctx>)) {
-        match &c.kind {
-            ContractionKind::Conv(g) if g.pad == [0; 4] => self.for_n(0, g.kh * g.kw, |ir, tap| {
-                let (ky, kx) = (ir.divi(tap, g.kw), ir.remi(tap, g.kw));
-                let at = ir.muli(ir.add(ir.muli(ky, g.dilation[0] * g.iw), ir.muli(kx, g.dilation[1])), g.ic);
-                let kk0 = ir.muli(tap, g.ic);
-                ir.for_n(0, g.ic, |ir, ci| body(ir, KStep { kk: ir.add(kk0, ci), offset: ir.add(at, ci) }));
-            }),
-            _ => self.for_n(0, c.k, |ir, kk| body(ir, KStep { kk, offset: kk })),
+        if self.contraction_runs(c, 1, |ir, step, _| body(ir, step)).is_none() {
+            self.for_n(0, c.k, |ir, kk| body(ir, KStep { kk, offset: kk }));
         }
     }
 

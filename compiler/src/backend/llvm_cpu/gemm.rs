@@ -191,14 +191,13 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
             zeros(ir, 0, left);
             let at = ir.muli(ir.add(ir.muli(image, g.ih), y), row);
             ir.for_n(0, row, |ir, i| {
+                let (f, t) = (ir.add(at, i), ir.add(out, ir.addi(i, left as i64)));
                 if from == dtype {
                     // Same type: the bits, not a trip through f32 (bf16 may round in software).
-                    let ty = ir.storage(dtype);
-                    let v = ir.b.build_load(ty, ir.gep(ty, src, ir.add(at, i)), "").built();
-                    ir.b.build_store(ir.gep(ty, dst, ir.add(out, ir.addi(i, left as i64))), v).built();
+                    ir.copy_element(dtype.byte_size(), src, f, dst, t);
                 } else {
-                    let v = ir.load(from, src, ir.add(at, i));
-                    ir.store(dtype, dst, ir.add(out, ir.addi(i, left as i64)), v);
+                    let v = ir.load(from, src, f);
+                    ir.store(dtype, dst, t, v);
                 }
             });
             zeros(ir, left + row, to.iw * g.ic);
@@ -242,95 +241,84 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
             .collect()
     };
     let by_element = machine.fma_by_element && !fmlal && (f16_acc || da == DType::F32);
-    let ran = by_element.then(|| {
-        ir.contraction_runs(c, A_RUN, |ir, step, len| {
-            let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();
-            // The whole run's vector where reading past its end is allowed.
-            let load = if len < A_RUN && a_slack >= A_RUN { A_RUN } else { len };
-            let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); lanes]);
-            for (r, row) in a_rows.iter().enumerate() {
-                let a = ir.contraction_a_run(c, row, &step, load as u32);
-                for (j, brow) in brows.iter().enumerate() {
-                    let aj = ir.b.build_shuffle_vector(a, a.get_type().get_poison(), lane(j), "").built();
-                    for (v, bv) in brow.iter().enumerate() {
+    let ran = by_element
+        && ir
+            .contraction_runs(c, A_RUN, |ir, step, len| {
+                let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();
+                // The whole run's vector where reading past its end is allowed.
+                let load = if len < A_RUN && a_slack >= A_RUN { A_RUN } else { len };
+                let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); lanes]);
+                for (r, row) in a_rows.iter().enumerate() {
+                    let a = ir.contraction_a_run(c, row, &step, load as u32);
+                    for (j, brow) in brows.iter().enumerate() {
+                        let aj = ir.b.build_shuffle_vector(a, a.get_type().get_poison(), lane(j), "").built();
+                        for (v, bv) in brow.iter().enumerate() {
+                            let x = acc[r * per_row + v];
+                            let s = ir.intrinsic(&format!("llvm.fma.v{lanes}{}", if f16_acc { "f16" } else { "f32" }), acc_ty.into(), &[aj.into(), (*bv).into(), ir.get(x)]);
+                            ir.set(x, s);
+                        }
+                    }
+                }
+            })
+            .is_some();
+    if !ran {
+        ir.contraction_k(c, |ir, step| {
+            let kk = step.kk;
+            if f16_acc {
+                // Fast mode: products and sums in fp16, eight lanes per FMLA.
+                let brows = b_row(ir, kk);
+                for (r, row) in a_rows.iter().enumerate() {
+                    let (a, inside) = ir.contraction_a(c, row, &step);
+                    let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
+                    let a8 = ir.splat(h8, a);
+                    for (v, brow) in brows.iter().enumerate() {
                         let x = acc[r * per_row + v];
-                        let s = ir.intrinsic(&format!("llvm.fma.v{lanes}{}", if f16_acc { "f16" } else { "f32" }), acc_ty.into(), &[aj.into(), (*bv).into(), ir.get(x)]);
+                        let s = ir.intrinsic("llvm.fma.v8f16", h8.into(), &[a8.into(), (*brow).into(), ir.get(x)]);
+                        let s = ir.accumulate(inside, s, ir.get(x));
                         ir.set(x, s);
                     }
                 }
+                return;
             }
-        })
-    });
-    if ran.flatten().is_none() {
-    ir.contraction_k(c, |ir, step| {
-        let kk = step.kk;
-        let row_at = ir.add(panel, ir.muli(kk, nr));
-        if f16_acc {
-            // Fast mode: products and sums in fp16, eight lanes per FMLA.
-            let brows: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(h8, b, ir.addi(row_at, (v * 8) as i64), 2)).collect();
+            if fmlal {
+                // The tile's eight A values at this k in one vector, so that each FMLAL takes its
+                // row's value by element (no broadcast per row).
+                let h8 = ir.cx.f16_type().vec_type(8);
+                let brow = ir.load_vector(h8, b, ir.add(panel, ir.muli(kk, nr)), 2);
+                let mut avec = h8.get_poison();
+                let mut insides = Vec::new();
+                for (r, row) in a_rows.iter().enumerate() {
+                    let (a, inside) = ir.contraction_a(c, row, &step);
+                    let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
+                    avec = ir.b.build_insert_element(avec, a, ir.i64(r as i64), "").built();
+                    insides.push(inside);
+                }
+                for r in 0..mr {
+                    let lane = ir.cx.i32_type().const_int(r as u64, false);
+                    let mask = VectorType::const_vector(&[lane; 8]);
+                    let a8 = ir.b.build_shuffle_vector(avec, h8.get_poison(), mask, "").built();
+                    for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
+                        let x = acc[r * per_row + v];
+                        let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
+                        let s = ir.accumulate(insides[r], s, ir.get(x));
+                        ir.set(x, s);
+                    }
+                }
+                return;
+            }
+            let bvecs = b_row(ir, kk);
             for (r, row) in a_rows.iter().enumerate() {
                 let (a, inside) = ir.contraction_a(c, row, &step);
-                let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
-                let a8 = ir.splat(h8, a);
-                for (v, brow) in brows.iter().enumerate() {
+                let a = ir.convert(da, DType::F32, a).expect("float to float").into_float_value();
+                let av = ir.splat(f32v, a);
+                for (v, bv) in bvecs.iter().enumerate() {
                     let x = acc[r * per_row + v];
-                    let s = ir.intrinsic("llvm.fma.v8f16", h8.into(), &[a8.into(), (*brow).into(), ir.get(x)]);
+                    let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
                     let s = ir.accumulate(inside, s, ir.get(x));
                     ir.set(x, s);
                 }
             }
-            return;
-        }
-        if fmlal {
-            // The tile's eight A values at this k in one vector, so that each FMLAL takes its
-            // row's value by element (no broadcast per row).
-            let h8 = ir.cx.f16_type().vec_type(8);
-            let brow = ir.load_vector(h8, b, row_at, 2);
-            let mut avec = h8.get_poison();
-            let mut insides = Vec::new();
-            for (r, row) in a_rows.iter().enumerate() {
-                let (a, inside) = ir.contraction_a(c, row, &step);
-                let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
-                avec = ir.b.build_insert_element(avec, a, ir.i64(r as i64), "").built();
-                insides.push(inside);
-            }
-            for r in 0..mr {
-                let lane = ir.cx.i32_type().const_int(r as u64, false);
-                let mask = VectorType::const_vector(&[lane; 8]);
-                let a8 = ir.b.build_shuffle_vector(avec, h8.get_poison(), mask, "").built();
-                for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
-                    let x = acc[r * per_row + v];
-                    let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
-                    let s = ir.accumulate(insides[r], s, ir.get(x));
-                    ir.set(x, s);
-                }
-            }
-            return;
-        }
-        let bvecs: Vec<VectorValue> = (0..per_row)
-            .map(|v| {
-                let at = ir.addi(row_at, (v * lanes) as i64);
-                let ty = ir.storage(db).into_float_type().vec_type(lanes as u32);
-                let raw = ir.load_vector(ty, b, at, db.byte_size() as u32);
-                if db == DType::F32 {
-                    raw
-                } else {
-                    ir.b.build_float_ext(raw, f32v, "").built()
-                }
-            })
-            .collect();
-        for (r, row) in a_rows.iter().enumerate() {
-            let (a, inside) = ir.contraction_a(c, row, &step);
-            let a = ir.convert(da, DType::F32, a).expect("float to float").into_float_value();
-            let av = ir.splat(f32v, a);
-            for (v, bv) in bvecs.iter().enumerate() {
-                let x = acc[r * per_row + v];
-                let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
-                let s = ir.accumulate(inside, s, ir.get(x));
-                ir.set(x, s);
-            }
-        }
-    });
+        });
     }
     // The accumulators in f32 (which holds every fp16 value).
     let wide = |ir: &mut Ir<'ctx>, x: Var<'ctx>| {
