@@ -46,6 +46,10 @@ pub enum CType {
     F32,
     /// `double`.
     F64,
+    /// `void *` (and `const void *`).
+    Ptr,
+    /// `uint64_t`.
+    U64,
 }
 
 /// Functions the generated code calls through the runtime's table (`rt[index]`), so that
@@ -72,11 +76,16 @@ pub enum Libcall {
     CosF32,
     SinF64,
     CosF64,
+    /// `uint64_t f(const uint16_t *src, float *dst, uint64_t n)`: widens `n` f16 values to
+    /// f32 (exact; a NaN keeps its payload and becomes quiet, as `half` does), returns `n`.
+    /// Bulk widening in one call, where the runtime can use the CPU's conversion instructions
+    /// (x86 F16C `vcvtph2ps`), which the Cranelift backend cannot emit.
+    WidenF16,
 }
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 16] = [
+    pub const ALL: [Libcall; 17] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -93,6 +102,7 @@ impl Libcall {
         Libcall::CosF32,
         Libcall::SinF64,
         Libcall::CosF64,
+        Libcall::WidenF16,
     ];
 
     /// The C parameter types and result type.
@@ -105,6 +115,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
+            WidenF16 => (&[Ptr, Ptr, U64], U64),
         }
     }
 

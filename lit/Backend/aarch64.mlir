@@ -49,8 +49,10 @@
 // CHECK-LABEL: f16c_k1_cast:
 // CHECK: blr x{{[0-9]+}}
 // CHECK-LABEL: f16c_k2_matmul:
-// CHECK: fmlal v{{[0-9]+}}.4s, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
-// CHECK: fmlal2 v{{[0-9]+}}.4s, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
+// A is read in runs of four values along k (one 64-bit load per row), each multiplied from
+// its lane: FMLAL by element.
+// CHECK: fmlal v{{[0-9]+}}.4s, v{{[0-9]+}}.4h, v{{[0-9]+}}.h[{{[0-3]}}]
+// CHECK: fmlal2 v{{[0-9]+}}.4s, v{{[0-9]+}}.4h, v{{[0-9]+}}.h[{{[0-3]}}]
 // The matmul's f16 result (then widened by the epilogue's cast), four lanes at a time.
 // CHECK: fcvtn v{{[0-9]+}}.4h, v{{[0-9]+}}.4s
 // IR: target triple = "aarch64-unknown-linux-gnu"

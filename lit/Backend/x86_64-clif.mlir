@@ -75,3 +75,22 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
   %5 = tosa.mul %2, %4, %shift : (tensor<4x10xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x10xf32>
   return %5 : tensor<4x10xf32>
 }
+
+// A one-row matmul with a constant fp16 weight (a classifier at batch 1) widens its A row
+// (300 values) and then its weight, 128 rows (1024 values) of each of its four panels at a
+// time, into scratch by one call to the runtime each (`WidenF16`: F16C where the CPU has
+// it), and multiplies in f32 from scratch; the last 44 rows are a shorter chunk.
+// CHECK: ; function @classifier: 1 kernels
+// CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: call_indirect {{.*}} = 300
+// CHECK-COUNT-4: call_indirect {{.*}} = 1024
+// CHECK: fma
+// CHECK-COUNT-4: call_indirect {{.*}} = 352
+// CHECK: fma
+// CHECK: return
+func.func @classifier(%a: tensor<1x1x300xf16>) -> tensor<1x1x40xf16> {
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<1x300x40xf16>}> : () -> tensor<1x300x40xf16>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>
+  %0 = tosa.matmul %a, %w, %zp, %zp : (tensor<1x1x300xf16>, tensor<1x300x40xf16>, tensor<1xf16>, tensor<1xf16>) -> tensor<1x1x40xf16>
+  return %0 : tensor<1x1x40xf16>
+}

@@ -33,6 +33,7 @@ pub fn libcall_signature(lc: Libcall) -> Signature {
     let ty = |c: CType| match c {
         CType::F32 => F32,
         CType::F64 => F64,
+        CType::Ptr | CType::U64 => I64,
     };
     let (params, ret) = lc.c_types();
     let mut s = Signature::new(CallConv::SystemV);

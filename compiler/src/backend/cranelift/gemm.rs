@@ -4,7 +4,8 @@
 //! GEMM layout (Goto/BLIS style, specialised to static shapes):
 //! - `B` (`K × N`) is packed into panels of [`NR`] columns, `[batch][panel][k][NR]` f32. A
 //!   constant `B` is packed at compile time in its own type; an f32 one is used in place, an
-//!   f16/bf16 one is widened panel by panel into the kernel's temporary by a first step. A
+//!   f16/bf16 one is widened panel by panel into the kernel's temporary by a first step
+//!   (fp16 by one runtime call per run of values, [`widen_run`]: F16C where the CPU has it). A
 //!   `B` computed at run time is packed by that first step.
 //! - Each work item of the second step takes [`MC`] rows of `A` and walks the reduction in
 //!   chunks of about [`KC`] ([`k_chunks`]). Per chunk it packs those rows (converting to f32,
@@ -83,12 +84,8 @@ impl Context<'_> {
                     let (src, dst) = (fx.buffer(packed_slot), fx.buffer(b_slot));
                     fx.for_items(|fx, p| {
                         let base = fx.b.ins().imul_imm_s(p, panel_elems as i64);
-                        fx.for_n(0, panel_elems as i64, LANES as i64, &[], |fx, i, _| {
-                            let at = fx.b.ins().iadd(base, i);
-                            let v = fx.load4_checked(bdt, src, at, b_finite);
-                            fx.store4(DType::F32, dst, at, v);
-                            vec![]
-                        });
+                        let (from, to) = (fx.addr(src, base, bdt.byte_size()), fx.addr(dst, base, 4));
+                        widen_run(fx, bdt, from, to, panel_elems, b_finite);
                         vec![]
                     });
                     Ok(())
@@ -231,12 +228,8 @@ impl Context<'_> {
                             return fx.addr(bp, at, 4);
                         }
                         let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
-                        fx.for_n(0, (kc * NR) as i64, LANES as i64, &[], |fx, i, _| {
-                            let src = fx.b.ins().iadd(at, i);
-                            let v = fx.load4_checked(packed_dt, bp, src, b_finite);
-                            fx.store4(DType::F32, wide, i, v);
-                            vec![]
-                        });
+                        let src = fx.addr(bp, at, packed_dt.byte_size());
+                        widen_run(fx, packed_dt, src, wide, kc * NR, b_finite);
                         wide
                     };
                     live_panels(fx, &mut b_chunk, &mut |fx, _, ip, tile, bpanel| {
@@ -294,7 +287,7 @@ impl Context<'_> {
             let out = bases.out;
             let (w, wd) = if widen_w {
                 let wide = fx.b.ins().iadd_imm_s(fx.scratch, ring_bytes as i64);
-                widen_run(fx, c.b.ty.dtype, bases.b, wide, w_elems);
+                widen_run(fx, c.b.ty.dtype, bases.b, wide, w_elems, false);
                 (wide, DType::F32)
             } else {
                 (bases.b, c.b.ty.dtype)
@@ -347,7 +340,7 @@ impl Context<'_> {
                                 let src = nhwc_index(fx, &g, b, y, zero, zero);
                                 let src = fx.addr(bases.a, src, c.a.ty.dtype.byte_size());
                                 let dst = fx.b.ins().iadd(fx.scratch, ring_offs[ky]);
-                                widen_run(fx, c.a.ty.dtype, src, dst, row_elems);
+                                widen_run(fx, c.a.ty.dtype, src, dst, row_elems, false);
                                 fx.b.ins().store(mem(), key, tag, 0);
                             });
                         });
@@ -895,12 +888,19 @@ fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratc
     });
 }
 
-/// Widens `len` consecutive `d` elements at `src` into f32 at `dst` (four at a time, then the
-/// rest).
-fn widen_run(fx: &mut Fx, d: DType, src: Value, dst: Value, len: usize) {
+/// Widens `len` consecutive `d` elements at `src` into f32 at `dst`: fp16 in one runtime call,
+/// bf16 four at a time, then the rest; `finite`: the values hold no inf or NaN.
+fn widen_run(fx: &mut Fx, d: DType, src: Value, dst: Value, len: usize, finite: bool) {
+    if d == DType::F16 {
+        // One runtime call: F16C converts eight values per instruction where the CPU has it,
+        // Cranelift's software widening takes several per four.
+        let n = fx.i(len as i64);
+        fx.libcall(f16c_core::abi::Libcall::WidenF16, &[src, dst, n]);
+        return;
+    }
     let vec_end = len - len % LANES;
     fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, i, _| {
-        let v = fx.load4(d, src, i);
+        let v = fx.load4_checked(d, src, i, finite);
         fx.store4(DType::F32, dst, i, v);
         vec![]
     });
@@ -1100,8 +1100,9 @@ impl Context<'_> {
     /// panels, so threads split the weight, and per panel two f32x4 accumulators chained over
     /// the whole reduction in the micro-kernel's order (the same multiply-adds from zero, so
     /// the same bits), the item's eight chains interleaved to hide the FMA latency; panels are
-    /// read in place, an f16/bf16 one widened as it is loaded. The GEMM would run one item,
-    /// three quarters of its 4-row micro-kernel on padding.
+    /// read in place (a bf16 one widened as it is loaded), an fp16 one widened [`GEMV_KC`]
+    /// rows at a time into scratch by the runtime ([`widen_run`]). The GEMM would run one
+    /// item, three quarters of its 4-row micro-kernel on padding.
     fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType, finite: Finite) -> Result<(), BackendError> {
         let (batch, n, k) = (c.batch, c.n, c.k);
         let panels = n.div_ceil(NR);
@@ -1111,13 +1112,17 @@ impl Context<'_> {
         // widened four lanes at a time (once per item, not once per element and panel group).
         let tile_bytes = GEMV_PANELS * NR * 4;
         let widen = c.a.ty.dtype != DType::F32;
-        self.layout.scratch(tile_bytes + if widen { k * 4 } else { 0 });
+        let a_bytes = if widen { k * 4 } else { 0 };
+        // Then, for an fp16 B, its widened chunks: GEMV_KC rows of each of the item's panels.
+        let chunk_bytes = if packed_dt == DType::F16 { GEMV_PANELS * GEMV_KC * NR * 4 } else { 0 };
+        self.layout.scratch(tile_bytes + a_bytes + chunk_bytes);
         let (c, fma) = (c.clone(), self.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
             let tile = fx.scratch;
             let wide = fx.b.ins().iadd_imm_s(fx.scratch, tile_bytes as i64);
+            let chunks = fx.b.ins().iadd_imm_s(fx.scratch, (tile_bytes + a_bytes) as i64);
             let mut result = Ok(());
             fx.for_items(|fx, item| {
                 let bi = fx.b.ins().udiv_imm_s(item, groups as i64);
@@ -1126,7 +1131,7 @@ impl Context<'_> {
                 let a_row = fx.b.ins().imul_imm_s(bi, k as i64);
                 let (a, a_row, ad) = if widen {
                     let src = fx.addr(bases.a, a_row, c.a.ty.dtype.byte_size());
-                    widen_run(fx, c.a.ty.dtype, src, wide, k);
+                    widen_run(fx, c.a.ty.dtype, src, wide, k, false);
                     (wide, fx.i(0), DType::F32)
                 } else {
                     (bases.a, a_row, c.a.ty.dtype)
@@ -1145,26 +1150,65 @@ impl Context<'_> {
                     .collect();
                 let zero = fx.f(F32X4, 0.0);
                 let chains = GEMV_PANELS * NR / LANES;
-                let acc = fx.for_n(0, k as i64, 1, &vec![zero; chains], |fx, kk, acc| {
-                    let ai = fx.b.ins().iadd(a_row, kk);
-                    let av = fx.load(ad, a, ai);
-                    let av = fx.b.ins().splat(F32X4, av);
-                    let row = fx.b.ins().imul_imm_s(kk, NR as i64);
-                    (0..chains)
-                        .map(|i| {
-                            let (j, v) = (i / (NR / LANES), i % (NR / LANES));
-                            let at = fx.b.ins().iadd(starts[j], row);
-                            let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
-                            let bv = fx.load4_checked(packed_dt, bases.b, at, bases.finite.weight);
-                            if fma {
-                                fx.b.ins().fma(av, bv, acc[i])
-                            } else {
-                                let prod = fx.b.ins().fmul(av, bv);
-                                fx.b.ins().fadd(acc[i], prod)
-                            }
-                        })
-                        .collect()
-                });
+                // Steps `k0 .. end` of the item's chains, B row `kk` of panel j read at
+                // `b[starts[j] + (kk - k0) * NR ..]` as `bd`.
+                let steps = |fx: &mut Fx, k0: Value, end: Value, (b, bd, starts): (Value, DType, &[Value]), acc: &[Value]| {
+                    fx.for_range(k0, end, 1, acc, |fx, kk, acc| {
+                        let ai = fx.b.ins().iadd(a_row, kk);
+                        let av = fx.load(ad, a, ai);
+                        let av = fx.b.ins().splat(F32X4, av);
+                        let kr = fx.b.ins().isub(kk, k0);
+                        let row = fx.b.ins().imul_imm_s(kr, NR as i64);
+                        (0..chains)
+                            .map(|i| {
+                                let (j, v) = (i / (NR / LANES), i % (NR / LANES));
+                                let at = fx.b.ins().iadd(starts[j], row);
+                                let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
+                                let bv = fx.load4_checked(bd, b, at, bases.finite.weight);
+                                if fma {
+                                    fx.b.ins().fma(av, bv, acc[i])
+                                } else {
+                                    let prod = fx.b.ins().fmul(av, bv);
+                                    fx.b.ins().fadd(acc[i], prod)
+                                }
+                            })
+                            .collect()
+                    })
+                };
+                let acc = if packed_dt == DType::F16 {
+                    // fp16 B: each chunk of GEMV_KC steps of the item's panels is widened into
+                    // scratch in one runtime call per panel (F16C where the CPU has it), then
+                    // read as f32: the same products in the same order.
+                    let chunk = |fx: &mut Fx, k0: Value, len: usize, acc: &[Value]| {
+                        let offs: Vec<Value> = (0..GEMV_PANELS)
+                            .map(|j| {
+                                let src = fx.b.ins().imul_imm_s(k0, NR as i64);
+                                let src = fx.b.ins().iadd(starts[j], src);
+                                let src = fx.addr(bases.b, src, 2);
+                                let dst = fx.b.ins().iadd_imm_s(chunks, (j * GEMV_KC * NR * 4) as i64);
+                                widen_run(fx, DType::F16, src, dst, len * NR, false);
+                                fx.i((j * GEMV_KC * NR) as i64)
+                            })
+                            .collect();
+                        let end = fx.b.ins().iadd_imm_s(k0, len as i64);
+                        steps(fx, k0, end, (chunks, DType::F32, &offs), acc)
+                    };
+                    let full = k / GEMV_KC;
+                    let acc = fx.for_n(0, full as i64, 1, &vec![zero; chains], |fx, ci, acc| {
+                        let k0 = fx.b.ins().imul_imm_s(ci, GEMV_KC as i64);
+                        chunk(fx, k0, GEMV_KC, acc)
+                    });
+                    if k % GEMV_KC == 0 {
+                        acc
+                    } else {
+                        let k0 = fx.i((full * GEMV_KC) as i64);
+                        chunk(fx, k0, k % GEMV_KC, &acc)
+                    }
+                } else {
+                    let (k0, end) = (fx.i(0), fx.i(k as i64));
+                    let (b, starts) = (bases.b, starts.clone());
+                    steps(fx, k0, end, (b, packed_dt, &starts), &vec![zero; chains])
+                };
                 // Panel j's values are row j of the scratch tile; one store_tile call in a loop
                 // over the panels keeps the epilogue emitted once.
                 for (i, &x) in acc.iter().enumerate() {
@@ -1259,6 +1303,10 @@ impl Finite {
         }
     }
 }
+
+/// Rows of B (`k` steps) per widened chunk of the one-row matmul with an fp16 weight: four
+/// panels' chunks take 16 KiB of scratch, in L1 next to the A row.
+const GEMV_KC: usize = 128;
 
 /// B panels per work item of the one-row matmul: 4 × 8 columns, eight independent FMA chains.
 const GEMV_PANELS: usize = 4;

@@ -130,6 +130,8 @@ impl<'ctx> Ir<'ctx> {
             match c {
                 CType::F32 => self.cx.f32_type().into(),
                 CType::F64 => self.cx.f64_type().into(),
+                CType::Ptr => self.ptr_ty().into(),
+                CType::U64 => self.cx.i64_type().into(),
             }
         };
         let (params, ret) = lc.c_types();

@@ -10,9 +10,10 @@
 //!   implicit-im2col gather, zeros in the padding, [`Ir::contraction_a`]), and accumulates
 //!   `mr · nr/lanes` f32 vectors with fused multiply-adds. Rows past `m` compute on clamped
 //!   addresses and are not stored; padded columns are not stored.
-//! - **fp16 inputs on AArch64** ([`CpuMachine::fmlal`]): the B row stays `<8 x half>` and the
-//!   A value half, and `FMLAL`/`FMLAL2` (by element) widen, multiply and add in one
-//!   instruction, four lanes each. Elsewhere fp16/bf16 are widened on load (x86: `vcvtph2ps`).
+//! - **fp16 inputs on AArch64** ([`CpuMachine::fmlal`]): the B row stays `<8 x half>` and A
+//!   half, read in runs along `k` like f32's ([`A_RUN`]), and `FMLAL`/`FMLAL2` by element
+//!   widen, multiply and add in one instruction, four lanes each. Elsewhere fp16/bf16 are
+//!   widened on load (x86: `vcvtph2ps`) or once per run ([`widens_a`], [`widens_b`]).
 //!
 //! - **`--accumulate=f16`** on a machine with fp16 arithmetic ([`CpuMachine::fp16_fma`]): an
 //!   8 × 16 tile of `<8 x half>` accumulators, `FMLA v.8h` (eight multiply-adds per instruction,
@@ -240,18 +241,35 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
             })
             .collect()
     };
-    let by_element = machine.fma_by_element && !fmlal && (f16_acc || da == DType::F32);
+    // FMLAL/FMLAL2 widen the low/high half of one `<8 x half>` B row into the row's two f32
+    // accumulators.
+    const FMLAL: [&str; 2] = ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"];
+    let by_element = machine.fma_by_element && (fmlal || f16_acc || da == DType::F32);
     let ran = by_element
         && ir
             .contraction_runs(c, A_RUN, |ir, step, len| {
-                let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();
+                let brows: Vec<Vec<VectorValue>> = (0..len)
+                    .map(|j| {
+                        let kk = ir.addi(step.kk, j as i64);
+                        if fmlal { vec![ir.load_vector(h8, b, ir.add(panel, ir.muli(kk, nr)), 2)] } else { b_row(ir, kk) }
+                    })
+                    .collect();
                 // The whole run's vector where reading past its end is allowed.
                 let load = if len < A_RUN && a_slack >= A_RUN { A_RUN } else { len };
-                let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); lanes]);
+                let width = if fmlal { 8 } else { lanes };
+                let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); width]);
                 for (r, row) in a_rows.iter().enumerate() {
                     let a = ir.contraction_a_run(c, row, &step, load as u32);
                     for (j, brow) in brows.iter().enumerate() {
                         let aj = ir.b.build_shuffle_vector(a, a.get_type().get_poison(), lane(j), "").built();
+                        if fmlal {
+                            for (v, name) in FMLAL.iter().enumerate() {
+                                let x = acc[r * per_row + v];
+                                let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow[0].into(), aj.into()]);
+                                ir.set(x, s);
+                            }
+                            continue;
+                        }
                         for (v, bv) in brow.iter().enumerate() {
                             let x = acc[r * per_row + v];
                             let s = ir.intrinsic(&format!("llvm.fma.v{lanes}{}", if f16_acc { "f16" } else { "f32" }), acc_ty.into(), &[aj.into(), (*bv).into(), ir.get(x)]);
@@ -297,7 +315,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                     let lane = ir.cx.i32_type().const_int(r as u64, false);
                     let mask = VectorType::const_vector(&[lane; 8]);
                     let a8 = ir.b.build_shuffle_vector(avec, h8.get_poison(), mask, "").built();
-                    for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
+                    for (v, name) in FMLAL.iter().enumerate() {
                         let x = acc[r * per_row + v];
                         let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
                         let s = ir.accumulate(insides[r], s, ir.get(x));

@@ -83,7 +83,7 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         SinF64 => "sin",
         CosF64 => "cos",
         PowF64 => "pow",
-        F64ToF16 | F64ToBf16 => return None,
+        F64ToF16 | F64ToBf16 | WidenF16 => return None,
     })
 }
 
@@ -167,12 +167,14 @@ fn rt_table<'ctx>(ir: &mut Ir<'ctx>) -> PointerValue<'ctx> {
                         match c {
                             f16c_core::abi::CType::F32 => f32t.into(),
                             f16c_core::abi::CType::F64 => f64t.into(),
+                            f16c_core::abi::CType::Ptr | f16c_core::abi::CType::U64 => unreachable!("C math functions take and return floats"),
                         }
                     };
                     let params: Vec<_> = params.iter().map(|&p| ty(p)).collect();
                     ir.declare(c, Some(ty(ret)), &params)
                 }
                 (Libcall::F64ToF16, None) => f64_to_low(ir, DType::F16),
+                (Libcall::WidenF16, None) => widen_f16(ir),
                 (_, None) => f64_to_low(ir, DType::BF16),
             };
             f.as_global_value().as_pointer_value()
@@ -209,6 +211,22 @@ fn f64_to_low<'ctx>(ir: &mut Ir<'ctx>, d: DType) -> FunctionValue<'ctx> {
     let low = ir.to_low(odd_f32, d).expect("f32 rounds without a libcall");
     let wide = ir.b.build_float_ext(low, f32t, "").built();
     ir.b.build_return(Some(&wide)).built();
+    f
+}
+
+/// `uint64_t f(const half *src, float *dst, uint64_t n)`: the [`Libcall::WidenF16`] entry
+/// (the LLVM kernels widen in line and never call it; the table is complete all the same).
+fn widen_f16<'ctx>(ir: &mut Ir<'ctx>) -> FunctionValue<'ctx> {
+    let (p, i64t) = (ir.ptr_ty(), ir.cx.i64_type());
+    let f = ir.module.add_function("f16c_widen_f16", i64t.fn_type(&[p.into(), p.into(), i64t.into()], false), Some(Linkage::Internal));
+    ir.begin_function(f, p.const_null());
+    let param = |i: u32| f.get_nth_param(i).expect("three parameters");
+    let (src, dst, n) = (param(0).into_pointer_value(), param(1).into_pointer_value(), param(2).into_int_value());
+    ir.for_range(ir.i64(0), n, ir.i64(1), |ir, i| {
+        let v = ir.load(DType::F16, src, i);
+        ir.store(DType::F32, dst, i, v);
+    });
+    ir.b.build_return(Some(&n)).built();
     f
 }
 
