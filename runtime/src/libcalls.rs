@@ -52,22 +52,23 @@ libcalls! {
 /// `dst[i] = src[i]` widened: F16C (`vcvtph2ps`, eight per instruction) where the CPU has it,
 /// else `half`'s software conversion; the same values either way (exact, NaN made quiet).
 fn widen_f16(src: &[f16], dst: &mut [f32]) {
+    let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("f16c") {
         // SAFETY: the CPU has F16C (and so AVX).
-        unsafe { widen_f16_f16c(src, dst) };
-        return;
+        done = unsafe { widen_f16_blocks_f16c(src, dst) };
     }
-    for (d, s) in dst.iter_mut().zip(src) {
+    for (d, s) in dst[done..].iter_mut().zip(&src[done..]) {
         *d = s.to_f32();
     }
 }
 
-/// [`widen_f16`] on a CPU with F16C. (`half`'s own slice conversion calls a function per eight
-/// values, through stack copies: slower than the software conversion it replaces.)
+/// The whole blocks of eight of [`widen_f16`] on a CPU with F16C; returns how many values it
+/// widened. (`half`'s own slice conversion calls a function per eight values, through stack
+/// copies: slower than the software conversion it replaces.)
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,f16c")]
-unsafe fn widen_f16_f16c(src: &[f16], dst: &mut [f32]) {
+unsafe fn widen_f16_blocks_f16c(src: &[f16], dst: &mut [f32]) -> usize {
     use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
     let n = src.len().min(dst.len());
     let whole = n - n % 8;
@@ -78,9 +79,7 @@ unsafe fn widen_f16_f16c(src: &[f16], dst: &mut [f32]) {
             _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
         }
     }
-    for i in whole..n {
-        dst[i] = src[i].to_f32();
-    }
+    whole
 }
 
 #[cfg(test)]

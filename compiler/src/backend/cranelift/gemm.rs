@@ -1180,10 +1180,10 @@ impl Context<'_> {
                     // scratch in one runtime call per panel (F16C where the CPU has it), then
                     // read as f32: the same products in the same order.
                     let chunk = |fx: &mut Fx, k0: Value, len: usize, acc: &[Value]| {
+                        let row0 = fx.b.ins().imul_imm_s(k0, NR as i64);
                         let offs: Vec<Value> = (0..GEMV_PANELS)
                             .map(|j| {
-                                let src = fx.b.ins().imul_imm_s(k0, NR as i64);
-                                let src = fx.b.ins().iadd(starts[j], src);
+                                let src = fx.b.ins().iadd(starts[j], row0);
                                 let src = fx.addr(bases.b, src, 2);
                                 let dst = fx.b.ins().iadd_imm_s(chunks, (j * GEMV_KC * NR * 4) as i64);
                                 widen_run(fx, DType::F16, src, dst, len * NR, false);
@@ -1206,8 +1206,7 @@ impl Context<'_> {
                     }
                 } else {
                     let (k0, end) = (fx.i(0), fx.i(k as i64));
-                    let (b, starts) = (bases.b, starts.clone());
-                    steps(fx, k0, end, (b, packed_dt, &starts), &vec![zero; chains])
+                    steps(fx, k0, end, (bases.b, packed_dt, &starts), &vec![zero; chains])
                 };
                 // Panel j's values are row j of the scratch tile; one store_tile call in a loop
                 // over the panels keeps the epilogue emitted once.

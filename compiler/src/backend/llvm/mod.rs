@@ -122,21 +122,23 @@ impl<'ctx> Ir<'ctx> {
         self.rt = Some(rt);
     }
 
+    /// The LLVM type of a libcall's C parameter or result type.
+    pub fn c_type(&self, c: f16c_core::abi::CType) -> BasicTypeEnum<'ctx> {
+        use f16c_core::abi::CType;
+        match c {
+            CType::F32 => self.cx.f32_type().into(),
+            CType::F64 => self.cx.f64_type().into(),
+            CType::Ptr => self.ptr_ty().into(),
+            CType::U64 => self.cx.i64_type().into(),
+        }
+    }
+
     /// Calls libcall `lc` through the `rt` table.
     pub fn libcall(&mut self, lc: f16c_core::abi::Libcall, args: &[BasicValueEnum<'ctx>]) -> Result<BasicValueEnum<'ctx>, String> {
-        use f16c_core::abi::CType;
         let rt = self.rt.ok_or("a libcall outside a CPU kernel")?;
-        let ty = |c: CType| -> BasicTypeEnum<'ctx> {
-            match c {
-                CType::F32 => self.cx.f32_type().into(),
-                CType::F64 => self.cx.f64_type().into(),
-                CType::Ptr => self.ptr_ty().into(),
-                CType::U64 => self.cx.i64_type().into(),
-            }
-        };
         let (params, ret) = lc.c_types();
-        let params: Vec<BasicMetadataTypeEnum> = params.iter().map(|&c| ty(c).into()).collect();
-        let fn_ty = ty(ret).fn_type(&params, false);
+        let params: Vec<BasicMetadataTypeEnum> = params.iter().map(|&c| self.c_type(c).into()).collect();
+        let fn_ty = self.c_type(ret).fn_type(&params, false);
         let at = self.gep(self.ptr_ty().into(), rt, self.i64((lc.table_offset() / 8) as i64));
         let f = self.b.build_load(self.ptr_ty(), at, "").built().into_pointer_value();
         let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();

@@ -230,9 +230,13 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
     let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), c.k * nr);
     let fmlal = uses_fmlal(machine, c);
-    // One B row of the accumulators' type (`per_row` vectors) at step `kk`.
+    // One B row at step `kk`: `per_row` vectors of the accumulators' type, or for FMLAL the
+    // whole row as one `<8 x half>`.
     let b_row = |ir: &mut Ir<'ctx>, kk: IntValue<'ctx>| -> Vec<VectorValue<'ctx>> {
         let row_at = ir.add(panel, ir.muli(kk, nr));
+        if fmlal {
+            return vec![ir.load_vector(h8, b, row_at, 2)];
+        }
         (0..per_row)
             .map(|v| {
                 let at = ir.addi(row_at, (v * lanes) as i64);
@@ -241,19 +245,21 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
             })
             .collect()
     };
-    // FMLAL/FMLAL2 widen the low/high half of one `<8 x half>` B row into the row's two f32
-    // accumulators.
-    const FMLAL: [&str; 2] = ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"];
+    // FMLAL/FMLAL2: the low/high half of the `<8 x half>` B row `brow` times `a8` (one A value
+    // splat, taken by element) into row `r`'s two f32 accumulators, where `inside`.
+    let fmlal_row = |ir: &mut Ir<'ctx>, r: usize, brow: VectorValue<'ctx>, a8: VectorValue<'ctx>, inside: Option<IntValue<'ctx>>| {
+        for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
+            let x = acc[r * per_row + v];
+            let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
+            let s = ir.accumulate(inside, s, ir.get(x));
+            ir.set(x, s);
+        }
+    };
     let by_element = machine.fma_by_element && (fmlal || f16_acc || da == DType::F32);
     let ran = by_element
         && ir
             .contraction_runs(c, A_RUN, |ir, step, len| {
-                let brows: Vec<Vec<VectorValue>> = (0..len)
-                    .map(|j| {
-                        let kk = ir.addi(step.kk, j as i64);
-                        if fmlal { vec![ir.load_vector(h8, b, ir.add(panel, ir.muli(kk, nr)), 2)] } else { b_row(ir, kk) }
-                    })
-                    .collect();
+                let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();
                 // The whole run's vector where reading past its end is allowed.
                 let load = if len < A_RUN && a_slack >= A_RUN { A_RUN } else { len };
                 let width = if fmlal { 8 } else { lanes };
@@ -263,11 +269,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                     for (j, brow) in brows.iter().enumerate() {
                         let aj = ir.b.build_shuffle_vector(a, a.get_type().get_poison(), lane(j), "").built();
                         if fmlal {
-                            for (v, name) in FMLAL.iter().enumerate() {
-                                let x = acc[r * per_row + v];
-                                let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow[0].into(), aj.into()]);
-                                ir.set(x, s);
-                            }
+                            fmlal_row(ir, r, brow[0], aj, None);
                             continue;
                         }
                         for (v, bv) in brow.iter().enumerate() {
@@ -301,8 +303,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
             if fmlal {
                 // The tile's eight A values at this k in one vector, so that each FMLAL takes its
                 // row's value by element (no broadcast per row).
-                let h8 = ir.cx.f16_type().vec_type(8);
-                let brow = ir.load_vector(h8, b, ir.add(panel, ir.muli(kk, nr)), 2);
+                let brow = b_row(ir, kk)[0];
                 let mut avec = h8.get_poison();
                 let mut insides = Vec::new();
                 for (r, row) in a_rows.iter().enumerate() {
@@ -311,16 +312,11 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                     avec = ir.b.build_insert_element(avec, a, ir.i64(r as i64), "").built();
                     insides.push(inside);
                 }
-                for r in 0..mr {
+                for (r, &inside) in insides.iter().enumerate() {
                     let lane = ir.cx.i32_type().const_int(r as u64, false);
                     let mask = VectorType::const_vector(&[lane; 8]);
                     let a8 = ir.b.build_shuffle_vector(avec, h8.get_poison(), mask, "").built();
-                    for (v, name) in FMLAL.iter().enumerate() {
-                        let x = acc[r * per_row + v];
-                        let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
-                        let s = ir.accumulate(insides[r], s, ir.get(x));
-                        ir.set(x, s);
-                    }
+                    fmlal_row(ir, r, brow, a8, inside);
                 }
                 return;
             }

@@ -156,22 +156,14 @@ pub(super) fn entry<'ctx>(ir: &mut Ir<'ctx>, program: &Program, manifest: &Manif
 
 /// The `rt` table: the C library's math functions and the two conversions defined here.
 fn rt_table<'ctx>(ir: &mut Ir<'ctx>) -> PointerValue<'ctx> {
-    let (f32t, f64t) = (ir.cx.f32_type(), ir.cx.f64_type());
     let entries: Vec<PointerValue> = Libcall::ALL
         .iter()
         .map(|&lc| {
             let f = match (lc, c_function(lc)) {
                 (_, Some(c)) => {
                     let (params, ret) = lc.c_types();
-                    let ty = |c: f16c_core::abi::CType| -> inkwell::types::BasicTypeEnum<'ctx> {
-                        match c {
-                            f16c_core::abi::CType::F32 => f32t.into(),
-                            f16c_core::abi::CType::F64 => f64t.into(),
-                            f16c_core::abi::CType::Ptr | f16c_core::abi::CType::U64 => unreachable!("C math functions take and return floats"),
-                        }
-                    };
-                    let params: Vec<_> = params.iter().map(|&p| ty(p)).collect();
-                    ir.declare(c, Some(ty(ret)), &params)
+                    let params: Vec<_> = params.iter().map(|&p| ir.c_type(p)).collect();
+                    ir.declare(c, Some(ir.c_type(ret)), &params)
                 }
                 (Libcall::F64ToF16, None) => f64_to_low(ir, DType::F16),
                 (Libcall::WidenF16, None) => widen_f16(ir),
