@@ -11,9 +11,12 @@
 // RUN: FileCheck %s --check-prefix=MLIR < %t.mlir
 // RUN: mlir-opt %t.mlir -o /dev/null
 // RUN: %f16c run %s --target=aarch64 --precision=fp16 --accumulate=f16 --input %inputs/x_1x8x8x8_f32.npy | FileCheck %s --check-prefix=RAN
+// A row's eight A values (k = 8) are one load, each FMLA/FMLAL taking its value from a lane.
 // FAST: fmla v{{[0-9]+}}.8h, v{{[0-9]+}}.8h, v{{[0-9]+}}.h[{{[0-7]}}]
+// FAST: fmla v{{[0-9]+}}.8h, v{{[0-9]+}}.8h, v{{[0-9]+}}.h[7]
 // FAST-NOT: fmlal
 // EXACT: fmlal
+// EXACT: fmlal v{{[0-9]+}}.4s, v{{[0-9]+}}.4h, v{{[0-9]+}}.h[7]
 // EXACT-NOT: fmla v{{[0-9]+}}.8h
 // REPORT: tosa.conv2d {{.*}} f16 f16
 // REPORT: less accurate: 2 contraction(s) accumulate in f16

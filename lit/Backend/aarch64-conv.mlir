@@ -1,13 +1,16 @@
 // The LLVM CPU backend's convolutions and pools on cnn_small (3x3 convolutions with padding, a
-// 2x2 average pool): the padded input is written once per run (a _pad_a step), so the tiles
-// read it at addresses linear in the row and the tap, with no bounds test per value; a run of
-// A values along k is one vector load per row, each value multiplying from its lane (FMLA by
-// element, lanes 0 to 2 of a tap's three channels); the pool computes a pixel's channels in
-// vectors.
+// 2x2 average pool): the padded input is written once per run (a _pad_a step, each row one
+// constant-length copy: vector loads and stores), so the tiles read it at addresses linear in
+// the row and the tap, with no bounds test per value; a run of A values along k (a kernel row's
+// three taps of three channels lie next to each other) is one vector load per row, each value
+// multiplying from its lane (FMLA by element, lanes 0 to 3 of four f32, 0 to 7 of eight f16);
+// the pool computes a pixel's channels in vectors.
 // RUN: %f16c compile %models/cnn_small.tosa.mlir --target=aarch64 --precision=fp32 --emit=asm | FileCheck %s
 // RUN: %f16c compile %models/cnn_small.tosa.mlir --target=aarch64 --accumulate=f16 --emit=asm | FileCheck %s --check-prefix=ACC16
 // CHECK-LABEL: f16c_k1_conv2d_pad_a:
+// CHECK: ldp q{{[0-9]+}}, q{{[0-9]+}}, [x{{[0-9]+}}
 // CHECK-LABEL: f16c_k1_conv2d:
+// CHECK-DAG: fmla v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.s[3]
 // CHECK-DAG: fmla v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.s[1]
 // CHECK-DAG: fmla v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.s[2]
 // CHECK-LABEL: f16c_k2_avg_pool2d:
@@ -17,5 +20,6 @@
 // bound, FLT_MAX, f16 rounds to infinity) compares in half lanes.
 // ACC16-LABEL: f16c_k2_conv2d:
 // ACC16-DAG: fmla v{{[0-9]+}}.8h, v{{[0-9]+}}.8h, v{{[0-9]+}}.h[2]
+// ACC16-DAG: fmla v{{[0-9]+}}.8h, v{{[0-9]+}}.8h, v{{[0-9]+}}.h[7]
 // ACC16-DAG: fcmge v{{[0-9]+}}.8h, v{{[0-9]+}}.8h, #0.0
 // ACC16-LABEL: f16c_k3_avg_pool2d:

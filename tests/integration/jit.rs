@@ -516,6 +516,39 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
     }
 }
 
+/// An fp16 GEMM convolution widens the band of input rows each block of output rows reads, in
+/// one runtime call: blocks that straddle two images, a vertical stride with top padding only
+/// (mobilenet's first conv), a vertical dilation, and rows whose window lies wholly in the
+/// bottom padding all read the right values.
+#[test]
+fn fp16_convolutions_read_their_input_band_across_images_and_padding() {
+    use f16c_dialect::ConvAttrs;
+    let mut rng = Rng(13);
+    // (batch, ih, iw, ic, kernel, pad, stride, dilation)
+    let cases: [(usize, usize, usize, usize, [usize; 2], [usize; 4], [usize; 2], [usize; 2]); 3] = [
+        (3, 14, 14, 3, [3, 3], [1, 0, 1, 0], [2, 2], [1, 1]),
+        (2, 11, 9, 4, [3, 2], [2, 2, 1, 0], [1, 1], [2, 1]),
+        (2, 5, 6, 8, [1, 1], [0, 3, 0, 0], [1, 1], [1, 1]),
+    ];
+    for (batch, ih, iw, ic, [kh, kw], pad, stride, dilation) in cases {
+        let d = DType::F16;
+        let oc = 5;
+        let oh = (ih + pad[0] + pad[1] - (kh - 1) * dilation[0] - 1) / stride[0] + 1;
+        let ow = (iw + pad[2] + pad[3] - (kw - 1) * dilation[1] - 1) / stride[1] + 1;
+        let mut g = Graph::new("conv_band");
+        let x = g.add_input(TensorType::new(d, [batch, ih, iw, ic]), loc());
+        let w = constant(&mut g, random(&TensorType::new(d, [oc, kh, kw, ic]), &mut rng, -1.0, 1.0));
+        let b = constant(&mut g, random(&TensorType::new(d, [oc]), &mut rng, -1.0, 1.0));
+        let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+        let a = ConvAttrs { pad, stride, dilation, acc: DType::F32 };
+        let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[batch, oh, ow, oc]), &[x, w, b, z1, z2], loc());
+        g.add_output(y);
+        let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+        let what = format!("conv batch={batch} {ih}x{iw}x{ic} kernel={kh}x{kw} pad={pad:?} stride={stride:?} dilation={dilation:?}");
+        check(&what, &g, &inputs, Some(contraction_tolerance(kh * kw * ic, true)));
+    }
+}
+
 /// A one-row matmul (a classifier at batch 1) runs on its own path, split by weight panel: it
 /// matches the reference, and its row is bit for bit that row of a many-row GEMM, fused
 /// epilogue (bias, clamp) included, at panel edges and across reduction chunks.

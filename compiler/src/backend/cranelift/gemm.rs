@@ -170,7 +170,12 @@ impl Context<'_> {
         let tile_bytes = MR * NR * 4;
         let wide_offset = c_offset + panels * a_panels * tile_bytes;
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
-        self.layout.scratch(wide_offset + wide_bytes);
+        // Then (fp16 A) the span of A a row block reads, widened in one runtime call per block
+        // (F16C) so that packing reads f32: packing widened each value in software, three
+        // channels per tap for the first conv of an image network.
+        let band = (c.a.ty.dtype == DType::F16).then(|| a_band_bound(c, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
+        let band_offset = wide_offset + wide_bytes;
+        self.layout.scratch(band_offset + band.unwrap_or(0) * 4);
         let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         let groups = column_groups(batch * blocks, panels);
@@ -215,8 +220,20 @@ impl Context<'_> {
                         vec![]
                     });
                 };
+                let (a_src, a_dt) = match band {
+                    Some(_) => {
+                        let (lo, len) = a_band_ir(fx, &c, bi, row0, a_panels * MR);
+                        let wide = fx.b.ins().iadd_imm_s(scratch, band_offset as i64);
+                        let src = fx.addr(a, lo, 2);
+                        fx.libcall(f16c_core::abi::Libcall::WidenF16, &[src, wide, len]);
+                        // Indexed as A itself: element `lo` of A is the band's first.
+                        let back = fx.b.ins().imul_imm_s(lo, 4);
+                        (fx.b.ins().isub(wide, back), DType::F32)
+                    }
+                    None => (a, c.a.ty.dtype),
+                };
                 for (ci, &(k0, k1)) in chunks.iter().enumerate() {
-                    pack_a(fx, &c, a, bi, row0, scratch, k0, k1);
+                    pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, k0, k1);
                     let kc = k1 - k0;
                     // This chunk of panel `p` of B: in place (f32), or widened into scratch.
                     let mut b_chunk = |fx: &mut Fx, p: Value| {
@@ -792,10 +809,9 @@ fn pack_b_constant(c: &Contraction, data: &Data) -> Vec<u8> {
 /// ([`AW`] bytes), zero for rows past `m` and for conv taps outside the input. For a conv,
 /// `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
 #[allow(clippy::too_many_arguments)]
-fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratch: Value, k0: usize, k1: usize) {
+fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, k0: usize, k1: usize) {
     let m = c.m;
     let k = k1 - k0;
-    let ad = c.a.ty.dtype;
     let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
     fx.for_n(0, (a_panels * MR) as i64, 1, &[], |fx, r, _| {
         let row = fx.b.ins().iadd(row0, r);
@@ -886,6 +902,78 @@ fn pack_a(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratc
         );
         vec![]
     });
+}
+
+/// The most A elements a row block's band may hold ([`a_band_bound`]): 64 KiB of f32 scratch.
+const A_BAND_MAX: usize = 1 << 14;
+
+/// The elements `lo..hi` of A that rows `row0..row0 + rows` (batch `bi`) of `c` read, every
+/// `k`: whole rows of a matmul; for a conv, the input rows from the first output row's top
+/// tap to the last one's bottom tap, every column and channel (clamped to the image). Written
+/// once over integers here and once in IR ([`a_band_ir`]): keep the two alike.
+fn a_band(c: &Contraction, bi: usize, row0: usize, rows: usize) -> (usize, usize) {
+    let last = (row0 + rows).min(c.m) - 1;
+    match &c.kind {
+        ContractionKind::Conv(g) => {
+            let image_row = |r: usize, dy: isize| {
+                let (nb, oy) = (r / g.ow / g.oh, r / g.ow % g.oh);
+                let y = (oy * g.stride[0]) as isize - g.pad[0] as isize + dy;
+                (nb * g.ih + y.clamp(0, g.ih as isize) as usize) * g.iw * g.ic
+            };
+            let lo = image_row(row0, 0);
+            (lo, image_row(last, ((g.kh - 1) * g.dilation[0] + 1) as isize).max(lo))
+        }
+        _ => ((bi * c.m + row0) * c.k, (bi * c.m + last + 1) * c.k),
+    }
+}
+
+/// The largest band ([`a_band`]) of a row block of `rows` rows of `c`.
+fn a_band_bound(c: &Contraction, rows: usize) -> usize {
+    let batches = if matches!(c.kind, ContractionKind::Conv(_)) { 1 } else { c.batch };
+    (0..batches).flat_map(|bi| (0..c.m).step_by(MC).map(move |row0| (bi, row0))).map(|(bi, row0)| {
+        let (lo, hi) = a_band(c, bi, row0, rows);
+        hi - lo
+    })
+    .max()
+    .unwrap_or(0)
+}
+
+/// [`a_band`] in IR: the band's first element and its length.
+fn a_band_ir(fx: &mut Fx, c: &Contraction, bi: Value, row0: Value, rows: usize) -> (Value, Value) {
+    let last = fx.b.ins().iadd_imm_s(row0, rows as i64);
+    let m = fx.i(c.m as i64);
+    let last = fx.b.ins().smin(last, m);
+    let last = fx.b.ins().iadd_imm_s(last, -1);
+    let (lo, hi) = match &c.kind {
+        ContractionKind::Conv(g) => {
+            let image_row = |fx: &mut Fx, r: Value, dy: i64| {
+                let t = fx.b.ins().udiv_imm_s(r, g.ow as i64);
+                let nb = fx.b.ins().udiv_imm_s(t, g.oh as i64);
+                let oy = fx.b.ins().urem_imm_s(t, g.oh as i64);
+                let y = fx.b.ins().imul_imm_s(oy, g.stride[0] as i64);
+                let y = fx.b.ins().iadd_imm_s(y, dy - g.pad[0] as i64);
+                let (zero, ih) = (fx.i(0), fx.i(g.ih as i64));
+                let y = fx.b.ins().smax(y, zero);
+                let y = fx.b.ins().smin(y, ih);
+                let at = fx.b.ins().imul_imm_s(nb, g.ih as i64);
+                let at = fx.b.ins().iadd(at, y);
+                fx.b.ins().imul_imm_s(at, (g.iw * g.ic) as i64)
+            };
+            let lo = image_row(fx, row0, 0);
+            let hi = image_row(fx, last, ((g.kh - 1) * g.dilation[0] + 1) as i64);
+            (lo, fx.b.ins().smax(hi, lo))
+        }
+        _ => {
+            let first = fx.b.ins().imul_imm_s(bi, c.m as i64);
+            let first = fx.b.ins().iadd(first, row0);
+            let end = fx.b.ins().iadd(first, last);
+            let end = fx.b.ins().isub(end, row0);
+            let end = fx.b.ins().iadd_imm_s(end, 1);
+            (fx.b.ins().imul_imm_s(first, c.k as i64), fx.b.ins().imul_imm_s(end, c.k as i64))
+        }
+    };
+    let len = fx.b.ins().isub(hi, lo);
+    (lo, len)
 }
 
 /// Widens `len` consecutive `d` elements at `src` into f32 at `dst`: fp16 in one runtime call,

@@ -832,8 +832,9 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// `body` for each step along `k` of a matmul or conv2d, in index order. A conv without
-    /// padding loops over its taps, then the input channels of a tap, so that A's offset is a
-    /// tap's offset plus the channel: no division per step, one addition per row.
+    /// padding loops over its kernel rows (or taps), then the values of a row (a tap's input
+    /// channels), so that A's offset is the row's offset plus the step: no division per step,
+    /// one addition per row.
     pub fn contraction_k(&mut self, c: &Contraction, mut body: impl FnMut(&mut Self, KStep<'ctx>)) {
         if self.contraction_runs(c, 1, |ir, step, _| body(ir, step)).is_none() {
             self.for_n(0, c.k, |ir, kk| body(ir, KStep { kk, offset: kk }));
@@ -841,8 +842,8 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// `body(ir, step, len)` for runs of `len` ≤ `run` steps along `k` from `step`, in index
-    /// order, whose A values lie next to each other (a matmul row; a tap's channels of a conv
-    /// without padding), for [`Ir::contraction_a_run`]. `None` where the values are not
+    /// order, whose A values lie next to each other (a matmul row; a kernel row's taps, or a
+    /// tap's channels, of a conv without padding), for [`Ir::contraction_a_run`]. `None` where the values are not
     /// (a padded convolution): use [`Ir::contraction_k`].
     pub fn contraction_runs(&mut self, c: &Contraction, run: usize, mut body: impl FnMut(&mut Self, KStep<'ctx>, usize)) -> Option<()> {
         // `len`-step runs from `first` while they fit in `n`, then one shorter run.
@@ -857,6 +858,12 @@ impl<'ctx> Ir<'ctx> {
             }
         };
         match &c.kind {
+            // Undilated along x, a kernel row's taps lie next to each other: one run of
+            // kw × ic values (9 for a 3 × 3 kernel on 3 channels, not three runs of 3).
+            ContractionKind::Conv(g) if g.pad == [0; 4] && g.dilation[1] == 1 => self.for_n(0, g.kh, |ir, ky| {
+                let at = ir.muli(ky, g.dilation[0] * g.iw * g.ic);
+                runs(ir, g.kw * g.ic, ir.muli(ky, g.kw * g.ic), at, &mut body);
+            }),
             ContractionKind::Conv(g) if g.pad == [0; 4] => self.for_n(0, g.kh * g.kw, |ir, tap| {
                 let (ky, kx) = (ir.divi(tap, g.kw), ir.remi(tap, g.kw));
                 let at = ir.muli(ir.add(ir.muli(ky, g.dilation[0] * g.iw), ir.muli(kx, g.dilation[1])), g.ic);

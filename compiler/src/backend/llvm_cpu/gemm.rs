@@ -11,7 +11,7 @@
 //!   `mr · nr/lanes` f32 vectors with fused multiply-adds. Rows past `m` compute on clamped
 //!   addresses and are not stored; padded columns are not stored.
 //! - **fp16 inputs on AArch64** ([`CpuMachine::fmlal`]): the B row stays `<8 x half>` and A
-//!   half, read in runs along `k` like f32's ([`A_RUN`]), and `FMLAL`/`FMLAL2` by element
+//!   half, read in runs along `k` like f32's ([`a_run`]), and `FMLAL`/`FMLAL2` by element
 //!   widen, multiply and add in one instruction, four lanes each. Elsewhere fp16/bf16 are
 //!   widened on load (x86: `vcvtph2ps`) or once per run ([`widens_a`], [`widens_b`]).
 //!
@@ -145,10 +145,13 @@ pub fn widens_a(machine: &CpuMachine, c: &Contraction) -> bool {
     c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c)
 }
 
-/// The most A values along `k` a tile reads as one vector on a machine with multiply-adds by
-/// element (four f32 in a NEON register, four f16 in half of one: the B rows of a run stay
-/// in registers next to the accumulators).
-pub const A_RUN: usize = 4;
+/// The most A values along `k` a tile of `c` reads as one vector on a machine with
+/// multiply-adds by element: a NEON register's worth, four f32 or eight f16 (FMLAL's and fp16
+/// accumulation's A). Eight f16 take one load per row where four took two: cnn_small's
+/// 3 × 3 × 3 window rows of 9 values are one load and one of the next, not three.
+pub fn a_run(machine: &CpuMachine, c: &Contraction) -> usize {
+    if uses_fmlal(machine, c) || accumulates_f16(machine, c) { 8 } else { 4 }
+}
 
 /// Output tiles that read each packed fp16/bf16 B value before [`widens_b`] widens B once per
 /// run instead of in every tile.
@@ -181,9 +184,15 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
     let (from, src, dst) = (c.a.ty.dtype, ir.buffer(c.a.buffer.0), ir.buffer(dst));
     let (image, y) = (ir.divi(r, to.ih), ir.addi(ir.remi(r, to.ih), -(g.pad[0] as i64)));
     let out = ir.muli(r, to.iw * g.ic);
-    let zero = ir.domain(dtype).into_float_type().const_zero().into();
-    let zeros = |ir: &mut Ir<'ctx>, lo: usize, hi: usize| {
-        ir.for_n(lo, hi, |ir, i| ir.store(dtype, dst, ir.add(out, i), zero));
+    let bytes = dtype.byte_size();
+    let byte_ty = ir.cx.i8_type();
+    // `len` elements of the padded row from element `lo`: zero bits are a zero of every type,
+    // and a constant-length memset is a few vector stores.
+    let zeros = |ir: &mut Ir<'ctx>, lo: usize, len: usize| {
+        if len > 0 {
+            let at = ir.gep(byte_ty.into(), dst, ir.muli(ir.addi(out, lo as i64), bytes));
+            ir.b.build_memset(at, 1, byte_ty.const_zero(), ir.i64((len * bytes) as i64)).built();
+        }
     };
     let (left, row) = (g.pad[2] * g.ic, g.iw * g.ic);
     ir.if_else(
@@ -191,17 +200,19 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
         |ir| {
             zeros(ir, 0, left);
             let at = ir.muli(ir.add(ir.muli(image, g.ih), y), row);
-            ir.for_n(0, row, |ir, i| {
-                let (f, t) = (ir.add(at, i), ir.add(out, ir.addi(i, left as i64)));
-                if from == dtype {
-                    // Same type: the bits, not a trip through f32 (bf16 may round in software).
-                    ir.copy_element(dtype.byte_size(), src, f, dst, t);
-                } else {
+            if from == dtype {
+                // Same type: the row's bits, one constant-length copy (vector loads and stores),
+                // not a trip through f32 (bf16 may round in software).
+                let (f, t) = (ir.gep(byte_ty.into(), src, ir.muli(at, bytes)), ir.gep(byte_ty.into(), dst, ir.muli(ir.addi(out, left as i64), bytes)));
+                ir.b.build_memcpy(t, 1, f, 1, ir.i64((row * bytes) as i64)).built();
+            } else {
+                ir.for_n(0, row, |ir, i| {
+                    let (f, t) = (ir.add(at, i), ir.add(out, ir.addi(i, left as i64)));
                     let v = ir.load(from, src, f);
                     ir.store(dtype, dst, t, v);
-                }
-            });
-            zeros(ir, left + row, to.iw * g.ic);
+                });
+            }
+            zeros(ir, left + row, to.iw * g.ic - left - row);
         },
         |ir| zeros(ir, 0, to.iw * g.ic),
     );
@@ -210,7 +221,7 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
 /// Tile `t` of `c`, B read from the packed panels in slot `packed`.
 ///
 /// On a machine with multiply-adds by element, a matmul and a convolution without padding
-/// read A a run of up to [`A_RUN`] values along `k` at a time (one vector load per row and
+/// read A a run of up to [`a_run`] values along `k` at a time (one vector load per row and
 /// run, each value then taken from its lane); `a_slack` elements past A's end may be read.
 pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), t: IntValue<'ctx>) -> Result<(), String> {
     let shape = shape(machine, c);
@@ -256,12 +267,13 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
         }
     };
     let by_element = machine.fma_by_element && (fmlal || f16_acc || da == DType::F32);
+    let run = a_run(machine, c);
     let ran = by_element
         && ir
-            .contraction_runs(c, A_RUN, |ir, step, len| {
+            .contraction_runs(c, run, |ir, step, len| {
                 let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();
                 // The whole run's vector where reading past its end is allowed.
-                let load = if len < A_RUN && a_slack >= A_RUN { A_RUN } else { len };
+                let load = if len < run && a_slack >= run { run } else { len };
                 let width = if fmlal { 8 } else { lanes };
                 let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); width]);
                 for (r, row) in a_rows.iter().enumerate() {

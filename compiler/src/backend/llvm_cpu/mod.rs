@@ -57,7 +57,7 @@ pub struct CpuMachine {
     pub fp16_fma: bool,
     /// Multiply-adds take one operand from a lane of a vector register (AArch64 `FMLA` by
     /// element): the micro-kernel loads a run of A values along `k` as one vector
-    /// ([`gemm::A_RUN`]) instead of one value per step.
+    /// ([`gemm::a_run`]) instead of one value per step.
     pub fma_by_element: bool,
 }
 
@@ -231,10 +231,10 @@ impl LlvmCpuBackend {
                     let mut a_slack = 0;
                     if let Some(g) = gemm::padded_input(&c) {
                         // Padded (and widened) in one step, a padded row per work item.
-                        // A_RUN elements of slack: a run of A read as one vector may read past
-                        // the last pixel's channels.
-                        let padded = layout.temporary(k, (g.n * g.ih * g.iw * g.ic + gemm::A_RUN) * a_dtype.byte_size());
-                        a_slack = gemm::A_RUN;
+                        // A run's elements of slack where A is read in runs: a run read as
+                        // one vector may read past the last pixel's channels.
+                        a_slack = if self.machine.fma_by_element { gemm::a_run(&self.machine, &c) } else { 0 };
+                        let padded = layout.temporary(k, (g.n * g.ih * g.iw * g.ic + a_slack) * a_dtype.byte_size());
                         let elements = (g.n * g.ih * g.iw * g.ic) as f64;
                         schedule
                             .add(&mut ir, format!("{name}_pad_a"), g.n * g.ih, elements, k, |ir, r, _| {
