@@ -221,8 +221,8 @@ impl Context<'_> {
                     });
                 };
                 let (a_src, a_dt) = match band {
-                    Some(_) => {
-                        let (lo, len) = a_band_ir(fx, &c, bi, row0, a_panels * MR);
+                    Some(bound) => {
+                        let (lo, len) = a_band_ir(fx, &c, bi, row0, a_panels * MR, bound);
                         let wide = fx.b.ins().iadd_imm_s(scratch, band_offset as i64);
                         let src = fx.addr(a, lo, 2);
                         fx.libcall(f16c_core::abi::Libcall::WidenF16, &[src, wide, len]);
@@ -938,8 +938,8 @@ fn a_band_bound(c: &Contraction, rows: usize) -> usize {
     .unwrap_or(0)
 }
 
-/// [`a_band`] in IR: the band's first element and its length.
-fn a_band_ir(fx: &mut Fx, c: &Contraction, bi: Value, row0: Value, rows: usize) -> (Value, Value) {
+/// [`a_band`] in IR: the band's first element and its length (at most `bound`).
+fn a_band_ir(fx: &mut Fx, c: &Contraction, bi: Value, row0: Value, rows: usize, bound: usize) -> (Value, Value) {
     let last = fx.b.ins().iadd_imm_s(row0, rows as i64);
     let m = fx.i(c.m as i64);
     let last = fx.b.ins().smin(last, m);
@@ -964,16 +964,17 @@ fn a_band_ir(fx: &mut Fx, c: &Contraction, bi: Value, row0: Value, rows: usize) 
             (lo, fx.b.ins().smax(hi, lo))
         }
         _ => {
-            let first = fx.b.ins().imul_imm_s(bi, c.m as i64);
-            let first = fx.b.ins().iadd(first, row0);
-            let end = fx.b.ins().iadd(first, last);
-            let end = fx.b.ins().isub(end, row0);
+            let base = fx.b.ins().imul_imm_s(bi, c.m as i64);
+            let first = fx.b.ins().iadd(base, row0);
+            let end = fx.b.ins().iadd(base, last);
             let end = fx.b.ins().iadd_imm_s(end, 1);
             (fx.b.ins().imul_imm_s(first, c.k as i64), fx.b.ins().imul_imm_s(end, c.k as i64))
         }
     };
+    // Never past the scratch the bound reserved, should the two computations ever differ.
     let len = fx.b.ins().isub(hi, lo);
-    (lo, len)
+    let bound = fx.i(bound as i64);
+    (lo, fx.b.ins().smin(len, bound))
 }
 
 /// Widens `len` consecutive `d` elements at `src` into f32 at `dst`: fp16 in one runtime call,
