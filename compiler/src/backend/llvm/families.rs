@@ -843,8 +843,8 @@ impl<'ctx> Ir<'ctx> {
 
     /// `body(ir, step, len)` for runs of `len` ≤ `run` steps along `k` from `step`, in index
     /// order, whose A values lie next to each other (a matmul row; a kernel row's taps, or a
-    /// tap's channels, of a conv without padding), for [`Ir::contraction_a_run`]. `None` where the values are not
-    /// (a padded convolution): use [`Ir::contraction_k`].
+    /// tap's channels, of a conv without padding), for [`Ir::contraction_a_run`]. `None` where
+    /// the values are not (a padded convolution): use [`Ir::contraction_k`].
     pub fn contraction_runs(&mut self, c: &Contraction, run: usize, mut body: impl FnMut(&mut Self, KStep<'ctx>, usize)) -> Option<()> {
         // `len`-step runs from `first` while they fit in `n`, then one shorter run.
         let runs = |ir: &mut Self, n: usize, kk0: IntValue<'ctx>, at: IntValue<'ctx>, body: &mut dyn FnMut(&mut Self, KStep<'ctx>, usize)| {

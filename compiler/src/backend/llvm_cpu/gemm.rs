@@ -30,7 +30,7 @@ use crate::backend::llvm::{Built, Ir, Var};
 use crate::lower::{BufferKind, Contraction, ContractionKind, ConvGeometry, MatrixLayout, Program};
 use f16c_dialect::DType;
 use inkwell::types::VectorType;
-use inkwell::values::{IntValue, VectorValue};
+use inkwell::values::{IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
 
 /// The register tile of a machine's micro-kernel.
@@ -184,13 +184,14 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
     let (from, src, dst) = (c.a.ty.dtype, ir.buffer(c.a.buffer.0), ir.buffer(dst));
     let (image, y) = (ir.divi(r, to.ih), ir.addi(ir.remi(r, to.ih), -(g.pad[0] as i64)));
     let out = ir.muli(r, to.iw * g.ic);
-    let bytes = dtype.byte_size();
-    let byte_ty = ir.cx.i8_type();
+    let (bytes, byte_ty) = (dtype.byte_size(), ir.cx.i8_type());
+    // Element `i` of a `dtype` buffer (the input, when the types are the same) as an address.
+    let element = |ir: &Ir<'ctx>, base: PointerValue<'ctx>, i: IntValue<'ctx>| ir.gep(byte_ty.into(), base, ir.muli(i, bytes));
     // `len` elements of the padded row from element `lo`: zero bits are a zero of every type,
     // and a constant-length memset is a few vector stores.
     let zeros = |ir: &mut Ir<'ctx>, lo: usize, len: usize| {
         if len > 0 {
-            let at = ir.gep(byte_ty.into(), dst, ir.muli(ir.addi(out, lo as i64), bytes));
+            let at = element(ir, dst, ir.addi(out, lo as i64));
             ir.b.build_memset(at, 1, byte_ty.const_zero(), ir.i64((len * bytes) as i64)).built();
         }
     };
@@ -203,7 +204,7 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
             if from == dtype {
                 // Same type: the row's bits, one constant-length copy (vector loads and stores),
                 // not a trip through f32 (bf16 may round in software).
-                let (f, t) = (ir.gep(byte_ty.into(), src, ir.muli(at, bytes)), ir.gep(byte_ty.into(), dst, ir.muli(ir.addi(out, left as i64), bytes)));
+                let (f, t) = (element(ir, src, at), element(ir, dst, ir.addi(out, left as i64)));
                 ir.b.build_memcpy(t, 1, f, 1, ir.i64((row * bytes) as i64)).built();
             } else {
                 ir.for_n(0, row, |ir, i| {
