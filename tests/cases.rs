@@ -800,9 +800,24 @@ pub fn parity_cases() -> Vec<Case> {
                     operands.push(zero(&mut g, d));
                     operands.push(zero(&mut g, d));
                 }
-                let y = g.add_node(op, tensor_ty(d, &[1, oh, ow, ch]), &operands, loc());
+                let y = g.add_node(op.clone(), tensor_ty(d, &[1, oh, ow, ch]), &operands, loc());
                 g.add_output(y);
                 add(format!("{}_pool_{}_n{n}", if avg { "avg" } else { "max" }, dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+                // An f32 pool whose result is cast to the low type, as the O1 policy leaves an
+                // average pool: the lowering folds the cast into the pool's store.
+                if d != DType::F32 {
+                    let mut g = Graph::new("pool_cast");
+                    let x = g.add_input(TensorType::new(DType::F32, [1, n, n, ch]), loc());
+                    let mut operands = vec![x];
+                    if avg {
+                        operands.push(zero(&mut g, DType::F32));
+                        operands.push(zero(&mut g, DType::F32));
+                    }
+                    let y = g.add_node(op, tensor_ty(DType::F32, &[1, oh, ow, ch]), &operands, loc());
+                    let y = g.add_node(Op::Cast, tensor_ty(d, &[1, oh, ow, ch]), &[y], loc());
+                    g.add_output(y);
+                    add(format!("{}_pool_f32_to_{}_n{n}", if avg { "avg" } else { "max" }, dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+                }
             }
         }
         // Matmuls at WMMA tile edges, with a weight and between activations, and a larger one
@@ -852,6 +867,22 @@ pub fn parity_cases() -> Vec<Case> {
             let o = g.add_node(Op::Transpose { perms: vec![2, 0, 1] }, t(&[n, 2, 3]), &[x], loc());
             g.add_output(o);
             add(format!("transpose_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            // The last two dimensions swapped, both long enough at n = 17 for register tiles
+            // (17 rows: two bands of eight and one row; 9 columns: a tile and one overlapping
+            // it), as written and with a float cast before or after it, which a backend may fold
+            // into the copy (a transpose that converts).
+            for (i, (from, to)) in [(d, d), (DType::F32, d), (d, DType::F32)].into_iter().enumerate() {
+                if i > 0 && from == to {
+                    continue;
+                }
+                let mut g = Graph::new("transpose_last2");
+                let x = g.add_input(TensorType::new(from, [2, 9, n]), loc());
+                let x = if from == d { x } else { g.add_node(Op::Cast, t(&[2, 9, n]), &[x], loc()) };
+                let y = g.add_node(Op::Transpose { perms: vec![0, 2, 1] }, t(&[2, n, 9]), &[x], loc());
+                let y = if to == d { y } else { g.add_node(Op::Cast, tensor_ty(to, &[2, n, 9]), &[y], loc()) };
+                g.add_output(y);
+                add(format!("transpose_last2_{}_{}_{}_n{n}", dname(from), dname(d), dname(to)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            }
             for axis in 0..3 {
                 let mut g = Graph::new("reverse");
                 let x = g.add_input(TensorType::new(d, [2, 3, n]), loc());

@@ -10,7 +10,7 @@
 //! against the source exactly like import errors.
 
 use crate::backend::{self, Backend, Emit, LookupError};
-use crate::lower::{self, Program};
+use crate::lower::{self, LowerOptions, Program};
 use crate::pass::{registry, PassError, PassManager, Statistic};
 use crate::policy::Precision;
 use crate::target::Target;
@@ -131,10 +131,15 @@ pub fn choose_function(module: &Module, name: Option<&str>) -> Result<usize, Str
     })
 }
 
-/// Verifies and lowers one function.
+/// Verifies and lowers one function for any backend.
 pub fn lower(g: &Graph) -> Result<Program, Diagnostics> {
+    lower_with(g, LowerOptions::default())
+}
+
+/// Verifies and lowers one function with a backend's [`LowerOptions`].
+pub fn lower_with(g: &Graph, options: LowerOptions) -> Result<Program, Diagnostics> {
     f16c_dialect::verify::verify(g)?;
-    lower::lower(g).map_err(|e| Diagnostics::single(Diagnostic::error(e.location.clone(), format!("'{}' cannot be lowered: {}", e.op, e.message))))
+    lower::lower_with(g, options).map_err(|e| Diagnostics::single(Diagnostic::error(e.location.clone(), format!("'{}' cannot be lowered: {}", e.op, e.message))))
 }
 
 /// The backend for `target`, as a diagnostic when there is none.
@@ -144,7 +149,7 @@ pub fn backend_for(target: Target) -> Result<&'static dyn Backend, Diagnostics> 
 
 /// Lowers `g` and checks every kernel against the backend's legality (all failures reported).
 pub fn lower_for(g: &Graph, backend: &dyn Backend) -> Result<Program, Diagnostics> {
-    let program = lower(g)?;
+    let program = lower_with(g, backend.lowering())?;
     backend::check_legal(backend, &program).map_err(|errors| Diagnostics(errors.iter().map(|e| e.to_diagnostic()).collect()))?;
     Ok(program)
 }

@@ -20,7 +20,7 @@
 // its fused epilogue, on the same four channels in native fp16 vectors (the loop is rotated:
 // the epilogue comes first in the text).
 // RUN: %f16c compile %models/depthwise_block.tosa.mlir --target=aarch64 --precision=fp16 --no-fold-batch-norm --emit=asm | FileCheck %s --check-prefix=DW
-// DW-LABEL: f16c_k3_depthwise_conv2d:
+// DW-LABEL: f16c_k2_depthwise_conv2d:
 // DW: fsub v{{[0-9]+}}.4h, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
 // DW: fmul v{{[0-9]+}}.4h, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
 // DW: fcmge v{{[0-9]+}}.4h, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
@@ -29,11 +29,11 @@
 // DW: fadd v{{[0-9]+}}.4s, v{{[0-9]+}}.4s, v{{[0-9]+}}.4s
 // The 1x1 convolution after it accumulates its 8 x 8 tiles in f32 with FMLAL, then finishes a
 // tile inside the matrix four outputs at a time: its batch norm also in native fp16 vectors.
-// DW-LABEL: f16c_k4_conv2d:
+// DW-LABEL: f16c_k3_conv2d:
 // DW: fmlal v{{[0-9]+}}.4s
 // DW: fsub v{{[0-9]+}}.4h, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
 // DW: fmul v{{[0-9]+}}.4h, v{{[0-9]+}}.4h, v{{[0-9]+}}.4h
-// DW-LABEL: f16c_k5_transpose_0:
+// DW-LABEL: f16c_k4_transpose_0:
 // RUN: %f16c run %s --target=aarch64 --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.a0.npy --output %t.a1.npy
 // RUN: %f16c run %s --target=reference --function=f --input %inputs/f16_4x64_a.npy --input %inputs/f16_4x64_b.npy --output %t.r0.npy --output %t.r1.npy
 // RUN: cmp %t.a0.npy %t.r0.npy

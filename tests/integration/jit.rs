@@ -680,3 +680,26 @@ fn epilogues_fuse_into_contractions_and_the_plan_is_near_its_lower_bound() {
         assert!(plan.arena_bytes as f64 <= 1.2 * plan.lower_bound as f64, "{name}: arena {} vs lower bound {}", plan.arena_bytes, plan.lower_bound);
     }
 }
+
+/// A float cast folded into a copy (a transpose that converts, which the LLVM CPU backend asks
+/// the lowering for) runs on the Cranelift backend too, bit for bit, though this backend does
+/// not ask for it.
+#[test]
+fn copies_that_convert_match_the_reference_on_cranelift() {
+    use f16c_compiler::backend::{cranelift::CraneliftBackend, Backend};
+    use f16c_compiler::lower::{lower_with, KernelKind, LowerOptions};
+    let mut converting = 0;
+    for case in f16c_tests::cases::parity_cases().into_iter().filter(|c| c.name.starts_with("transpose_last2")) {
+        let program = lower_with(&case.graph, LowerOptions { converting_copies: true }).unwrap();
+        if program.kernels.iter().any(|k| matches!(&k.kind, KernelKind::Copy(c) if c.converts())) {
+            assert_eq!(program.kernels.len(), 1, "{}: the cast folds into the transpose", case.name);
+            converting += 1;
+        }
+        let artifact = CraneliftBackend.artifact(&program).unwrap();
+        let got = f16c_runtime::loader::load(artifact, 2).and_then(|e| e.run(&case.inputs)).map_err(|e| e.to_string());
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        let failures = case.failures(got, &want, 0);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+    assert_eq!(converting, 8, "f16 and bf16, a cast before and after, n = 1 and 17");
+}

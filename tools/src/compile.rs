@@ -118,9 +118,11 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         Some("mlir") => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,
         Some("dot") => before.functions.iter().zip(&module.functions).map(|(b, a)| to_dot(b, a)).collect(),
         Some("kernels") => {
+            // The kernels the target's backend gets, where it has one.
+            let options = driver::backend_named(target, backend_name, m.get_one::<String>("cpu").map(String::as_str)).map(|b| b.lowering()).unwrap_or_default();
             let mut text = String::new();
             for g in &module.functions {
-                match driver::lower(g) {
+                match driver::lower_with(g, options) {
                     Ok(p) => text.push_str(&p.to_string()),
                     Err(d) => return Ok(crate::report(&d, &source)),
                 }

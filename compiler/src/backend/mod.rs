@@ -46,7 +46,7 @@ pub mod llvm_cpu;
 #[cfg(feature = "nvptx")]
 pub mod nvptx;
 
-use crate::lower::{Kernel, Program};
+use crate::lower::{Kernel, LowerOptions, Program};
 use crate::target::{Target, TargetInfo};
 use f16c_core::artifact::{Artifact, CodeFormat};
 use f16c_dialect::{Diagnostic, Location};
@@ -199,6 +199,10 @@ pub trait Backend: Sync {
     /// What that target runs, as data.
     fn info(&self) -> &'static TargetInfo {
         self.target().info()
+    }
+    /// What the lowering may give it beyond what every backend runs (default: nothing).
+    fn lowering(&self) -> LowerOptions {
+        LowerOptions::default()
     }
     /// Can this kernel be compiled? Called on every kernel before any code is emitted.
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported>;

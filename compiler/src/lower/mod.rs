@@ -12,6 +12,10 @@
 //!   copies (pad first fills the output); reshape is a view of its input's buffer and costs
 //!   nothing.
 //!
+//! A float cast whose neighbour can round at its store or convert at its load is folded into it
+//! (`fold.rs`): into the pooling that produces the cast's input, and, where the backend asks for
+//! it ([`LowerOptions`]), into a copy (a transpose that converts).
+//!
 //! Every value a kernel reads or writes is a [`BufferId`]: a function argument, a constant
 //! (its bytes travel with the program), or an intermediate placed in one arena by
 //! [`plan::plan`] by liveness. The plan reports its peak and the liveness lower bound.
@@ -21,6 +25,7 @@
 
 pub mod plan;
 mod expand;
+mod fold;
 mod print;
 
 use f16c_dialect::{BinaryOp, DType, Graph, Location, NodeId, Op, ReduceKind, Tensor, TensorType, UnaryOp};
@@ -360,16 +365,25 @@ pub struct Move {
 }
 
 /// A data-movement kernel: optionally fill the output with one value, then strided copies.
+/// The copies convert their elements when `source` is not the output's element type (a float
+/// cast folded into the copy, [`fold`]); else they copy bits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Copy {
     /// The output.
     pub output: Operand,
-    /// Bytes of one element.
-    pub elem_bytes: usize,
+    /// The element type of every move's source.
+    pub source: DType,
     /// Fill the whole output first with this element (pad), read from a buffer.
     pub fill: Option<BufferId>,
     /// The copies.
     pub moves: Vec<Move>,
+}
+
+impl Copy {
+    /// Whether the copy converts its elements (`source` is not the output's element type).
+    pub fn converts(&self) -> bool {
+        self.source != self.output.ty.dtype
+    }
 }
 
 /// `tosa.gather`: `out[b, j, :] = values[b, indices[b, j], :]`.
@@ -552,8 +566,24 @@ pub struct LowerError {
     pub message: String,
 }
 
-/// Lowers a verified graph (run the verifier first: lowering relies on its shape checks).
+/// What a backend lets the lowering give it, beyond what every backend runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Fold a float cast into the copy beside it (a [`Copy`] that converts): worth it where a
+    /// conversion is an instruction, not where it is a software routine that only the cast
+    /// kernel runs a vector at a time.
+    pub converting_copies: bool,
+}
+
+/// Lowers a verified graph (run the verifier first: lowering relies on its shape checks) with
+/// the default [`LowerOptions`].
 pub fn lower(g: &Graph) -> Result<Program, LowerError> {
+    lower_with(g, LowerOptions::default())
+}
+
+/// Lowers a verified graph; a float cast is folded into the pooling that produces its input
+/// and, as `options` allow, into the copy beside it.
+pub fn lower_with(g: &Graph, options: LowerOptions) -> Result<Program, LowerError> {
     // A program is one straight line of kernels: control flow runs above it (the JIT compiles
     // each straight-line piece and each region as programs of their own, `f16c-jit`).
     if let Some(id) = g.node_ids().find(|&id| g.op(id).is_control_flow()) {
@@ -578,6 +608,7 @@ pub fn lower(g: &Graph) -> Result<Program, LowerError> {
             c.padding_hazard = hazard;
         }
     }
+    fold::fold_casts(&mut program, options);
     Ok(program)
 }
 
@@ -1246,7 +1277,7 @@ impl<'g> Lowering<'g> {
             _ => unreachable!("called on data movement"),
         };
         let output = Operand { buffer: self.intermediate(id), ty: out_ty.clone() };
-        self.push(KernelKind::Copy(Copy { output, elem_bytes: out_ty.dtype.byte_size(), fill, moves }), vec![id]);
+        self.push(KernelKind::Copy(Copy { output, source: out_ty.dtype, fill, moves }), vec![id]);
     }
 
     fn make_move(&self, src: NodeId, src_offset: usize, src_strides: Vec<usize>, dst_offset: usize, dst_strides: Vec<usize>, shape: Vec<usize>) -> Move {

@@ -102,7 +102,9 @@ impl Display for Kernel {
                 writeln!(f, "  out {}", operand(&p.output))
             }
             KernelKind::Copy(c) => {
-                writeln!(f, "{}: copy {} moves{} {at}", self.name, c.moves.len(), c.fill.map_or(String::new(), |b| format!(" fill=b{}", b.0)))?;
+                let fill = c.fill.map_or(String::new(), |b| format!(" fill=b{}", b.0));
+                let convert = if c.converts() { format!(" from {}", c.source) } else { String::new() };
+                writeln!(f, "{}: copy {} moves{convert}{fill} {at}", self.name, c.moves.len())?;
                 for m in &c.moves {
                     writeln!(
                         f,

@@ -451,7 +451,7 @@ impl<'p> Context<'p> {
         let bytes = c.output.ty.byte_size();
         self.add("", 1, bytes as f64, move |fx| {
             let dst = fx.buffer(c.output.buffer.0);
-            let elem = c.elem_bytes;
+            let elem = c.output.ty.dtype.byte_size();
             let ety = match elem {
                 1 => I8,
                 2 => I16,
@@ -472,7 +472,11 @@ impl<'p> Context<'p> {
                 let src = fx.buffer(m.src.0);
                 let s0 = fx.i(m.src_offset as i64);
                 let d0 = fx.i(m.dst_offset as i64);
-                copy_dims(fx, m, 0, s0, d0, src, dst, elem, ety);
+                if c.converts() {
+                    convert_dims(fx, m, 0, s0, d0, src, dst, (c.source, c.output.ty.dtype));
+                } else {
+                    copy_dims(fx, m, 0, s0, d0, src, dst, elem, ety);
+                }
             }
             Ok(())
         })
@@ -716,6 +720,27 @@ fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, 
         let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
         let ti = fx.b.ins().iadd(t, ti);
         copy_dims(fx, m, d + 1, si, ti, src, dst, elem, ety);
+        vec![]
+    });
+}
+
+/// [`copy_dims`] for a copy that converts its elements (`types`: source, destination), one at
+/// a time (the lowering folds casts into copies only for backends that ask for it; this one
+/// does not, and converts correctly when given one).
+#[allow(clippy::too_many_arguments)]
+fn convert_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, src: Value, dst: Value, types: (DType, DType)) {
+    fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
+        let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
+        let si = fx.b.ins().iadd(s, si);
+        let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
+        let ti = fx.b.ins().iadd(t, ti);
+        if d + 1 < m.shape.len() {
+            convert_dims(fx, m, d + 1, si, ti, src, dst, types);
+        } else {
+            let v = fx.load(types.0, src, si);
+            let v = fx.round_to(types.1, v);
+            fx.store(types.1, dst, ti, v);
+        }
         vec![]
     });
 }

@@ -21,6 +21,7 @@ use super::{Built, Ir, Var};
 pub const TILE: usize = 4;
 use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
 use f16c_dialect::{DType, ReduceKind};
+use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
 
@@ -165,9 +166,16 @@ impl<'ctx> Ir<'ctx> {
         }
     }
 
-    /// Copies element `from` of `src` to element `to` of `dst`, as bits.
-    pub(crate) fn copy_element(&self, bytes: usize, src: PointerValue<'ctx>, from: IntValue<'ctx>, dst: PointerValue<'ctx>, to: IntValue<'ctx>) {
-        let t = self.bits(bytes);
+    /// Copies element `from` of `src` to element `to` of `dst`: as bits when `types` are one
+    /// type, else converted (`(source, destination)`, floats: rounded once, to nearest even).
+    pub(crate) fn copy_element(&mut self, types: (DType, DType), src: PointerValue<'ctx>, from: IntValue<'ctx>, dst: PointerValue<'ctx>, to: IntValue<'ctx>) {
+        if types.0 != types.1 {
+            let v = self.load(types.0, src, from);
+            let v = self.round_to(types.1, v);
+            self.store(types.1, dst, to, v);
+            return;
+        }
+        let t = self.bits(types.0.byte_size());
         let v = self.b.build_load(t, self.gep(t, src, from), "").built();
         self.b.build_store(self.gep(t, dst, to), v).built();
     }
@@ -298,13 +306,18 @@ impl<'ctx> Ir<'ctx> {
 
     /// The input window of output pixel `pixel` of a pooling kernel (NHWC).
     fn pool_window(&self, p: &Pool, pixel: IntValue<'ctx>) -> Result<PoolWindow<'ctx>, String> {
+        let ow = p.output.ty.shape.get(2).copied().ok_or("pooling input must be NHWC")?;
+        self.pool_window_at(p, self.divi(pixel, ow), self.remi(pixel, ow))
+    }
+
+    /// The input window of output pixel `ox` of output row `row` (`n · oh + oy`).
+    fn pool_window_at(&self, p: &Pool, row: IntValue<'ctx>, ox: IntValue<'ctx>) -> Result<PoolWindow<'ctx>, String> {
         let c = Self::pool_channels(p)?;
-        let (&[_, ih, iw, _], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
+        let (&[_, ih, iw, _], &[_, oh, _, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
             return Err("pooling input must be NHWC".into());
         };
-        let ox = self.remi(pixel, ow);
-        let oy = self.remi(self.divi(pixel, ow), oh);
-        let b = self.divi(pixel, ow * oh);
+        let oy = self.remi(row, oh);
+        let b = self.divi(row, oh);
         let y0 = self.addi(self.muli(oy, p.stride[0]), -(p.pad[0] as i64));
         let x0 = self.addi(self.muli(ox, p.stride[1]), -(p.pad[2] as i64));
         let (ky_lo, ky_hi) = self.clip(y0, p.kernel[0], ih);
@@ -389,22 +402,31 @@ impl<'ctx> Ir<'ctx> {
         matches!(p.input.ty.dtype, DType::F32 | DType::F16 | DType::BF16) && self.rounds_lanes(p.output.ty.dtype) && Self::pool_channels(p).is_ok()
     }
 
-    /// Work items of [`Ir::pool_lanes`]: an output pixel's channels in runs of `lanes`.
+    /// Work items of [`Ir::pool_lanes`]: an output row's channels in runs of `lanes`.
     pub fn pool_lanes_work(p: &Pool, lanes: usize) -> usize {
-        let c = p.input.ty.shape[3];
-        p.output.ty.num_elements() / c * c.div_ceil(lanes)
+        let (c, ow) = (p.input.ty.shape[3], p.output.ty.shape[2]);
+        p.output.ty.num_elements() / (c * ow).max(1) * c.div_ceil(lanes)
     }
 
     /// Item `item` of a float pooling kernel ([`Ir::pools_in_lanes`]): `lanes` channels of
-    /// one output pixel in f32 lanes, each lane summing (or taking the maximum) in window order
-    /// and dividing as [`Ir::pool_item`] does for its channel; a pixel's last run, when the
-    /// channels do not fill it, channel by channel.
+    /// each pixel of one output row in f32 lanes, each lane summing (or taking the maximum) in
+    /// window order and dividing as [`Ir::pool_item`] does for its channel; a pixel's last
+    /// run, when the channels do not fill it, channel by channel.
     pub fn pool_lanes(&mut self, p: &Pool, item: IntValue<'ctx>, lanes: usize) -> Result<(), String> {
-        let (din, dout, c) = (p.input.ty.dtype, p.output.ty.dtype, p.input.ty.shape[3]);
+        let mut result = Ok(());
+        let (c, ow) = (p.input.ty.shape[3], p.output.ty.shape[2]);
         let runs = c.div_ceil(lanes);
-        let (pixel, ch0) = (self.divi(item, runs), self.muli(self.remi(item, runs), lanes));
+        let (row, ch0) = (self.divi(item, runs), self.muli(self.remi(item, runs), lanes));
+        self.for_n(0, ow, |ir, ox| result = ir.pool_pixel_lanes(p, (row, ox), ch0, lanes));
+        result
+    }
+
+    /// Channels `ch0..ch0 + lanes` of output pixel `ox` of output row `row` ([`Ir::pool_lanes`]).
+    fn pool_pixel_lanes(&mut self, p: &Pool, (row, ox): (IntValue<'ctx>, IntValue<'ctx>), ch0: IntValue<'ctx>, lanes: usize) -> Result<(), String> {
+        let (din, dout, c, ow) = (p.input.ty.dtype, p.output.ty.dtype, p.input.ty.shape[3], p.output.ty.shape[2]);
+        let pixel = self.add(self.muli(row, ow), ox);
         let lanes_body = |ir: &mut Self| -> Result<(), String> {
-            let w = ir.pool_window(p, pixel)?;
+            let w = ir.pool_window_at(p, row, ox)?;
             let (src, dst) = (ir.buffer(p.input.buffer.0), ir.buffer(p.output.buffer.0));
             let f32v = ir.cx.f32_type().vec_type(lanes as u32);
             let init = ir.splat(f32v, ir.f32(if p.avg { 0.0 } else { f32::NEG_INFINITY }));
@@ -473,14 +495,15 @@ impl<'ctx> Ir<'ctx> {
         match mv {
             None => {
                 let fill = self.buffer(c.fill.expect("a fill step has a fill value").0);
-                self.copy_element(c.elem_bytes, fill, self.i64(0), dst, i);
+                let d = c.output.ty.dtype;
+                self.copy_element((d, d), fill, self.i64(0), dst, i);
             }
             Some(m) => {
                 let m = &c.moves[m];
                 let src = self.buffer(m.src.0);
                 let from = self.addi(self.strided_offset(i, &m.shape, &m.src_strides), m.src_offset as i64);
                 let to = self.addi(self.strided_offset(i, &m.shape, &m.dst_strides), m.dst_offset as i64);
-                self.copy_element(c.elem_bytes, src, from, dst, to);
+                self.copy_element((c.source, c.output.ty.dtype), src, from, dst, to);
             }
         }
     }
@@ -505,8 +528,129 @@ impl<'ctx> Ir<'ctx> {
         let (src_step, dst_step) = (step(&mv.src_strides), step(&mv.dst_strides));
         self.for_n(0, len, |ir, j| {
             let (f, t) = (ir.add(from, ir.mul(j, ir.i64(src_step))), ir.add(to, ir.mul(j, ir.i64(dst_step))));
-            ir.copy_element(c.elem_bytes, src, f, dst, t);
+            ir.copy_element((c.source, c.output.ty.dtype), src, f, dst, t);
         });
+    }
+
+    /// Side of the square tiles [`Ir::transpose_band`] transposes in registers: a row of the
+    /// narrower of the copy's element types fills 16 bytes (8 f16, 4 f32).
+    pub fn transpose_tile(c: &Copy) -> usize {
+        16 / c.source.byte_size().min(c.output.ty.dtype.byte_size()).clamp(1, 16)
+    }
+
+    /// Whether move `m` of `c` transposes its last two dimensions, both at least a tile long
+    /// ([`Ir::transpose_tile`]; the source contiguous along the first, the destination along
+    /// the second), with any conversion done on whole vectors: [`Ir::transpose_band`] can copy it.
+    pub fn transposes_in_tiles(&self, c: &Copy, m: usize) -> bool {
+        let (mv, l) = (&c.moves[m], Self::transpose_tile(c));
+        let r = mv.shape.len();
+        let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+        let converts = !c.converts() || float(c.source) && self.rounds_lanes(c.output.ty.dtype);
+        r >= 2 && mv.shape[r - 2] >= l && mv.shape[r - 1] >= l && mv.src_strides[r - 2] == 1 && mv.dst_strides[r - 1] == 1 && converts
+    }
+
+    /// Work items of [`Ir::transpose_band`]: bands of a tile's destination rows.
+    pub fn transpose_bands(c: &Copy, m: usize) -> usize {
+        let shape = &c.moves[m].shape;
+        let r = shape.len();
+        shape[..r - 2].iter().product::<usize>() * shape[r - 2].div_ceil(Self::transpose_tile(c))
+    }
+
+    /// Band `t` of move `m` ([`Ir::transposes_in_tiles`]): a tile's destination rows, tile by
+    /// tile — a tile's vectors loaded along the source's contiguous dimension, transposed with
+    /// shuffles (log2 of the tile's side rounds of interleaving) and stored along the
+    /// destination's; the last tile of a row overlaps the one before it. A last band shorter
+    /// than a tile copies its rows one element at a time.
+    pub fn transpose_band(&mut self, c: &Copy, m: usize, t: IntValue<'ctx>) {
+        let l = Self::transpose_tile(c);
+        let mv = &c.moves[m];
+        let r = mv.shape.len();
+        let (a, b) = (mv.shape[r - 2], mv.shape[r - 1]);
+        let bands = a.div_ceil(l);
+        let (outer, band) = (self.divi(t, bands), self.remi(t, bands));
+        let i0 = self.muli(band, l);
+        let (src, dst) = (self.buffer(mv.src.0), self.buffer(c.output.buffer.0));
+        let from = self.addi(self.strided_offset(outer, &mv.shape[..r - 2], &mv.src_strides[..r - 2]), mv.src_offset as i64);
+        let to = self.addi(self.strided_offset(outer, &mv.shape[..r - 2], &mv.dst_strides[..r - 2]), mv.dst_offset as i64);
+        let (from, to) = (self.add(from, i0), self.add(to, self.mul(i0, self.i64(mv.dst_strides[r - 2] as i64))));
+        let (src_step, dst_step) = (mv.src_strides[r - 1] as i64, mv.dst_strides[r - 2] as i64);
+        let types = (c.source, c.output.ty.dtype);
+        let full = self.icmp(IntPredicate::SLE, self.addi(i0, l as i64), self.i64(a as i64));
+        self.if_else(
+            full,
+            |ir| {
+                let tile = |ir: &mut Self, j0: IntValue<'ctx>| {
+                    let rows: Vec<VectorValue<'ctx>> = (0..l)
+                        .map(|j| {
+                            let at = ir.add(from, ir.mul(ir.addi(j0, j as i64), ir.i64(src_step)));
+                            ir.tile_vector(types, true, ir.load_vector(ir.storage_vector(types.0, l as u32), src, at, types.0.byte_size() as u32))
+                        })
+                        .collect();
+                    for (i, row) in ir.transpose_vectors(rows).into_iter().enumerate() {
+                        let v = ir.tile_vector(types, false, row);
+                        let p = ir.gep(ir.storage(types.1), dst, ir.add(ir.add(to, ir.i64(i as i64 * dst_step)), j0));
+                        ir.b.build_store(p, v).built().set_alignment(types.1.byte_size() as u32).expect("a power of two");
+                    }
+                };
+                ir.for_n(0, b / l, |ir, j| {
+                    let j0 = ir.muli(j, l);
+                    tile(ir, j0)
+                });
+                if b % l != 0 {
+                    tile(ir, ir.i64((b - l) as i64));
+                }
+            },
+            |ir| {
+                let rows = ir.i64(a as i64 % l as i64);
+                ir.for_range(ir.i64(0), rows, ir.i64(1), |ir, i| {
+                    let row = ir.add(ir.muli(outer, a), ir.add(i0, i));
+                    ir.copy_row(c, m, row);
+                });
+            },
+        );
+    }
+
+    /// A vector of `n` elements of `d`'s storage type.
+    fn storage_vector(&self, d: DType, n: u32) -> VectorType<'ctx> {
+        match self.storage(d) {
+            BasicTypeEnum::FloatType(t) => t.vec_type(n),
+            BasicTypeEnum::IntType(t) => t.vec_type(n),
+            t => unreachable!("elements are stored as floats or integers, not {t}"),
+        }
+    }
+
+    /// A tile's vector converted where the copy converts: loaded vectors (`loaded`) when the
+    /// source is the wider type, transposed ones otherwise, so that the shuffles move the
+    /// narrower elements.
+    fn tile_vector(&self, (from, to): (DType, DType), loaded: bool, v: VectorValue<'ctx>) -> VectorValue<'ctx> {
+        if from == to || loaded != (from.byte_size() > to.byte_size()) {
+            return v;
+        }
+        let wide = self.f32_lanes(v);
+        if to == DType::F32 {
+            return wide;
+        }
+        self.b.build_float_trunc(wide, self.storage(to).into_float_type().vec_type(v.get_type().get_size()), "").built()
+    }
+
+    /// The transpose of the square matrix whose rows are `rows` (a power-of-two count, each as
+    /// long): each round interleaves row `i` with row `i + n/2`, low halves into row `2i`, high
+    /// halves into row `2i + 1`; log2 n rounds transpose.
+    fn transpose_vectors(&self, mut rows: Vec<VectorValue<'ctx>>) -> Vec<VectorValue<'ctx>> {
+        let n = rows.len();
+        let i32t = self.cx.i32_type();
+        let zip = |half: usize| -> Vec<_> { (0..n / 2).flat_map(|k| [k + half, k + half + n]).map(|x| i32t.const_int(x as u64, false)).collect() };
+        let (lo, hi) = (VectorType::const_vector(&zip(0)), VectorType::const_vector(&zip(n / 2)));
+        for _ in 0..n.trailing_zeros() {
+            let mut next = Vec::with_capacity(n);
+            for i in 0..n / 2 {
+                let (x, y) = (rows[i], rows[i + n / 2]);
+                next.push(self.b.build_shuffle_vector(x, y, lo, "").built());
+                next.push(self.b.build_shuffle_vector(x, y, hi, "").built());
+            }
+            rows = next;
+        }
+        rows
     }
 
     /// Item `i` of `items`. A gather index out of range calls `fail` (and writes nothing); a
@@ -571,7 +715,8 @@ impl<'ctx> Ir<'ctx> {
             let src = self.select(found, inp, vals).into_pointer_value();
             let from_input = self.add(self.muli(self.add(first, last), c), ch);
             let from = self.select(found, from_input, i).into_int_value();
-            self.copy_element(g.values.ty.dtype.byte_size(), src, from, out, i);
+            let d = g.values.ty.dtype;
+            self.copy_element((d, d), src, from, out, i);
             self.b.build_unconditional_branch(join).built();
             self.b.position_at_end(join);
             return Ok(());
@@ -590,7 +735,8 @@ impl<'ctx> Ir<'ctx> {
         self.b.position_at_end(ok_bb);
         let row = self.add(self.muli(self.divi(item, w), k), index);
         let from = self.add(self.muli(row, c), ch);
-        self.copy_element(g.values.ty.dtype.byte_size(), vals, from, out, i);
+        let d = g.values.ty.dtype;
+        self.copy_element((d, d), vals, from, out, i);
         self.b.build_unconditional_branch(join).built();
         self.b.position_at_end(join);
         Ok(())

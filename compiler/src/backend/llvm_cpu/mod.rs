@@ -267,6 +267,16 @@ impl LlvmCpuBackend {
                     continue;
                 }
                 if let Items::Move(copy, m) = items {
+                    if ir.transposes_in_tiles(copy, m) {
+                        // A band of tiles transposed in registers per work item.
+                        schedule
+                            .add(&mut ir, format!("{name}{}", items.suffix()), Ir::transpose_bands(copy, m), items.cost(), k, |ir, t, _| {
+                                ir.transpose_band(copy, m, t);
+                                Ok(())
+                            })
+                            .map_err(failed)?;
+                        continue;
+                    }
                     // A row of the move per work item.
                     let rows = Ir::copy_rows(copy, m);
                     schedule
@@ -416,6 +426,11 @@ impl Backend for LlvmCpuBackend {
 
     fn target(&self) -> Target {
         self.target
+    }
+
+    fn lowering(&self) -> crate::lower::LowerOptions {
+        // fcvtn/fcvtl and vcvtps2ph/vcvtph2ps: a conversion costs an instruction in a copy.
+        crate::lower::LowerOptions { converting_copies: true }
     }
 
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {

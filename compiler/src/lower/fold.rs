@@ -1,0 +1,157 @@
+//! Folding a float cast into the kernel beside it. A cast kernel reads and writes a whole
+//! tensor to do what its neighbour can do at its store (a pooling or a copy that produces the
+//! cast's input) or at its load (a copy that is the only reader of the cast's result).
+//!
+//! Results stay bit-identical: the neighbour computes the same value in the same type, and the
+//! one rounding the cast did is done by the neighbour instead (f16 → f32 is exact; f32 → f16
+//! and f32 → bf16 round to nearest even once, from the same f32 value).
+
+use super::{BufferId, BufferKind, Kernel, KernelKind, LowerOptions, Operand, Program, dense_strides, plan};
+use f16c_dialect::{DType, TensorType};
+
+/// Folds every float-to-float cast kernel of `program` that it can, then renumbers the kernels
+/// and plans the arena again. Returns how many were folded.
+pub fn fold_casts(program: &mut Program, options: LowerOptions) -> usize {
+    let mut folded = 0;
+    let mut c = 0;
+    while c < program.kernels.len() {
+        match float_cast(&program.kernels[c]).and_then(|cast| fold(program, c, cast, options)) {
+            Some(into) => {
+                let cast = program.kernels.remove(c);
+                let kernel = &mut program.kernels[if into > c { into - 1 } else { into }];
+                // The ops in evaluation order: the cast runs after its producer, before its reader.
+                kernel.nodes = if into > c { [cast.nodes, std::mem::take(&mut kernel.nodes)].concat() } else { [std::mem::take(&mut kernel.nodes), cast.nodes].concat() };
+                folded += 1;
+            }
+            None => c += 1,
+        }
+    }
+    if folded > 0 {
+        for (i, k) in program.kernels.iter_mut().enumerate() {
+            if let Some((_, rest)) = k.name.split_once('_') {
+                k.name = format!("k{i}_{rest}");
+            }
+        }
+        program.plan = plan::plan(&program.buffers, &program.kernels, &program.outputs);
+    }
+    folded
+}
+
+/// A kernel that only casts its one input, read densely, from one float type to another.
+#[derive(Clone, Copy)]
+struct Cast {
+    input: BufferId,
+    from: DType,
+    output: BufferId,
+    to: DType,
+}
+
+fn float_cast(k: &Kernel) -> Option<Cast> {
+    let KernelKind::Elementwise(e) = &k.kind else { return None };
+    let ([input], [op]) = (e.inputs.as_slice(), e.expr.ops.as_slice()) else { return None };
+    let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+    let casts = matches!(op.kind, super::EwKind::Cast) && op.args == [0] && float(input.dtype) && float(op.dtype) && input.dtype != op.dtype;
+    (casts && input.strides == dense_strides(&e.shape)).then_some(Cast { input: input.buffer, from: input.dtype, output: e.output, to: op.dtype })
+}
+
+/// Folds cast kernel `c` into a neighbour; returns the neighbour's index (before `c` is removed).
+fn fold(program: &mut Program, c: usize, cast: Cast, options: LowerOptions) -> Option<usize> {
+    let intermediate = |b: BufferId| matches!(program.buffers[b.0].kind, BufferKind::Intermediate) && !program.outputs.iter().any(|o| o.buffer == b);
+    let readers = |b: BufferId| -> Vec<usize> { (0..program.kernels.len()).filter(|&k| program.kernels[k].reads().contains(&b)).collect() };
+    // The kernel that produces the cast's input, when the cast is that input's only reader.
+    let producer = if intermediate(cast.input) && readers(cast.input) == [c] { (0..c).rev().find(|&k| program.kernels[k].writes() == cast.input) } else { None };
+    // The only reader of the cast's result.
+    let reader = match readers(cast.output).as_slice() {
+        &[q] if options.converting_copies && intermediate(cast.output) => Some(q),
+        _ => None,
+    };
+    let retyped = |o: &Operand| Operand { buffer: cast.output, ty: TensorType::new(cast.to, o.ty.shape.clone()) };
+    if let Some(p) = producer {
+        match &mut program.kernels[p].kind {
+            KernelKind::Pool(pool) if pool.input.ty.dtype == cast.from && pool.output.ty.dtype == cast.from => {
+                pool.output = retyped(&pool.output);
+                return Some(p);
+            }
+            KernelKind::Copy(copy) if options.converting_copies && !copy.converts() && copy.fill.is_none() && copy.source == cast.from => {
+                copy.output = retyped(&copy.output);
+                return Some(p);
+            }
+            _ => {}
+        }
+    }
+    // Into the copy that reads the cast's result, when it reads nothing else.
+    let q = reader?;
+    match &mut program.kernels[q].kind {
+        KernelKind::Copy(copy) if !copy.converts() && copy.source == cast.to && copy.moves.iter().all(|m| m.src == cast.output) => {
+            copy.source = cast.from;
+            for m in &mut copy.moves {
+                m.src = cast.input;
+            }
+            Some(q)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{lower_with, KernelKind, LowerOptions};
+    use f16c_dialect::{DType, Graph, Location, Op, TensorType, ValueType};
+
+    const COPIES: LowerOptions = LowerOptions { converting_copies: true };
+
+    fn ty(d: DType, shape: &[usize]) -> ValueType {
+        ValueType::Tensor(TensorType::new(d, shape))
+    }
+
+    /// `x: f32[4, 8] → cast f16 → transpose → (cast f32)`, with the f16 values also returned
+    /// where `escape` says so.
+    fn graph(cast_back: bool, escape: &[&str]) -> Graph {
+        let mut g = Graph::new("f");
+        let loc = Location::unknown;
+        let x = g.add_input(TensorType::new(DType::F32, [4, 8]), loc());
+        let h = g.add_node(Op::Cast, ty(DType::F16, &[4, 8]), &[x], loc());
+        let t = g.add_node(Op::Transpose { perms: vec![1, 0] }, ty(DType::F16, &[8, 4]), &[h], loc());
+        if cast_back {
+            let y = g.add_node(Op::Cast, ty(DType::F32, &[8, 4]), &[t], loc());
+            g.add_output(y);
+        } else {
+            g.add_output(t);
+        }
+        for (name, id) in [("cast", h), ("transpose", t)] {
+            if escape.contains(&name) {
+                g.add_output(id);
+            }
+        }
+        g
+    }
+
+    fn kernels(g: &Graph, options: LowerOptions) -> Vec<String> {
+        let p = lower_with(g, options).unwrap();
+        p.kernels
+            .iter()
+            .map(|k| match &k.kind {
+                KernelKind::Copy(c) if c.converts() => format!("{} {}->{}", k.name, c.source, c.output.ty.dtype),
+                _ => k.name.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_cast_folds_into_the_copy_it_feeds_only_when_the_backend_asks() {
+        assert_eq!(kernels(&graph(false, &[]), COPIES), ["k0_transpose f32->f16"]);
+        assert_eq!(kernels(&graph(false, &[]), LowerOptions::default()), ["k0_cast", "k1_transpose"]);
+    }
+
+    #[test]
+    fn a_copy_converts_once_and_a_value_used_elsewhere_is_kept() {
+        // The first cast folds into the transpose; the second then finds a converting copy and
+        // stays (a copy rounds once: f32 → f16 → f32 is not one conversion).
+        assert_eq!(kernels(&graph(true, &[]), COPIES), ["k0_transpose f32->f16", "k1_cast"]);
+        // The f16 values are a result too: they must exist, so the input cast stays; the
+        // transpose's result is read by the last cast only, which folds into it.
+        assert_eq!(kernels(&graph(true, &["cast"]), COPIES), ["k0_cast", "k1_transpose f16->f32"]);
+        // The transposed f16 values are a result too: nothing folds into their copy's store.
+        assert_eq!(kernels(&graph(true, &["transpose"]), COPIES), ["k0_transpose f32->f16", "k1_cast"]);
+    }
+}
