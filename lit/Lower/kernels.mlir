@@ -1,4 +1,4 @@
-// f16c compile --emit=kernels prints the lowered program: what every backend receives. These
+// f16c compile --emit=kernels prints the lowered program: what the target's backend receives. These
 // cases pin the lowering's fusion rules and the buffer plan.
 // RUN: %f16c compile %s --precision=fp32 --emit=kernels | FileCheck %s
 

@@ -25,7 +25,8 @@ pub fn command() -> Command {
              Emit forms:\n  mlir     the mixed-precision TOSA MLIR (valid for mlir-opt)\n  \
              report   per op: precision, accumulator, deciding rule, casts, weight bytes (--report-format=table|json)\n  \
              dot      the graph coloured by precision, casts marked (Graphviz: dot -Tsvg)\n  \
-             kernels  the lowered program: every kernel (family, shapes, types, fused ops, buffers) and the buffer plan\n  \
+             kernels  the lowered program as the target's backend gets it: every kernel (family, shapes,\n           \
+             types, fused ops, buffers) and the buffer plan\n  \
              clif     the Cranelift IR of every kernel (--target=x86_64), after a header with the kernels,\n           \
              the buffer plan's peak and its liveness lower bound, and the weight bytes\n  \
              asm      the machine code of every kernel (x86_64, aarch64)\n  \
