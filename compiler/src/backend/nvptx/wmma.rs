@@ -247,12 +247,12 @@ pub const VECTOR: usize = 8;
 /// 16-byte aligned in global memory, else 1.
 pub fn vector_widths(c: &Contraction) -> (usize, usize) {
     let a = match &c.kind {
-        ContractionKind::Conv(g) => g.ic % VECTOR == 0,
-        _ => c.a_row_stride.unwrap_or(c.k) % VECTOR == 0 && c.k % VECTOR == 0,
+        ContractionKind::Conv(g) => g.ic.is_multiple_of(VECTOR),
+        _ => c.a_row_stride.unwrap_or(c.k).is_multiple_of(VECTOR) && c.k.is_multiple_of(VECTOR),
     };
     let b = match c.b_layout {
-        MatrixLayout::RowMajor => c.n % VECTOR == 0,
-        MatrixLayout::ColMajor => c.k % VECTOR == 0,
+        MatrixLayout::RowMajor => c.n.is_multiple_of(VECTOR),
+        MatrixLayout::ColMajor => c.k.is_multiple_of(VECTOR),
     };
     (if a { VECTOR } else { 1 }, if b { VECTOR } else { 1 })
 }
