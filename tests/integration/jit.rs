@@ -683,17 +683,23 @@ fn epilogues_fuse_into_contractions_and_the_plan_is_near_its_lower_bound() {
 
 /// A float cast folded into a copy (a transpose that converts, which the LLVM CPU backend asks
 /// the lowering for) runs on the Cranelift backend too, bit for bit, though this backend does
-/// not ask for it.
+/// not ask for it; so does an f32 pool whose result is cast to f16 or bf16 (folded for every
+/// backend: the pool rounds at its store).
 #[test]
-fn copies_that_convert_match_the_reference_on_cranelift() {
+fn casts_folded_into_copies_and_pools_match_the_reference_on_cranelift() {
     use f16c_compiler::backend::{cranelift::CraneliftBackend, Backend};
     use f16c_compiler::lower::{lower_with, KernelKind, LowerOptions};
-    let mut converting = 0;
-    for case in f16c_tests::cases::parity_cases().into_iter().filter(|c| c.name.starts_with("transpose_last2")) {
+    let (mut copies, mut pools) = (0, 0);
+    let folded = |name: &str| name.starts_with("transpose_last2") || name.contains("_pool_f32_to_");
+    for case in f16c_tests::cases::parity_cases().into_iter().filter(|c| folded(&c.name)) {
         let program = lower_with(&case.graph, LowerOptions { converting_copies: true }).unwrap();
-        if program.kernels.iter().any(|k| matches!(&k.kind, KernelKind::Copy(c) if c.converts())) {
-            assert_eq!(program.kernels.len(), 1, "{}: the cast folds into the transpose", case.name);
-            converting += 1;
+        for k in &program.kernels {
+            match &k.kind {
+                KernelKind::Copy(c) if c.converts() => copies += 1,
+                KernelKind::Pool(p) if p.input.ty.dtype != p.output.ty.dtype => pools += 1,
+                _ => continue,
+            }
+            assert_eq!(program.kernels.len(), 1, "{}: the cast folds into its neighbour", case.name);
         }
         let artifact = CraneliftBackend.artifact(&program).unwrap();
         let got = f16c_runtime::loader::load(artifact, 2).and_then(|e| e.run(&case.inputs)).map_err(|e| e.to_string());
@@ -701,5 +707,6 @@ fn copies_that_convert_match_the_reference_on_cranelift() {
         let failures = case.failures(got, &want, 0);
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
-    assert_eq!(converting, 8, "f16 and bf16, a cast before and after, n = 1 and 17");
+    assert_eq!(copies, 8, "f16 and bf16, a cast before and after, n = 1 and 17");
+    assert_eq!(pools, 8, "f16 and bf16, max and average, n = 7 and 17");
 }
