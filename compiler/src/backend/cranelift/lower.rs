@@ -472,11 +472,8 @@ impl<'p> Context<'p> {
                 let src = fx.buffer(m.src.0);
                 let s0 = fx.i(m.src_offset as i64);
                 let d0 = fx.i(m.dst_offset as i64);
-                if c.converts() {
-                    convert_dims(fx, m, 0, s0, d0, src, dst, (c.source, c.output.ty.dtype));
-                } else {
-                    copy_dims(fx, m, 0, s0, d0, src, dst, elem, ety);
-                }
+                let how = if c.converts() { Element::Convert(c.source, c.output.ty.dtype) } else { Element::Bits(elem, ety) };
+                copy_dims(fx, m, 0, s0, d0, src, dst, how);
             }
             Ok(())
         })
@@ -690,28 +687,23 @@ fn int_average(fx: &mut Fx, acc: Value, count: Value, out_zp: i64, d: f16c_diale
     fx.b.ins().smin(r, hi)
 }
 
+/// How a copy moves one element: its bits (bytes, and the integer type that holds them), or
+/// converted from one type to the other (the lowering folds casts into copies only for
+/// backends that ask for it; this one does not, and converts correctly when given one).
+#[derive(Clone, Copy)]
+enum Element {
+    Bits(usize, cranelift_codegen::ir::Type),
+    Convert(DType, DType),
+}
+
 /// Nested loops over a move's dimensions; the innermost contiguous case copies bytes.
 #[allow(clippy::too_many_arguments)]
-fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, src: Value, dst: Value, elem: usize, ety: cranelift_codegen::ir::Type) {
+fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, src: Value, dst: Value, how: Element) {
     let last = m.shape.len() - 1;
-    if d == last {
-        if m.src_strides[d] == 1 && m.dst_strides[d] == 1 {
-            let from = fx.addr(src, s, elem);
-            let to = fx.addr(dst, t, elem);
-            copy_bytes(fx, from, to, m.shape[d] * elem);
-        } else {
-            fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
-                let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
-                let si = fx.b.ins().iadd(s, si);
-                let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
-                let ti = fx.b.ins().iadd(t, ti);
-                let from = fx.addr(src, si, elem);
-                let to = fx.addr(dst, ti, elem);
-                let v = fx.b.ins().load(ety, super::emit::mem(), from, 0);
-                fx.b.ins().store(super::emit::mem(), v, to, 0);
-                vec![]
-            });
-        }
+    if let (true, Element::Bits(elem, _)) = (d == last && m.src_strides[d] == 1 && m.dst_strides[d] == 1, how) {
+        let from = fx.addr(src, s, elem);
+        let to = fx.addr(dst, t, elem);
+        copy_bytes(fx, from, to, m.shape[d] * elem);
         return;
     }
     fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
@@ -719,27 +711,19 @@ fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, 
         let si = fx.b.ins().iadd(s, si);
         let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
         let ti = fx.b.ins().iadd(t, ti);
-        copy_dims(fx, m, d + 1, si, ti, src, dst, elem, ety);
-        vec![]
-    });
-}
-
-/// [`copy_dims`] for a copy that converts its elements (`types`: source, destination), one at
-/// a time (the lowering folds casts into copies only for backends that ask for it; this one
-/// does not, and converts correctly when given one).
-#[allow(clippy::too_many_arguments)]
-fn convert_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, src: Value, dst: Value, types: (DType, DType)) {
-    fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
-        let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
-        let si = fx.b.ins().iadd(s, si);
-        let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
-        let ti = fx.b.ins().iadd(t, ti);
-        if d + 1 < m.shape.len() {
-            convert_dims(fx, m, d + 1, si, ti, src, dst, types);
-        } else {
-            let v = fx.load(types.0, src, si);
-            let v = fx.round_to(types.1, v);
-            fx.store(types.1, dst, ti, v);
+        match how {
+            _ if d < last => copy_dims(fx, m, d + 1, si, ti, src, dst, how),
+            Element::Bits(elem, ety) => {
+                let from = fx.addr(src, si, elem);
+                let to = fx.addr(dst, ti, elem);
+                let v = fx.b.ins().load(ety, super::emit::mem(), from, 0);
+                fx.b.ins().store(super::emit::mem(), v, to, 0);
+            }
+            Element::Convert(from, to) => {
+                let v = fx.load(from, src, si);
+                let v = fx.round_to(to, v);
+                fx.store(to, dst, ti, v);
+            }
         }
         vec![]
     });
