@@ -6,19 +6,20 @@
 //! one rounding the cast did is done by the neighbour instead (f16 → f32 is exact; f32 → f16
 //! and f32 → bf16 round to nearest even once, from the same f32 value).
 
-use super::{BufferId, BufferKind, Kernel, KernelKind, LowerOptions, Operand, Program, dense_strides, plan};
+use super::{Buffer, BufferId, BufferKind, Kernel, KernelKind, LowerOptions, Operand, dense_strides};
 use f16c_dialect::{DType, TensorType};
 
-/// Folds every float-to-float cast kernel of `program` that it can, then renumbers the kernels
-/// and plans the arena again. Returns how many were folded.
-pub fn fold_casts(program: &mut Program, options: LowerOptions) -> usize {
+/// Folds every float-to-float cast kernel of `kernels` (over `buffers`, with the function's
+/// `outputs`) that it can, then renumbers the kernels; runs before the arena is planned.
+/// Returns how many were folded.
+pub fn fold_casts(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand], options: LowerOptions) -> usize {
     let mut folded = 0;
     let mut c = 0;
-    while c < program.kernels.len() {
-        match float_cast(&program.kernels[c]).and_then(|cast| fold(program, c, cast, options)) {
+    while c < kernels.len() {
+        match float_cast(&kernels[c]).and_then(|cast| fold((kernels, buffers, outputs), c, cast, options)) {
             Some(into) => {
-                let cast = program.kernels.remove(c);
-                let kernel = &mut program.kernels[if into > c { into - 1 } else { into }];
+                let cast = kernels.remove(c);
+                let kernel = &mut kernels[if into > c { into - 1 } else { into }];
                 // The ops in evaluation order: the cast runs after its producer, before its reader.
                 kernel.nodes = if into > c { [cast.nodes, std::mem::take(&mut kernel.nodes)].concat() } else { [std::mem::take(&mut kernel.nodes), cast.nodes].concat() };
                 folded += 1;
@@ -27,12 +28,11 @@ pub fn fold_casts(program: &mut Program, options: LowerOptions) -> usize {
         }
     }
     if folded > 0 {
-        for (i, k) in program.kernels.iter_mut().enumerate() {
+        for (i, k) in kernels.iter_mut().enumerate() {
             if let Some((_, rest)) = k.name.split_once('_') {
                 k.name = format!("k{i}_{rest}");
             }
         }
-        program.plan = plan::plan(&program.buffers, &program.kernels, &program.outputs);
     }
     folded
 }
@@ -55,11 +55,11 @@ fn float_cast(k: &Kernel) -> Option<Cast> {
 }
 
 /// Folds cast kernel `c` into a neighbour; returns the neighbour's index (before `c` is removed).
-fn fold(program: &mut Program, c: usize, cast: Cast, options: LowerOptions) -> Option<usize> {
-    let intermediate = |b: BufferId| matches!(program.buffers[b.0].kind, BufferKind::Intermediate) && !program.outputs.iter().any(|o| o.buffer == b);
-    let readers = |b: BufferId| -> Vec<usize> { (0..program.kernels.len()).filter(|&k| program.kernels[k].reads().contains(&b)).collect() };
+fn fold((kernels, buffers, outputs): (&mut [Kernel], &[Buffer], &[Operand]), c: usize, cast: Cast, options: LowerOptions) -> Option<usize> {
+    let intermediate = |b: BufferId| matches!(buffers[b.0].kind, BufferKind::Intermediate) && !outputs.iter().any(|o| o.buffer == b);
+    let readers = |b: BufferId| -> Vec<usize> { (0..kernels.len()).filter(|&k| kernels[k].reads().contains(&b)).collect() };
     // The kernel that produces the cast's input, when the cast is that input's only reader.
-    let producer = if intermediate(cast.input) && readers(cast.input) == [c] { (0..c).rev().find(|&k| program.kernels[k].writes() == cast.input) } else { None };
+    let producer = if intermediate(cast.input) && readers(cast.input) == [c] { (0..c).rev().find(|&k| kernels[k].writes() == cast.input) } else { None };
     // The only reader of the cast's result.
     let reader = match readers(cast.output).as_slice() {
         &[q] if options.converting_copies && intermediate(cast.output) => Some(q),
@@ -67,7 +67,7 @@ fn fold(program: &mut Program, c: usize, cast: Cast, options: LowerOptions) -> O
     };
     let retyped = |o: &Operand| Operand { buffer: cast.output, ty: TensorType::new(cast.to, o.ty.shape.clone()) };
     if let Some(p) = producer {
-        match &mut program.kernels[p].kind {
+        match &mut kernels[p].kind {
             KernelKind::Pool(pool) if pool.input.ty.dtype == cast.from && pool.output.ty.dtype == cast.from => {
                 pool.output = retyped(&pool.output);
                 return Some(p);
@@ -81,7 +81,7 @@ fn fold(program: &mut Program, c: usize, cast: Cast, options: LowerOptions) -> O
     }
     // Into the copy that reads the cast's result, when it reads nothing else.
     let q = reader?;
-    match &mut program.kernels[q].kind {
+    match &mut kernels[q].kind {
         KernelKind::Copy(copy) if !copy.converts() && copy.source == cast.to && copy.moves.iter().all(|m| m.src == cast.output) => {
             copy.source = cast.from;
             for m in &mut copy.moves {

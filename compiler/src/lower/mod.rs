@@ -601,14 +601,13 @@ pub fn lower_with(g: &Graph, options: LowerOptions) -> Result<Program, LowerErro
     } else {
         g
     };
-    let mut program = Lowering::new(g).run()?;
+    let mut program = Lowering::new(g, options).run()?;
     let hazards: Vec<bool> = program.kernels.iter().map(|k| matches!(&k.kind, KernelKind::Contraction(c) if padding_meets_non_finite_weight(&program, c))).collect();
     for (k, hazard) in program.kernels.iter_mut().zip(hazards) {
         if let KernelKind::Contraction(c) = &mut k.kind {
             c.padding_hazard = hazard;
         }
     }
-    fold::fold_casts(&mut program, options);
     Ok(program)
 }
 
@@ -709,11 +708,12 @@ struct Lowering<'g> {
     /// The buffer holding each node's value (views share their input's).
     of: HashMap<NodeId, BufferId>,
     kernels: Vec<Kernel>,
+    options: LowerOptions,
 }
 
 impl<'g> Lowering<'g> {
-    fn new(g: &'g Graph) -> Self {
-        Lowering { g, buffers: Vec::new(), of: HashMap::new(), kernels: Vec::new() }
+    fn new(g: &'g Graph, options: LowerOptions) -> Self {
+        Lowering { g, buffers: Vec::new(), of: HashMap::new(), kernels: Vec::new(), options }
     }
 
     fn ty(&self, id: NodeId) -> TensorType {
@@ -860,6 +860,7 @@ impl<'g> Lowering<'g> {
         }
         let inputs = g.inputs().iter().map(|&a| self.operand(a)).collect();
         let outputs: Vec<Operand> = g.outputs().iter().map(|&o| self.operand(o)).collect();
+        fold::fold_casts(&mut self.kernels, &self.buffers, &outputs, self.options);
         let plan = plan::plan(&self.buffers, &self.kernels, &outputs);
         Ok(Program { name: g.name.clone(), buffers: self.buffers, inputs, outputs, kernels: self.kernels, plan })
     }

@@ -575,39 +575,39 @@ impl<'ctx> Ir<'ctx> {
         let (from, to) = (self.add(from, i0), self.add(to, self.mul(i0, self.i64(mv.dst_strides[r - 2] as i64))));
         let (src_step, dst_step) = (mv.src_strides[r - 1] as i64, mv.dst_strides[r - 2] as i64);
         let types = (c.source, c.output.ty.dtype);
-        let full = self.icmp(IntPredicate::SLE, self.addi(i0, l as i64), self.i64(a as i64));
-        self.if_else(
-            full,
-            |ir| {
-                let tile = |ir: &mut Self, j0: IntValue<'ctx>| {
-                    let rows: Vec<VectorValue<'ctx>> = (0..l)
-                        .map(|j| {
-                            let at = ir.add(from, ir.mul(ir.addi(j0, j as i64), ir.i64(src_step)));
-                            ir.tile_vector(types, true, ir.load_vector(ir.storage_vector(types.0, l as u32), src, at, types.0.byte_size() as u32))
-                        })
-                        .collect();
-                    for (i, row) in ir.transpose_vectors(rows).into_iter().enumerate() {
-                        let v = ir.tile_vector(types, false, row);
-                        let p = ir.gep(ir.storage(types.1), dst, ir.add(ir.add(to, ir.i64(i as i64 * dst_step)), j0));
-                        ir.b.build_store(p, v).built().set_alignment(types.1.byte_size() as u32).expect("a power of two");
-                    }
-                };
-                ir.for_n(0, b / l, |ir, j| {
-                    let j0 = ir.muli(j, l);
-                    tile(ir, j0)
-                });
-                if b % l != 0 {
-                    tile(ir, ir.i64((b - l) as i64));
+        let whole_band = |ir: &mut Self| {
+            let tile = |ir: &mut Self, j0: IntValue<'ctx>| {
+                let rows: Vec<VectorValue<'ctx>> = (0..l)
+                    .map(|j| {
+                        let at = ir.add(from, ir.mul(ir.addi(j0, j as i64), ir.i64(src_step)));
+                        ir.tile_vector(types, true, ir.load_vector(ir.storage_vector(types.0, l as u32), src, at, types.0.byte_size() as u32))
+                    })
+                    .collect();
+                for (i, row) in ir.transpose_vectors(rows).into_iter().enumerate() {
+                    let v = ir.tile_vector(types, false, row);
+                    let p = ir.gep(ir.storage(types.1), dst, ir.add(ir.add(to, ir.i64(i as i64 * dst_step)), j0));
+                    ir.b.build_store(p, v).built().set_alignment(types.1.byte_size() as u32).expect("a power of two");
                 }
-            },
-            |ir| {
-                let rows = ir.i64(a as i64 % l as i64);
-                ir.for_range(ir.i64(0), rows, ir.i64(1), |ir, i| {
-                    let row = ir.add(ir.muli(outer, a), ir.add(i0, i));
-                    ir.copy_row(c, m, row);
-                });
-            },
-        );
+            };
+            ir.for_n(0, b / l, |ir, j| {
+                let j0 = ir.muli(j, l);
+                tile(ir, j0)
+            });
+            if b % l != 0 {
+                tile(ir, ir.i64((b - l) as i64));
+            }
+        };
+        if a.is_multiple_of(l) {
+            return whole_band(self);
+        }
+        let full = self.icmp(IntPredicate::SLE, self.addi(i0, l as i64), self.i64(a as i64));
+        self.if_else(full, whole_band, |ir| {
+            let rows = ir.i64((a % l) as i64);
+            ir.for_range(ir.i64(0), rows, ir.i64(1), |ir, i| {
+                let row = ir.add(ir.muli(outer, a), ir.add(i0, i));
+                ir.copy_row(c, m, row);
+            });
+        });
     }
 
     /// A vector of `n` elements of `d`'s storage type.
