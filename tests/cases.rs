@@ -739,6 +739,36 @@ pub fn special_value_cases() -> Vec<Case> {
             g.add_output(y);
             cases.push(Case { name: format!("special_conv_clamp{i}_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 1], &values)], tolerance: Tolerance::Exact });
         }
+        // Products (one per output: exact) of 2^-14-sized inputs and 2^-9..2^-13 weights, about
+        // f16's smallest subnormal, into ReLU6 as maximum/minimum with one-element constants,
+        // the bound second and first. A product that rounds to −0 in f16 stays −0 through
+        // `maximum(y, 0)` (of equal values the first) and becomes +0 through `maximum(0, y)`;
+        // ties round to even. A 1×1 convolution and a depthwise one, bit-exact.
+        let tiny: Vec<f32> = (0..16).map(|i| [1.0, -1.0, 1.5, -1.5, 0.75, -0.75, 2.0, -0.5][i % 8] * 2f32.powi(-14)).collect();
+        let weights: Vec<f32> = (0..32).map(|c| if c % 2 == 0 { 1.0 } else { -1.0 } * 2f32.powi(-9 - (c as i32 / 2) % 5) * if c % 4 < 2 { 1.0 } else { 1.5 }).collect();
+        for depthwise in [false, true] {
+            for bound_first in [false, true] {
+                let mut g = Graph::new("conv_relu6");
+                let (ic, wshape) = if depthwise { (32, [1, 1, 32, 1]) } else { (1, [32, 1, 1, 1]) };
+                let x = g.add_input(TensorType::new(d, [1, 4, 4, ic]), loc());
+                let w = constant(&mut g, f16c_dialect::semantics::cast(&Tensor::from_f32(wshape.to_vec(), weights.clone()).expect("sized"), d));
+                let b = constant(&mut g, Tensor::splat(&TensorType::new(d, [32]), 0.0));
+                let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+                let attrs = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+                let op = if depthwise { Op::DepthwiseConv2d(attrs) } else { Op::Conv2d(attrs) };
+                let shape = [1, 4, 4, 32];
+                let mut y = g.add_node(op, tensor_ty(d, &shape), &[x, w, b, z1, z2], loc());
+                for (kind, bound) in [(BinaryOp::Maximum, 0.0), (BinaryOp::Minimum, 6.0)] {
+                    let k = constant(&mut g, Tensor::splat(&TensorType::new(d, [1, 1, 1, 1]), bound));
+                    let operands = if bound_first { [k, y] } else { [y, k] };
+                    y = g.add_node(Op::Binary(kind), tensor_ty(d, &shape), &operands, loc());
+                }
+                g.add_output(y);
+                let input: Vec<f32> = (0..16 * ic).map(|i| tiny[(i / ic + i % ic) % 16]).collect();
+                let name = format!("special_{}_relu6_tiny{}_{dn}", if depthwise { "depthwise" } else { "conv" }, if bound_first { "_bound_first" } else { "" });
+                cases.push(Case { name, graph: g, inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
+            }
+        }
     }
     cases
 }
@@ -844,6 +874,10 @@ pub fn parity_cases() -> Vec<Case> {
             let (g, k) = conv_graph("conv", d, n, if n == 16 { 8 } else { n.min(10) }, 32, true);
             add(format!("conv_fused_wide_{}_n{n}", dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));
         }
+        // 8 output pixels (one CPU row block) by 576 channels (72 panels of 8): the JIT splits
+        // the columns into 16 groups of 5 panels, so the last group has none.
+        let (g, k) = conv_graph("conv", d, 4, 8, 576, true);
+        add(format!("conv_fused_576_{}_n4", dname(d)), g, &mut rng, -1.0, 1.0, Tolerance::Contraction(k));
         for n in [7, 16, 33, 1031] {
             for variant in ["softmax", "layer_norm"] {
                 let mut g = Graph::new(variant);

@@ -81,11 +81,17 @@ pub enum Libcall {
     /// Bulk widening in one call, where the runtime can use the CPU's conversion instructions
     /// (x86 F16C `vcvtph2ps`), which the Cranelift backend cannot emit.
     WidenF16,
+    /// `uint64_t f(const float *src, uint16_t *dst, uint64_t n)`: rounds `n` f32 values to
+    /// f16 to nearest even (overflow to inf; a NaN keeps its top payload bits and becomes
+    /// quiet, as `half` does), returns `n`. The bulk counterpart of [`Libcall::WidenF16`]
+    /// (x86 F16C `vcvtps2ph`): the Cranelift backend stages a block of f32 results and has
+    /// them rounded and narrowed in one call rather than in software, value by value.
+    NarrowF16,
 }
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 17] = [
+    pub const ALL: [Libcall; 18] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -103,6 +109,7 @@ impl Libcall {
         Libcall::SinF64,
         Libcall::CosF64,
         Libcall::WidenF16,
+        Libcall::NarrowF16,
     ];
 
     /// The C parameter types and result type.
@@ -115,7 +122,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 => (&[Ptr, Ptr, U64], U64),
         }
     }
 

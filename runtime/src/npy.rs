@@ -24,7 +24,7 @@ pub fn read(path: &Path) -> Result<Tensor> {
 /// Reads the bytes of a `.npy` file (`path` names it in errors).
 pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Tensor> {
     let header_end = screen(bytes).map_err(|m| npy_err(path, m))?;
-    let file = npyz::NpyFile::new(&bytes[..]).map_err(|e| npy_err(path, format!("not a valid .npy file: {e}")))?;
+    let file = npyz::NpyFile::new(bytes).map_err(|e| npy_err(path, format!("not a valid .npy file: {e}")))?;
     if file.order() == npyz::Order::Fortran && file.shape().iter().filter(|&&d| d > 1).count() > 1 {
         return Err(npy_err(path, "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)"));
     }

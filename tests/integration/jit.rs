@@ -513,6 +513,11 @@ fn contractions_match_the_reference_within_the_reduction_tolerance() {
                 }
             }
         }
+        // 8 output pixels (one row block) by 576 channels: 72 panels in 16 column groups of
+        // 5, the last one empty; f16 results are staged per group and narrowed at run time.
+        let (g, k) = conv_graph("conv", d, 4, 8, 576, true);
+        let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+        check(&format!("conv fused {d} n=4 o=576"), &g, &inputs, Some(contraction_tolerance(k, d != DType::F32)));
     }
 }
 

@@ -156,9 +156,14 @@ impl<'a> Fx<'a> {
     }
 
     fn tosa_pick(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        self.pick_where(cc, a, b, a, b)
+    }
+
+    /// NaN if `x` or `t` is NaN, else `x cc t ? a : b`.
+    pub fn pick_where(&mut self, cc: FloatCC, x: Value, t: Value, a: Value, b: Value) -> Value {
         let ty = self.b.func.dfg.value_type(a);
-        let keep = self.b.ins().fcmp(cc, a, b);
-        let nan = self.b.ins().fcmp(FloatCC::Unordered, a, b);
+        let keep = self.b.ins().fcmp(cc, x, t);
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, x, t);
         let r = self.sel(keep, a, b);
         let q = if ty.lane_type() == F64 { self.b.ins().f64const(f64::NAN) } else { self.b.ins().f32const(f32::NAN) };
         let q = if ty.is_vector() { self.b.ins().splat(ty, q) } else { q };
@@ -475,32 +480,47 @@ impl<'a> Fx<'a> {
     /// Computes one elementwise op on domain values (`F32X4` lanes when vectorised), rounding
     /// the result once to `op.dtype`.
     pub fn ew(&mut self, op: &EwOp, args: &[Value], arg_types: &[DType]) -> Result<Value, String> {
+        let r = self.ew_unrounded(op, args, arg_types)?;
+        Ok(self.round_result(op, args, arg_types, r))
+    }
+
+    /// `op` computed in its domain, before [`Fx::ew`] rounds it to `op.dtype`.
+    pub fn ew_unrounded(&mut self, op: &EwOp, args: &[Value], arg_types: &[DType]) -> Result<Value, String> {
         let in_dt = arg_types.first().copied().unwrap_or(op.dtype);
-        let r = match op.kind {
+        Ok(match op.kind {
             EwKind::Cast => self.convert(in_dt, op.dtype, args[0])?,
             EwKind::Select => self.sel_bool(args[0], args[1], args[2]),
             EwKind::Clamp { min, max } => self.clamp(in_dt, args[0], min, max),
             EwKind::Unary(u) => self.unary(u, in_dt, args[0], op.zp)?,
             EwKind::Binary(bop) => self.binary(bop, in_dt, args[0], args[1], op.shift)?,
             EwKind::Rescale(r) => self.rescale(&r, in_dt, op.dtype, args, op.zp),
-        };
-        // An op that returns one of its operands, or one with its sign changed, returns a value
-        // of its type already when every operand has that type: rounding would give the same
-        // bits (a NaN among f16 values keeps its f16 payload, and the default NaN is one), so
-        // the fp16 batch norm + ReLU6 epilogue rounds four times instead of six.
+        })
+    }
+
+    /// `op`'s result `r` ([`Fx::ew_unrounded`]) rounded to `op.dtype`.
+    fn round_result(&mut self, op: &EwOp, args: &[Value], arg_types: &[DType], r: Value) -> Value {
+        if Self::ew_rounds(op, arg_types) {
+            return self.round_to(op.dtype, r);
+        }
+        let data_args = if op.kind == EwKind::Select { &args[1..] } else { args };
+        if op.dtype == DType::F16 && data_args.iter().all(|&a| self.on_f16_grid(a)) {
+            self.mark_f16_grid(r);
+        }
+        r
+    }
+
+    /// Whether [`Fx::ew`] rounds `op`'s result. An op that returns one of its operands, or one
+    /// with its sign changed, returns a value of its type already when every operand has that
+    /// type: rounding would give the same bits (a NaN among f16 values keeps its f16 payload,
+    /// and the default NaN is one), so the fp16 batch norm + ReLU6 epilogue rounds four times
+    /// instead of six.
+    pub fn ew_rounds(op: &EwOp, arg_types: &[DType]) -> bool {
         let exact = matches!(
             op.kind,
             EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum) | EwKind::Select | EwKind::Unary(UnaryOp::Abs | UnaryOp::Negate)
         );
         let data = if op.kind == EwKind::Select { &arg_types[1..] } else { arg_types };
-        if exact && op.dtype.is_float() && data.iter().all(|&t| t == op.dtype) {
-            let data_args = if op.kind == EwKind::Select { &args[1..] } else { args };
-            if op.dtype == DType::F16 && data_args.iter().all(|&a| self.on_f16_grid(a)) {
-                self.mark_f16_grid(r);
-            }
-            return Ok(r);
-        }
-        Ok(self.round_to(op.dtype, r))
+        !(exact && op.dtype.is_float() && data.iter().all(|&t| t == op.dtype))
     }
 
     /// `semantics::rescale_value` on i64 domain values `[x, multiplier, shift]`.

@@ -22,7 +22,8 @@
 
 use super::emit::{domain, mem, Fx};
 use super::legal::{AW, KC, KU, LANES, MC, MR, NR};
-use super::lower::{eval, row_offset, Context};
+use super::lower::{eval_with, row_offset, Context};
+use super::narrow::{deferral, Deferral, Staging};
 use crate::backend::BackendError;
 use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue, MatrixLayout};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -175,11 +176,19 @@ impl Context<'_> {
         // channels per tap for the first conv of an image network.
         let band = (c.a.ty.dtype == DType::F16).then(|| a_band_bound(c, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
         let band_offset = wide_offset + wide_bytes;
-        self.layout.scratch(band_offset + band.unwrap_or(0) * 4);
-        let c = c.clone();
         let cost = 2.0 * (batch * m * n * k) as f64;
         let groups = column_groups(batch * blocks, panels);
         let group_panels = panels.div_ceil(groups);
+        // Then (f16 output) the finished rows of one micro-panel across the column group, in
+        // f32, for the runtime to narrow: in one call when the group is every column (the
+        // staged rows are then laid out as the output's), else one per row.
+        let narrowed = c.out.ty.dtype == DType::F16;
+        let stage_offset = band_offset + band.unwrap_or(0) * 4;
+        let stage_stride = if groups == 1 { n } else { group_panels * NR };
+        let stage_bytes = if narrowed { MR * stage_stride * 4 } else { 0 };
+        self.layout.scratch(stage_offset + stage_bytes);
+        let deferral = if narrowed { deferral(c.result, c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
+        let c = c.clone();
         self.add("", batch * blocks * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
             let (a, bp) = (bases.a, bases.b);
@@ -255,13 +264,69 @@ impl Context<'_> {
                         micro_kernel(fx, apanel, bpanel, kc, tile, ci > 0);
                     });
                 }
-                live_panels(fx, &mut |fx, _| fx.i(0), &mut |fx, p, ip, tile, _| {
+                if !narrowed {
+                    live_panels(fx, &mut |fx, _| fx.i(0), &mut |fx, p, ip, tile, _| {
+                        let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
+                        let r0 = fx.b.ins().iadd(r0, row0);
+                        let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                        if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, &bases, None) {
+                            result = Err(e);
+                        }
+                    });
+                    return vec![];
+                }
+                // f16: each micro-panel's rows across the group's panels, staged, then narrowed.
+                let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
+                let staged = Staged { stage: Staging { base: fx.b.ins().iadd_imm_s(scratch, stage_offset as i64) }, stride: stage_stride, origin, deferral: deferral.clone() };
+                fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
                     let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
                     let r0 = fx.b.ins().iadd(r0, row0);
-                    let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                    if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, &bases) {
-                        result = Err(e);
-                    }
+                    let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
+                    fx.if_then(live, |fx| {
+                        fx.for_range(p0, p1, 1, &[], |fx, p, _| {
+                            let t = fx.b.ins().imul_imm_s(p, a_panels as i64);
+                            let t = fx.b.ins().iadd(t, ip);
+                            let t = fx.b.ins().imul_imm_s(t, tile_bytes as i64);
+                            let t = fx.b.ins().iadd_imm_s(t, c_offset as i64);
+                            let tile = fx.b.ins().iadd(scratch, t);
+                            let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                            if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, &bases, Some(&staged)) {
+                                result = Err(e);
+                            }
+                            vec![]
+                        });
+                        let rows = fx.i(MR as i64);
+                        let m_v = fx.i(m as i64);
+                        let left = fx.b.ins().isub(m_v, r0);
+                        let rows = fx.b.ins().smin(rows, left);
+                        let grow = fx.b.ins().imul_imm_s(bi, m as i64);
+                        let grow = fx.b.ins().iadd(grow, r0);
+                        let to = fx.b.ins().imul_imm_s(grow, n as i64);
+                        if groups == 1 {
+                            let zero = fx.i(0);
+                            let count = fx.b.ins().imul_imm_s(rows, n as i64);
+                            staged.stage.narrow(fx, zero, bases.out, to, count);
+                        } else {
+                            // The group's columns `origin..min(p1 · NR, n)` of each row (none
+                            // for the last groups when the panels run out before them).
+                            let end = fx.b.ins().imul_imm_s(p1, NR as i64);
+                            let n_v = fx.i(n as i64);
+                            let end = fx.b.ins().smin(end, n_v);
+                            let width = fx.b.ins().isub(end, origin);
+                            let zero = fx.i(0);
+                            let width = fx.b.ins().smax(width, zero);
+                            let to = fx.b.ins().iadd(to, origin);
+                            let zero = fx.i(0);
+                            fx.for_range(zero, rows, 1, &[], |fx, r, _| {
+                                let from = fx.b.ins().imul_imm_s(r, stage_stride as i64);
+                                let row = fx.b.ins().imul_imm_s(r, n as i64);
+                                let to = fx.b.ins().iadd(to, row);
+                                staged.stage.narrow(fx, from, bases.out, to, width);
+                                vec![]
+                            });
+                        }
+                    });
+                    vec![]
                 });
                 vec![]
             });
@@ -296,7 +361,13 @@ impl Context<'_> {
         let ring_bytes = if widen { g.kh * row_elems * 4 } else { 0 };
         let w_elems = g.kh * g.kw * g.oc;
         let w_bytes = if widen_w { w_elems * 4 } else { 0 };
-        self.layout.scratch(ring_bytes + w_bytes + if widen { g.kh * 8 } else { 0 });
+        let tags_bytes = if widen { g.kh * 8 } else { 0 };
+        // An f16 output row is staged in f32 and narrowed by one runtime call.
+        let narrowed = c.out.ty.dtype == DType::F16;
+        let stage_offset = ring_bytes + w_bytes + tags_bytes;
+        let stage_bytes = if narrowed { g.ow * g.oc * 4 } else { 0 };
+        self.layout.scratch(stage_offset + stage_bytes);
+        let deferral = if narrowed { deferral(c.result, c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
@@ -311,6 +382,7 @@ impl Context<'_> {
             };
             let od = c.out.ty.dtype;
             let tags = fx.b.ins().iadd_imm_s(fx.scratch, (ring_bytes + w_bytes) as i64);
+            let stage = narrowed.then(|| Staging { base: fx.b.ins().iadd_imm_s(fx.scratch, stage_offset as i64) });
             if widen {
                 let none = fx.i(-1);
                 for slot in 0..g.kh {
@@ -439,11 +511,19 @@ impl Context<'_> {
                     // Channels from `o` (four, or one), finished and stored.
                     let put = |fx: &mut Fx, o: Value, acc: Value, lanes: bool| {
                         let cols = Columns::load(fx, &c, o, &bases, lanes);
-                        match finish(fx, &c, acc, o, &bases, &row_offs, lanes, &cols) {
-                            Ok(v) => {
-                                let at = fx.b.ins().iadd(out_base, o);
-                                if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
-                            }
+                        match finish(fx, &c, acc, o, &bases, &row_offs, lanes, &cols, deferral.as_ref()) {
+                            Ok(v) => match stage {
+                                // Staged at the pixel's place in the row.
+                                Some(stage) => {
+                                    let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
+                                    let at = fx.b.ins().iadd(at, o);
+                                    stage.put(fx, at, v);
+                                }
+                                None => {
+                                    let at = fx.b.ins().iadd(out_base, o);
+                                    if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
+                                }
+                            },
                             Err(e) => *err.borrow_mut() = Err(e),
                         }
                     };
@@ -477,6 +557,12 @@ impl Context<'_> {
                     );
                     vec![]
                 });
+                if let Some(stage) = stage {
+                    let zero = fx.i(0);
+                    let to = fx.b.ins().imul_imm_s(row, (g.ow * g.oc) as i64);
+                    let n = fx.i((g.ow * g.oc) as i64);
+                    stage.narrow(fx, zero, out, to, n);
+                }
                 vec![]
             });
             err.into_inner()
@@ -544,7 +630,7 @@ impl Context<'_> {
                         })[0];
                         // Bias and the one rounding (transpose convolutions take no epilogue).
                         let cols = Columns::load(fx, &c, o, &bases, false);
-                        match finish(fx, &c, acc, o, &bases, &[], false, &cols) {
+                        match finish(fx, &c, acc, o, &bases, &[], false, &cols, None) {
                             Ok(v) => {
                                 let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
                                 let pix = fx.b.ins().iadd(pix, ox);
@@ -1309,7 +1395,7 @@ impl Context<'_> {
                     fx.if_then(real, |fx| {
                         let row = fx.addr(tile, j, NR * 4);
                         let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                        if let Err(e) = store_tile(fx, &c, row, bi, r0, col0, &bases) {
+                        if let Err(e) = store_tile(fx, &c, row, bi, r0, col0, &bases, None) {
                             result = Err(e);
                         }
                     });
@@ -1404,7 +1490,8 @@ const GEMV_PANELS: usize = 4;
 /// epilogue is emitted twice per kernel (four lanes, and one lane for a ragged edge) rather
 /// than once per tile value: an fp16 batch-norm epilogue unrolled 40 times made the kernels of
 /// a mobilenet 4× slower to compile.
-fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases) -> Result<(), String> {
+#[allow(clippy::too_many_arguments)]
+fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>) -> Result<(), String> {
     let out = bases.out;
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
@@ -1430,12 +1517,20 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
                 None => Vec::new(),
             };
             let value = fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), at, 0);
-            match finish(fx, c, value, col, bases, &row_offs, lanes, cols) {
-                Ok(x) => {
-                    let o = fx.b.ins().imul_imm_s(grow, n as i64);
-                    let o = fx.b.ins().iadd(o, col);
-                    if lanes { fx.store4(od, out, o, x) } else { fx.store(od, out, o, x) }
-                }
+            match finish(fx, c, value, col, bases, &row_offs, lanes, cols, staged.and_then(|s| s.deferral.as_ref())) {
+                Ok(x) => match staged {
+                    Some(s) => {
+                        let at = fx.b.ins().imul_imm_s(r, s.stride as i64);
+                        let at = fx.b.ins().iadd(at, col);
+                        let at = fx.b.ins().isub(at, s.origin);
+                        s.stage.put(fx, at, x);
+                    }
+                    None => {
+                        let o = fx.b.ins().imul_imm_s(grow, n as i64);
+                        let o = fx.b.ins().iadd(o, col);
+                        if lanes { fx.store4(od, out, o, x) } else { fx.store(od, out, o, x) }
+                    }
+                },
                 Err(e) => *err.borrow_mut() = Err(e),
             }
         };
@@ -1478,6 +1573,16 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
         vec![]
     });
     err.into_inner()
+}
+
+/// Where [`store_tile`] puts an f16 tile's finished values: row `r`, column `col` of the tile
+/// at element `r · stride + col − origin` of `stage`, for the runtime to narrow
+/// ([`super::narrow`]).
+struct Staged {
+    stage: Staging,
+    stride: usize,
+    origin: Value,
+    deferral: Option<Deferral>,
 }
 
 /// The operands of a contraction's finish that depend on the column alone: the bias, and each
@@ -1565,14 +1670,15 @@ fn epilogue_input(fx: &mut Fx, input: &crate::lower::EpilogueInput, base: Value,
 }
 
 /// Bias add, rounding to the contraction's type, and the fused epilogue for a value at column
-/// `col` (four lanes from `col` when `lanes`), with that column's operands `cols`.
+/// `col` (four lanes from `col` when `lanes`), with that column's operands `cols`; without the
+/// rounding `deferral` leaves to the narrowing of a staged f16 result.
 #[allow(clippy::too_many_arguments)]
-fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool, cols: &Columns) -> Result<Value, String> {
+fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool, cols: &Columns, deferral: Option<&Deferral>) -> Result<Value, String> {
     let x = match cols.bias {
         Some(bv) => fx.b.ins().fadd(value, bv),
         None => value,
     };
-    let x = fx.round_f32(c.result, x);
+    let x = if deferral.is_some_and(|d| d.op.is_none()) { x } else { fx.round_f32(c.result, x) };
     let Some(Epilogue { expr, inputs, .. }) = &c.epilogue else { return Ok(x) };
     let mut args = vec![x];
     for (i, input) in inputs.iter().enumerate() {
@@ -1582,5 +1688,5 @@ fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases,
         };
         args.push(v);
     }
-    eval(fx, expr, args)
+    eval_with(fx, expr, args, deferral)
 }

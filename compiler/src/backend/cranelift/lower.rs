@@ -1,6 +1,7 @@
 //! Kernel families to CLIF, one section per family.
 
 use super::emit::{domain, Fx};
+use super::narrow::Deferral;
 use super::legal::LANES;
 use crate::backend::layout::Layout;
 use crate::backend::{BackendError, BackendErrorKind};
@@ -544,10 +545,27 @@ impl<'p> Context<'p> {
 
 /// Evaluates an expression on input values (domain values, or `F32X4` lanes).
 pub fn eval(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>) -> Result<Value, String> {
+    eval_with(fx, expr, inputs, None)
+}
+
+/// [`eval`], leaving out the rounding that `deferral` leaves to the narrowing of the result
+/// (its bounds evaluated on the unrounded value).
+pub fn eval_with(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<&Deferral>) -> Result<Value, String> {
     let mut values = inputs;
-    for op in &expr.ops {
+    for (i, op) in expr.ops.iter().enumerate() {
         let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
-        let v = fx.ew(op, &args, &expr.arg_types(op))?;
+        let types = expr.arg_types(op);
+        let v = match deferral {
+            Some(d) if d.op == Some(i) => fx.ew_unrounded(op, &args, &types)?,
+            Some(d) => match d.bounds.iter().find(|b| b.op == i) {
+                Some(b) => {
+                    let (x, k) = if b.chain_first { (args[0], args[1]) } else { (args[1], args[0]) };
+                    fx.bound_unrounded(op, b, x, k)
+                }
+                None => fx.ew(op, &args, &types)?,
+            },
+            None => fx.ew(op, &args, &types)?,
+        };
         values.push(v);
     }
     Ok(*values.last().expect("at least one value"))

@@ -24,6 +24,7 @@ pub mod emit;
 mod gemm;
 pub mod legal;
 mod lower;
+mod narrow;
 mod softfloat;
 
 use super::layout::{CodeInfo, Layout};

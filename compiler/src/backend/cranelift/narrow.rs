@@ -1,0 +1,236 @@
+//! f16 results rounded and narrowed by the runtime, a block at a time.
+//!
+//! Cranelift has no F16C: rounding an f32 to f16 and packing its bits takes about 25
+//! instructions per four values in software ([`Fx::f32_to_f16`]), which a convolution with few
+//! input channels pays for every output. A contraction with an f16 result therefore stores
+//! its finished values as f32 into scratch (a [`Staging`] area) and has the runtime's
+//! `NarrowF16` (F16C `vcvtps2ph`, eight values per instruction) round and narrow a block of
+//! them in one call.
+//!
+//! The runtime rounds to nearest even, as the reference does, so the last rounding of the
+//! value's chain need not be done in software first: it is *deferred* ([`Deferral`]) to the
+//! narrowing. That is exact when nothing reads the rounded value but the store, or only a run
+//! of `maximum`/`minimum` against constant f16 bounds (a ReLU6): such an op is evaluated on the
+//! unrounded value against the bound's rounding threshold instead of the bound
+//! ([`thresholds`]), which picks the same operand as the reference does on the rounded value,
+//! down to the sign of a zero.
+
+use super::emit::{mem, Fx};
+use crate::lower::{EwKind, EwOp, Expr};
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use f16c_core::abi::Libcall;
+use f16c_dialect::{BinaryOp, DType};
+use half::f16;
+
+/// Which rounding of a contraction's finish the narrowing does instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Deferral {
+    /// The epilogue op whose rounding is deferred; `None`: the contraction's own (the result
+    /// stored as it is, or read only by the bounds).
+    pub op: Option<usize>,
+    /// The `maximum`/`minimum` ops between it and the store, evaluated on the unrounded value.
+    pub bounds: Vec<Bound>,
+}
+
+/// A `maximum` or `minimum` of the deferred value's chain with a constant f16 bound.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    /// The op (an index into the epilogue's ops).
+    pub op: usize,
+    /// The chain is its first operand (else its second).
+    pub chain_first: bool,
+    /// The bound (an f16 value).
+    pub value: f32,
+}
+
+/// The rounding that narrowing an f16 result can do in place of the last rounding of its
+/// finish: `expr` is the fused epilogue (value 0 the contraction's result, rounded to
+/// `result`), `scalars` the constant value of each epilogue input that is one (values 1..).
+/// `None` when the last rounding must happen in software (the result is not f16, or the
+/// rounded value is read by anything but the store and constant bounds).
+pub fn deferral(result: DType, expr: Option<&Expr>, scalars: &[Option<f32>]) -> Option<Deferral> {
+    let Some(expr) = expr else {
+        return (result == DType::F16).then(|| Deferral { op: None, bounds: Vec::new() });
+    };
+    if expr.result_dtype() != DType::F16 || !expr.is_f32_domain() {
+        return None;
+    }
+    let inputs = expr.inputs.len();
+    let mut uses = vec![0usize; inputs + expr.ops.len()];
+    for op in &expr.ops {
+        for &a in &op.args {
+            uses[a] += 1;
+        }
+    }
+    // A constant f16 bound: the value of an epilogue input that is one.
+    let bound = |v: usize| (1..inputs).contains(&v).then(|| scalars.get(v - 1).copied().flatten()).flatten().filter(|_| expr.inputs[v] == DType::F16);
+    let mut bounds = Vec::new();
+    let mut at = inputs + expr.ops.len() - 1;
+    loop {
+        if at < inputs {
+            return (at == 0 && result == DType::F16).then_some(Deferral { op: None, bounds });
+        }
+        let i = at - inputs;
+        let op = &expr.ops[i];
+        let types = expr.arg_types(op);
+        if op.dtype != DType::F16 {
+            return None;
+        }
+        let next = match (op.kind, op.args.as_slice()) {
+            (EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum), &[a, b]) if types.iter().all(|&t| t == DType::F16) => match (bound(a), bound(b)) {
+                (None, Some(value)) => Some((a, true, value)),
+                (Some(value), None) => Some((b, false, value)),
+                _ => return None,
+            },
+            _ if Fx::ew_rounds(op, &types) && types.iter().all(|&t| matches!(t, DType::F16 | DType::F32)) => None,
+            _ => return None,
+        };
+        let Some((chain, chain_first, value)) = next else {
+            return Some(Deferral { op: Some(i), bounds });
+        };
+        if uses[chain] != 1 {
+            return None;
+        }
+        bounds.push(Bound { op: i, chain_first, value });
+        at = chain;
+    }
+}
+
+/// The least f32 that rounds to an f16 value at or above `k`, and the greatest that rounds to
+/// one at or below it (`k` an f16 value, not NaN; −0 and +0 compare equal, as in the
+/// reference's `maximum`). Found by bisection over the f32 values in order.
+pub fn thresholds(k: f32) -> (f32, f32) {
+    // f32 bits to a key in numeric order (−0 just below +0), and back.
+    let key = |x: f32| {
+        let b = x.to_bits();
+        if b >> 31 == 1 { -((b & 0x7fff_ffff) as i64) - 1 } else { b as i64 }
+    };
+    let value = |k: i64| if k < 0 { f32::from_bits((-(k + 1)) as u32 | 0x8000_0000) } else { f32::from_bits(k as u32) };
+    let rounded = |k: i64| f16::from_f32(value(k)).to_f32();
+    let (lowest, highest) = (key(f32::NEG_INFINITY), key(f32::INFINITY));
+    // The first key in `lo..hi` where `p` holds (`p` false, then true), or `hi`.
+    let first = |mut lo: i64, mut hi: i64, p: &dyn Fn(i64) -> bool| {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if p(mid) { hi = mid } else { lo = mid + 1 }
+        }
+        lo
+    };
+    // One past the last key where none holds (nothing rounds above +inf).
+    let at_or_above = first(lowest, highest + 1, &|x| rounded(x) >= k);
+    let above = first(lowest, highest + 1, &|x| rounded(x) > k);
+    (value(at_or_above), value(above - 1))
+}
+
+impl Fx<'_> {
+    /// The reference's `maximum`/`minimum` of the rounded `x` and the f16 bound `b`, computed
+    /// on `x` before it is rounded (see the module's description).
+    pub fn bound_unrounded(&mut self, op: &EwOp, b: &Bound, x: Value, bound: Value) -> Value {
+        let (at_or_above, at_or_below) = thresholds(b.value);
+        let max = op.kind == EwKind::Binary(BinaryOp::Maximum);
+        // max(x, k) keeps x where round(x) ≥ k; max(k, x) keeps k where k ≥ round(x), i.e.
+        // round(x) ≤ k; min mirrors them.
+        let (cc, t) = if max == b.chain_first { (FloatCC::GreaterThanOrEqual, at_or_above) } else { (FloatCC::LessThanOrEqual, at_or_below) };
+        let ty = self.b.func.dfg.value_type(x);
+        let t = self.f(ty, t);
+        let (kept, other) = if b.chain_first { (x, bound) } else { (bound, x) };
+        self.pick_where(cc, x, t, kept, other)
+    }
+}
+
+/// An f32 staging area in scratch for f16 results: finished values are stored at element
+/// offsets, then [`Staging::narrow`] has the runtime round and narrow a run of them.
+#[derive(Clone, Copy)]
+pub struct Staging {
+    pub base: Value,
+}
+
+impl Staging {
+    /// Stores `v` (f32, or f32x4 for four consecutive elements) at element `at`.
+    pub fn put(&self, fx: &mut Fx, at: Value, v: Value) {
+        let p = fx.addr(self.base, at, 4);
+        fx.b.ins().store(mem(), v, p, 0);
+    }
+
+    /// Rounds and narrows `n` staged values from element `from` into f16 element `to` of `out`.
+    pub fn narrow(&self, fx: &mut Fx, from: Value, out: Value, to: Value, n: Value) {
+        let src = fx.addr(self.base, from, 4);
+        let dst = fx.addr(out, to, 2);
+        fx.libcall(Libcall::NarrowF16, &[src, dst, n]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f32 values around every f16 value's rounding boundaries (and a sweep of others).
+    fn probes() -> Vec<f32> {
+        let mut v = Vec::new();
+        for h in 0..=u16::MAX {
+            let x = f16::from_bits(h).to_f32();
+            if x.is_nan() {
+                continue;
+            }
+            let b = x.to_bits();
+            for d in [0u32, 1, 0xfff, 0x1000, 0x1001, 0x2000] {
+                v.push(f32::from_bits(b.wrapping_add(d)));
+                v.push(f32::from_bits(b.wrapping_sub(d)));
+            }
+        }
+        v.extend([1e-10f32, -1e-10, 65519.0, 65520.0, -65520.0, f32::MAX, f32::MIN, 0.0, -0.0].iter());
+        v.retain(|x| !x.is_nan());
+        v
+    }
+
+    #[test]
+    fn thresholds_decide_as_the_rounded_value_does() {
+        let round = |x: f32| f16::from_f32(x).to_f32();
+        let probes = probes();
+        for k in [0.0f32, -0.0, 6.0, 1.0, -1.0, 65504.0, -65504.0, f32::INFINITY, f32::NEG_INFINITY, 5.960_464_5e-8, 6.103_515_6e-5, 0.333_251_95] {
+            assert_eq!(round(k).to_bits(), k.to_bits(), "{k} is an f16 value");
+            let (lo, hi) = thresholds(k);
+            for &x in &probes {
+                assert_eq!(round(x) >= k, x >= lo, "round({x:e}) >= {k}: threshold {lo:e}");
+                assert_eq!(round(x) <= k, x <= hi, "round({x:e}) <= {k}: threshold {hi:e}");
+            }
+        }
+        // Ties go to even: 6 + 2^-9 is halfway between 6 and 6 + 2^-8 and rounds to 6.
+        assert_eq!(thresholds(6.0).1, 6.0 + 2f32.powi(-9));
+        assert_eq!(thresholds(0.0).0, -(2f32.powi(-25)));
+    }
+
+    fn op(kind: EwKind, args: &[usize]) -> EwOp {
+        EwOp { kind, dtype: DType::F16, args: args.to_vec(), shift: 0, zp: (0, 0) }
+    }
+
+    #[test]
+    fn the_last_rounding_is_deferred_through_constant_bounds_only() {
+        let max = EwKind::Binary(BinaryOp::Maximum);
+        let min = EwKind::Binary(BinaryOp::Minimum);
+        let add = EwKind::Binary(BinaryOp::Add);
+        let f16s = |n: usize| vec![DType::F16; n];
+        // No epilogue: the contraction's own rounding.
+        assert_eq!(deferral(DType::F16, None, &[]), Some(Deferral { op: None, bounds: vec![] }));
+        assert_eq!(deferral(DType::F32, None, &[]), None);
+        // ReLU6 as min(max(x, 0), 6): both bounds, then the contraction's rounding.
+        let relu6 = Expr { inputs: f16s(3), ops: vec![op(max, &[0, 1]), op(min, &[3, 2])] };
+        let d = deferral(DType::F16, Some(&relu6), &[Some(0.0), Some(6.0)]).expect("deferred");
+        assert_eq!(d.op, None);
+        assert_eq!(d.bounds, vec![Bound { op: 1, chain_first: true, value: 6.0 }, Bound { op: 0, chain_first: true, value: 0.0 }]);
+        // A bound read from memory, not a constant: the rounding stays.
+        assert_eq!(deferral(DType::F16, Some(&relu6), &[None, Some(6.0)]), None);
+        // A residual add last: its rounding.
+        let residual = Expr { inputs: f16s(2), ops: vec![op(add, &[0, 1])] };
+        assert_eq!(deferral(DType::F16, Some(&residual), &[None]), Some(Deferral { op: Some(0), bounds: vec![] }));
+        // The rounded value read twice (x + max(x, 0)): nothing is deferred past the max.
+        let twice = Expr { inputs: f16s(2), ops: vec![op(max, &[0, 1]), op(add, &[2, 0])] };
+        assert_eq!(deferral(DType::F16, Some(&twice), &[Some(0.0)]), Some(Deferral { op: Some(1), bounds: vec![] }));
+        let reread = Expr { inputs: f16s(2), ops: vec![op(add, &[0, 0]), op(max, &[2, 1]), op(add, &[3, 2]), op(max, &[4, 1])] };
+        assert_eq!(deferral(DType::F16, Some(&reread), &[Some(0.0)]), Some(Deferral { op: Some(2), bounds: vec![Bound { op: 3, chain_first: true, value: 0.0 }] }));
+        // The bound first: max(0, x).
+        let flipped = Expr { inputs: f16s(2), ops: vec![op(max, &[1, 0])] };
+        assert_eq!(deferral(DType::F16, Some(&flipped), &[Some(0.0)]).expect("deferred").bounds, vec![Bound { op: 0, chain_first: false, value: 0.0 }]);
+    }
+}
