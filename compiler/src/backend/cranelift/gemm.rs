@@ -187,7 +187,7 @@ impl Context<'_> {
         let stage_stride = if groups == 1 { n } else { group_panels * NR };
         let stage_bytes = if narrowed { MR * stage_stride * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
-        let deferral = if narrowed { deferral(c.result, c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
+        let deferral = if narrowed { deferral(Some(c.result), c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
         let c = c.clone();
         self.add("", batch * blocks * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
@@ -367,7 +367,7 @@ impl Context<'_> {
         let stage_offset = ring_bytes + w_bytes + tags_bytes;
         let stage_bytes = if narrowed { g.ow * g.oc * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
-        let deferral = if narrowed { deferral(c.result, c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
+        let deferral = if narrowed { deferral(Some(c.result), c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {

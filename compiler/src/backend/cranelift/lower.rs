@@ -1,7 +1,7 @@
 //! Kernel families to CLIF, one section per family.
 
 use super::emit::{domain, Fx};
-use super::narrow::Deferral;
+use super::narrow::{deferral, Deferral, Staging};
 use super::legal::LANES;
 use crate::backend::layout::Layout;
 use crate::backend::{BackendError, BackendErrorKind};
@@ -66,6 +66,7 @@ impl<'p> Context<'p> {
     // -----------------------------------------------------------------------------------------
 
     fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
+        const STAGED_ROW_MAX: usize = 1 << 14;
         let rank = e.shape.len();
         let inner = e.shape[rank - 1];
         let rows: usize = e.shape[..rank - 1].iter().product();
@@ -73,9 +74,25 @@ impl<'p> Context<'p> {
         // broadcast along the innermost dimension.
         let vector = e.expr.is_f32_domain() && inner >= LANES && e.inputs.iter().all(|i| i.strides[rank - 1] <= 1);
         let cost = (rows * inner * (e.expr.ops.len() + 1)) as f64;
+        // An f16 row (of at most 64 KiB in f32) is staged in scratch and rounded and narrowed
+        // by one runtime call ([`super::narrow`]).
+        let narrowed = vector && e.expr.result_dtype() == DType::F16 && inner <= STAGED_ROW_MAX;
+        let deferral = if narrowed { deferral(None, Some(&e.expr), &[]) } else { None };
+        if narrowed {
+            self.layout.scratch(inner * 4);
+        }
         let e = e.clone();
         self.add("", rows, cost, move |fx| {
             let out = fx.buffer(e.output.0);
+            let stage = narrowed.then_some(Staging { base: fx.scratch });
+            // Stores the value(s) of column `j` (four lanes from `j`, or one).
+            let put = |fx: &mut Fx, out_off: Value, j: Value, v: Value, lanes: bool| match stage {
+                Some(stage) => stage.put(fx, j, v),
+                None => {
+                    let at = fx.b.ins().iadd(out_off, j);
+                    if lanes { fx.store4(e.expr.result_dtype(), out, at, v) } else { fx.store(e.expr.result_dtype(), out, at, v) }
+                }
+            };
             let bases: Vec<Value> = e.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
             let failure = std::cell::RefCell::new(None);
             fx.for_items(|fx, row| {
@@ -104,11 +121,8 @@ impl<'p> Context<'p> {
                                 }
                             })
                             .collect();
-                        match eval(fx, &e.expr, args) {
-                            Ok(v) => {
-                                let at = fx.b.ins().iadd(out_off, j);
-                                fx.store4(e.expr.result_dtype(), out, at, v);
-                            }
+                        match eval_with(fx, &e.expr, args, deferral.as_ref()) {
+                            Ok(v) => put(fx, out_off, j, v, true),
                             Err(m) => err.set(Some(m)),
                         }
                         vec![]
@@ -129,17 +143,18 @@ impl<'p> Context<'p> {
                             fx.load(i.dtype, bases[k], at)
                         })
                         .collect();
-                    match eval(fx, &e.expr, args) {
-                        Ok(v) => {
-                            let at = fx.b.ins().iadd(out_off, j);
-                            fx.store(e.expr.result_dtype(), out, at, v);
-                        }
+                    match eval_with(fx, &e.expr, args, deferral.as_ref()) {
+                        Ok(v) => put(fx, out_off, j, v, false),
                         Err(m) => err.set(Some(m)),
                     }
                     vec![]
                 });
                 if let Some(m) = err.take() {
                     *failure.borrow_mut() = Some(m);
+                }
+                if let Some(stage) = stage {
+                    let (zero, n) = (fx.i(0), fx.i(inner as i64));
+                    stage.narrow(fx, zero, out, out_off, n);
                 }
                 vec![]
             });
@@ -543,13 +558,9 @@ impl<'p> Context<'p> {
     }
 }
 
-/// Evaluates an expression on input values (domain values, or `F32X4` lanes).
-pub fn eval(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>) -> Result<Value, String> {
-    eval_with(fx, expr, inputs, None)
-}
-
-/// [`eval`], leaving out the rounding that `deferral` leaves to the narrowing of the result
-/// (its bounds evaluated on the unrounded value).
+/// Evaluates an expression on input values (domain values, or `F32X4` lanes), leaving out
+/// the rounding that `deferral` leaves to the narrowing of the result (its bounds evaluated on
+/// the unrounded value).
 pub fn eval_with(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<&Deferral>) -> Result<Value, String> {
     let mut values = inputs;
     for (i, op) in expr.ops.iter().enumerate() {

@@ -7,7 +7,10 @@
 //! non-zero return is a run-time error of the kernel's op (an out-of-range gather index).
 //!
 //! fp16 and bf16 live in memory as 16-bit integers and compute in f32 (converted in software,
-//! four lanes at a time in loops; [`emit`]). Contractions pack their operands into f32 panels
+//! four lanes at a time in loops; [`emit`]). Runs of fp16 values are converted in bulk by the
+//! runtime instead, where Cranelift cannot emit the CPU's F16C instructions: weights and input
+//! rows widened by `WidenF16`, contraction results staged in f32 and rounded and narrowed by
+//! `NarrowF16` ([`narrow`]). Contractions pack their operands into f32 panels
 //! and run a 4×8 register-blocked micro-kernel with f32x4 FMA ([`gemm`]); constant weights are
 //! packed at compile time, in their own type (an f16 weight keeps two bytes per element).
 //!
@@ -24,7 +27,7 @@ pub mod emit;
 mod gemm;
 pub mod legal;
 mod lower;
-mod narrow;
+pub mod narrow;
 mod softfloat;
 
 use super::layout::{CodeInfo, Layout};

@@ -45,11 +45,13 @@ pub struct Bound {
 }
 
 /// The rounding that narrowing an f16 result can do in place of the last rounding of its
-/// finish: `expr` is the fused epilogue (value 0 the contraction's result, rounded to
-/// `result`), `scalars` the constant value of each epilogue input that is one (values 1..).
-/// `None` when the last rounding must happen in software (the result is not f16, or the
-/// rounded value is read by anything but the store and constant bounds).
-pub fn deferral(result: DType, expr: Option<&Expr>, scalars: &[Option<f32>]) -> Option<Deferral> {
+/// value: `expr` is the expression (a contraction's fused epilogue, value 0 its result, which
+/// the kernel rounds to `result`; or an elementwise kernel's, `result` `None`: value 0 is an
+/// input), `scalars` the constant value of each input that is one (values 1..). `None` when
+/// the last rounding must happen in software (the result is not f16, or the rounded value is
+/// read by anything but the store and constant bounds).
+pub fn deferral(result: Option<DType>, expr: Option<&Expr>, scalars: &[Option<f32>]) -> Option<Deferral> {
+    let result = result.unwrap_or(DType::F32);
     let Some(expr) = expr else {
         return (result == DType::F16).then(|| Deferral { op: None, bounds: Vec::new() });
     };
@@ -143,6 +145,7 @@ impl Fx<'_> {
 /// offsets, then [`Staging::narrow`] has the runtime round and narrow a run of them.
 #[derive(Clone, Copy)]
 pub struct Staging {
+    /// Where the staged f32 values start (in scratch).
     pub base: Value,
 }
 
@@ -212,25 +215,27 @@ mod tests {
         let add = EwKind::Binary(BinaryOp::Add);
         let f16s = |n: usize| vec![DType::F16; n];
         // No epilogue: the contraction's own rounding.
-        assert_eq!(deferral(DType::F16, None, &[]), Some(Deferral { op: None, bounds: vec![] }));
-        assert_eq!(deferral(DType::F32, None, &[]), None);
+        assert_eq!(deferral(Some(DType::F16), None, &[]), Some(Deferral { op: None, bounds: vec![] }));
+        assert_eq!(deferral(Some(DType::F32), None, &[]), None);
         // ReLU6 as min(max(x, 0), 6): both bounds, then the contraction's rounding.
         let relu6 = Expr { inputs: f16s(3), ops: vec![op(max, &[0, 1]), op(min, &[3, 2])] };
-        let d = deferral(DType::F16, Some(&relu6), &[Some(0.0), Some(6.0)]).expect("deferred");
+        let d = deferral(Some(DType::F16), Some(&relu6), &[Some(0.0), Some(6.0)]).expect("deferred");
         assert_eq!(d.op, None);
         assert_eq!(d.bounds, vec![Bound { op: 1, chain_first: true, value: 6.0 }, Bound { op: 0, chain_first: true, value: 0.0 }]);
         // A bound read from memory, not a constant: the rounding stays.
-        assert_eq!(deferral(DType::F16, Some(&relu6), &[None, Some(6.0)]), None);
+        assert_eq!(deferral(Some(DType::F16), Some(&relu6), &[None, Some(6.0)]), None);
+        // An elementwise kernel's input is not rounded by it: nothing to defer past bounds.
+        assert_eq!(deferral(None, Some(&relu6), &[Some(0.0), Some(6.0)]), None);
         // A residual add last: its rounding.
         let residual = Expr { inputs: f16s(2), ops: vec![op(add, &[0, 1])] };
-        assert_eq!(deferral(DType::F16, Some(&residual), &[None]), Some(Deferral { op: Some(0), bounds: vec![] }));
+        assert_eq!(deferral(Some(DType::F16), Some(&residual), &[None]), Some(Deferral { op: Some(0), bounds: vec![] }));
         // The rounded value read twice (x + max(x, 0)): nothing is deferred past the max.
         let twice = Expr { inputs: f16s(2), ops: vec![op(max, &[0, 1]), op(add, &[2, 0])] };
-        assert_eq!(deferral(DType::F16, Some(&twice), &[Some(0.0)]), Some(Deferral { op: Some(1), bounds: vec![] }));
+        assert_eq!(deferral(Some(DType::F16), Some(&twice), &[Some(0.0)]), Some(Deferral { op: Some(1), bounds: vec![] }));
         let reread = Expr { inputs: f16s(2), ops: vec![op(add, &[0, 0]), op(max, &[2, 1]), op(add, &[3, 2]), op(max, &[4, 1])] };
-        assert_eq!(deferral(DType::F16, Some(&reread), &[Some(0.0)]), Some(Deferral { op: Some(2), bounds: vec![Bound { op: 3, chain_first: true, value: 0.0 }] }));
+        assert_eq!(deferral(Some(DType::F16), Some(&reread), &[Some(0.0)]), Some(Deferral { op: Some(2), bounds: vec![Bound { op: 3, chain_first: true, value: 0.0 }] }));
         // The bound first: max(0, x).
         let flipped = Expr { inputs: f16s(2), ops: vec![op(max, &[1, 0])] };
-        assert_eq!(deferral(DType::F16, Some(&flipped), &[Some(0.0)]).expect("deferred").bounds, vec![Bound { op: 0, chain_first: false, value: 0.0 }]);
+        assert_eq!(deferral(Some(DType::F16), Some(&flipped), &[Some(0.0)]).expect("deferred").bounds, vec![Bound { op: 0, chain_first: false, value: 0.0 }]);
     }
 }
