@@ -59,15 +59,36 @@ libcalls! {
 /// `dst[i] = src[i]` widened: F16C (`vcvtph2ps`, eight per instruction) where the CPU has it,
 /// else `half`'s software conversion; the same values either way (exact, NaN made quiet).
 fn widen_f16(src: &[f16], dst: &mut [f32]) {
-    let mut done = 0;
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("f16c") {
-        // SAFETY: the CPU has F16C (and so AVX).
-        done = unsafe { widen_f16_blocks_f16c(src, dst) };
+    let f16c: Option<F16cBlocks<f16, f32>> = Some(widen_f16_blocks_f16c);
+    #[cfg(not(target_arch = "x86_64"))]
+    let f16c = None;
+    convert(src, dst, f16c, f16::to_f32);
+}
+
+/// An F16C conversion of a slice's whole blocks of eight, returning how many it converted
+/// (unsafe: the CPU must have F16C).
+type F16cBlocks<S, D> = unsafe fn(&[S], &mut [D]) -> usize;
+
+/// `dst[i] = one(src[i])`, the whole blocks of eight by `f16c` where there is one for this
+/// architecture and the CPU has F16C.
+fn convert<S: Copy, D>(src: &[S], dst: &mut [D], f16c: Option<F16cBlocks<S, D>>, one: impl Fn(S) -> D) {
+    let mut done = 0;
+    if let Some(blocks) = f16c.filter(|_| has_f16c()) {
+        // SAFETY: the CPU has F16C (and so AVX), which `blocks` needs and nothing more.
+        done = unsafe { blocks(src, dst) };
     }
     for (d, s) in dst[done..].iter_mut().zip(&src[done..]) {
-        *d = s.to_f32();
+        *d = one(*s);
     }
+}
+
+/// Whether this CPU has x86's F16C.
+fn has_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("f16c");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// The whole blocks of eight of [`widen_f16`] on a CPU with F16C; returns how many values it
@@ -94,15 +115,11 @@ unsafe fn widen_f16_blocks_f16c(src: &[f16], dst: &mut [f32]) -> usize {
 /// `half`'s software conversion; the same bits either way (NaN made quiet, its top payload
 /// bits kept).
 fn narrow_f16(src: &[f32], dst: &mut [f16]) {
-    let mut done = 0;
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("f16c") {
-        // SAFETY: the CPU has F16C (and so AVX).
-        done = unsafe { narrow_f16_blocks_f16c(src, dst) };
-    }
-    for (d, s) in dst[done..].iter_mut().zip(&src[done..]) {
-        *d = f16::from_f32(*s);
-    }
+    let f16c: Option<F16cBlocks<f32, f16>> = Some(narrow_f16_blocks_f16c);
+    #[cfg(not(target_arch = "x86_64"))]
+    let f16c = None;
+    convert(src, dst, f16c, f16::from_f32);
 }
 
 /// The whole blocks of eight of [`narrow_f16`] on a CPU with F16C; returns how many values it
