@@ -209,6 +209,14 @@ impl Context<'_> {
                 // For each B panel `p` of the group: `panel(p)` (its result is handed on), then
                 // `body(p, ip, tile, ..)` for each micro-panel `ip` with rows (the last block is
                 // short).
+                // The C tile of panel `p` and micro-panel `ip`.
+                let tile_at = |fx: &mut Fx, p: Value, ip: Value| {
+                    let t = fx.b.ins().imul_imm_s(p, a_panels as i64);
+                    let t = fx.b.ins().iadd(t, ip);
+                    let t = fx.b.ins().imul_imm_s(t, tile_bytes as i64);
+                    let t = fx.b.ins().iadd_imm_s(t, c_offset as i64);
+                    fx.b.ins().iadd(scratch, t)
+                };
                 let live_panels = |fx: &mut Fx, panel: &mut dyn FnMut(&mut Fx, Value) -> Value, body: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value)| {
                     fx.for_range(p0, p1, 1, &[], |fx, p, _| {
                         let per_panel = panel(fx, p);
@@ -217,11 +225,7 @@ impl Context<'_> {
                             let r0 = fx.b.ins().iadd(r0, row0);
                             let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
                             fx.if_then(live, |fx| {
-                                let t = fx.b.ins().imul_imm_s(p, a_panels as i64);
-                                let t = fx.b.ins().iadd(t, ip);
-                                let t = fx.b.ins().imul_imm_s(t, tile_bytes as i64);
-                                let t = fx.b.ins().iadd_imm_s(t, c_offset as i64);
-                                let tile = fx.b.ins().iadd(scratch, t);
+                                let tile = tile_at(fx, p, ip);
                                 body(fx, p, ip, tile, per_panel);
                             });
                             vec![]
@@ -284,11 +288,7 @@ impl Context<'_> {
                     let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
                     fx.if_then(live, |fx| {
                         fx.for_range(p0, p1, 1, &[], |fx, p, _| {
-                            let t = fx.b.ins().imul_imm_s(p, a_panels as i64);
-                            let t = fx.b.ins().iadd(t, ip);
-                            let t = fx.b.ins().imul_imm_s(t, tile_bytes as i64);
-                            let t = fx.b.ins().iadd_imm_s(t, c_offset as i64);
-                            let tile = fx.b.ins().iadd(scratch, t);
+                            let tile = tile_at(fx, p, ip);
                             let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
                             if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, &bases, Some(&staged)) {
                                 result = Err(e);
@@ -316,7 +316,6 @@ impl Context<'_> {
                             let zero = fx.i(0);
                             let width = fx.b.ins().smax(width, zero);
                             let to = fx.b.ins().iadd(to, origin);
-                            let zero = fx.i(0);
                             fx.for_range(zero, rows, 1, &[], |fx, r, _| {
                                 let from = fx.b.ins().imul_imm_s(r, stage_stride as i64);
                                 let row = fx.b.ins().imul_imm_s(r, n as i64);
