@@ -187,7 +187,7 @@ impl Context<'_> {
         let stage_stride = if groups == 1 { n } else { group_panels * NR };
         let stage_bytes = if narrowed { MR * stage_stride * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
-        let deferral = if narrowed { deferral(Some(c.result), c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
+        let deferral = if narrowed { finish_deferral(c, &finite) } else { None };
         let c = c.clone();
         self.add("", batch * blocks * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
@@ -366,7 +366,7 @@ impl Context<'_> {
         let stage_offset = ring_bytes + w_bytes + tags_bytes;
         let stage_bytes = if narrowed { g.ow * g.oc * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
-        let deferral = if narrowed { deferral(Some(c.result), c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar) } else { None };
+        let deferral = if narrowed { finish_deferral(c, &finite) } else { None };
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
@@ -1666,6 +1666,12 @@ fn epilogue_input(fx: &mut Fx, input: &crate::lower::EpilogueInput, base: Value,
         }
         v
     }
+}
+
+/// The rounding of [`finish`] that narrowing `c`'s staged f16 result can do instead
+/// ([`super::narrow::deferral`]).
+fn finish_deferral(c: &Contraction, finite: &Finite) -> Option<Deferral> {
+    deferral(Some(c.result), c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar)
 }
 
 /// Bias add, rounding to the contraction's type, and the fused epilogue for a value at column

@@ -566,16 +566,14 @@ pub fn eval_with(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<
     for (i, op) in expr.ops.iter().enumerate() {
         let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
         let types = expr.arg_types(op);
-        let v = match deferral {
-            Some(d) if d.op == Some(i) => fx.ew_unrounded(op, &args, &types)?,
-            Some(d) => match d.bounds.iter().find(|b| b.op == i) {
-                Some(b) => {
-                    let (x, k) = if b.chain_first { (args[0], args[1]) } else { (args[1], args[0]) };
-                    fx.bound_unrounded(op, b, x, k)
-                }
-                None => fx.ew(op, &args, &types)?,
-            },
-            None => fx.ew(op, &args, &types)?,
+        let bound = deferral.and_then(|d| d.bounds.iter().find(|b| b.op == i));
+        let v = if deferral.is_some_and(|d| d.op == Some(i)) {
+            fx.ew_unrounded(op, &args, &types)?
+        } else if let Some(b) = bound {
+            let (x, k) = if b.chain_first { (args[0], args[1]) } else { (args[1], args[0]) };
+            fx.bound_unrounded(op, b, x, k)
+        } else {
+            fx.ew(op, &args, &types)?
         };
         values.push(v);
     }
