@@ -335,18 +335,24 @@ impl Context<'_> {
 
     /// Depthwise conv2d, directly: one output row (`b`, `oy`) per work item; for each output
     /// pixel, four channels at a time (then one), the taps in the reference's order (`ky`, then
-    /// `kx`), multiply then add, then [`finish`]: bias, one rounding, the fused epilogue (batch
-    /// norm, ReLU6), the store. A pixel whose window lies inside the image (most of them) takes
-    /// the taps unrolled, at constant offsets from one address; a pixel at the border checks
-    /// each tap and skips those in the padding, as TOSA does.
+    /// `kx`), multiply then add (rounding each, as the reference does), then [`finish`]: bias,
+    /// one rounding, the fused epilogue (batch norm, ReLU6), the store. The taps are unrolled
+    /// at constant offsets from one address, and those in the padding skipped, as TOSA does:
+    /// the output columns are emitted in runs whose windows have the same columns inside the
+    /// image ([`TapClasses`]: at a 3×3 window with padding 1, the first column, the interior,
+    /// the last), each with its own taps, and a window row that some output row lacks is
+    /// checked once per row. The interior computes [`DEPTHWISE_STRIP`] pixels at a time.
     fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
         let mult = g.oc / g.ic.max(1);
         let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
         let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32 && vector_epilogue;
         let finite = Finite::of(self.program, c);
         let w_finite = finite.weight;
-        let (oy_lo, oy_hi) = interior(g.oh, g.ih, g.kh, g.stride[0], g.dilation[0], g.pad[0]);
-        let (ox_lo, ox_hi) = interior(g.ow, g.iw, g.kw, g.stride[1], g.dilation[1], g.pad[2]);
+        // The window rows and columns each output row and column has inside the image (the
+        // others fall in the padding): a column's are fixed in the code of its run of columns,
+        // a row's are checked per row where some row lacks one.
+        let row_taps = TapClasses::new(g.oh, g.ih, g.kh, g.stride[0], g.dilation[0], g.pad[0]);
+        let col_classes = TapClasses::new(g.ow, g.iw, g.kw, g.stride[1], g.dilation[1], g.pad[2]).0;
         // An f16/bf16 input is widened into scratch a row at a time, into a ring of kh rows
         // (`[kh][iw][ic]` f32) tagged with the row each slot holds (`b·ih + y`), so that the
         // rows consecutive output rows share are widened once per call, not once per output
@@ -434,128 +440,129 @@ impl Context<'_> {
                         });
                     }
                 }
-                let above = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, oy, oy_lo as i64);
-                let below = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, oy, oy_hi as i64);
-                let inner_row = fx.b.ins().band(above, below);
-                fx.for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
+                // Window row ky's validity for this output row, where some row lacks it (a
+                // row whose tap falls in the padding skips it, as TOSA does).
+                let zero = fx.i(0);
+                let y0 = window_coord(fx, oy, zero, g.stride[0], 1, g.pad[0]);
+                let guards: Vec<Option<Value>> = (0..g.kh)
+                    .map(|ky| {
+                        row_taps.guarded(ky).then(|| {
+                            let kyv = fx.i(ky as i64);
+                            let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
+                            in_range(fx, y, g.ih)
+                        })
+                    })
+                    .collect();
+                // The sums of output channel `o` (four from `o` when `lanes`) of `count`
+                // pixels from `ox`, over the window rows this row has and columns `kxs`: for
+                // each tap (in the reference's order: `ky`, then `kx`) the weight is loaded
+                // once for the pixels, whose sums are independent chains.
+                let sums = |fx: &mut Fx, ox: Value, o: Value, count: usize, lanes: bool, kxs: (usize, usize)| -> Vec<Value> {
+                    let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
+                    let zero = fx.i(0);
+                    let x0 = window_coord(fx, ox, zero, g.stride[1], 1, g.pad[2]);
+                    let xi = if widen { nhwc_index(fx, &g, zero, zero, x0, ch) } else { nhwc_index(fx, &g, b, y0, x0, ch) };
+                    let xp = fx.addr(x, xi, xd.byte_size());
+                    let wp = fx.addr(w, o, wd.byte_size());
+                    let init = fx.f(if lanes { F32X4 } else { F32 }, 0.0);
+                    let mut acc = vec![init; count];
+                    for (ky, guard) in guards.iter().enumerate() {
+                        if !row_taps.ever(ky) {
+                            continue;
+                        }
+                        // Window row ky: its ring slot, or `dilation` input rows down.
+                        let (xp, row_off) = if widen { (fx.b.ins().iadd(xp, ring_offs[ky]), 0) } else { (xp, ky * g.dilation[0] * g.iw) };
+                        let taps = |fx: &mut Fx, acc: &[Value]| -> Vec<Value> {
+                            let mut acc = acc.to_vec();
+                            for kx in kxs.0..kxs.1 {
+                                let w_off = ((ky * g.kw + kx) * g.oc * wd.byte_size()) as i32;
+                                let wv = if lanes { fx.load4_checked_at(wd, wp, w_off, w_finite) } else { fx.load_at(wd, wp, w_off) };
+                                for (j, acc) in acc.iter_mut().enumerate() {
+                                    let x_off = ((row_off + kx * g.dilation[1] + j * g.stride[1]) * g.ic * xd.byte_size()) as i32;
+                                    let xv = if lanes { fx.load4_at(xd, xp, x_off) } else { fx.load_at(xd, xp, x_off) };
+                                    let p = fx.b.ins().fmul(xv, wv);
+                                    *acc = fx.b.ins().fadd(*acc, p);
+                                }
+                            }
+                            acc
+                        };
+                        acc = match guard {
+                            Some(ok) => fx.if_else(*ok, |fx| taps(fx, &acc), |_| acc.clone()),
+                            None => taps(fx, &acc),
+                        };
+                    }
+                    acc
+                };
+                // Output pixel `ox`: its column, its element offset, its epilogue inputs' rows.
+                let pixel = |fx: &mut Fx, ox: Value| -> (Value, Value, Vec<Value>) {
                     let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
                     let pix = fx.b.ins().iadd(pix, ox);
                     let out_base = fx.b.ins().imul_imm_s(pix, g.oc as i64);
-                    let row_offs: Vec<Value> = match &c.epilogue {
+                    let row_offs = match &c.epilogue {
                         Some(e) => e.inputs.iter().map(|i| row_offset(fx, pix, &e.rows_shape, &i.row_strides)).collect(),
                         None => Vec::new(),
                     };
-                    // The sums of output channel `o` (four from `o` when `lanes`).
-                    let checked = |fx: &mut Fx, o: Value, lanes: bool| -> Value {
-                        let zero = fx.i(0);
-                        let ty = if lanes { F32X4 } else { F32 };
-                        let init = fx.f(ty, 0.0);
-                        fx.for_n(0, g.kh as i64, 1, &[init], |fx, ky, acc| {
-                            let y = window_coord(fx, oy, ky, g.stride[0], g.dilation[0], g.pad[0]);
-                            let ok_y = in_range(fx, y, g.ih);
-                            fx.if_else(
-                                ok_y,
-                                |fx| {
-                                    fx.for_n(0, g.kw as i64, 1, acc, |fx, kx, acc| {
-                                        let xx = window_coord(fx, ox, kx, g.stride[1], g.dilation[1], g.pad[2]);
-                                        let ok_x = in_range(fx, xx, g.iw);
-                                        fx.if_else(
-                                            ok_x,
-                                            |fx| {
-                                                let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
-                                                // Ring slot `s` is image 0's row `s`.
-                                                let xi = if widen {
-                                                    let slot = slot_of(fx, b, y, ky);
-                                                    nhwc_index(fx, &g, zero, slot, xx, ch)
-                                                } else {
-                                                    nhwc_index(fx, &g, b, y, xx, ch)
-                                                };
-                                                let tap = fx.b.ins().imul_imm_s(ky, g.kw as i64);
-                                                let tap = fx.b.ins().iadd(tap, kx);
-                                                let wi = fx.b.ins().imul_imm_s(tap, g.oc as i64);
-                                                let wi = fx.b.ins().iadd(wi, o);
-                                                let xp = fx.addr(x, xi, xd.byte_size());
-                                                let wp = fx.addr(w, wi, wd.byte_size());
-                                                vec![multiply_add(fx, acc[0], (xd, xp, 0), (wd, wp, 0), lanes, w_finite)]
-                                            },
-                                            |_| acc.to_vec(),
-                                        )
-                                    })
-                                },
-                                |_| acc.to_vec(),
-                            )
-                        })[0]
-                    };
-                    // The same sums with every tap inside the image: unrolled, no checks.
-                    let inner = |fx: &mut Fx, o: Value, lanes: bool| -> Value {
-                        let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
-                        let zero = fx.i(0);
-                        let y0 = window_coord(fx, oy, zero, g.stride[0], 1, g.pad[0]);
-                        let x0 = window_coord(fx, ox, zero, g.stride[1], 1, g.pad[2]);
-                        let xi = if widen { nhwc_index(fx, &g, zero, zero, x0, ch) } else { nhwc_index(fx, &g, b, y0, x0, ch) };
-                        let xp = fx.addr(x, xi, xd.byte_size());
-                        let wp = fx.addr(w, o, wd.byte_size());
-                        let mut acc = fx.f(if lanes { F32X4 } else { F32 }, 0.0);
-                        for ky in 0..g.kh {
-                            // Window row ky: its ring slot, or `dilation` input rows down.
-                            let (xp, row_off) = if widen { (fx.b.ins().iadd(xp, ring_offs[ky]), 0) } else { (xp, ky * g.dilation[0] * g.iw) };
-                            for kx in 0..g.kw {
-                                let x_off = ((row_off + kx * g.dilation[1]) * g.ic * xd.byte_size()) as i32;
-                                let w_off = ((ky * g.kw + kx) * g.oc * wd.byte_size()) as i32;
-                                acc = multiply_add(fx, acc, (xd, xp, x_off), (wd, wp, w_off), lanes, w_finite);
+                    (ox, out_base, row_offs)
+                };
+                // Channels from `o` (four, or one) of a pixel, finished and stored.
+                let put = |fx: &mut Fx, (ox, out_base, row_offs): &(Value, Value, Vec<Value>), o: Value, acc: Value, lanes: bool, cols: &Columns| {
+                    match finish(fx, &c, acc, o, &bases, row_offs, lanes, cols, deferral.as_ref()) {
+                        Ok(v) => match stage {
+                            // Staged at the pixel's place in the row.
+                            Some(stage) => {
+                                let at = fx.b.ins().imul_imm_s(*ox, g.oc as i64);
+                                let at = fx.b.ins().iadd(at, o);
+                                stage.put(fx, at, v);
                             }
+                            None => {
+                                let at = fx.b.ins().iadd(*out_base, o);
+                                if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
+                            }
+                        },
+                        Err(e) => *err.borrow_mut() = Err(e),
+                    }
+                };
+                // Every channel of `count` pixels from `ox`, with window columns `kxs`.
+                let channels = |fx: &mut Fx, ox: Value, count: usize, kxs: (usize, usize)| {
+                    let pixels: Vec<_> = (0..count)
+                        .map(|j| {
+                            let oxj = fx.b.ins().iadd_imm_s(ox, j as i64);
+                            pixel(fx, oxj)
+                        })
+                        .collect();
+                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
+                    for (from, to, lanes) in [(0, vec_end, true), (vec_end, g.oc, false)] {
+                        if from == to {
+                            continue;
                         }
-                        acc
-                    };
-                    // Channels from `o` (four, or one), finished and stored.
-                    let put = |fx: &mut Fx, o: Value, acc: Value, lanes: bool| {
-                        let cols = Columns::load(fx, &c, o, &bases, lanes);
-                        match finish(fx, &c, acc, o, &bases, &row_offs, lanes, &cols, deferral.as_ref()) {
-                            Ok(v) => match stage {
-                                // Staged at the pixel's place in the row.
-                                Some(stage) => {
-                                    let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
-                                    let at = fx.b.ins().iadd(at, o);
-                                    stage.put(fx, at, v);
-                                }
-                                None => {
-                                    let at = fx.b.ins().iadd(out_base, o);
-                                    if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
-                                }
-                            },
-                            Err(e) => *err.borrow_mut() = Err(e),
-                        }
-                    };
-                    let channels = |fx: &mut Fx, sums: &dyn Fn(&mut Fx, Value, bool) -> Value| {
-                        let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
-                        fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, o, _| {
-                            let acc = sums(fx, o, true);
-                            put(fx, o, acc, true);
+                        let step = if lanes { LANES } else { 1 };
+                        fx.for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| {
+                            let acc = sums(fx, ox, o, count, lanes, kxs);
+                            let cols = Columns::load(fx, &c, o, &bases, lanes);
+                            for (px, acc) in pixels.iter().zip(acc) {
+                                put(fx, px, o, acc, lanes, &cols);
+                            }
                             vec![]
                         });
-                        fx.for_n(vec_end as i64, g.oc as i64, 1, &[], |fx, o, _| {
-                            let acc = sums(fx, o, false);
-                            put(fx, o, acc, false);
+                    }
+                };
+                // Output columns by the window columns they have: runs of DEPTHWISE_STRIP
+                // pixels where the run is that long (the interior), then single pixels.
+                for class in &col_classes {
+                    let len = class.end - class.start;
+                    let strip = if len >= DEPTHWISE_STRIP { DEPTHWISE_STRIP } else { 1 };
+                    let full = class.start + len / strip * strip;
+                    fx.for_n(class.start as i64, full as i64, strip as i64, &[], |fx, ox, _| {
+                        channels(fx, ox, strip, class.taps);
+                        vec![]
+                    });
+                    if full < class.end {
+                        fx.for_n(full as i64, class.end as i64, 1, &[], |fx, ox, _| {
+                            channels(fx, ox, 1, class.taps);
                             vec![]
                         });
-                    };
-                    let right = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, ox, ox_lo as i64);
-                    let left = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, ox, ox_hi as i64);
-                    let inside = fx.b.ins().band(right, left);
-                    let inside = fx.b.ins().band(inside, inner_row);
-                    fx.if_else(
-                        inside,
-                        |fx| {
-                            channels(fx, &inner);
-                            vec![]
-                        },
-                        |fx| {
-                            channels(fx, &checked);
-                            vec![]
-                        },
-                    );
-                    vec![]
-                });
+                    }
+                }
                 if let Some(stage) = stage {
                     let zero = fx.i(0);
                     let to = fx.b.ins().imul_imm_s(row, (g.ow * g.oc) as i64);
@@ -832,27 +839,48 @@ fn transpose_coord(fx: &mut Fx, o: Value, k: Value, stride: usize, pad: usize, l
     (q, fx.b.ins().band(ok, inside))
 }
 
-/// The outputs `[lo, hi)` along one dimension whose window (`len` taps) lies wholly inside an
-/// input of `size`: `o·stride − pad ≥ 0` and `o·stride − pad + (len − 1)·dilation < size`.
-fn interior(outputs: usize, size: usize, len: usize, stride: usize, dilation: usize, pad: usize) -> (usize, usize) {
-    let lo = pad.div_ceil(stride).min(outputs);
-    let reach = (len - 1) * dilation;
-    let hi = if size + pad < reach + 1 { 0 } else { (size + pad - reach - 1) / stride + 1 };
-    (lo, hi.clamp(lo, outputs))
+/// Pixels of a row a depthwise convolution computes together where its run of columns is that
+/// long: each weight vector loaded serves them all, and their sums are independent chains.
+const DEPTHWISE_STRIP: usize = 4;
+
+/// The output positions along one axis of a convolution by the taps of their window that lie
+/// inside the input (the others fall in the padding): runs of positions with the same taps.
+struct TapClasses(Vec<TapClass>);
+
+/// Output positions `start..end`, whose windows have taps `taps.0..taps.1` inside the input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct TapClass {
+    start: usize,
+    end: usize,
+    taps: (usize, usize),
 }
 
-/// `acc + x·w` (multiply, then add: the reference's order and roundings) of the values at
-/// `x = (dtype, address, byte offset)` and `w`, four lanes or one; `w_finite`: the weight holds
-/// no inf or NaN.
-fn multiply_add(fx: &mut Fx, acc: Value, x: (DType, Value, i32), w: (DType, Value, i32), lanes: bool, w_finite: bool) -> Value {
-    let (xv, wv) = if lanes {
-        let wv = fx.load4_checked_at(w.0, w.1, w.2, w_finite);
-        (fx.load4_at(x.0, x.1, x.2), wv)
-    } else {
-        (fx.load_at(x.0, x.1, x.2), fx.load_at(w.0, w.1, w.2))
-    };
-    let p = fx.b.ins().fmul(xv, wv);
-    fx.b.ins().fadd(acc, p)
+impl TapClasses {
+    /// Output positions `0..outputs` of a window of `len` taps over `size` inputs.
+    fn new(outputs: usize, size: usize, len: usize, stride: usize, dilation: usize, pad: usize) -> TapClasses {
+        let mut out: Vec<TapClass> = Vec::new();
+        for o in 0..outputs {
+            let inside = |k: usize| (o * stride + k * dilation).checked_sub(pad).is_some_and(|x| x < size);
+            // The input coordinate grows with the tap, so the taps inside are one range.
+            let lo = (0..len).find(|&k| inside(k)).unwrap_or(len);
+            let hi = (lo..len).find(|&k| !inside(k)).unwrap_or(len);
+            match out.last_mut() {
+                Some(last) if last.taps == (lo, hi) => last.end = o + 1,
+                _ => out.push(TapClass { start: o, end: o + 1, taps: (lo, hi) }),
+            }
+        }
+        TapClasses(out)
+    }
+
+    /// Whether some position's window has tap `k` inside.
+    fn ever(&self, k: usize) -> bool {
+        self.0.iter().any(|c| (c.taps.0..c.taps.1).contains(&k))
+    }
+
+    /// Whether tap `k` is inside for some positions and not others (and so must be checked).
+    fn guarded(&self, k: usize) -> bool {
+        self.ever(k) && self.0.iter().any(|c| !(c.taps.0..c.taps.1).contains(&k))
+    }
 }
 
 /// `0 <= v < len` as an `i8`.
@@ -1694,4 +1722,53 @@ fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases,
         args.push(v);
     }
     eval_with(fx, expr, args, deferral)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TapClass, TapClasses};
+
+    #[test]
+    fn tap_classes_of_a_padded_3x3_window() {
+        // 4 outputs of a 3-tap window over 4 inputs, padding 1: the first lacks tap 0, the last
+        // tap 2, the middle two have all three.
+        let c = TapClasses::new(4, 4, 3, 1, 1, 1);
+        let want = [TapClass { start: 0, end: 1, taps: (1, 3) }, TapClass { start: 1, end: 3, taps: (0, 3) }, TapClass { start: 3, end: 4, taps: (0, 2) }];
+        assert_eq!(c.0, want);
+        assert!(c.guarded(0) && !c.guarded(1) && c.guarded(2));
+    }
+
+    #[test]
+    fn tap_classes_cover_every_output_with_exactly_its_inside_taps() {
+        for outputs in 1..7 {
+            for size in 1..6 {
+                for len in 1..5 {
+                    for stride in 1..3 {
+                        for dilation in 1..3 {
+                            for pad in 0..5 {
+                                let c = TapClasses::new(outputs, size, len, stride, dilation, pad);
+                                assert_eq!(c.0.first().map(|c| c.start), Some(0));
+                                assert!(c.0.windows(2).all(|w| w[0].end == w[1].start && w[0].taps != w[1].taps));
+                                assert_eq!(c.0.last().map(|c| c.end), Some(outputs));
+                                for class in &c.0 {
+                                    for o in class.start..class.end {
+                                        for k in 0..len {
+                                            let x = (o * stride + k * dilation) as i64 - pad as i64;
+                                            let inside = (0..size as i64).contains(&x);
+                                            assert_eq!((class.taps.0..class.taps.1).contains(&k), inside, "o={o} k={k} size={size} stride={stride} dilation={dilation} pad={pad}");
+                                        }
+                                    }
+                                }
+                                for k in 0..len {
+                                    let inside = |o: usize| (0..size as i64).contains(&((o * stride + k * dilation) as i64 - pad as i64));
+                                    assert_eq!(c.ever(k), (0..outputs).any(inside));
+                                    assert_eq!(c.guarded(k), (0..outputs).any(inside) && !(0..outputs).all(inside));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
