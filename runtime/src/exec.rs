@@ -17,9 +17,11 @@ use std::any::Any;
 
 /// Steps cheaper than this many operations run on one thread. Handing a part to a spinning
 /// pool thread costs about a microsecond; at 2·10⁶ (when parts went through channels) no 1×1
-/// convolution of a mobilenet was split and two threads were no faster than one
+/// convolution of a mobilenet was split and two threads were no faster than one; from 2·10⁵
+/// down to 5·10⁴ (steps of 3 to 10 µs split too) two threads took 28% less time on cnn_small,
+/// 10% on depthwise_block and 5% on mobilenet ×0.5, and lower thresholds gained nothing more
 /// (BENCHMARKS.md, issue 13).
-pub const PARALLEL_MIN_COST: f64 = 2.0e5;
+pub const PARALLEL_MIN_COST: f64 = 5.0e4;
 
 /// One part of a step for a pool thread: the kernel, its table, work items `begin..end`, its
 /// scratch, the libcall table. The pointers stay valid until the step has collected every part.
