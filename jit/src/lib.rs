@@ -269,7 +269,7 @@ fn jit(compiled: &backend::Compiled, isa: OwnedTargetIsa, as_written: &dyn Targe
         .map(|&id| {
             let p = module.get_finalized_function(id);
             // SAFETY: every function was built with `Fx::signature`, which is `KernelFn`'s (the
-            // micro-kernel is never called through this pointer: no step names it).
+            // micro-kernels are never called through these pointers: no step names them).
             Some(unsafe { std::mem::transmute::<*const u8, KernelFn>(p) })
         })
         .collect();

@@ -12,6 +12,12 @@
 // CHECK-NOT: (%rsp)
 // CHECK-COUNT-32: vfmadd213ps
 // CHECK-NOT: (%rsp)
+// Its second form reads A's rows in place (this matmul's: eight full rows, nothing packed):
+// each A value loaded and broadcast, rows one stride apart in registers, the same FMAs.
+// CHECK-LABEL: ; gemm_micro_kernel_rows: {{[0-9]+}} bytes
+// CHECK: vmovss (%{{[a-z0-9]+}}, %{{[a-z0-9]+}}), %xmm
+// CHECK: vbroadcastss %xmm{{[0-9]+}}, %xmm
+// CHECK-COUNT-32: vfmadd213ps
 // CHECK: ; k0_matmul_pack_b: {{[0-9]+}} bytes
 // CHECK-LABEL: ; k0_matmul: {{[0-9]+}} bytes
 // CHECK: call

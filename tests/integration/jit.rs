@@ -587,6 +587,65 @@ fn one_row_matmuls_match_the_gemm_bit_for_bit() {
     }
 }
 
+/// A matmul, or a 1×1 convolution with stride 1 and no padding, whose rows are all full (a
+/// multiple of four) has its micro-kernel read A's rows in place instead of packing them: its
+/// rows are bit for bit those of the same contraction with one more row (which packs), across
+/// reduction chunks, row blocks, a batch and a fused epilogue, with an fp16 A widened first.
+#[test]
+fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
+    use f16c_dialect::ConvAttrs;
+    let mut rng = Rng(17);
+    for d in FLOATS {
+        for (m, k, n) in [(4, 5, 3), (8, 300, 19), (68, 600, 40)] {
+            let tol = Some(contraction_tolerance(k, d != DType::F32));
+            // matmul [2, rows, k] × a constant [2, k, n], then a clamp (the epilogue).
+            let w = random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0);
+            let matmul = |rows: usize| {
+                let mut g = Graph::new("matmul_rows");
+                let a = g.add_input(TensorType::new(d, [2, rows, k]), loc());
+                let b = constant(&mut g, w.clone());
+                let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+                let o = g.add_node(Op::MatMul, tensor_ty(d, &[2, rows, n]), &[a, b, z1, z2], loc());
+                let o = g.add_node(Op::Clamp { min: -2.0, max: 2.0 }, tensor_ty(d, &[2, rows, n]), &[o], loc());
+                g.add_output(o);
+                g
+            };
+            let more = random(&TensorType::new(d, [2, m + 1, k]), &mut rng, -1.0, 1.0);
+            let first: Vec<usize> = (0..2).flat_map(|b| (b * (m + 1) * k..(b * (m + 1) + m) * k)).collect();
+            let exact = Tensor::new(vec![2, m, k], more.data().gather(&first)).unwrap();
+            let what = format!("in-place matmul {d} m={m} k={k} n={n}");
+            check(&what, &matmul(m), std::slice::from_ref(&exact), tol);
+            let got = run_jit(&matmul(m), &[exact])[0].data().to_le_bytes();
+            let packed = run_jit(&matmul(m + 1), &[more])[0].data().to_le_bytes();
+            let (row, size) = (n * d.byte_size(), d.byte_size());
+            let want: Vec<u8> = (0..2).flat_map(|b| packed[b * (m + 1) * row..(b * (m + 1) + m) * row].to_vec()).collect();
+            assert_eq!(got, want, "{what}: not the packed GEMM's rows ({size}-byte elements)");
+
+            // A 1×1 convolution over one row of `pixels` pixels, bias and ReLU6 fused.
+            let wc = random(&TensorType::new(d, [n, 1, 1, k]), &mut rng, -1.0, 1.0);
+            let bias = random(&TensorType::new(d, [n]), &mut rng, -1.0, 1.0);
+            let conv = |pixels: usize| {
+                let mut g = Graph::new("conv_rows");
+                let x = g.add_input(TensorType::new(d, [1, 1, pixels, k]), loc());
+                let (wv, bv) = (constant(&mut g, wc.clone()), constant(&mut g, bias.clone()));
+                let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+                let a = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+                let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[1, 1, pixels, n]), &[x, wv, bv, z1, z2], loc());
+                let y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &[1, 1, pixels, n]), &[y], loc());
+                g.add_output(y);
+                g
+            };
+            let more = random(&TensorType::new(d, [1, 1, m + 1, k]), &mut rng, -1.0, 1.0);
+            let exact = Tensor::new(vec![1, 1, m, k], more.data().gather(&(0..m * k).collect::<Vec<_>>())).unwrap();
+            let what = format!("in-place 1x1 conv {d} pixels={m} k={k} n={n}");
+            check(&what, &conv(m), std::slice::from_ref(&exact), tol);
+            let got = run_jit(&conv(m), &[exact])[0].data().to_le_bytes();
+            let packed = run_jit(&conv(m + 1), &[more])[0].data().to_le_bytes();
+            assert_eq!(got, packed[..got.len()], "{what}: not the packed GEMM's rows");
+        }
+    }
+}
+
 /// Softmax and layer norm each run as one row kernel, bit for bit the unfused graph's.
 #[test]
 fn softmax_and_layer_norm_are_single_kernels_bit_exact() {

@@ -13,6 +13,10 @@
 //!   `[kc][MR]` in this thread's scratch, each value stored broadcast to a vector ([`AW`]),
 //!   then for every `B` panel runs the 4×8 micro-kernel over each micro-panel, accumulating
 //!   into an f32 `C` block in scratch: one A and one B micro-panel chunk fit L1 together.
+//!   Where A's rows already lie in memory as the GEMM's (a matmul, a 1×1 convolution with
+//!   stride 1 and no padding: most of a mobilenet) in f32, or widened so, and every
+//!   micro-panel is full, nothing is packed: a second micro-kernel reads four rows in place
+//!   ([`AForm::Rows`]), and the column groups can be one panel wide.
 //! - After the last chunk, the epilogue adds the bias, rounds once to the contraction's type,
 //!   applies the fused elementwise ops (rounding after each, as the graph does), and stores.
 //!   Edge tiles use scalar lanes.
@@ -165,19 +169,23 @@ impl Context<'_> {
         let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
         let chunks = k_chunks(&c.kind, k);
         let kc_max = chunks.iter().map(|(k0, k1)| k1 - k0).max().unwrap_or(0);
-        // Scratch: the packed A chunk, the f32 C block (one MR × NR tile per (panel,
-        // micro-panel)) that the chunks accumulate into, then (f16/bf16 B) one widened B chunk.
-        let c_offset = a_panels * MR * kc_max * AW;
-        let tile_bytes = MR * NR * 4;
-        let wide_offset = c_offset + panels * a_panels * tile_bytes;
-        let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
-        // Then (fp16 A) the span of A a row block reads, widened in one runtime call per block
+        // (fp16 A) The span of A a row block reads, widened in one runtime call per block
         // (F16C) so that packing reads f32: packing widened each value in software, three
         // channels per tap for the first conv of an image network.
         let band = (c.a.ty.dtype == DType::F16).then(|| a_band_bound(c, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
+        // A whose rows lie in memory as the GEMM's rows, in f32 (or widened so), every
+        // micro-panel full: the micro-kernel reads them in place and nothing is packed.
+        let a_form = if rows_in_place(c) && m % MR == 0 && (c.a.ty.dtype == DType::F32 || band.is_some()) { AForm::Rows } else { AForm::Packed };
+        // Scratch: the packed A chunk, the f32 C block (one MR × NR tile per (panel,
+        // micro-panel)) that the chunks accumulate into, then (f16/bf16 B) one widened B chunk,
+        // then A's band.
+        let c_offset = if a_form == AForm::Packed { a_panels * MR * kc_max * AW } else { 0 };
+        let tile_bytes = MR * NR * 4;
+        let wide_offset = c_offset + panels * a_panels * tile_bytes;
+        let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
         let band_offset = wide_offset + wide_bytes;
         let cost = 2.0 * (batch * m * n * k) as f64;
-        let groups = column_groups(batch * blocks, panels);
+        let groups = column_groups(batch * blocks, panels, a_form);
         let group_panels = panels.div_ceil(groups);
         // Then (f16 output) the finished rows of one micro-panel across the column group, in
         // f32, for the runtime to narrow: in one call when the group is every column (the
@@ -246,7 +254,9 @@ impl Context<'_> {
                     None => (a, c.a.ty.dtype),
                 };
                 for (ci, &(k0, k1)) in chunks.iter().enumerate() {
-                    pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, k0, k1);
+                    if a_form == AForm::Packed {
+                        pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, k0, k1);
+                    }
                     let kc = k1 - k0;
                     // This chunk of panel `p` of B: in place (f32), or widened into scratch.
                     let mut b_chunk = |fx: &mut Fx, p: Value| {
@@ -263,9 +273,23 @@ impl Context<'_> {
                         wide
                     };
                     live_panels(fx, &mut b_chunk, &mut |fx, _, ip, tile, bpanel| {
-                        let aoff = fx.b.ins().imul_imm_s(ip, (MR * kc * AW) as i64);
-                        let apanel = fx.b.ins().iadd(scratch, aoff);
-                        micro_kernel(fx, apanel, bpanel, kc, tile, ci > 0);
+                        let a = match a_form {
+                            AForm::Packed => {
+                                let aoff = fx.b.ins().imul_imm_s(ip, (MR * kc * AW) as i64);
+                                fx.b.ins().iadd(scratch, aoff)
+                            }
+                            AForm::Rows => {
+                                // Row `row0 + ip·MR` of batch `bi`, column k0.
+                                let r = fx.b.ins().imul_imm_s(ip, MR as i64);
+                                let r = fx.b.ins().iadd(r, row0);
+                                let at = fx.b.ins().imul_imm_s(bi, m as i64);
+                                let at = fx.b.ins().iadd(at, r);
+                                let at = fx.b.ins().imul_imm_s(at, k as i64);
+                                let at = fx.b.ins().iadd_imm_s(at, k0 as i64);
+                                fx.addr(a_src, at, 4)
+                            }
+                        };
+                        micro_kernel(fx, (a_form, a, k * 4), bpanel, kc, tile, ci > 0);
                     });
                 }
                 if !narrowed {
@@ -917,6 +941,17 @@ fn pack_b_constant(c: &Contraction, data: &Data) -> Vec<u8> {
     out
 }
 
+/// Whether row `r` of the GEMM's `A` is the `k` values at element `r · k` of the A operand
+/// (per batch): a matmul's, or a 1×1 convolution's with stride 1 and no padding (NHWC: a
+/// pixel's channels).
+fn rows_in_place(c: &Contraction) -> bool {
+    match &c.kind {
+        ContractionKind::MatMul => c.a_row_stride.is_none_or(|s| s == c.k),
+        ContractionKind::Conv(g) => c.batch == 1 && g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.pad == [0; 4],
+        _ => false,
+    }
+}
+
 /// Packs columns `k0..k1` of rows `row0..row0+MC` of `A` (batch `bi`) into `scratch` as
 /// micro-panels `[panel][k1 - k0][MR]` of f32 values, each stored broadcast to four lanes
 /// ([`AW`] bytes), zero for rows past `m` and for conv taps outside the input. For a conv,
@@ -1137,10 +1172,12 @@ fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: imp
 
 /// The micro-kernel, a function of its own: `(apanel, bpanel, k, tile, accumulate)` computes
 /// `tile = (accumulate ? tile : 0) + A·B` for an `MR × NR` tile over `k`, in `MR × NR / 4`
-/// f32x4 accumulators.
+/// f32x4 accumulators. Its [`AForm::Rows`] form takes `(a, stride, bpanel, k, tile,
+/// accumulate)` and reads A's rows in place.
 ///
 /// Per `k` step it loads the `NR / 4` B vectors and, per row, the A value (packed already
-/// broadcast, [`AW`]), which feeds that row's FMAs. x86 `vfmadd213ps` overwrites a
+/// broadcast, [`AW`]; or loaded and broadcast, `vmovss` + `vbroadcastss`: a broadcasting load
+/// per FMA instead was 5-8% slower on mobilenet ×1.0), which feeds that row's FMAs. x86 `vfmadd213ps` overwrites a
 /// multiplicand, so the register allocator copies the A vector for its first FMA (a move the
 /// CPU eliminates at rename) and the new accumulator lands in the copy's register. The `k` loop
 /// is unrolled [`KU`] times, which lets the allocator rotate the accumulators back into their
@@ -1150,21 +1187,30 @@ fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: imp
 /// optimizer (see [`super::Artifact::keep_order`]), which would hoist every load of an
 /// unrolled body above the FMAs. It is separate from the kernels so that nothing else
 /// competes for the 16 xmm registers.
-pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContext, fma: bool) -> cranelift_codegen::ir::Function {
-    use cranelift_codegen::ir::{types::I64, AbiParam, BlockArg, Function, Signature, UserFuncName};
-    let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
-    sig.params.extend([I64; 5].map(AbiParam::new));
-    let mut func = Function::with_name_signature(UserFuncName::testcase(MICRO_KERNEL), sig);
+pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContext, fma: bool, form: AForm) -> cranelift_codegen::ir::Function {
+    use cranelift_codegen::ir::{types::I64, BlockArg, Function, UserFuncName};
+    let mut func = Function::with_name_signature(UserFuncName::testcase(form.name()), form.signature());
     let mut b = cranelift_frontend::FunctionBuilder::new(&mut func, ctx);
     let m = super::emit::mem();
     let accs = MR * NR / LANES;
     let args = |vals: &[Value]| vals.iter().map(|&v| BlockArg::Value(v)).collect::<Vec<_>>();
     // One k step at `ap`/`bp` (byte offsets `ao`/`bo`): B vectors, then per row its A vector
     // and one FMA per B vector.
-    let step = |b: &mut cranelift_frontend::FunctionBuilder, ap: Value, bp: Value, ao: i32, bo: i32, acc: &mut [Value]| {
+    // `rows[r]`: the offset of row r from `ap` (Rows form: `r · stride`, in a register).
+    let step = |b: &mut cranelift_frontend::FunctionBuilder, ap: Value, bp: Value, ao: i32, bo: i32, rows: &[Value], acc: &mut [Value]| {
         let bv: Vec<Value> = (0..NR / LANES).map(|v| b.ins().load(F32X4, m, bp, bo + (v * 16) as i32)).collect();
         for r in 0..MR {
-            let av = b.ins().load(F32X4, m, ap, ao + (r * AW) as i32);
+            let av = match form {
+                AForm::Packed => b.ins().load(F32X4, m, ap, ao + (r * AW) as i32),
+                AForm::Rows => {
+                    let row = match rows.get(r) {
+                        Some(&off) if r > 0 => b.ins().iadd(ap, off),
+                        _ => ap,
+                    };
+                    let x = b.ins().load(F32, m, row, ao);
+                    b.ins().splat(F32X4, x)
+                }
+            };
             for (v, &bvec) in bv.iter().enumerate() {
                 let i = r * (NR / LANES) + v;
                 acc[i] = if fma {
@@ -1197,8 +1243,23 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
     }
     b.switch_to_block(entry);
     let p = b.block_params(entry).to_vec();
+    // Packed: (apanel, bpanel, k, tile, accumulate); Rows: (a, stride, bpanel, k, tile,
+    // accumulate).
+    let (p, rows) = match form {
+        AForm::Packed => (p, vec![]),
+        AForm::Rows => {
+            let stride = p[1];
+            let rows = (0..MR).map(|r| if r < 2 { stride } else { b.ins().imul_imm_s(stride, r as i64) }).collect();
+            ([&p[..1], &p[2..]].concat(), rows)
+        }
+    };
     let (apanel, bpanel, k, tile) = (p[0], p[1], p[2], p[3]);
     let accumulate = p[4];
+    // Bytes of A per k step.
+    let a_step = match form {
+        AForm::Packed => MR * AW,
+        AForm::Rows => 4,
+    };
     let trips = b.ins().ushr_imm_u(k, KU.trailing_zeros() as i64);
     let left = b.ins().band_imm_u(k, (KU - 1) as i64);
     let (from_tile, from_zero) = (b.create_block(), b.create_block());
@@ -1225,9 +1286,9 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
         let (ap, bp, count) = (p[0], p[1], p[2]);
         let mut acc = p[3..].to_vec();
         for u in 0..steps {
-            step(b, ap, bp, (u * MR * AW) as i32, (u * NR * 4) as i32, &mut acc);
+            step(b, ap, bp, (u * a_step) as i32, (u * NR * 4) as i32, &rows, &mut acc);
         }
-        let ap = b.ins().iadd_imm_s(ap, (steps * MR * AW) as i64);
+        let ap = b.ins().iadd_imm_s(ap, (steps * a_step) as i64);
         let bp = b.ins().iadd_imm_s(bp, (steps * NR * 4) as i64);
         let count = b.ins().iadd_imm_s(count, -1);
         let mut again = vec![ap, bp, count];
@@ -1253,20 +1314,60 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
     func
 }
 
-/// The micro-kernel's name; it is always function 0 of an artifact.
-pub const MICRO_KERNEL: &str = "gemm_micro_kernel";
+/// Where the micro-kernel reads A.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AForm {
+    /// Packed micro-panels `[k][MR]`, each value broadcast to [`AW`] bytes (`pack_a`).
+    Packed,
+    /// A's own f32 rows, `stride` bytes apart (a matmul, a 1×1 convolution with stride 1 and
+    /// no padding): each value is loaded broadcast (`vbroadcastss`, a load like the packed
+    /// form's), and nothing is packed.
+    Rows,
+}
 
-/// Calls the micro-kernel (function 0): `tile` = (`accumulate` ? `tile` : 0) + A·B over `k`.
-fn micro_kernel(fx: &mut Fx, apanel: Value, bpanel: Value, k: usize, tile: Value, accumulate: bool) {
-    use cranelift_codegen::ir::{types::I64, AbiParam, ExtFuncData, ExternalName, Signature, UserExternalName};
-    let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
-    sig.params.extend([I64; 5].map(AbiParam::new));
-    let sigref = fx.b.import_signature(sig);
-    let name = fx.b.func.declare_imported_user_function(UserExternalName::new(0, 0));
+impl AForm {
+    /// Both forms, in function order: the artifact's functions 0 and 1.
+    pub const ALL: [AForm; 2] = [AForm::Packed, AForm::Rows];
+
+    /// The function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AForm::Packed => "gemm_micro_kernel",
+            AForm::Rows => "gemm_micro_kernel_rows",
+        }
+    }
+
+    /// Its index among an artifact's functions.
+    fn index(self) -> u32 {
+        self as u32
+    }
+
+    fn signature(self) -> cranelift_codegen::ir::Signature {
+        use cranelift_codegen::ir::{types::I64, AbiParam, Signature};
+        let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+        let params = match self {
+            AForm::Packed => 5,
+            AForm::Rows => 6,
+        };
+        sig.params.extend((0..params).map(|_| AbiParam::new(I64)));
+        sig
+    }
+}
+
+/// Calls the micro-kernel of A's `form`: `tile` = (`accumulate` ? `tile` : 0) + A·B over `k`,
+/// A at `a` (packed, or rows `stride` bytes apart).
+fn micro_kernel(fx: &mut Fx, (form, a, stride): (AForm, Value, usize), bpanel: Value, k: usize, tile: Value, accumulate: bool) {
+    use cranelift_codegen::ir::{ExtFuncData, ExternalName, UserExternalName};
+    let sigref = fx.b.import_signature(form.signature());
+    let name = fx.b.func.declare_imported_user_function(UserExternalName::new(0, form.index()));
     let f = fx.b.import_function(ExtFuncData { name: ExternalName::user(name), signature: sigref, colocated: true, patchable: false });
     let kv = fx.i(k as i64);
     let flag = fx.i(accumulate as i64);
-    fx.b.ins().call(f, &[apanel, bpanel, kv, tile, flag]);
+    let args = match form {
+        AForm::Packed => vec![a, bpanel, kv, tile, flag],
+        AForm::Rows => vec![a, fx.i(stride as i64), bpanel, kv, tile, flag],
+    };
+    fx.b.ins().call(f, &args);
 }
 
 /// The ranges `k0..k1` of the reduction dimension that the GEMM handles one at a time, so that
@@ -1438,10 +1539,12 @@ impl Context<'_> {
 /// Column groups a GEMM's work items split B's panels into, so that a contraction with few
 /// row blocks (a CNN's deep layers at batch 1: 8×8 pixels are one block of [`MC`] rows) still
 /// has work for every thread: enough groups for [`PARALLEL_ITEMS`] items, each of at least
-/// [`GROUP_MIN_PANELS`] panels (every group packs the block's A again). The sums are the same
-/// whichever item computes them.
-fn column_groups(row_items: usize, panels: usize) -> usize {
-    PARALLEL_ITEMS.div_ceil(row_items.max(1)).min(panels / GROUP_MIN_PANELS).max(1)
+/// [`GROUP_MIN_PANELS`] panels where every group packs the block's A again, of one panel where
+/// the micro-kernel reads A's rows in place. The sums are the same whichever item computes
+/// them.
+fn column_groups(row_items: usize, panels: usize, a_form: AForm) -> usize {
+    let min_panels = if a_form == AForm::Packed { GROUP_MIN_PANELS } else { 1 };
+    PARALLEL_ITEMS.div_ceil(row_items.max(1)).min(panels / min_panels).max(1)
 }
 
 /// Work items a contraction should offer the executor's threads.

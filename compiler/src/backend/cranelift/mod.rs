@@ -10,9 +10,10 @@
 //! four lanes at a time in loops; [`emit`]). Runs of fp16 values are converted in bulk by the
 //! runtime instead, where Cranelift cannot emit the CPU's F16C instructions: weights and input
 //! rows widened by `WidenF16`, contraction results staged in f32 and rounded and narrowed by
-//! `NarrowF16` ([`narrow`]). Contractions pack their operands into f32 panels
-//! and run a 4×8 register-blocked micro-kernel with f32x4 FMA ([`gemm`]); constant weights are
-//! packed at compile time, in their own type (an f16 weight keeps two bytes per element).
+//! `NarrowF16` ([`narrow`]). Contractions pack their operands into f32 panels (A's rows are
+//! read in place where they lie as the GEMM's) and run a 4×8 register-blocked micro-kernel
+//! with f32x4 FMA ([`gemm`]); constant weights are packed at compile time, in their own type
+//! (an f16 weight keeps two bytes per element).
 //!
 //! [`compile`] returns the CLIF functions with the buffer [`Layout`] and the schedule (the
 //! [`Compiled`] form). From it, the backend prints CLIF and host assembly, writes an object file
@@ -68,12 +69,13 @@ impl Default for Options {
 pub struct Compiled {
     /// The buffer table (after [`Layout::finish`]: the arena plan includes the temporaries).
     pub layout: Layout,
-    /// The functions, with their names. Function 0 is the GEMM micro-kernel, which kernels call
-    /// as `UserExternalName(0, 0)`: a module must declare the functions in this order.
+    /// The functions, with their names. Functions 0 and 1 are the GEMM micro-kernels (packed
+    /// A, A's rows in place: [`gemm::AForm`]), which kernels call as `UserExternalName(0, i)`:
+    /// a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
     /// Functions whose instruction order is their schedule: compile them without Cranelift's
     /// optimizer (`opt_level=none`), which would reorder and merge their loads. The GEMM
-    /// micro-kernel is one.
+    /// micro-kernels are.
     pub keep_order: Vec<usize>,
     /// Calls in execution order.
     pub steps: Vec<Step>,
@@ -132,8 +134,8 @@ impl Compiled {
         let builder = cranelift_object::ObjectBuilder::new(isa, "f16c", cranelift_module::default_libcall_names())
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
-        // The micro-kernel (function 0) is called only from inside the object.
-        self.define_functions(&mut module, &*as_written, |i| if i == 0 { Linkage::Local } else { Linkage::Export })?;
+        // The micro-kernels (the first functions) are called only from inside the object.
+        self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() { Linkage::Local } else { Linkage::Export })?;
         let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
         Ok((bytes, requires))
     }
@@ -281,14 +283,16 @@ pub fn frontend_config() -> TargetFrontendConfig {
 /// Compiles a lowered program to CLIF. The program must be legal ([`legal::legal`]).
 pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> {
     let mut cx = lower::Context::new(program, options.fma);
-    let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma);
-    cx.functions.push((gemm::MICRO_KERNEL.to_string(), micro));
+    for form in gemm::AForm::ALL {
+        let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma, form);
+        cx.functions.push((form.name().to_string(), micro));
+    }
     for k in 0..program.kernels.len() {
         cx.kernel(k)?;
     }
     let lower::Context { mut layout, functions, steps, .. } = cx;
     layout.finish(program);
-    Ok(Compiled { layout, functions, keep_order: vec![0], steps })
+    Ok(Compiled { layout, functions, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps })
 }
 
 /// Builds one kernel function with `body`.
