@@ -185,7 +185,7 @@ impl Context<'_> {
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
         let band_offset = wide_offset + wide_bytes;
         let cost = 2.0 * (batch * m * n * k) as f64;
-        let groups = column_groups(batch * blocks, panels, a_form);
+        let groups = column_groups(batch * blocks, panels, a_form == AForm::Packed || band.is_some());
         let group_panels = panels.div_ceil(groups);
         // Then (f16 output) the finished rows of one micro-panel across the column group, in
         // f32, for the runtime to narrow: in one call when the group is every column (the
@@ -1539,11 +1539,12 @@ impl Context<'_> {
 /// Column groups a GEMM's work items split B's panels into, so that a contraction with few
 /// row blocks (a CNN's deep layers at batch 1: 8×8 pixels are one block of [`MC`] rows) still
 /// has work for every thread: enough groups for [`PARALLEL_ITEMS`] items, each of at least
-/// [`GROUP_MIN_PANELS`] panels where every group packs the block's A again, of one panel where
-/// the micro-kernel reads A's rows in place. The sums are the same whichever item computes
-/// them.
-fn column_groups(row_items: usize, panels: usize, a_form: AForm) -> usize {
-    let min_panels = if a_form == AForm::Packed { GROUP_MIN_PANELS } else { 1 };
+/// [`GROUP_MIN_PANELS`] panels where every group prepares the block's A again (packs it, or
+/// widens its fp16 rows), of one panel where the micro-kernel reads A's f32 rows in place (one
+/// panel groups of an fp16 attention's 8-row matmuls, each widening A again, made the model
+/// 15% slower). The sums are the same whichever item computes them.
+fn column_groups(row_items: usize, panels: usize, prepares_a: bool) -> usize {
+    let min_panels = if prepares_a { GROUP_MIN_PANELS } else { 1 };
     PARALLEL_ITEMS.div_ceil(row_items.max(1)).min(panels / min_panels).max(1)
 }
 
