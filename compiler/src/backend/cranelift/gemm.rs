@@ -264,21 +264,15 @@ impl Context<'_> {
                         pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, k0, k1);
                     }
                     let kc = k1 - k0;
+                    // A constant B is packed chunk by chunk (its panels' chunks in a row), one
+                    // packed at run time panel by panel.
+                    let chunk_at = if c.b_constant { ChunkAt::by_chunk(panels, k, (k0, k1)) } else { ChunkAt::by_panel(panels, k, (k0, k1)) };
                     // This chunk of panel `p` of B: in place (f32), or widened into scratch.
                     let mut b_chunk = |fx: &mut Fx, p: Value| {
-                        // A constant B is packed chunk by chunk (its panels' chunks in a row),
-                        // one packed at run time panel by panel.
-                        let at = if c.b_constant {
-                            let at = fx.b.ins().imul_imm_s(p, (kc * NR) as i64);
-                            let b0 = fx.b.ins().imul_imm_s(bi, (k * panels * NR) as i64);
-                            let at = fx.b.ins().iadd(at, b0);
-                            fx.b.ins().iadd_imm_s(at, (k0 * panels * NR) as i64)
-                        } else {
-                            let at = fx.b.ins().imul_imm_s(bi, panels as i64);
-                            let at = fx.b.ins().iadd(at, p);
-                            let at = fx.b.ins().imul_imm_s(at, panel_elems as i64);
-                            fx.b.ins().iadd_imm_s(at, (k0 * NR) as i64)
-                        };
+                        let at = fx.b.ins().imul_imm_s(p, chunk_at.panel as i64);
+                        let b0 = fx.b.ins().imul_imm_s(bi, chunk_at.batch as i64);
+                        let at = fx.b.ins().iadd(at, b0);
+                        let at = fx.b.ins().iadd_imm_s(at, chunk_at.base as i64);
                         if packed_dt == DType::F32 {
                             return fx.addr(bp, at, 4);
                         }
@@ -452,16 +446,21 @@ impl Context<'_> {
             fx.for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
                 let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
-                // The byte offset of window row ky's widened row (used where the whole window
-                // is inside the image).
-                let mut ring_offs = Vec::new();
-                if widen {
-                    for ky in 0..g.kh {
+                // Window row ky's input row and whether it lies inside the image.
+                let window_rows: Vec<(Value, Value)> = (0..g.kh)
+                    .map(|ky| {
                         let kyv = fx.i(ky as i64);
                         let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
+                        (y, in_range(fx, y, g.ih))
+                    })
+                    .collect();
+                // The byte offset of window row ky's widened row.
+                let mut ring_offs = Vec::new();
+                if widen {
+                    for (ky, &(y, ok_y)) in window_rows.iter().enumerate() {
+                        let kyv = fx.i(ky as i64);
                         let slot = slot_of(fx, b, y, kyv);
                         ring_offs.push(fx.b.ins().imul_imm_s(slot, (row_elems * 4) as i64));
-                        let ok_y = in_range(fx, y, g.ih);
                         fx.if_then(ok_y, |fx| {
                             let key = row_key(fx, b, y);
                             let tag = fx.b.ins().imul_imm_s(slot, 8);
@@ -479,19 +478,11 @@ impl Context<'_> {
                         });
                     }
                 }
-                // Window row ky's validity for this output row, where some row lacks it (a
-                // row whose tap falls in the padding skips it, as TOSA does).
+                // Window row ky's validity, checked where some output row lacks it (a row
+                // whose tap falls in the padding skips it, as TOSA does).
                 let zero = fx.i(0);
                 let y0 = window_coord(fx, oy, zero, g.stride[0], 1, g.pad[0]);
-                let guards: Vec<Option<Value>> = (0..g.kh)
-                    .map(|ky| {
-                        row_taps.guarded(ky).then(|| {
-                            let kyv = fx.i(ky as i64);
-                            let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
-                            in_range(fx, y, g.ih)
-                        })
-                    })
-                    .collect();
+                let guards: Vec<Option<Value>> = window_rows.iter().enumerate().map(|(ky, &(_, ok))| row_taps.guarded(ky).then_some(ok)).collect();
                 // The sums of output channel `o` (four from `o` when `lanes`) of `count`
                 // pixels from `ox`, over the window rows this row has and columns `kxs`: for
                 // each tap (in the reference's order: `ky`, then `kx`) the weight is loaded
@@ -951,7 +942,7 @@ fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)]) -> V
                             continue;
                         }
                         let src = if col_major { col * k + kk } else { (bi * k + kk) * n + col };
-                        let dst = constant_b_at(bi, panels, k, (k0, k1), p) + (kk - k0) * NR + j;
+                        let dst = ChunkAt::by_chunk(panels, k, (k0, k1)).of(bi, p) + (kk - k0) * NR + j;
                         out[dst * elem..(dst + 1) * elem].copy_from_slice(&bytes[src * elem..(src + 1) * elem]);
                     }
                 }
@@ -961,10 +952,29 @@ fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)]) -> V
     out
 }
 
-/// The element where chunk `k0..k1` of panel `p` (batch `bi`) of a constant B packed by
-/// [`pack_b_constant`] starts: `[batch][chunk][panel][k1 - k0][NR]`.
-fn constant_b_at(bi: usize, panels: usize, k: usize, (k0, k1): (usize, usize), p: usize) -> usize {
-    (bi * k + k0) * panels * NR + p * (k1 - k0) * NR
+/// Where chunk `k0..k1` of each panel of a packed B starts: element `base + bi·batch + p·panel`
+/// of batch `bi`, panel `p`.
+struct ChunkAt {
+    base: usize,
+    batch: usize,
+    panel: usize,
+}
+
+impl ChunkAt {
+    /// In a constant B packed by [`pack_b_constant`]: `[batch][chunk][panel][k1 - k0][NR]`.
+    fn by_chunk(panels: usize, k: usize, (k0, k1): (usize, usize)) -> ChunkAt {
+        ChunkAt { base: k0 * panels * NR, batch: k * panels * NR, panel: (k1 - k0) * NR }
+    }
+
+    /// In a B packed at run time: `[batch][panel][k][NR]`.
+    fn by_panel(panels: usize, k: usize, (k0, _): (usize, usize)) -> ChunkAt {
+        ChunkAt { base: k0 * NR, batch: panels * k * NR, panel: k * NR }
+    }
+
+    /// The start of panel `p` of batch `bi`.
+    fn of(&self, bi: usize, p: usize) -> usize {
+        self.base + bi * self.batch + p * self.panel
+    }
 }
 
 /// Whether row `r` of the GEMM's `A` is the `k` values at element `r · k` of the A operand
