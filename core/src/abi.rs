@@ -87,11 +87,46 @@ pub enum Libcall {
     /// (x86 F16C `vcvtps2ph`): the Cranelift backend stages a block of f32 results and has
     /// them rounded and narrowed in one call rather than in software, value by value.
     NarrowF16,
+    /// `uint64_t f(const void *a, uint64_t a_stride, const void *b, uint64_t b_stride, uint64_t
+    /// k, float *tiles, uint64_t tiles_stride, uint64_t micro_panels, uint64_t panels, uint64_t
+    /// flags)`: the GEMM's inner loops over `micro_panels` micro-panels of A and `panels`
+    /// panels of B for one reduction chunk, in the runtime's native code (x86 AVX2 + FMA:
+    /// eight lanes, where Cranelift's SIMD has four), returning `micro_panels`. See [`tiles`]
+    /// for the layouts and flags. Optional: its table entry is null where the runtime has no
+    /// native code for this CPU, and the generated code then runs its own micro-kernel, which
+    /// gives the same bits (both multiply-add each element in `k` order, fused).
+    GemmTiles,
+}
+
+/// The contract of [`Libcall::GemmTiles`], shared by the code that calls it and the runtime.
+///
+/// Tile (`j`, `i`), for B panel `j < panels` and A micro-panel `i < micro_panels`, is
+/// `TILE_ROWS × TILE_COLS` f32, row-major, at `tiles + j · tiles_stride + i · TILE_ROWS ·
+/// TILE_COLS · 4` bytes; it becomes (`ACCUMULATE` ? itself : 0) + Aᵢ·Bⱼ, each element a chain
+/// of fused multiply-adds in `k` order. Bⱼ, at `b + j · b_stride` bytes, is `k` rows of
+/// `TILE_COLS` values (`[k][TILE_COLS]`: f32, or f16 with `B_F16`, bf16 with `B_BF16`, widened
+/// exactly as they are read). Aᵢ is micro-panel `i`: with `PACKED_A`, at
+/// `a + i · TILE_ROWS · k · PACKED_A_BYTES`, laid out `[k][TILE_ROWS]`, each f32 value in the
+/// first 4 of its `PACKED_A_BYTES`; otherwise A's own f32 rows, row `r` of Aᵢ at
+/// `a + (i · TILE_ROWS + r) · a_stride` bytes, `k` consecutive values.
+pub mod tiles {
+    /// Rows of a tile (the GEMM's `MR`).
+    pub const TILE_ROWS: usize = 4;
+    /// Columns of a tile and of a B panel (the GEMM's `NR`).
+    pub const TILE_COLS: usize = 8;
+    /// Flag: start from the tiles' values (a later reduction chunk), not from zero.
+    pub const ACCUMULATE: u64 = 1;
+    /// Flag: A is packed micro-panels, not rows in place.
+    pub const PACKED_A: u64 = 2;
+    /// Flag: B holds f16 values, not f32.
+    pub const B_F16: u64 = 4;
+    /// Flag: B holds bf16 values, not f32.
+    pub const B_BF16: u64 = 8;
 }
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 18] = [
+    pub const ALL: [Libcall; 19] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -110,6 +145,7 @@ impl Libcall {
         Libcall::CosF64,
         Libcall::WidenF16,
         Libcall::NarrowF16,
+        Libcall::GemmTiles,
     ];
 
     /// The C parameter types and result type.
@@ -123,6 +159,7 @@ impl Libcall {
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
             WidenF16 | NarrowF16 => (&[Ptr, Ptr, U64], U64),
+            GemmTiles => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
         }
     }
 

@@ -257,6 +257,15 @@ impl Model {
             Body::Staged(s) => s.set_threads(threads),
         }
     }
+
+    /// Whether later runs may use the runtime's native GEMM loop where the CPU has it (the
+    /// default): see `f16c_runtime::exec::Executor::set_native_tiles`.
+    pub fn set_native_tiles(&mut self, on: bool) {
+        match &mut self.body {
+            Body::Flat(e) => e.set_native_tiles(on),
+            Body::Staged(s) => s.set_native_tiles(on),
+        }
+    }
 }
 
 fn jit(compiled: &backend::Compiled, isa: OwnedTargetIsa, as_written: &dyn TargetIsa) -> Result<(JITModule, Vec<Option<KernelFn>>)> {

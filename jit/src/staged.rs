@@ -76,10 +76,19 @@ impl Staged {
     }
 
     pub(crate) fn set_threads(&mut self, threads: usize) {
+        self.each_model(|m| m.set_threads(threads));
+    }
+
+    pub(crate) fn set_native_tiles(&mut self, on: bool) {
+        self.each_model(|m| m.set_native_tiles(on));
+    }
+
+    /// Calls `f` on the model of every stage and region.
+    fn each_model(&mut self, mut f: impl FnMut(&mut crate::Model)) {
         for s in &mut self.stages {
             match s {
-                Stage::Code { model, .. } => model.set_threads(threads),
-                Stage::Control { regions, .. } => regions.iter_mut().for_each(|m| m.set_threads(threads)),
+                Stage::Code { model, .. } => f(model),
+                Stage::Control { regions, .. } => regions.iter_mut().for_each(&mut f),
             }
         }
     }

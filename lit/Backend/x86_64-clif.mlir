@@ -18,12 +18,19 @@
 // CHECK: return
 
 // The micro-kernel (a function of its own, printed first) accumulates with f32x4 fused
-// multiply-adds; the epilogue rounds the product to f16, then adds, clamps (TOSA's maximum and
+// multiply-adds. The epilogue rounds the product to f16, then adds, clamps (TOSA's maximum and
 // minimum: compare, keep the first of equal values, NaN if either is) and adds, rounding after
 // each but the last: the results are stored as f32 into scratch and the runtime's NarrowF16
 // (table entry 17, at byte 136) rounds them to nearest even and packs them, a block of rows
 // per call, not four lanes at a time in software.
+// Each reduction chunk's tiles are one call of the runtime's native loop (GemmTiles, table
+// entry 18, at byte 144: A, its stride, B, B's panel stride, k, the tiles, their panel stride,
+// micro-panels, panels, flags; 2 = packed A), where the table has it, else the micro-kernel
+// (function 0) per tile.
 // CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: [[TILES:v[0-9]+]] = load.i64 notrap aligned readonly v4+144
+// CHECK: call_indirect.i64 sig{{[0-9]+}}, [[TILES]]({{.*}}v{{[0-9]+}} = 2
+// CHECK: call fn0(
 // CHECK: splat.f32x4
 // CHECK: fadd
 // CHECK: fcmp ge

@@ -285,7 +285,19 @@ impl Executor {
             })
             .collect();
         let profile = std::env::var_os("F16C_PROFILE").map(|_| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
-        Ok(Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), _code: code })
+        let mut e = Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), _code: code };
+        if std::env::var_os("F16C_NATIVE_TILES").is_some_and(|v| v == "0") {
+            e.set_native_tiles(false);
+        }
+        Ok(e)
+    }
+
+    /// Whether later runs may use the runtime's native GEMM loop ([`crate::tiles`]) where the
+    /// CPU has it (the default; `F16C_NATIVE_TILES=0` in the environment turns it off): off, the
+    /// generated code runs its own micro-kernel, with the same results.
+    pub fn set_native_tiles(&mut self, on: bool) {
+        let at = f16c_core::abi::Libcall::GemmTiles as usize;
+        self.rt[at] = if on { crate::tiles::entry() } else { 0 };
     }
 
     /// The manifest (function name, types, layout, schedule).

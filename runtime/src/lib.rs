@@ -9,7 +9,8 @@
 //!   turns a kernel's status into a located error. The in-process JIT (`f16c-jit`) and the
 //!   shared-object loader both run their code through it.
 //! - [`libcalls`]: the math functions generated code calls through the `rt` table, the very
-//!   functions the reference interpreter uses, so results are bit-identical.
+//!   functions the reference interpreter uses, so results are bit-identical; and [`tiles`], the
+//!   GEMM's inner loop in native AVX2 code, which generated code calls where the CPU has it.
 //! - [`loader`]: reads an artifact file and loads it: a shared object for the CPU executor, or
 //!   PTX for [`cuda`], the GPU executor (CUDA driver API loaded at run time, Cargo feature
 //!   `cuda`, on by default; building needs nothing CUDA).
@@ -30,6 +31,7 @@ pub mod libcalls;
 pub mod loader;
 pub mod npy;
 pub mod results;
+pub mod tiles;
 
 pub use f16c_core::artifact::{Artifact, ArtifactError, Manifest};
 pub use f16c_core::{artifact, compare};

@@ -6,8 +6,9 @@ use half::{bf16, f16};
 
 /// Defines each libcall as an `extern "C"` function and the table of their addresses, in one
 /// list so that a libcall and its table entry cannot drift apart.
+/// The entries after `optional:` are addresses, null where the runtime has no code for this CPU.
 macro_rules! libcalls {
-    ($($lc:ident => |$($x:ident: $t:ty),+| -> $r:ty $body:block),+ $(,)?) => {
+    ($($lc:ident => |$($x:ident: $t:ty),+| -> $r:ty $body:block),+ $(,)? ; optional: $($opt:ident => $at:expr),* $(,)?) => {
         /// The table, in [`Libcall::ALL`] order.
         pub fn table() -> Vec<usize> {
             Libcall::ALL
@@ -17,6 +18,7 @@ macro_rules! libcalls {
                         extern "C" fn f($($x: $t),+) -> $r $body
                         f as extern "C" fn($($t),+) -> $r as usize
                     })+
+                    $(Libcall::$opt => $at,)*
                 })
                 .collect()
         }
@@ -54,6 +56,9 @@ libcalls! {
         narrow_f16(src, dst);
         n
     },
+    ;
+    optional:
+    GemmTiles => crate::tiles::entry(),
 }
 
 /// `dst[i] = src[i]` widened: F16C (`vcvtph2ps`, eight per instruction) where the CPU has it,

@@ -611,7 +611,7 @@ fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
                 g
             };
             let more = random(&TensorType::new(d, [2, m + 1, k]), &mut rng, -1.0, 1.0);
-            let first: Vec<usize> = (0..2).flat_map(|b| (b * (m + 1) * k..(b * (m + 1) + m) * k)).collect();
+            let first: Vec<usize> = (0..2).flat_map(|b| b * (m + 1) * k..(b * (m + 1) + m) * k).collect();
             let exact = Tensor::new(vec![2, m, k], more.data().gather(&first)).unwrap();
             let what = format!("in-place matmul {d} m={m} k={k} n={n}");
             check(&what, &matmul(m), std::slice::from_ref(&exact), tol);
@@ -643,6 +643,59 @@ fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
             let packed = run_jit(&conv(m + 1), &[more])[0].data().to_le_bytes();
             assert_eq!(got, packed[..got.len()], "{what}: not the packed GEMM's rows");
         }
+    }
+}
+
+/// Where the CPU has AVX2 and FMA, the GEMM hands its micro-panels to the runtime's native loop
+/// (`f16c_runtime::tiles`); with it turned off, the generated micro-kernel runs instead. The two
+/// give the same bits: A packed and in place, f32, fp16 and bf16 (an fp16 weight read and
+/// widened by the native loop itself), reduction chunks, several row blocks and a batch, a
+/// short last micro-panel, fused epilogues, and every remainder of its three-at-a-time loop.
+#[test]
+fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
+    if f16c_runtime::tiles::entry() == 0 {
+        eprintln!("this CPU has no native GEMM loop: nothing to compare");
+        return;
+    }
+    use f16c_dialect::ConvAttrs;
+    let mut rng = Rng(23);
+    let mut cases: Vec<(String, Graph, Vec<Tensor>)> = Vec::new();
+    for d in FLOATS {
+        for (m, k, n) in [(4, 5, 3), (8, 300, 19), (68, 600, 40), (150, 40, 70), (9, 7, 8)] {
+            let mut g = Graph::new("matmul");
+            let a = g.add_input(TensorType::new(d, [2, m, k]), loc());
+            let b = constant(&mut g, random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0));
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            let o = g.add_node(Op::MatMul, tensor_ty(d, &[2, m, n]), &[a, b, z1, z2], loc());
+            let o = g.add_node(Op::Clamp { min: -2.0, max: 2.0 }, tensor_ty(d, &[2, m, n]), &[o], loc());
+            g.add_output(o);
+            let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+            cases.push((format!("matmul {d} m={m} k={k} n={n}"), g, inputs));
+        }
+        for (pixels, k, n) in [(12, 600, 40), (80, 24, 16)] {
+            let mut g = Graph::new("conv_1x1");
+            let x = g.add_input(TensorType::new(d, [1, 1, pixels, k]), loc());
+            let w = constant(&mut g, random(&TensorType::new(d, [n, 1, 1, k]), &mut rng, -1.0, 1.0));
+            let bias = constant(&mut g, random(&TensorType::new(d, [n]), &mut rng, -1.0, 1.0));
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            let a = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+            let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[1, 1, pixels, n]), &[x, w, bias, z1, z2], loc());
+            g.add_output(y);
+            let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+            cases.push((format!("1x1 conv {d} pixels={pixels} k={k} n={n}"), g, inputs));
+        }
+        for (size, c, o) in [(9, 3, 8), (17, 40, 33), (20, 130, 12)] {
+            let (g, _) = conv_graph("conv", d, size, c, o, true);
+            let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+            cases.push((format!("conv {d} n={size} c={c} o={o}"), g, inputs));
+        }
+    }
+    for (what, g, inputs) in cases {
+        let mut model = Model::compile_graph(&g, 2).unwrap();
+        let native = model.run(&inputs).unwrap();
+        model.set_native_tiles(false);
+        let generated = model.run(&inputs).unwrap();
+        assert_eq!(native[0].data().to_le_bytes(), generated[0].data().to_le_bytes(), "{what}: the native loop's bits differ");
     }
 }
 

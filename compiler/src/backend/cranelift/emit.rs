@@ -446,6 +446,17 @@ impl<'a> Fx<'a> {
 
     /// Calls libcall `lc` on scalar arguments.
     pub fn libcall(&mut self, lc: Libcall, args: &[Value]) -> Value {
+        let f = self.libcall_entry(lc);
+        self.libcall_at(lc, f, args)
+    }
+
+    /// `lc`'s entry in the `rt` table (null for an optional libcall the runtime lacks here).
+    pub fn libcall_entry(&mut self, lc: Libcall) -> Value {
+        self.b.ins().load(I64, mem().with_readonly(), self.rt, lc.table_offset() as i32)
+    }
+
+    /// Calls `f`, the entry of `lc` ([`Fx::libcall_entry`]).
+    pub fn libcall_at(&mut self, lc: Libcall, f: Value, args: &[Value]) -> Value {
         let sig = match self.sigs.get(&lc) {
             Some(&s) => s,
             None => {
@@ -454,7 +465,6 @@ impl<'a> Fx<'a> {
                 s
             }
         };
-        let f = self.b.ins().load(I64, mem().with_readonly(), self.rt, lc.table_offset() as i32);
         let call = self.b.ins().call_indirect(sig, f, args);
         self.b.inst_results(call)[0]
     }

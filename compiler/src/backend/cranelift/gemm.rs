@@ -13,13 +13,17 @@
 //! - Each work item of the second step takes [`MC`] rows of `A` and walks the reduction in
 //!   chunks of about [`KC`] ([`k_chunks`]). Per chunk it packs those rows (converting to f32,
 //!   gathering conv windows: an implicit im2col, zero outside the input) into micro-panels
-//!   `[kc][MR]` in this thread's scratch, each value stored broadcast to a vector ([`AW`]),
-//!   then for every `B` panel runs the 4×8 micro-kernel over each micro-panel, accumulating
-//!   into an f32 `C` block in scratch: one A and one B micro-panel chunk fit L1 together.
-//!   Where A's rows already lie in memory as the GEMM's (a matmul, a 1×1 convolution with
-//!   stride 1 and no padding: most of a mobilenet) in f32, or widened so, and every
-//!   micro-panel is full, nothing is packed: a second micro-kernel reads four rows in place
-//!   ([`AForm::Rows`]), and the column groups can be one panel wide.
+//!   `[kc][MR]` of f32 in this thread's scratch, then multiplies them with the chunk of every
+//!   `B` panel of its column group, accumulating into an f32 `C` block in scratch (one `MR ×
+//!   NR` tile per micro-panel and panel). Where A's rows already lie in memory as the GEMM's
+//!   (a matmul, a 1×1 convolution with stride 1 and no padding: most of a mobilenet) in f32,
+//!   or widened so, and every micro-panel is full, nothing is packed: A's rows are read in
+//!   place ([`AForm::Rows`]), and the column groups can be one panel wide.
+//! - That multiplication is one call of the runtime's native loop where it has one
+//!   (`Libcall::GemmTiles`, x86 AVX2 + FMA: 8 lanes, 12 accumulators; it reads an f16/bf16
+//!   B in its type), else, as on a CPU without AVX2, the generated 4×8 micro-kernel per tile
+//!   (f32x4, 8 accumulators: Cranelift's SIMD is 128-bit). The choice is made at run time by
+//!   the `rt` table's entry, and both give the same bits.
 //! - After the last chunk, the epilogue adds the bias, rounds once to the contraction's type,
 //!   applies the fused elementwise ops (rounding after each, as the graph does), and stores.
 //!   Edge tiles use scalar lanes.
@@ -28,7 +32,7 @@
 //! reference interpreter (separate multiply and add) by the reduction tolerance.
 
 use super::emit::{domain, mem, Fx};
-use super::legal::{AW, KC, KU, LANES, MC, MR, NR};
+use super::legal::{KC, KU, LANES, MC, MR, NR};
 use super::lower::{eval_with, row_offset, Context};
 use super::narrow::{deferral, Deferral, Staging};
 use crate::backend::BackendError;
@@ -185,7 +189,7 @@ impl Context<'_> {
         // Scratch: the packed A chunk, the f32 C block (one MR × NR tile per (panel,
         // micro-panel)) that the chunks accumulate into, then (f16/bf16 B) one widened B chunk,
         // then A's band.
-        let c_offset = if a_form == AForm::Packed { a_panels * MR * kc_max * AW } else { 0 };
+        let c_offset = if a_form == AForm::Packed { a_panels * MR * kc_max * 4 } else { 0 };
         let tile_bytes = MR * NR * 4;
         let wide_offset = c_offset + panels * a_panels * tile_bytes;
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
@@ -259,6 +263,16 @@ impl Context<'_> {
                     }
                     None => (a, c.a.ty.dtype),
                 };
+                // The runtime's native loop over micro-panels (null where it has none) and how
+                // many of this block's micro-panels have rows.
+                let native = fx.libcall_entry(f16c_core::abi::Libcall::GemmTiles);
+                let has_native = fx.b.ins().icmp_imm_s(IntCC::NotEqual, native, 0);
+                let m_v = fx.i(m as i64);
+                let left = fx.b.ins().isub(m_v, row0);
+                let live = fx.b.ins().iadd_imm_s(left, MR as i64 - 1);
+                let live = fx.b.ins().udiv_imm_s(live, MR as i64);
+                let most = fx.i(a_panels as i64);
+                let live = fx.b.ins().smin(live, most);
                 for (ci, &(k0, k1)) in chunks.iter().enumerate() {
                     if a_form == AForm::Packed {
                         pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, k0, k1);
@@ -267,39 +281,76 @@ impl Context<'_> {
                     // A constant B is packed chunk by chunk (its panels' chunks in a row), one
                     // packed at run time panel by panel.
                     let chunk_at = if c.b_constant { ChunkAt::by_chunk(panels, k, (k0, k1)) } else { ChunkAt::by_panel(panels, k, (k0, k1)) };
-                    // This chunk of panel `p` of B: in place (f32), or widened into scratch.
-                    let mut b_chunk = |fx: &mut Fx, p: Value| {
+                    // Micro-panel `ip`'s A: packed in scratch, or row `row0 + ip·MR` of batch
+                    // `bi` from column k0 in place.
+                    let a_at = |fx: &mut Fx, ip: Value| match a_form {
+                        AForm::Packed => {
+                            let aoff = fx.b.ins().imul_imm_s(ip, (MR * kc * 4) as i64);
+                            fx.b.ins().iadd(scratch, aoff)
+                        }
+                        AForm::Rows => {
+                            let r = fx.b.ins().imul_imm_s(ip, MR as i64);
+                            let r = fx.b.ins().iadd(r, row0);
+                            let at = fx.b.ins().imul_imm_s(bi, m as i64);
+                            let at = fx.b.ins().iadd(at, r);
+                            let at = fx.b.ins().imul_imm_s(at, k as i64);
+                            let at = fx.b.ins().iadd_imm_s(at, k0 as i64);
+                            fx.addr(a_src, at, 4)
+                        }
+                    };
+                    // This chunk of panel `p` of B, in its packed type.
+                    let b_at = |fx: &mut Fx, p: Value| {
                         let at = fx.b.ins().imul_imm_s(p, chunk_at.panel as i64);
                         let b0 = fx.b.ins().imul_imm_s(bi, chunk_at.batch as i64);
                         let at = fx.b.ins().iadd(at, b0);
                         let at = fx.b.ins().iadd_imm_s(at, chunk_at.base as i64);
-                        if packed_dt == DType::F32 {
-                            return fx.addr(bp, at, 4);
-                        }
-                        let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
-                        let src = fx.addr(bp, at, packed_dt.byte_size());
-                        widen_run(fx, packed_dt, src, wide, kc * NR, b_finite);
-                        wide
+                        fx.addr(bp, at, packed_dt.byte_size())
                     };
-                    live_panels(fx, &mut b_chunk, &mut |fx, _, ip, tile, bpanel| {
-                        let a = match a_form {
-                            AForm::Packed => {
-                                let aoff = fx.b.ins().imul_imm_s(ip, (MR * kc * AW) as i64);
-                                fx.b.ins().iadd(scratch, aoff)
-                            }
-                            AForm::Rows => {
-                                // Row `row0 + ip·MR` of batch `bi`, column k0.
-                                let r = fx.b.ins().imul_imm_s(ip, MR as i64);
-                                let r = fx.b.ins().iadd(r, row0);
-                                let at = fx.b.ins().imul_imm_s(bi, m as i64);
-                                let at = fx.b.ins().iadd(at, r);
-                                let at = fx.b.ins().imul_imm_s(at, k as i64);
-                                let at = fx.b.ins().iadd_imm_s(at, k0 as i64);
-                                fx.addr(a_src, at, 4)
-                            }
-                        };
-                        micro_kernel(fx, (a_form, a, k * 4), bpanel, kc, tile, ci > 0);
-                    });
+                    fx.if_else(
+                        has_native,
+                        |fx| {
+                            // One call for the group's panels and the block's micro-panels;
+                            // it reads B in its type.
+                            use f16c_core::abi::tiles::{ACCUMULATE, B_BF16, B_F16, PACKED_A};
+                            let b_flag = match packed_dt {
+                                DType::F16 => B_F16,
+                                DType::BF16 => B_BF16,
+                                _ => 0,
+                            };
+                            let a_flag = if a_form == AForm::Packed { PACKED_A } else { 0 };
+                            let flags = fx.i((a_flag | b_flag | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
+                            let zero = fx.i(0);
+                            // None for the last groups when the panels run out before them.
+                            let count = fx.b.ins().isub(p1, p0);
+                            let count = fx.b.ins().smax(count, zero);
+                            let (a, b, tiles) = (a_at(fx, zero), b_at(fx, p0), tile_at(fx, p0, zero));
+                            let a_stride = fx.i((k * 4) as i64);
+                            let b_stride = fx.i((chunk_at.panel * packed_dt.byte_size()) as i64);
+                            let (kv, tiles_stride) = (fx.i(kc as i64), fx.i((a_panels * tile_bytes) as i64));
+                            fx.libcall_at(f16c_core::abi::Libcall::GemmTiles, native, &[a, a_stride, b, b_stride, kv, tiles, tiles_stride, live, count, flags]);
+                            vec![]
+                        },
+                        |fx| {
+                            fx.for_range(p0, p1, 1, &[], |fx, p, _| {
+                                // f32 B in place; f16/bf16 widened into scratch.
+                                let mut b = b_at(fx, p);
+                                if packed_dt != DType::F32 {
+                                    let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
+                                    widen_run(fx, packed_dt, b, wide, kc * NR, b_finite);
+                                    b = wide;
+                                }
+                                let zero = fx.i(0);
+                                fx.for_range(zero, live, 1, &[], |fx, ip, _| {
+                                    let tile = tile_at(fx, p, ip);
+                                    let a = a_at(fx, ip);
+                                    micro_kernel(fx, (a_form, a, k * 4), b, kc, tile, ci > 0);
+                                    vec![]
+                                });
+                                vec![]
+                            });
+                            vec![]
+                        },
+                    );
                 }
                 if !narrowed {
                     live_panels(fx, &mut |fx, _| fx.i(0), &mut |fx, p, ip, tile, _| {
@@ -989,8 +1040,8 @@ fn rows_in_place(c: &Contraction) -> bool {
 }
 
 /// Packs columns `k0..k1` of rows `row0..row0+MC` of `A` (batch `bi`) into `scratch` as
-/// micro-panels `[panel][k1 - k0][MR]` of f32 values, each stored broadcast to four lanes
-/// ([`AW`] bytes), zero for rows past `m` and for conv taps outside the input. For a conv,
+/// micro-panels `[panel][k1 - k0][MR]` of f32 values, zero for rows past `m` and for conv
+/// taps outside the input. For a conv,
 /// `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
 #[allow(clippy::too_many_arguments)]
 fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, k0: usize, k1: usize) {
@@ -1004,13 +1055,12 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
         let pr = fx.b.ins().urem_imm_s(r, MR as i64);
         let dbase = fx.b.ins().imul_imm_s(pn, (k * MR) as i64);
         let dbase = fx.b.ins().iadd(dbase, pr);
-        let dbase = fx.b.ins().imul_imm_s(dbase, AW as i64);
+        let dbase = fx.b.ins().imul_imm_s(dbase, 4);
         let dbase = fx.b.ins().iadd(scratch, dbase);
         let inside = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
         let store_f32 = |fx: &mut Fx, kk: Value, v: Value| {
-            let off = fx.b.ins().imul_imm_s(kk, (MR * AW) as i64);
+            let off = fx.b.ins().imul_imm_s(kk, (MR * 4) as i64);
             let p = fx.b.ins().iadd(dbase, off);
-            let v = fx.b.ins().splat(F32X4, v);
             fx.b.ins().store(super::emit::mem(), v, p, 0);
         };
         fx.if_else(
@@ -1211,9 +1261,9 @@ fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: imp
 /// f32x4 accumulators. Its [`AForm::Rows`] form takes `(a, stride, bpanel, k, tile,
 /// accumulate)` and reads A's rows in place.
 ///
-/// Per `k` step it loads the `NR / 4` B vectors and, per row, the A value (packed already
-/// broadcast, [`AW`]; or loaded and broadcast, `vmovss` + `vbroadcastss`: a broadcasting load
-/// per FMA instead was 5-8% slower on mobilenet ×1.0), which feeds that row's FMAs. x86 `vfmadd213ps` overwrites a
+/// Per `k` step it loads the `NR / 4` B vectors and, per row, the A value, loaded and
+/// broadcast (`vmovss` + `vbroadcastss`: a broadcasting load per FMA instead was 5-8% slower
+/// on mobilenet ×1.0), which feeds that row's FMAs. x86 `vfmadd213ps` overwrites a
 /// multiplicand, so the register allocator copies the A vector for its first FMA (a move the
 /// CPU eliminates at rename) and the new accumulator lands in the copy's register. The `k` loop
 /// is unrolled [`KU`] times, which lets the allocator rotate the accumulators back into their
@@ -1237,7 +1287,10 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
         let bv: Vec<Value> = (0..NR / LANES).map(|v| b.ins().load(F32X4, m, bp, bo + (v * 16) as i32)).collect();
         for r in 0..MR {
             let av = match form {
-                AForm::Packed => b.ins().load(F32X4, m, ap, ao + (r * AW) as i32),
+                AForm::Packed => {
+                    let x = b.ins().load(F32, m, ap, ao + (r * 4) as i32);
+                    b.ins().splat(F32X4, x)
+                }
                 AForm::Rows => {
                     let row = match rows.get(r) {
                         Some(&off) if r > 0 => b.ins().iadd(ap, off),
@@ -1293,7 +1346,7 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
     let accumulate = p[4];
     // Bytes of A per k step.
     let a_step = match form {
-        AForm::Packed => MR * AW,
+        AForm::Packed => MR * 4,
         AForm::Rows => 4,
     };
     let trips = b.ins().ushr_imm_u(k, KU.trailing_zeros() as i64);
@@ -1353,11 +1406,10 @@ pub fn micro_kernel_function(ctx: &mut cranelift_frontend::FunctionBuilderContex
 /// Where the micro-kernel reads A.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AForm {
-    /// Packed micro-panels `[k][MR]`, each value broadcast to [`AW`] bytes (`pack_a`).
+    /// Packed micro-panels `[k][MR]` of f32 (`pack_a`).
     Packed,
     /// A's own f32 rows, `stride` bytes apart (a matmul, a 1×1 convolution with stride 1 and
-    /// no padding): each value is loaded broadcast (`vbroadcastss`, a load like the packed
-    /// form's), and nothing is packed.
+    /// no padding): nothing is packed.
     Rows,
 }
 
@@ -1407,8 +1459,8 @@ fn micro_kernel(fx: &mut Fx, (form, a, stride): (AForm, Value, usize), bpanel: V
 }
 
 /// The ranges `k0..k1` of the reduction dimension that the GEMM handles one at a time, so that
-/// a micro-panel of packed A (`MR × KC` broadcast values, 16 KiB) and of B (`KC × NR`, 8 KiB)
-/// stay in L1 while the micro-kernel runs. A conv's ranges are whole taps, or parts of one tap
+/// three micro-panels of packed A (`MR × KC` values, 4 KiB each) and a chunk of a B panel (`KC
+/// × NR`, 8 KiB) stay in L1 while the micro-kernel runs. A conv's ranges are whole taps, or parts of one tap
 /// when a tap has more than [`KC`] channels, so packing never splits a window at run time.
 fn k_chunks(kind: &ContractionKind, k: usize) -> Vec<(usize, usize)> {
     let step = match kind {

@@ -11,20 +11,17 @@ pub const LANES: usize = 4;
 
 /// GEMM micro-kernel rows: 4 rows × 2 vectors = 8 accumulators, 2 B vectors, an A vector and
 /// its copy. (6 rows fit the 16 xmm registers on paper, but Cranelift's register allocator
-/// spills them once the `k` loop is unrolled.)
-pub const MR: usize = 4;
+/// spills them once the `k` loop is unrolled.) The runtime's native loop takes the same tiles
+/// (`f16c_core::abi::tiles`).
+pub const MR: usize = f16c_core::abi::tiles::TILE_ROWS;
 /// GEMM micro-kernel columns (two vectors).
-pub const NR: usize = 8;
+pub const NR: usize = f16c_core::abi::tiles::TILE_COLS;
 /// Rows of A packed at a time by one work item (a multiple of [`MR`]): 16 micro-panels, whose
-/// packed chunk (`MC × KC × AW` bytes, 256 KiB) stays in L2.
+/// packed chunk (`MC × KC × 4` bytes, 64 KiB) stays in L2.
 pub const MC: usize = 64;
 /// Length of the reduction chunks the GEMM works through one at a time: a packed A micro-panel
-/// chunk (`MR × KC × AW` = 16 KiB) and a B one (`KC × NR × 4` = 8 KiB) share L1.
+/// chunk (`MR × KC × 4` = 4 KiB) and a B one (`KC × NR × 4` = 8 KiB) share L1.
 pub const KC: usize = 256;
-/// Bytes per packed A value: each is stored broadcast to a whole f32x4, so that the
-/// micro-kernel reads it with one plain vector load (a load port, no shuffle) and shares it
-/// between the row's two FMAs.
-pub const AW: usize = 16;
 /// Unrolling of the micro-kernel's `k` loop (a power of two).
 pub const KU: usize = 4;
 

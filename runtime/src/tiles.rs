@@ -1,0 +1,268 @@
+//! The GEMM's inner loops in native code ([`Libcall::GemmTiles`](f16c_core::abi::Libcall)):
+//! x86 AVX2 + FMA, eight f32 lanes per instruction where the Cranelift backend's SIMD has four.
+//!
+//! The generated code packs A, chooses the reduction chunks and runs the epilogue; per
+//! reduction chunk it hands this loop all of a work item's micro-panels of A and panels of B at
+//! once. The loop keeps twelve (at least eight) 8-lane accumulators in registers per pass, so
+//! that two FMAs can issue every cycle despite their four-cycle latency: three micro-panels
+//! against one B panel (12 rows × 8 columns), or, where a work item has one micro-panel (a
+//! deep layer at 2 × 2 pixels), one against three panels (4 × 24). One 4 × 8 tile, which is
+//! what the generated micro-kernel computes per call, would keep only four. Every element is
+//! still one chain of fused multiply-adds in `k` order, from zero or from the tile, exactly as
+//! in the generated micro-kernel, so the two give the same bits and the generated code may use
+//! either.
+
+use f16c_core::abi::tiles::{ACCUMULATE, B_BF16, B_F16, PACKED_A, TILE_COLS, TILE_ROWS};
+
+/// The signature of [`Libcall::GemmTiles`](f16c_core::abi::Libcall).
+pub type TilesFn = extern "C" fn(*const u8, u64, *const u8, u64, u64, *mut f32, u64, u64, u64, u64) -> u64;
+
+/// The table entry of [`Libcall::GemmTiles`](f16c_core::abi::Libcall): the native loops where
+/// this CPU has what they need, else null (the generated code then runs its own micro-kernel).
+pub fn entry() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("f16c") {
+        return gemm_tiles as TilesFn as usize;
+    }
+    0
+}
+
+/// The libcall (its contract: [`f16c_core::abi::tiles`]). Only in the table of a CPU with
+/// AVX2, FMA and F16C.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+extern "C" fn gemm_tiles(a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64) -> u64 {
+    let call = Call { a, a_stride: a_stride as usize, b, b_stride: b_stride as usize, k: k as usize, tiles: tiles.cast(), tiles_stride: tiles_stride as usize, accumulate: flags & ACCUMULATE != 0 };
+    let (m, n) = (micro_panels as usize, panels as usize);
+    // SAFETY: `entry` hands this function out only on a CPU with AVX2, FMA and F16C; the
+    // generated code passes pointers and sizes by the libcall's contract.
+    unsafe {
+        match (flags & PACKED_A != 0, flags & (B_F16 | B_BF16)) {
+            (true, 0) => avx2::all::<true, 0>(&call, m, n),
+            (true, B_F16) => avx2::all::<true, B_F16>(&call, m, n),
+            (true, _) => avx2::all::<true, B_BF16>(&call, m, n),
+            (false, 0) => avx2::all::<false, 0>(&call, m, n),
+            (false, B_F16) => avx2::all::<false, B_F16>(&call, m, n),
+            (false, _) => avx2::all::<false, B_BF16>(&call, m, n),
+        }
+    }
+    micro_panels
+}
+
+/// One call's operands (strides in bytes).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+struct Call {
+    a: *const u8,
+    a_stride: usize,
+    b: *const u8,
+    b_stride: usize,
+    k: usize,
+    tiles: *mut u8,
+    tiles_stride: usize,
+    accumulate: bool,
+}
+
+/// `n` split into runs of three and two (one only for `n` = 1): the blocks of micro-panels or
+/// panels one pass keeps in registers. No run of one where a run of two can take it, since a
+/// pass over one micro-panel and one panel keeps only four accumulators.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn runs(n: usize) -> impl Iterator<Item = usize> {
+    let (threes, twos, ones) = match (n, n % 3) {
+        (0 | 1, _) => (0, 0, n),
+        (_, 0) => (n / 3, 0, 0),
+        (_, 1) => (n / 3 - 1, 2, 0),
+        _ => (n / 3, 1, 0),
+    };
+    std::iter::repeat_n(3, threes).chain(std::iter::repeat_n(2, twos)).chain(std::iter::repeat_n(1, ones))
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// Every tile: with two or more micro-panels, per B panel, runs of three or two
+    /// micro-panels; with one, runs of three or two panels.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn all<const PACKED: bool, const B: u64>(c: &Call, micro_panels: usize, panels: usize) {
+        if micro_panels == 1 {
+            let mut j = 0;
+            for q in runs(panels) {
+                // SAFETY (each arm): panels j..j + q and micro-panel 0 exist (the contract).
+                unsafe {
+                    match q {
+                        3 => pass::<1, 3, PACKED, B>(c, 0, j),
+                        2 => pass::<1, 2, PACKED, B>(c, 0, j),
+                        _ => pass::<1, 1, PACKED, B>(c, 0, j),
+                    }
+                }
+                j += q;
+            }
+            return;
+        }
+        for j in 0..panels {
+            let mut i = 0;
+            for p in runs(micro_panels) {
+                // SAFETY (each arm): micro-panels i..i + p and panel j exist (the contract).
+                unsafe {
+                    match p {
+                        3 => pass::<3, 1, PACKED, B>(c, i, j),
+                        2 => pass::<2, 1, PACKED, B>(c, i, j),
+                        _ => pass::<1, 1, PACKED, B>(c, i, j),
+                    }
+                }
+                i += p;
+            }
+        }
+    }
+
+    /// Micro-panels `i0 .. i0 + P` against panels `j0 .. j0 + Q`, in `P · TILE_ROWS × Q`
+    /// accumulators.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn pass<const P: usize, const Q: usize, const PACKED: bool, const B: u64>(c: &Call, i0: usize, j0: usize) {
+        const { assert!(TILE_COLS == 8 && TILE_ROWS == 4 && P * TILE_ROWS * Q <= 12) };
+        // Row `r` of the P micro-panels: its first value, and the bytes from one k to the next.
+        let panel_bytes = if PACKED { TILE_ROWS * c.k * 4 } else { TILE_ROWS * c.a_stride };
+        let row_step = if PACKED { 4 } else { c.a_stride };
+        let k_step = if PACKED { TILE_ROWS * 4 } else { 4 };
+        let a0 = c.a.wrapping_add(i0 * panel_bytes);
+        let rows: [*const u8; 12] = std::array::from_fn(|r| a0.wrapping_add((r / TILE_ROWS) * panel_bytes + (r % TILE_ROWS) * row_step));
+        let b: [*const u8; 3] = std::array::from_fn(|q| c.b.wrapping_add((j0 + q) * c.b_stride));
+        // Row `r` of the tiles of panel `j0 + q`.
+        let tile_row = |q: usize, r: usize| c.tiles.wrapping_add((j0 + q) * c.tiles_stride + (i0 * TILE_ROWS + r) * TILE_COLS * 4).cast::<f32>();
+        let mut acc = [[_mm256_setzero_ps(); 3]; 12];
+        if c.accumulate {
+            for (r, row) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
+                for (q, v) in row.iter_mut().enumerate().take(Q) {
+                    // SAFETY: a tile row of the contract.
+                    *v = unsafe { _mm256_loadu_ps(tile_row(q, r)) };
+                }
+            }
+        }
+        for kk in 0..c.k {
+            // SAFETY: each B panel has k rows of 8 values; each A row k values `k_step` apart.
+            unsafe {
+                let bv: [__m256; 3] = std::array::from_fn(|q| {
+                    if q >= Q {
+                        return _mm256_setzero_ps();
+                    }
+                    match B {
+                        B_F16 => _mm256_cvtph_ps(_mm_loadu_si128(b[q].add(kk * TILE_COLS * 2).cast())),
+                        B_BF16 => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(b[q].add(kk * TILE_COLS * 2).cast())))),
+                        _ => _mm256_loadu_ps(b[q].add(kk * TILE_COLS * 4).cast()),
+                    }
+                });
+                for (r, row) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
+                    let x = _mm256_broadcast_ss(&*rows[r].add(kk * k_step).cast::<f32>());
+                    for (q, v) in row.iter_mut().enumerate().take(Q) {
+                        *v = _mm256_fmadd_ps(x, bv[q], *v);
+                    }
+                }
+            }
+        }
+        for (r, row) in acc.iter().enumerate().take(P * TILE_ROWS) {
+            for (q, v) in row.iter().enumerate().take(Q) {
+                // SAFETY: a tile row of the contract.
+                unsafe { _mm256_storeu_ps(tile_row(q, r), *v) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    #[test]
+    fn runs_cover_n_in_threes_and_twos() {
+        for n in 0..40 {
+            let r: Vec<usize> = runs(n).collect();
+            assert_eq!(r.iter().sum::<usize>(), n, "{n}: {r:?}");
+            assert!(n == 1 || r.iter().all(|&x| x == 2 || x == 3), "{n}: {r:?}");
+        }
+    }
+
+    /// The operands of one call, as plain vectors.
+    struct Case {
+        a: Vec<f32>,
+        a_stride: usize,
+        b: Vec<f32>,
+        b16: Vec<u16>,
+        k: usize,
+        micro_panels: usize,
+        panels: usize,
+        flags: u64,
+    }
+
+    /// What the libcall computes, element by element (`f32::mul_add` is one rounding), into
+    /// tiles laid out `[panel][micro-panel][row][col]`.
+    fn reference(c: &Case, tiles: &mut [f32]) {
+        let packed = c.flags & PACKED_A != 0;
+        for j in 0..c.panels {
+            for i in 0..c.micro_panels {
+                for r in 0..TILE_ROWS {
+                    for col in 0..TILE_COLS {
+                        let t = &mut tiles[((j * c.micro_panels + i) * TILE_ROWS + r) * TILE_COLS + col];
+                        let mut s = if c.flags & ACCUMULATE != 0 { *t } else { 0.0 };
+                        for kk in 0..c.k {
+                            let x = if packed { c.a[i * TILE_ROWS * c.k + kk * TILE_ROWS + r] } else { c.a[(i * TILE_ROWS + r) * c.a_stride / 4 + kk] };
+                            s = x.mul_add(c.b[(j * c.k + kk) * TILE_COLS + col], s);
+                        }
+                        *t = s;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn native_tiles_are_fused_multiply_add_chains_in_k_order() {
+        let f = entry();
+        if f == 0 {
+            eprintln!("no native GEMM tiles on this CPU: nothing to test");
+            return;
+        }
+        // SAFETY: the table entry's signature.
+        let f = unsafe { std::mem::transmute::<usize, TilesFn>(f) };
+        let mut seed = 7u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
+        };
+        // Every run of micro-panels and of panels, one and several k, with and without
+        // accumulation, packed A and rows (a stride wider than k), f32, f16 and bf16 B.
+        for (micro_panels, panels) in [(1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (2, 1), (3, 2), (4, 1), (5, 3), (7, 1)] {
+            for k in [1, 2, 9, 33] {
+                for flags in (0..16u64).filter(|f| f & (B_F16 | B_BF16) != B_F16 | B_BF16) {
+                    let stride = (k + 3) * 4;
+                    let a: Vec<f32> = if flags & PACKED_A != 0 {
+                        (0..micro_panels * TILE_ROWS * k).map(|_| next()).collect()
+                    } else {
+                        (0..micro_panels * TILE_ROWS * stride / 4).map(|_| next()).collect()
+                    };
+                    let b: Vec<f32> = (0..panels * k * TILE_COLS).map(|_| next()).collect();
+                    let (b, b16): (Vec<f32>, Vec<u16>) = match flags & (B_F16 | B_BF16) {
+                        B_F16 => b.iter().map(|&x| (f16::from_f32(x).to_f32(), f16::from_f32(x).to_bits())).unzip(),
+                        B_BF16 => b.iter().map(|&x| (bf16::from_f32(x).to_f32(), bf16::from_f32(x).to_bits())).unzip(),
+                        _ => (b, vec![]),
+                    };
+                    let case = Case { a, a_stride: stride, b, b16, k, micro_panels, panels, flags };
+                    let start: Vec<f32> = (0..panels * micro_panels * TILE_ROWS * TILE_COLS).map(|_| next() * 8.0).collect();
+                    let mut want = start.clone();
+                    reference(&case, &mut want);
+                    let mut got = start.clone();
+                    let (bp, b_stride): (*const u8, usize) = if case.b16.is_empty() { (case.b.as_ptr().cast(), k * TILE_COLS * 4) } else { (case.b16.as_ptr().cast(), k * TILE_COLS * 2) };
+                    let tiles_stride = micro_panels * TILE_ROWS * TILE_COLS * 4;
+                    let done = f(case.a.as_ptr().cast(), stride as u64, bp, b_stride as u64, k as u64, got.as_mut_ptr(), tiles_stride as u64, micro_panels as u64, panels as u64, flags);
+                    assert_eq!(done, micro_panels as u64);
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "micro_panels={micro_panels} panels={panels} k={k} flags={flags}");
+                }
+            }
+        }
+    }
+}
