@@ -105,9 +105,8 @@ pub enum Libcall {
 /// TILE_COLS · 4` bytes; it becomes (`ACCUMULATE` ? itself : 0) + Aᵢ·Bⱼ, each element a chain
 /// of fused multiply-adds in `k` order. Bⱼ, at `b + j · b_stride` bytes, is `k` rows of
 /// `TILE_COLS` values (`[k][TILE_COLS]`: f32, or f16 with `B_F16`, bf16 with `B_BF16`, widened
-/// exactly as they are read). Aᵢ is micro-panel `i`: with `PACKED_A`, at
-/// `a + i · TILE_ROWS · k · PACKED_A_BYTES`, laid out `[k][TILE_ROWS]`, each f32 value in the
-/// first 4 of its `PACKED_A_BYTES`; otherwise A's own f32 rows, row `r` of Aᵢ at
+/// exactly as they are read). Aᵢ is micro-panel `i`: with `PACKED_A`, f32 laid out
+/// `[k][TILE_ROWS]` at `a + i · TILE_ROWS · k · 4` bytes; otherwise A's own f32 rows, row `r` of Aᵢ at
 /// `a + (i · TILE_ROWS + r) · a_stride` bytes, `k` consecutive values.
 pub mod tiles {
     /// Rows of a tile (the GEMM's `MR`).

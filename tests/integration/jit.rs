@@ -587,29 +587,47 @@ fn one_row_matmuls_match_the_gemm_bit_for_bit() {
     }
 }
 
+/// A matmul `[2, rows, k]` × the constant `w` (`[2, k, n]`), then a clamp to ±2 (an epilogue).
+fn matmul_clamp(w: &Tensor, rows: usize) -> Graph {
+    let (d, k, n) = (w.dtype(), w.shape()[1], w.shape()[2]);
+    let mut g = Graph::new("matmul_rows");
+    let a = g.add_input(TensorType::new(d, [2, rows, k]), loc());
+    let b = constant(&mut g, w.clone());
+    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+    let o = g.add_node(Op::MatMul, tensor_ty(d, &[2, rows, n]), &[a, b, z1, z2], loc());
+    let o = g.add_node(Op::Clamp { min: -2.0, max: 2.0 }, tensor_ty(d, &[2, rows, n]), &[o], loc());
+    g.add_output(o);
+    g
+}
+
+/// A 1×1 convolution (stride 1, no padding) over one row of `pixels` pixels with the constant
+/// weight `w` (`[n, 1, 1, k]`) and `bias`, then ReLU6: both fused into one GEMM.
+fn conv_1x1_relu6(w: &Tensor, bias: &Tensor, pixels: usize) -> Graph {
+    use f16c_dialect::ConvAttrs;
+    let (d, n, k) = (w.dtype(), w.shape()[0], w.shape()[3]);
+    let mut g = Graph::new("conv_rows");
+    let x = g.add_input(TensorType::new(d, [1, 1, pixels, k]), loc());
+    let (wv, bv) = (constant(&mut g, w.clone()), constant(&mut g, bias.clone()));
+    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+    let a = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+    let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[1, 1, pixels, n]), &[x, wv, bv, z1, z2], loc());
+    let y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &[1, 1, pixels, n]), &[y], loc());
+    g.add_output(y);
+    g
+}
+
 /// A matmul, or a 1×1 convolution with stride 1 and no padding, whose rows are all full (a
 /// multiple of four) has its micro-kernel read A's rows in place instead of packing them: its
 /// rows are bit for bit those of the same contraction with one more row (which packs), across
 /// reduction chunks, row blocks, a batch and a fused epilogue, with an fp16 A widened first.
 #[test]
 fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
-    use f16c_dialect::ConvAttrs;
     let mut rng = Rng(17);
     for d in FLOATS {
         for (m, k, n) in [(4, 5, 3), (8, 300, 19), (68, 600, 40)] {
             let tol = Some(contraction_tolerance(k, d != DType::F32));
-            // matmul [2, rows, k] × a constant [2, k, n], then a clamp (the epilogue).
             let w = random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0);
-            let matmul = |rows: usize| {
-                let mut g = Graph::new("matmul_rows");
-                let a = g.add_input(TensorType::new(d, [2, rows, k]), loc());
-                let b = constant(&mut g, w.clone());
-                let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
-                let o = g.add_node(Op::MatMul, tensor_ty(d, &[2, rows, n]), &[a, b, z1, z2], loc());
-                let o = g.add_node(Op::Clamp { min: -2.0, max: 2.0 }, tensor_ty(d, &[2, rows, n]), &[o], loc());
-                g.add_output(o);
-                g
-            };
+            let matmul = |rows: usize| matmul_clamp(&w, rows);
             let more = random(&TensorType::new(d, [2, m + 1, k]), &mut rng, -1.0, 1.0);
             let first: Vec<usize> = (0..2).flat_map(|b| b * (m + 1) * k..(b * (m + 1) + m) * k).collect();
             let exact = Tensor::new(vec![2, m, k], more.data().gather(&first)).unwrap();
@@ -624,17 +642,7 @@ fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
             // A 1×1 convolution over one row of `pixels` pixels, bias and ReLU6 fused.
             let wc = random(&TensorType::new(d, [n, 1, 1, k]), &mut rng, -1.0, 1.0);
             let bias = random(&TensorType::new(d, [n]), &mut rng, -1.0, 1.0);
-            let conv = |pixels: usize| {
-                let mut g = Graph::new("conv_rows");
-                let x = g.add_input(TensorType::new(d, [1, 1, pixels, k]), loc());
-                let (wv, bv) = (constant(&mut g, wc.clone()), constant(&mut g, bias.clone()));
-                let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
-                let a = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
-                let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[1, 1, pixels, n]), &[x, wv, bv, z1, z2], loc());
-                let y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &[1, 1, pixels, n]), &[y], loc());
-                g.add_output(y);
-                g
-            };
+            let conv = |pixels: usize| conv_1x1_relu6(&wc, &bias, pixels);
             let more = random(&TensorType::new(d, [1, 1, m + 1, k]), &mut rng, -1.0, 1.0);
             let exact = Tensor::new(vec![1, 1, m, k], more.data().gather(&(0..m * k).collect::<Vec<_>>())).unwrap();
             let what = format!("in-place 1x1 conv {d} pixels={m} k={k} n={n}");
@@ -657,30 +665,17 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
         eprintln!("this CPU has no native GEMM loop: nothing to compare");
         return;
     }
-    use f16c_dialect::ConvAttrs;
     let mut rng = Rng(23);
     let mut cases: Vec<(String, Graph, Vec<Tensor>)> = Vec::new();
     for d in FLOATS {
         for (m, k, n) in [(4, 5, 3), (8, 300, 19), (68, 600, 40), (150, 40, 70), (9, 7, 8)] {
-            let mut g = Graph::new("matmul");
-            let a = g.add_input(TensorType::new(d, [2, m, k]), loc());
-            let b = constant(&mut g, random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0));
-            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
-            let o = g.add_node(Op::MatMul, tensor_ty(d, &[2, m, n]), &[a, b, z1, z2], loc());
-            let o = g.add_node(Op::Clamp { min: -2.0, max: 2.0 }, tensor_ty(d, &[2, m, n]), &[o], loc());
-            g.add_output(o);
+            let g = matmul_clamp(&random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0), m);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             cases.push((format!("matmul {d} m={m} k={k} n={n}"), g, inputs));
         }
         for (pixels, k, n) in [(12, 600, 40), (80, 24, 16)] {
-            let mut g = Graph::new("conv_1x1");
-            let x = g.add_input(TensorType::new(d, [1, 1, pixels, k]), loc());
-            let w = constant(&mut g, random(&TensorType::new(d, [n, 1, 1, k]), &mut rng, -1.0, 1.0));
-            let bias = constant(&mut g, random(&TensorType::new(d, [n]), &mut rng, -1.0, 1.0));
-            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
-            let a = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
-            let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[1, 1, pixels, n]), &[x, w, bias, z1, z2], loc());
-            g.add_output(y);
+            let (w, bias) = (random(&TensorType::new(d, [n, 1, 1, k]), &mut rng, -1.0, 1.0), random(&TensorType::new(d, [n]), &mut rng, -1.0, 1.0));
+            let g = conv_1x1_relu6(&w, &bias, pixels);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             cases.push((format!("1x1 conv {d} pixels={pixels} k={k} n={n}"), g, inputs));
         }

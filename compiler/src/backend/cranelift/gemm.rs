@@ -224,9 +224,6 @@ impl Context<'_> {
                 let p1 = fx.b.ins().iadd_imm_s(p0, group_panels as i64);
                 let all = fx.i(panels as i64);
                 let p1 = fx.b.ins().smin(p1, all);
-                // For each B panel `p` of the group: `panel(p)` (its result is handed on), then
-                // `body(p, ip, tile, ..)` for each micro-panel `ip` with rows (the last block is
-                // short).
                 // The C tile of panel `p` and micro-panel `ip`.
                 let tile_at = |fx: &mut Fx, p: Value, ip: Value| {
                     let t = fx.b.ins().imul_imm_s(p, a_panels as i64);
@@ -235,17 +232,22 @@ impl Context<'_> {
                     let t = fx.b.ins().iadd_imm_s(t, c_offset as i64);
                     fx.b.ins().iadd(scratch, t)
                 };
+                // How many of this block's micro-panels have rows (the last block is short).
+                let m_v = fx.i(m as i64);
+                let left = fx.b.ins().isub(m_v, row0);
+                let live = fx.b.ins().iadd_imm_s(left, MR as i64 - 1);
+                let live = fx.b.ins().udiv_imm_s(live, MR as i64);
+                let most = fx.i(a_panels as i64);
+                let live = fx.b.ins().smin(live, most);
+                // For each B panel `p` of the group: `panel(p)` (its result is handed on), then
+                // `body(p, ip, tile, ..)` for each micro-panel `ip` with rows.
                 let live_panels = |fx: &mut Fx, panel: &mut dyn FnMut(&mut Fx, Value) -> Value, body: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value)| {
                     fx.for_range(p0, p1, 1, &[], |fx, p, _| {
                         let per_panel = panel(fx, p);
-                        fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
-                            let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
-                            let r0 = fx.b.ins().iadd(r0, row0);
-                            let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
-                            fx.if_then(live, |fx| {
-                                let tile = tile_at(fx, p, ip);
-                                body(fx, p, ip, tile, per_panel);
-                            });
+                        let zero = fx.i(0);
+                        fx.for_range(zero, live, 1, &[], |fx, ip, _| {
+                            let tile = tile_at(fx, p, ip);
+                            body(fx, p, ip, tile, per_panel);
                             vec![]
                         });
                         vec![]
@@ -263,16 +265,9 @@ impl Context<'_> {
                     }
                     None => (a, c.a.ty.dtype),
                 };
-                // The runtime's native loop over micro-panels (null where it has none) and how
-                // many of this block's micro-panels have rows.
+                // The runtime's native loop over micro-panels and panels (null where it has none).
                 let native = fx.libcall_entry(f16c_core::abi::Libcall::GemmTiles);
                 let has_native = fx.b.ins().icmp_imm_s(IntCC::NotEqual, native, 0);
-                let m_v = fx.i(m as i64);
-                let left = fx.b.ins().isub(m_v, row0);
-                let live = fx.b.ins().iadd_imm_s(left, MR as i64 - 1);
-                let live = fx.b.ins().udiv_imm_s(live, MR as i64);
-                let most = fx.i(a_panels as i64);
-                let live = fx.b.ins().smin(live, most);
                 for (ci, &(k0, k1)) in chunks.iter().enumerate() {
                     if a_form == AForm::Packed {
                         pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, k0, k1);
@@ -331,22 +326,19 @@ impl Context<'_> {
                             vec![]
                         },
                         |fx| {
-                            fx.for_range(p0, p1, 1, &[], |fx, p, _| {
-                                // f32 B in place; f16/bf16 widened into scratch.
-                                let mut b = b_at(fx, p);
-                                if packed_dt != DType::F32 {
-                                    let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
-                                    widen_run(fx, packed_dt, b, wide, kc * NR, b_finite);
-                                    b = wide;
+                            // f32 B in place; f16/bf16 widened into scratch, a panel at a time.
+                            let mut b_chunk = |fx: &mut Fx, p: Value| {
+                                let b = b_at(fx, p);
+                                if packed_dt == DType::F32 {
+                                    return b;
                                 }
-                                let zero = fx.i(0);
-                                fx.for_range(zero, live, 1, &[], |fx, ip, _| {
-                                    let tile = tile_at(fx, p, ip);
-                                    let a = a_at(fx, ip);
-                                    micro_kernel(fx, (a_form, a, k * 4), b, kc, tile, ci > 0);
-                                    vec![]
-                                });
-                                vec![]
+                                let wide = fx.b.ins().iadd_imm_s(scratch, wide_offset as i64);
+                                widen_run(fx, packed_dt, b, wide, kc * NR, b_finite);
+                                wide
+                            };
+                            live_panels(fx, &mut b_chunk, &mut |fx, _, ip, tile, b| {
+                                let a = a_at(fx, ip);
+                                micro_kernel(fx, (a_form, a, k * 4), b, kc, tile, ci > 0);
                             });
                             vec![]
                         },
@@ -366,49 +358,46 @@ impl Context<'_> {
                 // f16: each micro-panel's rows across the group's panels, staged, then narrowed.
                 let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
                 let staged = Staged { stage: Staging { base: fx.b.ins().iadd_imm_s(scratch, stage_offset as i64) }, stride: stage_stride, origin, deferral: deferral.clone() };
-                fx.for_n(0, a_panels as i64, 1, &[], |fx, ip, _| {
+                let zero = fx.i(0);
+                fx.for_range(zero, live, 1, &[], |fx, ip, _| {
                     let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
                     let r0 = fx.b.ins().iadd(r0, row0);
-                    let live = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r0, m as i64);
-                    fx.if_then(live, |fx| {
-                        fx.for_range(p0, p1, 1, &[], |fx, p, _| {
-                            let tile = tile_at(fx, p, ip);
-                            let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                            if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, &bases, Some(&staged)) {
-                                result = Err(e);
-                            }
+                    fx.for_range(p0, p1, 1, &[], |fx, p, _| {
+                        let tile = tile_at(fx, p, ip);
+                        let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                        if let Err(e) = store_tile(fx, &c, tile, bi, r0, col0, &bases, Some(&staged)) {
+                            result = Err(e);
+                        }
+                        vec![]
+                    });
+                    let rows = fx.i(MR as i64);
+                    let left = fx.b.ins().isub(m_v, r0);
+                    let rows = fx.b.ins().smin(rows, left);
+                    let grow = fx.b.ins().imul_imm_s(bi, m as i64);
+                    let grow = fx.b.ins().iadd(grow, r0);
+                    let to = fx.b.ins().imul_imm_s(grow, n as i64);
+                    if groups == 1 {
+                        let zero = fx.i(0);
+                        let count = fx.b.ins().imul_imm_s(rows, n as i64);
+                        staged.stage.narrow(fx, zero, bases.out, to, count);
+                    } else {
+                        // The group's columns `origin..min(p1 · NR, n)` of each row (none
+                        // for the last groups when the panels run out before them).
+                        let end = fx.b.ins().imul_imm_s(p1, NR as i64);
+                        let n_v = fx.i(n as i64);
+                        let end = fx.b.ins().smin(end, n_v);
+                        let width = fx.b.ins().isub(end, origin);
+                        let zero = fx.i(0);
+                        let width = fx.b.ins().smax(width, zero);
+                        let to = fx.b.ins().iadd(to, origin);
+                        fx.for_range(zero, rows, 1, &[], |fx, r, _| {
+                            let from = fx.b.ins().imul_imm_s(r, stage_stride as i64);
+                            let row = fx.b.ins().imul_imm_s(r, n as i64);
+                            let to = fx.b.ins().iadd(to, row);
+                            staged.stage.narrow(fx, from, bases.out, to, width);
                             vec![]
                         });
-                        let rows = fx.i(MR as i64);
-                        let m_v = fx.i(m as i64);
-                        let left = fx.b.ins().isub(m_v, r0);
-                        let rows = fx.b.ins().smin(rows, left);
-                        let grow = fx.b.ins().imul_imm_s(bi, m as i64);
-                        let grow = fx.b.ins().iadd(grow, r0);
-                        let to = fx.b.ins().imul_imm_s(grow, n as i64);
-                        if groups == 1 {
-                            let zero = fx.i(0);
-                            let count = fx.b.ins().imul_imm_s(rows, n as i64);
-                            staged.stage.narrow(fx, zero, bases.out, to, count);
-                        } else {
-                            // The group's columns `origin..min(p1 · NR, n)` of each row (none
-                            // for the last groups when the panels run out before them).
-                            let end = fx.b.ins().imul_imm_s(p1, NR as i64);
-                            let n_v = fx.i(n as i64);
-                            let end = fx.b.ins().smin(end, n_v);
-                            let width = fx.b.ins().isub(end, origin);
-                            let zero = fx.i(0);
-                            let width = fx.b.ins().smax(width, zero);
-                            let to = fx.b.ins().iadd(to, origin);
-                            fx.for_range(zero, rows, 1, &[], |fx, r, _| {
-                                let from = fx.b.ins().imul_imm_s(r, stage_stride as i64);
-                                let row = fx.b.ins().imul_imm_s(r, n as i64);
-                                let to = fx.b.ins().iadd(to, row);
-                                staged.stage.narrow(fx, from, bases.out, to, width);
-                                vec![]
-                            });
-                        }
-                    });
+                    }
                     vec![]
                 });
                 vec![]
