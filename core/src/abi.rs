@@ -96,6 +96,11 @@ pub enum Libcall {
     /// native code for this CPU, and the generated code then runs its own micro-kernel, which
     /// gives the same bits (both multiply-add each element in `k` order, fused).
     GemmTiles,
+    /// `uint64_t f(const float *a, const void *b, uint64_t b_stride, uint64_t k, float *out,
+    /// uint64_t panels, uint64_t flags)`: a one-row GEMM (a classifier at batch 1) over `panels`
+    /// panels of B, in the runtime's native code, returning `panels`. See [`tiles`] for the
+    /// layouts and flags. Optional, as [`Libcall::GemmTiles`] is, with the same bits either way.
+    GemvPanels,
 }
 
 /// The contract of [`Libcall::GemmTiles`], shared by the code that calls it and the runtime.
@@ -108,6 +113,11 @@ pub enum Libcall {
 /// exactly as they are read). Aᵢ is micro-panel `i`: with `PACKED_A`, f32 laid out
 /// `[k][TILE_ROWS]` at `a + i · TILE_ROWS · k · 4` bytes; otherwise A's own f32 rows, row `r` of Aᵢ at
 /// `a + (i · TILE_ROWS + r) · a_stride` bytes, `k` consecutive values.
+///
+/// [`Libcall::GemvPanels`] reads B panels the same way (`panels` of them, `b_stride` bytes
+/// apart, `B_F16` or `B_BF16` in `flags`, no other flag) and `k` f32 values of A at `a`; it
+/// writes panel `j`'s `TILE_COLS` sums, each a chain of fused multiply-adds in `k` order from
+/// zero, at `out + j · TILE_COLS · 4` bytes.
 pub mod tiles {
     /// Rows of a tile (the GEMM's `MR`).
     pub const TILE_ROWS: usize = 4;
@@ -125,7 +135,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 19] = [
+    pub const ALL: [Libcall; 20] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -145,6 +155,7 @@ impl Libcall {
         Libcall::WidenF16,
         Libcall::NarrowF16,
         Libcall::GemmTiles,
+        Libcall::GemvPanels,
     ];
 
     /// The C parameter types and result type.
@@ -159,6 +170,7 @@ impl Libcall {
             F64ToF16 | F64ToBf16 => (&[F64], F32),
             WidenF16 | NarrowF16 => (&[Ptr, Ptr, U64], U64),
             GemmTiles => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
+            GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
         }
     }
 

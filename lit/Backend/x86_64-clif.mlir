@@ -88,12 +88,17 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 }
 
 // A one-row matmul with a constant fp16 weight (a classifier at batch 1) widens its A row
-// (300 values) and then its weight, 128 rows (1024 values) of each of its four panels at a
-// time, into scratch by one call to the runtime each (`WidenF16`: F16C where the CPU has
-// it), and multiplies in f32 from scratch; the last 44 rows are a shorter chunk.
+// (300 values, `WidenF16`, table byte 128). Then one call of the runtime's native one-row
+// loop (GemvPanels, table entry 19, at byte 152: A, B, B's panel stride 4800 bytes, k = 300,
+// the sums, the item's panels, flags 4 = fp16 B) computes the work item's panels, where the
+// table has it. Else the generated loop widens the weight, 128 rows (1024 values) of each of
+// four panels at a time, into scratch by one call to the runtime each (F16C where the CPU
+// has it), and multiplies in f32 from scratch; the last 44 rows are a shorter chunk.
 // CHECK: ; function @classifier: 1 kernels
 // CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: call_indirect {{.*}} = 300
+// CHECK: [[GEMV:v[0-9]+]] = load.i64 notrap aligned readonly v4+152
+// CHECK: call_indirect.i64 sig{{[0-9]+}}, [[GEMV]]({{.*}}) ; v{{[0-9]+}} = 4800, v{{[0-9]+}} = 300, v{{[0-9]+}} = 4
 // CHECK-COUNT-4: call_indirect {{.*}} = 1024
 // CHECK: fma
 // CHECK-COUNT-4: call_indirect {{.*}} = 352

@@ -292,12 +292,13 @@ impl Executor {
         Ok(e)
     }
 
-    /// Whether later runs may use the runtime's native GEMM loop ([`crate::tiles`]) where the
+    /// Whether later runs may use the runtime's native GEMM loops ([`crate::tiles`]) where the
     /// CPU has it (the default; `F16C_NATIVE_TILES=0` in the environment turns it off): off, the
     /// generated code runs its own micro-kernel, with the same results.
     pub fn set_native_tiles(&mut self, on: bool) {
-        let at = f16c_core::abi::Libcall::GemmTiles as usize;
-        self.rt[at] = if on { crate::tiles::entry() } else { 0 };
+        use f16c_core::abi::Libcall::{GemmTiles, GemvPanels};
+        self.rt[GemmTiles as usize] = if on { crate::tiles::entry() } else { 0 };
+        self.rt[GemvPanels as usize] = if on { crate::tiles::gemv_entry() } else { 0 };
     }
 
     /// The manifest (function name, types, layout, schedule).

@@ -10,7 +10,10 @@
 //! what the generated micro-kernel computes per call, would keep only four. Every element is
 //! still one chain of fused multiply-adds in `k` order, from zero or from the tile, exactly as
 //! in the generated micro-kernel, so the two give the same bits and the generated code may use
-//! either.
+//! either. Each pass also fetches the B panels of the pass after it into cache.
+//!
+//! The one-row GEMM (a classifier at batch 1, [`Libcall::GemvPanels`](f16c_core::abi::Libcall))
+//! has its own loop: one 8-lane accumulator per panel, eight panels at a time.
 
 use f16c_core::abi::tiles::{ACCUMULATE, B_BF16, B_F16, PACKED_A, TILE_COLS, TILE_ROWS};
 
@@ -47,6 +50,36 @@ extern "C" fn gemm_tiles(a: *const u8, a_stride: u64, b: *const u8, b_stride: u6
         }
     }
     micro_panels
+}
+
+/// The table entry of [`Libcall::GemvPanels`](f16c_core::abi::Libcall): the native one-row
+/// loop where this CPU has what it needs ([`entry`]'s features), else null.
+pub fn gemv_entry() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if entry() != 0 {
+        return gemv_panels as GemvFn as usize;
+    }
+    0
+}
+
+/// The signature of [`Libcall::GemvPanels`](f16c_core::abi::Libcall).
+pub type GemvFn = extern "C" fn(*const f32, *const u8, u64, u64, *mut f32, u64, u64) -> u64;
+
+/// The one-row libcall (its contract: [`f16c_core::abi::tiles`]). Only in the table of a CPU
+/// with AVX2, FMA and F16C.
+#[cfg(target_arch = "x86_64")]
+extern "C" fn gemv_panels(a: *const f32, b: *const u8, b_stride: u64, k: u64, out: *mut f32, panels: u64, flags: u64) -> u64 {
+    let (b_stride, k, n) = (b_stride as usize, k as usize, panels as usize);
+    // SAFETY: `gemv_entry` hands this function out only on a CPU with AVX2, FMA and F16C; the
+    // generated code passes pointers and sizes by the libcall's contract.
+    unsafe {
+        match flags & (B_F16 | B_BF16) {
+            0 => avx2::gemv::<0>(a, b, b_stride, k, out, n),
+            B_F16 => avx2::gemv::<B_F16>(a, b, b_stride, k, out, n),
+            _ => avx2::gemv::<B_BF16>(a, b, b_stride, k, out, n),
+        }
+    }
+    panels
 }
 
 /// One call's operands (strides in bytes).
@@ -89,11 +122,12 @@ mod avx2 {
             let mut j = 0;
             for q in runs(panels) {
                 // SAFETY (each arm): panels j..j + q and micro-panel 0 exist (the contract).
+                let ahead = Ahead { from: j + q, panels: q.min(panels - j - q) };
                 unsafe {
                     match q {
-                        3 => pass::<1, 3, PACKED, B>(c, 0, j),
-                        2 => pass::<1, 2, PACKED, B>(c, 0, j),
-                        _ => pass::<1, 1, PACKED, B>(c, 0, j),
+                        3 => pass::<1, 3, PACKED, B>(c, 0, j, ahead),
+                        2 => pass::<1, 2, PACKED, B>(c, 0, j, ahead),
+                        _ => pass::<1, 1, PACKED, B>(c, 0, j, ahead),
                     }
                 }
                 j += q;
@@ -103,12 +137,13 @@ mod avx2 {
         for j in 0..panels {
             let mut i = 0;
             for p in runs(micro_panels) {
+                let ahead = Ahead { from: j + 1, panels: if i == 0 && j + 1 < panels { 1 } else { 0 } };
                 // SAFETY (each arm): micro-panels i..i + p and panel j exist (the contract).
                 unsafe {
                     match p {
-                        3 => pass::<3, 1, PACKED, B>(c, i, j),
-                        2 => pass::<2, 1, PACKED, B>(c, i, j),
-                        _ => pass::<1, 1, PACKED, B>(c, i, j),
+                        3 => pass::<3, 1, PACKED, B>(c, i, j, ahead),
+                        2 => pass::<2, 1, PACKED, B>(c, i, j, ahead),
+                        _ => pass::<1, 1, PACKED, B>(c, i, j, ahead),
                     }
                 }
                 i += p;
@@ -116,11 +151,82 @@ mod avx2 {
         }
     }
 
+    /// The B panels a pass fetches into cache for the pass after it: `panels` panels from panel
+    /// `from`, the chunk this call reads of each. A weight too large for the last-level cache
+    /// (resnet18's deep layers) streams from memory, and the CPU's own prefetcher, which starts
+    /// over on each 8 KiB panel chunk, left the 4-row passes waiting on it.
+    #[derive(Clone, Copy)]
+    pub(super) struct Ahead {
+        from: usize,
+        panels: usize,
+    }
+
+    /// Eight `B`-typed values at `p`, widened to f32.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load_b<const B: u64>(p: *const u8) -> __m256 {
+        // SAFETY: the caller's: eight values of B's type at `p`.
+        unsafe {
+            match B {
+                B_F16 => _mm256_cvtph_ps(_mm_loadu_si128(p.cast())),
+                B_BF16 => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(p.cast())))),
+                _ => _mm256_loadu_ps(p.cast()),
+            }
+        }
+    }
+
+    /// The one-row GEMM: runs of eight panels (eight accumulators: the FMA latency times two a
+    /// cycle), then four, two, one.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn gemv<const B: u64>(a: *const f32, b: *const u8, b_stride: usize, k: usize, out: *mut f32, panels: usize) {
+        let mut j = 0;
+        while j < panels {
+            let q = match panels - j {
+                8.. => 8,
+                4..=7 => 4,
+                2 | 3 => 2,
+                _ => 1,
+            };
+            let (b, out) = (b.wrapping_add(j * b_stride), out.wrapping_add(j * TILE_COLS));
+            // SAFETY (each arm): panels j..j + q exist (the contract).
+            unsafe {
+                match q {
+                    8 => gemv_run::<8, B>(a, b, b_stride, k, out),
+                    4 => gemv_run::<4, B>(a, b, b_stride, k, out),
+                    2 => gemv_run::<2, B>(a, b, b_stride, k, out),
+                    _ => gemv_run::<1, B>(a, b, b_stride, k, out),
+                }
+            }
+            j += q;
+        }
+    }
+
+    /// Panels `0 .. Q` of a one-row GEMM, one accumulator each.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn gemv_run<const Q: usize, const B: u64>(a: *const f32, b: *const u8, b_stride: usize, k: usize, out: *mut f32) {
+        let row = TILE_COLS * if B == 0 { 4 } else { 2 };
+        let mut acc = [_mm256_setzero_ps(); Q];
+        for kk in 0..k {
+            // SAFETY: A has k values; each B panel k rows of eight.
+            unsafe {
+                let x = _mm256_broadcast_ss(&*a.add(kk));
+                for (q, v) in acc.iter_mut().enumerate() {
+                    *v = _mm256_fmadd_ps(x, load_b::<B>(b.add(q * b_stride + kk * row)), *v);
+                }
+            }
+        }
+        for (q, v) in acc.iter().enumerate() {
+            // SAFETY: panel q's eight sums (the contract).
+            unsafe { _mm256_storeu_ps(out.add(q * TILE_COLS), *v) };
+        }
+    }
+
     /// Micro-panels `i0 .. i0 + P` against panels `j0 .. j0 + Q`, in `P · TILE_ROWS × Q`
     /// accumulators.
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    unsafe fn pass<const P: usize, const Q: usize, const PACKED: bool, const B: u64>(c: &Call, i0: usize, j0: usize) {
+    unsafe fn pass<const P: usize, const Q: usize, const PACKED: bool, const B: u64>(c: &Call, i0: usize, j0: usize, ahead: Ahead) {
         const { assert!(TILE_COLS == 8 && TILE_ROWS == 4 && P * TILE_ROWS * Q <= 12) };
         // Row `r` of the P micro-panels: its first value, and the bytes from one k to the next.
         let panel_bytes = if PACKED { TILE_ROWS * c.k * 4 } else { TILE_ROWS * c.a_stride };
@@ -140,18 +246,23 @@ mod avx2 {
                 }
             }
         }
+        let row = TILE_COLS * if B == 0 { 4 } else { 2 };
+        let next = c.b.wrapping_add(ahead.from * c.b_stride);
         for kk in 0..c.k {
+            // One cache line of each next panel per 64 bytes of this pass's panels: the next
+            // pass's B is in L1 when it starts (a prefetch never faults).
+            if (kk * row).is_multiple_of(64) {
+                for q in 0..ahead.panels {
+                    _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(q * c.b_stride + kk * row).cast());
+                }
+            }
             // SAFETY: each B panel has k rows of 8 values; each A row k values `k_step` apart.
             unsafe {
                 let bv: [__m256; 3] = std::array::from_fn(|q| {
                     if q >= Q {
                         return _mm256_setzero_ps();
                     }
-                    match B {
-                        B_F16 => _mm256_cvtph_ps(_mm_loadu_si128(b[q].add(kk * TILE_COLS * 2).cast())),
-                        B_BF16 => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(b[q].add(kk * TILE_COLS * 2).cast())))),
-                        _ => _mm256_loadu_ps(b[q].add(kk * TILE_COLS * 4).cast()),
-                    }
+                    load_b::<B>(b[q].add(kk * TILE_COLS * if B == 0 { 4 } else { 2 }))
                 });
                 for (r, row) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
                     let x = _mm256_broadcast_ss(&*rows[r].add(kk * k_step).cast::<f32>());
@@ -261,6 +372,52 @@ mod tests {
                     assert_eq!(done, micro_panels as u64);
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&got), bits(&want), "micro_panels={micro_panels} panels={panels} k={k} flags={flags}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn native_gemv_sums_are_fused_multiply_add_chains_in_k_order() {
+        let f = gemv_entry();
+        if f == 0 {
+            eprintln!("no native one-row GEMM on this CPU: nothing to test");
+            return;
+        }
+        // SAFETY: the table entry's signature.
+        let f = unsafe { std::mem::transmute::<usize, GemvFn>(f) };
+        let mut seed = 11u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
+        };
+        // Every run length (8, 4, 2, 1) and mixes of them; f32, f16 and bf16 B.
+        for panels in [1, 2, 3, 4, 5, 7, 8, 9, 15, 19] {
+            for k in [1, 3, 40] {
+                for flags in [0, B_F16, B_BF16] {
+                    let a: Vec<f32> = (0..k).map(|_| next()).collect();
+                    let b: Vec<f32> = (0..panels * k * TILE_COLS).map(|_| next()).collect();
+                    let (b, b16): (Vec<f32>, Vec<u16>) = match flags {
+                        B_F16 => b.iter().map(|&x| (f16::from_f32(x).to_f32(), f16::from_f32(x).to_bits())).unzip(),
+                        B_BF16 => b.iter().map(|&x| (bf16::from_f32(x).to_f32(), bf16::from_f32(x).to_bits())).unzip(),
+                        _ => (b, vec![]),
+                    };
+                    let want: Vec<u32> = (0..panels * TILE_COLS)
+                        .map(|o| {
+                            let (j, col) = (o / TILE_COLS, o % TILE_COLS);
+                            (0..k).fold(0f32, |s, kk| a[kk].mul_add(b[(j * k + kk) * TILE_COLS + col], s)).to_bits()
+                        })
+                        .collect();
+                    // One panel more than the call's: the call must not write past its panels.
+                    let mut got = vec![f32::NAN; (panels + 1) * TILE_COLS];
+                    let (bp, b_stride): (*const u8, usize) = if b16.is_empty() { (b.as_ptr().cast(), k * TILE_COLS * 4) } else { (b16.as_ptr().cast(), k * TILE_COLS * 2) };
+                    let done = f(a.as_ptr(), bp, b_stride as u64, k as u64, got.as_mut_ptr(), panels as u64, flags);
+                    assert_eq!(done, panels as u64);
+                    assert!(got[panels * TILE_COLS..].iter().all(|x| x.is_nan()), "panels={panels} k={k} flags={flags}: wrote past its panels");
+                    let got: Vec<u32> = got[..panels * TILE_COLS].iter().map(|x| x.to_bits()).collect();
+                    assert_eq!(got, want, "panels={panels} k={k} flags={flags}");
                 }
             }
         }

@@ -658,7 +658,8 @@ fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
 /// (`f16c_runtime::tiles`); with it turned off, the generated micro-kernel runs instead. The two
 /// give the same bits: A packed and in place, f32, fp16 and bf16 (an fp16 weight read and
 /// widened by the native loop itself), reduction chunks, several row blocks and a batch, a
-/// short last micro-panel, fused epilogues, and every remainder of its three-at-a-time loop.
+/// short last micro-panel, fused epilogues, and every remainder of its three-at-a-time loop;
+/// and the one-row (gemv) loop's native and generated forms.
 #[test]
 fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
     if f16c_runtime::tiles::entry() == 0 {
@@ -668,7 +669,9 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
     let mut rng = Rng(23);
     let mut cases: Vec<(String, Graph, Vec<Tensor>)> = Vec::new();
     for d in FLOATS {
-        for (m, k, n) in [(4, 5, 3), (8, 300, 19), (68, 600, 40), (150, 40, 70), (9, 7, 8)] {
+        // m = 1 is the one-row loop: its items of eight panels, a short last item, and (640 ×
+        // 130) an fp16 weight too large to widen once, read as fp16 by the native loop.
+        for (m, k, n) in [(4, 5, 3), (8, 300, 19), (68, 600, 40), (150, 40, 70), (9, 7, 8), (1, 5, 70), (1, 300, 19), (1, 640, 130)] {
             let g = matmul_clamp(&random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0), m);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             cases.push((format!("matmul {d} m={m} k={k} n={n}"), g, inputs));

@@ -1476,24 +1476,27 @@ fn k_chunks(kind: &ContractionKind, k: usize) -> Vec<(usize, usize)> {
 }
 
 impl Context<'_> {
-    /// A matmul with one row (a classifier at batch 1): one work item per [`GEMV_PANELS`] B
-    /// panels, so threads split the weight, and per panel two f32x4 accumulators chained over
-    /// the whole reduction in the micro-kernel's order (the same multiply-adds from zero, so
-    /// the same bits), the item's eight chains interleaved to hide the FMA latency; panels are
-    /// read in place (a bf16 one widened as it is loaded), an fp16 one widened [`GEMV_KC`]
-    /// rows at a time into scratch by the runtime ([`widen_run`]). The GEMM would run one
-    /// item, three quarters of its 4-row micro-kernel on padding.
+    /// A matmul with one row (a classifier at batch 1): one work item per [`GEMV_ITEM`] B
+    /// panels, so threads split the weight, each element one chain of multiply-adds from zero
+    /// over the whole reduction in the micro-kernel's order (so the same bits). The runtime's
+    /// native loop ([`Libcall::GemvPanels`](f16c_core::abi::Libcall), eight lanes) computes the
+    /// item's panels in one call, reading an fp16 or bf16 weight in its type. Where the runtime
+    /// has none, the generated code takes the item's panels [`GEMV_PANELS`] at a time, two f32x4
+    /// accumulators per panel, the eight chains interleaved to hide the FMA latency; panels
+    /// are read in place (a bf16 one widened as it is loaded), an fp16 one widened
+    /// [`GEMV_KC`] rows at a time into scratch by the runtime ([`widen_run`]). The GEMM would
+    /// run one item, three quarters of its 4-row micro-kernel on padding.
     fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType, finite: Finite) -> Result<(), BackendError> {
         let (batch, n, k) = (c.batch, c.n, c.k);
         let panels = n.div_ceil(NR);
-        let groups = panels.div_ceil(GEMV_PANELS);
+        let groups = panels.div_ceil(GEMV_ITEM);
         let panel_elems = k * NR;
-        // Scratch: the item's accumulators, one tile row per panel; then an f16/bf16 A row
-        // widened four lanes at a time (once per item, not once per element and panel group).
-        let tile_bytes = GEMV_PANELS * NR * 4;
+        // Scratch: the item's sums, one tile row per panel; then an f16/bf16 A row widened
+        // four lanes at a time (once per item, not once per element and panel group).
+        let tile_bytes = GEMV_ITEM * NR * 4;
         let widen = c.a.ty.dtype != DType::F32;
         let a_bytes = if widen { k * 4 } else { 0 };
-        // Then, for an fp16 B, its widened chunks: GEMV_KC rows of each of the item's panels.
+        // Then, for an fp16 B, its widened chunks: GEMV_KC rows of GEMV_PANELS panels.
         let chunk_bytes = if packed_dt == DType::F16 { GEMV_PANELS * GEMV_KC * NR * 4 } else { 0 };
         self.layout.scratch(tile_bytes + a_bytes + chunk_bytes);
         let (c, fma) = (c.clone(), self.fma);
@@ -1507,94 +1510,55 @@ impl Context<'_> {
             fx.for_items(|fx, item| {
                 let bi = fx.b.ins().udiv_imm_s(item, groups as i64);
                 let group = fx.b.ins().urem_imm_s(item, groups as i64);
-                let first = fx.b.ins().imul_imm_s(group, GEMV_PANELS as i64);
+                let first = fx.b.ins().imul_imm_s(group, GEMV_ITEM as i64);
                 let a_row = fx.b.ins().imul_imm_s(bi, k as i64);
-                let (a, a_row, ad) = if widen {
+                let (a, a_row) = if widen {
                     let src = fx.addr(bases.a, a_row, c.a.ty.dtype.byte_size());
                     widen_run(fx, c.a.ty.dtype, src, wide, k, false);
-                    (wide, fx.i(0), DType::F32)
+                    (wide, fx.i(0))
                 } else {
-                    (bases.a, a_row, c.a.ty.dtype)
+                    (bases.a, a_row)
                 };
                 let batch_panels = fx.b.ins().imul_imm_s(bi, panels as i64);
-                // Panel j of the group, clamped to the last one (a short last group computes
-                // it again and does not store it).
-                let last = fx.i(panels as i64 - 1);
-                let starts: Vec<Value> = (0..GEMV_PANELS)
-                    .map(|j| {
-                        let p = fx.b.ins().iadd_imm_s(first, j as i64);
-                        let p = fx.b.ins().smin(p, last);
-                        let q = fx.b.ins().iadd(batch_panels, p);
-                        fx.b.ins().imul_imm_s(q, panel_elems as i64)
-                    })
-                    .collect();
-                let zero = fx.f(F32X4, 0.0);
-                let chains = GEMV_PANELS * NR / LANES;
-                // Steps `k0 .. end` of the item's chains, B row `kk` of panel j read at
-                // `b[starts[j] + (kk - k0) * NR ..]` as `bd`.
-                let steps = |fx: &mut Fx, k0: Value, end: Value, (b, bd, starts): (Value, DType, &[Value]), acc: &[Value]| {
-                    fx.for_range(k0, end, 1, acc, |fx, kk, acc| {
-                        let ai = fx.b.ins().iadd(a_row, kk);
-                        let av = fx.load(ad, a, ai);
-                        let av = fx.b.ins().splat(F32X4, av);
-                        let kr = fx.b.ins().isub(kk, k0);
-                        let row = fx.b.ins().imul_imm_s(kr, NR as i64);
-                        (0..chains)
-                            .map(|i| {
-                                let (j, v) = (i / (NR / LANES), i % (NR / LANES));
-                                let at = fx.b.ins().iadd(starts[j], row);
-                                let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
-                                let bv = fx.load4_checked(bd, b, at, bases.finite.weight);
-                                if fma {
-                                    fx.b.ins().fma(av, bv, acc[i])
-                                } else {
-                                    let prod = fx.b.ins().fmul(av, bv);
-                                    fx.b.ins().fadd(acc[i], prod)
-                                }
-                            })
-                            .collect()
-                    })
-                };
-                let acc = if packed_dt == DType::F16 {
-                    // fp16 B: each chunk of GEMV_KC steps of the item's panels is widened into
-                    // scratch in one runtime call per panel (F16C where the CPU has it), then
-                    // read as f32: the same products in the same order.
-                    let chunk = |fx: &mut Fx, k0: Value, len: usize, acc: &[Value]| {
-                        let row0 = fx.b.ins().imul_imm_s(k0, NR as i64);
-                        let offs: Vec<Value> = (0..GEMV_PANELS)
-                            .map(|j| {
-                                let src = fx.b.ins().iadd(starts[j], row0);
-                                let src = fx.addr(bases.b, src, 2);
-                                let dst = fx.b.ins().iadd_imm_s(chunks, (j * GEMV_KC * NR * 4) as i64);
-                                widen_run(fx, DType::F16, src, dst, len * NR, false);
-                                fx.i((j * GEMV_KC * NR) as i64)
-                            })
-                            .collect();
-                        let end = fx.b.ins().iadd_imm_s(k0, len as i64);
-                        steps(fx, k0, end, (chunks, DType::F32, &offs), acc)
-                    };
-                    let full = k / GEMV_KC;
-                    let acc = fx.for_n(0, full as i64, 1, &vec![zero; chains], |fx, ci, acc| {
-                        let k0 = fx.b.ins().imul_imm_s(ci, GEMV_KC as i64);
-                        chunk(fx, k0, GEMV_KC, acc)
-                    });
-                    if k % GEMV_KC == 0 {
-                        acc
-                    } else {
-                        let k0 = fx.i((full * GEMV_KC) as i64);
-                        chunk(fx, k0, k % GEMV_KC, &acc)
-                    }
-                } else {
-                    let (k0, end) = (fx.i(0), fx.i(k as i64));
-                    steps(fx, k0, end, (bases.b, packed_dt, &starts), &vec![zero; chains])
-                };
+                let native = fx.libcall_entry(f16c_core::abi::Libcall::GemvPanels);
+                let has_native = fx.b.ins().icmp_imm_s(IntCC::NotEqual, native, 0);
+                fx.if_else(
+                    has_native,
+                    |fx| {
+                        use f16c_core::abi::tiles::{B_BF16, B_F16};
+                        let flags = match packed_dt {
+                            DType::F16 => B_F16,
+                            DType::BF16 => B_BF16,
+                            _ => 0,
+                        };
+                        let a_at = fx.addr(a, a_row, 4);
+                        let p = fx.b.ins().iadd(batch_panels, first);
+                        let p = fx.b.ins().imul_imm_s(p, panel_elems as i64);
+                        let b_at = fx.addr(bases.b, p, packed_dt.byte_size());
+                        // The item's panels (the last item's may be fewer).
+                        let count = fx.i(panels as i64);
+                        let count = fx.b.ins().isub(count, first);
+                        let most = fx.i(GEMV_ITEM as i64);
+                        let count = fx.b.ins().smin(count, most);
+                        let (b_stride, kv, flags) = (fx.i((panel_elems * packed_dt.byte_size()) as i64), fx.i(k as i64), fx.i(flags as i64));
+                        fx.libcall_at(f16c_core::abi::Libcall::GemvPanels, native, &[a_at, b_at, b_stride, kv, tile, count, flags]);
+                        vec![]
+                    },
+                    |fx| {
+                        fx.for_n(0, (GEMV_ITEM / GEMV_PANELS) as i64, 1, &[], |fx, sub, _| {
+                            let off = fx.b.ins().imul_imm_s(sub, GEMV_PANELS as i64);
+                            let sums = fx.addr(tile, off, NR * 4);
+                            let from = fx.b.ins().iadd(first, off);
+                            gemv_panels(fx, (a, a_row), (bases.b, packed_dt, chunks), (from, batch_panels), &c, bases.finite.weight, fma, sums);
+                            vec![]
+                        });
+                        vec![]
+                    },
+                );
                 // Panel j's values are row j of the scratch tile; one store_tile call in a loop
                 // over the panels keeps the epilogue emitted once.
-                for (i, &x) in acc.iter().enumerate() {
-                    fx.b.ins().store(super::emit::mem(), x, tile, (i * 16) as i32);
-                }
                 let r0 = fx.i(0);
-                fx.for_n(0, GEMV_PANELS as i64, 1, &[], |fx, j, _| {
+                fx.for_n(0, GEMV_ITEM as i64, 1, &[], |fx, j, _| {
                     let p = fx.b.ins().iadd(first, j);
                     let real = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, p, panels as i64);
                     fx.if_then(real, |fx| {
@@ -1610,6 +1574,89 @@ impl Context<'_> {
             });
             result
         })
+    }
+}
+
+/// The generated one-row loop over [`GEMV_PANELS`] panels from `first` (of batch `bi`'s
+/// `batch_panels..`), their sums stored at `sums` (panel j at `sums + j · NR · 4`): a panel past
+/// the last is computed as the last again (its sums are not stored by the caller). `a[a_row..]`
+/// is the f32 A row; an fp16 B is widened [`GEMV_KC`] rows at a time into `chunks`.
+#[allow(clippy::too_many_arguments)]
+fn gemv_panels(fx: &mut Fx, (a, a_row): (Value, Value), (b, packed_dt, chunks): (Value, DType, Value), (first, batch_panels): (Value, Value), c: &Contraction, finite_b: bool, fma: bool, sums: Value) {
+    let (n, k) = (c.n, c.k);
+    let panels = n.div_ceil(NR);
+    let panel_elems = k * NR;
+    let last = fx.i(panels as i64 - 1);
+    let starts: Vec<Value> = (0..GEMV_PANELS)
+        .map(|j| {
+            let p = fx.b.ins().iadd_imm_s(first, j as i64);
+            let p = fx.b.ins().smin(p, last);
+            let q = fx.b.ins().iadd(batch_panels, p);
+            fx.b.ins().imul_imm_s(q, panel_elems as i64)
+        })
+        .collect();
+    let zero = fx.f(F32X4, 0.0);
+    let chains = GEMV_PANELS * NR / LANES;
+    // Steps `k0 .. end` of the chains, B row `kk` of panel j read at
+    // `b[starts[j] + (kk - k0) * NR ..]` as `bd`.
+    let steps = |fx: &mut Fx, k0: Value, end: Value, (b, bd, starts): (Value, DType, &[Value]), acc: &[Value]| {
+        fx.for_range(k0, end, 1, acc, |fx, kk, acc| {
+            let ai = fx.b.ins().iadd(a_row, kk);
+            let av = fx.load(DType::F32, a, ai);
+            let av = fx.b.ins().splat(F32X4, av);
+            let kr = fx.b.ins().isub(kk, k0);
+            let row = fx.b.ins().imul_imm_s(kr, NR as i64);
+            (0..chains)
+                .map(|i| {
+                    let (j, v) = (i / (NR / LANES), i % (NR / LANES));
+                    let at = fx.b.ins().iadd(starts[j], row);
+                    let at = fx.b.ins().iadd_imm_s(at, (v * LANES) as i64);
+                    let bv = fx.load4_checked(bd, b, at, finite_b);
+                    if fma {
+                        fx.b.ins().fma(av, bv, acc[i])
+                    } else {
+                        let prod = fx.b.ins().fmul(av, bv);
+                        fx.b.ins().fadd(acc[i], prod)
+                    }
+                })
+                .collect()
+        })
+    };
+    let acc = if packed_dt == DType::F16 {
+        // fp16 B: each chunk of GEMV_KC steps of the panels is widened into scratch in one
+        // runtime call per panel (F16C where the CPU has it), then read as f32: the same
+        // products in the same order.
+        let chunk = |fx: &mut Fx, k0: Value, len: usize, acc: &[Value]| {
+            let row0 = fx.b.ins().imul_imm_s(k0, NR as i64);
+            let offs: Vec<Value> = (0..GEMV_PANELS)
+                .map(|j| {
+                    let src = fx.b.ins().iadd(starts[j], row0);
+                    let src = fx.addr(b, src, 2);
+                    let dst = fx.b.ins().iadd_imm_s(chunks, (j * GEMV_KC * NR * 4) as i64);
+                    widen_run(fx, DType::F16, src, dst, len * NR, false);
+                    fx.i((j * GEMV_KC * NR) as i64)
+                })
+                .collect();
+            let end = fx.b.ins().iadd_imm_s(k0, len as i64);
+            steps(fx, k0, end, (chunks, DType::F32, &offs), acc)
+        };
+        let full = k / GEMV_KC;
+        let acc = fx.for_n(0, full as i64, 1, &vec![zero; chains], |fx, ci, acc| {
+            let k0 = fx.b.ins().imul_imm_s(ci, GEMV_KC as i64);
+            chunk(fx, k0, GEMV_KC, acc)
+        });
+        if k % GEMV_KC == 0 {
+            acc
+        } else {
+            let k0 = fx.i((full * GEMV_KC) as i64);
+            chunk(fx, k0, k % GEMV_KC, &acc)
+        }
+    } else {
+        let (k0, end) = (fx.i(0), fx.i(k as i64));
+        steps(fx, k0, end, (b, packed_dt, &starts), &vec![zero; chains])
+    };
+    for (i, &x) in acc.iter().enumerate() {
+        fx.b.ins().store(super::emit::mem(), x, sums, (i * 16) as i32);
     }
 }
 
@@ -1690,8 +1737,13 @@ impl Finite {
 /// panels' chunks take 16 KiB of scratch, in L1 next to the A row.
 const GEMV_KC: usize = 128;
 
-/// B panels per work item of the one-row matmul: 4 × 8 columns, eight independent FMA chains.
+/// B panels the generated one-row loop computes at a time: 4 × 8 columns, eight independent
+/// f32x4 FMA chains.
 const GEMV_PANELS: usize = 4;
+
+/// B panels per work item of the one-row matmul (a multiple of [`GEMV_PANELS`]): the native
+/// loop keeps one 8-lane chain per panel, and eight hide the FMA latency.
+const GEMV_ITEM: usize = 8;
 
 /// Bias, rounding, epilogue and store of one tile (`MR` × `NR` f32 values at `tile`); rows
 /// from `r0`, columns from `col0`. Rows and vectors are loops, not unrolled, so that the
