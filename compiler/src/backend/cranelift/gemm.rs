@@ -1069,46 +1069,53 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
                         let t = fx.b.ins().udiv_imm_s(row, g.ow as i64);
                         let oy = fx.b.ins().urem_imm_s(t, g.oh as i64);
                         let nb = fx.b.ins().udiv_imm_s(t, g.oh as i64);
-                        for tap in k0 / g.ic..k1.div_ceil(g.ic) {
-                            let (ky, kx) = (tap / g.kw, tap % g.kw);
-                            // The channels of this tap inside k0..k1, and where they go.
-                            let c0 = k0.max(tap * g.ic) - tap * g.ic;
-                            let c1 = k1.min((tap + 1) * g.ic) - tap * g.ic;
-                            let dst0 = tap * g.ic + c0 - k0;
-                            let kyv = fx.i(ky as i64);
-                            let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
-                            let ok_y = in_range(fx, y, g.ih);
-                            {
-                                let kxv = fx.i(kx as i64);
-                                let xx = window_coord(fx, ox, kxv, g.stride[1], g.dilation[1], g.pad[2]);
-                                let ok_x = in_range(fx, xx, g.iw);
-                                let ok = fx.b.ins().band(ok_y, ok_x);
-                                fx.if_else(
-                                    ok,
-                                    |fx| {
-                                        let p = fx.b.ins().imul_imm_s(nb, g.ih as i64);
-                                        let p = fx.b.ins().iadd(p, y);
-                                        let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
-                                        let p = fx.b.ins().iadd(p, xx);
-                                        let src = fx.b.ins().imul_imm_s(p, g.ic as i64);
-                                        let src = fx.b.ins().iadd_imm_s(src, c0 as i64);
-                                        copy_run(fx, ad, a, src, c1 - c0, |fx, kk, v| {
-                                            let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
-                                            store_f32(fx, kk, v)
-                                        });
-                                        vec![]
-                                    },
-                                    |fx| {
-                                        let z = fx.f(F32, 0.0);
-                                        fx.for_n(dst0 as i64, (dst0 + c1 - c0) as i64, 1, &[], |fx, kk, _| {
-                                            store_f32(fx, kk, z);
-                                            vec![]
-                                        });
-                                        vec![]
-                                    },
-                                );
-                            }
-                        }
+                        // The chunk's taps and, per tap, its channels inside k0..k1 and where
+                        // they go.
+                        let taps: Vec<(usize, usize, usize, usize)> = (k0 / g.ic..k1.div_ceil(g.ic))
+                            .map(|tap| {
+                                let c0 = k0.max(tap * g.ic) - tap * g.ic;
+                                let c1 = k1.min((tap + 1) * g.ic) - tap * g.ic;
+                                (tap, c0, c1, tap * g.ic + c0 - k0)
+                            })
+                            .collect();
+                        // A row whose whole window lies in the image (most of them) copies
+                        // every tap from constant offsets of its window's first pixel, with no
+                        // test per tap: the first convolution of an image network, three
+                        // channels per tap, spent more on those tests than on its copies.
+                        let zero = fx.i(0);
+                        let y0 = window_coord(fx, oy, zero, g.stride[0], g.dilation[0], g.pad[0]);
+                        let x0 = window_coord(fx, ox, zero, g.stride[1], g.dilation[1], g.pad[2]);
+                        let (last_y, last_x) = ((g.kh - 1) * g.dilation[0], (g.kw - 1) * g.dilation[1]);
+                        let ok = [(y0, g.ih, last_y), (x0, g.iw, last_x)].map(|(v, len, last)| {
+                            let low = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, 0);
+                            let high = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, len as i64 - last as i64);
+                            fx.b.ins().band(low, high)
+                        });
+                        let whole = fx.b.ins().band(ok[0], ok[1]);
+                        fx.if_else(
+                            whole,
+                            |fx| {
+                                let p = fx.b.ins().imul_imm_s(nb, g.ih as i64);
+                                let p = fx.b.ins().iadd(p, y0);
+                                let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
+                                let p = fx.b.ins().iadd(p, x0);
+                                let first = fx.b.ins().imul_imm_s(p, g.ic as i64);
+                                for &(tap, c0, c1, dst0) in &taps {
+                                    let (ky, kx) = (tap / g.kw, tap % g.kw);
+                                    let at = (ky * g.dilation[0] * g.iw + kx * g.dilation[1]) * g.ic + c0;
+                                    let src = fx.b.ins().iadd_imm_s(first, at as i64);
+                                    copy_run(fx, ad, a, src, c1 - c0, |fx, kk, v| {
+                                        let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
+                                        store_f32(fx, kk, v)
+                                    });
+                                }
+                                vec![]
+                            },
+                            |fx| {
+                                pack_window_checked(fx, g, &taps, (a, ad), (nb, oy, ox), &store_f32);
+                                vec![]
+                            },
+                        );
                     }
                     _ => unreachable!("only GEMM contractions pack A"),
                 }
@@ -1125,6 +1132,42 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
         );
         vec![]
     });
+}
+
+/// [`pack_a`] of one conv row whose window crosses the image's edge: each tap tested, those
+/// outside stored as zeros. `taps`: (tap, first and end channel, destination column).
+fn pack_window_checked(fx: &mut Fx, g: &ConvGeometry, taps: &[(usize, usize, usize, usize)], (a, ad): (Value, DType), (nb, oy, ox): (Value, Value, Value), store_f32: &dyn Fn(&mut Fx, Value, Value)) {
+    for &(tap, c0, c1, dst0) in taps {
+        let (ky, kx) = (tap / g.kw, tap % g.kw);
+        let kyv = fx.i(ky as i64);
+        let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
+        let ok_y = in_range(fx, y, g.ih);
+        let kxv = fx.i(kx as i64);
+        let xx = window_coord(fx, ox, kxv, g.stride[1], g.dilation[1], g.pad[2]);
+        let ok_x = in_range(fx, xx, g.iw);
+        let ok = fx.b.ins().band(ok_y, ok_x);
+        fx.if_else(
+            ok,
+            |fx| {
+                let p = fx.b.ins().imul_imm_s(nb, g.ih as i64);
+                let p = fx.b.ins().iadd(p, y);
+                let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
+                let p = fx.b.ins().iadd(p, xx);
+                let src = fx.b.ins().imul_imm_s(p, g.ic as i64);
+                let src = fx.b.ins().iadd_imm_s(src, c0 as i64);
+                copy_run(fx, ad, a, src, c1 - c0, |fx, kk, v| {
+                    let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
+                    store_f32(fx, kk, v)
+                });
+                vec![]
+            },
+            |fx| {
+                let z = fx.f(F32, 0.0);
+                each_short(fx, dst0, dst0 + c1 - c0, 1, |fx, kk| store_f32(fx, kk, z));
+                vec![]
+            },
+        );
+    }
 }
 
 /// The most A elements a row block's band may hold ([`a_band_bound`]): 64 KiB of f32 scratch.
@@ -1227,7 +1270,7 @@ fn widen_run(fx: &mut Fx, d: DType, src: Value, dst: Value, len: usize, finite: 
 /// `put(kk, value)` (four at a time, then the rest).
 fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: impl Fn(&mut Fx, Value, Value)) {
     let vec_end = len - len % LANES;
-    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, kk, _| {
+    each_short(fx, 0, vec_end, LANES, |fx, kk| {
         let at = fx.b.ins().iadd(src, kk);
         let v = fx.load4(d, base, at);
         for l in 0..LANES {
@@ -1235,15 +1278,33 @@ fn copy_run(fx: &mut Fx, d: DType, base: Value, src: Value, len: usize, put: imp
             let kl = fx.b.ins().iadd_imm_s(kk, l as i64);
             put(fx, kl, x);
         }
-        vec![]
     });
-    fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, kk, _| {
+    each_short(fx, vec_end, len, 1, |fx, kk| {
         let at = fx.b.ins().iadd(src, kk);
         let v = fx.load(d, base, at);
         put(fx, kk, v);
-        vec![]
     });
 }
+
+/// `body(kk)` for `kk` in `(start..end).step_by(step)`: unrolled, `kk` a constant, when that
+/// is at most [`SHORT_TRIPS`] steps, else a loop. Packing the first convolution of an image
+/// network (three channels per tap) spent more on loop control than on its copies.
+fn each_short(fx: &mut Fx, start: usize, end: usize, step: usize, mut body: impl FnMut(&mut Fx, Value)) {
+    if end.saturating_sub(start).div_ceil(step) <= SHORT_TRIPS {
+        for kk in (start..end).step_by(step) {
+            let kk = fx.i(kk as i64);
+            body(fx, kk);
+        }
+    } else {
+        fx.for_n(start as i64, end as i64, step as i64, &[], |fx, kk, _| {
+            body(fx, kk);
+            vec![]
+        });
+    }
+}
+
+/// The most steps [`each_short`] unrolls.
+const SHORT_TRIPS: usize = 4;
 
 /// The micro-kernel, a function of its own: `(apanel, bpanel, k, tile, accumulate)` computes
 /// `tile = (accumulate ? tile : 0) + A·B` for an `MR × NR` tile over `k`, in `MR × NR / 4`
