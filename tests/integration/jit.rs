@@ -671,7 +671,7 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
     for d in FLOATS {
         // m = 1 is the one-row loop: its items of eight panels, a short last item, and (640 ×
         // 130) an fp16 weight too large to widen once, read as fp16 by the native loop.
-        for (m, k, n) in [(4, 5, 3), (8, 300, 19), (68, 600, 40), (150, 40, 70), (9, 7, 8), (1, 5, 70), (1, 300, 19), (1, 640, 130)] {
+        for (m, k, n) in [(4, 5, 3), (4, 700, 40), (8, 300, 19), (68, 600, 40), (150, 40, 70), (9, 7, 8), (1, 5, 70), (1, 300, 19), (1, 640, 130)] {
             let g = matmul_clamp(&random(&TensorType::new(d, [2, k, n]), &mut rng, -1.0, 1.0), m);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             cases.push((format!("matmul {d} m={m} k={k} n={n}"), g, inputs));
@@ -682,7 +682,7 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             cases.push((format!("1x1 conv {d} pixels={pixels} k={k} n={n}"), g, inputs));
         }
-        for (size, c, o) in [(9, 3, 8), (17, 40, 33), (20, 130, 12)] {
+        for (size, c, o) in [(9, 3, 8), (17, 40, 33), (20, 130, 12), (2, 300, 20)] {
             let (g, _) = conv_graph("conv", d, size, c, o, true);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             cases.push((format!("conv {d} n={size} c={c} o={o}"), g, inputs));
@@ -745,8 +745,9 @@ fn softmax_and_layer_norm_are_single_kernels_bit_exact() {
 fn contractions_split_their_reduction_into_chunks_correctly() {
     let mut rng = Rng(5);
     for d in [DType::F32, DType::F16, DType::BF16] {
-        for k in [255, 256, 257, 600] {
-            let (m, n) = (9, 13);
+        // m = 4, one micro-panel, walks the whole reduction in one chunk.
+        for (k, m) in [255, 256, 257, 600].into_iter().flat_map(|k| [(k, 9), (k, 4)]) {
+            let n = 13;
             let mut g = Graph::new("matmul");
             let a = g.add_input(TensorType::new(d, [1, m, k]), loc());
             let b = constant(&mut g, random(&TensorType::new(d, [1, k, n]), &mut rng, -1.0, 1.0));
@@ -755,7 +756,7 @@ fn contractions_split_their_reduction_into_chunks_correctly() {
             g.add_output(o);
             let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
             let tol = contraction_tolerance(k, d != DType::F32);
-            check(&format!("matmul {d} k={k}"), &g, &inputs, Some(tol));
+            check(&format!("matmul {d} m={m} k={k}"), &g, &inputs, Some(tol));
         }
         // An f16 weight over 1 MiB as f32, used by one block of rows: widened chunk by chunk
         // in scratch rather than copied.

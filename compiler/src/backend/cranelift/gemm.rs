@@ -71,7 +71,10 @@ impl Context<'_> {
         // widening every small weight once made mobilenet-v2's fp16 activation peak 3.4× its
         // f32 one.
         let gemv = m == 1 && matches!(c.kind, ContractionKind::MatMul);
-        let chunks = k_chunks(&c.kind, k);
+        // A GEMM of one micro-panel (a deep layer at 2 × 2 pixels) reuses no B value, so
+        // chunking its reduction keeps nothing in cache: one chunk, each panel of a constant
+        // B one sequential stream across the whole reduction (the sums are the same).
+        let chunks = if m <= MR { vec![(0, k)] } else { k_chunks(&c.kind, k) };
         const WIDEN_ONCE_BLOCKS: usize = 4;
         const WIDEN_ONCE_BYTES: usize = 1 << 19;
         let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS || (batch * blocks > 1 && packed_elems * 4 <= WIDEN_ONCE_BYTES);
