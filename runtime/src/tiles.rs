@@ -118,11 +118,14 @@ mod avx2 {
     /// micro-panels; with one, runs of three or two panels.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn all<const PACKED: bool, const B: u64>(c: &Call, micro_panels: usize, panels: usize) {
+        // Prefetch only panel chunks of 4 KiB and more: short ones (an attention's 8 × 32 ×
+        // 32 matmuls) are in cache already, and there the prefetches cost 2%.
+        let far = c.k * TILE_COLS * if B == 0 { 4 } else { 2 } >= 4096;
         if micro_panels == 1 {
             let mut j = 0;
             for q in runs(panels) {
                 // SAFETY (each arm): panels j..j + q and micro-panel 0 exist (the contract).
-                let ahead = Ahead { from: j + q, panels: q.min(panels - j - q) };
+                let ahead = Ahead { from: j + q, panels: if far { q.min(panels - j - q) } else { 0 } };
                 unsafe {
                     match q {
                         3 => pass::<1, 3, PACKED, B>(c, 0, j, ahead),
@@ -137,7 +140,7 @@ mod avx2 {
         for j in 0..panels {
             let mut i = 0;
             for p in runs(micro_panels) {
-                let ahead = Ahead { from: j + 1, panels: if i == 0 && j + 1 < panels { 1 } else { 0 } };
+                let ahead = Ahead { from: j + 1, panels: usize::from(far && i == 0 && j + 1 < panels) };
                 // SAFETY (each arm): micro-panels i..i + p and panel j exist (the contract).
                 unsafe {
                     match p {
@@ -154,7 +157,7 @@ mod avx2 {
     /// The B panels a pass fetches into cache for the pass after it: `panels` panels from panel
     /// `from`, the chunk this call reads of each. A weight too large for the last-level cache
     /// (resnet18's deep layers) streams from memory, and the CPU's own prefetcher, which starts
-    /// over on each 8 KiB panel chunk, left the 4-row passes waiting on it.
+    /// over on each panel chunk, left the passes waiting on it.
     #[derive(Clone, Copy)]
     pub(super) struct Ahead {
         from: usize,
