@@ -159,7 +159,7 @@ mod avx2 {
     /// (resnet18's deep layers) streams from memory, and the CPU's own prefetcher, which starts
     /// over on each panel chunk, left the passes waiting on it.
     #[derive(Clone, Copy)]
-    pub(super) struct Ahead {
+    struct Ahead {
         from: usize,
         panels: usize,
     }
@@ -298,6 +298,26 @@ mod tests {
         }
     }
 
+    /// Uniform values in [-1, 1) from a xorshift generator.
+    fn uniform(mut seed: u32) -> impl FnMut() -> f32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
+        }
+    }
+
+    /// B as the call reads it by `flags`: f32 values (rounded to f16 or bf16 with `B_F16` or
+    /// `B_BF16`) and, for those, their 16-bit encodings.
+    fn b_typed(b: Vec<f32>, flags: u64) -> (Vec<f32>, Vec<u16>) {
+        match flags & (B_F16 | B_BF16) {
+            B_F16 => b.iter().map(|&x| (f16::from_f32(x).to_f32(), f16::from_f32(x).to_bits())).unzip(),
+            B_BF16 => b.iter().map(|&x| (bf16::from_f32(x).to_f32(), bf16::from_f32(x).to_bits())).unzip(),
+            _ => (b, vec![]),
+        }
+    }
+
     /// The operands of one call, as plain vectors.
     struct Case {
         a: Vec<f32>,
@@ -340,13 +360,7 @@ mod tests {
         }
         // SAFETY: the table entry's signature.
         let f = unsafe { std::mem::transmute::<usize, TilesFn>(f) };
-        let mut seed = 7u32;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
-        };
+        let mut next = uniform(7);
         // Every run of micro-panels and of panels, one and several k, with and without
         // accumulation, packed A and rows (a stride wider than k), f32, f16 and bf16 B.
         for (micro_panels, panels) in [(1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (2, 1), (3, 2), (4, 1), (5, 3), (7, 1)] {
@@ -359,11 +373,7 @@ mod tests {
                         (0..micro_panels * TILE_ROWS * stride / 4).map(|_| next()).collect()
                     };
                     let b: Vec<f32> = (0..panels * k * TILE_COLS).map(|_| next()).collect();
-                    let (b, b16): (Vec<f32>, Vec<u16>) = match flags & (B_F16 | B_BF16) {
-                        B_F16 => b.iter().map(|&x| (f16::from_f32(x).to_f32(), f16::from_f32(x).to_bits())).unzip(),
-                        B_BF16 => b.iter().map(|&x| (bf16::from_f32(x).to_f32(), bf16::from_f32(x).to_bits())).unzip(),
-                        _ => (b, vec![]),
-                    };
+                    let (b, b16) = b_typed(b, flags);
                     let case = Case { a, a_stride: stride, b, b16, k, micro_panels, panels, flags };
                     let start: Vec<f32> = (0..panels * micro_panels * TILE_ROWS * TILE_COLS).map(|_| next() * 8.0).collect();
                     let mut want = start.clone();
@@ -389,24 +399,14 @@ mod tests {
         }
         // SAFETY: the table entry's signature.
         let f = unsafe { std::mem::transmute::<usize, GemvFn>(f) };
-        let mut seed = 11u32;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
-        };
+        let mut next = uniform(11);
         // Every run length (8, 4, 2, 1) and mixes of them; f32, f16 and bf16 B.
         for panels in [1, 2, 3, 4, 5, 7, 8, 9, 15, 19] {
             for k in [1, 3, 40] {
                 for flags in [0, B_F16, B_BF16] {
                     let a: Vec<f32> = (0..k).map(|_| next()).collect();
                     let b: Vec<f32> = (0..panels * k * TILE_COLS).map(|_| next()).collect();
-                    let (b, b16): (Vec<f32>, Vec<u16>) = match flags {
-                        B_F16 => b.iter().map(|&x| (f16::from_f32(x).to_f32(), f16::from_f32(x).to_bits())).unzip(),
-                        B_BF16 => b.iter().map(|&x| (bf16::from_f32(x).to_f32(), bf16::from_f32(x).to_bits())).unzip(),
-                        _ => (b, vec![]),
-                    };
+                    let (b, b16) = b_typed(b, flags);
                     let want: Vec<u32> = (0..panels * TILE_COLS)
                         .map(|o| {
                             let (j, col) = (o / TILE_COLS, o % TILE_COLS);

@@ -72,9 +72,10 @@ impl Context<'_> {
         // f32 one.
         let gemv = m == 1 && matches!(c.kind, ContractionKind::MatMul);
         // A GEMM of one micro-panel (a deep layer at 2 × 2 pixels) reuses no B value, so
-        // chunking its reduction keeps nothing in cache: one chunk, each panel of a constant
-        // B one sequential stream across the whole reduction (the sums are the same).
-        let chunks = if m <= MR { vec![(0, k)] } else { k_chunks(&c.kind, k) };
+        // chunking its reduction keeps nothing in cache: one chunk (up to a bound on the
+        // scratch it takes), each panel of a constant B one sequential stream across the whole
+        // reduction (the sums are the same).
+        let chunks = if m <= MR && k <= ONE_CHUNK_MAX_K { vec![(0, k)] } else { k_chunks(&c.kind, k) };
         const WIDEN_ONCE_BLOCKS: usize = 4;
         const WIDEN_ONCE_BYTES: usize = 1 << 19;
         let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS || (batch * blocks > 1 && packed_elems * 4 <= WIDEN_ONCE_BYTES);
@@ -1098,19 +1099,12 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
                         fx.if_else(
                             whole,
                             |fx| {
-                                let p = fx.b.ins().imul_imm_s(nb, g.ih as i64);
-                                let p = fx.b.ins().iadd(p, y0);
-                                let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
-                                let p = fx.b.ins().iadd(p, x0);
-                                let first = fx.b.ins().imul_imm_s(p, g.ic as i64);
+                                let first = nhwc_index(fx, g, nb, y0, x0, zero);
                                 for &(tap, c0, c1, dst0) in &taps {
                                     let (ky, kx) = (tap / g.kw, tap % g.kw);
                                     let at = (ky * g.dilation[0] * g.iw + kx * g.dilation[1]) * g.ic + c0;
                                     let src = fx.b.ins().iadd_imm_s(first, at as i64);
-                                    copy_run(fx, ad, a, src, c1 - c0, |fx, kk, v| {
-                                        let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
-                                        store_f32(fx, kk, v)
-                                    });
+                                    copy_tap(fx, (a, ad), src, (c1 - c0, dst0), &store_f32);
                                 }
                                 vec![]
                             },
@@ -1152,16 +1146,9 @@ fn pack_window_checked(fx: &mut Fx, g: &ConvGeometry, taps: &[(usize, usize, usi
         fx.if_else(
             ok,
             |fx| {
-                let p = fx.b.ins().imul_imm_s(nb, g.ih as i64);
-                let p = fx.b.ins().iadd(p, y);
-                let p = fx.b.ins().imul_imm_s(p, g.iw as i64);
-                let p = fx.b.ins().iadd(p, xx);
-                let src = fx.b.ins().imul_imm_s(p, g.ic as i64);
-                let src = fx.b.ins().iadd_imm_s(src, c0 as i64);
-                copy_run(fx, ad, a, src, c1 - c0, |fx, kk, v| {
-                    let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
-                    store_f32(fx, kk, v)
-                });
+                let ch = fx.i(c0 as i64);
+                let src = nhwc_index(fx, g, nb, y, xx, ch);
+                copy_tap(fx, (a, ad), src, (c1 - c0, dst0), store_f32);
                 vec![]
             },
             |fx| {
@@ -1171,6 +1158,15 @@ fn pack_window_checked(fx: &mut Fx, g: &ConvGeometry, taps: &[(usize, usize, usi
             },
         );
     }
+}
+
+/// [`pack_a`]'s copy of `len` channels of one tap, from element `src` of A to packed columns
+/// `dst0..`.
+fn copy_tap(fx: &mut Fx, (a, ad): (Value, DType), src: Value, (len, dst0): (usize, usize), store_f32: &dyn Fn(&mut Fx, Value, Value)) {
+    copy_run(fx, ad, a, src, len, |fx, kk, v| {
+        let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
+        store_f32(fx, kk, v)
+    });
 }
 
 /// The most A elements a row block's band may hold ([`a_band_bound`]): 64 KiB of f32 scratch.
@@ -1305,6 +1301,10 @@ fn each_short(fx: &mut Fx, start: usize, end: usize, step: usize, mut body: impl
         });
     }
 }
+
+/// The longest reduction a one-micro-panel GEMM walks in one chunk: its packed A and an
+/// f16 B panel widened by the generated loop then take 128 and 256 KiB of scratch.
+const ONE_CHUNK_MAX_K: usize = 8192;
 
 /// The most steps [`each_short`] unrolls.
 const SHORT_TRIPS: usize = 4;
