@@ -297,8 +297,10 @@ impl Executor {
     /// generated code runs its own micro-kernel, with the same results.
     pub fn set_native_tiles(&mut self, on: bool) {
         use f16c_core::abi::Libcall::{GemmTiles, GemvPanels};
-        self.rt[GemmTiles as usize] = if on { crate::tiles::entry() } else { 0 };
-        self.rt[GemvPanels as usize] = if on { crate::tiles::gemv_entry() } else { 0 };
+        let table = libcalls::table();
+        for at in [GemmTiles as usize, GemvPanels as usize] {
+            self.rt[at] = if on { table[at] } else { 0 };
+        }
     }
 
     /// The manifest (function name, types, layout, schedule).

@@ -75,7 +75,8 @@ impl Context<'_> {
         // chunking its reduction keeps nothing in cache: one chunk (up to a bound on the
         // scratch it takes), each panel of a constant B one sequential stream across the whole
         // reduction (the sums are the same).
-        let chunks = if m <= MR && k <= ONE_CHUNK_MAX_K { vec![(0, k)] } else { k_chunks(&c.kind, k) };
+        // The one-row matmul reads its panels whole (it takes no scratch per chunk).
+        let chunks = if gemv || (m <= MR && k <= ONE_CHUNK_MAX_K) { vec![(0, k)] } else { k_chunks(&c.kind, k) };
         const WIDEN_ONCE_BLOCKS: usize = 4;
         const WIDEN_ONCE_BYTES: usize = 1 << 19;
         let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS || (batch * blocks > 1 && packed_elems * 4 <= WIDEN_ONCE_BYTES);
@@ -87,9 +88,7 @@ impl Context<'_> {
         let b_finite = finite.weight;
         if c.b_constant {
             let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
-            // The one-row matmul reads its panels whole.
-            let pack_chunks = if gemv { vec![(0, k)] } else { chunks.clone() };
-            let packed = pack_b_constant(c, t.data(), &pack_chunks);
+            let packed = pack_b_constant(c, t.data(), &chunks);
             debug_assert_eq!(packed.len(), packed_elems * bdt.byte_size());
             let packed_slot = self.layout.replace_constant(self.current, c.b.buffer, packed);
             if bdt == DType::F32 || !widen_once {
@@ -310,14 +309,9 @@ impl Context<'_> {
                         |fx| {
                             // One call for the group's panels and the block's micro-panels;
                             // it reads B in its type.
-                            use f16c_core::abi::tiles::{ACCUMULATE, B_BF16, B_F16, PACKED_A};
-                            let b_flag = match packed_dt {
-                                DType::F16 => B_F16,
-                                DType::BF16 => B_BF16,
-                                _ => 0,
-                            };
+                            use f16c_core::abi::tiles::{ACCUMULATE, PACKED_A};
                             let a_flag = if a_form == AForm::Packed { PACKED_A } else { 0 };
-                            let flags = fx.i((a_flag | b_flag | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
+                            let flags = fx.i((a_flag | b_flag(packed_dt) | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
                             let zero = fx.i(0);
                             // None for the last groups when the panels run out before them.
                             let count = fx.b.ins().isub(p1, p0);
@@ -978,6 +972,7 @@ fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)]) -> V
     let col_major = c.b_layout == MatrixLayout::ColMajor;
     for bi in 0..batch {
         for &(k0, k1) in chunks {
+            let at = ChunkAt::by_chunk(panels, k, (k0, k1));
             for p in 0..panels {
                 for kk in k0..k1 {
                     for j in 0..NR {
@@ -986,7 +981,7 @@ fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)]) -> V
                             continue;
                         }
                         let src = if col_major { col * k + kk } else { (bi * k + kk) * n + col };
-                        let dst = ChunkAt::by_chunk(panels, k, (k0, k1)).of(bi, p) + (kk - k0) * NR + j;
+                        let dst = at.of(bi, p) + (kk - k0) * NR + j;
                         out[dst * elem..(dst + 1) * elem].copy_from_slice(&bytes[src * elem..(src + 1) * elem]);
                     }
                 }
@@ -994,6 +989,16 @@ fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)]) -> V
         }
     }
     out
+}
+
+/// The native loops' flag for a packed B of type `d` ([`f16c_core::abi::tiles`]).
+fn b_flag(d: DType) -> u64 {
+    use f16c_core::abi::tiles::{B_BF16, B_F16};
+    match d {
+        DType::F16 => B_F16,
+        DType::BF16 => B_BF16,
+        _ => 0,
+    }
 }
 
 /// Where chunk `k0..k1` of each panel of a packed B starts: element `base + bi·batch + p·panel`
@@ -1589,12 +1594,6 @@ impl Context<'_> {
                 fx.if_else(
                     has_native,
                     |fx| {
-                        use f16c_core::abi::tiles::{B_BF16, B_F16};
-                        let flags = match packed_dt {
-                            DType::F16 => B_F16,
-                            DType::BF16 => B_BF16,
-                            _ => 0,
-                        };
                         let a_at = fx.addr(a, a_row, 4);
                         let p = fx.b.ins().iadd(batch_panels, first);
                         let p = fx.b.ins().imul_imm_s(p, panel_elems as i64);
@@ -1604,7 +1603,7 @@ impl Context<'_> {
                         let count = fx.b.ins().isub(count, first);
                         let most = fx.i(GEMV_ITEM as i64);
                         let count = fx.b.ins().smin(count, most);
-                        let (b_stride, kv, flags) = (fx.i((panel_elems * packed_dt.byte_size()) as i64), fx.i(k as i64), fx.i(flags as i64));
+                        let (b_stride, kv, flags) = (fx.i((panel_elems * packed_dt.byte_size()) as i64), fx.i(k as i64), fx.i(b_flag(packed_dt) as i64));
                         fx.libcall_at(f16c_core::abi::Libcall::GemvPanels, native, &[a_at, b_at, b_stride, kv, tile, count, flags]);
                         vec![]
                     },
