@@ -18,9 +18,11 @@
 // CHECK: return
 
 // The micro-kernel (a function of its own, printed first) accumulates with f32x4 fused
-// multiply-adds. The epilogue rounds the product to f16, then adds, clamps (TOSA's maximum and
-// minimum: compare, keep the first of equal values, NaN if either is) and adds, rounding after
-// each but the last: the results are stored as f32 into scratch and the runtime's NarrowF16
+// multiply-adds. The epilogue rounds the product to f16, then adds, clamps and adds, rounding
+// after each but the last. The clamp is TOSA's maximum and minimum (keep the first of equal
+// values, NaN if either is) with NaN-free bounds: `x < 0 ? 0 : x` (x86's maxps), then the
+// canonical NaN where x is NaN, and `6 < y ? 6 : y` (minps) on that, whose NaN is already the
+// canonical one. The results are stored as f32 into scratch and the runtime's NarrowF16
 // (table entry 17, at byte 136) rounds them to nearest even and packs them, a block of rows
 // per call, not four lanes at a time in software.
 // Each reduction chunk's tiles are one call of the runtime's native loop (GemmTiles, table
@@ -33,10 +35,14 @@
 // CHECK: call fn0(
 // CHECK: splat.f32x4
 // CHECK: fadd
-// CHECK: fcmp ge
-// CHECK: fcmp uno
-// CHECK: bitselect
-// CHECK: fcmp le
+// CHECK: [[LT:v[0-9]+]] = fcmp lt [[X:v[0-9]+]], [[ZERO:v[0-9]+]]
+// CHECK-NEXT: [[LTF:v[0-9]+]] = bitcast.f32x4 little [[LT]]
+// CHECK-NEXT: [[MAX:v[0-9]+]] = bitselect [[LTF]], [[ZERO]], [[X]]
+// CHECK-NEXT: [[NAN:v[0-9]+]] = fcmp uno [[X]], [[X]]
+// CHECK: [[Y:v[0-9]+]] = bitselect [[NAN]], v{{[0-9]+}}, [[MAX]]
+// CHECK-NEXT: [[GT:v[0-9]+]] = fcmp lt [[SIX:v[0-9]+]], [[Y]]
+// CHECK-NEXT: [[GTF:v[0-9]+]] = bitcast.f32x4 little [[GT]]
+// CHECK-NEXT: bitselect [[GTF]], [[SIX]], [[Y]]
 // CHECK-NOT: unarrow
 // CHECK: [[NARROW:v[0-9]+]] = load.i64 notrap aligned readonly v4+136
 // CHECK-NEXT: call_indirect sig{{[0-9]+}}, [[NARROW]](

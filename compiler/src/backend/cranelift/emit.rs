@@ -71,6 +71,19 @@ pub struct Fx<'a> {
     /// f32 values known to be f16 values (widened, or rounded): narrowing them needs no
     /// rounding, rounding them is the identity.
     f16_grid: HashSet<Value>,
+    /// What is known of the NaNs float values (scalars or lanes) may hold: none (a non-NaN
+    /// constant), or only the canonical one (a `maximum`'s result). A `maximum`/`minimum`
+    /// with a NaN-free second operand then takes fewer instructions ([`Fx::pick_where`]).
+    nans: HashMap<Value, Nans>,
+}
+
+/// What a float value's NaNs can be ([`Fx`]'s `nans`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Nans {
+    /// It holds no NaN.
+    None,
+    /// Any NaN it holds is the canonical quiet NaN, the one TOSA's ops produce here.
+    Canonical,
 }
 
 impl<'a> Fx<'a> {
@@ -80,7 +93,7 @@ impl<'a> Fx<'a> {
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let p = b.block_params(entry).to_vec();
-        Fx { b, bufs: p[0], begin: p[1], end: p[2], scratch: p[3], rt: p[4], sigs: HashMap::new(), buffers: HashMap::new(), f16_grid: HashSet::new() }
+        Fx { b, bufs: p[0], begin: p[1], end: p[2], scratch: p[3], rt: p[4], sigs: HashMap::new(), buffers: HashMap::new(), f16_grid: HashSet::new(), nans: HashMap::new() }
     }
 
     /// The kernel signature ([`f16c_core::abi::KernelFn`]).
@@ -127,11 +140,11 @@ impl<'a> Fx<'a> {
     /// An f32 constant (splatted for `F32X4`).
     pub fn f(&mut self, ty: Type, v: f32) -> Value {
         let s = self.b.ins().f32const(v);
-        if ty.is_vector() {
-            self.b.ins().splat(ty, s)
-        } else {
-            s
+        let s = if ty.is_vector() { self.b.ins().splat(ty, s) } else { s };
+        if !v.is_nan() {
+            self.nans.insert(s, Nans::None);
         }
+        s
     }
 
     /// `cond ? a : b` for a scalar `i8` condition or a lane mask.
@@ -156,7 +169,46 @@ impl<'a> Fx<'a> {
     }
 
     fn tosa_pick(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
-        self.pick_where(cc, a, b, a, b)
+        if self.nans.get(&b) != Some(&Nans::None) {
+            let r = self.pick_where(cc, a, b, a, b);
+            self.nans.insert(r, Nans::Canonical);
+            return r;
+        }
+        // `b` holds no NaN (a ReLU6's bound): `a < b ? b : a` for the maximum, `b < a ? b :
+        // a` for the minimum, which are the same as `a cc b ? a : b` on numbers (of equal
+        // values both give `a`) and give `a` where it is NaN. On lanes this is x86's
+        // `maxps b, a` / `minps b, a` (Cranelift matches the bitselect of a bitcast compare).
+        // Only a NaN `a` that may not be the canonical one still needs replacing by it.
+        let ty = self.b.func.dfg.value_type(a);
+        let (x, y) = if cc == FloatCC::GreaterThanOrEqual { (a, b) } else { (b, a) };
+        let less = self.b.ins().fcmp(FloatCC::LessThan, x, y);
+        let r = if ty.is_vector() {
+            let mask = self.b.ins().bitcast(ty, lanes(), less);
+            self.b.ins().bitselect(mask, b, a)
+        } else {
+            self.b.ins().select(less, b, a)
+        };
+        let r = match self.nans.get(&a) {
+            Some(_) => r,
+            None => {
+                let nan = self.b.ins().fcmp(FloatCC::Unordered, a, a);
+                let q = self.canonical_nan(ty);
+                self.sel(nan, q, r)
+            }
+        };
+        let known = if self.nans.get(&a) == Some(&Nans::None) { Nans::None } else { Nans::Canonical };
+        self.nans.insert(r, known);
+        r
+    }
+
+    /// The canonical quiet NaN in `ty` (f32 or f64, scalar or lanes).
+    fn canonical_nan(&mut self, ty: Type) -> Value {
+        let q = if ty.lane_type() == F64 { self.b.ins().f64const(f64::NAN) } else { self.b.ins().f32const(f32::NAN) };
+        if ty.is_vector() {
+            self.b.ins().splat(ty, q)
+        } else {
+            q
+        }
     }
 
     /// NaN if `x` or `t` is NaN, else `x cc t ? a : b`.
@@ -165,8 +217,7 @@ impl<'a> Fx<'a> {
         let keep = self.b.ins().fcmp(cc, x, t);
         let nan = self.b.ins().fcmp(FloatCC::Unordered, x, t);
         let r = self.sel(keep, a, b);
-        let q = if ty.lane_type() == F64 { self.b.ins().f64const(f64::NAN) } else { self.b.ins().f32const(f32::NAN) };
-        let q = if ty.is_vector() { self.b.ins().splat(ty, q) } else { q };
+        let q = self.canonical_nan(ty);
         self.sel(nan, q, r)
     }
 

@@ -1809,22 +1809,102 @@ const GEMV_PANELS: usize = 4;
 const GEMV_ITEM: usize = 8;
 
 /// Bias, rounding, epilogue and store of one tile (`MR` × `NR` f32 values at `tile`); rows
-/// from `r0`, columns from `col0`. Rows and vectors are loops, not unrolled, so that the
-/// epilogue is emitted twice per kernel (four lanes, and one lane for a ragged edge) rather
-/// than once per tile value: an fp16 batch-norm epilogue unrolled 40 times made the kernels of
-/// a mobilenet 4× slower to compile.
+/// from `r0`, columns from `col0`. A full tile with an f32-domain epilogue is straight-line
+/// code ([`store_full_tile`]: the epilogue emitted `MR · NR / LANES` = 8 times); other tiles
+/// take loops over rows and vectors, which emit it twice (four lanes, and one lane for a
+/// ragged edge), not once per tile value: an fp16 batch-norm epilogue unrolled 40 times made
+/// the kernels of a mobilenet 4× slower to compile.
 #[allow(clippy::too_many_arguments)]
 fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>) -> Result<(), String> {
-    let out = bases.out;
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
     let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
-    let err = std::cell::RefCell::new(Ok(()));
     // Rows of the tile that exist (the last row block may be ragged).
     let rows = fx.i(MR as i64);
     let m_v = fx.i(m as i64);
     let left = fx.b.ins().isub(m_v, r0);
     let rows = fx.b.ins().smin(rows, left);
+    // A full tile (every row exists, every column lies inside) of f32 values is finished in
+    // straight-line code: each value read and stored at a constant offset, the column
+    // operands loaded once per four columns. mobilenet-v2's 1×1 convolutions with a reduction
+    // of 16 or 24 spent more in the loop form of this than in their multiply-adds.
+    let unrolled = vector_epilogue && (n + NR) * MR * od.byte_size() <= i32::MAX as usize;
+    if unrolled {
+        let tall = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, left, MR as i64);
+        let full = if n % NR == 0 {
+            tall
+        } else {
+            let wide = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col0, (n - NR.min(n)) as i64);
+            let wide = if n < NR { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) } else { wide };
+            fx.b.ins().band(tall, wide)
+        };
+        let (mut inside, mut edges) = (Ok(()), Ok(()));
+        fx.if_else(
+            full,
+            |fx| {
+                inside = store_full_tile(fx, c, tile, bi, r0, col0, bases, staged);
+                vec![]
+            },
+            |fx| {
+                edges = store_tile_edges(fx, c, tile, bi, r0, col0, bases, staged, rows);
+                vec![]
+            },
+        );
+        return inside.and(edges);
+    }
+    store_tile_edges(fx, c, tile, bi, r0, col0, bases, staged, rows)
+}
+
+/// [`store_tile`] for a full tile of lanes: row `r`, columns `v..v + 4` read at `tile + (r ·
+/// NR + v) · 4` and stored at constant offsets from the tile's first output.
+#[allow(clippy::too_many_arguments)]
+fn store_full_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>) -> Result<(), String> {
+    let (m, n) = (c.m, c.n);
+    let od = c.out.ty.dtype;
+    let grow0 = fx.b.ins().imul_imm_s(bi, m as i64);
+    let grow0 = fx.b.ins().iadd(grow0, r0);
+    let first = fx.b.ins().imul_imm_s(grow0, n as i64);
+    let first = fx.b.ins().iadd(first, col0);
+    let first = fx.addr(bases.out, first, od.byte_size());
+    for v in (0..NR).step_by(LANES) {
+        let col = fx.b.ins().iadd_imm_s(col0, v as i64);
+        let cols = Columns::load(fx, c, col, bases, true);
+        for r in 0..MR {
+            let grow = fx.b.ins().iadd_imm_s(grow0, r as i64);
+            let row_offs = epilogue_row_offsets(fx, c, grow, &cols);
+            let value = fx.b.ins().load(F32X4, super::emit::mem(), tile, ((r * NR + v) * 4) as i32);
+            let x = finish(fx, c, value, col, bases, &row_offs, true, &cols, staged.and_then(|s| s.deferral.as_ref()))?;
+            match staged {
+                Some(s) => {
+                    let at = fx.b.ins().isub(col, s.origin);
+                    let at = fx.b.ins().iadd_imm_s(at, (r * s.stride) as i64);
+                    s.stage.put(fx, at, x);
+                }
+                None => fx.store4_at(od, first, ((r * n + v) * od.byte_size()) as i32, x),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The row offsets of `c`'s epilogue inputs at global row `grow` (0 for those [`Columns`]
+/// holds, the same for every row).
+fn epilogue_row_offsets(fx: &mut Fx, c: &Contraction, grow: Value, cols: &Columns) -> Vec<Value> {
+    match &c.epilogue {
+        Some(e) => e.inputs.iter().zip(&cols.inputs).map(|(i, hoisted)| if hoisted.is_some() { fx.i(0) } else { row_offset(fx, grow, &e.rows_shape, &i.row_strides) }).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// [`store_tile`] for any tile: the tile's `rows` rows that exist, its columns four at a
+/// time where all four lie inside (and the epilogue has lanes), else one at a time.
+#[allow(clippy::too_many_arguments)]
+fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>, rows: Value) -> Result<(), String> {
+    let out = bases.out;
+    let (m, n) = (c.m, c.n);
+    let od = c.out.ty.dtype;
+    let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
+    let err = std::cell::RefCell::new(Ok(()));
     fx.for_n(0, NR as i64, LANES as i64, &[], |fx, v, _| {
         let col = fx.b.ins().iadd(col0, v);
         let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col, (n as i64) - LANES as i64);
@@ -1835,10 +1915,7 @@ fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, c
             // Global row over all batches, and the epilogue inputs' row offsets.
             let grow = fx.b.ins().imul_imm_s(bi, m as i64);
             let grow = fx.b.ins().iadd(grow, row);
-            let row_offs: Vec<Value> = match &c.epilogue {
-                Some(e) => e.inputs.iter().zip(&cols.inputs).map(|(i, hoisted)| if hoisted.is_some() { fx.i(0) } else { row_offset(fx, grow, &e.rows_shape, &i.row_strides) }).collect(),
-                None => Vec::new(),
-            };
+            let row_offs = epilogue_row_offsets(fx, c, grow, cols);
             let value = fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), at, 0);
             match finish(fx, c, value, col, bases, &row_offs, lanes, cols, staged.and_then(|s| s.deferral.as_ref())) {
                 Ok(x) => match staged {
