@@ -725,7 +725,9 @@ pub fn special_value_cases() -> Vec<Case> {
         // A 1×1 convolution by ones (one exact product per output: bit-exact) on 32 channels,
         // into clamps whose bounds f16 does not hold: one that rounds to a neighbour, one past
         // f16's range, one that rounds to zero. Vectors of f16 clamp to the rounded bounds,
-        // which must give the bits of the clamp in f32 rounded.
+        // which must give the bits of the clamp in f32 rounded. The same clamps read in f32 (a
+        // cast after them, fused into the convolution's epilogue) show the clamp's own rounding,
+        // which the f16 store would otherwise redo.
         let values = [-0.3, -0.2998, -0.3003, 2.7, 2.699, 2.703, inf, -inf, nan, 0.0, -0.0, 1e-3, -1e-3, 7e4, 5.0, -5.0];
         for (i, (min, max)) in [(-0.3, 1e30), (1e-9, 2.7), (-1e30, -1e-9), (-1e30, 2.7)].into_iter().enumerate() {
             let mut g = Graph::new("conv_clamp");
@@ -736,8 +738,14 @@ pub fn special_value_cases() -> Vec<Case> {
             let attrs = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
             let y = g.add_node(Op::Conv2d(attrs), tensor_ty(d, &[1, 4, 4, 32]), &[x, w, b, z1, z2], loc());
             let y = g.add_node(Op::Clamp { min, max }, tensor_ty(d, &[1, 4, 4, 32]), &[y], loc());
+            let mut widened = g.clone();
             g.add_output(y);
             cases.push(Case { name: format!("special_conv_clamp{i}_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 1], &values)], tolerance: Tolerance::Exact });
+            if d != DType::F32 {
+                let y = widened.add_node(Op::Cast, tensor_ty(DType::F32, &[1, 4, 4, 32]), &[y], loc());
+                widened.add_output(y);
+                cases.push(Case { name: format!("special_conv_clamp{i}_{dn}_read_in_f32"), graph: widened, inputs: vec![tensor(d, &[1, 4, 4, 1], &values)], tolerance: Tolerance::Exact });
+            }
         }
         // Products (one per output: exact) of 2^-14-sized inputs and 2^-9..2^-13 weights, about
         // f16's smallest subnormal, into ReLU6 as maximum/minimum with one-element constants,

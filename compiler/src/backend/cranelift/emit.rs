@@ -188,16 +188,23 @@ impl<'a> Fx<'a> {
         } else {
             self.b.ins().select(less, b, a)
         };
-        let r = match self.nans.get(&a) {
+        self.nan_of(a, r)
+    }
+
+    /// `r`, which is NaN where `x` is and nowhere else, with the canonical NaN where `x` is NaN
+    /// (nothing to do where `x` holds none or only that one).
+    pub fn nan_of(&mut self, x: Value, r: Value) -> Value {
+        let known = self.nans.get(&x).copied();
+        let r = match known {
             Some(_) => r,
             None => {
-                let nan = self.b.ins().fcmp(FloatCC::Unordered, a, a);
+                let ty = self.b.func.dfg.value_type(x);
+                let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
                 let q = self.canonical_nan(ty);
                 self.sel(nan, q, r)
             }
         };
-        let known = if self.nans.get(&a) == Some(&Nans::None) { Nans::None } else { Nans::Canonical };
-        self.nans.insert(r, known);
+        self.nans.insert(r, known.unwrap_or(Nans::Canonical));
         r
     }
 
@@ -626,9 +633,23 @@ impl<'a> Fx<'a> {
         let ty = self.b.func.dfg.value_type(x);
         match domain(d) {
             F32 => {
-                let (lo, hi) = (self.f(ty, min as f32), self.f(ty, max as f32));
+                // An f16 value clamped between bounds f16 holds is an f16 value: rounding it
+                // is the identity. A bound past f16's range rounds to ±inf, and for f16 values
+                // clamping at it is clamping at ±inf (a ReLU's `max_val = 3.4e38`).
+                let grid = d == DType::F16 && self.on_f16_grid(x);
+                let bound = |v: f64| {
+                    let v = v as f32;
+                    if grid && v.abs() >= 65520.0 { v.signum() * f32::INFINITY } else { v }
+                };
+                let (min, max) = (bound(min), bound(max));
+                let (lo, hi) = (self.f(ty, min), self.f(ty, max));
                 let y = self.tosa_max(x, lo);
-                self.tosa_min(y, hi)
+                let r = self.tosa_min(y, hi);
+                let held = |v: f32| half::f16::from_f32(v).to_f32().to_bits() == v.to_bits();
+                if grid && held(min) && held(max) {
+                    self.mark_f16_grid(r);
+                }
+                r
             }
             F64 => {
                 let (lo, hi) = (self.b.ins().f64const(min), self.b.ins().f64const(max));

@@ -15,7 +15,7 @@
 //! ([`thresholds`]), which picks the same operand as the reference does on the rounded value,
 //! down to the sign of a zero.
 
-use super::emit::{mem, Fx};
+use super::emit::{lanes, mem, Fx};
 use crate::lower::{EwKind, EwOp, Expr};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -134,10 +134,25 @@ impl Fx<'_> {
         // max(x, k) keeps x where round(x) ≥ k; max(k, x) keeps k where k ≥ round(x), i.e.
         // round(x) ≤ k; min mirrors them.
         let (cc, t) = if max == b.chain_first { (FloatCC::GreaterThanOrEqual, at_or_above) } else { (FloatCC::LessThanOrEqual, at_or_below) };
+        // So the result is the bound where `x` is a number on its side of the threshold
+        // (`x cc t` when the bound comes first; when the chain does, where `x cc t` fails),
+        // else `x`, and then the canonical NaN where `x` is NaN (a compare with NaN fails).
+        let at_bound = match (b.chain_first, cc) {
+            (false, cc) => cc,
+            (true, FloatCC::GreaterThanOrEqual) => FloatCC::LessThan,
+            (true, _) => FloatCC::GreaterThan,
+        };
         let ty = self.b.func.dfg.value_type(x);
         let t = self.f(ty, t);
-        let (kept, other) = if b.chain_first { (x, bound) } else { (bound, x) };
-        self.pick_where(cc, x, t, kept, other)
+        let at_bound = self.b.ins().fcmp(at_bound, x, t);
+        let r = if ty.is_vector() && b.value.to_bits() == 0 {
+            // A +0 bound (a ReLU's) is all zero bits: clear the lanes that take it.
+            let mask = self.b.ins().bitcast(ty, lanes(), at_bound);
+            self.b.ins().band_not(x, mask)
+        } else {
+            self.sel(at_bound, bound, x)
+        };
+        self.nan_of(x, r)
     }
 }
 
