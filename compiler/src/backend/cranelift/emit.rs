@@ -73,7 +73,7 @@ pub struct Fx<'a> {
     f16_grid: HashSet<Value>,
     /// What is known of the NaNs float values (scalars or lanes) may hold: none (a non-NaN
     /// constant), or only the canonical one (a `maximum`'s result). A `maximum`/`minimum`
-    /// with a NaN-free second operand then takes fewer instructions ([`Fx::pick_where`]).
+    /// with a NaN-free second operand then takes fewer instructions (`tosa_pick`).
     nans: HashMap<Value, Nans>,
 }
 
@@ -639,7 +639,7 @@ impl<'a> Fx<'a> {
                 let grid = d == DType::F16 && self.on_f16_grid(x);
                 let bound = |v: f64| {
                     let v = v as f32;
-                    if grid && v.abs() >= 65520.0 { v.signum() * f32::INFINITY } else { v }
+                    if grid && v.abs() >= super::softfloat::F16_OVERFLOW { v.signum() * f32::INFINITY } else { v }
                 };
                 let (min, max) = (bound(min), bound(max));
                 let (lo, hi) = (self.f(ty, min), self.f(ty, max));

@@ -362,6 +362,18 @@ impl Context<'_> {
                 // (the whole block's rows in one call where they are staged together).
                 let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
                 let stage_base = fx.b.ins().iadd_imm_s(scratch, stage_offset as i64);
+                // Up to `most` rows from `r0` (those that exist), staged from `stage_base` laid
+                // out as the output's (every column), narrowed in one call.
+                let narrow_rows = |fx: &mut Fx, r0: Value, most: Value| {
+                    let left = fx.b.ins().isub(m_v, r0);
+                    let rows = fx.b.ins().smin(most, left);
+                    let grow = fx.b.ins().imul_imm_s(bi, m as i64);
+                    let grow = fx.b.ins().iadd(grow, r0);
+                    let to = fx.b.ins().imul_imm_s(grow, n as i64);
+                    let count = fx.b.ins().imul_imm_s(rows, n as i64);
+                    let zero = fx.i(0);
+                    Staging { base: stage_base }.narrow(fx, zero, bases.out, to, count);
+                };
                 let zero = fx.i(0);
                 fx.for_range(zero, live, 1, &[], |fx, ip, _| {
                     let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
@@ -381,21 +393,19 @@ impl Context<'_> {
                         }
                         vec![]
                     });
-                    let rows = fx.i(MR as i64);
-                    let left = fx.b.ins().isub(m_v, r0);
-                    let rows = fx.b.ins().smin(rows, left);
-                    let grow = fx.b.ins().imul_imm_s(bi, m as i64);
-                    let grow = fx.b.ins().iadd(grow, r0);
-                    let to = fx.b.ins().imul_imm_s(grow, n as i64);
+                    let mr = fx.i(MR as i64);
                     if stage_block {
                         // Narrowed with the block's other rows, below.
                     } else if groups == 1 {
-                        let zero = fx.i(0);
-                        let count = fx.b.ins().imul_imm_s(rows, n as i64);
-                        staged.stage.narrow(fx, zero, bases.out, to, count);
+                        narrow_rows(fx, r0, mr);
                     } else {
                         // The group's columns `origin..min(p1 · NR, n)` of each row (none
                         // for the last groups when the panels run out before them).
+                        let left = fx.b.ins().isub(m_v, r0);
+                        let rows = fx.b.ins().smin(mr, left);
+                        let grow = fx.b.ins().imul_imm_s(bi, m as i64);
+                        let grow = fx.b.ins().iadd(grow, r0);
+                        let to = fx.b.ins().imul_imm_s(grow, n as i64);
                         let end = fx.b.ins().imul_imm_s(p1, NR as i64);
                         let n_v = fx.i(n as i64);
                         let end = fx.b.ins().smin(end, n_v);
@@ -414,16 +424,8 @@ impl Context<'_> {
                     vec![]
                 });
                 if stage_block {
-                    // The block's rows that exist, laid out as the output's.
-                    let rows = fx.b.ins().imul_imm_s(live, MR as i64);
-                    let left = fx.b.ins().isub(m_v, row0);
-                    let rows = fx.b.ins().smin(rows, left);
-                    let grow = fx.b.ins().imul_imm_s(bi, m as i64);
-                    let grow = fx.b.ins().iadd(grow, row0);
-                    let to = fx.b.ins().imul_imm_s(grow, n as i64);
-                    let count = fx.b.ins().imul_imm_s(rows, n as i64);
-                    let zero = fx.i(0);
-                    Staging { base: stage_base }.narrow(fx, zero, bases.out, to, count);
+                    let most = fx.b.ins().imul_imm_s(live, MR as i64);
+                    narrow_rows(fx, row0, most);
                 }
                 vec![]
             });

@@ -13,6 +13,9 @@ use cranelift_codegen::ir::types::{F32, F32X4, I32, I32X4};
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::Value;
 
+/// The least f32 magnitude that rounds to f16's infinity (to nearest even).
+pub const F16_OVERFLOW: f32 = 65520.0;
+
 impl Fx<'_> {
     /// The bits of an f32 (or f32x4) value as i32 (i32x4).
     pub(super) fn bits_of(&mut self, v: Value) -> Value {
@@ -100,7 +103,7 @@ impl Fx<'_> {
         let af = self.float_of(a);
         let s = self.b.ins().fadd(af, c);
         let s = self.b.ins().fsub(s, c);
-        let limit = self.f(fty, 65520.0);
+        let limit = self.f(fty, F16_OVERFLOW);
         let big = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, af, limit);
         let s = self.bits_of(s);
         let inf = self.k(ty, 0x7f80_0000);
