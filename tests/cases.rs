@@ -258,6 +258,18 @@ pub fn same_bits(a: &Tensor, b: &Tensor) -> Result<(), String> {
     Ok(())
 }
 
+/// [`same_bits`], with NaNs' signs and payloads compared too: the canonical NaN the reference's
+/// `maximum`/`minimum` give where others would pass an input's NaN on.
+pub fn same_bits_and_nans(a: &Tensor, b: &Tensor) -> Result<(), String> {
+    same_bits(a, b)?;
+    for (i, (p, q)) in a.to_f64_vec().iter().zip(b.to_f64_vec()).enumerate() {
+        if p.to_bits() != q.to_bits() {
+            return Err(format!("element {i}: NaN bits {:#x} vs reference {:#x}", p.to_bits(), q.to_bits()));
+        }
+    }
+    Ok(())
+}
+
 /// At most `ulps` units in the last place of the element type apart (NaN equals NaN; +0 and
 /// −0 are the same point). For math functions computed by another C library than the
 /// reference's.
@@ -753,6 +765,7 @@ pub fn special_value_cases() -> Vec<Case> {
         // `maximum(y, 0)` (of equal values the first) and becomes +0 through `maximum(0, y)`;
         // ties round to even. A 1×1 convolution and a depthwise one, bit-exact.
         let tiny: Vec<f32> = (0..16).map(|i| [1.0, -1.0, 1.5, -1.5, 0.75, -0.75, 2.0, -0.5][i % 8] * 2f32.powi(-14)).collect();
+        let nans = [nan, -nan, f32::from_bits(0x7fd0_2000), -inf, inf, f32::from_bits(0xffa0_4000), 3.0, -2.0];
         let weights: Vec<f32> = (0..32).map(|c| if c % 2 == 0 { 1.0 } else { -1.0 } * 2f32.powi(-9 - (c as i32 / 2) % 5) * if c % 4 < 2 { 1.0 } else { 1.5 }).collect();
         for depthwise in [false, true] {
             for bound_first in [false, true] {
@@ -774,7 +787,11 @@ pub fn special_value_cases() -> Vec<Case> {
                 g.add_output(y);
                 let input: Vec<f32> = (0..16 * ic).map(|i| tiny[(i / ic + i % ic) % 16]).collect();
                 let name = format!("special_{}_relu6_tiny{}_{dn}", if depthwise { "depthwise" } else { "conv" }, if bound_first { "_bound_first" } else { "" });
-                cases.push(Case { name, graph: g, inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
+                cases.push(Case { name: name.clone(), graph: g.clone(), inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
+                // NaNs of either sign and with a payload, infinities: the ReLU6's result is the
+                // reference's one canonical NaN wherever the input is NaN.
+                let input: Vec<f32> = (0..16 * ic).map(|i| nans[(i / ic + i % ic) % 8]).collect();
+                cases.push(Case { name: name.replace("_tiny", "_nan"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
             }
         }
     }

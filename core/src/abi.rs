@@ -101,6 +101,12 @@ pub enum Libcall {
     /// panels of B, in the runtime's native code, returning `panels`. See [`tiles`] for the
     /// layouts and flags. Optional, as [`Libcall::GemmTiles`] is, with the same bits either way.
     GemvPanels,
+    /// `uint64_t f(const float *src, uint16_t *dst, uint64_t n)`: [`Libcall::NarrowF16`], but
+    /// every NaN becomes f16's canonical quiet NaN (`0x7e00`, the narrowing of `f32::NAN`).
+    /// For a staged result whose NaNs the reference makes canonical (a run of
+    /// `maximum`/`minimum`), so that the generated code need not replace them, lane by lane,
+    /// before staging.
+    NarrowF16Canonical,
 }
 
 /// The contract of [`Libcall::GemmTiles`], shared by the code that calls it and the runtime.
@@ -135,7 +141,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 20] = [
+    pub const ALL: [Libcall; 21] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -156,6 +162,7 @@ impl Libcall {
         Libcall::NarrowF16,
         Libcall::GemmTiles,
         Libcall::GemvPanels,
+        Libcall::NarrowF16Canonical,
     ];
 
     /// The C parameter types and result type.
@@ -168,7 +175,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 | NarrowF16 => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 | NarrowF16Canonical => (&[Ptr, Ptr, U64], U64),
             GemmTiles => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
         }

@@ -56,6 +56,12 @@ libcalls! {
         narrow_f16(src, dst);
         n
     },
+    NarrowF16Canonical => |src: *const f32, dst: *mut f16, n: u64| -> u64 {
+        // SAFETY: as NarrowF16's.
+        let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
+        narrow_f16_canonical(src, dst);
+        n
+    },
     ;
     optional:
     GemmTiles => crate::tiles::entry(),
@@ -128,6 +134,42 @@ fn narrow_f16(src: &[f32], dst: &mut [f16]) {
     convert(src, dst, f16c, f16::from_f32);
 }
 
+/// f16's canonical quiet NaN: `f32::NAN` narrowed.
+const CANONICAL_NAN_F16: u16 = 0x7e00;
+
+/// [`narrow_f16`], with every NaN the canonical one.
+fn narrow_f16_canonical(src: &[f32], dst: &mut [f16]) {
+    #[cfg(target_arch = "x86_64")]
+    let f16c: Option<F16cBlocks<f32, f16>> = Some(narrow_f16_canonical_blocks_f16c);
+    #[cfg(not(target_arch = "x86_64"))]
+    let f16c = None;
+    convert(src, dst, f16c, |x| if x.is_nan() { f16::from_bits(CANONICAL_NAN_F16) } else { f16::from_f32(x) });
+}
+
+/// The whole blocks of eight of [`narrow_f16_canonical`] on a CPU with F16C: `vcvtps2ph`, then
+/// the lanes that compare unordered with themselves replaced.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn narrow_f16_canonical_blocks_f16c(src: &[f32], dst: &mut [f16]) -> usize {
+    use std::arch::x86_64::*;
+    let n = src.len().min(dst.len());
+    let whole = n - n % 8;
+    let nan = _mm_set1_epi16(CANONICAL_NAN_F16 as i16);
+    for i in (0..whole).step_by(8) {
+        // SAFETY: i + 8 <= n elements of each slice; unaligned loads and stores.
+        unsafe {
+            let x = _mm256_loadu_ps(src.as_ptr().add(i));
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+            // All-ones 32-bit lanes where x is NaN, packed (with signed saturation, which keeps
+            // 0 and -1) to 16-bit lanes.
+            let m = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+            let m = _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extractf128_si256::<1>(m));
+            _mm_storeu_si128(dst.as_mut_ptr().add(i).cast::<__m128i>(), _mm_blendv_epi8(h, nan, m));
+        }
+    }
+    whole
+}
+
 /// The whole blocks of eight of [`narrow_f16`] on a CPU with F16C; returns how many values it
 /// narrowed.
 #[cfg(target_arch = "x86_64")]
@@ -179,8 +221,14 @@ mod tests {
 
     /// The table's NarrowF16 entry, called as generated code calls it.
     fn narrow_entry() -> extern "C" fn(*const f32, *mut f16, u64) -> u64 {
-        let f = table()[Libcall::NarrowF16 as usize];
-        // SAFETY: the table's NarrowF16 entry has this signature (the macro defines it so).
+        narrowing(Libcall::NarrowF16)
+    }
+
+    /// The table's NarrowF16 or NarrowF16Canonical entry.
+    fn narrowing(lc: Libcall) -> extern "C" fn(*const f32, *mut f16, u64) -> u64 {
+        assert!(matches!(lc, Libcall::NarrowF16 | Libcall::NarrowF16Canonical));
+        let f = table()[lc as usize];
+        // SAFETY: both entries have this signature (the macro defines them so).
         unsafe { std::mem::transmute::<usize, extern "C" fn(*const f32, *mut f16, u64) -> u64>(f) }
     }
 
@@ -194,16 +242,20 @@ mod tests {
         // of 8..=23 (eight-lane blocks, then a tail).
         let lows = [0u32, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x2001, 0x8000, 0xefff, 0xf000, 0xf001, 0xffff];
         let all: Vec<f32> = (0..=u16::MAX as u32).flat_map(|hi| lows.iter().map(move |&lo| f32::from_bits(hi << 16 | lo))).collect();
-        for lengths in [1..=7, 8..=23] {
-            let mut dst = vec![f16::ZERO; all.len()];
-            let (mut at, mut lens) = (0, lengths.clone().cycle());
-            while at < all.len() {
-                let n = lens.next().expect("cycles").min(all.len() - at);
-                assert_eq!(narrow_entry()(all[at..].as_ptr(), dst[at..].as_mut_ptr(), n as u64), n as u64);
-                at += n;
-            }
-            for (x, h) in all.iter().zip(&dst) {
-                assert_eq!(h.to_bits(), f16::from_f32(*x).to_bits(), "f32 bits {:#010x}", x.to_bits());
+        // NarrowF16Canonical gives the same bits but for NaNs, which all become f32::NAN's.
+        let canonical = |x: f32| if x.is_nan() { f16::from_f32(f32::NAN) } else { f16::from_f32(x) };
+        for (lc, expected) in [(Libcall::NarrowF16, f16::from_f32 as fn(f32) -> f16), (Libcall::NarrowF16Canonical, canonical)] {
+            for lengths in [1..=7, 8..=23] {
+                let mut dst = vec![f16::ZERO; all.len()];
+                let (mut at, mut lens) = (0, lengths.clone().cycle());
+                while at < all.len() {
+                    let n = lens.next().expect("cycles").min(all.len() - at);
+                    assert_eq!(narrowing(lc)(all[at..].as_ptr(), dst[at..].as_mut_ptr(), n as u64), n as u64);
+                    at += n;
+                }
+                for (x, h) in all.iter().zip(&dst) {
+                    assert_eq!(h.to_bits(), expected(*x).to_bits(), "{lc:?}, f32 bits {:#010x}", x.to_bits());
+                }
             }
         }
     }

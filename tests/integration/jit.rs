@@ -6,7 +6,7 @@ use f16c_dialect::{BinaryOp, DType, Data, Graph, Op, PoolAttrs, ReduceKind, Tens
 use f16c_jit::{self as jit, CompileOptions, Model};
 use f16c_dialect::reference;
 use f16c_runtime::npy;
-use f16c_tests::cases::{argmax_graph, constant, contraction_tolerance, conv_graph, elementwise_graph, elementwise_ops, layer_norm, loc, random, reduce_graph, same_bits, softmax, tensor_ty, zero, Rng};
+use f16c_tests::cases::{argmax_graph, constant, contraction_tolerance, conv_graph, elementwise_graph, elementwise_ops, layer_norm, loc, random, reduce_graph, same_bits, softmax, tensor_ty, zero, Rng, Tolerance};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 use half::{bf16, f16};
 
@@ -160,6 +160,10 @@ fn signed_zeros_and_nan_follow_tosa_on_the_jit() {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
         for threads in [1, 2] {
             let got = Model::compile_graph(&case.graph, threads).and_then(|m| m.run(&case.inputs)).map_err(|e| e.to_string());
+            // The NaNs' bits too: the JIT gives the reference's canonical NaN.
+            if let (Ok(got), Tolerance::Exact) = (&got, &case.tolerance) {
+                failures.extend(got.iter().zip(&want).filter_map(|(a, b)| f16c_tests::cases::same_bits_and_nans(a, b).err()).map(|e| format!("{}: {e}", case.name)));
+            }
             failures.extend(case.failures(got, &want, 0));
         }
     }
@@ -202,6 +206,10 @@ fn integer_and_boolean_ops_are_bit_exact() {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
         for threads in [1, 2] {
             let got = Model::compile_graph(&case.graph, threads).and_then(|m| m.run(&case.inputs)).map_err(|e| e.to_string());
+            // The NaNs' bits too: the JIT gives the reference's canonical NaN.
+            if let (Ok(got), Tolerance::Exact) = (&got, &case.tolerance) {
+                failures.extend(got.iter().zip(&want).filter_map(|(a, b)| f16c_tests::cases::same_bits_and_nans(a, b).err()).map(|e| format!("{}: {e}", case.name)));
+            }
             failures.extend(case.failures(got, &want, 0));
         }
     }
@@ -218,6 +226,10 @@ fn control_flow_matches_the_reference_bit_for_bit() {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
         for threads in [1, 2] {
             let got = Model::compile_graph(&case.graph, threads).and_then(|m| m.run(&case.inputs)).map_err(|e| e.to_string());
+            // The NaNs' bits too: the JIT gives the reference's canonical NaN.
+            if let (Ok(got), Tolerance::Exact) = (&got, &case.tolerance) {
+                failures.extend(got.iter().zip(&want).filter_map(|(a, b)| f16c_tests::cases::same_bits_and_nans(a, b).err()).map(|e| format!("{}: {e}", case.name)));
+            }
             failures.extend(case.failures(got, &want, 0));
         }
     }
@@ -825,4 +837,45 @@ fn casts_folded_into_copies_and_pools_match_the_reference_on_cranelift() {
     }
     assert_eq!(copies, 8, "f16 and bf16, a cast before and after, n = 1 and 17");
     assert_eq!(pools, 8, "f16 and bf16, max and average, n = 7 and 17");
+}
+
+/// Transposes that convert between f32 and f16 (a cast folded into the copy, as the JIT's
+/// lowering does): runs staged and converted in bulk, in more than one run where the output
+/// exceeds the staging area (an image's NCHW → NHWC), element by element where runs are short;
+/// the reference's bits, NaN payloads, infinities, subnormals and overflow included.
+#[test]
+fn converting_transposes_match_the_reference_bit_for_bit() {
+    let mut rng = Rng(23);
+    let specials = [f32::NAN, -f32::NAN, f32::from_bits(0x7fd0_2000), f32::INFINITY, -f32::INFINITY, 7e4, -65520.0, 65519.0, 3e-8, -1e-7, 6e-5, -0.0];
+    for (shape, perms) in [([3, 64, 64], [1, 2, 0]), ([5, 33, 40], [0, 2, 1]), ([2, 3, 17], [2, 0, 1]), ([1, 9, 4100], [0, 2, 1])] {
+        let out: Vec<usize> = perms.iter().map(|&p| shape[p]).collect();
+        for (from, to) in [(DType::F32, DType::F16), (DType::F16, DType::F32)] {
+            // The cast before the transpose (it reads the input) and after it (it writes the
+            // result).
+            for cast_first in [true, false] {
+                let mut g = Graph::new("converting_transpose");
+                let x = g.add_input(TensorType::new(from, shape), loc());
+                let transpose = |g: &mut Graph, v, d| g.add_node(Op::Transpose { perms: perms.to_vec() }, tensor_ty(d, &out), &[v], loc());
+                let y = if cast_first {
+                    let c = g.add_node(Op::Cast, tensor_ty(to, &shape), &[x], loc());
+                    transpose(&mut g, c, to)
+                } else {
+                    let t = transpose(&mut g, x, from);
+                    g.add_node(Op::Cast, tensor_ty(to, &out), &[t], loc())
+                };
+                g.add_output(y);
+                let program = f16c_compiler::driver::lower_for(&g, &f16c_compiler::backend::cranelift::CraneliftBackend).unwrap();
+                assert_eq!(program.kernels.len(), 1, "{shape:?} {from}->{to}: the cast folds into the transpose");
+                let n: usize = shape.iter().product();
+                let mut v: Vec<f32> = (0..n).map(|_| rng.uniform(-3.0, 3.0)).collect();
+                for (i, s) in specials.iter().enumerate() {
+                    v[(i * 7919) % n] = *s;
+                }
+                let input = f16c_dialect::semantics::cast(&Tensor::from_f32(shape.to_vec(), v).unwrap(), from);
+                let want = reference::run(&g, std::slice::from_ref(&input)).unwrap();
+                let got = run_jit(&g, &[input]);
+                f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{shape:?} perms {perms:?} {from}->{to} cast first {cast_first}: {e}"));
+            }
+        }
+    }
 }

@@ -208,6 +208,13 @@ impl<'a> Fx<'a> {
         r
     }
 
+    /// Records that `r` is NaN where `x` is, with the same bits.
+    pub fn same_nans(&mut self, x: Value, r: Value) {
+        if let Some(&n) = self.nans.get(&x) {
+            self.nans.insert(r, n);
+        }
+    }
+
     /// The canonical quiet NaN in `ty` (f32 or f64, scalar or lanes).
     fn canonical_nan(&mut self, ty: Type) -> Value {
         let q = if ty.lane_type() == F64 { self.b.ins().f64const(f64::NAN) } else { self.b.ins().f32const(f32::NAN) };

@@ -372,7 +372,7 @@ impl Context<'_> {
                     let to = fx.b.ins().imul_imm_s(grow, n as i64);
                     let count = fx.b.ins().imul_imm_s(rows, n as i64);
                     let zero = fx.i(0);
-                    Staging { base: stage_base }.narrow(fx, zero, bases.out, to, count);
+                    Staging::new(stage_base, deferral.as_ref()).narrow(fx, zero, bases.out, to, count);
                 };
                 let zero = fx.i(0);
                 fx.for_range(zero, live, 1, &[], |fx, ip, _| {
@@ -384,7 +384,7 @@ impl Context<'_> {
                     } else {
                         stage_base
                     };
-                    let staged = Staged { stage: Staging { base }, stride: stage_stride, origin, deferral: deferral.clone() };
+                    let staged = Staged { stage: Staging::new(base, deferral.as_ref()), stride: stage_stride, origin, deferral: deferral.clone() };
                     fx.for_range(p0, p1, 1, &[], |fx, p, _| {
                         let tile = tile_at(fx, p, ip);
                         let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
@@ -487,7 +487,7 @@ impl Context<'_> {
             };
             let od = c.out.ty.dtype;
             let tags = fx.b.ins().iadd_imm_s(fx.scratch, (ring_bytes + w_bytes) as i64);
-            let stage = narrowed.then(|| Staging { base: fx.b.ins().iadd_imm_s(fx.scratch, stage_offset as i64) });
+            let stage = narrowed.then(|| Staging::new(fx.b.ins().iadd_imm_s(fx.scratch, stage_offset as i64), deferral.as_ref()));
             if widen {
                 let none = fx.i(-1);
                 for slot in 0..g.kh {

@@ -5,6 +5,7 @@ use super::narrow::{deferral, Deferral, Staging};
 use super::legal::LANES;
 use crate::backend::layout::Layout;
 use crate::backend::{BackendError, BackendErrorKind};
+use f16c_core::abi::Libcall;
 use f16c_core::artifact::Step;
 use crate::lower::{Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -78,13 +79,25 @@ impl<'p> Context<'p> {
         // by one runtime call ([`super::narrow`]).
         let narrowed = vector && e.expr.result_dtype() == DType::F16 && inner <= STAGED_ROW_MAX;
         let deferral = if narrowed { deferral(None, Some(&e.expr), &[]) } else { None };
-        if narrowed {
-            self.layout.scratch(inner * 4);
+        // Each f16 input read along a row of at least eight values (and at most 64 KiB in f32)
+        // is widened a row at a time by one runtime call into scratch after the staged row,
+        // where software widening takes about sixteen instructions per four values (more one
+        // at a time): its slot's byte offset.
+        let mut widened_at = vec![None; e.inputs.len()];
+        let mut scratch = if narrowed { inner * 4 } else { 0 };
+        if (8..=STAGED_ROW_MAX).contains(&inner) {
+            for (slot, i) in widened_at.iter_mut().zip(&e.inputs) {
+                if i.dtype == DType::F16 && i.strides[rank - 1] == 1 {
+                    *slot = Some(scratch);
+                    scratch += inner * 4;
+                }
+            }
         }
+        self.layout.scratch(scratch);
         let e = e.clone();
         self.add("", rows, cost, move |fx| {
             let out = fx.buffer(e.output.0);
-            let stage = narrowed.then_some(Staging { base: fx.scratch });
+            let stage = narrowed.then(|| Staging::new(fx.scratch, deferral.as_ref()));
             // Stores the value(s) of column `j` (four lanes from `j`, or one).
             let put = |fx: &mut Fx, out_off: Value, j: Value, v: Value, lanes: bool| match stage {
                 Some(stage) => stage.put(fx, j, v),
@@ -96,7 +109,19 @@ impl<'p> Context<'p> {
             let bases: Vec<Value> = e.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
             let failure = std::cell::RefCell::new(None);
             fx.for_items(|fx, row| {
-                let offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
+                let mut offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
+                // Where each input is read from: its buffer, or its row widened into scratch.
+                let mut bases = bases.clone();
+                let mut dtypes: Vec<DType> = e.inputs.iter().map(|i| i.dtype).collect();
+                for (k, at) in widened_at.iter().enumerate() {
+                    if let Some(at) = *at {
+                        let src = fx.addr(bases[k], offsets[k], 2);
+                        let wide = fx.b.ins().iadd_imm_s(fx.scratch, at as i64);
+                        let n = fx.i(inner as i64);
+                        fx.libcall(Libcall::WidenF16, &[src, wide, n]);
+                        (bases[k], offsets[k], dtypes[k]) = (wide, fx.i(0), DType::F32);
+                    }
+                }
                 let out_off = fx.b.ins().imul_imm_s(row, inner as i64);
                 let vec_end = if vector { inner - inner % LANES } else { 0 };
                 if vector {
@@ -117,7 +142,11 @@ impl<'p> Context<'p> {
                                 Some(s) => s,
                                 None => {
                                     let at = fx.b.ins().iadd(offsets[k], j);
-                                    fx.load4(e.inputs[k].dtype, bases[k], at)
+                                    let v = fx.load4(dtypes[k], bases[k], at);
+                                    if widened_at[k].is_some() {
+                                        fx.mark_f16_grid(v);
+                                    }
+                                    v
                                 }
                             })
                             .collect();
@@ -140,7 +169,11 @@ impl<'p> Context<'p> {
                         .map(|(k, i)| {
                             let s = fx.b.ins().imul_imm_s(j, i.strides[rank - 1] as i64);
                             let at = fx.b.ins().iadd(offsets[k], s);
-                            fx.load(i.dtype, bases[k], at)
+                            let v = fx.load(dtypes[k], bases[k], at);
+                            if widened_at[k].is_some() {
+                                fx.mark_f16_grid(v);
+                            }
+                            v
                         })
                         .collect();
                     match eval_with(fx, &e.expr, args, deferral.as_ref()) {
@@ -242,11 +275,15 @@ impl<'p> Context<'p> {
                 matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
             }
         };
-        // Scratch for the full intermediate values, in their compute type.
+        // Scratch for the full intermediate values, in their compute type, and for the full
+        // f16 inputs, widened by one runtime call a row at a time (once for all rows where
+        // every row reads the same): the reductions and maps then read f32, rather than widen
+        // each value in software (about sixteen instructions per four, more one at a time).
         let mut slots: Vec<Option<(usize, DType)>> = vec![None; last + 1];
         let mut bytes = 0;
-        for (v, slot) in slots.iter_mut().enumerate().take(last).skip(n_in) {
-            if full_of(v) {
+        for (v, slot) in slots.iter_mut().enumerate().take(last) {
+            let widened = v < n_in && dtype_of(v) == DType::F16;
+            if full_of(v) && (v >= n_in || widened) {
                 let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
                 *slot = Some((bytes, t));
                 bytes += (r.len * t.byte_size()).next_multiple_of(16);
@@ -263,13 +300,28 @@ impl<'p> Context<'p> {
             let scratch = fx.scratch;
             let len = r.len;
             let mut result = Ok(());
+            // Widens f16 input `k` from element `at` into its slot.
+            let widen = |fx: &mut Fx, k: usize, at: Value| {
+                let (off, _) = slots[k].expect("a widened input has a slot");
+                let src = fx.addr(bases[k], at, 2);
+                let dst = fx.b.ins().iadd_imm_s(scratch, off as i64);
+                let n = fx.i(len as i64);
+                fx.libcall(Libcall::WidenF16, &[src, dst, n]);
+            };
+            for k in (0..n_in).filter(|&k| slots[k].is_some() && !r.inputs[k].per_row) {
+                let zero = fx.i(0);
+                widen(fx, k, zero);
+            }
             fx.for_items(|fx, row| {
                 let row_at = fx.b.ins().imul_imm_s(row, len as i64);
+                for k in (0..n_in).filter(|&k| slots[k].is_some() && r.inputs[k].per_row) {
+                    widen(fx, k, row_at);
+                }
                 // Where full value `v` lives: (base, first index, element type as stored).
                 let place = |fx: &mut Fx, v: RowValue| -> (Value, Value, DType) {
                     if v == last {
                         (out, row_at, dtypes[v])
-                    } else if v < n_in {
+                    } else if v < n_in && slots[v].is_none() {
                         let at = if r.inputs[v].per_row { row_at } else { fx.i(0) };
                         (bases[v], at, dtypes[v])
                     } else {
@@ -325,10 +377,16 @@ impl<'p> Context<'p> {
                                     let args: Vec<Value> = places
                                         .iter()
                                         .zip(&args_at)
-                                        .map(|(p, s)| match p {
+                                        .zip(&op.args)
+                                        .map(|((p, s), &a)| match p {
                                             Some((base, at0, t)) => {
                                                 let at = fx.b.ins().iadd(*at0, j);
-                                                if vector { fx.load4(*t, *base, at) } else { fx.load(*t, *base, at) }
+                                                let x = if vector { fx.load4(*t, *base, at) } else { fx.load(*t, *base, at) };
+                                                if *t != DType::F16 && dtypes[a] == DType::F16 {
+                                                    // f16 values, widened or rounded before.
+                                                    fx.mark_f16_grid(x);
+                                                }
+                                                x
                                             }
                                             None => s.expect("a scalar argument"),
                                         })
@@ -465,6 +523,11 @@ impl<'p> Context<'p> {
     fn copy(&mut self, c: &Copy) -> Result<(), BackendError> {
         let c = c.clone();
         let bytes = c.output.ty.byte_size();
+        // An f32 ↔ f16 conversion: runs of the output staged in scratch ([`Bulk`]).
+        let bulk: Vec<Option<Bulk>> = c.moves.iter().map(|m| Bulk::of(m, c.source, c.output.ty.dtype)).collect();
+        if let Some(most) = bulk.iter().flatten().map(|b| b.rows * b.inner).max() {
+            self.layout.scratch(most * c.source.byte_size());
+        }
         self.add("", 1, bytes as f64, move |fx| {
             let dst = fx.buffer(c.output.buffer.0);
             let elem = c.output.ty.dtype.byte_size();
@@ -484,12 +547,17 @@ impl<'p> Context<'p> {
                     vec![]
                 });
             }
-            for m in &c.moves {
+            for (m, bulk) in c.moves.iter().zip(&bulk) {
                 let src = fx.buffer(m.src.0);
                 let s0 = fx.i(m.src_offset as i64);
                 let d0 = fx.i(m.dst_offset as i64);
-                let how = if c.converts() { Element::Convert(c.source, c.output.ty.dtype) } else { Element::Bits(elem, ety) };
-                copy_dims(fx, m, 0, s0, d0, src, dst, how);
+                match bulk {
+                    Some(bulk) => bulk.copy(fx, m, 0, (s0, d0), (src, dst)),
+                    None => {
+                        let how = if c.converts() { Element::Convert(c.source, c.output.ty.dtype) } else { Element::Bits(elem, ety) };
+                        copy_dims(fx, &loop_order(m), 0, s0, d0, src, dst, how);
+                    }
+                }
             }
             Ok(())
         })
@@ -714,16 +782,129 @@ fn int_average(fx: &mut Fx, acc: Value, count: Value, out_zp: i64, d: f16c_diale
     fx.b.ins().smin(r, hi)
 }
 
+/// A converting move between f32 and f16 done in bulk: runs of the output, contiguous in it,
+/// are first copied as they are (the source's bits) into scratch, laid out as in the output,
+/// then converted by one runtime call each (`NarrowF16`, `WidenF16`: F16C where the CPU has
+/// it), rather than element by element in software. The move's dimensions from `dim` on are
+/// dense in the output, `inner` elements per index of `dim`; a run is `rows` indices of `dim`.
+#[derive(Clone, Copy, Debug)]
+struct Bulk {
+    dim: usize,
+    inner: usize,
+    rows: usize,
+    /// Narrow (f32 source) or widen (f16 source).
+    narrow: bool,
+}
+
+impl Bulk {
+    /// Most elements staged at a time (16 KiB of f32).
+    const STAGED_MAX: usize = 4096;
+    /// Fewest elements per runtime call: shorter runs keep the element-by-element copy.
+    const RUN_MIN: usize = 32;
+
+    fn of(m: &crate::lower::Move, source: DType, out: DType) -> Option<Bulk> {
+        let narrow = match (source, out) {
+            (DType::F32, DType::F16) => true,
+            (DType::F16, DType::F32) => false,
+            _ => return None,
+        };
+        // The output's dense innermost dimensions `dense..`.
+        let rank = m.shape.len();
+        let mut dense = rank;
+        let mut block = 1;
+        while dense > 0 && m.dst_strides[dense - 1] == block as isize {
+            block *= m.shape[dense - 1];
+            dense -= 1;
+        }
+        // The outermost of them of which one index fits in the staging area: its runs.
+        let inner_of = |d: usize| m.shape[d + 1..].iter().product::<usize>();
+        let dim = (dense..rank).find(|&d| inner_of(d) <= Self::STAGED_MAX)?;
+        let inner = inner_of(dim);
+        let rows = m.shape[dim].min(Self::STAGED_MAX / inner);
+        (rows * inner >= Self::RUN_MIN).then_some(Bulk { dim, inner, rows, narrow })
+    }
+
+    /// Loops over the move's dimensions before `dim` (`d` on, at element offsets `s` of `src`
+    /// and `t` of `dst`), then converts their runs.
+    fn copy(&self, fx: &mut Fx, m: &crate::lower::Move, d: usize, (s, t): (Value, Value), (src, dst): (Value, Value)) {
+        if d < self.dim {
+            fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
+                let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
+                let si = fx.b.ins().iadd(s, si);
+                let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
+                let ti = fx.b.ins().iadd(t, ti);
+                self.copy(fx, m, d + 1, (si, ti), (src, dst));
+                vec![]
+            });
+            return;
+        }
+        let (from, to, lc) = if self.narrow { (DType::F32, DType::F16, Libcall::NarrowF16) } else { (DType::F16, DType::F32, Libcall::WidenF16) };
+        // `rows` indices of `dim` from `first`: their bits into scratch, then converted.
+        let run = |fx: &mut Fx, first: Value, rows: usize| {
+            let sub = crate::lower::Move {
+                shape: [&[rows][..], &m.shape[d + 1..]].concat(),
+                src_strides: m.src_strides[d..].to_vec(),
+                dst_strides: m.dst_strides[d..].to_vec(),
+                ..m.clone()
+            };
+            let si = fx.b.ins().imul_imm_s(first, m.src_strides[d] as i64);
+            let si = fx.b.ins().iadd(s, si);
+            let zero = fx.i(0);
+            let bits = Element::Bits(from.byte_size(), if self.narrow { I32 } else { I16 });
+            copy_dims(fx, &loop_order(&sub), 0, si, zero, src, fx.scratch, bits);
+            let ti = fx.b.ins().imul_imm_s(first, m.dst_strides[d] as i64);
+            let ti = fx.b.ins().iadd(t, ti);
+            let out = fx.addr(dst, ti, to.byte_size());
+            let count = fx.i((rows * self.inner) as i64);
+            fx.libcall(lc, &[fx.scratch, out, count]);
+        };
+        let n = m.shape[d];
+        let full = n / self.rows * self.rows;
+        fx.for_n(0, full as i64, self.rows as i64, &[], |fx, first, _| {
+            run(fx, first, self.rows);
+            vec![]
+        });
+        if full < n {
+            let first = fx.i(full as i64);
+            run(fx, first, n - full);
+        }
+    }
+}
+
 /// How a copy moves one element: its bits (bytes, and the integer type that holds them), or
-/// converted from one type to the other (the lowering folds casts into copies only for
-/// backends that ask for it; this one does not, and converts correctly when given one).
+/// converted from one type to the other (a cast the lowering folded into the copy, where
+/// [`Bulk`] does not apply: a conversion with bf16, or short runs).
 #[derive(Clone, Copy)]
 enum Element {
     Bits(usize, cranelift_codegen::ir::Type),
     Convert(DType, DType),
 }
 
-/// Nested loops over a move's dimensions; the innermost contiguous case copies bytes.
+/// The longest dimension [`copy_dims`] unrolls.
+const UNROLLED_MAX: usize = 16;
+
+/// `m` with its dimensions in the order [`copy_dims`] loops over them best: where the innermost
+/// is not contiguous on both sides (a transpose's), the shortest dimension of at most
+/// [`UNROLLED_MAX`] indices moved innermost, to be unrolled.
+fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
+    let last = m.shape.len() - 1;
+    let mut m = m.clone();
+    if m.src_strides[last] == 1 && m.dst_strides[last] == 1 {
+        return m;
+    }
+    if let Some(d) = (0..=last).filter(|&d| m.shape[d] <= UNROLLED_MAX).min_by_key(|&d| (m.shape[d], std::cmp::Reverse(d))) {
+        for v in [&mut m.src_strides, &mut m.dst_strides] {
+            let x = v.remove(d);
+            v.push(x);
+        }
+        let x = m.shape.remove(d);
+        m.shape.push(x);
+    }
+    m
+}
+
+/// Nested loops over a move's dimensions (in [`loop_order`]); the innermost contiguous case
+/// copies bytes, a short innermost dimension is unrolled (every element at a constant offset).
 #[allow(clippy::too_many_arguments)]
 fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, src: Value, dst: Value, how: Element) {
     let last = m.shape.len() - 1;
@@ -732,6 +913,20 @@ fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, 
         let to = fx.addr(dst, t, elem);
         copy_bytes(fx, from, to, m.shape[d] * elem);
         return;
+    }
+    let offset = |stride: isize, i: usize, elem: usize| i32::try_from(stride * (i * elem) as isize).ok();
+    if let (true, Element::Bits(elem, ety)) = (d == last && m.shape[d] <= UNROLLED_MAX, how) {
+        let n = m.shape[d];
+        let offsets: Option<Vec<(i32, i32)>> = (0..n).map(|i| Some((offset(m.src_strides[d], i, elem)?, offset(m.dst_strides[d], i, elem)?))).collect();
+        if let Some(offsets) = offsets {
+            let from = fx.addr(src, s, elem);
+            let to = fx.addr(dst, t, elem);
+            for (so, to_off) in offsets {
+                let v = fx.b.ins().load(ety, super::emit::mem(), from, so);
+                fx.b.ins().store(super::emit::mem(), v, to, to_off);
+            }
+            return;
+        }
     }
     fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
         let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);

@@ -205,6 +205,13 @@ impl Backend for CraneliftBackend {
         Target::X86_64
     }
 
+    /// A cast between f32 and f16 beside a copy (the input's cast and transpose of an fp16
+    /// model) is folded into it: the copy moves the elements into scratch and has the runtime
+    /// convert them in bulk ([`lower`]'s `copy`).
+    fn lowering(&self) -> crate::lower::LowerOptions {
+        crate::lower::LowerOptions { converting_copies: true }
+    }
+
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
         legal::legal(kernel)
     }

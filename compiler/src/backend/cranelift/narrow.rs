@@ -13,7 +13,10 @@
 //! of `maximum`/`minimum` against constant f16 bounds (a ReLU6): such an op is evaluated on the
 //! unrounded value against the bound's rounding threshold instead of the bound
 //! ([`thresholds`]), which picks the same operand as the reference does on the rounded value,
-//! down to the sign of a zero.
+//! down to the sign of a zero. Where the threshold rounds to the bound itself (every bound but
+//! a zero) the op is x86's `maxps`/`minps` with the threshold. The reference's op gives the
+//! canonical NaN where the value is NaN; the runtime's `NarrowF16Canonical` does that at the
+//! narrowing, for every value of the block at once, instead of a compare and blend per vector.
 
 use super::emit::{lanes, mem, Fx};
 use crate::lower::{EwKind, EwOp, Expr};
@@ -127,32 +130,52 @@ pub fn thresholds(k: f32) -> (f32, f32) {
 
 impl Fx<'_> {
     /// The reference's `maximum`/`minimum` of the rounded `x` and the f16 bound `b`, computed
-    /// on `x` before it is rounded (see the module's description).
+    /// on `x` before it is rounded (see the module's description), but NaN with `x`'s payload
+    /// where `x` is NaN: the staging of a deferral with bounds narrows with
+    /// `NarrowF16Canonical`, which gives the canonical NaN the reference's op does.
     pub fn bound_unrounded(&mut self, op: &EwOp, b: &Bound, x: Value, bound: Value) -> Value {
         let (at_or_above, at_or_below) = thresholds(b.value);
         let max = op.kind == EwKind::Binary(BinaryOp::Maximum);
         // max(x, k) keeps x where round(x) ≥ k; max(k, x) keeps k where k ≥ round(x), i.e.
         // round(x) ≤ k; min mirrors them.
         let (cc, t) = if max == b.chain_first { (FloatCC::GreaterThanOrEqual, at_or_above) } else { (FloatCC::LessThanOrEqual, at_or_below) };
-        // So the result is the bound where `x` is a number on its side of the threshold
-        // (`x cc t` when the bound comes first; when the chain does, where `x cc t` fails),
-        // else `x`, and then the canonical NaN where `x` is NaN (a compare with NaN fails).
-        let at_bound = match (b.chain_first, cc) {
-            (false, cc) => cc,
-            (true, FloatCC::GreaterThanOrEqual) => FloatCC::LessThan,
-            (true, _) => FloatCC::GreaterThan,
-        };
         let ty = self.b.func.dfg.value_type(x);
-        let t = self.f(ty, t);
-        let at_bound = self.b.ins().fcmp(at_bound, x, t);
-        let r = if ty.is_vector() && b.value.to_bits() == 0 {
-            // A +0 bound (a ReLU's) is all zero bits: clear the lanes that take it.
-            let mask = self.b.ins().bitcast(ty, lanes(), at_bound);
-            self.b.ins().band_not(x, mask)
+        let r = if f16::from_f32(t).to_bits() == f16::from_f32(b.value).to_bits() {
+            // The threshold rounds to the bound itself (every bound but a zero, whose
+            // threshold rounds to the other zero): where the reference takes the bound, take
+            // the threshold, `x < t ? t : x` for the maximum and `t < x ? t : x` for the
+            // minimum (equal values give either), which the narrowing then rounds to the
+            // bound. These give `x` where it is NaN, and are x86's `maxps t, x` / `minps t, x`.
+            let t = self.f(ty, t);
+            let (p, q) = if max { (x, t) } else { (t, x) };
+            let less = self.b.ins().fcmp(FloatCC::LessThan, p, q);
+            if ty.is_vector() {
+                let mask = self.b.ins().bitcast(ty, lanes(), less);
+                self.b.ins().bitselect(mask, t, x)
+            } else {
+                self.b.ins().select(less, t, x)
+            }
         } else {
-            self.sel(at_bound, bound, x)
+            // The bound where `x` is a number on its side of the threshold (`x cc t` when the
+            // bound comes first; when the chain does, where `x cc t` fails), else `x` (a
+            // compare with NaN fails).
+            let at_bound = match (b.chain_first, cc) {
+                (false, cc) => cc,
+                (true, FloatCC::GreaterThanOrEqual) => FloatCC::LessThan,
+                (true, _) => FloatCC::GreaterThan,
+            };
+            let t = self.f(ty, t);
+            let at_bound = self.b.ins().fcmp(at_bound, x, t);
+            if ty.is_vector() && b.value.to_bits() == 0 {
+                // A +0 bound (a ReLU's) is all zero bits: clear the lanes that take it.
+                let mask = self.b.ins().bitcast(ty, lanes(), at_bound);
+                self.b.ins().band_not(x, mask)
+            } else {
+                self.sel(at_bound, bound, x)
+            }
         };
-        self.nan_of(x, r)
+        self.same_nans(x, r);
+        r
     }
 }
 
@@ -162,9 +185,18 @@ impl Fx<'_> {
 pub struct Staging {
     /// Where the staged f32 values start (in scratch).
     pub base: Value,
+    /// Every NaN narrows to the canonical one (`NarrowF16Canonical`): the staged values are a
+    /// deferral's with bounds, whose NaNs the reference makes canonical and
+    /// [`Fx::bound_unrounded`] leaves as they are.
+    pub canonical: bool,
 }
 
 impl Staging {
+    /// The staging of values finished with `deferral` (or without one).
+    pub fn new(base: Value, deferral: Option<&Deferral>) -> Staging {
+        Staging { base, canonical: deferral.is_some_and(|d| !d.bounds.is_empty()) }
+    }
+
     /// Stores `v` (f32, or f32x4 for four consecutive elements) at element `at`.
     pub fn put(&self, fx: &mut Fx, at: Value, v: Value) {
         let p = fx.addr(self.base, at, 4);
@@ -175,7 +207,7 @@ impl Staging {
     pub fn narrow(&self, fx: &mut Fx, from: Value, out: Value, to: Value, n: Value) {
         let src = fx.addr(self.base, from, 4);
         let dst = fx.addr(out, to, 2);
-        fx.libcall(Libcall::NarrowF16, &[src, dst, n]);
+        fx.libcall(if self.canonical { Libcall::NarrowF16Canonical } else { Libcall::NarrowF16 }, &[src, dst, n]);
     }
 }
 

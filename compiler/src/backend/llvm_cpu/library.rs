@@ -83,7 +83,7 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         SinF64 => "sin",
         CosF64 => "cos",
         PowF64 => "pow",
-        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | GemmTiles | GemvPanels => return None,
+        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | GemmTiles | GemvPanels => return None,
     })
 }
 
@@ -169,8 +169,9 @@ fn rt_table<'ctx>(ir: &mut Ir<'ctx>) -> PointerValue<'ctx> {
                     ir.declare(c, Some(ir.c_type(ret)), &params)
                 }
                 (Libcall::F64ToF16, None) => f64_to_low(ir, DType::F16),
-                (Libcall::WidenF16, None) => convert_f16(ir, "f16c_widen_f16", DType::F16, DType::F32),
-                (Libcall::NarrowF16, None) => convert_f16(ir, "f16c_narrow_f16", DType::F32, DType::F16),
+                (Libcall::WidenF16, None) => convert_f16(ir, "f16c_widen_f16", DType::F16, DType::F32, false),
+                (Libcall::NarrowF16, None) => convert_f16(ir, "f16c_narrow_f16", DType::F32, DType::F16, false),
+                (Libcall::NarrowF16Canonical, None) => convert_f16(ir, "f16c_narrow_f16_canonical", DType::F32, DType::F16, true),
                 (_, None) => f64_to_low(ir, DType::BF16),
             };
             f.as_global_value().as_pointer_value()
@@ -211,16 +212,22 @@ fn f64_to_low<'ctx>(ir: &mut Ir<'ctx>, d: DType) -> FunctionValue<'ctx> {
 }
 
 /// `uint64_t f(const from *src, to *dst, uint64_t n)`: the [`Libcall::WidenF16`] (f16 to f32)
-/// or [`Libcall::NarrowF16`] (f32 to f16, to nearest even) entry. The LLVM kernels convert in
+/// or [`Libcall::NarrowF16`] (f32 to f16, to nearest even) entry, or with `canonical`
+/// [`Libcall::NarrowF16Canonical`] (every NaN the canonical one). The LLVM kernels convert in
 /// line and never call them; the table is complete all the same.
-fn convert_f16<'ctx>(ir: &mut Ir<'ctx>, name: &str, from: DType, to: DType) -> FunctionValue<'ctx> {
+fn convert_f16<'ctx>(ir: &mut Ir<'ctx>, name: &str, from: DType, to: DType, canonical: bool) -> FunctionValue<'ctx> {
     let (p, i64t) = (ir.ptr_ty(), ir.cx.i64_type());
     let f = ir.module.add_function(name, i64t.fn_type(&[p.into(), p.into(), i64t.into()], false), Some(Linkage::Internal));
     ir.begin_function(f, p.const_null());
     let param = |i: u32| f.get_nth_param(i).expect("three parameters");
     let (src, dst, n) = (param(0).into_pointer_value(), param(1).into_pointer_value(), param(2).into_int_value());
     ir.for_range(ir.i64(0), n, ir.i64(1), |ir, i| {
-        let v = ir.load(from, src, i);
+        let mut v = ir.load(from, src, i);
+        if canonical {
+            let x = v.into_float_value();
+            let nan = ir.b.build_float_compare(inkwell::FloatPredicate::UNO, x, x, "").built();
+            v = ir.select(nan, ir.f32(f32::NAN), x);
+        }
         ir.store(to, dst, i, v);
     });
     ir.b.build_return(Some(&n)).built();
