@@ -767,8 +767,11 @@ pub fn special_value_cases() -> Vec<Case> {
         let tiny: Vec<f32> = (0..16).map(|i| [1.0, -1.0, 1.5, -1.5, 0.75, -0.75, 2.0, -0.5][i % 8] * 2f32.powi(-14)).collect();
         let nans = [nan, -nan, f32::from_bits(0x7fd0_2000), -inf, inf, f32::from_bits(0xffa0_4000), 3.0, -2.0];
         let weights: Vec<f32> = (0..32).map(|c| if c % 2 == 0 { 1.0 } else { -1.0 } * 2f32.powi(-9 - (c as i32 / 2) % 5) * if c % 4 < 2 { 1.0 } else { 1.5 }).collect();
+        // The same ReLU6s as a clamp (bounds f16 holds, and one past its range), and each
+        // read in f32 too (a cast after it, which fp16 contractions fold into one rounding
+        // and widening of the staged results).
         for depthwise in [false, true] {
-            for bound_first in [false, true] {
+            for relu in ["", "_bound_first", "_clamp", "_clamp_wide"] {
                 let mut g = Graph::new("conv_relu6");
                 let (ic, wshape) = if depthwise { (32, [1, 1, 32, 1]) } else { (1, [32, 1, 1, 1]) };
                 let x = g.add_input(TensorType::new(d, [1, 4, 4, ic]), loc());
@@ -779,19 +782,30 @@ pub fn special_value_cases() -> Vec<Case> {
                 let op = if depthwise { Op::DepthwiseConv2d(attrs) } else { Op::Conv2d(attrs) };
                 let shape = [1, 4, 4, 32];
                 let mut y = g.add_node(op, tensor_ty(d, &shape), &[x, w, b, z1, z2], loc());
-                for (kind, bound) in [(BinaryOp::Maximum, 0.0), (BinaryOp::Minimum, 6.0)] {
-                    let k = constant(&mut g, Tensor::splat(&TensorType::new(d, [1, 1, 1, 1]), bound));
-                    let operands = if bound_first { [k, y] } else { [y, k] };
-                    y = g.add_node(Op::Binary(kind), tensor_ty(d, &shape), &operands, loc());
+                match relu {
+                    "_clamp" => y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, tensor_ty(d, &shape), &[y], loc()),
+                    "_clamp_wide" => y = g.add_node(Op::Clamp { min: -0.0, max: 3.4e38 }, tensor_ty(d, &shape), &[y], loc()),
+                    _ => {
+                        for (kind, bound) in [(BinaryOp::Maximum, 0.0), (BinaryOp::Minimum, 6.0)] {
+                            let k = constant(&mut g, Tensor::splat(&TensorType::new(d, [1, 1, 1, 1]), bound));
+                            let operands = if relu == "_bound_first" { [k, y] } else { [y, k] };
+                            y = g.add_node(Op::Binary(kind), tensor_ty(d, &shape), &operands, loc());
+                        }
+                    }
                 }
+                let mut wide = g.clone();
                 g.add_output(y);
-                let input: Vec<f32> = (0..16 * ic).map(|i| tiny[(i / ic + i % ic) % 16]).collect();
-                let name = format!("special_{}_relu6_tiny{}_{dn}", if depthwise { "depthwise" } else { "conv" }, if bound_first { "_bound_first" } else { "" });
-                cases.push(Case { name: name.clone(), graph: g.clone(), inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
-                // NaNs of either sign and with a payload, infinities: the ReLU6's result is the
-                // reference's one canonical NaN wherever the input is NaN.
-                let input: Vec<f32> = (0..16 * ic).map(|i| nans[(i / ic + i % ic) % 8]).collect();
-                cases.push(Case { name: name.replace("_tiny", "_nan"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
+                let y = wide.add_node(Op::Cast, tensor_ty(DType::F32, &shape), &[y], loc());
+                wide.add_output(y);
+                let name = format!("special_{}_relu6_tiny{relu}_{dn}", if depthwise { "depthwise" } else { "conv" });
+                for (graph, read) in [(g, ""), (wide, "_read_in_f32")] {
+                    let input: Vec<f32> = (0..16 * ic).map(|i| tiny[(i / ic + i % ic) % 16]).collect();
+                    cases.push(Case { name: format!("{name}{read}"), graph: graph.clone(), inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
+                    // NaNs of either sign and with a payload, infinities: the ReLU6's result is
+                    // the reference's one canonical NaN wherever the input is NaN.
+                    let input: Vec<f32> = (0..16 * ic).map(|i| nans[(i / ic + i % ic) % 8]).collect();
+                    cases.push(Case { name: format!("{}{read}", name.replace("_tiny", "_nan")), graph, inputs: vec![tensor(d, &[1, 4, 4, ic], &input)], tolerance: Tolerance::Exact });
+                }
             }
         }
     }

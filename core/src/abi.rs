@@ -107,6 +107,12 @@ pub enum Libcall {
     /// `maximum`/`minimum`), so that the generated code need not replace them, lane by lane,
     /// before staging.
     NarrowF16Canonical,
+    /// `uint64_t f(const float *src, float *dst, uint64_t n, uint64_t canonical)`: rounds `n`
+    /// f32 values to f16 as [`Libcall::NarrowF16`] does and stores them widened back to f32
+    /// (exact), every NaN the canonical one where `canonical` is 1 (as
+    /// [`Libcall::NarrowF16Canonical`]). For a staged f16 result cast to f32 at once (an fp16
+    /// convolution whose output the next op reads in f32).
+    RoundF16,
 }
 
 /// The contract of [`Libcall::GemmTiles`], shared by the code that calls it and the runtime.
@@ -141,7 +147,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 21] = [
+    pub const ALL: [Libcall; 22] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -163,6 +169,7 @@ impl Libcall {
         Libcall::GemmTiles,
         Libcall::GemvPanels,
         Libcall::NarrowF16Canonical,
+        Libcall::RoundF16,
     ];
 
     /// The C parameter types and result type.
@@ -176,6 +183,7 @@ impl Libcall {
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
             WidenF16 | NarrowF16 | NarrowF16Canonical => (&[Ptr, Ptr, U64], U64),
+            RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
         }

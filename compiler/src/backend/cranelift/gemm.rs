@@ -203,7 +203,10 @@ impl Context<'_> {
         // Then (f16 output) the finished rows of one micro-panel across the column group, in
         // f32, for the runtime to narrow: in one call when the group is every column (the
         // staged rows are then laid out as the output's), else one per row.
-        let narrowed = c.out.ty.dtype == DType::F16;
+        // (Likewise an f16 result that the epilogue casts to f32 last: rounded to f16 and
+        // widened by one call.)
+        let deferral = finish_deferral(c, &finite).filter(|d| c.out.ty.dtype == DType::F16 || d.widen);
+        let narrowed = c.out.ty.dtype == DType::F16 || deferral.is_some();
         let stage_offset = band_offset + band.unwrap_or(0) * 4;
         let stage_stride = if groups == 1 { n } else { group_panels * NR };
         // Every row of the block staged (and narrowed in one call) where the group is every
@@ -213,7 +216,6 @@ impl Context<'_> {
         let stage_rows = if stage_block { a_panels * MR } else { MR };
         let stage_bytes = if narrowed { stage_rows * stage_stride * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
-        let deferral = if narrowed { finish_deferral(c, &finite) } else { None };
         let c = c.clone();
         self.add("", batch * blocks * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
@@ -467,12 +469,13 @@ impl Context<'_> {
         let w_elems = g.kh * g.kw * g.oc;
         let w_bytes = if widen_w { w_elems * 4 } else { 0 };
         let tags_bytes = if widen { g.kh * 8 } else { 0 };
-        // An f16 output row is staged in f32 and narrowed by one runtime call.
-        let narrowed = c.out.ty.dtype == DType::F16;
+        // An f16 output row is staged in f32 and narrowed by one runtime call (an f16 result
+        // cast to f32 last: rounded and widened by one call).
+        let deferral = finish_deferral(c, &finite).filter(|d| c.out.ty.dtype == DType::F16 || d.widen);
+        let narrowed = c.out.ty.dtype == DType::F16 || deferral.is_some();
         let stage_offset = ring_bytes + w_bytes + tags_bytes;
         let stage_bytes = if narrowed { g.ow * g.oc * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
-        let deferral = if narrowed { finish_deferral(c, &finite) } else { None };
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {

@@ -77,8 +77,9 @@ impl<'p> Context<'p> {
         let cost = (rows * inner * (e.expr.ops.len() + 1)) as f64;
         // An f16 row (of at most 64 KiB in f32) is staged in scratch and rounded and narrowed
         // by one runtime call ([`super::narrow`]).
-        let narrowed = vector && e.expr.result_dtype() == DType::F16 && inner <= STAGED_ROW_MAX;
-        let deferral = if narrowed { deferral(None, Some(&e.expr), &[]) } else { None };
+        let f16_out = e.expr.result_dtype() == DType::F16;
+        let deferral = if vector && inner <= STAGED_ROW_MAX { deferral(None, Some(&e.expr), &[]).filter(|d| f16_out || d.widen) } else { None };
+        let narrowed = vector && inner <= STAGED_ROW_MAX && (f16_out || deferral.is_some());
         // Each f16 input read along a row of at least eight values (and at most 64 KiB in f32)
         // is widened a row at a time by one runtime call into scratch after the staged row,
         // where software widening takes about sixteen instructions per four values (more one
@@ -634,12 +635,17 @@ pub fn eval_with(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<
     for (i, op) in expr.ops.iter().enumerate() {
         let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
         let types = expr.arg_types(op);
-        let bound = deferral.and_then(|d| d.bounds.iter().find(|b| b.op == i));
+        // A clamp's two bounds, its maximum first.
+        let mut bounds: Vec<&super::narrow::Bound> = deferral.map(|d| d.bounds.iter().filter(|b| b.op == i).collect()).unwrap_or_default();
+        bounds.sort_by_key(|b| !b.max);
         let v = if deferral.is_some_and(|d| d.op == Some(i)) {
             fx.ew_unrounded(op, &args, &types)?
-        } else if let Some(b) = bound {
-            let (x, k) = if b.chain_first { (args[0], args[1]) } else { (args[1], args[0]) };
-            fx.bound_unrounded(op, b, x, k)
+        } else if deferral.is_some_and(|d| d.widen) && i + 1 == expr.ops.len() {
+            // The cast to f32 of the deferred f16 value: the staging's RoundF16 does it.
+            args[0]
+        } else if let Some(b) = bounds.first() {
+            let x = if b.chain_first { args[0] } else { args[1] };
+            bounds.iter().fold(x, |x, b| fx.bound_unrounded(b, x))
         } else {
             fx.ew(op, &args, &types)?
         };

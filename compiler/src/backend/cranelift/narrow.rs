@@ -19,7 +19,7 @@
 //! narrowing, for every value of the block at once, instead of a compare and blend per vector.
 
 use super::emit::{lanes, mem, Fx};
-use crate::lower::{EwKind, EwOp, Expr};
+use crate::lower::{EwKind, Expr};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use f16c_core::abi::Libcall;
@@ -32,15 +32,23 @@ pub struct Deferral {
     /// The epilogue op whose rounding is deferred; `None`: the contraction's own (the result
     /// stored as it is, or read only by the bounds).
     pub op: Option<usize>,
-    /// The `maximum`/`minimum` ops between it and the store, evaluated on the unrounded value.
+    /// The `maximum`/`minimum`/`clamp` ops between it and the store, evaluated on the
+    /// unrounded value (in the chain's order from the store back).
     pub bounds: Vec<Bound>,
+    /// The expression's last op is a cast of the f16 value to f32 (`widen`): the staged values
+    /// are rounded to f16 and stored widened (`RoundF16`), not narrowed, and that cast is
+    /// skipped.
+    pub widen: bool,
 }
 
-/// A `maximum` or `minimum` of the deferred value's chain with a constant f16 bound.
+/// A `maximum` or `minimum` of the deferred value's chain with a constant f16 bound (a
+/// `clamp` is two: its maximum, then its minimum).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bound {
     /// The op (an index into the epilogue's ops).
     pub op: usize,
+    /// A maximum (else a minimum).
+    pub max: bool,
     /// The chain is its first operand (else its second).
     pub chain_first: bool,
     /// The bound (an f16 value).
@@ -56,9 +64,9 @@ pub struct Bound {
 pub fn deferral(result: Option<DType>, expr: Option<&Expr>, scalars: &[Option<f32>]) -> Option<Deferral> {
     let result = result.unwrap_or(DType::F32);
     let Some(expr) = expr else {
-        return (result == DType::F16).then(|| Deferral { op: None, bounds: Vec::new() });
+        return (result == DType::F16).then(|| Deferral { op: None, bounds: Vec::new(), widen: false });
     };
-    if expr.result_dtype() != DType::F16 || !expr.is_f32_domain() {
+    if !expr.is_f32_domain() {
         return None;
     }
     let inputs = expr.inputs.len();
@@ -68,13 +76,33 @@ pub fn deferral(result: Option<DType>, expr: Option<&Expr>, scalars: &[Option<f3
             uses[a] += 1;
         }
     }
+    let mut at = inputs + expr.ops.len() - 1;
+    // An f16 value cast to f32 last, read by nothing else: the chain ends at the cast's
+    // argument, and the staged values are stored rounded but wide.
+    let widen = match expr.ops.last() {
+        Some(last) if last.kind == EwKind::Cast && last.dtype == DType::F32 && expr.arg_types(last) == [DType::F16] && uses[last.args[0]] == 1 => {
+            at = last.args[0];
+            true
+        }
+        _ if expr.result_dtype() == DType::F16 => false,
+        _ => return None,
+    };
     // A constant f16 bound: the value of an epilogue input that is one.
     let bound = |v: usize| (1..inputs).contains(&v).then(|| scalars.get(v - 1).copied().flatten()).flatten().filter(|_| expr.inputs[v] == DType::F16);
+    // A clamp's bound as an f16 value: one past f16's range is ±inf there (f16 values
+    // clamped at it are clamped at ±inf), one between f16 values is none.
+    let clamp_bound = |v: f64| {
+        let v = v as f32;
+        if v.abs() >= super::softfloat::F16_OVERFLOW {
+            Some(v.signum() * f32::INFINITY)
+        } else {
+            (f16::from_f32(v).to_f32().to_bits() == v.to_bits()).then_some(v)
+        }
+    };
     let mut bounds = Vec::new();
-    let mut at = inputs + expr.ops.len() - 1;
     loop {
         if at < inputs {
-            return (at == 0 && result == DType::F16).then_some(Deferral { op: None, bounds });
+            return (at == 0 && result == DType::F16).then_some(Deferral { op: None, bounds, widen });
         }
         let i = at - inputs;
         let op = &expr.ops[i];
@@ -82,22 +110,35 @@ pub fn deferral(result: Option<DType>, expr: Option<&Expr>, scalars: &[Option<f3
         if op.dtype != DType::F16 {
             return None;
         }
-        let next = match (op.kind, op.args.as_slice()) {
-            (EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum), &[a, b]) if types.iter().all(|&t| t == DType::F16) => match (bound(a), bound(b)) {
-                (None, Some(value)) => Some((a, true, value)),
-                (Some(value), None) => Some((b, false, value)),
+        let all_f16 = types.iter().all(|&t| t == DType::F16);
+        let max = op.kind == EwKind::Binary(BinaryOp::Maximum);
+        let chain = match (op.kind, op.args.as_slice()) {
+            (EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum), &[a, b]) if all_f16 => match (bound(a), bound(b)) {
+                (None, Some(value)) => {
+                    bounds.push(Bound { op: i, max, chain_first: true, value });
+                    a
+                }
+                (Some(value), None) => {
+                    bounds.push(Bound { op: i, max, chain_first: false, value });
+                    b
+                }
                 _ => return None,
             },
-            _ if Fx::ew_rounds(op, &types) && types.iter().all(|&t| matches!(t, DType::F16 | DType::F32)) => None,
+            (EwKind::Clamp { min, max }, &[a]) if all_f16 => {
+                // max(x, lo), then min(·, hi): pushed from the store back.
+                let (lo, hi) = (clamp_bound(min)?, clamp_bound(max)?);
+                bounds.push(Bound { op: i, max: false, chain_first: true, value: hi });
+                bounds.push(Bound { op: i, max: true, chain_first: true, value: lo });
+                a
+            }
+            _ if Fx::ew_rounds(op, &types) && types.iter().all(|&t| matches!(t, DType::F16 | DType::F32)) => {
+                return Some(Deferral { op: Some(i), bounds, widen });
+            }
             _ => return None,
-        };
-        let Some((chain, chain_first, value)) = next else {
-            return Some(Deferral { op: Some(i), bounds });
         };
         if uses[chain] != 1 {
             return None;
         }
-        bounds.push(Bound { op: i, chain_first, value });
         at = chain;
     }
 }
@@ -133,9 +174,9 @@ impl Fx<'_> {
     /// on `x` before it is rounded (see the module's description), but NaN with `x`'s payload
     /// where `x` is NaN: the staging of a deferral with bounds narrows with
     /// `NarrowF16Canonical`, which gives the canonical NaN the reference's op does.
-    pub fn bound_unrounded(&mut self, op: &EwOp, b: &Bound, x: Value, bound: Value) -> Value {
+    pub fn bound_unrounded(&mut self, b: &Bound, x: Value) -> Value {
         let (at_or_above, at_or_below) = thresholds(b.value);
-        let max = op.kind == EwKind::Binary(BinaryOp::Maximum);
+        let max = b.max;
         // max(x, k) keeps x where round(x) ≥ k; max(k, x) keeps k where k ≥ round(x), i.e.
         // round(x) ≤ k; min mirrors them.
         let (cc, t) = if max == b.chain_first { (FloatCC::GreaterThanOrEqual, at_or_above) } else { (FloatCC::LessThanOrEqual, at_or_below) };
@@ -171,6 +212,7 @@ impl Fx<'_> {
                 let mask = self.b.ins().bitcast(ty, lanes(), at_bound);
                 self.b.ins().band_not(x, mask)
             } else {
+                let bound = self.f(ty, b.value);
                 self.sel(at_bound, bound, x)
             }
         };
@@ -189,12 +231,14 @@ pub struct Staging {
     /// deferral's with bounds, whose NaNs the reference makes canonical and
     /// [`Fx::bound_unrounded`] leaves as they are.
     pub canonical: bool,
+    /// The output is f32: the values are rounded to f16 and stored widened (`RoundF16`).
+    pub widen: bool,
 }
 
 impl Staging {
     /// The staging of values finished with `deferral` (or without one).
     pub fn new(base: Value, deferral: Option<&Deferral>) -> Staging {
-        Staging { base, canonical: deferral.is_some_and(|d| !d.bounds.is_empty()) }
+        Staging { base, canonical: deferral.is_some_and(|d| !d.bounds.is_empty()), widen: deferral.is_some_and(|d| d.widen) }
     }
 
     /// Stores `v` (f32, or f32x4 for four consecutive elements) at element `at`.
@@ -203,17 +247,25 @@ impl Staging {
         fx.b.ins().store(mem(), v, p, 0);
     }
 
-    /// Rounds and narrows `n` staged values from element `from` into f16 element `to` of `out`.
+    /// Rounds and narrows `n` staged values from element `from` into f16 element `to` of `out`
+    /// (rounds them into f32 element `to` where the output is f32).
     pub fn narrow(&self, fx: &mut Fx, from: Value, out: Value, to: Value, n: Value) {
         let src = fx.addr(self.base, from, 4);
-        let dst = fx.addr(out, to, 2);
-        fx.libcall(if self.canonical { Libcall::NarrowF16Canonical } else { Libcall::NarrowF16 }, &[src, dst, n]);
+        if self.widen {
+            let dst = fx.addr(out, to, 4);
+            let canonical = fx.i(self.canonical as i64);
+            fx.libcall(Libcall::RoundF16, &[src, dst, n, canonical]);
+        } else {
+            let dst = fx.addr(out, to, 2);
+            fx.libcall(if self.canonical { Libcall::NarrowF16Canonical } else { Libcall::NarrowF16 }, &[src, dst, n]);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lower::EwOp;
 
     /// f32 values around every f16 value's rounding boundaries (and a sweep of others).
     fn probes() -> Vec<f32> {
@@ -262,27 +314,37 @@ mod tests {
         let add = EwKind::Binary(BinaryOp::Add);
         let f16s = |n: usize| vec![DType::F16; n];
         // No epilogue: the contraction's own rounding.
-        assert_eq!(deferral(Some(DType::F16), None, &[]), Some(Deferral { op: None, bounds: vec![] }));
+        assert_eq!(deferral(Some(DType::F16), None, &[]), Some(Deferral { op: None, bounds: vec![], widen: false }));
         assert_eq!(deferral(Some(DType::F32), None, &[]), None);
         // ReLU6 as min(max(x, 0), 6): both bounds, then the contraction's rounding.
         let relu6 = Expr { inputs: f16s(3), ops: vec![op(max, &[0, 1]), op(min, &[3, 2])] };
         let d = deferral(Some(DType::F16), Some(&relu6), &[Some(0.0), Some(6.0)]).expect("deferred");
         assert_eq!(d.op, None);
-        assert_eq!(d.bounds, vec![Bound { op: 1, chain_first: true, value: 6.0 }, Bound { op: 0, chain_first: true, value: 0.0 }]);
+        assert_eq!(d.bounds, vec![Bound { op: 1, max: false, chain_first: true, value: 6.0 }, Bound { op: 0, max: true, chain_first: true, value: 0.0 }]);
         // A bound read from memory, not a constant: the rounding stays.
         assert_eq!(deferral(Some(DType::F16), Some(&relu6), &[None, Some(6.0)]), None);
         // An elementwise kernel's input is not rounded by it: nothing to defer past bounds.
         assert_eq!(deferral(None, Some(&relu6), &[Some(0.0), Some(6.0)]), None);
         // A residual add last: its rounding.
         let residual = Expr { inputs: f16s(2), ops: vec![op(add, &[0, 1])] };
-        assert_eq!(deferral(Some(DType::F16), Some(&residual), &[None]), Some(Deferral { op: Some(0), bounds: vec![] }));
+        assert_eq!(deferral(Some(DType::F16), Some(&residual), &[None]), Some(Deferral { op: Some(0), bounds: vec![], widen: false }));
         // The rounded value read twice (x + max(x, 0)): nothing is deferred past the max.
         let twice = Expr { inputs: f16s(2), ops: vec![op(max, &[0, 1]), op(add, &[2, 0])] };
-        assert_eq!(deferral(Some(DType::F16), Some(&twice), &[Some(0.0)]), Some(Deferral { op: Some(1), bounds: vec![] }));
+        assert_eq!(deferral(Some(DType::F16), Some(&twice), &[Some(0.0)]), Some(Deferral { op: Some(1), bounds: vec![], widen: false }));
         let reread = Expr { inputs: f16s(2), ops: vec![op(add, &[0, 0]), op(max, &[2, 1]), op(add, &[3, 2]), op(max, &[4, 1])] };
-        assert_eq!(deferral(Some(DType::F16), Some(&reread), &[Some(0.0)]), Some(Deferral { op: Some(2), bounds: vec![Bound { op: 3, chain_first: true, value: 0.0 }] }));
+        assert_eq!(deferral(Some(DType::F16), Some(&reread), &[Some(0.0)]), Some(Deferral { op: Some(2), bounds: vec![Bound { op: 3, max: true, chain_first: true, value: 0.0 }], widen: false }));
         // The bound first: max(0, x).
         let flipped = Expr { inputs: f16s(2), ops: vec![op(max, &[1, 0])] };
-        assert_eq!(deferral(Some(DType::F16), Some(&flipped), &[Some(0.0)]).expect("deferred").bounds, vec![Bound { op: 0, chain_first: false, value: 0.0 }]);
+        assert_eq!(deferral(Some(DType::F16), Some(&flipped), &[Some(0.0)]).expect("deferred").bounds, vec![Bound { op: 0, max: true, chain_first: false, value: 0.0 }]);
+        // A clamp at bounds f16 holds (or past its range: ±inf), read in f32: two bounds,
+        // rounded and widened at the store.
+        let clamp = |min: f64, max: f64| EwOp { kind: EwKind::Clamp { min, max }, dtype: DType::F16, args: vec![0], shift: 0, zp: (0, 0) };
+        let cast = EwOp { kind: EwKind::Cast, dtype: DType::F32, args: vec![1], shift: 0, zp: (0, 0) };
+        let wide = Expr { inputs: f16s(1), ops: vec![clamp(0.0, 3.4e38), cast.clone()] };
+        let bounds = vec![Bound { op: 0, max: false, chain_first: true, value: f32::INFINITY }, Bound { op: 0, max: true, chain_first: true, value: 0.0 }];
+        assert_eq!(deferral(Some(DType::F16), Some(&wide), &[]), Some(Deferral { op: None, bounds, widen: true }));
+        // A bound between f16 values: rounded in software.
+        let between = Expr { inputs: f16s(1), ops: vec![clamp(-0.3, 6.0), cast] };
+        assert_eq!(deferral(Some(DType::F16), Some(&between), &[]), None);
     }
 }

@@ -83,7 +83,7 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         SinF64 => "sin",
         CosF64 => "cos",
         PowF64 => "pow",
-        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | GemmTiles | GemvPanels => return None,
+        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemvPanels => return None,
     })
 }
 
@@ -172,6 +172,7 @@ fn rt_table<'ctx>(ir: &mut Ir<'ctx>) -> PointerValue<'ctx> {
                 (Libcall::WidenF16, None) => convert_f16(ir, "f16c_widen_f16", DType::F16, DType::F32, false),
                 (Libcall::NarrowF16, None) => convert_f16(ir, "f16c_narrow_f16", DType::F32, DType::F16, false),
                 (Libcall::NarrowF16Canonical, None) => convert_f16(ir, "f16c_narrow_f16_canonical", DType::F32, DType::F16, true),
+                (Libcall::RoundF16, None) => round_f16(ir),
                 (_, None) => f64_to_low(ir, DType::BF16),
             };
             f.as_global_value().as_pointer_value()
@@ -229,6 +230,29 @@ fn convert_f16<'ctx>(ir: &mut Ir<'ctx>, name: &str, from: DType, to: DType, cano
             v = ir.select(nan, ir.f32(f32::NAN), x);
         }
         ir.store(to, dst, i, v);
+    });
+    ir.b.build_return(Some(&n)).built();
+    f
+}
+
+/// `uint64_t f(const float *src, float *dst, uint64_t n, uint64_t canonical)`: the
+/// [`Libcall::RoundF16`] entry (f32 rounded to f16, widened back; every NaN the canonical one
+/// where `canonical` is 1). Never called by the LLVM kernels, as [`convert_f16`]'s.
+fn round_f16<'ctx>(ir: &mut Ir<'ctx>) -> FunctionValue<'ctx> {
+    let (p, i64t) = (ir.ptr_ty(), ir.cx.i64_type());
+    let f = ir.module.add_function("f16c_round_f16", i64t.fn_type(&[p.into(), p.into(), i64t.into(), i64t.into()], false), Some(Linkage::Internal));
+    ir.begin_function(f, p.const_null());
+    let param = |i: u32| f.get_nth_param(i).expect("four parameters");
+    let (src, dst, n, canonical) = (param(0).into_pointer_value(), param(1).into_pointer_value(), param(2).into_int_value(), param(3).into_int_value());
+    let canonical = ir.b.build_int_compare(inkwell::IntPredicate::NE, canonical, ir.i64(0), "").built();
+    ir.for_range(ir.i64(0), n, ir.i64(1), |ir, i| {
+        let x = ir.load(DType::F32, src, i).into_float_value();
+        let h = ir.b.build_float_trunc(x, ir.cx.f16_type(), "").built();
+        let r = ir.b.build_float_ext(h, ir.cx.f32_type(), "").built();
+        let nan = ir.b.build_float_compare(inkwell::FloatPredicate::UNO, x, x, "").built();
+        let replace = ir.b.build_and(nan, canonical, "").built();
+        let r = ir.select(replace, ir.f32(f32::NAN), r);
+        ir.store(DType::F32, dst, i, r);
     });
     ir.b.build_return(Some(&n)).built();
     f
