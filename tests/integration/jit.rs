@@ -839,8 +839,8 @@ fn casts_folded_into_copies_and_pools_match_the_reference_on_cranelift() {
     assert_eq!(pools, 8, "f16 and bf16, max and average, n = 7 and 17");
 }
 
-/// Transposes that convert between f32 and f16 (a cast folded into the copy, as the JIT's
-/// lowering does): runs staged and converted in bulk, in more than one run where the output
+/// Transposes (and a pad) that convert between f32 and f16 (a cast folded into the copy, as the
+/// JIT's lowering does): runs staged and converted in bulk, in more than one run where the output
 /// exceeds the staging area (an image's NCHW → NHWC), element by element where runs are short;
 /// the reference's bits, NaN payloads, infinities, subnormals and overflow included.
 #[test]
@@ -877,5 +877,25 @@ fn converting_transposes_match_the_reference_bit_for_bit() {
                 f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{shape:?} perms {perms:?} {from}->{to} cast first {cast_first}: {e}"));
             }
         }
+    }
+    // A pad that converts: the fill first, then its one move's rows (not dense in the output)
+    // converted in runs of one padded row.
+    for (from, to) in [(DType::F32, DType::F16), (DType::F16, DType::F32)] {
+        let mut g = Graph::new("converting_pad");
+        let x = g.add_input(TensorType::new(from, [2, 40, 40]), loc());
+        let c = g.add_node(Op::Cast, tensor_ty(to, &[2, 40, 40]), &[x], loc());
+        let pads = g.add_node(Op::ConstShape(vec![0, 0, 1, 2, 3, 1]), ValueType::Shape(6), &[], loc());
+        let fill = constant(&mut g, Tensor::splat(&TensorType::new(to, [1]), -2.5));
+        let y = g.add_node(Op::Pad, tensor_ty(to, &[2, 43, 44]), &[c, pads, fill], loc());
+        g.add_output(y);
+        let program = f16c_compiler::driver::lower_for(&g, &f16c_compiler::backend::cranelift::CraneliftBackend).unwrap();
+        assert_eq!(program.kernels.len(), 1, "pad {from}->{to}: the cast folds into the pad");
+        let mut v: Vec<f32> = (0..3200).map(|_| rng.uniform(-3.0, 3.0)).collect();
+        v[17] = f32::NAN;
+        v[1234] = 7e4;
+        let input = f16c_dialect::semantics::cast(&Tensor::from_f32(vec![2, 40, 40], v).unwrap(), from);
+        let want = reference::run(&g, std::slice::from_ref(&input)).unwrap();
+        let got = run_jit(&g, &[input]);
+        f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("pad {from}->{to}: {e}"));
     }
 }
