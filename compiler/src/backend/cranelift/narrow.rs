@@ -59,8 +59,8 @@ pub struct Bound {
 /// value: `expr` is the expression (a contraction's fused epilogue, value 0 its result, which
 /// the kernel rounds to `result`; or an elementwise kernel's, `result` `None`: value 0 is an
 /// input), `scalars` the constant value of each input that is one (values 1..). `None` when
-/// the last rounding must happen in software (the result is not f16, or the rounded value is
-/// read by anything but the store and constant bounds).
+/// the last rounding must happen in software (the result is neither f16 nor an f16 value cast
+/// to f32 last, or the rounded value is read by anything but the store and constant bounds).
 pub fn deferral(result: Option<DType>, expr: Option<&Expr>, scalars: &[Option<f32>]) -> Option<Deferral> {
     let result = result.unwrap_or(DType::F32);
     let Some(expr) = expr else {
