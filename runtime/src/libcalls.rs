@@ -191,26 +191,18 @@ unsafe fn narrow_f16_canonical_blocks_f16c(src: &[f32], dst: &mut [f16]) -> usiz
 /// `dst[i] = src[i]` rounded to f16 and widened back ([`narrow_f16`]'s bits, exactly widened),
 /// every NaN `f32::NAN` where `canonical`.
 fn round_f16(src: &[f32], dst: &mut [f32], canonical: bool) {
-    let one = |x: f32| if canonical && x.is_nan() { f32::NAN } else { f16::from_f32(x).to_f32() };
     #[cfg(target_arch = "x86_64")]
-    if has_f16c() {
-        // SAFETY: the CPU has F16C (and so AVX).
-        let done = unsafe { round_f16_blocks_f16c(src, dst, canonical) };
-        for (d, s) in dst[done..].iter_mut().zip(&src[done..]) {
-            *d = one(*s);
-        }
-        return;
-    }
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = one(*s);
-    }
+    let f16c: Option<F16cBlocks<f32, f32>> = Some(if canonical { round_f16_blocks_f16c::<true> } else { round_f16_blocks_f16c::<false> });
+    #[cfg(not(target_arch = "x86_64"))]
+    let f16c = None;
+    convert(src, dst, f16c, |x| if canonical && x.is_nan() { f32::NAN } else { f16::from_f32(x).to_f32() });
 }
 
 /// The whole blocks of eight of [`round_f16`] on a CPU with F16C: `vcvtps2ph` then `vcvtph2ps`,
-/// and with `canonical` the NaN lanes (those unordered with themselves) replaced.
+/// and with `CANONICAL` the NaN lanes (those unordered with themselves) replaced.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,f16c")]
-unsafe fn round_f16_blocks_f16c(src: &[f32], dst: &mut [f32], canonical: bool) -> usize {
+unsafe fn round_f16_blocks_f16c<const CANONICAL: bool>(src: &[f32], dst: &mut [f32]) -> usize {
     use std::arch::x86_64::*;
     let n = src.len().min(dst.len());
     let whole = n - n % 8;
@@ -220,7 +212,7 @@ unsafe fn round_f16_blocks_f16c(src: &[f32], dst: &mut [f32], canonical: bool) -
         unsafe {
             let x = _mm256_loadu_ps(src.as_ptr().add(i));
             let mut r = _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
-            if canonical {
+            if CANONICAL {
                 r = _mm256_blendv_ps(r, nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
             }
             _mm256_storeu_ps(dst.as_mut_ptr().add(i), r);

@@ -364,14 +364,19 @@ impl Context<'_> {
                 // (the whole block's rows in one call where they are staged together).
                 let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
                 let stage_base = fx.b.ins().iadd_imm_s(scratch, stage_offset as i64);
-                // Up to `most` rows from `r0` (those that exist), staged from `stage_base` laid
-                // out as the output's (every column), narrowed in one call.
-                let narrow_rows = |fx: &mut Fx, r0: Value, most: Value| {
+                // Of up to `most` rows from `r0`: how many exist, and the output element of the
+                // first one's column 0.
+                let row_span = |fx: &mut Fx, r0: Value, most: Value| -> (Value, Value) {
                     let left = fx.b.ins().isub(m_v, r0);
                     let rows = fx.b.ins().smin(most, left);
                     let grow = fx.b.ins().imul_imm_s(bi, m as i64);
                     let grow = fx.b.ins().iadd(grow, r0);
-                    let to = fx.b.ins().imul_imm_s(grow, n as i64);
+                    (rows, fx.b.ins().imul_imm_s(grow, n as i64))
+                };
+                // Up to `most` rows from `r0` (those that exist), staged from `stage_base` laid
+                // out as the output's (every column), narrowed in one call.
+                let narrow_rows = |fx: &mut Fx, r0: Value, most: Value| {
+                    let (rows, to) = row_span(fx, r0, most);
                     let count = fx.b.ins().imul_imm_s(rows, n as i64);
                     let zero = fx.i(0);
                     Staging::new(stage_base, deferral.as_ref()).narrow(fx, zero, bases.out, to, count);
@@ -403,11 +408,7 @@ impl Context<'_> {
                     } else {
                         // The group's columns `origin..min(p1 · NR, n)` of each row (none
                         // for the last groups when the panels run out before them).
-                        let left = fx.b.ins().isub(m_v, r0);
-                        let rows = fx.b.ins().smin(mr, left);
-                        let grow = fx.b.ins().imul_imm_s(bi, m as i64);
-                        let grow = fx.b.ins().iadd(grow, r0);
-                        let to = fx.b.ins().imul_imm_s(grow, n as i64);
+                        let (rows, to) = row_span(fx, r0, mr);
                         let end = fx.b.ins().imul_imm_s(p1, NR as i64);
                         let n_v = fx.i(n as i64);
                         let end = fx.b.ins().smin(end, n_v);

@@ -78,8 +78,9 @@ impl<'p> Context<'p> {
         // An f16 row (of at most 64 KiB in f32) is staged in scratch and rounded and narrowed
         // by one runtime call ([`super::narrow`]).
         let f16_out = e.expr.result_dtype() == DType::F16;
-        let deferral = if vector && inner <= STAGED_ROW_MAX { deferral(None, Some(&e.expr), &[]).filter(|d| f16_out || d.widen) } else { None };
-        let narrowed = vector && inner <= STAGED_ROW_MAX && (f16_out || deferral.is_some());
+        let stageable = vector && inner <= STAGED_ROW_MAX;
+        let deferral = if stageable { deferral(None, Some(&e.expr), &[]).filter(|d| f16_out || d.widen) } else { None };
+        let narrowed = stageable && (f16_out || deferral.is_some());
         // Each f16 input read along a row of at least eight values (and at most 64 KiB in f32)
         // is widened a row at a time by one runtime call into scratch after the staged row,
         // where software widening takes about sixteen instructions per four values (more one
