@@ -113,6 +113,72 @@ pub enum Libcall {
     /// [`Libcall::NarrowF16Canonical`]). For a staged f16 result cast to f32 at once (an fp16
     /// convolution whose output the next op reads in f32).
     RoundF16,
+    /// `uint64_t f(const float *const *rows, const float *w, float *out, const DepthwiseParams
+    /// *p)`: one output row of a depthwise convolution with channel multiplier 1, in the
+    /// runtime's native code (x86 AVX-512 or AVX2: sixteen or eight lanes, where Cranelift's
+    /// SIMD has four), returning `p.out_width`: the sums, and the bias and bounds the
+    /// parameters name. See [`DepthwiseParams`] for the layouts. Optional, as
+    /// [`Libcall::GemmTiles`] is, with the same bits either way: every sum is the reference's
+    /// chain, a product rounded and then added, per tap.
+    DepthwiseRow,
+}
+
+/// The operands of [`Libcall::DepthwiseRow`] that are fixed for a kernel call (`uint64_t`
+/// fields, then `float` ones, in this order).
+///
+/// `rows[ky]`, for window row `ky < kh`, is null where that row falls in the padding, else the
+/// input row it reads: `in_width` pixels of `channels` f32 each, pixel-major. The weights `w`
+/// are `[kh][kw][channels]` f32. The call writes the `channels` f32 values of output pixel
+/// `ox < out_width` at `out[ox · channels ..]`.
+///
+/// Value `c` is a sum from +0: for each tap in order (`ky`, then `kx`) whose row is not null
+/// and whose input column `ix = ox · stride + kx · dilation - pad` lies in `0 .. in_width`, it
+/// adds `rows[ky][ix · channels + c]` times `w[ky][kx][c]`, the product rounded to f32 before
+/// the add (no fused multiply-add: the reference's order and roundings); taps in the padding
+/// are skipped, not added as zeros.
+///
+/// Then, in this order: `bias[c]` is added where `bias` is not null; each of the first
+/// `bounds` bounds `i` is applied, `v = v test t ? b : v` with `t = thresholds[i]`, `b =
+/// bound_values[i]` and the test in bits `2i .. 2i + 2` of `bound_tests` (0: `<`, 1: `>`, 2:
+/// `<=`, 3: `>=`; false where `v` is NaN). A maximum with a bound `b` is `(<, b, b)` (x86's
+/// `maxps b, v`), a minimum `(>, b, b)`; a staged f16 result's bounds are applied before its
+/// rounding, at thresholds. With `canonical` set every NaN then becomes f32's canonical quiet
+/// NaN (`0x7fc00000`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub struct DepthwiseParams {
+    pub kh: u64,
+    pub kw: u64,
+    pub channels: u64,
+    pub in_width: u64,
+    pub out_width: u64,
+    pub stride: u64,
+    pub dilation: u64,
+    /// The padding before column 0.
+    pub pad: u64,
+    /// The address of `channels` f32 biases, or 0.
+    pub bias: u64,
+    /// How many bounds apply (at most [`DepthwiseParams::MAX_BOUNDS`]).
+    pub bounds: u64,
+    pub bound_tests: u64,
+    /// 1: NaNs become the canonical one; 0: they keep their bits.
+    pub canonical: u64,
+    pub thresholds: [f32; 4],
+    pub bound_values: [f32; 4],
+}
+
+impl DepthwiseParams {
+    /// The most bounds one call applies.
+    pub const MAX_BOUNDS: usize = 4;
+    /// `bound_tests` codes.
+    pub const LESS: u64 = 0;
+    #[allow(missing_docs)]
+    pub const GREATER: u64 = 1;
+    #[allow(missing_docs)]
+    pub const LESS_EQUAL: u64 = 2;
+    #[allow(missing_docs)]
+    pub const GREATER_EQUAL: u64 = 3;
 }
 
 /// The contract of [`Libcall::GemmTiles`], shared by the code that calls it and the runtime.
@@ -147,7 +213,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 22] = [
+    pub const ALL: [Libcall; 23] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -170,6 +236,7 @@ impl Libcall {
         Libcall::GemvPanels,
         Libcall::NarrowF16Canonical,
         Libcall::RoundF16,
+        Libcall::DepthwiseRow,
     ];
 
     /// The C parameter types and result type.
@@ -186,6 +253,7 @@ impl Libcall {
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
+            DepthwiseRow => (&[Ptr, Ptr, Ptr, Ptr], U64),
         }
     }
 

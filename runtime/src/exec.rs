@@ -292,13 +292,14 @@ impl Executor {
         Ok(e)
     }
 
-    /// Whether later runs may use the runtime's native GEMM loops ([`crate::tiles`]) where the
-    /// CPU has it (the default; `F16C_NATIVE_TILES=0` in the environment turns it off): off, the
-    /// generated code runs its own micro-kernel, with the same results.
+    /// Whether later runs may use the runtime's native GEMM loops ([`crate::tiles`]) and
+    /// depthwise taps ([`crate::depthwise`]) where the CPU has them (the default;
+    /// `F16C_NATIVE_TILES=0` in the environment turns them off): off, the generated code runs
+    /// its own loops, with the same results.
     pub fn set_native_tiles(&mut self, on: bool) {
-        use f16c_core::abi::Libcall::{GemmTiles, GemvPanels};
+        use f16c_core::abi::Libcall::{DepthwiseRow, GemmTiles, GemvPanels};
         let table = libcalls::table();
-        for at in [GemmTiles as usize, GemvPanels as usize] {
+        for at in [GemmTiles as usize, GemvPanels as usize, DepthwiseRow as usize] {
             self.rt[at] = if on { table[at] } else { 0 };
         }
     }

@@ -25,6 +25,7 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod depthwise;
 pub mod exec;
 pub mod foreign;
 pub mod libcalls;

@@ -73,6 +73,7 @@ libcalls! {
     optional:
     GemmTiles => crate::tiles::entry(),
     GemvPanels => crate::tiles::gemv_entry(),
+    DepthwiseRow => crate::depthwise::entry(),
 }
 
 /// `dst[i] = src[i]` widened: F16C (`vcvtph2ps`, eight per instruction) where the CPU has it,

@@ -709,6 +709,79 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
     }
 }
 
+/// A depthwise convolution (channel multiplier 1, 3×3, padding 1) with its bias and, by
+/// `finish`, nothing more, a ReLU6 as `maximum`/`minimum` with one-element constants (as
+/// torch-mlir writes it), one as a clamp, or a residual add first.
+fn depthwise_finished(d: DType, size: usize, channels: usize, stride: usize, finish: &str, rng: &mut Rng) -> Graph {
+    use f16c_dialect::ConvAttrs;
+    let mut g = Graph::new("depthwise");
+    let x = g.add_input(TensorType::new(d, [1, size, size, channels]), loc());
+    let w = constant(&mut g, random(&TensorType::new(d, [3, 3, channels, 1]), rng, -1.0, 1.0));
+    let b = constant(&mut g, random(&TensorType::new(d, [channels]), rng, -1.0, 1.0));
+    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+    // Bottom and right padding that make the stride divide the padded extent.
+    let end = (size + 1 + stride - 1) % stride;
+    let a = ConvAttrs { pad: [1, end, 1, end], stride: [stride, stride], dilation: [1, 1], acc: DType::F32 };
+    let o = (size + 1 + end - 3) / stride + 1;
+    let ty = tensor_ty(d, &[1, o, o, channels]);
+    let mut y = g.add_node(Op::DepthwiseConv2d(a), ty.clone(), &[x, w, b, z1, z2], loc());
+    match finish {
+        "max_min" => {
+            let one = TensorType::new(d, vec![1; 4]);
+            let (lo, hi) = (constant(&mut g, Tensor::splat(&one, 0.0)), constant(&mut g, Tensor::splat(&one, 6.0)));
+            y = g.add_node(Op::Binary(BinaryOp::Maximum), ty.clone(), &[y, lo], loc());
+            y = g.add_node(Op::Binary(BinaryOp::Minimum), ty, &[y, hi], loc());
+        }
+        "clamp" => y = g.add_node(Op::Clamp { min: 0.0, max: 6.0 }, ty, &[y], loc()),
+        "residual" => {
+            let r = g.add_input(TensorType::new(d, [1, o, o, channels]), loc());
+            y = g.add_node(Op::Binary(BinaryOp::Add), ty, &[y, r], loc());
+        }
+        _ => {}
+    }
+    g.add_output(y);
+    g
+}
+
+/// Where the CPU has AVX-512 or AVX2, a depthwise convolution with channel multiplier 1 hands
+/// each output row to the runtime's native loop (`f16c_runtime::depthwise`), which also adds
+/// the bias and applies a ReLU6 where that is all the epilogue does; with it turned off, the
+/// generated loop runs instead. Both give the reference's bits: f32, fp16 and bf16, channel
+/// counts that leave vector tails, strides 1 and 2, each finish, values past 6 and NaNs.
+#[test]
+fn the_native_depthwise_loop_gives_the_generated_loops_bits() {
+    if f16c_runtime::depthwise::entry() == 0 {
+        eprintln!("this CPU has no native depthwise loop: nothing to compare");
+        return;
+    }
+    let mut rng = Rng(29);
+    for d in FLOATS {
+        for (size, channels, stride) in [(9, 3, 1), (8, 16, 2), (7, 20, 1), (5, 40, 2), (6, 72, 1)] {
+            for finish in ["bias", "max_min", "clamp", "residual"] {
+                let what = format!("depthwise {d} size={size} channels={channels} stride={stride} {finish}");
+                let g = depthwise_finished(d, size, channels, stride, finish, &mut rng);
+                let mut inputs = inputs_for(&g, &mut rng, -8.0, 8.0);
+                // A NaN with a payload and an infinity in the image.
+                let mut x: Vec<f32> = inputs[0].to_f32_vec();
+                x[channels + 1] = f32::from_bits(0x7fa0_1234);
+                x[2 * channels] = f32::INFINITY;
+                let data = match d {
+                    DType::F16 => Data::F16(x.iter().map(|&v| f16::from_f32(v)).collect()),
+                    DType::BF16 => Data::BF16(x.iter().map(|&v| bf16::from_f32(v)).collect()),
+                    _ => Data::F32(x),
+                };
+                inputs[0] = Tensor::new(inputs[0].shape().to_vec(), data).unwrap();
+                check(&what, &g, &inputs, None);
+                let mut model = Model::compile_graph(&g, 2).unwrap();
+                let native = model.run(&inputs).unwrap();
+                model.set_native_tiles(false);
+                let generated = model.run(&inputs).unwrap();
+                assert_eq!(native[0].data().to_le_bytes(), generated[0].data().to_le_bytes(), "{what}: the native loop's bits differ");
+            }
+        }
+    }
+}
+
 /// Softmax and layer norm each run as one row kernel, bit for bit the unfused graph's.
 #[test]
 fn softmax_and_layer_norm_are_single_kernels_bit_exact() {

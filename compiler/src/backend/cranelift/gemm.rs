@@ -36,11 +36,12 @@ use super::legal::{KC, KU, LANES, MC, MR, NR};
 use super::lower::{eval_with, row_offset, Context};
 use super::narrow::{deferral, Deferral, Staging};
 use crate::backend::BackendError;
-use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue, MatrixLayout};
-use cranelift_codegen::ir::condcodes::IntCC;
+use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue, EwKind, MatrixLayout};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
-use f16c_dialect::{DType, Data};
+use f16c_core::abi::{DepthwiseParams, Libcall};
+use f16c_dialect::{BinaryOp, DType, Data};
 
 impl Context<'_> {
     pub fn contraction(&mut self, c: &Contraction) -> Result<(), BackendError> {
@@ -445,6 +446,11 @@ impl Context<'_> {
     /// image ([`TapClasses`]: at a 3×3 window with padding 1, the first column, the interior,
     /// the last), each with its own taps, and a window row that some output row lacks is
     /// checked once per row. The interior computes [`DEPTHWISE_STRIP`] pixels at a time.
+    ///
+    /// With channel multiplier 1, where the runtime has the native loop
+    /// ([`Libcall::DepthwiseRow`](f16c_core::abi::Libcall): AVX-512 or AVX2, the same sums),
+    /// the row's sums come from one call instead, into the staging area or scratch, and the
+    /// generated code finishes them, channel vector by channel vector.
     fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
         let mult = g.oc / g.ic.max(1);
         let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
@@ -476,7 +482,35 @@ impl Context<'_> {
         let narrowed = c.out.ty.dtype == DType::F16 || deferral.is_some();
         let stage_offset = ring_bytes + w_bytes + tags_bytes;
         let stage_bytes = if narrowed { g.ow * g.oc * 4 } else { 0 };
-        self.layout.scratch(stage_offset + stage_bytes);
+        // The native loop's operands: the window's row addresses, its parameters, an f16/bf16
+        // bias widened (where the loop adds it), and (where it leaves the finish to the
+        // generated code and no staging area takes them) the row's sums.
+        let native_rows = mult == 1;
+        let native_finish = native_rows.then(|| NativeFinish::of(c, &finite, deferral.as_ref(), g.oc)).flatten();
+        let widen_bias = native_finish.as_ref().is_some_and(|f| f.bias) && c.bias.as_ref().is_some_and(|b| b.ty.dtype != DType::F32);
+        let rows_offset = (stage_offset + stage_bytes).next_multiple_of(64);
+        let params_offset = rows_offset + g.kh * 8;
+        let bias_offset = params_offset + std::mem::size_of::<DepthwiseParams>();
+        let sums_offset = bias_offset + if widen_bias { g.oc * 4 } else { 0 };
+        let sums_bytes = if narrowed || native_finish.is_some() { 0 } else { g.ow * g.oc * 4 };
+        self.layout.scratch(if native_rows { sums_offset + sums_bytes } else { stage_offset + stage_bytes });
+        let params = DepthwiseParams {
+            kh: g.kh as u64,
+            kw: g.kw as u64,
+            channels: g.oc as u64,
+            in_width: g.iw as u64,
+            out_width: g.ow as u64,
+            stride: g.stride[1] as u64,
+            dilation: g.dilation[1] as u64,
+            pad: g.pad[2] as u64,
+            bias: 0,
+            bounds: 0,
+            bound_tests: 0,
+            canonical: 0,
+            thresholds: [0.0; 4],
+            bound_values: [0.0; 4],
+        };
+        let params = native_finish.as_ref().map_or(params, |f| f.params(params));
         let c = c.clone();
         let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
@@ -513,6 +547,44 @@ impl Context<'_> {
             };
             // Where the taps read: the input, or its widened rows.
             let (x, xd) = if widen { (fx.scratch, DType::F32) } else { (bases.a, c.a.ty.dtype) };
+            let native = native_rows.then(|| fx.libcall_entry(Libcall::DepthwiseRow));
+            let params_at = fx.b.ins().iadd_imm_s(fx.scratch, params_offset as i64);
+            if native_rows {
+                use std::mem::offset_of;
+                let bias = match (native_finish.as_ref().is_some_and(|f| f.bias), bases.bias, &c.bias) {
+                    (true, Some(bias), Some(b)) if widen_bias => {
+                        let wide = fx.b.ins().iadd_imm_s(fx.scratch, bias_offset as i64);
+                        widen_run(fx, b.ty.dtype, bias, wide, g.oc, false);
+                        wide
+                    }
+                    (true, Some(bias), _) => bias,
+                    _ => fx.i(0),
+                };
+                fx.b.ins().store(mem(), bias, params_at, offset_of!(DepthwiseParams, bias) as i32);
+                let fields = [
+                    (offset_of!(DepthwiseParams, kh), params.kh),
+                    (offset_of!(DepthwiseParams, kw), params.kw),
+                    (offset_of!(DepthwiseParams, channels), params.channels),
+                    (offset_of!(DepthwiseParams, in_width), params.in_width),
+                    (offset_of!(DepthwiseParams, out_width), params.out_width),
+                    (offset_of!(DepthwiseParams, stride), params.stride),
+                    (offset_of!(DepthwiseParams, dilation), params.dilation),
+                    (offset_of!(DepthwiseParams, pad), params.pad),
+                    (offset_of!(DepthwiseParams, bounds), params.bounds),
+                    (offset_of!(DepthwiseParams, bound_tests), params.bound_tests),
+                    (offset_of!(DepthwiseParams, canonical), params.canonical),
+                ];
+                for (at, v) in fields {
+                    let v = fx.i(v as i64);
+                    fx.b.ins().store(mem(), v, params_at, at as i32);
+                }
+                for (i, (&t, &v)) in params.thresholds.iter().zip(&params.bound_values).enumerate() {
+                    for (at, v) in [(offset_of!(DepthwiseParams, thresholds), t), (offset_of!(DepthwiseParams, bound_values), v)] {
+                        let v = fx.b.ins().f32const(v);
+                        fx.b.ins().store(mem(), v, params_at, (at + 4 * i) as i32);
+                    }
+                }
+            }
             let err = std::cell::RefCell::new(Ok(()));
             fx.for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
@@ -649,19 +721,82 @@ impl Context<'_> {
                 };
                 // Output columns by the window columns they have: runs of DEPTHWISE_STRIP
                 // pixels where the run is that long (the interior), then single pixels.
-                for class in &col_classes {
-                    let len = class.end - class.start;
-                    let strip = if len >= DEPTHWISE_STRIP { DEPTHWISE_STRIP } else { 1 };
-                    let full = class.start + len / strip * strip;
-                    fx.for_n(class.start as i64, full as i64, strip as i64, &[], |fx, ox, _| {
-                        channels(fx, ox, strip, class.taps);
-                        vec![]
-                    });
-                    if full < class.end {
-                        fx.for_n(full as i64, class.end as i64, 1, &[], |fx, ox, _| {
-                            channels(fx, ox, 1, class.taps);
+                let generated = |fx: &mut Fx| {
+                    for class in &col_classes {
+                        let len = class.end - class.start;
+                        let strip = if len >= DEPTHWISE_STRIP { DEPTHWISE_STRIP } else { 1 };
+                        let full = class.start + len / strip * strip;
+                        fx.for_n(class.start as i64, full as i64, strip as i64, &[], |fx, ox, _| {
+                            channels(fx, ox, strip, class.taps);
                             vec![]
                         });
+                        if full < class.end {
+                            fx.for_n(full as i64, class.end as i64, 1, &[], |fx, ox, _| {
+                                channels(fx, ox, 1, class.taps);
+                                vec![]
+                            });
+                        }
+                    }
+                    vec![]
+                };
+                // The native loop's sums of the row, then every channel vector of them
+                // finished, pixel by pixel.
+                let native_row = |fx: &mut Fx, native: Value| {
+                    let rows_at = fx.b.ins().iadd_imm_s(fx.scratch, rows_offset as i64);
+                    for (ky, &(y, ok_y)) in window_rows.iter().enumerate() {
+                        let p = if widen {
+                            fx.b.ins().iadd(fx.scratch, ring_offs[ky])
+                        } else {
+                            let zero = fx.i(0);
+                            let at = nhwc_index(fx, &g, b, y, zero, zero);
+                            fx.addr(bases.a, at, 4)
+                        };
+                        let null = fx.i(0);
+                        let p = fx.b.ins().select(ok_y, p, null);
+                        fx.b.ins().store(mem(), p, rows_at, (ky * 8) as i32);
+                    }
+                    // The row's values go where they are stored (staged, or the output's
+                    // f32 row), or its sums into scratch to be finished.
+                    let sums = match stage {
+                        Some(stage) => stage.base,
+                        None if native_finish.is_some() => {
+                            let at = fx.b.ins().imul_imm_s(row, (g.ow * g.oc) as i64);
+                            fx.addr(out, at, 4)
+                        }
+                        None => fx.b.ins().iadd_imm_s(fx.scratch, sums_offset as i64),
+                    };
+                    fx.libcall_at(Libcall::DepthwiseRow, native, &[rows_at, w, sums, params_at]);
+                    if native_finish.is_some() {
+                        return vec![];
+                    }
+                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
+                    for (from, to, lanes) in [(0, vec_end, true), (vec_end, g.oc, false)] {
+                        if from == to {
+                            continue;
+                        }
+                        let step = if lanes { LANES } else { 1 };
+                        fx.for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| {
+                            let cols = Columns::load(fx, &c, o, &bases, lanes);
+                            fx.for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
+                                let px = pixel(fx, ox);
+                                let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
+                                let at = fx.b.ins().iadd(at, o);
+                                let acc = if lanes { fx.load4(DType::F32, sums, at) } else { fx.load(DType::F32, sums, at) };
+                                put(fx, &px, o, acc, lanes, &cols);
+                                vec![]
+                            });
+                            vec![]
+                        });
+                    }
+                    vec![]
+                };
+                match native {
+                    Some(native) => {
+                        let has_native = fx.b.ins().icmp_imm_s(IntCC::NotEqual, native, 0);
+                        fx.if_else(has_native, |fx| native_row(fx, native), generated);
+                    }
+                    None => {
+                        generated(fx);
                     }
                 }
                 if let Some(stage) = stage {
@@ -2107,6 +2242,85 @@ fn epilogue_input(fx: &mut Fx, input: &crate::lower::EpilogueInput, base: Value,
 
 /// The rounding of [`finish`] that narrowing `c`'s staged f16 result can do instead
 /// ([`super::narrow::deferral`]).
+/// What of a depthwise convolution's finish the native row loop ([`DepthwiseParams`]) does
+/// itself, where that is all of it: the bias, then `maximum`/`minimum` with constant bounds (a
+/// ReLU6, as ops or a clamp). On an f32 result they are the reference's ops on the sum (with a
+/// NaN-free bound, x86's `maxps`/`minps` with the bound first, then NaNs made canonical, as
+/// [`Fx::tosa_max`] does); on a staged f16 one the deferral's bounds on the unrounded sum, as
+/// [`Fx::bound_unrounded`] applies them ([`Bound::unrounded`](super::narrow::Bound::unrounded);
+/// the narrowing makes NaNs canonical).
+#[derive(Clone, Debug, PartialEq)]
+struct NativeFinish {
+    bias: bool,
+    /// `x test t ? v : x` as (test, t, v), in the order they apply.
+    bounds: Vec<(FloatCC, f32, f32)>,
+    canonical: bool,
+}
+
+impl NativeFinish {
+    /// `None` where the epilogue does anything else, or the bias is not one per channel.
+    fn of(c: &Contraction, finite: &Finite, deferral: Option<&Deferral>, channels: usize) -> Option<NativeFinish> {
+        if c.bias.as_ref().is_some_and(|b| b.ty.num_elements() != channels) {
+            return None;
+        }
+        let bias = c.bias.is_some();
+        let ops = c.epilogue.as_ref().map_or(0, |e| e.expr.ops.len());
+        let finish = |bounds: Vec<(FloatCC, f32, f32)>, canonical: bool| (bounds.len() <= DepthwiseParams::MAX_BOUNDS).then_some(NativeFinish { bias, bounds, canonical });
+        if let Some(d) = deferral {
+            // Every op a bound (a clamp is two), or the cast that widens the result.
+            let mut bound_ops: Vec<usize> = d.bounds.iter().map(|b| b.op).collect();
+            bound_ops.dedup();
+            if d.op.is_some() || bound_ops.len() + usize::from(d.widen) != ops {
+                return None;
+            }
+            return finish(d.bounds.iter().rev().map(|b| b.unrounded()).collect(), false);
+        }
+        if c.result != DType::F32 || c.out.ty.dtype != DType::F32 {
+            return None;
+        }
+        let mut bounds = Vec::new();
+        if let Some(e) = &c.epilogue {
+            let inputs = e.expr.inputs.len();
+            if e.expr.inputs[0] != DType::F32 {
+                return None;
+            }
+            let maximum = |k: f32| (FloatCC::LessThan, k, k);
+            let minimum = |k: f32| (FloatCC::GreaterThan, k, k);
+            // Each op reads the one before it (the first the sum) as its first operand.
+            for (i, op) in e.expr.ops.iter().enumerate() {
+                let chain = if i == 0 { 0 } else { inputs + i - 1 };
+                let scalar = |v: usize| (1..inputs).contains(&v).then(|| finite.epilogue_scalar[v - 1]).flatten().filter(|k| !k.is_nan() && e.expr.inputs[v] == DType::F32);
+                match (op.kind, op.args.as_slice()) {
+                    _ if op.dtype != DType::F32 => return None,
+                    (EwKind::Binary(BinaryOp::Maximum), &[a, b]) if a == chain => bounds.push(maximum(scalar(b)?)),
+                    (EwKind::Binary(BinaryOp::Minimum), &[a, b]) if a == chain => bounds.push(minimum(scalar(b)?)),
+                    (EwKind::Clamp { min, max }, &[a]) if a == chain && !min.is_nan() && !max.is_nan() => bounds.extend([maximum(min as f32), minimum(max as f32)]),
+                    _ => return None,
+                }
+            }
+        }
+        let canonical = !bounds.is_empty();
+        finish(bounds, canonical)
+    }
+
+    /// `p` with this finish's bounds (its bias address is stored at run time).
+    fn params(&self, p: DepthwiseParams) -> DepthwiseParams {
+        let mut p = DepthwiseParams { bounds: self.bounds.len() as u64, canonical: u64::from(self.canonical), ..p };
+        for (i, &(test, t, v)) in self.bounds.iter().enumerate() {
+            let code = match test {
+                FloatCC::LessThan => DepthwiseParams::LESS,
+                FloatCC::GreaterThan => DepthwiseParams::GREATER,
+                FloatCC::LessThanOrEqual => DepthwiseParams::LESS_EQUAL,
+                _ => DepthwiseParams::GREATER_EQUAL,
+            };
+            p.bound_tests |= code << (2 * i);
+            p.thresholds[i] = t;
+            p.bound_values[i] = v;
+        }
+        p
+    }
+}
+
 fn finish_deferral(c: &Contraction, finite: &Finite) -> Option<Deferral> {
     deferral(Some(c.result), c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar)
 }

@@ -169,19 +169,41 @@ pub fn thresholds(k: f32) -> (f32, f32) {
     (value(at_or_above), value(above - 1))
 }
 
-impl Fx<'_> {
-    /// The reference's `maximum`/`minimum` of the rounded `x` and the f16 bound `b`, computed
-    /// on `x` before it is rounded (see the module's description), but NaN with `x`'s payload
-    /// where `x` is NaN: the staging of a deferral with bounds narrows with
-    /// `NarrowF16Canonical`, which gives the canonical NaN the reference's op does.
-    pub fn bound_unrounded(&mut self, b: &Bound, x: Value) -> Value {
-        let (at_or_above, at_or_below) = thresholds(b.value);
-        let max = b.max;
+impl Bound {
+    /// The bound applied to the unrounded value `x` as `x at t ? v : x` (a compare with NaN
+    /// fails): `(at, t, v)`. Where the threshold `t` rounds to the bound itself (every bound
+    /// but a zero, whose threshold rounds to the other zero), `v` is `t` and the test is `<`
+    /// for a maximum, `>` for a minimum (x86's `maxps t, x` / `minps t, x`); otherwise `v` is
+    /// the bound and the test is the threshold's side of it.
+    pub fn unrounded(&self) -> (FloatCC, f32, f32) {
+        let (at_or_above, at_or_below) = thresholds(self.value);
         // max(x, k) keeps x where round(x) ≥ k; max(k, x) keeps k where k ≥ round(x), i.e.
         // round(x) ≤ k; min mirrors them.
-        let (cc, t) = if max == b.chain_first { (FloatCC::GreaterThanOrEqual, at_or_above) } else { (FloatCC::LessThanOrEqual, at_or_below) };
+        let (cc, t) = if self.max == self.chain_first { (FloatCC::GreaterThanOrEqual, at_or_above) } else { (FloatCC::LessThanOrEqual, at_or_below) };
+        if f16::from_f32(t).to_bits() == f16::from_f32(self.value).to_bits() {
+            return (if self.max { FloatCC::LessThan } else { FloatCC::GreaterThan }, t, t);
+        }
+        // The bound where `x` is a number on its side of the threshold (`x cc t` when the
+        // bound comes first; when the chain does, where `x cc t` fails).
+        let at_bound = match (self.chain_first, cc) {
+            (false, cc) => cc,
+            (true, FloatCC::GreaterThanOrEqual) => FloatCC::LessThan,
+            (true, _) => FloatCC::GreaterThan,
+        };
+        (at_bound, t, self.value)
+    }
+}
+
+impl Fx<'_> {
+    /// The reference's `maximum`/`minimum` of the rounded `x` and the f16 bound `b`, computed
+    /// on `x` before it is rounded (see the module's description and [`Bound::unrounded`]), but
+    /// NaN with `x`'s payload where `x` is NaN: the staging of a deferral with bounds narrows
+    /// with `NarrowF16Canonical`, which gives the canonical NaN the reference's op does.
+    pub fn bound_unrounded(&mut self, b: &Bound, x: Value) -> Value {
+        let (at_bound, t, v) = b.unrounded();
+        let max = b.max;
         let ty = self.b.func.dfg.value_type(x);
-        let r = if f16::from_f32(t).to_bits() == f16::from_f32(b.value).to_bits() {
+        let r = if v.to_bits() == t.to_bits() {
             // The threshold rounds to the bound itself (every bound but a zero, whose
             // threshold rounds to the other zero): where the reference takes the bound, take
             // the threshold, `x < t ? t : x` for the maximum and `t < x ? t : x` for the
@@ -197,14 +219,7 @@ impl Fx<'_> {
                 self.b.ins().select(less, t, x)
             }
         } else {
-            // The bound where `x` is a number on its side of the threshold (`x cc t` when the
-            // bound comes first; when the chain does, where `x cc t` fails), else `x` (a
-            // compare with NaN fails).
-            let at_bound = match (b.chain_first, cc) {
-                (false, cc) => cc,
-                (true, FloatCC::GreaterThanOrEqual) => FloatCC::LessThan,
-                (true, _) => FloatCC::GreaterThan,
-            };
+            // The bound where `x` is a number on its side of the threshold, else `x`.
             let t = self.f(ty, t);
             let at_bound = self.b.ins().fcmp(at_bound, x, t);
             if ty.is_vector() && b.value.to_bits() == 0 {

@@ -83,7 +83,7 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         SinF64 => "sin",
         CosF64 => "cos",
         PowF64 => "pow",
-        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemvPanels => return None,
+        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemvPanels | DepthwiseRow => return None,
     })
 }
 
@@ -155,14 +155,14 @@ pub(super) fn entry<'ctx>(ir: &mut Ir<'ctx>, program: &Program, manifest: &Manif
 }
 
 /// The `rt` table: the C library's math functions and the conversions defined here (the
-/// optional native GEMM entries null).
+/// optional native GEMM and depthwise entries null).
 fn rt_table<'ctx>(ir: &mut Ir<'ctx>) -> PointerValue<'ctx> {
     let entries: Vec<PointerValue> = Libcall::ALL
         .iter()
         .map(|&lc| {
             let f = match (lc, c_function(lc)) {
                 // Optional, and never called by the LLVM backend's code.
-                (Libcall::GemmTiles | Libcall::GemvPanels, _) => return ir.ptr_ty().const_null(),
+                (Libcall::GemmTiles | Libcall::GemvPanels | Libcall::DepthwiseRow, _) => return ir.ptr_ty().const_null(),
                 (_, Some(c)) => {
                     let (params, ret) = lc.c_types();
                     let params: Vec<_> = params.iter().map(|&p| ir.c_type(p)).collect();
