@@ -9,8 +9,9 @@
 //!   turns a kernel's status into a located error. The in-process JIT (`f16c-jit`) and the
 //!   shared-object loader both run their code through it.
 //! - [`libcalls`]: the math functions generated code calls through the `rt` table, the very
-//!   functions the reference interpreter uses, so results are bit-identical; and [`tiles`], the
-//!   GEMM's inner loops in native AVX2 code, which generated code calls where the CPU has them.
+//!   functions the reference interpreter uses, so results are bit-identical; [`tiles`], the
+//!   GEMM's inner loops in native AVX2 code, and [`depthwise`], a depthwise convolution's row
+//!   in native AVX-512 or AVX2 code, which generated code calls where the CPU has them.
 //! - [`loader`]: reads an artifact file and loads it: a shared object for the CPU executor, or
 //!   PTX for [`cuda`], the GPU executor (CUDA driver API loaded at run time, Cargo feature
 //!   `cuda`, on by default; building needs nothing CUDA).
