@@ -261,16 +261,7 @@ row_loop!(avx2, "avx2", __m256, 8, __m256i,
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Uniform values in [-1, 1) from a xorshift generator.
-    fn uniform(mut seed: u32) -> impl FnMut() -> f32 {
-        move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
-        }
-    }
+    use crate::test_values::uniform;
 
     /// Parameters with no bias and no bounds.
     fn params(kw: usize, channels: usize, in_width: usize, out_width: usize, stride: usize, dilation: usize, pad: usize) -> Params {

@@ -35,6 +35,20 @@ pub mod npy;
 pub mod results;
 pub mod tiles;
 
+/// Values for the native loops' unit tests.
+#[cfg(test)]
+mod test_values {
+    /// Uniform values in [-1, 1) from a xorshift generator.
+    pub fn uniform(mut seed: u32) -> impl FnMut() -> f32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
+        }
+    }
+}
+
 pub use f16c_core::artifact::{Artifact, ArtifactError, Manifest};
 pub use f16c_core::{artifact, compare};
 pub use f16c_core::{DType, Data, Tensor, TensorType};

@@ -287,6 +287,7 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_values::uniform;
     use half::{bf16, f16};
 
     #[test]
@@ -295,16 +296,6 @@ mod tests {
             let r: Vec<usize> = runs(n).collect();
             assert_eq!(r.iter().sum::<usize>(), n, "{n}: {r:?}");
             assert!(n == 1 || r.iter().all(|&x| x == 2 || x == 3), "{n}: {r:?}");
-        }
-    }
-
-    /// Uniform values in [-1, 1) from a xorshift generator.
-    fn uniform(mut seed: u32) -> impl FnMut() -> f32 {
-        move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed as f32 / u32::MAX as f32) * 2.0 - 1.0
         }
     }
 

@@ -448,9 +448,11 @@ impl Context<'_> {
     /// checked once per row. The interior computes [`DEPTHWISE_STRIP`] pixels at a time.
     ///
     /// With channel multiplier 1, where the runtime has the native loop
-    /// ([`Libcall::DepthwiseRow`](f16c_core::abi::Libcall): AVX-512 or AVX2, the same sums),
-    /// the row's sums come from one call instead, into the staging area or scratch, and the
-    /// generated code finishes them, channel vector by channel vector.
+    /// ([`Libcall::DepthwiseRow`](f16c_core::abi::Libcall): AVX-512 or AVX2, the same bits),
+    /// one call computes the row instead: finished, into the output row or the staging area,
+    /// where the epilogue is only the bias and constant bounds ([`NativeFinish`]); otherwise
+    /// its sums, into the staging area or scratch, which the generated code then finishes
+    /// channel vector by channel vector.
     fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
         let mult = g.oc / g.ic.max(1);
         let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
@@ -695,6 +697,21 @@ impl Context<'_> {
                         Err(e) => *err.borrow_mut() = Err(e),
                     }
                 };
+                // `body` for each output channel `o`: four at a time (`lanes`) where the vector
+                // path applies, then one at a time.
+                let each_channel = |fx: &mut Fx, body: &mut dyn FnMut(&mut Fx, Value, bool)| {
+                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
+                    for (from, to, lanes) in [(0, vec_end, true), (vec_end, g.oc, false)] {
+                        if from == to {
+                            continue;
+                        }
+                        let step = if lanes { LANES } else { 1 };
+                        fx.for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| {
+                            body(fx, o, lanes);
+                            vec![]
+                        });
+                    }
+                };
                 // Every channel of `count` pixels from `ox`, with window columns `kxs`.
                 let channels = |fx: &mut Fx, ox: Value, count: usize, kxs: (usize, usize)| {
                     let pixels: Vec<_> = (0..count)
@@ -703,21 +720,13 @@ impl Context<'_> {
                             pixel(fx, oxj)
                         })
                         .collect();
-                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
-                    for (from, to, lanes) in [(0, vec_end, true), (vec_end, g.oc, false)] {
-                        if from == to {
-                            continue;
+                    each_channel(fx, &mut |fx, o, lanes| {
+                        let acc = sums(fx, ox, o, count, lanes, kxs);
+                        let cols = Columns::load(fx, &c, o, &bases, lanes);
+                        for (px, acc) in pixels.iter().zip(acc) {
+                            put(fx, px, o, acc, lanes, &cols);
                         }
-                        let step = if lanes { LANES } else { 1 };
-                        fx.for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| {
-                            let acc = sums(fx, ox, o, count, lanes, kxs);
-                            let cols = Columns::load(fx, &c, o, &bases, lanes);
-                            for (px, acc) in pixels.iter().zip(acc) {
-                                put(fx, px, o, acc, lanes, &cols);
-                            }
-                            vec![]
-                        });
-                    }
+                    });
                 };
                 // Output columns by the window columns they have: runs of DEPTHWISE_STRIP
                 // pixels where the run is that long (the interior), then single pixels.
@@ -739,8 +748,8 @@ impl Context<'_> {
                     }
                     vec![]
                 };
-                // The native loop's sums of the row, then every channel vector of them
-                // finished, pixel by pixel.
+                // The native loop's row: finished by the loop itself, or its sums finished
+                // here, channel vector by channel vector, pixel by pixel.
                 let native_row = |fx: &mut Fx, native: Value| {
                     let rows_at = fx.b.ins().iadd_imm_s(fx.scratch, rows_offset as i64);
                     for (ky, &(y, ok_y)) in window_rows.iter().enumerate() {
@@ -769,25 +778,17 @@ impl Context<'_> {
                     if native_finish.is_some() {
                         return vec![];
                     }
-                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
-                    for (from, to, lanes) in [(0, vec_end, true), (vec_end, g.oc, false)] {
-                        if from == to {
-                            continue;
-                        }
-                        let step = if lanes { LANES } else { 1 };
-                        fx.for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| {
-                            let cols = Columns::load(fx, &c, o, &bases, lanes);
-                            fx.for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
-                                let px = pixel(fx, ox);
-                                let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
-                                let at = fx.b.ins().iadd(at, o);
-                                let acc = if lanes { fx.load4(DType::F32, sums, at) } else { fx.load(DType::F32, sums, at) };
-                                put(fx, &px, o, acc, lanes, &cols);
-                                vec![]
-                            });
+                    each_channel(fx, &mut |fx, o, lanes| {
+                        let cols = Columns::load(fx, &c, o, &bases, lanes);
+                        fx.for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
+                            let px = pixel(fx, ox);
+                            let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
+                            let at = fx.b.ins().iadd(at, o);
+                            let acc = if lanes { fx.load4(DType::F32, sums, at) } else { fx.load(DType::F32, sums, at) };
+                            put(fx, &px, o, acc, lanes, &cols);
                             vec![]
                         });
-                    }
+                    });
                     vec![]
                 };
                 match native {
