@@ -353,7 +353,7 @@ mod tests {
         // and a window row in the padding; no finish, a bias, and ReLU6 bounds either way
         // round, NaNs canonical or kept.
         for channels in [1, 3, 8, 15, 16, 17, 24, 32, 33, 40, 72] {
-            for (kw, stride, dilation, pad, in_width) in [(3, 1, 1, 1, 9), (3, 2, 1, 1, 9), (3, 2, 1, 1, 8), (5, 1, 2, 4, 7), (1, 1, 1, 0, 5), (3, 1, 1, 0, 2)] {
+            for (kw, stride, dilation, pad, in_width) in [(3, 1, 1, 1, 9), (3, 2, 1, 1, 9), (3, 2, 1, 1, 8), (5, 1, 2, 4, 7), (1, 1, 1, 0, 5), (3, 1, 1, 0, 3)] {
                 for finish in 0..4 {
                     let out_width = (in_width + 2 * pad - (kw - 1) * dilation - 1) / stride + 1;
                     let mut p = params(kw, channels, in_width, out_width, stride, dilation, pad);
