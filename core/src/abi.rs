@@ -91,7 +91,8 @@ pub enum Libcall {
     /// k, float *tiles, uint64_t tiles_stride, uint64_t micro_panels, uint64_t panels, uint64_t
     /// flags)`: the GEMM's inner loops over `micro_panels` micro-panels of A and `panels`
     /// panels of B for one reduction chunk, in the runtime's native code (x86 AVX2 + FMA:
-    /// eight lanes, where Cranelift's SIMD has four), returning `micro_panels`. See [`tiles`]
+    /// eight lanes, or AVX-512: sixteen, where Cranelift's SIMD has four), returning
+    /// `micro_panels`. See [`tiles`]
     /// for the layouts and flags. Optional: its table entry is null where the runtime has no
     /// native code for this CPU, and the generated code then runs its own micro-kernel, which
     /// gives the same bits (both multiply-add each element in `k` order, fused).

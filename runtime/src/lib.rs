@@ -10,7 +10,7 @@
 //!   shared-object loader both run their code through it.
 //! - [`libcalls`]: the math functions generated code calls through the `rt` table, the very
 //!   functions the reference interpreter uses, so results are bit-identical; [`tiles`], the
-//!   GEMM's inner loops in native AVX2 code, and [`depthwise`], a depthwise convolution's row
+//!   GEMM's inner loops in native AVX2 or AVX-512 code, and [`depthwise`], a depthwise convolution's row
 //!   in native AVX-512 or AVX2 code, which generated code calls where the CPU has them.
 //! - [`loader`]: reads an artifact file and loads it: a shared object for the CPU executor, or
 //!   PTX for [`cuda`], the GPU executor (CUDA driver API loaded at run time, Cargo feature
