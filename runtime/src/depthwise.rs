@@ -22,6 +22,11 @@ pub fn entry() -> usize {
     loops().first().map_or(0, |&(_, f)| f as usize)
 }
 
+/// [`entry`]'s AVX2 loop, even where the CPU has AVX-512 (null where it lacks AVX2).
+pub fn entry_avx2() -> usize {
+    loops().iter().find(|(isa, _)| *isa == "avx2").map_or(0, |&(_, f)| f as usize)
+}
+
 /// The loops this CPU can run, the widest first, by instruction set.
 fn loops() -> Vec<(&'static str, RowFn)> {
     let mut loops: Vec<(&'static str, RowFn)> = Vec::new();

@@ -286,10 +286,21 @@ impl Executor {
             .collect();
         let profile = std::env::var_os("F16C_PROFILE").map(|_| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
         let mut e = Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), _code: code };
-        if std::env::var_os("F16C_NATIVE_TILES").is_some_and(|v| v == "0") {
-            e.set_native_tiles(false);
+        match std::env::var_os("F16C_NATIVE_TILES") {
+            Some(v) if v == "0" => e.set_native_tiles(false),
+            Some(v) if v == "avx2" => e.limit_native_to_avx2(),
+            _ => {}
         }
         Ok(e)
+    }
+
+    /// Later runs use the runtime's AVX2 loops even where the CPU has AVX-512 (the same
+    /// results; `F16C_NATIVE_TILES=avx2` in the environment does this): for measuring what the
+    /// wider loops gain.
+    pub fn limit_native_to_avx2(&mut self) {
+        use f16c_core::abi::Libcall::{DepthwiseRow, GemmTiles};
+        self.rt[GemmTiles as usize] = crate::tiles::entry_avx2();
+        self.rt[DepthwiseRow as usize] = crate::depthwise::entry_avx2();
     }
 
     /// Whether later runs may use the runtime's native GEMM loops ([`crate::tiles`]) and

@@ -32,6 +32,11 @@ pub fn entry() -> usize {
     gemm_loops().first().map_or(0, |&(_, f)| f as usize)
 }
 
+/// [`entry`]'s AVX2 loops, even where the CPU has AVX-512 (null where it lacks AVX2).
+pub fn entry_avx2() -> usize {
+    gemm_loops().iter().find(|(isa, _)| *isa == "avx2").map_or(0, |&(_, f)| f as usize)
+}
+
 /// The GEMM loops this CPU can run, the widest first, by instruction set.
 fn gemm_loops() -> Vec<(&'static str, TilesFn)> {
     let mut loops: Vec<(&'static str, TilesFn)> = Vec::new();
