@@ -123,6 +123,49 @@ struct Call {
     accumulate: bool,
 }
 
+#[cfg(target_arch = "x86_64")]
+impl Call {
+    /// Row `r < 12` of the micro-panels from `i0` (A packed, or its rows in place): its first
+    /// value, and the bytes from one `k` to the next.
+    fn a_rows(&self, i0: usize, packed: bool) -> ([*const u8; 12], usize) {
+        let panel_bytes = if packed { TILE_ROWS * self.k * 4 } else { TILE_ROWS * self.a_stride };
+        let row_step = if packed { 4 } else { self.a_stride };
+        let a0 = self.a.wrapping_add(i0 * panel_bytes);
+        let rows = std::array::from_fn(|r| a0.wrapping_add((r / TILE_ROWS) * panel_bytes + (r % TILE_ROWS) * row_step));
+        (rows, if packed { TILE_ROWS * 4 } else { 4 })
+    }
+
+    /// Row `r` of the tile of panel `j` and the micro-panels from `i0`.
+    fn tile_row(&self, j: usize, i0: usize, r: usize) -> *mut f32 {
+        self.tiles.wrapping_add(j * self.tiles_stride + (i0 * TILE_ROWS + r) * TILE_COLS * 4).cast()
+    }
+
+    /// At `k` step `kk` of a pass whose B rows are `row` bytes: one cache line of each of the
+    /// next pass's panels per 64 bytes of this pass's, so that the next pass's B is in L1 when
+    /// it starts (a prefetch never faults).
+    #[inline(always)]
+    fn fetch_ahead(&self, ahead: Ahead, kk: usize, row: usize) {
+        if (kk * row).is_multiple_of(64) {
+            let next = self.b.wrapping_add(ahead.from * self.b_stride);
+            for q in 0..ahead.panels {
+                // SAFETY: a prefetch only hints; it never faults.
+                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(next.wrapping_add(q * self.b_stride + kk * row).cast()) };
+            }
+        }
+    }
+}
+
+/// The B panels a pass fetches into cache for the pass after it: `panels` panels from panel
+/// `from`, the chunk this call reads of each. A weight too large for the last-level cache
+/// (resnet18's deep layers) streams from memory, and the CPU's own prefetcher, which starts
+/// over on each panel chunk, left the passes waiting on it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[derive(Clone, Copy)]
+struct Ahead {
+    from: usize,
+    panels: usize,
+}
+
 /// `n` split into runs of three and two (one only for `n` = 1): the blocks of micro-panels or
 /// panels one pass keeps in registers. No run of one where a run of two can take it, since a
 /// pass over one micro-panel and one panel keeps only four accumulators.
@@ -135,6 +178,58 @@ fn runs(n: usize) -> impl Iterator<Item = usize> {
         _ => (n / 3, 1, 0),
     };
     std::iter::repeat_n(3, threes).chain(std::iter::repeat_n(2, twos)).chain(std::iter::repeat_n(1, ones))
+}
+
+/// One instruction set's pass: micro-panels `i0 .. i0 + P` against `Q` vectors of `$span`
+/// panels each from panel `j0`, in `P · TILE_ROWS × Q` accumulators of type `$v`. `load` and
+/// `store` move a row of the `$span` tiles of one vector (their rows' addresses), `load_b` one
+/// `k` row of its `$span` B panels, `fma` adds a broadcast A value times a B vector.
+#[cfg(target_arch = "x86_64")]
+macro_rules! pass {
+    ($feature:literal, $v:ty, $span:literal, zero: $zero:expr, fma: $fma:expr, load: $load:expr, load_b: $load_b:expr, store: $store:expr) => {
+        /// Micro-panels `i0 .. i0 + P` against `Q` vectors of panels from panel `j0`.
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn pass<const P: usize, const Q: usize, const PACKED: bool, const B: u64>(c: &Call, i0: usize, j0: usize, ahead: Ahead) {
+            const { assert!(TILE_COLS == 8 && TILE_ROWS == 4 && P * TILE_ROWS * Q <= 12) };
+            let (rows, k_step) = c.a_rows(i0, PACKED);
+            // Half `h` of vector `q`: panel `j0 + $span · q + h`.
+            let panel = |q: usize, h: usize| j0 + $span * q + h;
+            let b: [[*const u8; 2]; 3] = std::array::from_fn(|q| [0, 1].map(|h| c.b.wrapping_add(panel(q, h) * c.b_stride)));
+            let tile_rows = |q: usize, r: usize| [0, 1].map(|h| c.tile_row(panel(q, h), i0, r));
+            let mut acc: [[$v; 3]; 12] = [[$zero; 3]; 12];
+            if c.accumulate {
+                for (r, accs) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
+                    for (q, v) in accs.iter_mut().enumerate().take(Q) {
+                        let [t0, t1] = tile_rows(q, r);
+                        // SAFETY: tile rows of the contract.
+                        *v = unsafe { $load(t0.cast_const(), t1.cast_const()) };
+                    }
+                }
+            }
+            let row = TILE_COLS * if B == 0 { 4 } else { 2 };
+            for kk in 0..c.k {
+                c.fetch_ahead(ahead, kk, row);
+                // SAFETY: each B panel has k rows of 8 values; each A row k values `k_step` apart.
+                unsafe {
+                    let bv: [$v; 3] = std::array::from_fn(|q| if q < Q { $load_b(b[q][0].add(kk * row), b[q][1].wrapping_add(kk * row)) } else { $zero });
+                    for (r, accs) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
+                        let x = *rows[r].add(kk * k_step).cast::<f32>();
+                        for (q, v) in accs.iter_mut().enumerate().take(Q) {
+                            *v = $fma(x, bv[q], *v);
+                        }
+                    }
+                }
+            }
+            for (r, accs) in acc.iter().enumerate().take(P * TILE_ROWS) {
+                for (q, v) in accs.iter().enumerate().take(Q) {
+                    let [t0, t1] = tile_rows(q, r);
+                    // SAFETY: tile rows of the contract.
+                    unsafe { $store(t0, t1, *v) };
+                }
+            }
+        }
+    };
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -180,16 +275,6 @@ mod avx2 {
                 i += p;
             }
         }
-    }
-
-    /// The B panels a pass fetches into cache for the pass after it: `panels` panels from panel
-    /// `from`, the chunk this call reads of each. A weight too large for the last-level cache
-    /// (resnet18's deep layers) streams from memory, and the CPU's own prefetcher, which starts
-    /// over on each panel chunk, left the passes waiting on it.
-    #[derive(Clone, Copy)]
-    pub(super) struct Ahead {
-        pub(super) from: usize,
-        pub(super) panels: usize,
     }
 
     /// Eight `B`-typed values at `p`, widened to f32.
@@ -253,63 +338,9 @@ mod avx2 {
         }
     }
 
-    /// Micro-panels `i0 .. i0 + P` against panels `j0 .. j0 + Q`, in `P · TILE_ROWS × Q`
-    /// accumulators.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn pass<const P: usize, const Q: usize, const PACKED: bool, const B: u64>(c: &Call, i0: usize, j0: usize, ahead: Ahead) {
-        const { assert!(TILE_COLS == 8 && TILE_ROWS == 4 && P * TILE_ROWS * Q <= 12) };
-        // Row `r` of the P micro-panels: its first value, and the bytes from one k to the next.
-        let panel_bytes = if PACKED { TILE_ROWS * c.k * 4 } else { TILE_ROWS * c.a_stride };
-        let row_step = if PACKED { 4 } else { c.a_stride };
-        let k_step = if PACKED { TILE_ROWS * 4 } else { 4 };
-        let a0 = c.a.wrapping_add(i0 * panel_bytes);
-        let rows: [*const u8; 12] = std::array::from_fn(|r| a0.wrapping_add((r / TILE_ROWS) * panel_bytes + (r % TILE_ROWS) * row_step));
-        let b: [*const u8; 3] = std::array::from_fn(|q| c.b.wrapping_add((j0 + q) * c.b_stride));
-        // Row `r` of the tiles of panel `j0 + q`.
-        let tile_row = |q: usize, r: usize| c.tiles.wrapping_add((j0 + q) * c.tiles_stride + (i0 * TILE_ROWS + r) * TILE_COLS * 4).cast::<f32>();
-        let mut acc = [[_mm256_setzero_ps(); 3]; 12];
-        if c.accumulate {
-            for (r, row) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
-                for (q, v) in row.iter_mut().enumerate().take(Q) {
-                    // SAFETY: a tile row of the contract.
-                    *v = unsafe { _mm256_loadu_ps(tile_row(q, r)) };
-                }
-            }
-        }
-        let row = TILE_COLS * if B == 0 { 4 } else { 2 };
-        let next = c.b.wrapping_add(ahead.from * c.b_stride);
-        for kk in 0..c.k {
-            // One cache line of each next panel per 64 bytes of this pass's panels: the next
-            // pass's B is in L1 when it starts (a prefetch never faults).
-            if (kk * row).is_multiple_of(64) {
-                for q in 0..ahead.panels {
-                    _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(q * c.b_stride + kk * row).cast());
-                }
-            }
-            // SAFETY: each B panel has k rows of 8 values; each A row k values `k_step` apart.
-            unsafe {
-                let bv: [__m256; 3] = std::array::from_fn(|q| {
-                    if q >= Q {
-                        return _mm256_setzero_ps();
-                    }
-                    load_b::<B>(b[q].add(kk * TILE_COLS * if B == 0 { 4 } else { 2 }))
-                });
-                for (r, row) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
-                    let x = _mm256_broadcast_ss(&*rows[r].add(kk * k_step).cast::<f32>());
-                    for (q, v) in row.iter_mut().enumerate().take(Q) {
-                        *v = _mm256_fmadd_ps(x, bv[q], *v);
-                    }
-                }
-            }
-        }
-        for (r, row) in acc.iter().enumerate().take(P * TILE_ROWS) {
-            for (q, v) in row.iter().enumerate().take(Q) {
-                // SAFETY: a tile row of the contract.
-                unsafe { _mm256_storeu_ps(tile_row(q, r), *v) };
-            }
-        }
-    }
+    pass!("avx2,fma,f16c", __m256, 1, zero: _mm256_setzero_ps(), fma: |x: f32, b, acc| _mm256_fmadd_ps(_mm256_set1_ps(x), b, acc),
+        load: |p0: *const f32, _p1: *const f32| _mm256_loadu_ps(p0), load_b: |p0: *const u8, _p1: *const u8| load_b::<B>(p0),
+        store: |p0: *mut f32, _p1: *mut f32, v| _mm256_storeu_ps(p0, v));
 }
 
 /// The same loops with sixteen lanes: a pair of B panels (`2 · TILE_COLS` columns) per
@@ -321,7 +352,7 @@ mod avx2 {
 /// to the AVX2 loops.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::avx2::{load_b, Ahead};
+    use super::avx2::load_b;
     use super::*;
     use std::arch::x86_64::*;
 
@@ -392,64 +423,13 @@ mod avx512 {
         _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)))
     }
 
-    /// Micro-panels `i0 .. i0 + P` against the `Q` pairs of panels from panel `j0`, in `P ·
-    /// TILE_ROWS × Q` accumulators.
-    #[target_feature(enable = "avx512f,avx2,fma,f16c")]
-    #[inline]
-    unsafe fn pass<const P: usize, const Q: usize, const PACKED: bool, const B: u64>(c: &Call, i0: usize, j0: usize, ahead: Ahead) {
-        const { assert!(TILE_COLS == 8 && TILE_ROWS == 4 && P * TILE_ROWS * Q <= 12) };
-        let panel_bytes = if PACKED { TILE_ROWS * c.k * 4 } else { TILE_ROWS * c.a_stride };
-        let row_step = if PACKED { 4 } else { c.a_stride };
-        let k_step = if PACKED { TILE_ROWS * 4 } else { 4 };
-        let a0 = c.a.wrapping_add(i0 * panel_bytes);
-        let rows: [*const u8; 12] = std::array::from_fn(|r| a0.wrapping_add((r / TILE_ROWS) * panel_bytes + (r % TILE_ROWS) * row_step));
-        let b: [*const u8; 6] = std::array::from_fn(|q| c.b.wrapping_add((j0 + q) * c.b_stride));
-        // Row `r` of the tiles of panel `j0 + q`.
-        let tile_row = |q: usize, r: usize| c.tiles.wrapping_add((j0 + q) * c.tiles_stride + (i0 * TILE_ROWS + r) * TILE_COLS * 4).cast::<f32>();
-        let mut acc = [[_mm512_setzero_ps(); 3]; 12];
-        if c.accumulate {
-            for (r, row) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
-                for (q, v) in row.iter_mut().enumerate().take(Q) {
-                    // SAFETY: tile rows of the contract.
-                    *v = unsafe { join(_mm256_loadu_ps(tile_row(2 * q, r)), _mm256_loadu_ps(tile_row(2 * q + 1, r))) };
-                }
-            }
-        }
-        let row = TILE_COLS * if B == 0 { 4 } else { 2 };
-        let next = c.b.wrapping_add(ahead.from * c.b_stride);
-        for kk in 0..c.k {
-            // As the AVX2 pass: one cache line of each next panel per 64 bytes of these.
-            if (kk * row).is_multiple_of(64) {
-                for q in 0..ahead.panels {
-                    _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(q * c.b_stride + kk * row).cast());
-                }
-            }
-            // SAFETY: each B panel has k rows of 8 values; each A row k values `k_step` apart.
-            unsafe {
-                let bv: [__m512; 3] = std::array::from_fn(|q| {
-                    if q >= Q {
-                        return _mm512_setzero_ps();
-                    }
-                    join(load_b::<B>(b[2 * q].add(kk * row)), load_b::<B>(b[2 * q + 1].add(kk * row)))
-                });
-                for (r, accs) in acc.iter_mut().enumerate().take(P * TILE_ROWS) {
-                    let x = _mm512_set1_ps(*rows[r].add(kk * k_step).cast::<f32>());
-                    for (q, v) in accs.iter_mut().enumerate().take(Q) {
-                        *v = _mm512_fmadd_ps(x, bv[q], *v);
-                    }
-                }
-            }
-        }
-        for (r, accs) in acc.iter().enumerate().take(P * TILE_ROWS) {
-            for (q, v) in accs.iter().enumerate().take(Q) {
-                // SAFETY: tile rows of the contract.
-                unsafe {
-                    _mm256_storeu_ps(tile_row(2 * q, r), _mm512_castps512_ps256(*v));
-                    _mm256_storeu_ps(tile_row(2 * q + 1, r), upper(*v));
-                }
-            }
-        }
-    }
+    pass!("avx512f,avx2,fma,f16c", __m512, 2, zero: _mm512_setzero_ps(), fma: |x: f32, b, acc| _mm512_fmadd_ps(_mm512_set1_ps(x), b, acc),
+        load: |p0: *const f32, p1: *const f32| join(_mm256_loadu_ps(p0), _mm256_loadu_ps(p1)),
+        load_b: |p0: *const u8, p1: *const u8| join(load_b::<B>(p0), load_b::<B>(p1)),
+        store: |p0: *mut f32, p1: *mut f32, v| {
+            _mm256_storeu_ps(p0, _mm512_castps512_ps256(v));
+            _mm256_storeu_ps(p1, upper(v));
+        });
 }
 
 #[cfg(test)]
