@@ -172,6 +172,31 @@ pub struct DepthwiseParams {
 impl DepthwiseParams {
     /// The most bounds one call applies.
     pub const MAX_BOUNDS: usize = 4;
+
+    /// The parameters as the call reads them: `uint64_t` words in field order, the `float`
+    /// fields two to a word (the first in the low half, as x86-64 lays them out).
+    pub fn words(&self) -> [u64; std::mem::size_of::<DepthwiseParams>() / 8] {
+        let pair = |f: &[f32; 4], i: usize| u64::from(f[i].to_bits()) | u64::from(f[i + 1].to_bits()) << 32;
+        let (t, v) = (&self.thresholds, &self.bound_values);
+        [
+            self.kh,
+            self.kw,
+            self.channels,
+            self.in_width,
+            self.out_width,
+            self.stride,
+            self.dilation,
+            self.pad,
+            self.bias,
+            self.bounds,
+            self.bound_tests,
+            self.canonical,
+            pair(t, 0),
+            pair(t, 2),
+            pair(v, 0),
+            pair(v, 2),
+        ]
+    }
     /// `bound_tests` codes.
     pub const LESS: u64 = 0;
     #[allow(missing_docs)]
@@ -278,6 +303,14 @@ pub fn c_dtype(d: crate::DType) -> crate::DType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn depthwise_params_words_are_the_struct_in_memory() {
+        let p = DepthwiseParams { kh: 3, kw: 5, channels: 7, in_width: 9, out_width: 11, stride: 2, dilation: 3, pad: 4, bias: 0x1234_5678, bounds: 3, bound_tests: 0b10_01_11, canonical: 1, thresholds: [1.5, -0.0, 6.0, f32::NAN], bound_values: [0.25, 2.0, -3.0, f32::INFINITY] };
+        // SAFETY: a repr(C) struct of u64 and f32 fields, 8-byte aligned, a whole number of words.
+        let memory = unsafe { std::slice::from_raw_parts((&p as *const DepthwiseParams).cast::<u64>(), std::mem::size_of::<DepthwiseParams>() / 8) };
+        assert_eq!(p.words().as_slice(), memory);
+    }
 
     #[test]
     fn table_order_is_the_discriminant_order() {

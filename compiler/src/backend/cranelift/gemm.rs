@@ -489,7 +489,7 @@ impl Context<'_> {
         // generated code and no staging area takes them) the row's sums.
         let native_rows = mult == 1;
         let native_finish = native_rows.then(|| NativeFinish::of(c, &finite, deferral.as_ref(), g.oc)).flatten();
-        let widen_bias = native_finish.as_ref().is_some_and(|f| f.bias) && c.bias.as_ref().is_some_and(|b| b.ty.dtype != DType::F32);
+        let widen_bias = native_finish.is_some() && c.bias.as_ref().is_some_and(|b| b.ty.dtype != DType::F32);
         let rows_offset = (stage_offset + stage_bytes).next_multiple_of(64);
         let params_offset = rows_offset + g.kh * 8;
         let bias_offset = params_offset + std::mem::size_of::<DepthwiseParams>();
@@ -552,40 +552,22 @@ impl Context<'_> {
             let native = native_rows.then(|| fx.libcall_entry(Libcall::DepthwiseRow));
             let params_at = fx.b.ins().iadd_imm_s(fx.scratch, params_offset as i64);
             if native_rows {
-                use std::mem::offset_of;
-                let bias = match (native_finish.as_ref().is_some_and(|f| f.bias), bases.bias, &c.bias) {
-                    (true, Some(bias), Some(b)) if widen_bias => {
+                // The fixed words, then the bias address (0: none, or left to the finish here).
+                let bias_word = std::mem::offset_of!(DepthwiseParams, bias) / 8;
+                for (i, word) in params.words().into_iter().enumerate().filter(|&(i, _)| i != bias_word) {
+                    let word = fx.i(word as i64);
+                    fx.b.ins().store(mem(), word, params_at, (8 * i) as i32);
+                }
+                let bias = match (&native_finish, bases.bias, &c.bias) {
+                    (Some(_), Some(bias), Some(b)) if widen_bias => {
                         let wide = fx.b.ins().iadd_imm_s(fx.scratch, bias_offset as i64);
                         widen_run(fx, b.ty.dtype, bias, wide, g.oc, false);
                         wide
                     }
-                    (true, Some(bias), _) => bias,
+                    (Some(_), Some(bias), _) => bias,
                     _ => fx.i(0),
                 };
-                fx.b.ins().store(mem(), bias, params_at, offset_of!(DepthwiseParams, bias) as i32);
-                let fields = [
-                    (offset_of!(DepthwiseParams, kh), params.kh),
-                    (offset_of!(DepthwiseParams, kw), params.kw),
-                    (offset_of!(DepthwiseParams, channels), params.channels),
-                    (offset_of!(DepthwiseParams, in_width), params.in_width),
-                    (offset_of!(DepthwiseParams, out_width), params.out_width),
-                    (offset_of!(DepthwiseParams, stride), params.stride),
-                    (offset_of!(DepthwiseParams, dilation), params.dilation),
-                    (offset_of!(DepthwiseParams, pad), params.pad),
-                    (offset_of!(DepthwiseParams, bounds), params.bounds),
-                    (offset_of!(DepthwiseParams, bound_tests), params.bound_tests),
-                    (offset_of!(DepthwiseParams, canonical), params.canonical),
-                ];
-                for (at, v) in fields {
-                    let v = fx.i(v as i64);
-                    fx.b.ins().store(mem(), v, params_at, at as i32);
-                }
-                for (i, (&t, &v)) in params.thresholds.iter().zip(&params.bound_values).enumerate() {
-                    for (at, v) in [(offset_of!(DepthwiseParams, thresholds), t), (offset_of!(DepthwiseParams, bound_values), v)] {
-                        let v = fx.b.ins().f32const(v);
-                        fx.b.ins().store(mem(), v, params_at, (at + 4 * i) as i32);
-                    }
-                }
+                fx.b.ins().store(mem(), bias, params_at, (8 * bias_word) as i32);
             }
             let err = std::cell::RefCell::new(Ok(()));
             fx.for_items(|fx, row| {
@@ -2241,18 +2223,15 @@ fn epilogue_input(fx: &mut Fx, input: &crate::lower::EpilogueInput, base: Value,
     }
 }
 
-/// The rounding of [`finish`] that narrowing `c`'s staged f16 result can do instead
-/// ([`super::narrow::deferral`]).
 /// What of a depthwise convolution's finish the native row loop ([`DepthwiseParams`]) does
-/// itself, where that is all of it: the bias, then `maximum`/`minimum` with constant bounds (a
-/// ReLU6, as ops or a clamp). On an f32 result they are the reference's ops on the sum (with a
+/// itself, where that is all of it: the bias (where the contraction has one), then
+/// `maximum`/`minimum` with constant bounds (a ReLU6, as ops or a clamp). On an f32 result they are the reference's ops on the sum (with a
 /// NaN-free bound, x86's `maxps`/`minps` with the bound first, then NaNs made canonical, as
 /// [`Fx::tosa_max`] does); on a staged f16 one the deferral's bounds on the unrounded sum, as
 /// [`Fx::bound_unrounded`] applies them ([`Bound::unrounded`](super::narrow::Bound::unrounded);
 /// the narrowing makes NaNs canonical).
 #[derive(Clone, Debug, PartialEq)]
 struct NativeFinish {
-    bias: bool,
     /// `x test t ? v : x` as (test, t, v), in the order they apply.
     bounds: Vec<(FloatCC, f32, f32)>,
     canonical: bool,
@@ -2264,9 +2243,8 @@ impl NativeFinish {
         if c.bias.as_ref().is_some_and(|b| b.ty.num_elements() != channels) {
             return None;
         }
-        let bias = c.bias.is_some();
         let ops = c.epilogue.as_ref().map_or(0, |e| e.expr.ops.len());
-        let finish = |bounds: Vec<(FloatCC, f32, f32)>, canonical: bool| (bounds.len() <= DepthwiseParams::MAX_BOUNDS).then_some(NativeFinish { bias, bounds, canonical });
+        let finish = |bounds: Vec<(FloatCC, f32, f32)>, canonical: bool| (bounds.len() <= DepthwiseParams::MAX_BOUNDS).then_some(NativeFinish { bounds, canonical });
         if let Some(d) = deferral {
             // Every op a bound (a clamp is two), or the cast that widens the result.
             let mut bound_ops: Vec<usize> = d.bounds.iter().map(|b| b.op).collect();
@@ -2322,6 +2300,8 @@ impl NativeFinish {
     }
 }
 
+/// The rounding of [`finish`] that narrowing `c`'s staged f16 result can do instead
+/// ([`super::narrow::deferral`]).
 fn finish_deferral(c: &Contraction, finite: &Finite) -> Option<Deferral> {
     deferral(Some(c.result), c.epilogue.as_ref().map(|e| &e.expr), &finite.epilogue_scalar)
 }
