@@ -25,6 +25,7 @@ const USAGE: &str = "usage:
       prints the graph generated from SEED as MLIR, with its inputs' types";
 
 fn main() -> ExitCode {
+    f16c_runtime::stdout::die_quietly_on_closed_pipe();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
         Ok(true) => ExitCode::SUCCESS,
@@ -92,7 +93,7 @@ fn run(args: &[String]) -> Result<bool, String> {
             for t in targets {
                 fuzz::campaign(&exe, t, seconds, seed, &out, &mut report).map_err(|e| format!("{}: {e}", t.name()))?;
             }
-            println!("fuzz: {seconds} s per target, seed {seed}\n\n{}", report.table());
+            f16c_runtime::outln!("fuzz: {seconds} s per target, seed {seed}\n\n{}", report.table()).map_err(|e| e.to_string())?;
             Ok(report.findings.is_empty())
         }
         "diff" => {
@@ -111,7 +112,7 @@ fn run(args: &[String]) -> Result<bool, String> {
                 }
             }
             let report = differential::campaign(seconds, seed, &backends, &out, 200);
-            println!("diff: {seconds} s, seed {seed}, first graph seed {seed}, last {}\n\n{}", seed + report.graphs.saturating_sub(1), report.table());
+            f16c_runtime::outln!("diff: {seconds} s, seed {seed}, first graph seed {seed}, last {}\n\n{}", seed + report.graphs.saturating_sub(1), report.table()).map_err(|e| e.to_string())?;
             Ok(report.findings.is_empty())
         }
         "graph" => {
@@ -119,11 +120,11 @@ fn run(args: &[String]) -> Result<bool, String> {
             let case = differential::generate(seed);
             let m = f16c_dialect::Module { functions: vec![case.graph] };
             let text = f16c_dialect::export::print_module(&m, Default::default()).map_err(|d| d.to_string())?;
-            print!("{text}");
+            f16c_runtime::stdout::print(&text).map_err(|e| e.to_string())?;
             Ok(true)
         }
         "-h" | "--help" | "help" => {
-            println!("{USAGE}");
+            f16c_runtime::outln!("{USAGE}").map_err(|e| e.to_string())?;
             Ok(true)
         }
         other => Err(format!("unknown command '{other}'")),

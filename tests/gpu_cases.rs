@@ -70,7 +70,7 @@ fn main() -> anyhow::Result<()> {
     }
     let doc = json!({"target": target.to_string(), "cases": cases, "models": models, "gemm": gemm});
     std::fs::write(out.join("cases.json"), serde_json::to_string_pretty(&doc)?)?;
-    println!("f16c-gpu-cases: {} parity cases, {} model runs and {} GEMMs for {target} in {}", cases.len(), models.len(), gemm.len(), out.display());
+    f16c_runtime::outln!("f16c-gpu-cases: {} parity cases, {} model runs and {} GEMMs for {target} in {}", cases.len(), models.len(), gemm.len(), out.display())?;
     Ok(())
 }
 

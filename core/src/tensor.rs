@@ -92,6 +92,30 @@ impl Data {
         }
     }
 
+    /// True when every element has the bits of the first (no copy; stops at the first that
+    /// differs, so a real weight is rejected after a few elements). Empty data is not a splat.
+    pub fn is_splat(&self) -> bool {
+        fn same<T, B: PartialEq>(v: &[T], bits: impl Fn(&T) -> B) -> bool {
+            v.first().is_some_and(|f| v.iter().all(|x| bits(x) == bits(f)))
+        }
+        match self {
+            Data::F32(v) => same(v, |x| x.to_bits()),
+            Data::F16(v) => same(v, |x| x.to_bits()),
+            Data::BF16(v) => same(v, |x| x.to_bits()),
+            Data::F64(v) => same(v, |x| x.to_bits()),
+            Data::I1(v) => same(v, |&x| x),
+            Data::I8(v) => same(v, |&x| x),
+            Data::I16(v) => same(v, |&x| x),
+            Data::I32(v) => same(v, |&x| x),
+            Data::I48(v) | Data::I64(v) => same(v, |&x| x),
+        }
+    }
+
+    /// `n` copies of the first element (a splat's values; `n` zero gives empty data).
+    pub fn repeat_first(&self, n: usize) -> Data {
+        map_data!(self, v => if n == 0 { Vec::new() } else { vec![v[0]; n] })
+    }
+
     /// A new vector whose element `i` is `self[index[i]]`: every data-movement op is one of these.
     pub fn gather(&self, index: &[usize]) -> Data {
         map_data!(self, v => index.iter().map(|&i| v[i]).collect())
@@ -339,9 +363,7 @@ impl Tensor {
 
     /// True when every element has the same bits (printed as a splat `dense<v>`).
     pub fn is_splat(&self) -> bool {
-        let bytes = self.data.to_le_bytes();
-        let size = self.dtype().byte_size();
-        bytes.chunks(size).all(|c| c == &bytes[..size])
+        self.data.is_splat() || self.data.is_empty()
     }
 }
 

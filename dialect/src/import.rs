@@ -746,7 +746,7 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
                 let ptr = mlir_sys::mlirDenseElementsAttrGetRawData(raw) as *const u8;
                 let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(ptr, len) };
                 let one = Data::from_mlir_bytes(ty.dtype, bytes).ok_or("malformed raw element data")?;
-                if splat { one.gather(&vec![0; n]) } else { one }
+                if splat { one.repeat_first(n) } else { one }
             }
         } else if mlir_sys::mlirAttributeIsADenseResourceElements(raw) {
             let text = attr.to_string();

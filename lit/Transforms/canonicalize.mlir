@@ -175,3 +175,34 @@ func.func @sink_conditions(%a: tensor<1x2x2x3xf32>, %b: tensor<1x2x2x3xf32>, %sm
   %6 = tosa.add %5, %big : (tensor<1x3x1x1xf32>, tensor<1x3x2x2xf32>) -> tensor<1x3x2x2xf32>
   return %2, %4, %3, %6 : tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>
 }
+
+// -----
+
+// Splat constants that select and binary ops broadcast shrink to the dimensions no other
+// operand gives (the mask and scale become one value); a splat that decides the result's shape
+// keeps those dimensions, and a non-splat constant keeps its size.
+// CHECK-LABEL: func.func @splats_shrink
+// CHECK-DAG: %[[V:.*]] = "tosa.const"() <{values = dense<"0x{{[0-9A-F]+}}"> : tensor<1x2x8x16xf32>}>
+// CHECK-DAG: %[[H:.*]] = "tosa.const"() <{values = dense<1.250000e-01> : tensor<1x1x1x1xf32>}>
+// CHECK: %[[M:.*]] = tosa.mul %arg0, %[[H]], %{{.*}} : (tensor<1x2x8x16xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>)
+// CHECK-DAG: %[[T:.*]] = "tosa.const"() <{values = dense<true> : tensor<1x1x1x1xi1>}>
+// CHECK-DAG: %[[N:.*]] = "tosa.const"() <{values = dense<-1.000000e+04> : tensor<1x1x1x1xf32>}>
+// CHECK: %[[S:.*]] = tosa.select %[[T]], %[[M]], %[[N]] : (tensor<1x1x1x1xi1>, tensor<1x2x8x16xf32>, tensor<1x1x1x1xf32>)
+// CHECK: tosa.add %[[S]], %[[V]]
+// CHECK: %[[W:.*]] = "tosa.const"() <{values = dense<2.000000e+00> : tensor<1x1x8x1xf32>}>
+// CHECK-NEXT: tosa.sub %arg1, %[[W]] : (tensor<1x2x1x16xf32>, tensor<1x1x8x1xf32>) -> tensor<1x2x8x16xf32>
+// NOFOLD-LABEL: func.func @splats_shrink
+// NOFOLD: tensor<1x1x1x1xi1>
+func.func @splats_shrink(%x: tensor<1x2x8x16xf32>, %y: tensor<1x2x1x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {
+  %mask = "tosa.const"() <{values = dense<true> : tensor<1x2x8x16xi1>}> : () -> tensor<1x2x8x16xi1>
+  %neg = "tosa.const"() <{values = dense<-1.0e4> : tensor<1x2x8x16xf32>}> : () -> tensor<1x2x8x16xf32>
+  %half = "tosa.const"() <{values = dense<0.125> : tensor<1x2x8x16xf32>}> : () -> tensor<1x2x8x16xf32>
+  %two = "tosa.const"() <{values = dense<2.0> : tensor<1x2x8x16xf32>}> : () -> tensor<1x2x8x16xf32>
+  %ramp = "tosa.const"() <{values = dense<[[[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]], [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]]]]> : tensor<1x2x8x16xf32>}> : () -> tensor<1x2x8x16xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %m = tosa.mul %x, %half, %shift : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1xi8>) -> tensor<1x2x8x16xf32>
+  %s = tosa.select %mask, %m, %neg : (tensor<1x2x8x16xi1>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %r = tosa.add %s, %ramp : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %d = tosa.sub %y, %two : (tensor<1x2x1x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  return %r, %d : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+}

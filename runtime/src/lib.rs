@@ -17,7 +17,8 @@
 //!   `cuda`, on by default; building needs nothing CUDA).
 //! - [`foreign`]: standalone libraries (`f16c compile --emit=lib`) run through their C entry
 //!   point, natively or under qemu-user (AArch64 code on this x86 machine).
-//! - [`npy`]: `.npy` input and output; [`results`]: writing, printing and comparing results.
+//! - [`npy`]: `.npy` input and output; [`results`]: writing, printing and comparing results;
+//!   [`stdout`]: printing that neither panics on a closed pipe nor hides a full disk.
 //!
 //! Tensors, the kernel ABI and the artifact format come from `f16c-core`, which the compiler
 //! shares.
@@ -33,6 +34,7 @@ pub mod libcalls;
 pub mod loader;
 pub mod npy;
 pub mod results;
+pub mod stdout;
 pub mod tiles;
 
 /// Values for the native loops' unit tests.
@@ -99,6 +101,9 @@ pub enum RuntimeError {
     /// A standalone library's entry point returned a failure status.
     #[error("{0}")]
     Failed(String),
+    /// Standard output could not be written (a full disk, a closed file).
+    #[error("{0}")]
+    Output(String),
 }
 
 /// Result alias for the runtime.

@@ -23,17 +23,17 @@ pub fn deliver(function: &str, outputs: &[Tensor], paths: &[String], references:
     }
     if paths.is_empty() {
         for (k, t) in outputs.iter().enumerate() {
-            println!("result #{k}: {} = {}", t.ty(), t.elements_text());
+            crate::outln!("result #{k}: {} = {}", t.ty(), t.elements_text())?;
         }
     }
     for (k, (p, t)) in references.iter().zip(outputs).enumerate() {
         let e = compare::compare(t, &npy::read(Path::new(p))?).map_err(|e| RuntimeError::BadInput(format!("result #{k} vs {p}: {e}")))?;
-        println!(
+        crate::outln!(
             "result #{k} vs {p}: max |diff| = {:.3e}, relative to max |ref| ({:.4e}) = {:.3e}",
             e.max_abs,
             e.peak,
             e.relative_to_peak()
-        );
+        )?;
     }
     for (p, t) in paths.iter().zip(outputs) {
         npy::write(Path::new(p), t)?;

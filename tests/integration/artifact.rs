@@ -70,3 +70,58 @@ fn the_runtime_knows_every_feature_cranelift_can_require() {
         assert!(f16c_runtime::loader::knows_feature(n), "the runtime cannot check CPU feature '{n}'");
     }
 }
+
+/// A model whose masks and scales are splat constants of a million elements each (the
+/// Whisper-style attention mask `dense<0.0> : tensor<1x6x1500x1500xf32>`), read by select,
+/// add and mul.
+fn splat_model() -> String {
+    let t = |e: &str| format!("tensor<1x4x512x512x{e}>");
+    let (f, b) = (t("f32"), t("i1"));
+    format!(
+        r#"func.func @forward(%x: {f}) -> {f} {{
+  %mask = "tosa.const"() <{{values = dense<true> : {b}}}> : () -> {b}
+  %zero = "tosa.const"() <{{values = dense<0.0> : {f}}}> : () -> {f}
+  %neg = "tosa.const"() <{{values = dense<-1.0e4> : {f}}}> : () -> {f}
+  %scale = "tosa.const"() <{{values = dense<0.125> : {f}}}> : () -> {f}
+  %shift = "tosa.const"() <{{values = dense<0> : tensor<1xi8>}}> : () -> tensor<1xi8>
+  %a = tosa.add %x, %zero : ({f}, {f}) -> {f}
+  %m = tosa.mul %scale, %a, %shift : ({f}, {f}, tensor<1xi8>) -> {f}
+  %s = tosa.select %mask, %m, %neg : ({b}, {f}, {f}) -> {f}
+  return %s : {f}
+}}"#
+    )
+}
+
+/// Splat constants cost O(1) bytes in the artifact and in the running model (canonicalize
+/// shrinks them to broadcast operands), and the results are the reference's, bit for bit, on
+/// the Cranelift and the LLVM x86-64 backends, in f32 and fp16.
+#[test]
+fn splat_constants_stay_one_value_in_the_artifact_and_in_memory() {
+    let source = splat_model();
+    let as_written = f16c_dialect::import::parse_module(&source, "splat.mlir").unwrap();
+    let n: usize = 4 * 512 * 512;
+    let x = f16c_runtime::Tensor::from_f32(vec![1, 4, 512, 512], (0..n).map(|i| ((i * 7919) % 1013) as f32 / 37.0 - 13.0).collect()).unwrap();
+    let want = f16c_dialect::reference::run(&as_written.functions[0], std::slice::from_ref(&x)).unwrap();
+    let llvm = f16c_compiler::backend::llvm_cpu::x86_64("native").expect("a level");
+    for precision in ["fp32", "fp16"] {
+        let mut module = as_written.clone();
+        let options = CompileOptions { precision: precision.into(), ..CompileOptions::default() };
+        f16c_jit::prepare(&mut module, &options).unwrap();
+        let g = &module.functions[0];
+        let mixed = f16c_dialect::reference::run(g, std::slice::from_ref(&x)).unwrap();
+        if precision == "fp32" {
+            assert_eq!(mixed, want, "canonicalize changed the f32 results");
+        }
+        for backend in [&f16c_compiler::backend::cranelift::CraneliftBackend as &dyn f16c_compiler::backend::Backend, llvm] {
+            let a = driver::artifact_with(g, backend).unwrap_or_else(|d| panic!("{precision} {}: {d}", backend.name()));
+            let bytes = a.to_bytes();
+            assert!(a.constants.len() < 1024, "{precision} {}: {} bytes of constants for four splats", backend.name(), a.constants.len());
+            // The code and manifest only: 16 MB of f32 splats would otherwise be here.
+            assert!(bytes.len() < 256 << 10, "{precision} {}: artifact of {} bytes", backend.name(), bytes.len());
+            let loaded = loader::load(Artifact::from_bytes(&bytes).unwrap(), 2).unwrap();
+            assert!(loaded.weight_bytes() < 1024, "{precision} {}: {} weight bytes in memory", backend.name(), loaded.weight_bytes());
+            let got = loaded.run(std::slice::from_ref(&x)).unwrap();
+            assert_eq!(got, mixed, "{precision} {}: artifact and reference differ", backend.name());
+        }
+    }
+}

@@ -10,6 +10,7 @@
 //! adds the executed instructions of the AArch64 fp16 code against its own f32 code (GEMM and
 //! every model), counted by a TCG plugin under qemu-aarch64.
 
+use f16c_runtime::outln;
 use anyhow::{bail, Context};
 use clap::{Arg, ArgMatches, Command};
 use f16c_dialect::export::{print_module, PrintOptions};
@@ -153,7 +154,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let python = m.get_one::<String>("python").expect("has default");
     let cpu = m.get_one::<String>("cpu").map_or("native", String::as_str);
     let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level"))?;
-    println!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time ({}), {threads} thread(s)\n", llvm.machine.cpu);
+    outln!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time ({}), {threads} thread(s)\n", llvm.machine.cpu)?;
     if !sizes.is_empty() {
         gemm(python, llvm, threads, &sizes)?;
     }
@@ -165,14 +166,14 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         dir => match Iree::find(Path::new(dir.unwrap_or(".venv/bin"))) {
             Ok(iree) => Some(iree),
             Err(why) => {
-                println!("\n(IREE peer skipped: {why})");
+                outln!("\n(IREE peer skipped: {why})")?;
                 None
             }
         },
     };
 
-    println!("\nModels: latency (ms: mean of one call, best of 3 rounds), JIT compile time (ms: parse / passes / lower+CLIF / Cranelift)");
-    println!("{:<18} {:>9} {:>9} {:>9} {:>9} {:>30} {:>30}", "model", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "compile f32", "compile fp16");
+    outln!("\nModels: latency (ms: mean of one call, best of 3 rounds), JIT compile time (ms: parse / passes / lower+CLIF / Cranelift)")?;
+    outln!("{:<18} {:>9} {:>9} {:>9} {:>9} {:>30} {:>30}", "model", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "compile f32", "compile fp16")?;
     let mut rows = Vec::new();
     let mut counts = Vec::new();
     let mut iree_notes: Vec<String> = Vec::new();
@@ -246,50 +247,50 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        println!(
+        outln!(
             "{:<18} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>30} {:>30}",
             row.name, row.jit[0], row.jit[1], row.llvm[0], row.llvm[1], row.compile_parts[0], row.compile_parts[1]
-        );
+        )?;
         if let [f32_count, fp16_count, f16_acc_count] = insns[..] {
             counts.push((name.clone(), f32_count, fp16_count, f16_acc_count));
         }
         rows.push(row);
     }
     if !counts.is_empty() {
-        println!("\nAArch64 under qemu: instructions executed by one call (fp16 = O1 with f32 accumulation, FMLAL; acc16 = --accumulate=f16, FMLA .8h)");
-        println!("{:<18} {:>14} {:>14} {:>14} {:>10} {:>12}", "model", "f32", "fp16", "fp16 acc16", "fp16/f32", "acc16/f32");
+        outln!("\nAArch64 under qemu: instructions executed by one call (fp16 = O1 with f32 accumulation, FMLAL; acc16 = --accumulate=f16, FMLA .8h)")?;
+        outln!("{:<18} {:>14} {:>14} {:>14} {:>10} {:>12}", "model", "f32", "fp16", "fp16 acc16", "fp16/f32", "acc16/f32")?;
         for (name, a, b, c) in counts {
-            println!("{name:<18} {a:>14} {b:>14} {c:>14} {:>10.3} {:>12.3}", b as f64 / a.max(1) as f64, c as f64 / a.max(1) as f64);
+            outln!("{name:<18} {a:>14} {b:>14} {c:>14} {:>10.3} {:>12.3}", b as f64 / a.max(1) as f64, c as f64 / a.max(1) as f64)?;
         }
     }
     if threads > 1 {
-        println!("\nThreads: latency (ms) on 1 and {threads} threads, measured one after the other in this run; ratio = {threads} threads / 1");
-        println!("{:<18} {:>26} {:>26} {:>26} {:>26}", "model", "jit f32 (1 / N / ratio)", "jit fp16", "llvm f32", "llvm fp16");
+        outln!("\nThreads: latency (ms) on 1 and {threads} threads, measured one after the other in this run; ratio = {threads} threads / 1")?;
+        outln!("{:<18} {:>26} {:>26} {:>26} {:>26}", "model", "jit f32 (1 / N / ratio)", "jit fp16", "llvm f32", "llvm fp16")?;
         for r in &rows {
             let cell = |one: f64, n: f64| format!("{one:.3} / {n:.3} / {:.2}", n / one);
-            println!(
+            outln!(
                 "{:<18} {:>26} {:>26} {:>26} {:>26}",
                 r.name,
                 cell(r.jit_one[0], r.jit[0]),
                 cell(r.jit_one[1], r.jit[1]),
                 cell(r.llvm_one[0], r.llvm[0]),
                 cell(r.llvm_one[1], r.llvm[1])
-            );
+            )?;
         }
     }
     if iree.is_some() {
-        println!("\nAgainst IREE (same TOSA; IREE's fp16 input is f16c's fp16 function: f16 weights and contraction inputs)");
-        println!("latency ms; compile s (f16c: parse through Cranelift; IREE: iree-compile of the faster variant)");
-        println!(
+        outln!("\nAgainst IREE (same TOSA; IREE's fp16 input is f16c's fp16 function: f16 weights and contraction inputs)")?;
+        outln!("latency ms; compile s (f16c: parse through Cranelift; IREE: iree-compile of the faster variant)")?;
+        outln!(
             "{:<18} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>12}",
             "model", "jit f32", "iree f32", "jit/iree", "jit fp16", "iree f16", "jit/iree", "jit16/32", "f16c f32", "f16c f16", "iree f32", "iree f16", "iree variant"
-        );
+        )?;
         let cell = |x: Option<f64>, digits: usize| x.map_or("n/a".to_string(), |x| format!("{x:.digits$}"));
         for r in &rows {
             let lat = |k: usize| r.iree[k].as_ref().map(|m| ms(m.latency));
             let comp = |k: usize| r.iree[k].as_ref().map(|m| m.compile.as_secs_f64());
             let variant = |k: usize| r.iree[k].as_ref().map_or("-", |m| short(m.variant));
-            println!(
+            outln!(
                 "{:<18} {:>9.3} {:>9} {:>8} {:>9.3} {:>9} {:>8} {:>9.3} {:>8.2} {:>8.2} {:>8} {:>8} {:>12}",
                 r.name,
                 r.jit[0],
@@ -304,21 +305,21 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 cell(comp(0), 2),
                 cell(comp(1), 2),
                 format!("{}/{}", variant(0), variant(1))
-            );
+            )?;
         }
         for note in &iree_notes {
-            println!("  IREE n/a: {note}");
+            outln!("  IREE n/a: {note}")?;
         }
     }
 
-    println!("\nMemory (bytes): weights as stored; activations: buffer plan peak vs liveness lower bound; total = weights + peak");
-    println!("{:<18} {:>5} {:>12} {:>12} {:>12} {:>8} {:>12} {:>10}", "model", "", "weights", "peak", "lower bound", "ratio", "total", "16/32 total");
+    outln!("\nMemory (bytes): weights as stored; activations: buffer plan peak vs liveness lower bound; total = weights + peak")?;
+    outln!("{:<18} {:>5} {:>12} {:>12} {:>12} {:>8} {:>12} {:>10}", "model", "", "weights", "peak", "lower bound", "ratio", "total", "16/32 total")?;
     for r in &rows {
         let total = |k: usize| r.memory[k].0 + r.memory[k].1;
         for (k, label) in ["f32", "fp16"].into_iter().enumerate() {
             let (w, peak, lb) = r.memory[k];
             let vs = if k == 1 { format!("{:.3}", total(1) as f64 / total(0).max(1) as f64) } else { String::new() };
-            println!("{:<18} {label:>5} {w:>12} {peak:>12} {lb:>12} {:>8.3} {:>12} {vs:>10}", r.name, peak as f64 / lb.max(1) as f64, total(k));
+            outln!("{:<18} {label:>5} {w:>12} {peak:>12} {lb:>12} {:>8.3} {:>12} {vs:>10}", r.name, peak as f64 / lb.max(1) as f64, total(k))?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -328,12 +329,12 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
 fn gemm(python: &str, llvm_backend: &llvm_cpu::LlvmCpuBackend, threads: usize, sizes: &[usize]) -> anyhow::Result<()> {
     // numpy first, so its threads do not compete with ours.
     let peer = numpy(python, threads, sizes)?;
-    println!("GEMM n×n×n (A activation, B constant weight)");
-    println!("GFLOP/s; jit = Cranelift, llvm = LLVM x86-64 ahead of time, np = numpy (OpenBLAS for f32)");
-    println!(
+    outln!("GEMM n×n×n (A activation, B constant weight)")?;
+    outln!("GFLOP/s; jit = Cranelift, llvm = LLVM x86-64 ahead of time, np = numpy (OpenBLAS for f32)")?;
+    outln!(
         "{:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>11}",
         "n", "jit f32", "jit fp16", "llvm f32", "llvm fp16", "np f32", "np f16", "llvm/np32", "llvm/jit", "llvm 16/32"
-    );
+    )?;
     for &n in sizes {
         let flops = 2.0 * (n as f64).powi(3);
         let (mut jit, mut llvm) = (Vec::new(), Vec::new());
@@ -354,7 +355,7 @@ fn gemm(python: &str, llvm_backend: &llvm_cpu::LlvmCpuBackend, threads: usize, s
             llvm.push(flops / t.as_secs_f64() / 1e9);
         }
         let (np32, np16) = peer.iter().find(|p| p.0 == n).map_or((f64::NAN, f64::NAN), |p| (p.1, p.2));
-        println!(
+        outln!(
             "{n:>6} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.3} {:>10.3} {:>10.3} {:>11.3}",
             jit[0],
             jit[1],
@@ -365,7 +366,7 @@ fn gemm(python: &str, llvm_backend: &llvm_cpu::LlvmCpuBackend, threads: usize, s
             llvm[0] / np32,
             llvm[0] / jit[0],
             llvm[1] / llvm[0]
-        );
+        )?;
     }
     Ok(())
 }
@@ -427,7 +428,7 @@ fn write_networks(dir: &Path) -> anyhow::Result<()> {
         let text = decimal_weights(&print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.to_string()))?);
         std::fs::write(dir.join(format!("{name}.tosa.mlir")), text)?;
         f16c_runtime::npy::write(&dir.join(format!("{name}.input.npy")), &input)?;
-        println!("wrote {}", dir.join(format!("{name}.tosa.mlir")).display());
+        outln!("wrote {}", dir.join(format!("{name}.tosa.mlir")).display())?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `f16c check`: run the mixed-precision graph beside the f32 graph and name the first op that
 //! goes non-finite or out of tolerance, with the override that keeps it in f32.
 
+use f16c_runtime::outln;
 use crate::{input_arg, precision, read_input};
 use anyhow::Context;
 use clap::{Arg, ArgAction, ArgMatches, Command};
@@ -49,23 +50,23 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let (f32_graph, mixed) = (&compiled.before.functions[index], &module.functions[index]);
     let result = check::check(f32_graph, mixed, &inputs, tolerance).context("running the two graphs")?;
 
-    println!("{:<24} {:<28} {:<5} {:>10} {:>10}", "op", "location", "type", "rel. error", "non-finite");
+    outln!("{:<24} {:<28} {:<5} {:>10} {:>10}", "op", "location", "type", "rel. error", "non-finite")?;
     for o in &result.ops {
         let flag = if Some(o.id) == result.culprit.map(|c| result.ops[c].id) { "  <-- first failure" } else if o.fails(tolerance) { "  (fails)" } else { "" };
-        println!(
+        outln!(
             "{:<24} {:<28} {:<5} {:>10.3e} {:>10}{flag}",
             format!("{} {}", o.id, o.op),
             f16c_compiler::report::short_location(&o.location.to_string()),
             o.dtype.to_string(),
             o.error.relative_to_peak(),
             o.non_finite
-        );
+        )?;
     }
     for (k, e) in result.outputs.iter().enumerate() {
-        println!("result #{k}: max |mixed - f32| = {:.3e}, relative to peak {:.3e}", e.max_abs, e.relative_to_peak());
+        outln!("result #{k}: max |mixed - f32| = {:.3e}, relative to peak {:.3e}", e.max_abs, e.relative_to_peak())?;
     }
     let Some(c) = result.culprit else {
-        println!("no op goes non-finite or beyond the tolerance {tolerance:e}");
+        outln!("no op goes non-finite or beyond the tolerance {tolerance:e}")?;
         return Ok(ExitCode::SUCCESS);
     };
     let o = &result.ops[c];
@@ -74,11 +75,11 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     } else {
         format!("error {:.3e} relative to peak exceeds the tolerance {tolerance:e}", o.error.relative_to_peak())
     };
-    println!("\nfirst failing op: {} '{}' at {}: {why}", o.id, o.op, o.location);
+    outln!("\nfirst failing op: {} '{}' at {}: {why}", o.id, o.op, o.location)?;
     let label = o.location.name.clone().unwrap_or_else(|| o.location.to_string());
-    println!("to keep it in f32, add {{f16c.precision = \"f32\"}} to the op at {}, or pass --keep-f32='^{}$'", o.location, regex::escape(&label));
+    outln!("to keep it in f32, add {{f16c.precision = \"f32\"}} to the op at {}, or pass --keep-f32='^{}$'", o.location, regex::escape(&label))?;
     if m.get_many::<String>("calibrate").is_none() {
-        println!("or let calibration find every such op: --calibrate {}", m.get_one::<String>("inputs").map_or("x.npy", |s| s.as_str()));
+        outln!("or let calibration find every such op: --calibrate {}", m.get_one::<String>("inputs").map_or("x.npy", |s| s.as_str()))?;
     }
     Ok(ExitCode::FAILURE)
 }

@@ -48,6 +48,8 @@ fn normalise_args() -> Vec<String> {
 }
 
 fn main() -> ExitCode {
+    // `f16c ... | head` ends f16c quietly, as it would `cat`; other write failures are errors.
+    f16c_runtime::stdout::die_quietly_on_closed_pipe();
     let matches = match cli().try_get_matches_from(normalise_args()) {
         Ok(m) => m,
         Err(e) => {
@@ -158,13 +160,6 @@ fn read_npys(m: &clap::ArgMatches, flag: &str) -> anyhow::Result<Vec<f16c_runtim
 pub(crate) fn write_output(m: &clap::ArgMatches, text: &str) -> anyhow::Result<()> {
     match m.get_one::<String>("output") {
         Some(path) if path != "-" => anyhow::Context::with_context(std::fs::write(path, text), || format!("cannot write '{path}'")),
-        _ => {
-            use std::io::Write;
-            match std::io::stdout().write_all(text.as_bytes()) {
-                // `f16c ... | head` closes the pipe early: not an error of ours.
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::anyhow!("cannot write to standard output: {e}")),
-                _ => Ok(()),
-            }
-        }
+        _ => Ok(f16c_runtime::stdout::print(text)?),
     }
 }

@@ -6,7 +6,7 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use f16c_compiler::driver;
 use f16c_compiler::pass::PassError;
 use f16c_compiler::policy::{Policy, Precision, Target};
-use f16c_dialect::{Diagnostics, Module};
+use f16c_dialect::{Diagnostic, Diagnostics, Module};
 
 /// Adds `--precision`, `--policy`, `--keep-f32`, `--io-types`, `--strict`, `--accumulate`,
 /// `--no-fold-batch-norm`, `--calibrate` (and
@@ -120,10 +120,25 @@ pub struct Compiled {
 /// printed against `source`; `Ok(None)` means errors stopped it.
 pub fn compile(module: &mut Module, m: &ArgMatches, target: &str, source: &str) -> anyhow::Result<Option<Compiled>> {
     let options = options(m, target)?;
-    match driver::prepare_beside_f32(module, &options, &calibration(m)?) {
-        Ok((before, prepared)) => {
-            eprint!("{}", Diagnostics(prepared.notes).render(Some(source)));
-            Ok(Some(Compiled { before, stats: prepared.stats }))
+    let result = driver::prepare_beside_f32(module, &options, &calibration(m)?);
+    Ok(rendered(result, |(_, p)| &p.notes, source)?.map(|(before, prepared)| Compiled { before, stats: prepared.stats }))
+}
+
+/// [`compile`] without keeping the module before precision assignment (what `run` needs: no
+/// copy of the weights). `Ok(false)` means errors stopped it (printed against `source`).
+pub fn prepare(module: &mut Module, m: &ArgMatches, target: &str, source: &str) -> anyhow::Result<bool> {
+    let options = options(m, target)?;
+    let result = driver::prepare(module, &options, &calibration(m)?);
+    Ok(rendered(result, |p| &p.notes, source)?.is_some())
+}
+
+/// Prints a pipeline's notes (found in its result by `notes`), or the diagnostics that stopped
+/// it, against `source`; `Ok(None)` when errors stopped it.
+fn rendered<T>(result: Result<T, PassError>, notes: impl Fn(&T) -> &Vec<Diagnostic>, source: &str) -> anyhow::Result<Option<T>> {
+    match result {
+        Ok(value) => {
+            eprint!("{}", Diagnostics(notes(&value).clone()).render(Some(source)));
+            Ok(Some(value))
         }
         Err(PassError::Diagnostics(d)) => {
             eprint!("{}", d.render(Some(source)));

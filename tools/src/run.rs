@@ -25,8 +25,10 @@ pub fn command() -> Command {
              standalone library and run it through its C entry point: natively on an AArch64\n             \
              machine, under qemu-aarch64 -cpu max elsewhere (a C driver is built once with\n             \
              aarch64-linux-gnu-gcc; the entry point runs on one thread)\n\n\
-             With --precision=fp16|bf16 the model is first compiled to mixed precision (canonicalize,\n\
-             assign-precision, insert-casts) and the mixed-precision graph runs.\n\n\
+             The model first goes through the pipeline f16c compile runs with the same options\n\
+             (canonicalize, fold-batch-norm, assign-precision, insert-casts; at fp32 nothing is\n\
+             lowered, but batch norms are folded unless --no-fold-batch-norm), so a run here gives\n\
+             the same bits as the artifact of f16c compile -o.\n\n\
              Examples:\n  f16c run net.mlir --input x.npy --output y.npy\n  \
              f16c run net.mlir --precision=fp16 --policy=O1 --input x.npy --output y.npy --threads=2\n  \
              f16c run net.mlir --target=reference --input x.npy --compare y_ref.npy",
@@ -66,10 +68,10 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = m.get_one::<String>("target").expect("has default");
     let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
     let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
-    // The mixed-precision pipeline (nothing changes with the default --precision=fp32).
-    if m.get_one::<String>("precision").map(String::as_str) != Some("fp32")
-        && crate::precision::compile(&mut module, m, target, &source)?.is_none()
-    {
+    // The pipeline `f16c compile` runs for the same options, at every precision (fp32 too:
+    // canonicalize and fold-batch-norm change the graph), so that a run here is bit-identical
+    // to the artifact of the same model.
+    if !crate::precision::prepare(&mut module, m, target, &source)? {
         return Ok(ExitCode::FAILURE);
     }
     if m.get_one::<String>("backend").is_some_and(|b| b != "llvm" || !target.starts_with("aarch64")) && target != "x86_64" {

@@ -17,6 +17,11 @@
 //!   removes the NCHW↔NHWC transposes torch-mlir writes around every convolution, whose batch
 //!   norm and activation then sit next to the convolution (and fuse into its epilogue). The
 //!   values are moved, never recomputed differently, so results are bit-identical.
+//! - **splats shrink**: a splat constant (every element the same) that `tosa.select` or a
+//!   binary op broadcasts keeps at full size only the dimensions no other operand gives; the
+//!   rest become 1 (`select(dense<true> : 1x6x1500x1500, a, b)` with full-size `a` reads a
+//!   `1x1x1x1` constant). The artifact and the run's memory then hold one value, not millions.
+//!   Splats read by other ops keep their size.
 //! - **CSE**: identical ops on identical operands (constants included) are merged.
 //! - **DCE**: ops no function result depends on are removed.
 //!
@@ -47,7 +52,7 @@ pub const MAX_ROUNDS: usize = 16;
 pub const INFO: PassInfo = PassInfo {
     name: "canonicalize",
     type_name: "Canonicalize",
-    summary: "Fold constants, drop identity reshapes/transposes, merge chains, CSE and DCE",
+    summary: "Fold constants, drop identity reshapes/transposes, merge chains, shrink broadcast splats, CSE and DCE",
     options: &[
         PassOption {
             name: "max-fold-elements",
@@ -93,7 +98,7 @@ impl Canonicalize {
             if !g.contains(id) {
                 continue;
             }
-            changed |= self.fold(g, id) || simplify(g, id) || (self.sink_transposes && self.sink_transpose(g, id));
+            changed |= self.fold(g, id) || simplify(g, id) || shrink_splats(g, id) || (self.sink_transposes && self.sink_transpose(g, id));
         }
         if self.cse {
             changed |= cse(g);
@@ -201,6 +206,43 @@ impl Canonicalize {
         g.set_operand(t, 0, id);
         true
     }
+}
+
+/// Shrinks the splat constants the broadcasting op `id` reads (see the module comment): each
+/// dimension that another data operand already gives at full size becomes 1, so a
+/// `dense<0.0> : tensor<1x6x1500x1500xf32>` mask beside full-size scores is stored as one value
+/// (in the IR, the lowered program, the artifact and memory), and the kernel reads it as a
+/// broadcast operand. The values each output element sees are the same bits, so results are
+/// bit-identical. Only `tosa.select` and the binary ops broadcast every data operand this way.
+fn shrink_splats(g: &mut Graph, id: NodeId) -> bool {
+    let op = g.op(id);
+    if !matches!(op, Op::Binary(_) | Op::Select) {
+        return false;
+    }
+    let Some(out) = g.tensor_ty(id).cloned() else { return false };
+    let operands = g.operands(id);
+    let data: Vec<usize> = (0..operands.len()).filter(|p| !op.side_operands().contains(p)).collect();
+    let shapes: Vec<Option<Vec<usize>>> = operands.iter().map(|&o| g.tensor_ty(o).map(|t| t.shape.clone())).collect();
+    let mut changed = false;
+    for &pos in &data {
+        let Op::Const(t) = g.op(operands[pos]) else { continue };
+        if t.len() <= 1 || t.shape().len() != out.rank() || !t.is_splat() {
+            continue;
+        }
+        // A dimension may shrink when another data operand has it at the output's size.
+        let given_elsewhere = |d: usize| data.iter().any(|&q| q != pos && shapes[q].as_ref().is_some_and(|s| s.len() == out.rank() && s[d] == out.shape[d]));
+        let shape: Vec<usize> = t.shape().iter().enumerate().map(|(d, &n)| if given_elsewhere(d) { 1 } else { n }).collect();
+        if shape == t.shape() {
+            continue;
+        }
+        let n = shape.iter().product();
+        let small = f16c_dialect::Tensor::new(shape, t.data().repeat_first(n)).expect("the element count is the shape's product");
+        let loc = g.location(operands[pos]);
+        let c = g.add_constant(small, loc);
+        g.set_operand(id, pos, c);
+        changed = true;
+    }
+    changed
 }
 
 /// Identity and chain rewrites at `id`.

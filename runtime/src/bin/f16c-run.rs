@@ -2,7 +2,7 @@
 //! analogue of IREE's `iree-run-module`). Links neither MLIR nor LLVM.
 
 use clap::{Arg, ArgAction, Command};
-use f16c_runtime::{exec, loader, npy, results};
+use f16c_runtime::{exec, loader, npy, outln, results, stdout};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -38,6 +38,7 @@ fn cli() -> Command {
 }
 
 fn main() -> ExitCode {
+    stdout::die_quietly_on_closed_pipe();
     let m = cli().get_matches();
     match run(&m) {
         Ok(()) => ExitCode::SUCCESS,
@@ -53,7 +54,7 @@ fn run(m: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     let many = |k: &str| -> Vec<String> { m.get_many::<String>(k).into_iter().flatten().cloned().collect() };
     if m.get_flag("info") {
         let artifact = loader::read(path)?;
-        println!("{}", describe(&artifact));
+        outln!("{}", describe(&artifact))?;
         return Ok(());
     }
     let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(exec::default_threads);
@@ -70,7 +71,7 @@ fn run(m: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
         let mut times = (0..n.max(1)).map(|_| model.run_timed(&inputs).map(|(_, ms)| ms)).collect::<Result<Vec<_>, _>>()?;
         times.sort_by(f64::total_cmp);
         let what = if model.manifest().code_format == f16c_runtime::artifact::CodeFormat::Ptx { "kernels" } else { "runs" };
-        println!("bench: {} {what}: median {:.4} ms, min {:.4} ms", times.len(), times[times.len() / 2], times[0]);
+        outln!("bench: {} {what}: median {:.4} ms, min {:.4} ms", times.len(), times[times.len() / 2], times[0])?;
     }
     results::deliver(&model.manifest().function, &outputs, &many("outputs"), &many("compare"))?;
     Ok(())
