@@ -3,8 +3,9 @@
 #   - Debian's LLVM/MLIR 22 (melior and inkwell link against it), clang, lld (fast linking),
 #     lit and FileCheck (llvm-22-tools)
 #   - the AArch64 cross toolchain and qemu-user (for running AArch64 code in tests)
-#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas) and numpy
-#     (the peer of the benchmark), and CUDA 12.8's nvdisasm in .tools/cuda12 (SASS checks)
+#   - a project-local Python venv (.venv) with the nvidia-cuda-nvcc-cu12 wheel (ptxas), numpy
+#     (the peer of the benchmark), maturin and pytest (the Python package, python/), and
+#     CUDA 12.8's nvdisasm in .tools/cuda12 (SASS checks)
 #   - with --iree: IREE's compiler and runtime (iree-base-compiler, iree-base-runtime 3.13) into
 #     .venv, the peer `f16c bench` measures against (opt-in: about 200 MB)
 set -euo pipefail
@@ -64,6 +65,12 @@ fi
 if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
   echo "setup: installing numpy into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "numpy>=2,<3"
+fi
+
+# maturin builds the Python package (python/), pytest tests it.
+if ! .venv/bin/python -c "import pytest" 2>/dev/null || [ ! -x .venv/bin/maturin ]; then
+  echo "setup: installing maturin and pytest into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8"
 fi
 
 if [ "$iree" = 1 ] && [ ! -x .venv/bin/iree-compile ]; then

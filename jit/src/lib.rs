@@ -20,7 +20,7 @@
 #![deny(missing_docs)]
 
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
-use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
 use cranelift_module::Linkage;
 use f16c_compiler::backend::cranelift::{self as backend, host_isa};
 use f16c_compiler::backend::layout::CodeInfo;
@@ -213,7 +213,7 @@ impl Model {
         // The program and the compiled form (with their copies of the weights) go away here:
         // the executor's aligned constants are the only copy a model keeps.
         drop((program, compiled));
-        let executor = Executor::new(manifest, &constants, functions, Box::new(Mutex::new(module)), threads)?;
+        let executor = Executor::new(manifest, &constants, functions, Box::new(Mutex::new(Code(Some(module)))), threads)?;
         Ok(Model { body: Body::Flat(executor), times: CompileTimes { lower, codegen: t1.elapsed(), ..CompileTimes::default() }, memory })
     }
 
@@ -268,9 +268,33 @@ impl Model {
     }
 }
 
+/// Address space reserved for one model's code and read-only data (reserved, not committed:
+/// pages are committed as the code is written). Keeping a model's code in one region keeps every
+/// PC-relative reference between its functions and their constants within ±2 GiB, wherever the
+/// process's other libraries sit (a Python process maps its extension modules far apart, and
+/// Cranelift's 32-bit relocations then overflowed with per-function allocations).
+const CODE_RESERVE: usize = 1 << 30;
+
+/// A model's JIT code, released when the model is dropped (the executor that calls into it goes
+/// first: it owns this).
+struct Code(Option<JITModule>);
+
+impl Drop for Code {
+    fn drop(&mut self) {
+        if let Some(module) = self.0.take() {
+            // SAFETY: the executor owning this value is being dropped, so no run is in progress
+            // and no function pointer into the module is used again.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
 fn jit(compiled: &backend::Compiled, isa: OwnedTargetIsa, as_written: &dyn TargetIsa) -> Result<(JITModule, Vec<Option<KernelFn>>)> {
     let diag = |e: f16c_compiler::backend::BackendError| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic()));
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));
+    let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVE).map_err(|e| JitError::Compile(format!("JIT: cannot reserve {CODE_RESERVE} bytes of address space for code: {e}")))?;
+    builder.memory_provider(Box::new(arena));
+    let mut module = JITModule::new(builder);
     let ids = compiled.define_functions(&mut module, as_written, |_| Linkage::Local).map_err(diag)?;
     module.finalize_definitions().map_err(|e| JitError::Compile(format!("JIT: {e:?}")))?;
     let functions = ids
