@@ -43,6 +43,7 @@ pub mod backend;
 pub mod calibrate;
 pub mod check;
 pub mod driver;
+pub mod fix;
 pub mod lower;
 pub mod pass;
 pub mod policy;

@@ -268,6 +268,20 @@ impl Model {
     }
 }
 
+/// Compiles `g` and runs it on every input set, each input fitted to its argument (an f32
+/// tensor rounded to an f16 or bf16 argument): the runner of `f16c check --fix`
+/// (`f16c_compiler::fix::Runner`), on the command line and in Python.
+pub fn run_samples(g: &Graph, samples: &[Vec<Tensor>], threads: usize) -> std::result::Result<Vec<Vec<Tensor>>, String> {
+    let model = Model::compile_graph(g, threads).map_err(|e| e.to_string())?;
+    samples
+        .iter()
+        .map(|s| {
+            let fitted: Vec<Tensor> = s.iter().zip(model.inputs()).map(|(t, want)| f16c_runtime::npy::fit(t.clone(), want)).collect();
+            model.run(&fitted).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// Address space reserved for one model's code and read-only data (reserved, not committed:
 /// pages are committed as the code is written). Keeping a model's code in one region keeps every
 /// PC-relative reference between its functions and their constants within ±2 GiB, wherever the

@@ -35,12 +35,14 @@ __all__ = [
     "compile",
     "load",
     "check",
+    "fix",
     "from_torch",
     "from_onnx",
     "Model",
     "TensorSpec",
     "Report",
     "CheckResult",
+    "FixResult",
     "CompileError",
     "InputError",
     "RunError",
@@ -260,3 +262,52 @@ def check(model: Union[str, os.PathLike], inputs: Sequence, precision: str = "fp
     source, file = _source(model)
     options = _options(target, precision, policy, policy_file, None, None, None, function, fold_batch_norm, io_types, keep_f32, False, "f32")
     return CheckResult(json.loads(_native.check(source, file, options, _raw(inputs), float(tolerance))))
+
+
+class FixResult:
+    """`f16c check --fix`'s answer: `policy` (the policy file's text: write it and pass it as
+    `policy_file=` to `compile`), `kept` (the ops kept in f32, most sensitive first), every
+    candidate's sensitivity (`candidates`: `local` and `carried` error, `flops`, `kept_f32`), the
+    errors of the final model and of the policy as given (`[sample][result]`), `low_ops`,
+    `low_flops`, `f32_contraction_flops` (`(part, total)` pairs), `weight_bytes` (f32, final),
+    `runs` (of mixed models) and `seconds`."""
+
+    def __init__(self, data: dict):
+        for c in data["candidates"]:
+            c["local"], c["carried"] = float(c["local"]), float(c["carried"])
+        for key in ("errors", "all_low_errors"):
+            data[key] = [[float(x) for x in s] for s in data[key]]
+        self.data = data
+        self.policy: str = data["policy"]
+        self.candidates: list = data["candidates"]
+        self.kept: list = [c for c in self.candidates if c["kept_f32"]]
+        self.errors: list = data["errors"]
+        self.all_low_errors: list = data["all_low_errors"]
+        self.low_ops = tuple(data["low_ops"])
+        self.low_flops = tuple(data["low_flops"])
+        self.f32_contraction_flops = tuple(data["f32_contraction_flops"])
+        self.weight_bytes = tuple(data["weight_bytes"])
+        self.runs: int = data["runs"]
+        self.seconds: float = data["seconds"]
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the policy file."""
+        with open(os.fspath(path), "w", encoding="utf-8") as f:
+            f.write(self.policy)
+
+    def __repr__(self) -> str:
+        return (f"<f16c.FixResult: {len(self.kept)} of {len(self.candidates)} ops kept in f32, "
+                f"{self.low_ops[0]} of {self.low_ops[1]} ops low, {self.runs} runs, {self.seconds:.2f} s>")
+
+
+def fix(model: Union[str, os.PathLike], samples: Sequence, tolerance: float, precision: str = "fp16", policy: str = "O1",
+        metric: str = "max-rel", target: str = "reference", *, policy_file=None, function: Optional[str] = None,
+        keep_f32: Optional[str] = None, fold_batch_norm: bool = True, io_types: str = "f32", threads: Optional[int] = None) -> FixResult:
+    """`f16c check --fix`: the fewest ops to keep in f32 so that the model meets `tolerance`
+    (`metric`: `max-rel`, `mean-rel`, `cosine`, `top1`) on every sample. `samples` is a list of
+    input sets (a list of arrays per set; a single array is taken as a one-input set). Raises
+    `RunError` when not even all-f32 meets the tolerance, `ValueError` for a bad request."""
+    source, file = _source(model)
+    sets = [[s] if isinstance(s, np.ndarray) else list(s) for s in samples]
+    options = _options(target, precision, policy, policy_file, None, None, threads, function, fold_batch_norm, io_types, keep_f32, False, "f32")
+    return FixResult(json.loads(_native.fix(source, file, options, [_raw(s) for s in sets], float(tolerance), metric)))

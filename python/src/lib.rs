@@ -394,6 +394,48 @@ fn load(py: Python<'_>, path: PathBuf, threads: Option<usize>) -> PyResult<Model
     })
 }
 
+/// `f16c check --fix` on `samples` (input sets): the search's result as JSON, the policy file's
+/// text among it.
+#[pyfunction]
+#[pyo3(signature = (source, file, options, samples, tolerance, metric))]
+fn fix(py: Python<'_>, source: String, file: String, options: Options, samples: Vec<Vec<(String, Vec<usize>, PyBuffer<u8>)>>, tolerance: f64, metric: String) -> PyResult<String> {
+    let samples: Vec<Vec<RawInput>> =
+        samples.into_iter().map(|set| set.into_iter().map(|(d, s, b)| Ok((d, s, b.to_vec(py)?))).collect::<PyResult<Vec<_>>>()).collect::<PyResult<_>>()?;
+    detached(py, move || {
+        use f16c_compiler::fix::{self, Metric};
+        let metric = Metric::parse(&metric).ok_or_else(|| Failure::Usage(format!("metric='{metric}': one of {}", Metric::NAMES.join(", "))))?;
+        let o = driver_options(&options)?;
+        let (before, module, _) = prepare(&source, &file, &o, &[])?;
+        let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
+        let g = &before.functions[index];
+        let want: Vec<TensorType> = g.inputs().iter().filter_map(|&i| g.tensor_ty(i).cloned()).collect();
+        let sets = samples.into_iter().map(|raw| tensors(&g.name, raw, &want)).collect::<Result<Vec<_>, _>>()?;
+        let threads = options.threads.unwrap_or_else(f16c_jit::default_threads);
+        let runner = |g: &Graph, s: &[Vec<Tensor>]| f16c_jit::run_samples(g, s, threads);
+        let r = fix::fix(g, &o, &sets, metric, tolerance, &runner).map_err(|e| match e {
+            fix::FixError::Usage(m) => Failure::Usage(m),
+            e => Failure::Run(e.to_string()),
+        })?;
+        let ops: Vec<serde_json::Value> = r
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                serde_json::json!({"id": c.id.to_string(), "op": c.op, "location": c.location.to_string(), "local": number(c.local),
+                    "carried": number(c.carried), "flops": c.flops, "kept_f32": i < r.kept})
+            })
+            .collect();
+        let grid = |e: &Vec<Vec<f64>>| e.iter().map(|s| s.iter().map(|&x| number(x)).collect::<Vec<_>>()).collect::<Vec<_>>();
+        Ok(serde_json::json!({
+            "metric": metric.name(), "tolerance": tolerance, "candidates": ops, "kept": r.kept, "policy": r.policy.to_toml(),
+            "errors": grid(&r.errors), "all_low_errors": grid(&r.all_low_errors), "low_ops": [r.low_ops.0, r.low_ops.1],
+            "low_flops": [r.low_flops.0, r.low_flops.1], "f32_contraction_flops": [r.f32_contraction_flops.0, r.f32_contraction_flops.1],
+            "weight_bytes": [r.weight_bytes.0, r.weight_bytes.1], "runs": r.runs, "seconds": r.time.as_secs_f64(),
+        })
+        .to_string())
+    })
+}
+
 /// `f16c check`: the per-op error of the mixed-precision graph against f32 on `inputs`, as JSON.
 #[pyfunction]
 #[pyo3(signature = (source, file, options, inputs, tolerance))]
@@ -457,6 +499,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(fix, m)?)?;
     m.add_function(wrap_pyfunction!(targets, m)?)?;
     let py = m.py();
     m.add("CompileError", py.get_type::<CompileError>())?;

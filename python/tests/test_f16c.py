@@ -209,3 +209,21 @@ def test_f16c_import_command_explains_what_it_needs(tmp_path):
         (tmp_path / "m.onnx").write_bytes(b"")
         r = run(str(tmp_path / "m.onnx"))
         assert r.returncode == 1 and "needs torch and torch-mlir" in r.stderr
+
+
+def test_fix_writes_a_policy_that_compile_reads(tmp_path):
+    x = load("attention_tiny", "input")
+    src = MODELS / "attention_tiny.tosa.mlir"
+    r = f16c.fix(src, [x, 0.5 * x], tolerance=1e-4)
+    assert 0 < len(r.kept) < len(r.candidates) and r.runs <= 2 + len(r.candidates).bit_length()
+    assert all(e <= 1e-4 for s in r.errors for e in s) and any(e > 1e-4 for s in r.all_low_errors for e in s)
+    r.save(tmp_path / "p.toml")
+    m = f16c.compile(src, policy_file=tmp_path / "p.toml")
+    rows = [row for row in m.report().rows if row["rule"] == "policy-op"]
+    assert len(rows) == len(r.kept)
+    want = f16c.compile(src, precision="fp32")(x)
+    assert rel(m(x), want) <= 1e-4
+    with pytest.raises(ValueError, match="tolerance"):
+        f16c.fix(src, [x], tolerance=0)
+    with pytest.raises(ValueError, match="metric="):
+        f16c.fix(src, [x], tolerance=1e-3, metric="l2")

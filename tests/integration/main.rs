@@ -4,6 +4,7 @@ mod aarch64;
 mod artifact;
 mod canonicalize;
 mod diagnostics;
+mod fix;
 mod fuzzing;
 mod jit;
 mod llvm_cpu;

@@ -29,6 +29,20 @@
 //! add = ["sigmoid"]      # only when compiling for sm_70
 //! ```
 //!
+//! Single ops are pinned with `[[op]]` tables (what `f16c check --fix` writes): the op's MLIR
+//! name and where it is, as `at = "LINE:COL"` in the model file (the file's name is not part of
+//! the key, so the same export re-applies them under any path) or `name = "..."` for an op with
+//! a named location; `precision` is `f32`, `f16` or `bf16`, as the `f16c.precision` attribute;
+//! `why` is for the reader:
+//!
+//! ```toml
+//! [[op]]
+//! op = "tosa.matmul"
+//! at = "17:10"
+//! precision = "f32"
+//! why = "goes non-finite in f16 (max |f32| 9.1e4)"
+//! ```
+//!
 //! [`Policy::to_toml`] prints the effective policy in this same format (with `ops = [...]` for
 //! every list), so `f16c compile --print-policy` output is itself a policy file.
 
@@ -203,6 +217,62 @@ pub struct Policy {
     pub safe_range: f64,
     /// `O1`/`O2`/... or the policy file's path.
     pub source: String,
+    /// Single ops pinned to a type (`[[op]]` tables), in file order.
+    pub ops: Vec<OpOverride>,
+}
+
+/// One `[[op]]` table: an op, found by its MLIR name and location, pinned to a type.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpOverride {
+    /// The op's MLIR name (`tosa.matmul`).
+    pub op: String,
+    /// `LINE:COL` of the op in the model file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// The name of the op's named location (instead of `at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `f32`, `f16` or `bf16`.
+    pub precision: String,
+    /// Why (for the reader; `f16c check --fix` says what it measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl OpOverride {
+    /// The key of an op at `location`: its name when it has one, else `LINE:COL`; `None` when
+    /// the location is unknown (such an op cannot be pinned by a policy file).
+    pub fn key(op: &str, location: &f16c_dialect::Location, precision: DType, why: Option<String>) -> Option<OpOverride> {
+        let (at, name) = match (&location.name, &location.file) {
+            (Some(n), _) => (None, Some(n.clone())),
+            (None, Some((_, line, col))) => (Some(format!("{line}:{col}")), None),
+            (None, None) => return None,
+        };
+        Some(OpOverride { op: op.to_string(), at, name, precision: precision.to_string(), why })
+    }
+
+    /// True when this table names the op `op` at `location`.
+    pub fn matches(&self, op: &str, location: &f16c_dialect::Location) -> bool {
+        if self.op != op {
+            return false;
+        }
+        match (&self.name, &self.at) {
+            (Some(n), _) => location.name.as_deref() == Some(n.as_str()),
+            (None, Some(at)) => location.file.as_ref().is_some_and(|(_, line, col)| *at == format!("{line}:{col}")),
+            (None, None) => false,
+        }
+    }
+
+    /// The type asked for.
+    pub fn dtype(&self) -> Option<DType> {
+        match self.precision.as_str() {
+            "f32" => Some(DType::F32),
+            "f16" => Some(DType::F16),
+            "bf16" => Some(DType::BF16),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -238,6 +308,8 @@ struct PolicyFile {
     safe_range: Option<f64>,
     #[serde(default)]
     target: BTreeMap<String, Edits>,
+    #[serde(default)]
+    op: Vec<OpOverride>,
 }
 
 impl Policy {
@@ -260,7 +332,7 @@ impl Policy {
             Level::O3 => put(OP_NAMES, Category::Low),
         }
         let low = if level == Level::O0 { None } else { precision.low_dtype() };
-        Policy { level, low, target, lists, safe_range: default_safe_range(low), source: level.to_string() }
+        Policy { level, low, target, lists, safe_range: default_safe_range(low), source: level.to_string(), ops: Vec::new() }
     }
 
     /// `--policy=O0|O1|O2|O3|<file.toml>`.
@@ -289,6 +361,22 @@ impl Policy {
         policy.source = path.to_string();
         let top = Edits { low: file.low, follow: file.follow, fp32: file.fp32, safe_range: file.safe_range };
         policy.apply(&top).map_err(&invalid)?;
+        for (k, o) in file.op.iter().enumerate() {
+            let which = format!("[[op]] #{} ({})", k + 1, o.op);
+            if o.dtype().is_none() {
+                return Err(invalid(format!("{which}: precision = \"{}\" is not one of \"f32\", \"f16\", \"bf16\"", o.precision)));
+            }
+            if o.at.is_none() == o.name.is_none() {
+                return Err(invalid(format!("{which}: give exactly one of at = \"LINE:COL\" and name = \"...\"")));
+            }
+            if let Some(at) = &o.at {
+                let ok = at.split_once(':').is_some_and(|(l, c)| l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok());
+                if !ok {
+                    return Err(invalid(format!("{which}: at = \"{at}\" is not LINE:COL")));
+                }
+            }
+        }
+        policy.ops = file.op;
         for (name, edits) in &file.target {
             let t = Target::parse(name).ok_or_else(|| invalid(format!("[target.{name}]: unknown target (targets: {})", Target::NAMES.join(", "))))?;
             if t == target {
@@ -340,6 +428,11 @@ impl Policy {
         self.lists.get(op_name).copied()
     }
 
+    /// The type an `[[op]]` table pins the op `op` at `location` to (the first that matches).
+    pub fn op_override(&self, op: &str, location: &f16c_dialect::Location) -> Option<&OpOverride> {
+        self.ops.iter().find(|o| o.matches(op, location))
+    }
+
     /// True when the policy lowers nothing (`O0` or `--precision=fp32`).
     pub fn is_identity(&self) -> bool {
         self.low.is_none()
@@ -362,6 +455,10 @@ impl Policy {
         }
         let unlisted: Vec<&str> = OP_NAMES.iter().copied().filter(|n| !self.lists.contains_key(*n)).collect();
         s.push_str(&format!("\n# unlisted (stay f32): {}\n", if unlisted.is_empty() { "none".to_string() } else { unlisted.join(", ") }));
+        for o in &self.ops {
+            s.push_str("\n[[op]]\n");
+            s.push_str(&toml::to_string(o).expect("plain strings serialise"));
+        }
         s
     }
 }
@@ -388,6 +485,29 @@ mod tests {
         assert_eq!(p.category("matmul"), None);
         let again = Policy::from_toml(&p.to_toml(), "p.toml", Precision::Fp16, p.target).unwrap();
         assert_eq!(again, p);
+    }
+
+    #[test]
+    fn op_tables_pin_ops_by_name_and_line_and_read_back() {
+        let file = "base = \"O1\"\n[[op]]\nop = \"tosa.matmul\"\nat = \"19:11\"\nprecision = \"f32\"\nwhy = \"overflows\"\n[[op]]\nop = \"tosa.add\"\nname = \"encoder/add\"\nprecision = \"bf16\"\n";
+        let p = Policy::from_toml(file, "p.toml", Precision::Fp16, Target::Reference).unwrap();
+        let at = |line, col| f16c_dialect::Location::file("any/path/net.mlir", line, col);
+        assert_eq!(p.op_override("tosa.matmul", &at(19, 11)).and_then(OpOverride::dtype), Some(DType::F32));
+        assert!(p.op_override("tosa.matmul", &at(19, 12)).is_none());
+        assert!(p.op_override("tosa.conv2d", &at(19, 11)).is_none());
+        let named = f16c_dialect::Location { file: None, name: Some("encoder/add".into()) };
+        assert_eq!(p.op_override("tosa.add", &named).and_then(OpOverride::dtype), Some(DType::BF16));
+        let again = Policy::from_toml(&p.to_toml(), "p.toml", Precision::Fp16, Target::Reference).unwrap();
+        assert_eq!(again.ops, p.ops);
+        for (bad, says) in [
+            ("[[op]]\nop = \"tosa.add\"\nat = \"3:4\"\nprecision = \"f8\"", "precision = \"f8\""),
+            ("[[op]]\nop = \"tosa.add\"\nprecision = \"f32\"", "exactly one of at"),
+            ("[[op]]\nop = \"tosa.add\"\nat = \"3\"\nprecision = \"f32\"", "at = \"3\" is not LINE:COL"),
+            ("[[op]]\nop = \"tosa.add\"\nat = \"3:4\"\nprecision = \"f32\"\ncolour = 1", "colour"),
+        ] {
+            let e = Policy::from_toml(bad, "p.toml", Precision::Fp16, Target::Reference).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]

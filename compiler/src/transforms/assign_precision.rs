@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | `io` | a function argument | f32, or low with `io-types=low` |
 //! | `override` | the op has `f16c.precision = "f32" \| "f16" \| "bf16"` | that type |
+//! | `policy-op` | an `[[op]]` table of the policy file names the op (its MLIR name and `LINE:COL` or location name) | that type |
 //! | `keep-f32` | `keep-f32=<regex>` matches the op's location name (or `file:line:col` when it has none) | f32 |
 //! | `low-list` | the op is in the policy's low list | low |
 //! | `follow` / `follow-widest` | the op is in the follow list: it takes its non-constant inputs' type, and the widest one when they differ (f16 with bf16 gives f32) | that type |
@@ -86,6 +87,8 @@ pub enum Rule {
     Override,
     /// `--keep-f32` matched.
     KeepF32,
+    /// An `[[op]]` table of the policy file names the op.
+    PolicyOp,
     /// In the low list.
     LowList,
     /// In the follow list, all inputs one type.
@@ -113,6 +116,7 @@ impl Rule {
             Rule::Io => "io",
             Rule::Override => "override",
             Rule::KeepF32 => "keep-f32",
+            Rule::PolicyOp => "policy-op",
             Rule::LowList => "low-list",
             Rule::Follow => "follow",
             Rule::FollowWidest => "follow-widest",
@@ -147,6 +151,16 @@ impl AssignPrecision {
     /// Makes the pass from a policy directly (the host API).
     pub fn with_policy(policy: Policy) -> Self {
         AssignPrecision { policy, keep_f32: None, io_low: false, strict: false, counts: HashMap::new() }
+    }
+
+    /// Makes the pass from a policy and the other options (`f16c check --fix` probes policies
+    /// it builds in memory).
+    pub fn configured(policy: Policy, keep_f32: Option<&str>, io_low: bool, strict: bool) -> crate::pass::Result<Self> {
+        let keep_f32 = match keep_f32.filter(|k| !k.is_empty()) {
+            Some(k) => Some(regex::Regex::new(k).map_err(|e| PassError::Usage(format!("keep-f32: bad regex: {e}")))?),
+            None => None,
+        };
+        Ok(AssignPrecision { policy, keep_f32, io_low, strict, counts: HashMap::new() })
     }
 
     fn function(&mut self, g: &mut Graph, diags: &mut Vec<Diagnostic>, errors: &mut Vec<Diagnostic>) {
@@ -219,6 +233,10 @@ impl AssignPrecision {
                 return Some((DType::F32, Rule::Override));
             }
             None => {}
+        }
+        if let Some(o) = self.policy.op_override(op.mlir_name(), &g.location(id)) {
+            let want = o.dtype().expect("checked when the policy was read");
+            return Some(self.legal(g, id, want, Rule::PolicyOp, downgraded, errors));
         }
         if let Some(re) = &self.keep_f32 {
             let loc = g.location(id);
