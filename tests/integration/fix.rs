@@ -48,9 +48,9 @@ fn the_written_policy_meets_the_tolerance_on_every_model_and_backend() {
             for &tolerance in tolerances {
                 let what = format!("{name} {} {tolerance:e}", precision.name());
                 let found = fix::fix(&before, &options, &sets, Metric::MaxRel, tolerance, &jit).unwrap_or_else(|e| panic!("{what}: {e}"));
-                // Bisection: two end points, then log2 of the candidates, rounded up.
+                // Rounds of bisection within a budget logarithmic in the candidates.
                 let n = found.candidates.len().max(1);
-                assert!(found.runs <= 2 + (usize::BITS - n.leading_zeros()) as usize, "{what}: {} runs for {n} candidates", found.runs);
+                assert!(found.runs <= 4 * (usize::BITS - n.leading_zeros()) as usize + 5, "{what}: {} runs for {n} candidates", found.runs);
                 assert!(found.errors.iter().flatten().all(|&e| e <= tolerance), "{what}: {:?}", found.errors);
                 // The file, read back as f16c compile --policy reads it, gives that model.
                 let policy = Policy::from_toml(&found.policy.to_toml(), "fix.toml", precision, Target::Reference).unwrap();
