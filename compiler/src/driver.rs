@@ -139,7 +139,7 @@ pub fn lower(g: &Graph) -> Result<Program, Diagnostics> {
 /// Verifies and lowers one function with a backend's [`LowerOptions`].
 pub fn lower_with(g: &Graph, options: LowerOptions) -> Result<Program, Diagnostics> {
     f16c_dialect::verify::verify(g)?;
-    lower::lower_with(g, options).map_err(|e| Diagnostics::single(Diagnostic::error(e.location.clone(), format!("'{}' cannot be lowered: {}", e.op, e.message))))
+    crate::timing::phase("lower", || lower::lower_with(g, options)).map_err(|e| Diagnostics::single(Diagnostic::error(e.location.clone(), format!("'{}' cannot be lowered: {}", e.op, e.message))))
 }
 
 /// The backend for `target`, as a diagnostic when there is none.
@@ -211,7 +211,7 @@ pub fn artifact(g: &Graph, target: Target) -> Result<Artifact, Diagnostics> {
 /// Compiles `g` to a loadable artifact with `backend`.
 pub fn artifact_with(g: &Graph, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
     let program = lower_for(g, backend)?;
-    backend.artifact(&program).map_err(|e| Diagnostics::single(e.to_diagnostic()))
+    crate::timing::phase(format!("backend {}", backend.name()), || backend.artifact(&program)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
 }
 
 /// Prints one code form of `g` for `target`.
@@ -229,5 +229,5 @@ pub fn emit_with(g: &Graph, backend: &dyn Backend, form: Emit) -> Result<Vec<u8>
         )));
     }
     let program = lower_for(g, backend)?;
-    backend.emit(&program, form).map_err(|e| Diagnostics::single(e.to_diagnostic()))
+    crate::timing::phase(format!("backend {}", backend.name()), || backend.emit(&program, form)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
 }

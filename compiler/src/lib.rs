@@ -49,6 +49,7 @@ pub mod pass;
 pub mod policy;
 pub mod report;
 pub mod target;
+pub mod timing;
 pub mod transforms;
 
 pub use pass::{Pass, PassError, PassManager, PassOptions};

@@ -72,11 +72,25 @@ pub fn command() -> Command {
         .arg(crate::backend_arg("Code generator for --target=x86_64: cranelift (default) or llvm"))
         .arg(crate::cpu_arg())
         .arg(Arg::new("function").long("function").value_name("NAME").help("The function to compile to an artifact (default: the only one, or 'forward')"))
-        .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"));
+        .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"))
+        .arg(switch("time", "Print each phase's wall time and memory (peak and resident RSS) to stderr: read, import, each pass, lowering, code generation, linking, writing"));
     precision::args(c, "fp16", true)
 }
 
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
+    if !m.get_flag("time") {
+        return compile(m);
+    }
+    use f16c_compiler::timing;
+    let t = std::time::Instant::now();
+    timing::start();
+    let result = compile(m);
+    let phases = timing::finish();
+    eprint!("{}", timing::report(&phases, t.elapsed()));
+    result
+}
+
+fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target_name = m.get_one::<String>("target").expect("has default").clone();
     if m.get_flag("print-policy") {
         let text = precision::policy(m, &target_name)?.to_toml();
@@ -100,8 +114,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     if binary_out && !to_file {
         bail!("{} is binary: write it to a file with -o FILE", emit.map_or("the artifact".to_string(), |e| format!("--emit={e}")));
     }
-    let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
-    let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
+    use f16c_compiler::timing::phase;
+    let (source, file) = phase("read", || read_input(m.get_one::<String>("input").expect("has default")))?;
+    let Some(mut module) = phase("import", || crate::parse_or_report(&source, &file)) else { return Ok(ExitCode::FAILURE) };
     let Some(precision::Compiled { before, stats }) = precision::compile(&mut module, m, &target_name, &source)? else {
         return Ok(ExitCode::FAILURE);
     };
@@ -113,7 +128,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 Err(d) => return Ok(crate::report(&d, &source)),
             };
             let path = m.get_one::<String>("output").expect("checked above");
-            std::fs::write(path, artifact.to_bytes()).with_context(|| format!("cannot write '{path}'"))?;
+            phase("write artifact", || std::fs::write(path, artifact.to_bytes())).with_context(|| format!("cannot write '{path}'"))?;
             return Ok(ExitCode::SUCCESS);
         }
         Some("mlir") => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,

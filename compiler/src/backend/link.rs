@@ -33,11 +33,7 @@ pub fn shared_object(object: &[u8]) -> Result<Vec<u8>, String> {
     let dir = TempDir::new("link").map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let (obj, so) = (dir.path().join("kernels.o"), dir.path().join("kernels.so"));
     std::fs::write(&obj, object).map_err(|e| format!("cannot write {}: {e}", obj.display()))?;
-    let out = Command::new(&linker)
-        .args(["-shared", "-z", "noexecstack", "-o"])
-        .arg(&so)
-        .arg(&obj)
-        .output()
+    let out = crate::timing::phase("link", || Command::new(&linker).args(["-shared", "-z", "noexecstack", "-o"]).arg(&so).arg(&obj).output())
         .map_err(|e| format!("cannot run the linker '{linker}': {e}"))?;
     if !out.status.success() {
         return Err(format!("the linker '{linker}' failed: {}", String::from_utf8_lossy(&out.stderr).trim()));

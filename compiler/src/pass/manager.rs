@@ -72,7 +72,7 @@ impl PassManager {
         for pass in &mut self.passes {
             let info = pass.info();
             let start = Instant::now();
-            let changed = pass.run(module, &mut notes)?;
+            let changed = crate::timing::phase(format!("pass {}", info.name), || pass.run(module, &mut notes))?;
             times.push((info.type_name, start.elapsed()));
             let v = Instant::now();
             if let Err(d) = verify_module(module) {

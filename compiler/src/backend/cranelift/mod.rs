@@ -135,7 +135,7 @@ impl Compiled {
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
         // The micro-kernels (the first functions) are called only from inside the object.
-        self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() { Linkage::Local } else { Linkage::Export })?;
+        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() { Linkage::Local } else { Linkage::Export }))?;
         let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
         Ok((bytes, requires))
     }
@@ -294,9 +294,7 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
         let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma, form);
         cx.functions.push((form.name().to_string(), micro));
     }
-    for k in 0..program.kernels.len() {
-        cx.kernel(k)?;
-    }
+    crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
     let lower::Context { mut layout, functions, steps, .. } = cx;
     layout.finish(program);
     Ok(Compiled { layout, functions, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps })

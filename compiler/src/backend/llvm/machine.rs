@@ -44,17 +44,17 @@ pub fn optimize(module: &Module, tm: &TargetMachine) -> Result<(), String> {
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     module.verify().map_err(|e| format!("invalid LLVM IR: {e}"))?;
-    module.run_passes("default<O3>", tm, PassBuilderOptions::create()).map_err(|e| format!("LLVM optimisation failed: {e}"))
+    crate::timing::phase("llvm optimise (default<O3>)", || module.run_passes("default<O3>", tm, PassBuilderOptions::create())).map_err(|e| format!("LLVM optimisation failed: {e}"))
 }
 
 /// The module as target assembly (PTX text for NVPTX).
 pub fn assembly(module: &Module, tm: &TargetMachine) -> Result<String, String> {
-    let buf = tm.write_to_memory_buffer(module, FileType::Assembly).map_err(|e| format!("LLVM code generation failed: {e}"))?;
+    let buf = crate::timing::phase("llvm codegen (assembly)", || tm.write_to_memory_buffer(module, FileType::Assembly)).map_err(|e| format!("LLVM code generation failed: {e}"))?;
     String::from_utf8(buf.as_slice().to_vec()).map_err(|_| "LLVM wrote assembly that is not UTF-8".to_string())
 }
 
 /// The module as a relocatable object file.
 pub fn object(module: &Module, tm: &TargetMachine) -> Result<Vec<u8>, String> {
-    let buf = tm.write_to_memory_buffer(module, FileType::Object).map_err(|e| format!("LLVM code generation failed: {e}"))?;
+    let buf = crate::timing::phase("llvm codegen (object)", || tm.write_to_memory_buffer(module, FileType::Object)).map_err(|e| format!("LLVM code generation failed: {e}"))?;
     Ok(buf.as_slice().to_vec())
 }

@@ -163,19 +163,16 @@ pub fn aarch64(bf16: bool) -> &'static LlvmCpuBackend {
     }
 }
 
-/// A compiled program: the manifest (buffer table and schedule), the constants, the object
-/// file, the optimised LLVM IR and the assembly.
+/// A compiled program: the manifest (buffer table and schedule), the constants, and the one
+/// code form asked for (the optimised LLVM IR, the assembly, or a relocatable ELF object: each
+/// is only made when asked for, since code generation is most of a compilation's time).
 pub struct Compiled {
     /// The artifact's description of the layout and schedule.
     pub manifest: f16c_core::artifact::Manifest,
     /// The artifact's constants section.
     pub constants: Vec<u8>,
-    /// The optimised LLVM IR.
-    pub llvm: String,
-    /// Host assembly.
-    pub asm: String,
-    /// A relocatable ELF object.
-    pub object: Vec<u8>,
+    /// The code, in the form asked for.
+    pub code: Vec<u8>,
 }
 
 /// What [`LlvmCpuBackend::compile`] builds besides the kernels.
@@ -194,7 +191,7 @@ impl LlvmCpuBackend {
     }
 
     /// Compiles a (legal) program.
-    pub fn compile(&self, program: &Program, output: Output) -> BackendResult<Compiled> {
+    pub fn compile(&self, program: &Program, output: Output, form: Emit) -> BackendResult<Compiled> {
         let codegen = |k: Option<&Kernel>, m: String| self.codegen(k, m);
         let cx = Context::create();
         let mut ir = Ir::new(&cx, &program.name, MathImpl::RuntimeTable);
@@ -309,10 +306,13 @@ impl LlvmCpuBackend {
         let tm = machine::machine(&spec).map_err(|m| codegen(None, m))?;
         ir.verify().map_err(|m| codegen(None, m))?;
         machine::optimize(&ir.module, &tm).map_err(|m| codegen(None, m))?;
-        let llvm = ir.text();
-        let asm = machine::assembly(&ir.module, &tm).map_err(|m| codegen(None, m))?;
-        let object = machine::object(&ir.module, &tm).map_err(|m| codegen(None, m))?;
-        Ok(Compiled { manifest, constants, llvm, asm, object })
+        let code = match form {
+            Emit::Llvm => ir.text().into_bytes(),
+            Emit::Asm => machine::assembly(&ir.module, &tm).map_err(|m| codegen(None, m))?.into_bytes(),
+            Emit::Obj | Emit::Lib => machine::object(&ir.module, &tm).map_err(|m| codegen(None, m))?,
+            other => return Err(BackendError::program(self.name, BackendErrorKind::Form(other.name()))),
+        };
+        Ok(Compiled { manifest, constants, code })
     }
 }
 
@@ -455,19 +455,13 @@ impl Backend for LlvmCpuBackend {
             return Ok(library::header(program, self.target).into_bytes());
         }
         let output = if form == Emit::Lib { Output::Library } else { Output::Kernels };
-        let c = self.compile(program, output)?;
-        Ok(match form {
-            Emit::Llvm => c.llvm.into_bytes(),
-            Emit::Asm => c.asm.into_bytes(),
-            Emit::Obj => c.object,
-            Emit::Lib => self.link(&c.object)?,
-            other => return Err(BackendError::program(self.name, BackendErrorKind::Form(other.name()))),
-        })
+        let c = self.compile(program, output, form)?;
+        Ok(if form == Emit::Lib { self.link(&c.code)? } else { c.code })
     }
 
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
-        let c = self.compile(program, Output::Kernels)?;
-        let code = self.link(&c.object)?;
+        let c = self.compile(program, Output::Kernels, Emit::Obj)?;
+        let code = self.link(&c.code)?;
         Ok(Artifact { manifest: c.manifest, code, constants: c.constants })
     }
 }
