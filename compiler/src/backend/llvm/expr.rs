@@ -64,9 +64,10 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// Whether f32 lanes round to `d` lane by lane ([`Ir::round_to`]): f32, f16, and bf16 on a
+    /// CPU (natively, or on the bits in vector integer arithmetic: [`Ir::to_low_lanes`]) or on a
     /// machine with native bf16.
     pub fn rounds_lanes(&self, d: DType) -> bool {
-        d == DType::F32 || d == DType::F16 || d == DType::BF16 && self.native_bf16
+        d == DType::F32 || d == DType::F16 || d == DType::BF16 && (self.native_bf16 || self.math == MathImpl::RuntimeTable)
     }
 
     /// [`Ir::ew`] on f32 lanes, for the ops of [`Ir::ew_in_lanes`]: each lane computes what
@@ -131,7 +132,7 @@ impl<'ctx> Ir<'ctx> {
     /// lane by lane (f16, or bf16 on a machine with native bf16).
     pub fn round_to(&mut self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         if let (BasicValueEnum::VectorValue(x), true) = (v, d.is_low_float()) {
-            let n = self.b.build_float_trunc(x, self.storage(d).into_float_type().vec_type(x.get_type().get_size()), "").built();
+            let n = self.to_low_lanes(x, d);
             return self.b.build_float_ext(n, x.get_type(), "").built().into();
         }
         match d {

@@ -630,7 +630,7 @@ impl<'ctx> Ir<'ctx> {
         if to == DType::F32 {
             return wide;
         }
-        self.b.build_float_trunc(wide, self.storage(to).into_float_type().vec_type(v.get_type().get_size()), "").built()
+        self.to_low_lanes(wide, to)
     }
 
     /// The transpose of the square matrix whose rows are `rows` (a power-of-two count, each as

@@ -175,6 +175,30 @@ impl<'ctx> Ir<'ctx> {
         Ok(self.b.build_bit_cast(h, low, "").built().into_float_value())
     }
 
+    /// f32 lanes rounded to `d` (f16 or bf16, to nearest even), in `d`'s storage type. bf16 on a
+    /// CPU without native bf16 rounds on the bits, lane by lane in vector integer arithmetic (as
+    /// [`Ir::to_low`] does one value): LLVM's vector `fptrunc` to bf16 would call
+    /// `__truncsfbf2` per lane, and scalarising kept every bf16 kernel out of vectors.
+    pub fn to_low_lanes(&self, v: VectorValue<'ctx>, d: DType) -> VectorValue<'ctx> {
+        let n = v.get_type().get_size();
+        let low = self.storage(d).into_float_type().vec_type(n);
+        if d != DType::BF16 || self.native_bf16 || self.math == MathImpl::NvptxApprox {
+            return self.b.build_float_trunc(v, low, "").built();
+        }
+        let b = &self.b;
+        let i32v = self.cx.i32_type().vec_type(n);
+        let k = |c: u64| VectorType::const_vector(&vec![self.cx.i32_type().const_int(c, false); n as usize]);
+        let bits = b.build_bit_cast(v, i32v, "").built().into_vector_value();
+        let lsb = b.build_and(b.build_right_shift(bits, k(16), false, "").built(), k(1), "").built();
+        let rounded = b.build_int_add(bits, b.build_int_add(lsb, k(0x7fff), "").built(), "").built();
+        let quiet = b.build_or(bits, k(0x0040_0000), "").built();
+        let nan = b.build_float_compare(inkwell::FloatPredicate::UNO, v, v, "").built();
+        let chosen = b.build_select(nan, quiet, rounded, "").built().into_vector_value();
+        let hi = b.build_right_shift(chosen, k(16), false, "").built();
+        let h = b.build_int_truncate(hi, self.cx.i16_type().vec_type(n), "").built();
+        b.build_bit_cast(h, low, "").built().into_vector_value()
+    }
+
     /// The function being built.
     pub fn func(&self) -> FunctionValue<'ctx> {
         self.func.expect("begin_function was called")
@@ -431,11 +455,11 @@ impl<'ctx> Ir<'ctx> {
         }
     }
 
-    /// Stores f32 lanes `v`, already rounded to `d` (f32, f16, or bf16 on a machine with
-    /// native bf16), as `d` from element `at`.
+    /// Stores f32 lanes `v`, already rounded to `d` (f32, f16 or bf16), as `d` from element
+    /// `at`.
     pub fn store_lanes(&self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, v: VectorValue<'ctx>) {
         let ty = self.storage(d).into_float_type();
-        let v = if d == DType::F32 { v } else { self.b.build_float_trunc(v, ty.vec_type(v.get_type().get_size()), "").built() };
+        let v = if d == DType::F32 { v } else { self.to_low_lanes(v, d) };
         let p = self.gep(ty.into(), base, at);
         let s = self.b.build_store(p, v).built();
         s.set_alignment(d.byte_size() as u32).expect("a power of two");
