@@ -262,76 +262,11 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
     if !tolerance.is_finite() || tolerance <= 0.0 {
         return Err(FixError::Usage(format!("--tolerance={tolerance}: the tolerance of --fix must be a finite number > 0")));
     }
-    if samples.is_empty() {
-        return Err(FixError::Usage("--fix needs at least one sample (--input, --samples)".into()));
-    }
-    let want: Vec<TensorType> = before.inputs().iter().filter_map(|&a| before.tensor_ty(a).cloned()).collect();
-    for (k, s) in samples.iter().enumerate() {
-        f16c_core::tensor::check_inputs(&before.name, &want, s).map_err(|e| FixError::Usage(format!("sample #{k}: {e}")))?;
-    }
-    let base = Policy::from_spec(&options.policy, options.precision, options.target).map_err(|e| FixError::Usage(e.to_string()))?;
-    if base.low.is_none() {
-        return Err(FixError::Usage("--fix needs a low precision (--precision=fp16 or bf16) and a policy above O0".into()));
-    }
+    let (candidates, base) = sensitivity(before, options, samples)?;
     let failed = |d: Diagnostics| FixError::Failed(d.to_string());
-    let all_low = mixed_graph(before, &base, options).map_err(failed)?;
-
-    // 1. The instrumented runs: f32 values of every op, and the all-low model's.
-    let mut recorded: Vec<HashMap<NodeId, Tensor>> = Vec::with_capacity(samples.len());
-    let mut carried: HashMap<NodeId, f64> = HashMap::new();
-    for s in samples {
-        // The two instrumented runs are independent: one thread each.
-        let mixed_inputs: Vec<Tensor> = all_low.inputs().iter().zip(s).map(|(&a, t)| all_low.tensor_ty(a).map_or(t.clone(), |ty| cast(t, ty.dtype))).collect();
-        let observe = |g: &Graph, inputs: &[Tensor], what: &str| -> Result<HashMap<NodeId, Tensor>, FixError> {
-            let mut values = HashMap::new();
-            reference::run_observed(g, inputs, |id, t| {
-                if before.contains(id) {
-                    values.insert(id, t.clone());
-                }
-            })
-            .map_err(|e| FixError::Failed(format!("the {what} run: {e}")))?;
-            Ok(values)
-        };
-        let (values, mixed) = std::thread::scope(|scope| {
-            let low = scope.spawn(|| observe(&all_low, &mixed_inputs, "all-low"));
-            let f32_values = observe(before, s, "f32");
-            (f32_values, low.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-        });
-        let (values, mixed) = (values?, mixed?);
-        let rel: HashMap<NodeId, f64> = mixed
-            .iter()
-            .filter_map(|(id, t)| values.get(id).filter(|r| r.shape() == t.shape() && r.dtype().is_float()).map(|r| (*id, Metric::MaxRel.measure(t, r).0)))
-            .collect();
-        drop(mixed);
-        for id in all_low.node_ids() {
-            let Some(&e) = rel.get(&id) else { continue };
-            let given = all_low.operands(id).iter().filter_map(|o| rel.get(o)).fold(0.0f64, |m, &x| m.max(x));
-            let grown = if e.is_infinite() && given.is_infinite() { 0.0 } else { (e - given).max(0.0) };
-            let c = carried.entry(id).or_insert(0.0);
-            *c = c.max(grown);
-        }
-        recorded.push(values);
-    }
     // What the mixed models are held to: the f32 model run by the same runner (a contraction's
     // summation order may differ between the interpreter and compiled code).
     let reference_out = run(before, samples).map_err(FixError::Failed)?;
-
-    // 2. Sensitivity of every op the policy runs low.
-    let mut candidates = Vec::new();
-    for id in all_low.topo_order().expect("verified graphs are acyclic") {
-        let Some(low) = low_dtype(&all_low, id) else { continue };
-        if !before.contains(id) || matches!(before.op(id), Op::Arg(_) | Op::Const(_) | Op::ConstShape(_) | Op::Cast) {
-            continue;
-        }
-        let location = before.location(id);
-        if OpOverride::key(before.op(id).mlir_name(), &location, DType::F32, None).is_none() {
-            continue; // no location: a policy file cannot name it
-        }
-        let local = recorded.iter().map(|values| local_error(before, id, low, values)).fold(0.0f64, f64::max);
-        candidates.push(Candidate { id, op: before.op(id).mlir_name(), location, local, carried: carried.get(&id).copied().unwrap_or(0.0), flops: flops(before, id) });
-    }
-    // Most sensitive first; ties (exact ops) keep graph order.
-    candidates.sort_by(|a, b| b.sensitivity().total_cmp(&a.sensitivity()));
 
     // 3. Rounds of bisection over the sensitivity order (see the module comment).
     let runs = std::cell::Cell::new(0usize);
@@ -432,6 +367,81 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
         runs: runs.get(),
         time: t0.elapsed(),
     })
+}
+
+/// Steps 1 and 2 of the search (see the module comment): every op the policy runs in the low
+/// type, with its local and carried error over `samples`, most sensitive first, and the policy
+/// the options name. `f16c compile --emit=report|dot --input` shows the same numbers.
+pub fn sensitivity(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>]) -> Result<(Vec<Candidate>, Policy), FixError> {
+    if samples.is_empty() {
+        return Err(FixError::Usage("the sensitivity needs at least one sample (--input, --samples)".into()));
+    }
+    let want: Vec<TensorType> = before.inputs().iter().filter_map(|&a| before.tensor_ty(a).cloned()).collect();
+    for (k, s) in samples.iter().enumerate() {
+        f16c_core::tensor::check_inputs(&before.name, &want, s).map_err(|e| FixError::Usage(format!("sample #{k}: {e}")))?;
+    }
+    let base = Policy::from_spec(&options.policy, options.precision, options.target).map_err(|e| FixError::Usage(e.to_string()))?;
+    if base.low.is_none() {
+        return Err(FixError::Usage("the sensitivity needs a low precision (--precision=fp16 or bf16) and a policy above O0".into()));
+    }
+    let failed = |d: Diagnostics| FixError::Failed(d.to_string());
+    let all_low = mixed_graph(before, &base, options).map_err(failed)?;
+
+    // 1. The instrumented runs: f32 values of every op, and the all-low model's.
+    let mut recorded: Vec<HashMap<NodeId, Tensor>> = Vec::with_capacity(samples.len());
+    let mut carried: HashMap<NodeId, f64> = HashMap::new();
+    for s in samples {
+        // The two instrumented runs are independent: one thread each.
+        let mixed_inputs: Vec<Tensor> = all_low.inputs().iter().zip(s).map(|(&a, t)| all_low.tensor_ty(a).map_or(t.clone(), |ty| cast(t, ty.dtype))).collect();
+        let observe = |g: &Graph, inputs: &[Tensor], what: &str| -> Result<HashMap<NodeId, Tensor>, FixError> {
+            let mut values = HashMap::new();
+            reference::run_observed(g, inputs, |id, t| {
+                if before.contains(id) {
+                    values.insert(id, t.clone());
+                }
+            })
+            .map_err(|e| FixError::Failed(format!("the {what} run: {e}")))?;
+            Ok(values)
+        };
+        let (values, mixed) = std::thread::scope(|scope| {
+            let low = scope.spawn(|| observe(&all_low, &mixed_inputs, "all-low"));
+            let f32_values = observe(before, s, "f32");
+            (f32_values, low.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        });
+        let (values, mixed) = (values?, mixed?);
+        let rel: HashMap<NodeId, f64> = mixed
+            .iter()
+            .filter_map(|(id, t)| values.get(id).filter(|r| r.shape() == t.shape() && r.dtype().is_float()).map(|r| (*id, Metric::MaxRel.measure(t, r).0)))
+            .collect();
+        drop(mixed);
+        for id in all_low.node_ids() {
+            let Some(&e) = rel.get(&id) else { continue };
+            let given = all_low.operands(id).iter().filter_map(|o| rel.get(o)).fold(0.0f64, |m, &x| m.max(x));
+            let grown = if e.is_infinite() && given.is_infinite() { 0.0 } else { (e - given).max(0.0) };
+            let c = carried.entry(id).or_insert(0.0);
+            *c = c.max(grown);
+        }
+        recorded.push(values);
+    }
+
+    // 2. Sensitivity of every op the policy runs low.
+    let mut candidates = Vec::new();
+    for id in all_low.topo_order().expect("verified graphs are acyclic") {
+        let Some(low) = low_dtype(&all_low, id) else { continue };
+        if !before.contains(id) || matches!(before.op(id), Op::Arg(_) | Op::Const(_) | Op::ConstShape(_) | Op::Cast) {
+            continue;
+        }
+        let location = before.location(id);
+        if OpOverride::key(before.op(id).mlir_name(), &location, DType::F32, None).is_none() {
+            continue; // no location: a policy file cannot name it
+        }
+        let local = recorded.iter().map(|values| local_error(before, id, low, values)).fold(0.0f64, f64::max);
+        candidates.push(Candidate { id, op: before.op(id).mlir_name(), location, local, carried: carried.get(&id).copied().unwrap_or(0.0), flops: flops(before, id) });
+    }
+    // Most sensitive first; ties (exact ops) keep graph order.
+    candidates.sort_by(|a, b| b.sensitivity().total_cmp(&a.sensitivity()));
+    Ok((candidates, base))
+
 }
 
 /// One confirming run: whether it met the tolerance, its errors, the graph it ran.

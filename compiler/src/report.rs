@@ -34,6 +34,10 @@ pub struct Row {
     pub weight_bytes_before: usize,
     /// Bytes of its constant operands after.
     pub weight_bytes_after: usize,
+    /// With sample inputs: what `f16c check --fix` measures of an op the policy runs low, the
+    /// larger of its local and its carried error (`inf`: it overflows alone in the low type).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity: Option<String>,
 }
 
 /// Totals of the report.
@@ -110,6 +114,7 @@ impl Report {
                 casts_in,
                 weight_bytes_before: ops_before.iter().map(|&o| const_bytes(before, o)).sum(),
                 weight_bytes_after: ops_after.iter().map(|&o| const_bytes(after, o)).sum(),
+                sensitivity: None,
             });
             *summary.ops_per_precision.entry(precision.to_string()).or_default() += 1;
         }
@@ -125,13 +130,21 @@ impl Report {
         Report { file: file.to_string(), function: after.name.clone(), settings, rows, summary }
     }
 
+    /// Fills the sensitivity column from `f16c_compiler::fix::sensitivity`'s numbers, by op.
+    pub fn set_sensitivity(&mut self, sensitivity: &std::collections::HashMap<NodeId, f64>) {
+        for r in &mut self.rows {
+            r.sensitivity = sensitivity.iter().find(|(id, _)| id.to_string() == r.id).map(|(_, s)| format!("{s:.2e}"));
+        }
+    }
+
     /// The report as an aligned text table with a summary.
     pub fn to_table(&self) -> String {
         let mut s = String::new();
         let settings: Vec<String> = self.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "f16c precision report: {} @{} ({})", self.file, self.function, settings.join(", "));
-        let head = ["op", "location", "precision", "acc", "rule", "casts-in", "weight bytes"];
-        let cells: Vec<[String; 7]> = self
+        let head = ["op", "location", "precision", "acc", "rule", "casts-in", "weight bytes", "sensitivity"];
+        let with_sensitivity = self.rows.iter().any(|r| r.sensitivity.is_some());
+        let cells: Vec<[String; 8]> = self
             .rows
             .iter()
             .map(|r| {
@@ -143,6 +156,7 @@ impl Report {
                     r.rule.clone(),
                     r.casts_in.to_string(),
                     if r.weight_bytes_before == 0 { "-".into() } else { format!("{} -> {}", r.weight_bytes_before, r.weight_bytes_after) },
+                    r.sensitivity.clone().unwrap_or_else(|| "-".into()),
                 ]
             })
             .collect();
@@ -152,8 +166,9 @@ impl Report {
                 *w = (*w).max(x.len());
             }
         }
+        let shown = if with_sensitivity { 8 } else { 7 };
         let line = |cols: &[String]| -> String {
-            let parts: Vec<String> = cols.iter().zip(&width).map(|(c, w)| format!("{c:<w$}")).collect();
+            let parts: Vec<String> = cols.iter().zip(&width).take(shown).map(|(c, w)| format!("{c:<w$}")).collect();
             format!("  {}\n", parts.join("  ").trim_end())
         };
         s.push_str(&line(&head.map(String::from)));
@@ -207,15 +222,39 @@ fn colour(d: Option<DType>) -> &'static str {
     }
 }
 
+/// A heat colour for a sensitivity: pale yellow at 1e-5 and below to red at 1e-1 and above
+/// (log scale), dark red for an op that overflows (infinite).
+fn heat(sensitivity: f64) -> String {
+    if !sensitivity.is_finite() {
+        return "#8b0000".into();
+    }
+    let t = ((sensitivity.max(1e-12).log10() + 5.0) / 4.0).clamp(0.0, 1.0);
+    let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+    format!("#{:02x}{:02x}{:02x}", mix(255.0, 224.0), mix(255.0, 48.0), mix(224.0, 30.0))
+}
+
 /// The graph as Graphviz DOT, ops coloured by the type they compute in (f32 blue, f16 green,
 /// bf16 orange, f64 purple), inserted casts as red diamonds, constants as grey notes.
 pub fn to_dot(before: &Graph, after: &Graph) -> String {
+    to_dot_with(before, after, None)
+}
+
+/// [`to_dot`]; with `sensitivity` (from sample inputs: `f16c_compiler::fix::sensitivity`),
+/// the ops the policy runs low are coloured by it instead (a heat scale: where the model is
+/// fragile), with the value in their label.
+pub fn to_dot_with(before: &Graph, after: &Graph, sensitivity: Option<&std::collections::HashMap<NodeId, f64>>) -> String {
     let mut s = format!("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\", fontsize=10];\n", after.name);
     s.push_str("  subgraph cluster_legend { label=\"legend\"; fontsize=10;\n");
     for (name, d) in [("f32", DType::F32), ("f16", DType::F16), ("bf16", DType::BF16), ("f64", DType::F64)] {
         let _ = writeln!(s, "    legend_{name} [label=\"{name}\", fillcolor=\"{}\"];", colour(Some(d)));
     }
-    s.push_str("    legend_cast [label=\"cast (inserted)\", shape=diamond, fillcolor=\"#f4876c\"];\n  }\n");
+    s.push_str("    legend_cast [label=\"cast (inserted)\", shape=diamond, fillcolor=\"#f4876c\"];\n");
+    if sensitivity.is_some() {
+        for (label, v) in [("sensitivity 1e-5", 1e-5), ("1e-3", 1e-3), ("1e-1", 1e-1), ("overflows", f64::INFINITY)] {
+            let _ = writeln!(s, "    legend_heat_{} [label=\"{label}\", fillcolor=\"{}\"];", heat(v).trim_start_matches('#'), heat(v));
+        }
+    }
+    s.push_str("  }\n");
     let mut shown = HashSet::new();
     for id in after.topo_order().expect("acyclic") {
         let op = after.op(id);
@@ -231,7 +270,10 @@ pub fn to_dot(before: &Graph, after: &Graph) -> String {
             Op::Arg(k) => writeln!(s, "  n{n} [label=\"arg{k}\\n{ty}\", shape=oval, fillcolor=\"{}\"];", colour(after.tensor_ty(id).map(|t| t.dtype))),
             _ => {
                 let rule = after.node(id).string_attr(attrs::RULE).unwrap_or("unchanged");
-                writeln!(s, "  n{n} [label=\"{id} {}\\n{ty}\\n({rule})\", fillcolor=\"{}\"];", op.short_name(), colour(compute_dtype(after, id)))
+                match sensitivity.and_then(|m| m.get(&id)) {
+                    Some(&v) => writeln!(s, "  n{n} [label=\"{id} {}\\n{ty}\\n({rule})\\nsensitivity {v:.2e}\", fillcolor=\"{}\"];", op.short_name(), heat(v)),
+                    None => writeln!(s, "  n{n} [label=\"{id} {}\\n{ty}\\n({rule})\", fillcolor=\"{}\"];", op.short_name(), colour(compute_dtype(after, id))),
+                }
             }
         };
     }

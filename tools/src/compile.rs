@@ -5,7 +5,7 @@ use anyhow::{bail, Context};
 use clap::{Arg, ArgMatches, Command};
 use f16c_compiler::backend::Emit;
 use f16c_compiler::driver;
-use f16c_compiler::report::{to_dot, Report};
+use f16c_compiler::report::{to_dot_with, Report};
 use f16c_dialect::export::{print_module, PrintOptions};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -73,6 +73,13 @@ pub fn command() -> Command {
         .arg(crate::cpu_arg())
         .arg(Arg::new("function").long("function").value_name("NAME").help("The function to compile to an artifact (default: the only one, or 'forward')"))
         .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"))
+        .arg(
+            Arg::new("inputs")
+                .long("input")
+                .value_name("X.npy")
+                .action(clap::ArgAction::Append)
+                .help("With --emit=report or dot: a sample (one file per argument); each op the policy runs low gets its sensitivity, what check --fix measures (a report column; a heat colour in the picture)"),
+        )
         .arg(switch("time", "Print each phase's wall time and memory (peak and resident RSS) to stderr: read, import, each pass, lowering, code generation, linking, writing"));
     precision::args(c, "fp16", true)
 }
@@ -132,7 +139,10 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some("mlir") => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,
-        Some("dot") => before.functions.iter().zip(&module.functions).map(|(b, a)| to_dot(b, a)).collect(),
+        Some("dot") => {
+            let heat = sensitivity(m, &target_name, &module, &before, &file)?;
+            before.functions.iter().zip(&module.functions).enumerate().map(|(i, (b, a))| to_dot_with(b, a, heat.as_ref().filter(|h| h.0 == i).map(|h| &h.1))).collect()
+        }
         Some("kernels") => {
             // The kernels the target's backend gets, where it has one.
             let options = driver::backend_named(target, backend_name, m.get_one::<String>("cpu").map(String::as_str)).map(|b| b.lowering()).unwrap_or_default();
@@ -150,8 +160,11 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             for k in ["target", "precision", "policy", "io-types"] {
                 settings.insert(k.to_string(), m.get_one::<String>(k).cloned().unwrap_or_else(|| target_name.clone()));
             }
-            let reports: Vec<Report> =
+            let mut reports: Vec<Report> =
                 before.functions.iter().zip(&module.functions).map(|(b, a)| Report::build(&file, settings.clone(), b, a, &stats)).collect();
+            if let Some((i, heat)) = sensitivity(m, &target_name, &module, &before, &file)? {
+                reports[i].set_sensitivity(&heat);
+            }
             if m.get_one::<String>("report-format").map(String::as_str) == Some("json") {
                 let items: Vec<String> = reports.iter().map(Report::to_json).collect();
                 if items.len() == 1 { items[0].clone() + "\n" } else { format!("[\n{}\n]\n", items.join(",\n")) }
@@ -187,3 +200,16 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+
+/// With `--input`: the chosen function's index and each low op's sensitivity on that sample
+/// (`f16c_compiler::fix::sensitivity`, the numbers `check --fix` orders its search by).
+fn sensitivity(m: &ArgMatches, target: &str, module: &f16c_dialect::Module, before: &f16c_dialect::Module, file: &str) -> anyhow::Result<Option<(usize, std::collections::HashMap<f16c_dialect::NodeId, f64>)>> {
+    let inputs = crate::read_npys(m, "inputs")?;
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    let index = crate::choose_function(module, m, file)?;
+    let options = precision::options(m, target)?;
+    let (candidates, _) = f16c_compiler::fix::sensitivity(&before.functions[index], &options, &[inputs]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Some((index, candidates.iter().map(|c| (c.id, c.sensitivity())).collect())))
+}
