@@ -3,7 +3,8 @@
 // RUN: %f16c compile %s --precision=fp32 --emit=kernels | FileCheck %s
 
 // The add of a broadcast bias, the clamp and the residual add that consume the matmul are its
-// epilogue: one kernel, no intermediate buffer. B (a constant) is row-major.
+// epilogue: one kernel, no intermediate buffer. B (a constant) is row-major. (The bias is not a
+// splat: canonicalize would shrink a splat to one value, read with col-stride 0.)
 // CHECK-LABEL: program @epilogue: 1 kernels
 // CHECK: k0_matmul: contraction matmul batch=1 m=4 n=16 k=8 acc=f32 result=f32 @ {{.*}}kernels.mlir:{{[0-9]+}}:{{[0-9]+}} (4 ops)
 // CHECK-NEXT:   a  b[[X:[0-9]+]] tensor<1x4x8xf32> row-stride=8
@@ -17,7 +18,7 @@
 func.func @epilogue(%x: tensor<1x4x8xf32>, %r: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
   %w = "tosa.const"() {values = dense<0.5> : tensor<1x8x16xf32>} : () -> tensor<1x8x16xf32>
   %z = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
-  %b = "tosa.const"() {values = dense<1.0> : tensor<1x1x16xf32>} : () -> tensor<1x1x16xf32>
+  %b = "tosa.const"() {values = dense<[[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]]]> : tensor<1x1x16xf32>} : () -> tensor<1x1x16xf32>
   %m = tosa.matmul %x, %w, %z, %z : (tensor<1x4x8xf32>, tensor<1x8x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x16xf32>
   %a = tosa.add %m, %b : (tensor<1x4x16xf32>, tensor<1x1x16xf32>) -> tensor<1x4x16xf32>
   %c = tosa.clamp %a {max_val = 6.0 : f32, min_val = 0.0 : f32} : (tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
