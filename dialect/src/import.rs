@@ -45,7 +45,10 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
     };
     let resources = resource_hex(text);
     screen(text, filename, &resources).map_err(fix_all)?;
-    match import(text, filename, &resources, decimal.blobs) {
+    // MLIR parses the text with each resource blob cut to its alignment header: f16c reads
+    // the bytes from `text` itself, so MLIR need not hold a copy of every weight.
+    let stubbed = without_blob_bytes(text, &resources);
+    match import(stubbed.as_deref().unwrap_or(text), filename, &resources, decimal.blobs) {
         Ok(mut module) => {
             if !columns.is_empty() {
                 for g in &mut module.functions {
@@ -85,8 +88,7 @@ fn import(text: &str, filename: &str, resources: &[(String, usize, &str)], decim
     if !top.verify() {
         return Err(session.take_diagnostics());
     }
-    let mut blobs = resource_blobs(resources);
-    blobs.extend(decimal_blobs);
+    let blobs = Blobs { decimal: decimal_blobs, hex: resources.iter().map(|(key, _, hex)| (key.as_str(), *hex)).collect() };
     let mut importer = Importer { blobs: &blobs, errors: Vec::new(), file: filename };
     let mut module = Module::default();
     if top.name().as_string_ref().as_str() != Ok("builtin.module") {
@@ -240,8 +242,27 @@ fn lookup(scopes: &mut [Scope], raw: usize) -> Option<NodeId> {
     Some(scopes[top].values[&raw])
 }
 
+/// The bytes constants read by key: decimal literals read before MLIR parsed the text, and the
+/// file's resource blobs, decoded from their hex only when a constant asks (so that a model's
+/// weights are not held a third time, as bytes, beside the text and the tensors).
+struct Blobs<'t> {
+    decimal: HashMap<String, Vec<u8>>,
+    hex: HashMap<&'t str, &'t str>,
+}
+
+impl Blobs<'_> {
+    /// The bytes of `key` (with MLIR's 4-byte alignment header).
+    fn get(&self, key: &str) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+        if let Some(b) = self.decimal.get(key) {
+            return Ok(std::borrow::Cow::Borrowed(b));
+        }
+        let hex = self.hex.get(key).ok_or_else(|| format!("resource '{key}' is not in the file's dialect_resources section"))?;
+        decode_hex(hex).map(std::borrow::Cow::Owned).ok_or_else(|| format!("resource '{key}' is not valid hex"))
+    }
+}
+
 struct Importer<'b> {
-    blobs: &'b HashMap<String, Vec<u8>>,
+    blobs: &'b Blobs<'b>,
     errors: Vec<Diagnostic>,
     file: &'b str,
 }
@@ -727,7 +748,7 @@ fn index_elements(attr: Attribute) -> Vec<i64> {
 }
 
 /// Reads a dense or dense_resource elements attribute into a tensor of type `ty`.
-fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec<u8>>) -> Result<Tensor, String> {
+fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &Blobs<'_>) -> Result<Tensor, String> {
     let n = ty.num_elements();
     let raw = attr.to_raw();
     // SAFETY: each call is guarded by the matching IsA check; positions are below the count.
@@ -755,9 +776,7 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
                 .and_then(|r| r.split_once('>'))
                 .map(|(k, _)| k.to_string())
                 .ok_or_else(|| format!("cannot read the resource key of {text}"))?;
-            let blob = blobs
-                .get(&key)
-                .ok_or_else(|| format!("resource '{key}' is not in the file's dialect_resources section"))?;
+            let blob = blobs.get(&key)?;
             let payload = blob.get(4..).ok_or_else(|| format!("resource '{key}' is shorter than its alignment header"))?;
             let data = Data::from_mlir_bytes(ty.dtype, payload)
                 .filter(|d| d.len() == n)
@@ -770,10 +789,6 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &HashMap<String, Vec
     Tensor::new(ty.shape.clone(), data).map_err(|e| e.to_string())
 }
 
-/// The bytes of each resource blob ([`resource_hex`]), by key.
-fn resource_blobs(resources: &[(String, usize, &str)]) -> HashMap<String, Vec<u8>> {
-    resources.iter().filter_map(|(key, _, hex)| Some((key.clone(), decode_hex(hex)?))).collect()
-}
 
 /// Decimal f32 constants with at least this many elements are read by [`read_decimal_weights`].
 pub const FAST_DECIMAL_ELEMENTS: usize = 256;
@@ -1110,6 +1125,30 @@ fn resource_hex(source: &str) -> Vec<(String, usize, &str)> {
     blobs
 }
 
+/// `text` with each resource blob's hex cut to its 4-byte alignment header, when the blobs are
+/// most of the text (`None` otherwise: the copy would cost more than MLIR's blobs). Only the
+/// trailing `dialect_resources` section changes, within its lines, so every op keeps its line
+/// and column.
+fn without_blob_bytes(text: &str, resources: &[(String, usize, &str)]) -> Option<String> {
+    const HEADER: usize = 8; // hex digits of the alignment header
+    let cut: usize = resources.iter().filter(|(_, _, h)| h.is_ascii()).map(|(_, _, h)| h.len().saturating_sub(HEADER)).sum();
+    if cut < text.len() / 2 {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() - cut);
+    let mut at = 0;
+    for (_, offset, hex) in resources {
+        if hex.len() <= HEADER || !hex.is_ascii() {
+            continue;
+        }
+        let keep = offset + 2 + HEADER; // "0x" and the header
+        out.push_str(&text[at..keep]);
+        at = offset + 2 + hex.len();
+    }
+    out.push_str(&text[at..]);
+    Some(out)
+}
+
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
     // On bytes: a non-ASCII character in the blob must not be sliced through.
     if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
@@ -1271,11 +1310,39 @@ mod tests {
         assert_eq!(parse_scalar_attr("-6 : i8"), Some(-6.0));
     }
 
+    /// A model whose weights are resource blobs (most of its text): MLIR parses the text with
+    /// the blobs cut to their headers, f16c reads the values from the original, and ops keep
+    /// their locations.
+    #[test]
+    fn resource_blobs_are_read_from_the_text_not_from_mlir() {
+        let values: Vec<f32> = (0..256).map(|i| i as f32 * 0.25 - 7.0).collect();
+        let hex: String = values.iter().flat_map(|v| v.to_le_bytes()).map(|b| format!("{b:02X}")).collect();
+        let src = format!(
+            "func.func @f(%x: tensor<256xf32>) -> tensor<256xf32> {{\n  %c = \"tosa.const\"() <{{values = dense_resource<w> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  return %a : tensor<256xf32>\n}}\n{{-#\n  dialect_resources: {{\n    builtin: {{\n      w: \"0x04000000{hex}\"\n    }}\n  }}\n#-}}\n"
+        );
+        let resources = resource_hex(&src);
+        let stubbed = without_blob_bytes(&src, &resources).expect("the blob is most of the text");
+        assert!(stubbed.len() < 400 && stubbed.contains("w: \"0x04000000\""), "{stubbed}");
+        let m = parse_module(&src, "w.mlir").unwrap();
+        let g = &m.functions[0];
+        let c = g.node_ids().find(|&id| matches!(g.op(id), Op::Const(_))).unwrap();
+        let Op::Const(t) = g.op(c) else { unreachable!() };
+        assert_eq!(t.to_f32_vec(), values);
+        let add = g.node_ids().find(|&id| matches!(g.op(id), Op::Binary(_))).unwrap();
+        assert_eq!(g.location(add).to_string(), "w.mlir:3:8");
+        // A blob of the wrong size is still reported, by f16c.
+        let short = src.replace(&hex[..16], "");
+        let e = parse_module(&short, "w.mlir").unwrap_err().to_string();
+        assert!(e.contains("resource 'w' holds 1016 bytes, but tensor<256xf32> needs 1024"), "{e}");
+    }
+
     #[test]
     fn resource_section_is_read() {
         let src = "module {}\n{-#\n  dialect_resources: {\n    builtin: {\n      a.b_1: \"0x040000000000803F\",\n      c: \"0x0400000001\"\n    }\n  }\n#-}\n";
-        let b = resource_blobs(&resource_hex(src));
-        assert_eq!(b["a.b_1"], vec![4, 0, 0, 0, 0, 0, 0x80, 0x3f]);
-        assert_eq!(b["c"], vec![4, 0, 0, 0, 1]);
+        let resources = resource_hex(src);
+        let b = Blobs { decimal: HashMap::new(), hex: resources.iter().map(|(k, _, h)| (k.as_str(), *h)).collect() };
+        assert_eq!(&*b.get("a.b_1").unwrap(), [4, 0, 0, 0, 0, 0, 0x80, 0x3f]);
+        assert_eq!(&*b.get("c").unwrap(), [4, 0, 0, 0, 1]);
+        assert!(b.get("d").unwrap_err().contains("resource 'd' is not in the file's dialect_resources section"));
     }
 }
