@@ -88,7 +88,7 @@ fn import(text: &str, filename: &str, resources: &[(String, usize, &str)], decim
     if !top.verify() {
         return Err(session.take_diagnostics());
     }
-    let blobs = Blobs { decimal: decimal_blobs, hex: resources.iter().map(|(key, _, hex)| (key.as_str(), *hex)).collect() };
+    let blobs = Blobs { decimal: std::cell::RefCell::new(decimal_blobs), hex: resources.iter().map(|(key, _, hex)| (key.as_str(), *hex)).collect() };
     let mut importer = Importer { blobs: &blobs, errors: Vec::new(), file: filename };
     let mut module = Module::default();
     if top.name().as_string_ref().as_str() != Ok("builtin.module") {
@@ -246,18 +246,21 @@ fn lookup(scopes: &mut [Scope], raw: usize) -> Option<NodeId> {
 /// file's resource blobs, decoded from their hex only when a constant asks (so that a model's
 /// weights are not held a third time, as bytes, beside the text and the tensors).
 struct Blobs<'t> {
-    decimal: HashMap<String, Vec<u8>>,
+    /// Literals read before MLIR parsed the text, each under a key only its own constant uses:
+    /// taken out when that constant is built, so the bytes and the tensors are not all held
+    /// at once.
+    decimal: std::cell::RefCell<HashMap<String, Vec<u8>>>,
     hex: HashMap<&'t str, &'t str>,
 }
 
 impl Blobs<'_> {
     /// The bytes of `key` (with MLIR's 4-byte alignment header).
-    fn get(&self, key: &str) -> Result<std::borrow::Cow<'_, [u8]>, String> {
-        if let Some(b) = self.decimal.get(key) {
-            return Ok(std::borrow::Cow::Borrowed(b));
+    fn get(&self, key: &str) -> Result<Vec<u8>, String> {
+        if let Some(b) = self.decimal.borrow_mut().remove(key) {
+            return Ok(b);
         }
         let hex = self.hex.get(key).ok_or_else(|| format!("resource '{key}' is not in the file's dialect_resources section"))?;
-        decode_hex(hex).map(std::borrow::Cow::Owned).ok_or_else(|| format!("resource '{key}' is not valid hex"))
+        decode_hex(hex).ok_or_else(|| format!("resource '{key}' is not valid hex"))
     }
 }
 
@@ -829,9 +832,12 @@ impl Columns {
 /// the shorter text moves are recorded, so that locations and diagnostics are mapped back to
 /// the source's (lines do not move: only single-line literals are read). Values round as MLIR's
 /// parser rounds them: decimal to the nearest f64, then to the nearest f32 (ties to even).
-/// Anything unusual (hex or special values, integers, a nesting that does not match the type,
-/// a value that overflows f32, a literal over several lines, text in a string or a comment) is
-/// left to MLIR, which reads it or reports it as before.
+/// Anything unusual (special values, integers, a nesting that does not match the type, a value
+/// that overflows f32, a literal over several lines, text in a string or a comment) is left to
+/// MLIR, which reads it or reports it as before. Large hex literals (`dense<"0x...">` of at
+/// least [`FAST_HEX_DIGITS`] digits, a float or i8..i64 tensor: how torch-mlir prints most
+/// weights) are taken the same way, their bytes decoded once into the blob, so that MLIR
+/// neither parses nor keeps a copy of them.
 fn read_decimal_weights(source: &str) -> DecimalWeights {
     const PREFIX: &str = "__f16c_decimal_";
     let none = || DecimalWeights { text: None, blobs: HashMap::new(), columns: Columns::default() };
@@ -841,7 +847,13 @@ fn read_decimal_weights(source: &str) -> DecimalWeights {
         return none();
     }
     let starts: Vec<usize> = memchr::memmem::find_iter(source.as_bytes(), b"dense<[").filter(|&i| !in_string_or_comment(source, i)).collect();
-    if starts.is_empty() {
+    // Large hex literals (`dense<"0x...">`, how torch-mlir prints most weights) become resource
+    // blobs as they are: MLIR's hex is the raw little-endian data a resource blob holds.
+    let hex: Vec<(usize, usize, Vec<u8>)> = memchr::memmem::find_iter(source.as_bytes(), b"dense<\"0x")
+        .filter(|&i| !in_string_or_comment(source, i))
+        .filter_map(|at| hex_literal(&source[at..]).map(|(len, blob)| (at, len, blob)))
+        .collect();
+    if starts.is_empty() && hex.is_empty() {
         return none();
     }
     // Literals are independent: up to four threads take them largest first (sized by the
@@ -851,7 +863,7 @@ fn read_decimal_weights(source: &str) -> DecimalWeights {
     let extent = |k: usize| starts.get(k + 1).copied().unwrap_or(source.len()) - starts[k];
     order.sort_by_key(|&k| std::cmp::Reverse(extent(k)));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut found: Vec<(usize, usize, Vec<f32>)> = std::thread::scope(|s| {
+    let mut found: Vec<(usize, usize, Vec<u8>)> = std::thread::scope(|s| {
         let (order, next, starts) = (&order, &next, &starts);
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -859,7 +871,12 @@ fn read_decimal_weights(source: &str) -> DecimalWeights {
                     let mut mine = Vec::new();
                     while let Some(&k) = order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
                         let at = starts[k];
-                        mine.extend(decimal_literal(&source[at..]).map(|(len, v)| (at, len, v)));
+                        mine.extend(decimal_literal(&source[at..]).map(|(len, v)| {
+                            let mut blob = Vec::with_capacity(4 + 4 * v.len());
+                            blob.extend([4, 0, 0, 0]);
+                            blob.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+                            (at, len, blob)
+                        }));
                     }
                     mine
                 })
@@ -867,12 +884,13 @@ fn read_decimal_weights(source: &str) -> DecimalWeights {
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("literal reader does not panic")).collect()
     });
+    found.extend(hex);
     found.sort_unstable_by_key(|&(at, _, _)| at);
     let mut text = String::with_capacity(source.len() / 4);
     let mut blobs = HashMap::new();
     let mut columns = Columns::default();
     let (mut done, mut line, mut line_start) = (0usize, 1u32, 0usize);
-    for (at, len, values) in found {
+    for (at, len, blob) in found {
         if source.as_bytes()[at..at + len].contains(&b'\n') {
             continue;
         }
@@ -892,9 +910,6 @@ fn read_decimal_weights(source: &str) -> DecimalWeights {
         let from = (at - line_start) as u32 + 1 - earlier + replacement.len() as u32;
         shifts.push((from, earlier + (len - replacement.len()) as u32));
         text.push_str(&replacement);
-        let mut blob = Vec::with_capacity(4 + 4 * values.len());
-        blob.extend([4, 0, 0, 0]);
-        blob.extend(values.iter().flat_map(|v| v.to_le_bytes()));
         blobs.insert(key, blob);
         done = at + len;
     }
@@ -925,6 +940,34 @@ fn in_string_or_comment(source: &str, at: usize) -> bool {
 /// `text` starts with `dense<[`: the length of `dense<[...]>` and its values when it is a
 /// decimal f32 literal of at least [`FAST_DECIMAL_ELEMENTS`] elements whose nesting matches the
 /// `tensor<...xf32>` type after it.
+/// Hex literals with at least this many digits are read by [`read_decimal_weights`] (a splat
+/// spelled in hex has one element's digits, at most 16: it stays with MLIR).
+pub const FAST_HEX_DIGITS: usize = 1024;
+
+/// A large hex literal at the start of `text` (`dense<"0x...">` followed by `: tensor<...xT>`
+/// with `T` a float or an integer wider than i1): its length in `text` and its bytes as a
+/// resource blob (the 4-byte alignment header, then the data).
+fn hex_literal(text: &str) -> Option<(usize, Vec<u8>)> {
+    let open = "dense<\"0x".len();
+    let digits = text[open..].find('"')?;
+    if digits < FAST_HEX_DIGITS {
+        return None;
+    }
+    let hex = &text[open..open + digits];
+    let len = text[open + digits..].strip_prefix("\">")?.len();
+    let len = text.len() - len;
+    let ty = skip_blank(&text[len..]).strip_prefix(':').map(skip_blank)?.strip_prefix("tensor<")?;
+    let (dims, _) = ty.split_once('>')?;
+    let element = dims.rsplit('x').next()?;
+    if !matches!(element, "f32" | "f16" | "bf16" | "f64" | "i8" | "i16" | "i32" | "i64") {
+        return None;
+    }
+    let mut blob = Vec::with_capacity(4 + digits / 2);
+    blob.extend([4, 0, 0, 0]);
+    blob.extend(decode_hex(hex)?);
+    Some((len, blob))
+}
+
 fn decimal_literal(text: &str) -> Option<(usize, Vec<f32>)> {
     let open = "dense<".len();
     let (len, values, shape) = decimal_list(&text[open..])?;
@@ -1336,11 +1379,34 @@ mod tests {
         assert!(e.contains("resource 'w' holds 1016 bytes, but tensor<256xf32> needs 1024"), "{e}");
     }
 
+    /// Large hex literals are read here (MLIR sees a resource reference); their values, the
+    /// locations after them on the same line, and the literals MLIR still reads (a splat, i1).
+    #[test]
+    fn large_hex_literals_are_read_here() {
+        let values: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let hex: String = values.iter().flat_map(|v| v.to_le_bytes()).map(|b| format!("{b:02X}")).collect();
+        let src = format!(
+            "func.func @f(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<4xi1>) {{\n  %c = \"tosa.const\"() <{{values = dense<\"0x{hex}\"> : tensor<256xf32>}}> : () -> tensor<256xf32> loc(\"w\")\n  %s = \"tosa.const\"() <{{values = dense<\"0x0000803F\"> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %b = \"tosa.const\"() <{{values = dense<[true, false, true, true]> : tensor<4xi1>}}> : () -> tensor<4xi1>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  %m = tosa.mul %a, %s, %z : (tensor<256xf32>, tensor<256xf32>, tensor<1xi8>) -> tensor<256xf32>\n  return %m, %b : tensor<256xf32>, tensor<4xi1>\n}}\n"
+        )
+        .replace("%z :", "%zp :")
+        .replace("  %a = tosa.add", "  %zp = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n  %a = tosa.add");
+        let read = read_decimal_weights(&src);
+        let text = read.text.expect("the literal is read here");
+        assert!(text.contains("dense_resource<__f16c_decimal_0>") && text.contains("dense<\"0x0000803F\">"), "{text}");
+        let m = parse_module(&src, "h.mlir").unwrap();
+        let g = &m.functions[0];
+        let consts: Vec<Vec<f32>> = g.node_ids().filter_map(|id| if let Op::Const(t) = g.op(id) { Some(t.to_f32_vec()) } else { None }).collect();
+        assert!(consts.contains(&values), "the hex weights");
+        assert!(consts.contains(&vec![1.0; 256]), "the hex splat, read by MLIR");
+        let c = g.node_ids().find(|&id| matches!(g.op(id), Op::Const(t) if t.len() == 256 && t.to_f32_vec() == values)).unwrap();
+        assert_eq!(g.location(c).name.as_deref(), Some("w"));
+    }
+
     #[test]
     fn resource_section_is_read() {
         let src = "module {}\n{-#\n  dialect_resources: {\n    builtin: {\n      a.b_1: \"0x040000000000803F\",\n      c: \"0x0400000001\"\n    }\n  }\n#-}\n";
         let resources = resource_hex(src);
-        let b = Blobs { decimal: HashMap::new(), hex: resources.iter().map(|(k, _, h)| (k.as_str(), *h)).collect() };
+        let b = Blobs { decimal: Default::default(), hex: resources.iter().map(|(k, _, h)| (k.as_str(), *h)).collect() };
         assert_eq!(&*b.get("a.b_1").unwrap(), [4, 0, 0, 0, 0, 0, 0x80, 0x3f]);
         assert_eq!(&*b.get("c").unwrap(), [4, 0, 0, 0, 1]);
         assert!(b.get("d").unwrap_err().contains("resource 'd' is not in the file's dialect_resources section"));
