@@ -1353,13 +1353,19 @@ mod tests {
         assert_eq!(parse_scalar_attr("-6 : i8"), Some(-6.0));
     }
 
+    /// 256 f32 values `i * step + offset` and their little-endian bytes in hex.
+    fn ramp_hex(step: f32, offset: f32) -> (Vec<f32>, String) {
+        let values: Vec<f32> = (0..256).map(|i| i as f32 * step + offset).collect();
+        let hex = values.iter().flat_map(|v| v.to_le_bytes()).map(|b| format!("{b:02X}")).collect();
+        (values, hex)
+    }
+
     /// A model whose weights are resource blobs (most of its text): MLIR parses the text with
     /// the blobs cut to their headers, f16c reads the values from the original, and ops keep
     /// their locations.
     #[test]
     fn resource_blobs_are_read_from_the_text_not_from_mlir() {
-        let values: Vec<f32> = (0..256).map(|i| i as f32 * 0.25 - 7.0).collect();
-        let hex: String = values.iter().flat_map(|v| v.to_le_bytes()).map(|b| format!("{b:02X}")).collect();
+        let (values, hex) = ramp_hex(0.25, -7.0);
         let src = format!(
             "func.func @f(%x: tensor<256xf32>) -> tensor<256xf32> {{\n  %c = \"tosa.const\"() <{{values = dense_resource<w> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  return %a : tensor<256xf32>\n}}\n{{-#\n  dialect_resources: {{\n    builtin: {{\n      w: \"0x04000000{hex}\"\n    }}\n  }}\n#-}}\n"
         );
@@ -1379,17 +1385,14 @@ mod tests {
         assert!(e.contains("resource 'w' holds 1016 bytes, but tensor<256xf32> needs 1024"), "{e}");
     }
 
-    /// Large hex literals are read here (MLIR sees a resource reference); their values, the
-    /// locations after them on the same line, and the literals MLIR still reads (a splat, i1).
+    /// Large hex literals are read here (MLIR sees a resource reference): their values and
+    /// location, and the literals MLIR still reads (a hex splat, an i1 list).
     #[test]
     fn large_hex_literals_are_read_here() {
-        let values: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 - 3.0).collect();
-        let hex: String = values.iter().flat_map(|v| v.to_le_bytes()).map(|b| format!("{b:02X}")).collect();
+        let (values, hex) = ramp_hex(0.5, -3.0);
         let src = format!(
-            "func.func @f(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<4xi1>) {{\n  %c = \"tosa.const\"() <{{values = dense<\"0x{hex}\"> : tensor<256xf32>}}> : () -> tensor<256xf32> loc(\"w\")\n  %s = \"tosa.const\"() <{{values = dense<\"0x0000803F\"> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %b = \"tosa.const\"() <{{values = dense<[true, false, true, true]> : tensor<4xi1>}}> : () -> tensor<4xi1>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  %m = tosa.mul %a, %s, %z : (tensor<256xf32>, tensor<256xf32>, tensor<1xi8>) -> tensor<256xf32>\n  return %m, %b : tensor<256xf32>, tensor<4xi1>\n}}\n"
-        )
-        .replace("%z :", "%zp :")
-        .replace("  %a = tosa.add", "  %zp = \"tosa.const\"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>\n  %a = tosa.add");
+            "func.func @f(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<4xi1>) {{\n  %c = \"tosa.const\"() <{{values = dense<\"0x{hex}\"> : tensor<256xf32>}}> : () -> tensor<256xf32> loc(\"w\")\n  %s = \"tosa.const\"() <{{values = dense<\"0x0000803F\"> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %b = \"tosa.const\"() <{{values = dense<[true, false, true, true]> : tensor<4xi1>}}> : () -> tensor<4xi1>\n  %zp = \"tosa.const\"() <{{values = dense<0> : tensor<1xi8>}}> : () -> tensor<1xi8>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  %m = tosa.mul %a, %s, %zp : (tensor<256xf32>, tensor<256xf32>, tensor<1xi8>) -> tensor<256xf32>\n  return %m, %b : tensor<256xf32>, tensor<4xi1>\n}}\n"
+        );
         let read = read_decimal_weights(&src);
         let text = read.text.expect("the literal is read here");
         assert!(text.contains("dense_resource<__f16c_decimal_0>") && text.contains("dense<\"0x0000803F\">"), "{text}");
