@@ -250,7 +250,7 @@ fn diags(m: String) -> Diagnostics {
 
 /// The low type an op of a mixed graph computes in, if it computes in one.
 fn low_dtype(g: &Graph, id: NodeId) -> Option<DType> {
-    compute_dtype(g, id).filter(|d| matches!(d, DType::F16 | DType::BF16))
+    compute_dtype(g, id).filter(|d| d.is_low_float())
 }
 
 /// Searches for the fewest ops to keep in f32 (see the module comment). `before` is the f32
@@ -270,10 +270,7 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
 
     // 3. Rounds of bisection over the sensitivity order (see the module comment).
     let runs = std::cell::Cell::new(0usize);
-    let policy_for = |set: &[usize]| {
-        let chosen: Vec<Candidate> = set.iter().map(|&i| candidates[i].clone()).collect();
-        policy_for_prefix(&base, &chosen, metric, tolerance)
-    };
+    let policy_for = |set: &[usize]| policy_keeping(&base, set.iter().map(|&i| &candidates[i]), metric, tolerance);
     let probe = |set: &[usize]| -> Result<Probe, FixError> {
         let g = mixed_graph(before, &policy_for(set), options).map_err(failed)?;
         let got = run(&g, samples).map_err(FixError::Failed)?;
@@ -341,7 +338,7 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
     let candidates: Vec<Candidate> = order.iter().map(|&i| slots[i].take().expect("a permutation")).collect();
     let kept = kept.len();
     let (errors, final_graph) = (best.errors, best.graph);
-    let policy = policy_for_prefix(&base, &candidates[..kept], metric, tolerance);
+    let policy = policy_keeping(&base, &candidates[..kept], metric, tolerance);
     // The ops low in the final model, and their FLOPs.
     let float_ops: Vec<NodeId> = final_graph
         .node_ids()
@@ -350,10 +347,9 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
         .collect();
     let low: Vec<NodeId> = float_ops.iter().copied().filter(|&id| low_dtype(&final_graph, id).is_some()).collect();
     let fl = |ids: &[NodeId]| ids.iter().map(|&id| flops(before, id)).sum::<u64>();
-    let contraction = |id: &NodeId| matches!(before.op(*id), Op::MatMul | Op::Conv2d(_) | Op::Conv3d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_));
-    let contractions: Vec<NodeId> = float_ops.iter().copied().filter(contraction).collect();
+    let contractions: Vec<NodeId> = float_ops.iter().copied().filter(|&id| before.op(id).is_contraction()).collect();
     let f32_contractions: Vec<NodeId> = contractions.iter().copied().filter(|&id| low_dtype(&final_graph, id).is_none()).collect();
-    let weights = |g: &Graph| g.node_ids().map(|id| if let Op::Const(t) = g.op(id) { if t.dtype().is_float() { t.byte_size() } else { 0 } } else { 0 }).sum::<usize>();
+    let weights = |g: &Graph| g.node_ids().map(|id| crate::report::const_bytes(g, id)).sum::<usize>();
     Ok(Fix {
         low_ops: (low.len(), float_ops.len()),
         low_flops: (fl(&low), fl(&float_ops)),
@@ -441,7 +437,6 @@ pub fn sensitivity(before: &Graph, options: &driver::Options, samples: &[Vec<Ten
     // Most sensitive first; ties (exact ops) keep graph order.
     candidates.sort_by(|a, b| b.sensitivity().total_cmp(&a.sensitivity()));
     Ok((candidates, base))
-
 }
 
 /// One confirming run: whether it met the tolerance, its errors, the graph it ran.
@@ -452,9 +447,9 @@ struct Probe {
 }
 
 /// `base` with an `[[op]]` table keeping each of `kept` in f32.
-fn policy_for_prefix(base: &Policy, kept: &[Candidate], metric: Metric, tolerance: f64) -> Policy {
+fn policy_keeping<'c>(base: &Policy, kept: impl IntoIterator<Item = &'c Candidate>, metric: Metric, tolerance: f64) -> Policy {
     let mut p = base.clone();
-    p.ops.extend(kept.iter().map(|c| {
+    p.ops.extend(kept.into_iter().map(|c| {
         let why = if c.local.is_infinite() {
             "goes non-finite in the low type where f32 is finite".to_string()
         } else {
@@ -473,14 +468,18 @@ fn local_error(g: &Graph, id: NodeId, low: DType, values: &HashMap<NodeId, Tenso
     let Some(want) = values.get(&id) else { return 0.0 };
     let mut operands = Vec::new();
     for o in g.operands(id) {
-        match g.op(o) {
-            Op::ConstShape(s) => operands.push(Value::Shape(s.clone())),
-            Op::Const(t) => operands.push(Value::Tensor(if t.dtype() == DType::F32 { cast(t, low) } else { t.clone() })),
+        let t = match g.op(o) {
+            Op::ConstShape(s) => {
+                operands.push(Value::Shape(s.clone()));
+                continue;
+            }
+            Op::Const(t) => t,
             _ => match values.get(&o) {
-                Some(t) => operands.push(Value::Tensor(if t.dtype() == DType::F32 { cast(t, low) } else { t.clone() })),
+                Some(t) => t,
                 None => return 0.0,
             },
-        }
+        };
+        operands.push(Value::Tensor(if t.dtype() == DType::F32 { cast(t, low) } else { t.clone() }));
     }
     let ty = match g.ty(id) {
         ValueType::Tensor(t) if t.dtype == DType::F32 => ValueType::Tensor(TensorType::new(low, t.shape.clone())),

@@ -74,7 +74,8 @@ fn is_original(before: &Graph, after: &Graph, id: NodeId) -> bool {
     before.contains(id) && before.op(id) == after.op(id) && before.operands(id) == after.operands(id)
 }
 
-fn const_bytes(g: &Graph, id: NodeId) -> usize {
+/// Bytes of `id` when it is a float constant (a weight), else 0.
+pub(crate) fn const_bytes(g: &Graph, id: NodeId) -> usize {
     match g.op(id) {
         Op::Const(t) if t.dtype().is_float() => t.byte_size(),
         _ => 0,
@@ -132,8 +133,9 @@ impl Report {
 
     /// Fills the sensitivity column from `f16c_compiler::fix::sensitivity`'s numbers, by op.
     pub fn set_sensitivity(&mut self, sensitivity: &std::collections::HashMap<NodeId, f64>) {
+        let by_id: std::collections::HashMap<String, f64> = sensitivity.iter().map(|(id, &s)| (id.to_string(), s)).collect();
         for r in &mut self.rows {
-            r.sensitivity = sensitivity.iter().find(|(id, _)| id.to_string() == r.id).map(|(_, s)| format!("{s:.2e}"));
+            r.sensitivity = by_id.get(&r.id).map(|s| format!("{s:.2e}"));
         }
     }
 

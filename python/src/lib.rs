@@ -104,15 +104,28 @@ fn spec(t: &TensorType) -> (Vec<usize>, String) {
 /// One input as the Python side passes it: its position, element type, shape and bytes.
 type RawInput = (String, Vec<usize>, Vec<u8>);
 
+/// An array as the Python side passes it: element type, shape, a byte view.
+type PyInput = (String, Vec<usize>, PyBuffer<u8>);
+
+/// The arrays' bytes copied out of Python (done holding the GIL, before the work that
+/// releases it).
+fn copied(py: Python<'_>, inputs: Vec<PyInput>) -> PyResult<Vec<RawInput>> {
+    inputs.into_iter().map(|(d, s, b)| Ok((d, s, b.to_vec(py)?))).collect()
+}
+
+/// One raw input as a tensor; `what` names it in errors (`input #0 of '@forward'`).
+fn raw_tensor(what: &str, (name, shape, bytes): RawInput) -> Result<Tensor, Failure> {
+    let data = Data::from_le_bytes(dtype(&name)?, &bytes).ok_or_else(|| Failure::Input(format!("{what}: {} bytes do not hold {name} elements", bytes.len())))?;
+    Tensor::new(shape, data).map_err(|e| Failure::Input(format!("{what}: {e}")))
+}
+
 /// Tensors from the Python side's raw inputs, each fitted to its argument (an f32 array for an
 /// f16 or bf16 argument is rounded to nearest even, as `f16c run` does with `.npy` files) and
 /// checked against the arguments, with errors naming the argument.
 fn tensors(function: &str, raw: Vec<RawInput>, want: &[TensorType]) -> Result<Vec<Tensor>, Failure> {
     let mut out = Vec::with_capacity(raw.len());
-    for (k, (name, shape, bytes)) in raw.into_iter().enumerate() {
-        let dt = dtype(&name)?;
-        let data = Data::from_le_bytes(dt, &bytes).ok_or_else(|| Failure::Input(format!("input #{k} of '@{function}': {} bytes do not hold {name} elements", bytes.len())))?;
-        let t = Tensor::new(shape, data).map_err(|e| Failure::Input(format!("input #{k} of '@{function}': {e}")))?;
+    for (k, input) in raw.into_iter().enumerate() {
+        let t = raw_tensor(&format!("input #{k} of '@{function}'"), input)?;
         out.push(match want.get(k) {
             Some(w) => f16c_runtime::npy::fit(t, w),
             None => t,
@@ -160,23 +173,29 @@ struct Model {
     report: Option<(String, String)>,
 }
 
+impl Model {
+    /// Runs checked, fitted inputs on whatever runs this model.
+    fn run_tensors(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, Failure> {
+        Ok(match &self.body {
+            Body::Jit { model, .. } => model.run(inputs).map_err(|e| match e {
+                f16c_jit::JitError::Run(r) => Failure::from(r),
+                e => Failure::Run(e.to_string()),
+            })?,
+            Body::Loaded { model, .. } => model.run(inputs)?,
+            Body::Reference(g) => f16c_dialect::reference::run(g, inputs).map_err(|e| Failure::Run(e.to_string()))?,
+            Body::Elsewhere { why, .. } => return Err(Failure::Run(why.clone())),
+        })
+    }
+}
+
 #[pymethods]
 impl Model {
     /// Runs the model on raw inputs; returns raw outputs.
-    fn run<'py>(&self, py: Python<'py>, inputs: Vec<(String, Vec<usize>, PyBuffer<u8>)>) -> PyResult<Vec<(String, Vec<usize>, Bound<'py, PyByteArray>)>> {
-        let raw: Vec<RawInput> = inputs.into_iter().map(|(d, s, b)| Ok((d, s, b.to_vec(py)?))).collect::<PyResult<_>>()?;
+    fn run<'py>(&self, py: Python<'py>, inputs: Vec<PyInput>) -> PyResult<Vec<(String, Vec<usize>, Bound<'py, PyByteArray>)>> {
+        let raw = copied(py, inputs)?;
         let outputs = detached(py, || {
             let inputs = tensors(&self.function, raw, &self.inputs)?;
-            let outputs = match &self.body {
-                Body::Jit { model, .. } => model.run(&inputs).map_err(|e| match e {
-                    f16c_jit::JitError::Run(r) => Failure::from(r),
-                    e => Failure::Run(e.to_string()),
-                })?,
-                Body::Loaded { model, .. } => model.run(&inputs)?,
-                Body::Reference(g) => f16c_dialect::reference::run(g, &inputs).map_err(|e| Failure::Run(e.to_string()))?,
-                Body::Elsewhere { why, .. } => return Err(Failure::Run(why.clone())),
-            };
-            Ok(outputs.into_iter().map(raw_output).collect::<Vec<_>>())
+            Ok(self.run_tensors(&inputs)?.into_iter().map(raw_output).collect::<Vec<_>>())
         })?;
         Ok(outputs.into_iter().map(|(d, s, b)| (d, s, PyByteArray::new(py, &b))).collect())
     }
@@ -184,18 +203,17 @@ impl Model {
     /// Median seconds of one run over `n` runs on these inputs, timed inside Rust: the host
     /// API with no Python in the loop (the inputs converted once, before timing). The baseline
     /// `scripts/bench_python.py` subtracts from a Python call's time.
-    fn time_native(&self, py: Python<'_>, inputs: Vec<(String, Vec<usize>, PyBuffer<u8>)>, n: usize) -> PyResult<f64> {
-        let raw: Vec<RawInput> = inputs.into_iter().map(|(d, s, b)| Ok((d, s, b.to_vec(py)?))).collect::<PyResult<_>>()?;
+    fn time_native(&self, py: Python<'_>, inputs: Vec<PyInput>, n: usize) -> PyResult<f64> {
+        let raw = copied(py, inputs)?;
         detached(py, || {
+            if !matches!(self.body, Body::Jit { .. } | Body::Loaded { .. }) {
+                return Err(Failure::Usage("time_native times x86-64 models (JIT or artifact)".into()));
+            }
             let inputs = tensors(&self.function, raw, &self.inputs)?;
             let mut times = Vec::with_capacity(n.max(1));
             for _ in 0..n.max(1) {
                 let t = std::time::Instant::now();
-                match &self.body {
-                    Body::Jit { model, .. } => drop(model.run(&inputs).map_err(|e| Failure::Run(e.to_string()))?),
-                    Body::Loaded { model, .. } => drop(model.run(&inputs)?),
-                    _ => return Err(Failure::Usage("time_native times x86-64 models (JIT or artifact)".into())),
-                }
+                drop(self.run_tensors(&inputs)?);
                 times.push(t.elapsed().as_secs_f64());
             }
             times.sort_by(f64::total_cmp);
@@ -316,20 +334,14 @@ fn prepare(source: &str, file: &str, options: &driver::Options, calibration: &[T
 
 /// Calibration tensors from raw arrays (no argument types to fit them to).
 fn calibration(raw: Vec<RawInput>) -> Result<Vec<Tensor>, Failure> {
-    raw.into_iter()
-        .enumerate()
-        .map(|(k, (name, shape, bytes))| {
-            let data = Data::from_le_bytes(dtype(&name)?, &bytes).ok_or_else(|| Failure::Input(format!("calibration input #{k}: bytes do not hold {name} elements")))?;
-            Tensor::new(shape, data).map_err(|e| Failure::Input(format!("calibration input #{k}: {e}")))
-        })
-        .collect()
+    raw.into_iter().enumerate().map(|(k, input)| raw_tensor(&format!("calibration input #{k}"), input)).collect()
 }
 
 /// Compiles MLIR text; the Python side reads files.
 #[pyfunction]
 #[pyo3(signature = (source, file, options, calibrate))]
-fn compile(py: Python<'_>, source: String, file: String, options: Options, calibrate: Vec<(String, Vec<usize>, PyBuffer<u8>)>) -> PyResult<Model> {
-    let calibrate: Vec<RawInput> = calibrate.into_iter().map(|(d, s, b)| Ok((d, s, b.to_vec(py)?))).collect::<PyResult<_>>()?;
+fn compile(py: Python<'_>, source: String, file: String, options: Options, calibrate: Vec<PyInput>) -> PyResult<Model> {
+    let calibrate = copied(py, calibrate)?;
     detached(py, move || {
         let o = driver_options(&options)?;
         let threads = options.threads.unwrap_or_else(f16c_jit::default_threads);
@@ -398,9 +410,8 @@ fn load(py: Python<'_>, path: PathBuf, threads: Option<usize>) -> PyResult<Model
 /// text among it.
 #[pyfunction]
 #[pyo3(signature = (source, file, options, samples, tolerance, metric))]
-fn fix(py: Python<'_>, source: String, file: String, options: Options, samples: Vec<Vec<(String, Vec<usize>, PyBuffer<u8>)>>, tolerance: f64, metric: String) -> PyResult<String> {
-    let samples: Vec<Vec<RawInput>> =
-        samples.into_iter().map(|set| set.into_iter().map(|(d, s, b)| Ok((d, s, b.to_vec(py)?))).collect::<PyResult<Vec<_>>>()).collect::<PyResult<_>>()?;
+fn fix(py: Python<'_>, source: String, file: String, options: Options, samples: Vec<Vec<PyInput>>, tolerance: f64, metric: String) -> PyResult<String> {
+    let samples: Vec<Vec<RawInput>> = samples.into_iter().map(|set| copied(py, set)).collect::<PyResult<_>>()?;
     detached(py, move || {
         use f16c_compiler::fix::{self, Metric};
         let metric = Metric::parse(&metric).ok_or_else(|| Failure::Usage(format!("metric='{metric}': one of {}", Metric::NAMES.join(", "))))?;
@@ -439,8 +450,8 @@ fn fix(py: Python<'_>, source: String, file: String, options: Options, samples: 
 /// `f16c check`: the per-op error of the mixed-precision graph against f32 on `inputs`, as JSON.
 #[pyfunction]
 #[pyo3(signature = (source, file, options, inputs, tolerance))]
-fn check(py: Python<'_>, source: String, file: String, options: Options, inputs: Vec<(String, Vec<usize>, PyBuffer<u8>)>, tolerance: f64) -> PyResult<String> {
-    let raw: Vec<RawInput> = inputs.into_iter().map(|(d, s, b)| Ok((d, s, b.to_vec(py)?))).collect::<PyResult<_>>()?;
+fn check(py: Python<'_>, source: String, file: String, options: Options, inputs: Vec<PyInput>, tolerance: f64) -> PyResult<String> {
+    let raw = copied(py, inputs)?;
     detached(py, move || {
         if !tolerance.is_finite() || tolerance < 0.0 {
             return Err(Failure::Usage(format!("tolerance={tolerance}: the tolerance must be a finite number >= 0")));

@@ -23,17 +23,17 @@ pub fn die_quietly_on_closed_pipe() {
 /// Writes `text` to standard output and flushes it; a failure is an error naming standard
 /// output.
 pub fn print(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|_| out.flush()).map_err(|e| RuntimeError::Output(format!("cannot write to standard output: {e}")))
+    write(&[text.as_bytes()])
 }
 
 /// [`print`] with a newline after `text`.
 pub fn println(text: &str) -> Result<()> {
+    write(&[text.as_bytes(), b"\n"])
+}
+
+fn write(parts: &[&[u8]]) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.write_all(b"\n"))
-        .and_then(|_| out.flush())
-        .map_err(|e| RuntimeError::Output(format!("cannot write to standard output: {e}")))
+    parts.iter().try_for_each(|p| out.write_all(p)).and_then(|_| out.flush()).map_err(|e| RuntimeError::Output(format!("cannot write to standard output: {e}")))
 }
 
 /// `println!` that returns the runtime's error instead of panicking: `outln!("{x}")?`.
