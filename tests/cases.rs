@@ -89,6 +89,17 @@ pub fn elementwise_graph(op: &Op, d: DType, n: usize, broadcast: usize) -> Graph
     g
 }
 
+/// `[batch, m, k] × [batch, k, n]` in `dtype`, both operands arguments.
+pub fn matmul_graph(batch: usize, m: usize, k: usize, n: usize, dtype: DType) -> Graph {
+    let mut g = Graph::new("matmul");
+    let a = g.add_input(TensorType::new(dtype, [batch, m, k]), loc());
+    let b = g.add_input(TensorType::new(dtype, [batch, k, n]), loc());
+    let (z1, z2) = (zero(&mut g, dtype), zero(&mut g, dtype));
+    let o = g.add_node(Op::MatMul, tensor_ty(dtype, &[batch, m, n]), &[a, b, z1, z2], loc());
+    g.add_output(o);
+    g
+}
+
 pub fn conv_graph(op: &str, d: DType, n: usize, c: usize, o: usize, fused: bool) -> (Graph, usize) {
     let mut rng = Rng((n * 31 + c) as u64);
     let mut g = Graph::new(op);

@@ -11,7 +11,7 @@ use f16c_compiler::policy::Precision;
 use f16c_compiler::target::Target;
 use f16c_dialect::import::parse_file;
 use f16c_dialect::{reference, DType, Graph, Location, Op, Tensor, TensorType, ValueType};
-use f16c_tests::cases::{contraction_tolerance, parity_cases, Tolerance};
+use f16c_tests::cases::{contraction_tolerance, matmul_graph, parity_cases, Tolerance};
 use f16c_tests::{model_path, MODELS};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -48,6 +48,22 @@ fn main() -> anyhow::Result<()> {
         };
         cases.push(write_case(&dir, &case.name, &case.graph, &case.inputs, target, check)?);
     }
+    // Matmuls large enough for the 128 × 128 tensor-core tile (`wmma::Tile::LARGE`), ragged in
+    // rows and columns, and one staged element by element (the 64 × 64 tile): their operands
+    // and results are megabytes of random bits, so gpu-run.py makes the inputs there and takes
+    // PyTorch's f32 matmul of the same low-precision inputs as the reference.
+    let mut generated = Vec::new();
+    for (name, batch, m, k, n, dtype) in [
+        ("tile_large_matmul_f16", 1, 2100, 104, 2056, DType::F16),
+        ("tile_large_matmul_bf16_batch2", 2, 1500, 72, 1504, DType::BF16),
+        ("tile_small_matmul_f16_unaligned", 1, 2100, 100, 2050, DType::F16),
+    ] {
+        let g = matmul_graph(batch, m, k, n, dtype);
+        let artifact = driver::artifact(&g, target).map_err(|d| anyhow::anyhow!("{name}: {d}"))?;
+        std::fs::write(dir.join(format!("{name}.f16c")), artifact.to_bytes())?;
+        generated.push(json!({"name": name, "artifact": format!("cases/{name}.f16c"), "batch": batch, "m": m, "k": k, "n": n,
+            "dtype": dtype.to_string(), "max": contraction_tolerance(k, true)}));
+    }
     let mut models = Vec::new();
     for name in MODELS {
         let input = f16c_runtime::npy::read(&model_path(&format!("{name}.input.npy")))?;
@@ -68,7 +84,7 @@ fn main() -> anyhow::Result<()> {
         std::fs::write(dir.join(&file), artifact.to_bytes())?;
         gemm.push(json!({"n": n, "artifact": format!("cases/{file}")}));
     }
-    let doc = json!({"target": target.to_string(), "cases": cases, "models": models, "gemm": gemm});
+    let doc = json!({"target": target.to_string(), "cases": cases, "generated": generated, "models": models, "gemm": gemm});
     std::fs::write(out.join("cases.json"), serde_json::to_string_pretty(&doc)?)?;
     f16c_runtime::outln!("f16c-gpu-cases: {} parity cases, {} model runs and {} GEMMs for {target} in {}", cases.len(), models.len(), gemm.len(), out.display())?;
     Ok(())

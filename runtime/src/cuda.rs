@@ -88,6 +88,9 @@ pub struct GpuExecutor {
     outputs: Vec<(usize, TensorType)>,
     device_name: String,
     state: Mutex<State>,
+    /// With `F16C_PROFILE` set: per kernel, the seconds its launches took (CUDA events between
+    /// consecutive launches) and how many runs there were; printed on drop, as on the CPU.
+    profile: Option<Mutex<(Vec<f64>, usize)>>,
 }
 
 struct State {
@@ -177,7 +180,8 @@ impl GpuExecutor {
         let inputs = m.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = m.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
         let Artifact { manifest, .. } = artifact;
-        Ok(GpuExecutor { manifest, inputs, outputs, device_name, state: Mutex::new(State { dev, ctx, module, functions, constants }) })
+        let profile = std::env::var_os("F16C_PROFILE").map(|_| Mutex::new((vec![0.0; manifest.kernels.len()], 0)));
+        Ok(GpuExecutor { manifest, inputs, outputs, device_name, state: Mutex::new(State { dev, ctx, module, functions, constants }), profile })
     }
 
     /// The manifest.
@@ -234,7 +238,12 @@ impl GpuExecutor {
         let events = Events::new()?;
         // SAFETY: valid events, recorded on the default stream.
         check(unsafe { sys::cuEventRecord(events.0, std::ptr::null_mut()) }, "recording an event")?;
-        for step in &m.steps {
+        // Profiling: one more event after each launch.
+        let step_events = match self.profile {
+            Some(_) => m.steps.iter().map(|_| Events::new()).collect::<Result<Vec<_>>>()?,
+            None => Vec::new(),
+        };
+        for (i, step) in m.steps.iter().enumerate() {
             let l = step.launch.expect("validated: GPU steps have a launch");
             let (mut a0, mut a1) = (bufs.0, status.0);
             let mut params = [&mut a0 as *mut u64 as *mut c_void, &mut a1 as *mut u64 as *mut c_void];
@@ -258,6 +267,10 @@ impl GpuExecutor {
                 )
             };
             check(r, &format!("launching '{}'", m.symbols[step.function]))?;
+            if let Some(e) = step_events.get(i) {
+                // SAFETY: a valid event on the default stream.
+                check(unsafe { sys::cuEventRecord(e.0, std::ptr::null_mut()) }, "recording an event")?;
+            }
         }
         // SAFETY: valid events on the default stream.
         check(unsafe { sys::cuEventRecord(events.1, std::ptr::null_mut()) }, "recording an event")?;
@@ -266,6 +279,18 @@ impl GpuExecutor {
         let mut ms = 0f32;
         // SAFETY: both events were recorded and have completed.
         check(unsafe { sys::cuEventElapsedTime(&mut ms, events.0, events.1) }, "timing the kernels")?;
+        if let Some(profile) = &self.profile {
+            let mut p = profile.lock().unwrap_or_else(|e| e.into_inner());
+            let mut before = events.0;
+            for (step, e) in m.steps.iter().zip(&step_events) {
+                let mut t = 0f32;
+                // SAFETY: both events were recorded and have completed.
+                check(unsafe { sys::cuEventElapsedTime(&mut t, before, e.0) }, "timing a kernel")?;
+                p.0[step.kernel] += t as f64 * 1e-3;
+                before = e.0;
+            }
+            p.1 += 1;
+        }
         let codes = download_at(status.0, 4 * m.kernels.len())?;
         for (k, c) in codes.chunks_exact(4).enumerate() {
             let code = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -320,6 +345,10 @@ fn download_at(p: sys::CUdeviceptr, bytes: usize) -> Result<Vec<u8>> {
 
 impl Drop for GpuExecutor {
     fn drop(&mut self) {
+        if let Some(profile) = self.profile.take() {
+            let (seconds, runs) = profile.into_inner().unwrap_or_else(|e| e.into_inner());
+            crate::exec::print_profile(&self.manifest, &seconds, runs);
+        }
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         // SAFETY: bind the context so that the weights are freed in it; then the module and our
         // reference to the primary context are released, once.

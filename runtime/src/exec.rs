@@ -427,18 +427,25 @@ impl Drop for Executor {
     fn drop(&mut self) {
         let Some(profile) = self.profile.take() else { return };
         let (totals, runs) = profile.into_inner().unwrap_or_else(|e| e.into_inner());
-        if runs == 0 {
-            return;
-        }
-        let all: std::time::Duration = totals.iter().sum();
-        let mut order: Vec<usize> = (0..totals.len()).collect();
-        order.sort_by_key(|&k| std::cmp::Reverse(totals[k]));
-        eprintln!("f16c profile of @{}: {runs} runs, {:.3} ms per run in kernels", self.manifest.function, all.as_secs_f64() * 1e3 / runs as f64);
-        for k in order.into_iter().take_while(|&k| !totals[k].is_zero()) {
-            let info = &self.manifest.kernels[k];
-            let share = totals[k].as_secs_f64() / all.as_secs_f64().max(f64::MIN_POSITIVE);
-            eprintln!("{:>10.4} ms {:>5.1}%  {:<28} {}", totals[k].as_secs_f64() * 1e3 / runs as f64, share * 100.0, info.name, info.location);
-        }
+        let seconds: Vec<f64> = totals.iter().map(|t| t.as_secs_f64()).collect();
+        print_profile(&self.manifest, &seconds, runs);
+    }
+}
+
+/// Prints a kernel profile to standard error: per kernel, its seconds over `runs` runs, slowest
+/// first (`F16C_PROFILE`, on the CPU and on a GPU).
+pub(crate) fn print_profile(manifest: &Manifest, seconds: &[f64], runs: usize) {
+    if runs == 0 {
+        return;
+    }
+    let all: f64 = seconds.iter().sum();
+    let mut order: Vec<usize> = (0..seconds.len()).collect();
+    order.sort_by(|&a, &b| seconds[b].total_cmp(&seconds[a]));
+    eprintln!("f16c profile of @{}: {runs} runs, {:.3} ms per run in kernels", manifest.function, all * 1e3 / runs as f64);
+    for k in order.into_iter().take_while(|&k| seconds[k] > 0.0) {
+        let info = &manifest.kernels[k];
+        let share = seconds[k] / all.max(f64::MIN_POSITIVE);
+        eprintln!("{:>10.4} ms {:>5.1}%  {:<28} {}", seconds[k] * 1e3 / runs as f64, share * 100.0, info.name, info.location);
     }
 }
 

@@ -35,7 +35,7 @@ pub fn tensor_core_shape(info: &TargetInfo, kernel: &Kernel) -> Option<&'static 
         return None;
     }
     // The grid's y and z dimensions hold at most 65535 blocks.
-    if c.m.div_ceil(super::wmma::BM) > 65_535 || c.batch > 65_535 {
+    if c.m.div_ceil(super::wmma::Tile::of(c).bm) > 65_535 || c.batch > 65_535 {
         return None;
     }
     let (a, b) = (c.a.ty.dtype, c.b.ty.dtype);

@@ -134,11 +134,12 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
             // Tensor-core tiles multiply the padding's zeros: not for an inf/NaN weight there.
             KernelKind::Contraction(c) if legal::tensor_core_shape(target.info(), kernel).is_some() && !c.padding_hazard => {
                 let shape = legal::tensor_core_shape(target.info(), kernel).expect("checked");
-                let (f, bufs, _) = entry(&mut ir, &name, wmma::THREADS);
+                let tile = wmma::Tile::of(c);
+                let (f, bufs, _) = entry(&mut ir, &name, tile.threads());
                 ir.begin_function(f, bufs);
-                wmma::emit(&mut ir, c, shape, &name).map_err(err)?;
+                wmma::emit(&mut ir, c, tile, shape, &name).map_err(err)?;
                 ir.b.build_return(None).built();
-                let launch = Launch { grid: wmma::grid(c), block: [wmma::THREADS as u32, 1, 1], shared_bytes: wmma::SHARED_BYTES as u32 };
+                let launch = Launch { grid: tile.grid(c), block: [tile.threads() as u32, 1, 1], shared_bytes: tile.shared_bytes() as u32 };
                 add(name, launch, c.batch * c.m * c.n);
             }
             KernelKind::Rows(r) => {

@@ -1,9 +1,10 @@
 //! Contractions on tensor cores: WMMA m16n16k16 (`llvm.nvvm.wmma.m16n16k16.*`), f16 or bf16
 //! inputs, f32 accumulation (MLIR's `WmmaOpsToNvvm`, IREE's LLVMGPU tensor-core pipeline).
 //!
-//! One block of [`WARPS`] warps computes a `BM × BN` tile of the output; each warp a
-//! `32 × 32` sub-tile as 2 × 2 fragments. Along `k`, tiles of `BK` are staged through shared
-//! memory, double-buffered: while the warps run the MMAs of tile `t` from one buffer, every
+//! One block computes a `bm × bn` tile of the output ([`Tile`]: 64 × 64 with four warps of
+//! 32 × 32, or 128 × 128 with eight warps of 64 × 32 where the contraction has enough such
+//! blocks to fill the GPU); each warp its sub-tile as 16 × 16 fragments. Along `k`, tiles of
+//! `BK` are staged through shared memory, double-buffered: while the warps run the MMAs of tile `t` from one buffer, every
 //! thread has already loaded its share of tile `t + 1` from global memory into registers, and
 //! stores it into the other buffer afterwards; one barrier per tile separates the two.
 //!
@@ -16,7 +17,8 @@
 //! - Consecutive threads read consecutive `k` of `A` (and of a column-major `B`) or consecutive
 //!   columns of a row-major `B`: global loads are coalesced, 16 bytes (8 elements) per load
 //!   where the rows hold whole 16-byte chunks ([`vector_widths`]), else 2.
-//! - After the last tile the accumulators go to shared memory (`wmma.store.d`), and every thread
+//! - After the last tile the accumulators go to shared memory (`wmma.store.d`, reusing the
+//!   staging buffers; in two passes of 64 rows for the large tile), and every thread
 //!   finishes outputs: bias, one rounding to the output type, the fused epilogue
 //!   ([`crate::backend::llvm::Ir::contraction_finish`], shared with every other strategy).
 
@@ -30,42 +32,116 @@ use inkwell::values::BasicValue as _;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::AddressSpace;
 
-/// Output rows per block.
-pub const BM: usize = 64;
-/// Output columns per block.
-pub const BN: usize = 64;
 /// Depth of one staged `k` tile.
 pub const BK: usize = 32;
-/// Warps per block (2 × 2, each 32 × 32 of the tile).
-pub const WARPS: usize = 4;
-/// Threads per block.
-pub const THREADS: usize = WARPS * 32;
 /// Padding (in elements) of the shared tiles' rows, against bank conflicts; keeps every
 /// fragment 32-byte aligned as `wmma.load` requires.
 const PAD: usize = 8;
 /// Row stride of the staged `A` tile and of a column-major `B` tile (elements).
 const LDA: usize = BK + PAD;
-/// Row stride of a row-major `B` tile.
-const LDB_ROW: usize = BN + PAD;
-/// Row stride of the f32 accumulator tile.
-const LDC: usize = BN + 4;
 
-/// Elements of one `A` buffer and of one `B` buffer.
-const A_TILE: usize = BM * LDA;
-const B_TILE: usize = if BK * LDB_ROW > BN * LDA { BK * LDB_ROW } else { BN * LDA };
-
-/// Bytes of static shared memory a block uses.
-pub const SHARED_BYTES: usize = 2 * (A_TILE + B_TILE) * 2 + BM * LDC * 4;
-
-/// The grid of a contraction: `(⌈n/BN⌉, ⌈m/BM⌉, batch)`.
-pub fn grid(c: &Contraction) -> [u32; 3] {
-    [c.n.div_ceil(BN) as u32, c.m.div_ceil(BM) as u32, c.batch as u32]
+/// A block's tile: `bm × bn` outputs, `warps_m × warps_n` warps, each warp a
+/// `bm / warps_m × bn / warps_n` sub-tile of 16 × 16 fragments. Chosen per contraction by
+/// [`Tile::of`] (the plan is data, printed by `--emit=kernels`' launch and pinned by tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// Output rows per block.
+    pub bm: usize,
+    /// Output columns per block.
+    pub bn: usize,
+    /// Warps along the rows.
+    pub warps_m: usize,
+    /// Warps along the columns.
+    pub warps_n: usize,
 }
 
-/// The elements of the staged tiles each thread loads per `k` tile (in chunks of [`VECTOR`] or
-/// one).
-const A_PER_THREAD: usize = BM * BK / THREADS;
-const B_PER_THREAD: usize = BK * BN / THREADS;
+impl Tile {
+    /// 64 × 64, four warps of 32 × 32: many blocks for the small and medium contractions of
+    /// batch-1 inference.
+    pub const SMALL: Tile = Tile { bm: 64, bn: 64, warps_m: 2, warps_n: 2 };
+    /// 128 × 128, eight warps of 64 × 32: twice the MMAs per staged byte, for contractions
+    /// that still fill the GPU with such blocks.
+    pub const LARGE: Tile = Tile { bm: 128, bn: 128, warps_m: 2, warps_n: 4 };
+    /// The fewest [`Tile::LARGE`] blocks for which a contraction takes it: two waves of a
+    /// 128-SM part (an H100 has 132), so that the larger tile never leaves the GPU idle.
+    pub const LARGE_MIN_BLOCKS: usize = 256;
+
+    /// The tile of `c`: [`Tile::LARGE`] for a contraction with at least
+    /// [`Tile::LARGE_MIN_BLOCKS`] such blocks whose operands stage in 16-byte chunks (element
+    /// by element, its address arithmetic would spill) and whose `B` is row-major (a matmul;
+    /// a conv weight's column-major staging at 128 × 128 has not run on a GPU yet), else
+    /// [`Tile::SMALL`].
+    pub fn of(c: &Contraction) -> Tile {
+        let l = Tile::LARGE;
+        let blocks = c.m.div_ceil(l.bm) * c.n.div_ceil(l.bn) * c.batch;
+        if blocks >= Tile::LARGE_MIN_BLOCKS && vector_widths(c) == (VECTOR, VECTOR) && c.b_layout == MatrixLayout::RowMajor {
+            l
+        } else {
+            Tile::SMALL
+        }
+    }
+
+    /// Warps per block.
+    pub fn warps(&self) -> usize {
+        self.warps_m * self.warps_n
+    }
+
+    /// Threads per block.
+    pub fn threads(&self) -> usize {
+        self.warps() * 32
+    }
+
+    /// 16 × 16 fragments per warp, along `m` and along `n`.
+    fn frags(&self) -> (usize, usize) {
+        (self.bm / self.warps_m / 16, self.bn / self.warps_n / 16)
+    }
+
+    /// Row stride of a row-major `B` tile.
+    fn ldb_row(&self) -> usize {
+        self.bn + PAD
+    }
+
+    /// Row stride of the f32 accumulator tile.
+    fn ldc(&self) -> usize {
+        self.bn + 4
+    }
+
+    /// Elements of one `A` buffer and of one `B` buffer.
+    fn a_tile(&self) -> usize {
+        self.bm * LDA
+    }
+
+    fn b_tile(&self) -> usize {
+        (BK * self.ldb_row()).max(self.bn * LDA)
+    }
+
+    /// Bytes of the double-buffered `A` and `B` tiles.
+    fn staging_bytes(&self) -> usize {
+        2 * (self.a_tile() + self.b_tile()) * 2
+    }
+
+    /// Rows of the accumulator tile staged through shared memory at once: the most whole warp
+    /// rows whose f32 tile fits in the staging buffers (it reuses them after the last `k`
+    /// tile), so the epilogue runs in `bm / c_rows` passes.
+    fn c_rows(&self) -> usize {
+        let warp_rows = self.bm / self.warps_m;
+        let mut rows = self.bm;
+        while rows > warp_rows && rows * self.ldc() * 4 > self.staging_bytes() {
+            rows -= warp_rows;
+        }
+        rows
+    }
+
+    /// Bytes of static shared memory a block uses.
+    pub fn shared_bytes(&self) -> usize {
+        self.staging_bytes().max(self.c_rows() * self.ldc() * 4)
+    }
+
+    /// The grid of `c`: `(⌈n/bn⌉, ⌈m/bm⌉, batch)`.
+    pub fn grid(&self, c: &Contraction) -> [u32; 3] {
+        [c.n.div_ceil(self.bn) as u32, c.m.div_ceil(self.bm) as u32, c.batch as u32]
+    }
+}
 
 struct Frag {
     /// LLVM name piece of the input type (`f16`, `bf16`).
@@ -74,8 +150,13 @@ struct Frag {
 
 /// Emits the block body of a tensor-core contraction (the function exists and the builder is
 /// in its entry block).
-pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_name: &str) -> Result<(), String> {
+pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, tile: Tile, shape: &MmaShape, kernel_name: &str) -> Result<(), String> {
     debug_assert!(shape.m == 16 && shape.n == 16 && shape.k == 16);
+    let Tile { bm, bn, warps_n, .. } = tile;
+    let threads = tile.threads();
+    let (fm, fn_) = tile.frags();
+    let (a_tile, b_tile, ldb_row, ldc) = (tile.a_tile(), tile.b_tile(), tile.ldb_row(), tile.ldc());
+    let (a_per_thread, b_per_thread) = (bm * BK / threads, BK * bn / threads);
     let frag = Frag { name: if shape.input == DType::BF16 { "bf16" } else { "f16" } };
     let i16t = ir.cx.i16_type();
     let shared = AddressSpace::from(3u16);
@@ -86,28 +167,33 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
         g.set_linkage(inkwell::module::Linkage::Internal);
         g.as_pointer_value()
     };
-    let a_s = global("a", i16t.array_type((2 * A_TILE) as u32).into());
-    let b_s = global("b", i16t.array_type((2 * B_TILE) as u32).into());
-    let c_s = global("c", ir.cx.f32_type().array_type((BM * LDC) as u32).into());
+    // One shared buffer: the double-buffered A and B tiles, reused by the accumulator tile
+    // once the last k tile has been multiplied (a barrier separates the two uses).
+    let smem = global("smem", i16t.array_type((tile.shared_bytes() / 2) as u32).into());
+    let a_s = smem;
+    let b_s = ir.gep(i16t.into(), smem, ir.i64((2 * a_tile) as i64));
+    let c_s = smem;
 
     let tid = sreg(ir, "tid.x");
-    let col0 = ir.muli(sreg(ir, "ctaid.x"), BN);
-    let row0 = ir.muli(sreg(ir, "ctaid.y"), BM);
+    let col0 = ir.muli(sreg(ir, "ctaid.x"), bn);
+    let row0 = ir.muli(sreg(ir, "ctaid.y"), bm);
     let bi = sreg(ir, "ctaid.z");
     let warp = ir.divi(tid, 32);
-    let (warp_r, warp_c) = (ir.divi(warp, 2), ir.remi(warp, 2));
+    let (warp_r, warp_c) = (ir.divi(warp, warps_n), ir.remi(warp, warps_n));
+    // The first row and column of the warp's sub-tile.
+    let (warp_row, warp_col) = (ir.muli(warp_r, fm * 16), ir.muli(warp_c, fn_ * 16));
 
     let a = ir.buffer(c.a.buffer.0);
     let b = ir.buffer(c.b.buffer.0);
     let k_tiles = c.k.div_ceil(BK);
     // Staging moves `VECTOR` elements (16 bytes) per load where the rows allow it, else one.
     let (va, vb) = vector_widths(c);
-    let a_regs: Vec<Var> = (0..A_PER_THREAD / va).map(|_| ir.var(chunk_type(ir, va).const_zero())).collect();
-    let b_regs: Vec<Var> = (0..B_PER_THREAD / vb).map(|_| ir.var(chunk_type(ir, vb).const_zero())).collect();
+    let a_regs: Vec<Var> = (0..a_per_thread / va).map(|_| ir.var(chunk_type(ir, va).const_zero())).collect();
+    let b_regs: Vec<Var> = (0..b_per_thread / vb).map(|_| ir.var(chunk_type(ir, vb).const_zero())).collect();
     // The tile coordinates of a thread's chunk `e` of A: (row, k), of B: (k, column).
     let a_chunk = |ir: &Ir<'ctx>, e: IntValue<'ctx>| (ir.divi(e, BK / va), ir.muli(ir.remi(e, BK / va), va));
     let b_chunk = |ir: &Ir<'ctx>, e: IntValue<'ctx>| match c.b_layout {
-        MatrixLayout::RowMajor => (ir.divi(e, BN / vb), ir.muli(ir.remi(e, BN / vb), vb)),
+        MatrixLayout::RowMajor => (ir.divi(e, bn / vb), ir.muli(ir.remi(e, bn / vb), vb)),
         MatrixLayout::ColMajor => (ir.muli(ir.remi(e, BK / vb), vb), ir.divi(e, BK / vb)),
     };
 
@@ -115,7 +201,7 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
     let load_tile = |ir: &mut Ir<'ctx>, t: IntValue<'ctx>| {
         let k0 = ir.muli(t, BK);
         for (j, reg) in a_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * THREADS) as i64);
+            let e = ir.addi(tid, (j * threads) as i64);
             let (r, kk) = a_chunk(ir, e);
             let (row, kg) = (ir.add(row0, r), ir.add(k0, kk));
             let ok = ir.and(ir.in_range(row, c.m), ir.in_range(kg, c.k));
@@ -123,7 +209,7 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
             ir.set(*reg, v);
         }
         for (j, reg) in b_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * THREADS) as i64);
+            let e = ir.addi(tid, (j * threads) as i64);
             let (kk, col) = b_chunk(ir, e);
             let (kg, colg) = (ir.add(k0, kk), ir.add(col0, col));
             let ok = ir.and(ir.in_range(kg, c.k), ir.in_range(colg, c.n));
@@ -137,20 +223,20 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
     };
     // Registers → shared buffer `buf` (an i64 value, 0 or 1).
     let store_tile = |ir: &mut Ir<'ctx>, buf: IntValue<'ctx>| {
-        let a_base = ir.muli(buf, A_TILE);
+        let a_base = ir.muli(buf, a_tile);
         for (j, reg) in a_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * THREADS) as i64);
+            let e = ir.addi(tid, (j * threads) as i64);
             let (r, kk) = a_chunk(ir, e);
             let at = ir.add(a_base, ir.add(ir.muli(r, LDA), kk));
             let v = ir.get(*reg);
             store_chunk(ir, a_s, at, v, va);
         }
-        let b_base = ir.muli(buf, B_TILE);
+        let b_base = ir.muli(buf, b_tile);
         for (j, reg) in b_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * THREADS) as i64);
+            let e = ir.addi(tid, (j * threads) as i64);
             let (kk, col) = b_chunk(ir, e);
             let at = match c.b_layout {
-                MatrixLayout::RowMajor => ir.add(ir.muli(kk, LDB_ROW), col),
+                MatrixLayout::RowMajor => ir.add(ir.muli(kk, ldb_row), col),
                 MatrixLayout::ColMajor => ir.add(ir.muli(col, LDA), kk),
             };
             let at = ir.add(b_base, at);
@@ -160,7 +246,7 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
     };
 
     let f32t = ir.cx.f32_type();
-    let acc: Vec<Vec<Var>> = (0..4).map(|_| (0..8).map(|_| ir.var(f32t.const_zero().into())).collect()).collect();
+    let acc: Vec<Vec<Var>> = (0..fm * fn_).map(|_| (0..8).map(|_| ir.var(f32t.const_zero().into())).collect()).collect();
 
     let zero = ir.i64(0);
     load_tile(ir, zero);
@@ -174,28 +260,28 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
         ir.if_then(has_next, |ir| load_tile(ir, next));
         let buf = ir.remi(t, 2);
         for kk in (0..BK).step_by(16) {
-            let a_frags: Vec<Vec<BasicValueEnum>> = (0..2)
+            let a_frags: Vec<Vec<BasicValueEnum>> = (0..fm)
                 .map(|i| {
-                    let at = ir.add(ir.muli(buf, A_TILE), ir.addi(ir.muli(ir.addi(ir.muli(warp_r, 32), (i * 16) as i64), LDA), kk as i64));
+                    let at = ir.add(ir.muli(buf, a_tile), ir.addi(ir.muli(ir.addi(warp_row, (i * 16) as i64), LDA), kk as i64));
                     load_frag(ir, &frag, "a.row", a_s, at, LDA)
                 })
                 .collect();
-            let b_frags: Vec<Vec<BasicValueEnum>> = (0..2)
+            let b_frags: Vec<Vec<BasicValueEnum>> = (0..fn_)
                 .map(|j| {
-                    let colw = ir.addi(ir.muli(warp_c, 32), (j * 16) as i64);
+                    let colw = ir.addi(warp_col, (j * 16) as i64);
                     let (at, ld, layout) = match b_layout {
-                        MatrixLayout::RowMajor => (ir.add(ir.muli(ir.i64(kk as i64), LDB_ROW), colw), LDB_ROW, "b.row"),
+                        MatrixLayout::RowMajor => (ir.add(ir.muli(ir.i64(kk as i64), ldb_row), colw), ldb_row, "b.row"),
                         MatrixLayout::ColMajor => (ir.addi(ir.muli(colw, LDA), kk as i64), LDA, "b.col"),
                     };
-                    let at = ir.add(ir.muli(buf, B_TILE), at);
+                    let at = ir.add(ir.muli(buf, b_tile), at);
                     load_frag(ir, &frag, layout, b_s, at, ld)
                 })
                 .collect();
-            for i in 0..2 {
-                for j in 0..2 {
-                    let cur: Vec<BasicValueEnum> = acc[i * 2 + j].iter().map(|v| ir.get(*v)).collect();
+            for i in 0..fm {
+                for j in 0..fn_ {
+                    let cur: Vec<BasicValueEnum> = acc[i * fn_ + j].iter().map(|v| ir.get(*v)).collect();
                     let d = mma(ir, &frag, b_layout, &a_frags[i], &b_frags[j], &cur);
-                    for (v, x) in acc[i * 2 + j].iter().zip(d) {
+                    for (v, x) in acc[i * fn_ + j].iter().zip(d) {
                         ir.set(*v, x);
                     }
                 }
@@ -208,34 +294,52 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: &MmaShape, kernel_n
         barrier(ir);
     });
 
-    // Accumulators → shared, then each thread finishes outputs of the tile.
-    for i in 0..2 {
-        for j in 0..2 {
-            let r = ir.addi(ir.muli(warp_r, 32), (i * 16) as i64);
-            let cc = ir.addi(ir.muli(warp_c, 32), (j * 16) as i64);
-            let at = ir.add(ir.muli(r, LDC), cc);
-            let p = ir.gep(f32t.into(), c_s, at);
-            let mut args: Vec<BasicValueEnum> = vec![p.into()];
-            args.extend(acc[i * 2 + j].iter().map(|v| ir.get(*v)));
-            args.push(ir.i32(LDC as i32).into());
-            ir.call("llvm.nvvm.wmma.m16n16k16.store.d.row.stride.f32.p3", None, &args);
+    // Accumulators → shared, then each thread finishes outputs of the tile: in passes of
+    // `c_rows` rows when the whole f32 tile does not fit (each warp stores the fragments of the
+    // pass's rows; whole warps take part or not, as `wmma.store` needs).
+    let c_rows = tile.c_rows();
+    let mut failure = Ok(());
+    for pass in 0..bm / c_rows {
+        let first = (pass * c_rows) as i64;
+        for i in 0..fm {
+            for j in 0..fn_ {
+                let r = ir.addi(warp_row, (i * 16) as i64);
+                let cc = ir.addi(warp_col, (j * 16) as i64);
+                let accs: Vec<BasicValueEnum> = acc[i * fn_ + j].iter().map(|v| ir.get(*v)).collect();
+                let store = |ir: &mut Ir<'ctx>| {
+                    let at = ir.add(ir.muli(ir.addi(r, -first), ldc), cc);
+                    let p = ir.gep(f32t.into(), c_s, at);
+                    let mut args: Vec<BasicValueEnum> = vec![p.into()];
+                    args.extend(accs.iter().copied());
+                    args.push(ir.i32(ldc as i32).into());
+                    ir.call("llvm.nvvm.wmma.m16n16k16.store.d.row.stride.f32.p3", None, &args);
+                };
+                if c_rows == bm {
+                    store(ir);
+                } else {
+                    let mine = ir.and(ir.icmp(inkwell::IntPredicate::SGE, r, ir.i64(first)), ir.icmp(inkwell::IntPredicate::SLT, r, ir.i64(first + c_rows as i64)));
+                    ir.if_then(mine, store);
+                }
+            }
+        }
+        barrier(ir);
+        ir.for_n(0, c_rows * bn / threads, |ir, j| {
+            let e = ir.add(tid, ir.muli(j, threads));
+            let (r, cc) = (ir.divi(e, bn), ir.remi(e, bn));
+            let (row, col) = (ir.add(row0, ir.addi(r, first)), ir.add(col0, cc));
+            let ok = ir.and(ir.in_range(row, c.m), ir.in_range(col, c.n));
+            ir.if_then(ok, |ir| {
+                let v = ir.b.build_load(f32t, ir.gep(f32t.into(), c_s, ir.add(ir.muli(r, ldc), cc)), "").built();
+                let grow = ir.add(ir.muli(bi, c.m), row);
+                if let Err(e) = ir.contraction_finish(c, v, grow, col) {
+                    failure = Err(e);
+                }
+            });
+        });
+        if pass + 1 < bm / c_rows {
+            barrier(ir);
         }
     }
-    barrier(ir);
-    let mut failure = Ok(());
-    ir.for_n(0, BM * BN / THREADS, |ir, j| {
-        let e = ir.add(tid, ir.muli(j, THREADS));
-        let (r, cc) = (ir.divi(e, BN), ir.remi(e, BN));
-        let (row, col) = (ir.add(row0, r), ir.add(col0, cc));
-        let ok = ir.and(ir.in_range(row, c.m), ir.in_range(col, c.n));
-        ir.if_then(ok, |ir| {
-            let v = ir.b.build_load(f32t, ir.gep(f32t.into(), c_s, ir.add(ir.muli(r, LDC), cc)), "").built();
-            let grow = ir.add(ir.muli(bi, c.m), row);
-            if let Err(e) = ir.contraction_finish(c, v, grow, col) {
-                failure = Err(e);
-            }
-        });
-    });
     failure
 }
 
