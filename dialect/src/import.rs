@@ -25,7 +25,11 @@ use std::collections::HashMap;
 pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics> {
     // Large decimal weights are read first; everything after works on the text MLIR will
     // parse, a few kilobytes of a 178 MB model (screening the whole source took 0.13 s).
-    let decimal = read_decimal_weights(source);
+    // Resource blobs stay slices of the source (decoded on demand); MLIR parses the text with
+    // each cut to its alignment header, so that neither it nor a copy of the text holds them.
+    let resources = resource_hex(source);
+    check_resource_headers(source, filename, &resources)?;
+    let decimal = read_decimal_weights(source, &blob_cuts(source, &resources));
     let text = decimal.text.as_deref().unwrap_or(source);
     let columns = &decimal.columns;
     let fix = |loc: &mut Location| {
@@ -43,12 +47,8 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
         d.0.iter_mut().for_each(|d| walk(d, &fix));
         d
     };
-    let resources = resource_hex(text);
-    screen(text, filename, &resources).map_err(fix_all)?;
-    // MLIR parses the text with each resource blob cut to its alignment header: f16c reads
-    // the bytes from `text` itself, so MLIR need not hold a copy of every weight.
-    let stubbed = without_blob_bytes(text, &resources);
-    match import(stubbed.as_deref().unwrap_or(text), filename, &resources, decimal.blobs) {
+    screen(text, filename).map_err(fix_all)?;
+    match import(text, filename, &resources, decimal.blobs) {
         Ok(mut module) => {
             if !columns.is_empty() {
                 for g in &mut module.functions {
@@ -125,13 +125,8 @@ pub const MAX_NESTING: usize = 256;
 /// first four bytes) is not a power of two (MLIR asserts, or tries to allocate with it), and a
 /// dense array of `index` elements (`array<index: ...>`: MLIR 22's parser dereferences a null
 /// float type and crashes, `mlir-opt` too; found by `f16c-fuzz`).
-fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> Result<(), Diagnostics> {
-    let at = |offset: usize| {
-        let before = &source[..offset];
-        let line = before.matches('\n').count() + 1;
-        let col = offset - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-        Location::file(filename, line as u32, col as u32)
-    };
+fn screen(source: &str, filename: &str) -> Result<(), Diagnostics> {
+    let at = |offset: usize| offset_location(source, filename, offset);
     let (mut depth, mut in_string, mut escaped, mut in_comment) = (0usize, false, false, false);
     let bytes = source.as_bytes();
     // Bytes that change the state outside strings and comments; runs of anything else (the
@@ -178,14 +173,43 @@ fn screen(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> 
         }
         i += 1;
     }
+    Ok(())
+}
+
+/// The location of byte `offset` of `source`.
+fn offset_location(source: &str, filename: &str, offset: usize) -> Location {
+    let before = &source[..offset];
+    let line = memchr::memchr_iter(b'\n', before.as_bytes()).count() + 1;
+    let col = offset - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    Location::file(filename, line as u32, col as u32)
+}
+
+/// Drops the `{-# dialect_resources ... #-}` section at the end of a parsed source (its blobs
+/// are in the module once imported; no op is located in it), returning the memory.
+pub fn drop_resource_section(source: &mut String) {
+    let Some(start) = memchr::memmem::rfind(source.as_bytes(), b"{-#") else { return };
+    if !source[start..].trim_start_matches("{-#").trim_start().starts_with("dialect_resources") || source[..start].trim_end().is_empty() {
+        return;
+    }
+    source.truncate(start);
+    source.shrink_to_fit();
+}
+
+/// Rejects a `dense_resource` blob whose alignment header (its first four bytes) is not a
+/// power of two, with its location in `source` (MLIR asserts, or tries to allocate with it).
+fn check_resource_headers(source: &str, filename: &str, resources: &[(String, usize, &str)]) -> Result<(), Diagnostics> {
     for &(ref key, offset, hex) in resources {
         let alignment = hex.get(..8).and_then(|h| u32::from_str_radix(h, 16).ok()).map(u32::swap_bytes);
         match alignment {
             Some(a) if a.is_power_of_two() => {}
             Some(a) => {
-                return Err(Diagnostic::error(at(offset), format!("resource '{key}' declares alignment {a}: the first four bytes of a dense_resource blob are its alignment, a power of two")).into());
+                let at = offset_location(source, filename, offset);
+                return Err(Diagnostic::error(at, format!("resource '{key}' declares alignment {a}: the first four bytes of a dense_resource blob are its alignment, a power of two")).into());
             }
-            None => return Err(Diagnostic::error(at(offset), format!("resource '{key}' is not hex data with a four-byte alignment header")).into()),
+            None => {
+                let at = offset_location(source, filename, offset);
+                return Err(Diagnostic::error(at, format!("resource '{key}' is not hex data with a four-byte alignment header")).into());
+            }
         }
     }
     Ok(())
@@ -838,39 +862,52 @@ impl Columns {
 /// least [`FAST_HEX_DIGITS`] digits, a float or i8..i64 tensor: how torch-mlir prints most
 /// weights) are taken the same way, their bytes decoded once into the blob, so that MLIR
 /// neither parses nor keeps a copy of them.
-fn read_decimal_weights(source: &str) -> DecimalWeights {
+fn read_decimal_weights(source: &str, cuts: &BlobCuts) -> DecimalWeights {
     const PREFIX: &str = "__f16c_decimal_";
     let none = || DecimalWeights { text: None, blobs: HashMap::new(), columns: Columns::default() };
     // memchr's SIMD search: the standard library's substring search took a quarter of a
-    // second over the 178 MB of a resnet18's text.
-    if memchr::memmem::find(source.as_bytes(), PREFIX.as_bytes()).is_some() {
-        return none();
-    }
-    let starts: Vec<usize> = memchr::memmem::find_iter(source.as_bytes(), b"dense<[").filter(|&i| !in_string_or_comment(source, i)).collect();
+    // second over the 178 MB of a resnet18's text. A source that already uses the prefix
+    // keeps its literals for MLIR (only its blobs are cut).
+    let taken = memchr::memmem::find(source.as_bytes(), PREFIX.as_bytes()).is_some();
+    // Literals are searched for before the resource section (its hex is in strings).
+    let body = &source[..cuts.section_start];
+    let starts: Vec<usize> =
+        if taken { Vec::new() } else { memchr::memmem::find_iter(body.as_bytes(), b"dense<[").filter(|&i| !in_string_or_comment(source, i)).collect() };
     // Large hex literals (`dense<"0x...">`, how torch-mlir prints most weights) become resource
     // blobs as they are: MLIR's hex is the raw little-endian data a resource blob holds.
-    let hex: Vec<(usize, usize, Vec<u8>)> = memchr::memmem::find_iter(source.as_bytes(), b"dense<\"0x")
-        .filter(|&i| !in_string_or_comment(source, i))
-        .filter_map(|at| hex_literal(&source[at..]).map(|(len, blob)| (at, len, blob)))
-        .collect();
-    if starts.is_empty() && hex.is_empty() {
+    let hex_starts: Vec<usize> =
+        if taken { Vec::new() } else { memchr::memmem::find_iter(body.as_bytes(), b"dense<\"0x").filter(|&i| !in_string_or_comment(source, i)).collect() };
+    if starts.is_empty() && hex_starts.is_empty() && !cuts.alone {
         return none();
     }
     // Literals are independent: up to four threads take them largest first (sized by the
     // distance to the next one), so that one huge weight does not leave the others idle.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(starts.len());
-    let mut order: Vec<usize> = (0..starts.len()).collect();
-    let extent = |k: usize| starts.get(k + 1).copied().unwrap_or(source.len()) - starts[k];
-    order.sort_by_key(|&k| std::cmp::Reverse(extent(k)));
+    // Indices below `starts.len()` are decimal literals, the rest hex ones.
+    let all: Vec<usize> = starts.iter().chain(&hex_starts).copied().collect();
+    let mut sorted = all.clone();
+    sorted.sort_unstable();
+    let extent = |k: usize| {
+        let at = all[k];
+        let next = sorted.partition_point(|&x| x <= at);
+        sorted.get(next).copied().unwrap_or(source.len()) - at
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(all.len().max(1));
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by_cached_key(|&k| std::cmp::Reverse(extent(k)));
+    let decimals = starts.len();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut found: Vec<(usize, usize, Vec<u8>)> = std::thread::scope(|s| {
-        let (order, next, starts) = (&order, &next, &starts);
+        let (order, next, all) = (&order, &next, &all);
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(move || {
                     let mut mine = Vec::new();
                     while let Some(&k) = order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
-                        let at = starts[k];
+                        let at = all[k];
+                        if k >= decimals {
+                            mine.extend(hex_literal(&source[at..]).map(|(len, blob)| (at, len, blob)));
+                            continue;
+                        }
                         mine.extend(decimal_literal(&source[at..]).map(|(len, v)| {
                             let mut blob = Vec::with_capacity(4 + 4 * v.len());
                             blob.extend([4, 0, 0, 0]);
@@ -884,9 +921,12 @@ fn read_decimal_weights(source: &str) -> DecimalWeights {
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("literal reader does not panic")).collect()
     });
-    found.extend(hex);
     found.sort_unstable_by_key(|&(at, _, _)| at);
-    let mut text = String::with_capacity(source.len() / 4);
+    if found.is_empty() && !cuts.alone {
+        return none();
+    }
+    let cut_bytes: usize = cuts.spans.iter().map(|(a, b)| b - a).sum();
+    let mut text = String::with_capacity(source.len() - cut_bytes);
     let mut blobs = HashMap::new();
     let mut columns = Columns::default();
     let (mut done, mut line, mut line_start) = (0usize, 1u32, 0usize);
@@ -913,11 +953,38 @@ fn read_decimal_weights(source: &str) -> DecimalWeights {
         blobs.insert(key, blob);
         done = at + len;
     }
-    if blobs.is_empty() {
+    if blobs.is_empty() && !cuts.alone {
         return none();
+    }
+    // The resource section, each blob cut to its header (within its line: no line moves, and
+    // no op is located after a blob on its line).
+    for &(from, to) in &cuts.spans {
+        text.push_str(&source[done..from]);
+        done = to;
     }
     text.push_str(&source[done..]);
     DecimalWeights { text: Some(text), blobs, columns }
+}
+
+/// The resource blobs' bytes MLIR need not see: per blob, the span of its hex after the
+/// 4-byte alignment header (f16c reads the blobs from the source).
+struct BlobCuts {
+    /// Where the `{-#` metadata holding the resources starts (the source's length if none).
+    section_start: usize,
+    /// Byte spans of the source, in order.
+    spans: Vec<(usize, usize)>,
+    /// Whether the blobs are most of the text, so that cutting them pays for a copy of the rest
+    /// even when no literal is read (else they are cut only where the text is copied anyway).
+    alone: bool,
+}
+
+fn blob_cuts(source: &str, resources: &[(String, usize, &str)]) -> BlobCuts {
+    const HEADER: usize = 8; // hex digits of the alignment header
+    let spans: Vec<(usize, usize)> =
+        resources.iter().filter(|(_, _, h)| h.len() > HEADER && h.is_ascii()).map(|(_, offset, hex)| (offset + 2 + HEADER, offset + 2 + hex.len())).collect();
+    let cut: usize = spans.iter().map(|(a, b)| b - a).sum();
+    let section_start = resources.first().and_then(|&(_, offset, _)| source[..offset].rfind("{-#")).unwrap_or(source.len());
+    BlobCuts { section_start, spans, alone: cut >= source.len() / 2 }
 }
 
 /// Whether byte `at` of `source` lies in a string literal or a `//` comment (MLIR's strings
@@ -962,10 +1029,45 @@ fn hex_literal(text: &str) -> Option<(usize, Vec<u8>)> {
     if !matches!(element, "f32" | "f16" | "bf16" | "f64" | "i8" | "i16" | "i32" | "i64") {
         return None;
     }
-    let mut blob = Vec::with_capacity(4 + digits / 2);
-    blob.extend([4, 0, 0, 0]);
-    blob.extend(decode_hex(hex)?);
+    let mut blob = vec![0u8; 4 + digits / 2];
+    blob[0] = 4;
+    decode_hex_into(hex, &mut blob[4..])?;
     Some((len, blob))
+}
+
+/// Each ASCII byte's hex digit value, 0xff for a non-digit.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Decodes `hex` (an even number of hex digits) into `out` (half as many bytes); `None` on a
+/// non-digit or an odd length. A table lookup per digit: the weights of a GPT-2 export are
+/// half a gigabyte of bytes, a billion digits.
+fn decode_hex_into(hex: &str, out: &mut [u8]) -> Option<()> {
+    let h = hex.as_bytes();
+    if h.len() != 2 * out.len() {
+        return None;
+    }
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(h.chunks_exact(2)) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        bad |= hi | lo;
+        *o = (hi << 4) | (lo & 0x0f);
+    }
+    // A non-digit's 0xff sets the high bit, which no digit value (0..15) has.
+    (bad & 0x80 == 0).then_some(())
 }
 
 fn decimal_literal(text: &str) -> Option<(usize, Vec<f32>)> {
@@ -1168,41 +1270,23 @@ fn resource_hex(source: &str) -> Vec<(String, usize, &str)> {
     blobs
 }
 
-/// `text` with each resource blob's hex cut to its 4-byte alignment header, when the blobs are
-/// most of the text (`None` otherwise: the copy would cost more than MLIR's blobs). Only the
-/// trailing `dialect_resources` section changes, within its lines, so every op keeps its line
-/// and column.
-fn without_blob_bytes(text: &str, resources: &[(String, usize, &str)]) -> Option<String> {
-    const HEADER: usize = 8; // hex digits of the alignment header
-    let cut: usize = resources.iter().filter(|(_, _, h)| h.is_ascii()).map(|(_, _, h)| h.len().saturating_sub(HEADER)).sum();
-    if cut < text.len() / 2 {
-        return None;
-    }
-    let mut out = String::with_capacity(text.len() - cut);
-    let mut at = 0;
-    for (_, offset, hex) in resources {
-        if hex.len() <= HEADER || !hex.is_ascii() {
-            continue;
-        }
-        let keep = offset + 2 + HEADER; // "0x" and the header
-        out.push_str(&text[at..keep]);
-        at = offset + 2 + hex.len();
-    }
-    out.push_str(&text[at..]);
-    Some(out)
-}
-
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    // On bytes: a non-ASCII character in the blob must not be sliced through.
-    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
-    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect()
+    let mut out = vec![0u8; hex.len() / 2];
+    decode_hex_into(hex, &mut out)?;
+    Some(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The literals read from a source without a resource section.
+    fn read_literals(source: &str) -> DecimalWeights {
+        read_decimal_weights(source, &blob_cuts(source, &[]))
+    }
 
     /// A function returning one `tosa.const` of `values` (decimal text) shaped `[n/16, 16]`,
     /// optionally followed on the same line by `tail`.
@@ -1274,11 +1358,11 @@ mod tests {
             values.push(if !v.is_finite() { "1.5".into() } else if text.contains('.') { text } else { text.replacen('e', ".0e", 1) });
         }
         let fast = const_source(&values, "");
-        let read = read_decimal_weights(&fast);
+        let read = read_literals(&fast);
         assert!(read.text.is_some() && read.blobs.len() == 1, "the literal is read here");
         // The marker turns the fast path off, so MLIR reads the same literal itself.
         let slow = format!("{fast}// __f16c_decimal_\n");
-        assert!(read_decimal_weights(&slow).text.is_none());
+        assert!(read_literals(&slow).text.is_none());
         let (a, b) = (constant(&parse_module(&fast, "f.mlir").unwrap()), constant(&parse_module(&slow, "f.mlir").unwrap()));
         assert_eq!(a.data().to_le_bytes(), b.data().to_le_bytes());
         assert_eq!(a.to_f32_vec()[0], 1.0, "double rounding, as MLIR does it");
@@ -1291,7 +1375,7 @@ mod tests {
         // and without the fast path.
         let bad = const_source(&values, " oops");
         let slow = format!("{bad}// __f16c_decimal_\n");
-        assert!(read_decimal_weights(&slow).text.is_none());
+        assert!(read_literals(&slow).text.is_none());
         let fast_err = parse_module(&bad, "f.mlir").unwrap_err().to_string();
         let slow_err = parse_module(&slow, "f.mlir").unwrap_err().to_string();
         assert!(fast_err.contains("f.mlir:2:"), "{fast_err}");
@@ -1311,7 +1395,7 @@ mod tests {
         let two = format!(
             "func.func @f() -> (tensor<256xf32>, tensor<256xf32>) {{\n  %0 = \"tosa.const\"() <{{values = {lit}}}> : () -> tensor<256xf32> %1 = \"tosa.const\"() <{{values = {lit}}}> : () -> tensor<256xf32> %2 = \"tosa.exp\"(%1) : (tensor<256xf32>) -> tensor<256xf32>\n  return %0, %2 : tensor<256xf32>, tensor<256xf32>\n}}\n"
         );
-        assert_eq!(read_decimal_weights(&two).blobs.len(), 2);
+        assert_eq!(read_literals(&two).blobs.len(), 2);
         let slow = format!("{two}// __f16c_decimal_\n");
         let locations = |m: &Module| {
             let g = &m.functions[0];
@@ -1330,18 +1414,18 @@ mod tests {
         let mut wrong = values.clone();
         wrong.pop();
         wrong.push("0x7FC00000".into());
-        assert!(read_decimal_weights(&const_source(&wrong, "")).text.is_none());
+        assert!(read_literals(&const_source(&wrong, "")).text.is_none());
         for not_mlir in ["7", "1e5", ".5", "-.5", "1.e", "+1.0"] {
             let mut v = values.clone();
             v[3] = not_mlir.into();
-            assert!(read_decimal_weights(&const_source(&v, "")).text.is_none(), "{not_mlir}");
+            assert!(read_literals(&const_source(&v, "")).text.is_none(), "{not_mlir}");
         }
         let short = format!("dense<[{}]> : tensor<2x128xf32>", values.join(", "));
-        assert!(read_decimal_weights(&short).text.is_none(), "one level of brackets for a rank-2 type");
-        assert!(read_decimal_weights(&const_source(&values[..16], "")).text.is_none(), "16 elements: MLIR reads it");
+        assert!(read_literals(&short).text.is_none(), "one level of brackets for a rank-2 type");
+        assert!(read_literals(&const_source(&values[..16], "")).text.is_none(), "16 elements: MLIR reads it");
         // Text inside strings and comments is never touched.
         let quoted = format!("// {}\n\"{}\"", &short.replace("2x128", "256"), short.replace("2x128", "256"));
-        assert!(read_decimal_weights(&quoted).text.is_none());
+        assert!(read_literals(&quoted).text.is_none());
     }
 
     #[test]
@@ -1370,7 +1454,7 @@ mod tests {
             "func.func @f(%x: tensor<256xf32>) -> tensor<256xf32> {{\n  %c = \"tosa.const\"() <{{values = dense_resource<w> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  return %a : tensor<256xf32>\n}}\n{{-#\n  dialect_resources: {{\n    builtin: {{\n      w: \"0x04000000{hex}\"\n    }}\n  }}\n#-}}\n"
         );
         let resources = resource_hex(&src);
-        let stubbed = without_blob_bytes(&src, &resources).expect("the blob is most of the text");
+        let stubbed = read_decimal_weights(&src, &blob_cuts(&src, &resources)).text.expect("the blob is most of the text");
         assert!(stubbed.len() < 400 && stubbed.contains("w: \"0x04000000\""), "{stubbed}");
         let m = parse_module(&src, "w.mlir").unwrap();
         let g = &m.functions[0];
@@ -1393,7 +1477,7 @@ mod tests {
         let src = format!(
             "func.func @f(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<4xi1>) {{\n  %c = \"tosa.const\"() <{{values = dense<\"0x{hex}\"> : tensor<256xf32>}}> : () -> tensor<256xf32> loc(\"w\")\n  %s = \"tosa.const\"() <{{values = dense<\"0x0000803F\"> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %b = \"tosa.const\"() <{{values = dense<[true, false, true, true]> : tensor<4xi1>}}> : () -> tensor<4xi1>\n  %zp = \"tosa.const\"() <{{values = dense<0> : tensor<1xi8>}}> : () -> tensor<1xi8>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  %m = tosa.mul %a, %s, %zp : (tensor<256xf32>, tensor<256xf32>, tensor<1xi8>) -> tensor<256xf32>\n  return %m, %b : tensor<256xf32>, tensor<4xi1>\n}}\n"
         );
-        let read = read_decimal_weights(&src);
+        let read = read_literals(&src);
         let text = read.text.expect("the literal is read here");
         assert!(text.contains("dense_resource<__f16c_decimal_0>") && text.contains("dense<\"0x0000803F\">"), "{text}");
         let m = parse_module(&src, "h.mlir").unwrap();

@@ -67,8 +67,8 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     if !tolerance.is_finite() || tolerance < 0.0 {
         anyhow::bail!("--tolerance={tolerance}: the tolerance must be a finite number >= 0");
     }
-    let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
-    let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
+    let (mut source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
+    let Some(mut module) = crate::parse_or_report(&mut source, &file) else { return Ok(ExitCode::FAILURE) };
     let Some(compiled) = precision::compile(&mut module, m, &target, &source)? else { return Ok(ExitCode::FAILURE) };
     let index = crate::choose_function(&module, m, &file)?;
     let inputs = crate::read_npys(m, "inputs")?;

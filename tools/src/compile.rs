@@ -122,8 +122,8 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         bail!("{} is binary: write it to a file with -o FILE", emit.map_or("the artifact".to_string(), |e| format!("--emit={e}")));
     }
     use f16c_compiler::timing::phase;
-    let (source, file) = phase("read", || read_input(m.get_one::<String>("input").expect("has default")))?;
-    let Some(mut module) = phase("import", || crate::parse_or_report(&source, &file)) else { return Ok(ExitCode::FAILURE) };
+    let (mut source, file) = phase("read", || read_input(m.get_one::<String>("input").expect("has default")))?;
+    let Some(mut module) = phase("import", || crate::parse_or_report(&mut source, &file)) else { return Ok(ExitCode::FAILURE) };
     let Some(precision::Compiled { before, stats }) = precision::compile(&mut module, m, &target_name, &source)? else {
         return Ok(ExitCode::FAILURE);
     };

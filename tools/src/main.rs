@@ -114,10 +114,15 @@ fn switch(name: &'static str, help: &'static str) -> Arg {
     Arg::new(name).long(name).action(ArgAction::SetTrue).help(help)
 }
 
-/// Parses a module, printing its diagnostics against `source` when it fails.
-fn parse_or_report(source: &str, file: &str) -> Option<f16c_dialect::Module> {
+/// Parses a module, printing its diagnostics against `source` when it fails. Once parsed, the
+/// source keeps only what later diagnostics can point at: its resource blobs (most of a
+/// torch-mlir export, 1.3 GB for GPT-2) are dropped, as the weights now live in the module.
+fn parse_or_report(source: &mut String, file: &str) -> Option<f16c_dialect::Module> {
     match f16c_dialect::import::parse_module(source, file) {
-        Ok(m) => Some(m),
+        Ok(m) => {
+            f16c_dialect::import::drop_resource_section(source);
+            Some(m)
+        }
         Err(d) => {
             eprint!("{}", d.render(Some(source)));
             None

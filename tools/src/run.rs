@@ -66,8 +66,8 @@ pub fn command() -> Command {
 
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = m.get_one::<String>("target").expect("has default");
-    let (source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
-    let Some(mut module) = crate::parse_or_report(&source, &file) else { return Ok(ExitCode::FAILURE) };
+    let (mut source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
+    let Some(mut module) = crate::parse_or_report(&mut source, &file) else { return Ok(ExitCode::FAILURE) };
     // The pipeline `f16c compile` runs for the same options, at every precision (fp32 too:
     // canonicalize and fold-batch-norm change the graph), so that a run here is bit-identical
     // to the artifact of the same model.
