@@ -28,6 +28,8 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "I
 llvm_bin = "/usr/lib/llvm-22/bin"
 config.environment["PATH"] = os.pathsep.join([llvm_bin, os.environ.get("PATH", "")])
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+# `f16c run`'s compile cache stays in the test tree, not in the user's home.
+config.environment["F16C_CACHE_DIR"] = os.path.join(config.test_exec_root, "f16c-cache")
 
 # Tests of what happens without a GPU are unsupported where a CUDA driver is installed.
 import ctypes.util

@@ -10,7 +10,7 @@
 // RUN: %f16c compile %s --target=sm_90 --emit=ptx | FileCheck %s --check-prefixes=CHECK,SM90
 
 // CHECK: // function @mm for sm_{{[0-9]+}}: 2 kernels, 2 launches
-// CHECK-NEXT: //   f16c_k0_matmul grid [2, 2, 3] block [128, 1, 1] shared 37888 B
+// CHECK-NEXT: //   f16c_k0_matmul grid [2, 2, 3] block [128, 1, 1] shared 20480 B
 // CHECK-NEXT: //   f16c_k1_add grid [{{[0-9]+}}, 1, 1] block [128, 1, 1] shared 0 B
 // SM70: .version 6.3
 // SM70-NEXT: .target sm_70

@@ -60,13 +60,40 @@ pub fn command() -> Command {
                 .action(ArgAction::Append)
                 .help("Compare each result with a reference .npy (in order) and print the error"),
         )
-        .arg(Arg::new("function").long("function").value_name("NAME").help("The function to run (default: the only one, or 'forward')"));
+        .arg(Arg::new("function").long("function").value_name("NAME").help("The function to run (default: the only one, or 'forward')"))
+        .arg(crate::switch(
+            "no-cache",
+            "Compile again instead of loading the artifact an earlier run with the same file and options compiled (the cache: $F16C_CACHE_DIR, else ~/.cache/f16c; F16C_NO_CACHE=1 also turns it off)",
+        ));
     crate::precision::args(c, "fp32", false)
 }
 
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let target = m.get_one::<String>("target").expect("has default");
-    let (mut source, file) = read_input(m.get_one::<String>("input").expect("has default"))?;
+    let path = m.get_one::<String>("input").expect("has default");
+    let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let target_value = f16c_compiler::target::Target::parse(target).expect("clap checked the name");
+    // Targets whose program is an artifact (x86-64, GPUs) go through the compile cache: a run
+    // of the same file with the same options loads what an earlier one compiled.
+    let artifact_target = target != "reference" && !matches!(target_value, f16c_compiler::target::Target::Aarch64 { .. });
+    let cache = if artifact_target && !m.get_flag("no-cache") { crate::cache::Cache::open() } else { None };
+    // A file is hashed as it is read, before (and instead of) being parsed.
+    let mut key = match &cache {
+        Some(_) if path != "-" => std::fs::File::open(path).and_then(crate::cache::hash128_reader).ok().map(|h| crate::cache::key(h, m)),
+        _ => None,
+    };
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        if let Some(artifact) = cache.get(key).and_then(|b| f16c_core::artifact::Artifact::from_bytes(&b).ok()) {
+            return run_artifact(artifact, m, threads, path);
+        }
+    }
+    let (mut source, file) = read_input(path)?;
+    if cache.is_some() && key.is_none() {
+        key = Some(crate::cache::key(crate::cache::hash128(source.as_bytes()), m));
+    }
     let Some(mut module) = crate::parse_or_report(&mut source, &file) else { return Ok(ExitCode::FAILURE) };
     // The pipeline `f16c compile` runs for the same options, at every precision (fp32 too:
     // canonicalize and fold-batch-norm change the graph), so that a run here is bit-identical
@@ -87,17 +114,13 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             None => t,
         })
         .collect();
-    let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
-    if threads == 0 {
-        bail!("--threads must be at least 1");
-    }
-    // A run-time error of a kernel, located in the source.
-    let eval_error = |location: &str, op: &str, message: &str| {
-        let d = Diagnostic::error(crate::parse_location(location), format!("while running '{op}': {message}"));
-        Ok(crate::report(&d.into(), &source))
-    };
     let backend_name = m.get_one::<String>("backend").map(String::as_str);
-    let target_value = f16c_compiler::target::Target::parse(target).expect("clap checked the name");
+    let cpu = m.get_one::<String>("cpu").map(String::as_str);
+    let compile = || f16c_compiler::driver::backend_named(target_value, backend_name, cpu).and_then(|b| f16c_compiler::driver::artifact_with(g, b));
+    // With the cache, the JIT's program is an artifact too; a graph artifacts do not hold yet
+    // (control flow) runs in process as before.
+    let jit = target == "x86_64" && backend_name != Some("llvm");
+    let mut jit_artifact = if jit && cache.is_some() { compile().ok() } else { None };
     let outputs = if target == "reference" {
         match reference::run(g, &inputs) {
             Ok(o) => o,
@@ -108,12 +131,12 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(reference::Error::Invalid(d)) => return Ok(crate::report(&d, &source)),
             Err(e) => return Err(e.into()),
         }
-    } else if target == "x86_64" && backend_name != Some("llvm") {
-        // The JIT: compiled in process, no artifact.
+    } else if jit && jit_artifact.is_none() {
+        // The JIT without the cache: compiled in process, no artifact.
         match f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(&inputs)) {
             Ok(o) => o,
             Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
-            Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return eval_error(&location, &op, &message),
+            Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return Ok(eval_error(&location, &op, &message, &source)),
             Err(e) => return Err(e.into()),
         }
     } else if let f16c_compiler::target::Target::Aarch64 { .. } = target_value {
@@ -123,15 +146,18 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     } else {
-        // Ahead of time (a GPU, or --backend=llvm): the artifact f16c compile -o would write,
-        // loaded as f16c-run loads it.
-        let artifact = match f16c_compiler::driver::backend_named(target_value, backend_name, m.get_one::<String>("cpu").map(String::as_str)).and_then(|b| f16c_compiler::driver::artifact_with(g, b)) {
+        // Ahead of time (a GPU, --backend=llvm, or the JIT's artifact for the cache): the
+        // artifact f16c compile -o would write, loaded as f16c-run loads it.
+        let artifact = match jit_artifact.take().map_or_else(compile, Ok) {
             Ok(a) => a,
             Err(d) => return Ok(crate::report(&d, &source)),
         };
+        if let (Some(cache), Some(key)) = (&cache, &key) {
+            cache.put(key, &artifact.to_bytes());
+        }
         match f16c_runtime::loader::load_any(artifact, threads).and_then(|model| model.run(&inputs)) {
             Ok(o) => o,
-            Err(RuntimeError::Eval { location, op, message }) => return eval_error(&location, &op, &message),
+            Err(RuntimeError::Eval { location, op, message }) => return Ok(eval_error(&location, &op, &message, &source)),
             Err(e) => return Err(e.into()),
         }
     };
@@ -151,4 +177,36 @@ fn run_library(g: &f16c_dialect::Graph, target: f16c_compiler::target::Target, i
     // The inputs are fitted to the graph's (and so the library's) argument types already.
     let library = f16c_runtime::foreign::Library { code: &lib.code, name: &lib.name, inputs: &lib.inputs, outputs: &lib.outputs };
     f16c_runtime::foreign::run("aarch64", &library, inputs).map(Ok)
+}
+
+/// Runs a cached artifact: its manifest gives the argument types and the function's name; the
+/// source (`path`) is read only to locate a run-time error.
+fn run_artifact(artifact: f16c_core::artifact::Artifact, m: &ArgMatches, threads: usize, path: &str) -> anyhow::Result<ExitCode> {
+    let model = f16c_runtime::loader::load_any(artifact, threads)?;
+    let manifest = model.manifest();
+    let inputs: Vec<_> = crate::read_npys(m, "inputs")?
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| match manifest.inputs.get(k).and_then(|d| d.ty()) {
+            Some(want) => f16c_runtime::npy::fit(t, &want),
+            None => t,
+        })
+        .collect();
+    let outputs = match model.run(&inputs) {
+        Ok(o) => o,
+        Err(RuntimeError::Eval { location, op, message }) => {
+            let source = std::fs::read_to_string(path).unwrap_or_default();
+            return Ok(eval_error(&location, &op, &message, &source));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let many = |k: &str| -> Vec<String> { m.get_many::<String>(k).into_iter().flatten().cloned().collect() };
+    results::deliver(&manifest.function, &outputs, &many("outputs"), &many("compare"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run-time error of a kernel, located in the source and reported.
+fn eval_error(location: &str, op: &str, message: &str, source: &str) -> ExitCode {
+    let d = Diagnostic::error(crate::parse_location(location), format!("while running '{op}': {message}"));
+    crate::report(&d.into(), source)
 }
