@@ -133,13 +133,17 @@ impl<'ctx> Ir<'ctx> {
     pub fn round_to(&mut self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         if let (BasicValueEnum::VectorValue(x), true) = (v, d.is_low_float()) {
             let n = self.to_low_lanes(x, d);
-            return self.b.build_float_ext(n, x.get_type(), "").built().into();
+            return if d == DType::BF16 { self.bf16_to_f32(n.into()) } else { self.b.build_float_ext(n, x.get_type(), "").built().into() };
         }
         match d {
             DType::F16 | DType::BF16 => {
                 let f = v.into_float_value();
                 let n = self.to_low(f, d).expect("an f32 value rounds without a libcall");
-                self.b.build_float_ext(n, f.get_type(), "").built().into()
+                if d == DType::BF16 && f.get_type() == self.cx.f32_type() {
+                    self.bf16_to_f32(n.into())
+                } else {
+                    self.b.build_float_ext(n, f.get_type(), "").built().into()
+                }
             }
             DType::I8 | DType::I16 | DType::I32 => {
                 let n = self.b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built();
@@ -392,7 +396,7 @@ impl<'ctx> Ir<'ctx> {
             (DType::F64, t) if t.is_low_float() => {
                 // One rounding, straight from f64 (never through f32).
                 let n = self.to_low(x.into_float_value(), t)?;
-                self.b.build_float_ext(n, f32t, "").built().into()
+                if t == DType::BF16 { self.bf16_to_f32(n.into()) } else { self.b.build_float_ext(n, f32t, "").built().into() }
             }
             (f, t) if !f.is_float() && t.is_float() => {
                 let wide = if f == DType::I1 { b.build_int_z_extend(x.into_int_value(), self.cx.i64_type(), "").built() } else { x.into_int_value() };

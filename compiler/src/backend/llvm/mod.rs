@@ -182,7 +182,7 @@ impl<'ctx> Ir<'ctx> {
     pub fn to_low_lanes(&self, v: VectorValue<'ctx>, d: DType) -> VectorValue<'ctx> {
         let n = v.get_type().get_size();
         let low = self.storage(d).into_float_type().vec_type(n);
-        if d != DType::BF16 || self.native_bf16 || self.math == MathImpl::NvptxApprox {
+        if d != DType::BF16 || !self.bf16_on_bits() {
             return self.b.build_float_trunc(v, low, "").built();
         }
         let b = &self.b;
@@ -197,6 +197,39 @@ impl<'ctx> Ir<'ctx> {
         let hi = b.build_right_shift(chosen, k(16), false, "").built();
         let h = b.build_int_truncate(hi, self.cx.i16_type().vec_type(n), "").built();
         b.build_bit_cast(h, low, "").built().into_vector_value()
+    }
+
+    /// Whether bf16 converts on the bits here (a CPU without native bf16): LLVM's `fptrunc` to
+    /// and `fpext` from `bfloat` are expanded lane by lane there (a libcall per lane to round),
+    /// which made a bf16 build several times slower to compile than fp16 and kept its kernels
+    /// out of vectors.
+    fn bf16_on_bits(&self) -> bool {
+        !self.native_bf16 && self.math != MathImpl::NvptxApprox
+    }
+
+    /// bf16 values (one, or lanes) as f32, exactly: the 16 bits moved to the top of an f32 (a
+    /// zero-extension and a shift, `vpmovzxwd` + `vpslld` for lanes) where
+    /// [`Ir::bf16_on_bits`], else `fpext`.
+    pub fn bf16_to_f32(&self, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let b = &self.b;
+        match v {
+            BasicValueEnum::VectorValue(x) if self.bf16_on_bits() => {
+                let n = x.get_type().get_size();
+                let k16 = VectorType::const_vector(&vec![self.cx.i32_type().const_int(16, false); n as usize]);
+                let bits = b.build_bit_cast(x, self.cx.i16_type().vec_type(n), "").built().into_vector_value();
+                let wide = b.build_int_z_extend(bits, self.cx.i32_type().vec_type(n), "").built();
+                let top = b.build_left_shift(wide, k16, "").built();
+                b.build_bit_cast(top, self.cx.f32_type().vec_type(n), "").built()
+            }
+            BasicValueEnum::VectorValue(x) => b.build_float_ext(x, self.cx.f32_type().vec_type(x.get_type().get_size()), "").built().into(),
+            _ if self.bf16_on_bits() => {
+                let bits = b.build_bit_cast(v, self.cx.i16_type(), "").built().into_int_value();
+                let wide = b.build_int_z_extend(bits, self.cx.i32_type(), "").built();
+                let top = b.build_left_shift(wide, self.cx.i32_type().const_int(16, false), "").built();
+                b.build_bit_cast(top, self.cx.f32_type(), "").built()
+            }
+            _ => b.build_float_ext(v.into_float_value(), self.cx.f32_type(), "").built().into(),
+        }
     }
 
     /// The function being built.
@@ -450,6 +483,8 @@ impl<'ctx> Ir<'ctx> {
         let f32v = self.cx.f32_type().vec_type(v.get_type().get_size());
         if v.get_type() == f32v {
             v
+        } else if v.get_type().get_element_type() == self.cx.bf16_type().into() {
+            self.bf16_to_f32(v.into()).into_vector_value()
         } else {
             self.b.build_float_ext(v, f32v, "").built()
         }
@@ -469,7 +504,8 @@ impl<'ctx> Ir<'ctx> {
     pub fn widen(&self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let b = &self.b;
         match d {
-            DType::F16 | DType::BF16 => b.build_float_ext(v.into_float_value(), self.cx.f32_type(), "").built().into(),
+            DType::BF16 => self.bf16_to_f32(v),
+            DType::F16 => b.build_float_ext(v.into_float_value(), self.cx.f32_type(), "").built().into(),
             DType::I1 => self.icmp(IntPredicate::NE, v.into_int_value(), self.cx.i8_type().const_zero()).into(),
             DType::I8 | DType::I16 | DType::I32 => b.build_int_s_extend(v.into_int_value(), self.cx.i64_type(), "").built().into(),
             _ => v,
