@@ -218,14 +218,78 @@ pub enum ArtifactError {
 
 /// FNV-1a, 64 bits: cheap, and enough to catch corruption (not an authenticity check).
 pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv1a64::new();
     for p in parts {
-        for &b in *p {
+        h.update(p);
+    }
+    h.finish()
+}
+
+/// [`fnv1a64`] fed in pieces (a file read section by section).
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv1a64(u64);
+
+impl Default for Fnv1a64 {
+    fn default() -> Fnv1a64 {
+        Fnv1a64::new()
+    }
+}
+
+impl Fnv1a64 {
+    /// The offset basis.
+    pub fn new() -> Fnv1a64 {
+        Fnv1a64(0xcbf2_9ce4_8422_2325)
+    }
+
+    /// Hashes `bytes` after what came before.
+    pub fn update(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for &b in bytes {
             h ^= b as u64;
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
+        self.0 = h;
     }
-    h
+
+    /// The hash so far.
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// An artifact file's fixed header: the section lengths and the stored checksum.
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    /// Bytes of the manifest, the code and the constants, in file order.
+    pub lens: [u64; 3],
+    /// FNV-1a of the three sections.
+    pub checksum: u64,
+}
+
+impl Header {
+    /// Parses the first [`HEADER_BYTES`] of a file of `file_len` bytes: magic, version, and
+    /// section lengths that add up to the file.
+    pub fn parse(bytes: &[u8], file_len: u64) -> Result<Header, ArtifactError> {
+        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(ArtifactError::BadMagic);
+        }
+        if bytes.len() < HEADER_BYTES {
+            return Err(ArtifactError::Truncated(format!("{} bytes, the header alone has {HEADER_BYTES}", bytes.len())));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+        let found = u32_at(8);
+        if found != FORMAT_VERSION {
+            return Err(ArtifactError::Version { found });
+        }
+        let lens = [u64_at(16), u64_at(24), u64_at(32)];
+        let total = lens.iter().try_fold(HEADER_BYTES as u64, |a, &l| a.checked_add(l));
+        match total {
+            Some(t) if t == file_len => Ok(Header { lens, checksum: u64_at(40) }),
+            Some(t) if t > file_len => Err(ArtifactError::Truncated(format!("{file_len} bytes, the header announces {t}"))),
+            _ => Err(ArtifactError::Inconsistent(format!("{file_len} bytes, the header announces {total:?}"))),
+        }
+    }
 }
 
 impl Artifact {
@@ -248,42 +312,27 @@ impl Artifact {
 
     /// Reads and validates an artifact.
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
-        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-            return Err(ArtifactError::BadMagic);
-        }
-        if bytes.len() < HEADER_BYTES {
-            return Err(ArtifactError::Truncated(format!("{} bytes, the header alone has {HEADER_BYTES}", bytes.len())));
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
-        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
-        let found = u32_at(8);
-        if found != FORMAT_VERSION {
-            return Err(ArtifactError::Version { found });
-        }
-        let lens = [u64_at(16), u64_at(24), u64_at(32)];
-        let total = lens.iter().try_fold(HEADER_BYTES as u64, |a, &l| a.checked_add(l));
-        match total {
-            Some(t) if t == bytes.len() as u64 => {}
-            Some(t) if t > bytes.len() as u64 => {
-                return Err(ArtifactError::Truncated(format!("{} bytes, the header announces {t}", bytes.len())));
-            }
-            _ => return Err(ArtifactError::Inconsistent(format!("{} bytes, the header announces {total:?}", bytes.len()))),
-        }
-        let (m, c) = (lens[0] as usize, lens[1] as usize);
+        let header = Header::parse(bytes, bytes.len() as u64)?;
+        let (m, c) = (header.lens[0] as usize, header.lens[1] as usize);
         let manifest = &bytes[HEADER_BYTES..HEADER_BYTES + m];
         let code = &bytes[HEADER_BYTES + m..HEADER_BYTES + m + c];
         let constants = &bytes[HEADER_BYTES + m + c..];
-        let (stored, computed) = (u64_at(40), fnv1a64(&[manifest, code, constants]));
+        let (stored, computed) = (header.checksum, fnv1a64(&[manifest, code, constants]));
         if stored != computed {
             return Err(ArtifactError::Checksum { stored, computed });
         }
-        let manifest: Manifest = serde_json::from_slice(manifest).map_err(ArtifactError::Manifest)?;
+        let manifest = Manifest::from_json(manifest)?;
         manifest.validate(constants.len())?;
         Ok(Artifact { manifest, code: code.to_vec(), constants: constants.to_vec() })
     }
 }
 
 impl Manifest {
+    /// The manifest section of a file (JSON).
+    pub fn from_json(bytes: &[u8]) -> Result<Manifest, ArtifactError> {
+        serde_json::from_slice(bytes).map_err(ArtifactError::Manifest)
+    }
+
     /// Checks that every reference inside the manifest is in range (`constants` bytes of
     /// constants).
     pub fn validate(&self, constants: usize) -> Result<(), ArtifactError> {

@@ -226,7 +226,8 @@ impl Aligned {
         self.0.as_ptr() as *mut u8
     }
 
-    fn bytes_mut(&mut self) -> &mut [u8] {
+    /// The buffer's bytes (a whole number of 64-byte lines).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: `Line` is 64 plain bytes; the vector holds `len * 64` initialised bytes.
         unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, self.0.len() * 64) }
     }
@@ -266,7 +267,24 @@ impl Executor {
     /// An executor for `manifest` (already validated against `constants`) whose symbols resolve
     /// to `functions`; `code` keeps them alive.
     pub fn new(manifest: Manifest, constants: &[u8], functions: Vec<Option<KernelFn>>, code: Box<dyn Any + Send + Sync>, threads: usize) -> Result<Executor> {
+        let constants = manifest
+            .slots
+            .iter()
+            .map(|s| match *s {
+                Slot::Constant { offset, bytes } => Some(Aligned::from_bytes(&constants[offset..offset + bytes])),
+                _ => None,
+            })
+            .collect();
+        Executor::with_constants(manifest, constants, functions, code, threads)
+    }
+
+    /// [`Executor::new`] with the constants already in their aligned buffers, one per slot
+    /// (`None` for the others): how [`crate::loader::open`] reads them straight from the file.
+    pub fn with_constants(manifest: Manifest, constants: Vec<Option<Aligned>>, functions: Vec<Option<KernelFn>>, code: Box<dyn Any + Send + Sync>, threads: usize) -> Result<Executor> {
         let bad = |m: String| RuntimeError::Load(m);
+        if constants.len() != manifest.slots.len() {
+            return Err(bad(format!("{} constant buffers for {} slots", constants.len(), manifest.slots.len())));
+        }
         if functions.len() != manifest.symbols.len() {
             return Err(bad(format!("{} functions for {} symbols", functions.len(), manifest.symbols.len())));
         }
@@ -276,14 +294,6 @@ impl Executor {
         let ty = |d: &f16c_core::artifact::TensorDesc| d.ty().ok_or_else(|| bad(format!("unknown element type '{}'", d.dtype)));
         let inputs = manifest.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = manifest.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
-        let constants = manifest
-            .slots
-            .iter()
-            .map(|s| match *s {
-                Slot::Constant { offset, bytes } => Some(Aligned::from_bytes(&constants[offset..offset + bytes])),
-                _ => None,
-            })
-            .collect();
         let profile = std::env::var_os("F16C_PROFILE").map(|_| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
         let mut e = Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), _code: code };
         match std::env::var_os("F16C_NATIVE_TILES") {

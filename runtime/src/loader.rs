@@ -5,10 +5,10 @@
 //! stays). Before that, the manifest's target and required CPU features are checked against
 //! this machine, so an artifact for another target or CPU is a clear error, not a crash.
 
-use crate::exec::Executor;
+use crate::exec::{Aligned, Executor};
 use crate::{Result, RuntimeError};
 use f16c_core::abi::KernelFn;
-use f16c_core::artifact::{Artifact, CodeFormat};
+use f16c_core::artifact::{Artifact, ArtifactError, CodeFormat, Fnv1a64, Header, Manifest, Slot, HEADER_BYTES};
 use std::ffi::{CStr, CString};
 use std::path::Path;
 
@@ -71,8 +71,68 @@ impl Loaded {
 
 /// Loads an artifact file of any target this runtime runs: CPU shared objects for this
 /// machine, and (with the `cuda` feature) PTX on the GPU.
+///
+/// A CPU artifact's constants are read from the file straight into their aligned buffers, one
+/// per weight, checksummed on the way: each byte is read once and no copy of the whole file is
+/// made (a 400 MB GPT-2 artifact took three: the file, the artifact, the buffers).
 pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
-    load_any(read(path)?, threads)
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |e: std::io::Error| RuntimeError::Load(format!("cannot read '{}': {e}", path.display()));
+    let bad = |source| RuntimeError::Artifact { path: path.display().to_string(), source };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let file_len = file.metadata().map_err(io)?.len();
+    let mut head = vec![0u8; HEADER_BYTES.min(file_len as usize)];
+    file.read_exact(&mut head).map_err(io)?;
+    let header = Header::parse(&head, file_len).map_err(bad)?;
+    let (m, c, k) = (header.lens[0] as usize, header.lens[1] as usize, header.lens[2] as usize);
+    let mut manifest_bytes = vec![0u8; m];
+    let mut code = vec![0u8; c];
+    file.read_exact(&mut manifest_bytes).map_err(io)?;
+    file.read_exact(&mut code).map_err(io)?;
+    // The whole file at once, checked as `read` checks it: for GPU artifacts, constants that
+    // share bytes, and a manifest that does not parse (the checksum, checked first there, tells
+    // corruption from a bad manifest).
+    let whole = |mut file: std::fs::File| -> Result<Loaded> {
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut bytes = Vec::with_capacity(file_len as usize);
+        file.read_to_end(&mut bytes).map_err(io)?;
+        load_any(Artifact::from_bytes(&bytes).map_err(bad)?, threads)
+    };
+    let Some(manifest) = Manifest::from_json(&manifest_bytes).ok().filter(|m| m.validate(k).is_ok()) else { return whole(file) };
+    // Constants in file order, each slot's into its own buffer.
+    let mut order: Vec<(usize, usize, usize)> =
+        manifest.slots.iter().enumerate().filter_map(|(i, s)| if let Slot::Constant { offset, bytes } = *s { Some((offset, bytes, i)) } else { None }).collect();
+    order.sort_unstable();
+    let disjoint = order.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0);
+    if manifest.code_format != CodeFormat::ElfSharedObject || !disjoint {
+        return whole(file);
+    }
+    let mut sum = Fnv1a64::new();
+    sum.update(&manifest_bytes);
+    sum.update(&code);
+    let mut constants: Vec<Option<Aligned>> = manifest.slots.iter().map(|_| None).collect();
+    let mut at = 0usize;
+    let mut gap = Vec::new();
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    for (offset, bytes, slot) in order {
+        gap.resize(offset - at, 0);
+        reader.read_exact(&mut gap).map_err(io)?;
+        sum.update(&gap);
+        let mut buffer = Aligned::zeroed(bytes);
+        let dst = &mut buffer.bytes_mut()[..bytes];
+        reader.read_exact(dst).map_err(io)?;
+        sum.update(dst);
+        constants[slot] = Some(buffer);
+        at = offset + bytes;
+    }
+    gap.resize(k - at, 0);
+    reader.read_exact(&mut gap).map_err(io)?;
+    sum.update(&gap);
+    if sum.finish() != header.checksum {
+        return Err(bad(ArtifactError::Checksum { stored: header.checksum, computed: sum.finish() }));
+    }
+    let (library, functions) = open_code(&manifest, &code)?;
+    Ok(Loaded::Cpu(Executor::with_constants(manifest, constants, functions, Box::new(library), threads)?))
 }
 
 /// Loads an artifact of any target this runtime runs (see [`open`]).
@@ -86,7 +146,14 @@ pub fn load_any(artifact: Artifact, threads: usize) -> Result<Loaded> {
 
 /// Loads an artifact's code and constants.
 pub fn load(artifact: Artifact, threads: usize) -> Result<Executor> {
-    let m = &artifact.manifest;
+    let (library, functions) = open_code(&artifact.manifest, &artifact.code)?;
+    let Artifact { manifest, constants, .. } = artifact;
+    Executor::new(manifest, &constants, functions, Box::new(library), threads)
+}
+
+/// Checks that a CPU artifact's code can run here and maps it: the library and, per symbol,
+/// its function.
+fn open_code(m: &Manifest, code: &[u8]) -> Result<(Library, Vec<Option<KernelFn>>)> {
     if m.code_format != CodeFormat::ElfSharedObject {
         return Err(RuntimeError::Load(format!(
             "this artifact is for {} ({:?} code from {}); this runtime runs {HOST_TARGET} shared objects",
@@ -97,12 +164,11 @@ pub fn load(artifact: Artifact, threads: usize) -> Result<Executor> {
         return Err(RuntimeError::Load(format!("this artifact is for {}; this machine is {HOST_TARGET}", m.target)));
     }
     check_cpu(&m.requires)?;
-    let library = Library::open(&artifact.code)?;
+    let library = Library::open(code)?;
     // Symbols the object keeps local (the GEMM micro-kernel) resolve to `None`; the executor
     // checks that every step's function exists.
     let functions = m.symbols.iter().map(|s| library.symbol(s)).collect();
-    let Artifact { manifest, constants, .. } = artifact;
-    Executor::new(manifest, &constants, functions, Box::new(library), threads)
+    Ok((library, functions))
 }
 
 /// Checks that this CPU has every feature the code uses (Cranelift's flag names).

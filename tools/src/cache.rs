@@ -39,14 +39,12 @@ impl Cache {
         self.dir.join(format!("{key}.f16c"))
     }
 
-    /// The artifact bytes stored under `key`, refreshing the entry's time.
-    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+    /// The artifact file stored under `key`, if any, refreshing the entry's time.
+    pub fn get(&self, key: &str) -> Option<PathBuf> {
         let path = self.path(key);
-        let bytes = std::fs::read(&path).ok()?;
-        if let Ok(f) = std::fs::File::options().append(true).open(&path) {
-            let _ = f.set_modified(std::time::SystemTime::now());
-        }
-        Some(bytes)
+        let f = std::fs::File::options().append(true).open(&path).ok()?;
+        let _ = f.set_modified(std::time::SystemTime::now());
+        Some(path)
     }
 
     /// Stores `bytes` under `key` and trims the cache; a failure is a warning.

@@ -86,8 +86,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     if let (Some(cache), Some(key)) = (&cache, &key) {
-        if let Some(artifact) = cache.get(key).and_then(|b| f16c_core::artifact::Artifact::from_bytes(&b).ok()) {
-            return run_artifact(artifact, m, threads, path);
+        // An entry that does not load (corrupt, or for a CPU this one is not) is compiled again.
+        if let Some(model) = cache.get(key).and_then(|p| f16c_runtime::loader::open(&p, threads).ok()) {
+            return run_loaded(model, m, path);
         }
     }
     let (mut source, file) = read_input(path)?;
@@ -181,8 +182,7 @@ fn run_library(g: &f16c_dialect::Graph, target: f16c_compiler::target::Target, i
 
 /// Runs a cached artifact: its manifest gives the argument types and the function's name; the
 /// source (`path`) is read only to locate a run-time error.
-fn run_artifact(artifact: f16c_core::artifact::Artifact, m: &ArgMatches, threads: usize, path: &str) -> anyhow::Result<ExitCode> {
-    let model = f16c_runtime::loader::load_any(artifact, threads)?;
+fn run_loaded(model: f16c_runtime::loader::Loaded, m: &ArgMatches, path: &str) -> anyhow::Result<ExitCode> {
     let manifest = model.manifest();
     let inputs: Vec<_> = crate::read_npys(m, "inputs")?
         .into_iter()
