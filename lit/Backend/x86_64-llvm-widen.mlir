@@ -6,9 +6,13 @@
 // RUN: %f16c run %s --backend=llvm --cpu=x86-64-v3 --input %inputs/f16_1x32x64.npy --output %t.llvm.npy
 // RUN: %f16c run %s --target=reference --input %inputs/f16_1x32x64.npy --output %t.ref.npy
 // RUN: cmp %t.llvm.npy %t.ref.npy
-// CHECK-LABEL: f16c_k0_matmul_widen_b:
+// The two widening steps are alike but for their buffers: one body, which both call.
+// CHECK-LABEL: f16c_k0_matmul_widen_b_body:
 // CHECK: vcvtph2ps
+// CHECK-LABEL: f16c_k0_matmul_widen_b:
+// CHECK: callq f16c_k0_matmul_widen_b_body
 // CHECK-LABEL: f16c_k0_matmul_widen_a:
+// CHECK: callq f16c_k0_matmul_widen_b_body
 // CHECK-LABEL: f16c_k0_matmul:
 // CHECK-NOT: vcvtph2ps
 // CHECK: vfmadd231ps {{.*}}, %zmm{{[0-9]+}}, %zmm{{[0-9]+}}

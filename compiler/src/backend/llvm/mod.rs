@@ -83,6 +83,11 @@ pub struct Ir<'ctx> {
     rt: Option<PointerValue<'ctx>>,
     /// Buffer addresses loaded once per function.
     buffers: HashMap<usize, PointerValue<'ctx>>,
+    /// When set, the function's buffer table is its own: [`Ir::buffer`] gives each buffer it
+    /// is asked for the next entry (recorded here, in order of first use) instead of reading
+    /// the program's table at the buffer's slot, so that kernels alike but for their buffers
+    /// emit the same function (the CPU backends compile it once).
+    pub local_slots: Option<Vec<usize>>,
 }
 
 /// A mutable variable of the function being built (an alloca that `mem2reg` promotes).
@@ -102,7 +107,7 @@ impl<'ctx> Var<'ctx> {
 impl<'ctx> Ir<'ctx> {
     /// An empty module for `triple` with `data_layout`.
     pub fn new(cx: &'ctx Context, name: &str, math: MathImpl) -> Self {
-        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, native_bf16: false, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new() }
+        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, native_bf16: false, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new(), local_slots: None }
     }
 
     /// Starts function `f`: positions the builder in a new entry block; `bufs` is its buffer
@@ -391,8 +396,15 @@ impl<'ctx> Ir<'ctx> {
             None => self.b.position_at_end(entry),
         }
         let bufs = self.bufs.expect("begin_function was called");
-        let at = self.gep(self.ptr_ty().into(), bufs, self.i64(id as i64));
-        let mut p = self.b.build_load(self.ptr_ty(), at, &format!("buf{id}")).built().into_pointer_value();
+        let entry_at = match &mut self.local_slots {
+            Some(slots) => {
+                slots.push(id);
+                slots.len() - 1
+            }
+            None => id,
+        };
+        let at = self.gep(self.ptr_ty().into(), bufs, self.i64(entry_at as i64));
+        let mut p = self.b.build_load(self.ptr_ty(), at, &format!("buf{entry_at}")).built().into_pointer_value();
         if self.buffer_space != 0 {
             let space = self.cx.ptr_type(AddressSpace::from(self.buffer_space));
             p = self.b.build_address_space_cast(p, space, "").built();

@@ -21,6 +21,7 @@ pub mod depthwise;
 pub mod gemm;
 pub mod library;
 
+use std::collections::HashMap;
 use super::layout::{CodeInfo, Layout};
 use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
@@ -294,6 +295,7 @@ impl LlvmCpuBackend {
                     .map_err(failed)?;
             }
         }
+        schedule.finish_bodies(&ir);
         compiler_runtime(&mut ir);
         layout.finish(program);
         let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
@@ -343,16 +345,25 @@ fn widen<'ctx>(
 
 /// The kernel functions of a program as they are emitted, with their symbols and the steps
 /// that call them.
+///
+/// Kernels that differ only in their buffers (the twelve layers of a BERT, the blocks of a
+/// ResNet stage) are compiled once: each step's function `name` is a small wrapper that copies
+/// its buffers' addresses from the program's table into a table of its own and calls a body
+/// that reads only that table; bodies whose IR is the same text are one function. A body
+/// called once is inlined into its wrapper (the code is what it was before); a shared one is
+/// kept out of line.
 #[derive(Default)]
 struct Schedule<'ctx> {
     functions: Vec<FunctionValue<'ctx>>,
     symbols: Vec<String>,
     steps: Vec<Step>,
+    /// Each distinct body, by its IR text (with a neutral name), and how many wrappers call it.
+    bodies: HashMap<String, (FunctionValue<'ctx>, usize)>,
 }
 
 impl<'ctx> Schedule<'ctx> {
-    /// Emits function `name` ([`items_function`]) and a step that calls it once over `work`
-    /// items of kernel `kernel`.
+    /// Emits function `name` ([`items_function`], through a shared body where one is alike)
+    /// and a step that calls it once over `work` items of kernel `kernel`.
     fn add(
         &mut self,
         ir: &mut Ir<'ctx>,
@@ -362,11 +373,57 @@ impl<'ctx> Schedule<'ctx> {
         kernel: usize,
         body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, &Params<'ctx>) -> Result<(), String>,
     ) -> Result<(), String> {
-        self.functions.push(items_function(ir, &name, body)?);
+        let body_name = format!("{name}_body");
+        ir.local_slots = Some(Vec::new());
+        let emitted = items_function(ir, &body_name, body);
+        let slots = ir.local_slots.take().expect("set above");
+        let f = emitted?;
+        let text = inkwell::values::AnyValue::print_to_string(&f).to_string().replacen(&format!("@{body_name}("), "@body(", 1);
+        let shared = match self.bodies.get_mut(&text) {
+            Some((g, uses)) => {
+                // SAFETY: the function was just built, and nothing refers to it.
+                unsafe { f.delete() };
+                *uses += 1;
+                *g
+            }
+            None => {
+                f.set_linkage(inkwell::module::Linkage::Internal);
+                self.bodies.insert(text, (f, 1));
+                f
+            }
+        };
+        self.functions.push(wrapper(ir, &name, shared, &slots));
         self.symbols.push(name);
         self.steps.push(Step { function: self.symbols.len() - 1, work, cost, kernel, launch: None });
         Ok(())
     }
+
+    /// Marks the bodies: inlined where one wrapper calls it, kept out of line where several do.
+    fn finish_bodies(&self, ir: &Ir<'ctx>) {
+        for (f, uses) in self.bodies.values() {
+            let kind = if *uses == 1 { "alwaysinline" } else { "noinline" };
+            let id = inkwell::attributes::Attribute::get_named_enum_kind_id(kind);
+            f.add_attribute(inkwell::attributes::AttributeLoc::Function, ir.cx.create_enum_attribute(id, 0));
+        }
+    }
+}
+
+/// The step function `name` (the CPU kernel ABI): copies the addresses of `slots` from the
+/// program's buffer table into a table of its own and calls `body` with it.
+fn wrapper<'ctx>(ir: &mut Ir<'ctx>, name: &str, body: FunctionValue<'ctx>, slots: &[usize]) -> FunctionValue<'ctx> {
+    let (f, [bufs, begin, end, scratch, rt]) = entry(ir, name);
+    ir.begin_function(f, bufs.into_pointer_value());
+    let p = ir.ptr_ty();
+    let table = ir.b.build_alloca(p.array_type(slots.len().max(1) as u32), "table").built();
+    for (i, &slot) in slots.iter().enumerate() {
+        let from = ir.gep(p.into(), bufs.into_pointer_value(), ir.i64(slot as i64));
+        let address = ir.b.build_load(p, from, "").built();
+        ir.b.build_store(ir.gep(p.into(), table, ir.i64(i as i64)), address).built();
+    }
+    let args: Vec<inkwell::values::BasicMetadataValueEnum> = vec![table.into(), begin.into(), end.into(), scratch.into(), rt.into()];
+    let code = ir.b.build_call(body, &args, "").built().try_as_basic_value().basic().expect("an i32 result");
+    ir.b.build_return(Some(&code)).built();
+    f
 }
 
 /// Defines, hidden inside the object, the compiler-runtime conversion LLVM's x86 code generator
