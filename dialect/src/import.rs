@@ -127,6 +127,26 @@ pub const MAX_NESTING: usize = 256;
 /// float type and crashes, `mlir-opt` too; found by `f16c-fuzz`).
 fn screen(source: &str, filename: &str) -> Result<(), Diagnostics> {
     let at = |offset: usize| offset_location(source, filename, offset);
+    // A `tosa.const` or `tosa.const_shape` without its `values` attribute: MLIR reports it,
+    // but another op's verifier may read the missing attribute first and crash (a reshape whose
+    // shape operand it is: found by `f16c-fuzz`, `mlir-opt` crashes too). The attributes come
+    // before the op's type, whose `->` ends the search.
+    for i in memchr::memmem::find_iter(source.as_bytes(), b"tosa.const") {
+        let name_end = i + "tosa.const".len();
+        let rest = &source[name_end..];
+        let name = if rest.starts_with("_shape") { "tosa.const_shape" } else { "tosa.const" };
+        let after = &source[i + name.len()..];
+        // The op's name, custom (`tosa.const_shape {...}`) or generic (`"tosa.const"() ...`),
+        // not a longer name, a comment, or another string.
+        let generic = source[..i].ends_with('"') && after.strip_prefix('"').is_some_and(|a| a.trim_start().starts_with('('));
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.') || in_string_or_comment(source, i) && !generic {
+            continue;
+        }
+        let signature = after.find("->").map_or(after, |e| &after[..e]);
+        if !signature.contains("values") {
+            return Err(Diagnostic::error(at(i), format!("'{name}' without its 'values' attribute: f16c refuses it (MLIR's verifier can crash on a use of it)")).into());
+        }
+    }
     let (mut depth, mut in_string, mut escaped, mut in_comment) = (0usize, false, false, false);
     let bytes = source.as_bytes();
     // Bytes that change the state outside strings and comments; runs of anything else (the
@@ -1487,6 +1507,22 @@ mod tests {
         assert!(consts.contains(&vec![1.0; 256]), "the hex splat, read by MLIR");
         let c = g.node_ids().find(|&id| matches!(g.op(id), Op::Const(t) if t.len() == 256 && t.to_f32_vec() == values)).unwrap();
         assert_eq!(g.location(c).name.as_deref(), Some("w"));
+    }
+
+    /// Found by `f16c-fuzz` (a mutation of lit/Run/control-flow.mlir; `mlir-opt` crashes on it
+    /// too): a reshape in one function verified against a `tosa.const_shape` that lost its
+    /// `values` attribute in another. Refused before MLIR sees it, at the op.
+    #[test]
+    fn constants_without_values_are_refused_before_mlir_verifies_their_users() {
+        let src = "func.func @branch(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<1xf32>) {\n  %z = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n  %c1 = tosa.greater %s, %z : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xi1>\n  %c = tosa.reshape %c1, %scalar : (tensor<1xi1>, !tosa.shape<0>) -> tensor<i1>\n  %r:2 = tosa.cond_if %c (%a = %x) : tensor<i1> (tensor<2xf32>) -> (tensor<2xf32>, tensor<1xf32>) {\n  }\n}\nfunc.func @loop(%x: tensor<3xf32>) -> (tensor<i32>, tensor<3xf32>) {\n  %s = tosa.reduce_sum %x {axis = 0 : i32} : (tensor<3xf32>) -> tensor<1xf32>\n  %scalar = tosa.const_shape {i16 = dense<> : tensor<0xindex>} : () -> !tosa.shape<0>\n  %zero = \"tosa.const\"() <{values = dense<0> : tensor<i32>}> : () -> tensor<i32>\n  %r:2 = tosa.while_loop (%i = %zero, %acc = %x) : (tensor<i32>, tensor<3xf32>) -> (tensor<i32>, tensor<3xf32>) {\n  } do {\n  }\n}\n";
+        let e = parse_module(src, "m.mlir").unwrap_err().to_string();
+        assert!(e.contains("m.mlir:10:13") && e.contains("'tosa.const_shape' without its 'values' attribute"), "{e}");
+        let generic = "func.func @f() -> tensor<1xf32> {\n  %c = \"tosa.const\"() <{v = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n  return %c : tensor<1xf32>\n}\n";
+        let e = parse_module(generic, "g.mlir").unwrap_err().to_string();
+        assert!(e.contains("'tosa.const' without its 'values' attribute"), "{e}");
+        // Named in a comment or a string, and the ops that have it: no error.
+        let fine = "// tosa.const_shape : () -> x\nfunc.func @f() -> tensor<1xf32> {\n  %c = \"tosa.const\"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32> loc(\"tosa.const\")\n  return %c : tensor<1xf32>\n}\n";
+        parse_module(fine, "ok.mlir").unwrap();
     }
 
     #[test]

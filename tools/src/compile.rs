@@ -145,11 +145,13 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
         Some("kernels") => {
             // The kernels the target's backend gets, where it has one.
-            let options = driver::backend_named(target, backend_name, m.get_one::<String>("cpu").map(String::as_str)).map(|b| b.lowering()).unwrap_or_default();
+            let backend = driver::backend_named(target, backend_name, m.get_one::<String>("cpu").map(String::as_str)).ok();
+            let options = backend.map(|b| b.lowering()).unwrap_or_default();
             let mut text = String::new();
             for g in &module.functions {
                 match driver::lower_with(g, options) {
-                    Ok(p) => text.push_str(&p.to_string()),
+                    // Each kernel's strategy on the target's backend, where it states one.
+                    Ok(p) => text.push_str(&p.to_string_with(&|k| backend.and_then(|b| b.strategy(k)))),
                     Err(d) => return Ok(crate::report(&d, &source)),
                 }
             }

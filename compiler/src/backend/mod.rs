@@ -206,6 +206,12 @@ pub trait Backend: Sync {
     }
     /// Can this kernel be compiled? Called on every kernel before any code is emitted.
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported>;
+    /// How this backend will run a (legal) kernel, in words, where it decides something worth
+    /// showing (`f16c compile --emit=kernels` prints it after the kernel): the same decision
+    /// the emitter takes, read from the same function.
+    fn strategy(&self, _kernel: &Kernel) -> Option<String> {
+        None
+    }
     /// The forms [`Backend::emit`] can print.
     fn forms(&self) -> &'static [Emit];
     /// The code format of its artifacts.

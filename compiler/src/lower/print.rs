@@ -151,6 +151,24 @@ impl Display for Kernel {
 
 impl Display for Program {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        self.write_with(f, &|_| None)
+    }
+}
+
+impl Program {
+    /// The text form with a line `  strategy: ...` after each kernel for which `strategy` says
+    /// something (a backend's plan for it: `f16c compile --emit=kernels --target=T`).
+    pub fn to_string_with(&self, strategy: &dyn Fn(&Kernel) -> Option<String>) -> String {
+        struct With<'a>(&'a Program, &'a dyn Fn(&Kernel) -> Option<String>);
+        impl Display for With<'_> {
+            fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+                self.0.write_with(f, self.1)
+            }
+        }
+        With(self, strategy).to_string()
+    }
+
+    fn write_with(&self, f: &mut Formatter<'_>, strategy: &dyn Fn(&Kernel) -> Option<String>) -> fmt::Result {
         writeln!(f, "program @{}: {} kernels, {} buffers", self.name, self.kernels.len(), self.buffers.len())?;
         for i in &self.inputs {
             writeln!(f, "  input  {}", operand(i))?;
@@ -165,6 +183,9 @@ impl Display for Program {
         }
         for k in &self.kernels {
             write!(f, "{k}")?;
+            if let Some(s) = strategy(k) {
+                writeln!(f, "  strategy: {s}")?;
+            }
         }
         writeln!(f, "plan: arena {} bytes (liveness lower bound {})", self.plan.arena_bytes, self.plan.lower_bound)?;
         for (i, b) in self.buffers.iter().enumerate() {

@@ -130,11 +130,8 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
             steps.push(Step { function: symbols.len() - 1, work, cost: work as f64, kernel: k, launch: Some(launch) });
         };
         let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
-        match &kernel.kind {
-            // Tensor-core tiles multiply the padding's zeros: not for an inf/NaN weight there.
-            KernelKind::Contraction(c) if legal::tensor_core_shape(target.info(), kernel).is_some() && !c.padding_hazard => {
-                let shape = legal::tensor_core_shape(target.info(), kernel).expect("checked");
-                let tile = wmma::Tile::of(c);
+        match (&kernel.kind, strategy(target, kernel)) {
+            (KernelKind::Contraction(c), Strategy::Wmma { shape, tile }) => {
                 let (f, bufs, _) = entry(&mut ir, &name, tile.threads());
                 ir.begin_function(f, bufs);
                 wmma::emit(&mut ir, c, tile, shape, &name).map_err(err)?;
@@ -142,7 +139,7 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
                 let launch = Launch { grid: tile.grid(c), block: [tile.threads() as u32, 1, 1], shared_bytes: tile.shared_bytes() as u32 };
                 add(name, launch, c.batch * c.m * c.n);
             }
-            KernelKind::Rows(r) => {
+            (KernelKind::Rows(r), _) => {
                 let bytes = Ir::rows_temp_bytes(r);
                 let temp = (bytes > 0).then(|| (layout.temporary(k, bytes * r.rows), bytes));
                 let (f, bufs, _) = entry(&mut ir, &name, rows::THREADS);
@@ -155,7 +152,7 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
             // Everything else is SIMT: one thread per work item (two elements for elementwise
             // kernels that pair up into half2/bf16x2, a register tile for contractions off the
             // tensor cores).
-            kind => {
+            (kind, _) => {
                 for items in Items::of(kind) {
                     let (name, work) = (format!("{name}{}", items.suffix()), items.work());
                     simt(&mut ir, &name, work, |ir, i, status| {
@@ -178,6 +175,73 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
     let llvm = ir.text();
     let ptx = machine::assembly(&ir.module, &tm).map_err(|m| codegen(None, m))?;
     Ok(Compiled { layout, symbols, steps, llvm, ptx })
+}
+
+/// How a kernel runs on the GPU: the decision [`compile`] follows and `f16c compile
+/// --emit=kernels --target=sm_XX` prints ([`Backend::strategy`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Strategy {
+    /// A matmul or conv2d on tensor cores.
+    Wmma {
+        /// The MMA instruction's shape and types.
+        shape: &'static crate::target::MmaShape,
+        /// The block's tile.
+        tile: wmma::Tile,
+    },
+    /// One block per row of a row region.
+    Rows,
+    /// One thread per work item.
+    Simt,
+}
+
+/// The strategy of `kernel` on `target`.
+pub fn strategy(target: Target, kernel: &Kernel) -> Strategy {
+    match &kernel.kind {
+        // Tensor-core tiles multiply the padding's zeros: not for an inf/NaN weight there.
+        KernelKind::Contraction(c) if !c.padding_hazard => match legal::tensor_core_shape(target.info(), kernel) {
+            Some(shape) => Strategy::Wmma { shape, tile: wmma::Tile::of(c) },
+            None => Strategy::Simt,
+        },
+        KernelKind::Rows(_) => Strategy::Rows,
+        _ => Strategy::Simt,
+    }
+}
+
+/// [`strategy`] in words: what runs, and for a contraction off the tensor cores, why.
+fn describe(target: Target, kernel: &Kernel) -> String {
+    match (strategy(target, kernel), &kernel.kind) {
+        (Strategy::Wmma { shape, tile }, KernelKind::Contraction(c)) => {
+            let (va, vb) = wmma::vector_widths(c);
+            format!(
+                "tensor cores (WMMA m{}n{}k{}, {} in, f32 accumulate), tile {}x{}: {} warps of {}x{}, {} threads, {} B shared; staged {} / {} elements per load (A / B)",
+                shape.m,
+                shape.n,
+                shape.k,
+                shape.input,
+                tile.bm,
+                tile.bn,
+                tile.warps(),
+                tile.bm / tile.warps_m,
+                tile.bn / tile.warps_n,
+                tile.threads(),
+                tile.shared_bytes(),
+                va,
+                vb
+            )
+        }
+        (_, KernelKind::Contraction(c)) => {
+            let why = if c.padding_hazard {
+                "a weight may be inf or NaN where the padding's zeros would multiply it".to_string()
+            } else if !matches!(c.kind, crate::lower::ContractionKind::MatMul | crate::lower::ContractionKind::Conv(_)) {
+                "only matmul and conv2d run on tensor cores".to_string()
+            } else {
+                format!("no tensor-core shape on {target} for {} x {} accumulated in {}", c.a.ty.dtype, c.b.ty.dtype, c.acc)
+            };
+            format!("SIMT, a register tile of outputs per thread ({why})")
+        }
+        (Strategy::Rows, _) => format!("one block of {} threads per row", rows::THREADS),
+        _ => "SIMT, one thread per output (two for paired f16/bf16 elementwise work)".to_string(),
+    }
 }
 
 /// The launch of a SIMT kernel over `work` items.
@@ -244,6 +308,10 @@ impl Backend for NvptxBackend {
 
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
         legal::legal(kernel)
+    }
+
+    fn strategy(&self, kernel: &Kernel) -> Option<String> {
+        Some(describe(Target::Sm(self.sm), kernel))
     }
 
     fn forms(&self) -> &'static [Emit] {
