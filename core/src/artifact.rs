@@ -295,19 +295,33 @@ impl Header {
 impl Artifact {
     /// The file bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let manifest = serde_json::to_vec_pretty(&self.manifest).expect("the manifest serializes");
-        let mut out = Vec::with_capacity(HEADER_BYTES + manifest.len() + self.code.len() + self.constants.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        for len in [manifest.len(), self.code.len(), self.constants.len()] {
-            out.extend_from_slice(&(len as u64).to_le_bytes());
-        }
-        out.extend_from_slice(&fnv1a64(&[&manifest, &self.code, &self.constants]).to_le_bytes());
-        out.extend_from_slice(&manifest);
-        out.extend_from_slice(&self.code);
-        out.extend_from_slice(&self.constants);
+        let mut out = Vec::with_capacity(HEADER_BYTES + self.code.len() + self.constants.len() + 4096);
+        self.write_to(&mut out).expect("writing to memory does not fail");
         out
+    }
+
+    /// Writes the file to `w` section by section, never holding a second copy of the weights
+    /// (a GPT-2 artifact is 400 MB).
+    pub fn write_to(&self, mut w: impl std::io::Write) -> std::io::Result<()> {
+        let manifest = serde_json::to_vec_pretty(&self.manifest).expect("the manifest serializes");
+        let mut header = Vec::with_capacity(HEADER_BYTES);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        for len in [manifest.len(), self.code.len(), self.constants.len()] {
+            header.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+        header.extend_from_slice(&fnv1a64(&[&manifest, &self.code, &self.constants]).to_le_bytes());
+        w.write_all(&header)?;
+        w.write_all(&manifest)?;
+        w.write_all(&self.code)?;
+        w.write_all(&self.constants)?;
+        w.flush()
+    }
+
+    /// Writes the file at `path`.
+    pub fn write_file(&self, path: &std::path::Path) -> std::io::Result<()> {
+        self.write_to(std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?))
     }
 
     /// Reads and validates an artifact.

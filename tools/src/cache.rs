@@ -47,17 +47,21 @@ impl Cache {
         Some(path)
     }
 
-    /// Stores `bytes` under `key` and trims the cache; a failure is a warning.
-    pub fn put(&self, key: &str, bytes: &[u8]) {
-        if let Err(e) = self.try_put(key, bytes) {
+    /// Stores `artifact` under `key` and trims the cache; a failure is a warning.
+    pub fn put(&self, key: &str, artifact: &f16c_core::artifact::Artifact) {
+        if let Err(e) = self.try_put(key, |path| artifact.write_file(path)) {
             eprintln!("warning: f16c run: cannot store the compiled model in the cache {}: {e} (--no-cache turns it off)", self.dir.display());
         }
     }
 
-    fn try_put(&self, key: &str, bytes: &[u8]) -> std::io::Result<()> {
+    /// Writes an entry through `write` (given a temporary path, renamed into place after).
+    fn try_put(&self, key: &str, write: impl FnOnce(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let tmp = self.dir.join(format!(".{key}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, bytes)?;
+        if let Err(e) = write(&tmp) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
         std::fs::rename(&tmp, self.path(key))?;
         self.trim(LIMIT_BYTES)
     }
@@ -241,7 +245,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("f16c-cache-test-{}", std::process::id()));
         let c = Cache { dir: dir.clone() };
         for (k, age) in [("a", 30), ("b", 20), ("c", 10)] {
-            c.try_put(k, &[0u8; 100]).unwrap();
+            c.try_put(k, |p| std::fs::write(p, [0u8; 100])).unwrap();
             let f = std::fs::File::options().append(true).open(c.path(k)).unwrap();
             f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(age)).unwrap();
         }

@@ -135,7 +135,7 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 Err(d) => return Ok(crate::report(&d, &source)),
             };
             let path = m.get_one::<String>("output").expect("checked above");
-            phase("write artifact", || std::fs::write(path, artifact.to_bytes())).with_context(|| format!("cannot write '{path}'"))?;
+            phase("write artifact", || artifact.write_file(std::path::Path::new(path))).with_context(|| format!("cannot write '{path}'"))?;
             return Ok(ExitCode::SUCCESS);
         }
         Some("mlir") => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,

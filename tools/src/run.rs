@@ -154,7 +154,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(d) => return Ok(crate::report(&d, &source)),
         };
         if let (Some(cache), Some(key)) = (&cache, &key) {
-            cache.put(key, &artifact.to_bytes());
+            cache.put(key, &artifact);
         }
         match f16c_runtime::loader::load_any(artifact, threads).and_then(|model| model.run(&inputs)) {
             Ok(o) => o,
