@@ -132,9 +132,7 @@ fn screen(source: &str, filename: &str) -> Result<(), Diagnostics> {
     // shape operand it is: found by `f16c-fuzz`, `mlir-opt` crashes too). The attributes come
     // before the op's type, whose `->` ends the search.
     for i in memchr::memmem::find_iter(source.as_bytes(), b"tosa.const") {
-        let name_end = i + "tosa.const".len();
-        let rest = &source[name_end..];
-        let name = if rest.starts_with("_shape") { "tosa.const_shape" } else { "tosa.const" };
+        let name = if source[i..].starts_with("tosa.const_shape") { "tosa.const_shape" } else { "tosa.const" };
         let after = &source[i + name.len()..];
         // The op's name, custom (`tosa.const_shape {...}`) or generic (`"tosa.const"() ...`),
         // not a longer name, a comment, or another string.

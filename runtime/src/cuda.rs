@@ -235,12 +235,11 @@ impl GpuExecutor {
         bufs.upload(&table_bytes, "the buffer table")?;
         let status = DeviceBuffer::new(4 * m.kernels.len(), "the status words")?;
         status.upload(&vec![0u8; 4 * m.kernels.len()], "the status words")?;
-        let events = Events::new()?;
-        // SAFETY: valid events, recorded on the default stream.
-        check(unsafe { sys::cuEventRecord(events.0, std::ptr::null_mut()) }, "recording an event")?;
+        let (start, stop) = (Event::new()?, Event::new()?);
+        start.record()?;
         // Profiling: one more event after each launch.
         let step_events = match self.profile {
-            Some(_) => m.steps.iter().map(|_| Events::new()).collect::<Result<Vec<_>>>()?,
+            Some(_) => m.steps.iter().map(|_| Event::new()).collect::<Result<Vec<_>>>()?,
             None => Vec::new(),
         };
         for (i, step) in m.steps.iter().enumerate() {
@@ -268,26 +267,19 @@ impl GpuExecutor {
             };
             check(r, &format!("launching '{}'", m.symbols[step.function]))?;
             if let Some(e) = step_events.get(i) {
-                // SAFETY: a valid event on the default stream.
-                check(unsafe { sys::cuEventRecord(e.0, std::ptr::null_mut()) }, "recording an event")?;
+                e.record()?;
             }
         }
-        // SAFETY: valid events on the default stream.
-        check(unsafe { sys::cuEventRecord(events.1, std::ptr::null_mut()) }, "recording an event")?;
+        stop.record()?;
         // SAFETY: a bound context.
         check(unsafe { sys::cuCtxSynchronize() }, "running the kernels")?;
-        let mut ms = 0f32;
-        // SAFETY: both events were recorded and have completed.
-        check(unsafe { sys::cuEventElapsedTime(&mut ms, events.0, events.1) }, "timing the kernels")?;
+        let ms = start.ms_to(&stop)?;
         if let Some(profile) = &self.profile {
             let mut p = profile.lock().unwrap_or_else(|e| e.into_inner());
-            let mut before = events.0;
+            let mut before = &start;
             for (step, e) in m.steps.iter().zip(&step_events) {
-                let mut t = 0f32;
-                // SAFETY: both events were recorded and have completed.
-                check(unsafe { sys::cuEventElapsedTime(&mut t, before, e.0) }, "timing a kernel")?;
-                p.0[step.kernel] += t as f64 * 1e-3;
-                before = e.0;
+                p.0[step.kernel] += before.ms_to(e)? as f64 * 1e-3;
+                before = e;
             }
             p.1 += 1;
         }
@@ -312,27 +304,36 @@ impl GpuExecutor {
     }
 }
 
-/// A start and a stop event, destroyed on drop.
-struct Events(sys::CUevent, sys::CUevent);
+/// A CUDA event on the default stream, destroyed on drop.
+struct Event(sys::CUevent);
 
-impl Events {
-    fn new() -> Result<Events> {
-        let (mut a, mut b): (sys::CUevent, sys::CUevent) = (std::ptr::null_mut(), std::ptr::null_mut());
+impl Event {
+    fn new() -> Result<Event> {
+        let mut e: sys::CUevent = std::ptr::null_mut();
         // SAFETY: a bound context; default flags.
-        check(unsafe { sys::cuEventCreate(&mut a, 0) }, "creating an event")?;
-        // SAFETY: as above.
-        check(unsafe { sys::cuEventCreate(&mut b, 0) }, "creating an event")?;
-        Ok(Events(a, b))
+        check(unsafe { sys::cuEventCreate(&mut e, 0) }, "creating an event")?;
+        Ok(Event(e))
+    }
+
+    /// Records the event after the work launched so far.
+    fn record(&self) -> Result<()> {
+        // SAFETY: a valid event, recorded on the default stream.
+        check(unsafe { sys::cuEventRecord(self.0, std::ptr::null_mut()) }, "recording an event")
+    }
+
+    /// Milliseconds from `self` to `later`, both recorded and completed.
+    fn ms_to(&self, later: &Event) -> Result<f32> {
+        let mut ms = 0f32;
+        // SAFETY: both events were recorded and have completed (the caller synchronised).
+        check(unsafe { sys::cuEventElapsedTime(&mut ms, self.0, later.0) }, "timing the kernels")?;
+        Ok(ms)
     }
 }
 
-impl Drop for Events {
+impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: created by cuEventCreate, destroyed once.
-        unsafe {
-            sys::cuEventDestroy_v2(self.0);
-            sys::cuEventDestroy_v2(self.1);
-        }
+        unsafe { sys::cuEventDestroy_v2(self.0) };
     }
 }
 
