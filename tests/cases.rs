@@ -1073,3 +1073,30 @@ pub fn control_flow_cases(sizes: &[usize]) -> Vec<Case> {
     }
     cases
 }
+
+/// The contract's f32 `exp`, `tanh`, `erf` and `sigmoid` ([`f16c_core::math`]), which every CPU
+/// backend emits inline, on every 4099th f32 (about a million inputs: every binade, both
+/// signs, zeros, infinities, subnormals, NaNs with payloads), vector lanes and tails alike.
+/// Bit-exact, NaN payloads included (compare with [`same_bits_and_nans`]); the reference's
+/// results are checked against the Rust definitions here first.
+pub fn math_function_cases() -> Vec<Case> {
+    let n = (u32::MAX / 4099) as usize / 2 + 1;
+    let bits: Vec<f32> = (0..2 * n as u32).map(|i| f32::from_bits(i.wrapping_mul(4099))).collect();
+    let x = Tensor::new(vec![2, n], Data::F32(bits.clone())).unwrap();
+    let defined: [(UnaryOp, fn(f32) -> f32); 4] = [
+        (UnaryOp::Exp, f16c_core::math::exp_f32),
+        (UnaryOp::Tanh, f16c_core::math::tanh_f32),
+        (UnaryOp::Erf, f16c_core::math::erf_f32),
+        (UnaryOp::Sigmoid, |v| 1.0 / (1.0 + f16c_core::math::exp_f32(-v))),
+    ];
+    defined
+        .into_iter()
+        .map(|(op, f)| {
+            let graph = elementwise_graph(&Op::Unary(op), DType::F32, n, 0);
+            let want = f16c_dialect::reference::run(&graph, std::slice::from_ref(&x)).unwrap();
+            let direct = Tensor::new(vec![2, n], Data::F32(bits.iter().map(|&v| f(v)).collect())).unwrap();
+            same_bits_and_nans(&want[0], &direct).unwrap_or_else(|e| panic!("{op:?}: the reference against the definition: {e}"));
+            Case { name: format!("math_{op:?}").to_lowercase(), graph, inputs: vec![x.clone()], tolerance: Tolerance::Exact }
+        })
+        .collect()
+}

@@ -16,6 +16,7 @@
 pub mod abi;
 pub mod artifact;
 pub mod compare;
+pub mod math;
 pub mod tempdir;
 pub mod tensor;
 pub mod types;

@@ -218,13 +218,23 @@ fn narrow(n: Num, ty: &TensorType) -> Tensor {
 
 /// Float arithmetic shared by f32 and f64.
 trait Real: num_traits::Float + std::iter::Sum + Default + std::fmt::Debug {
+    /// The contract's `exp`: f16c's own for f32 ([`f16c_core::math`]), the host's for f64.
+    fn exp_(self) -> Self;
+    /// The contract's `tanh` (as [`Real::exp_`]).
+    fn tanh_(self) -> Self;
     fn erf(self) -> Self;
     fn from_f64(v: f64) -> Self;
 }
 
 impl Real for f32 {
+    fn exp_(self) -> Self {
+        f16c_core::math::exp_f32(self)
+    }
+    fn tanh_(self) -> Self {
+        f16c_core::math::tanh_f32(self)
+    }
     fn erf(self) -> Self {
-        libm::erff(self)
+        f16c_core::math::erf_f32(self)
     }
     fn from_f64(v: f64) -> Self {
         v as f32
@@ -232,6 +242,12 @@ impl Real for f32 {
 }
 
 impl Real for f64 {
+    fn exp_(self) -> Self {
+        self.exp()
+    }
+    fn tanh_(self) -> Self {
+        self.tanh()
+    }
     fn erf(self) -> Self {
         libm::erf(self)
     }
@@ -323,12 +339,12 @@ fn unary_real<T: Real>(op: UnaryOp, x: T) -> T {
     match op {
         UnaryOp::Negate => -x,
         UnaryOp::Abs => x.abs(),
-        UnaryOp::Exp => x.exp(),
+        UnaryOp::Exp => x.exp_(),
         UnaryOp::Log => x.ln(),
         UnaryOp::Rsqrt => T::one() / x.sqrt(),
         UnaryOp::Reciprocal => T::one() / x,
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sigmoid => T::one() / (T::one() + (-x).exp()),
+        UnaryOp::Tanh => x.tanh_(),
+        UnaryOp::Sigmoid => T::one() / (T::one() + (-x).exp_()),
         UnaryOp::Erf => x.erf(),
         UnaryOp::Ceil => x.ceil(),
         UnaryOp::Floor => x.floor(),

@@ -62,8 +62,11 @@ func.func @fused(%a: tensor<1x9x8xf16>, %b: tensor<1x8x13xf16>, %c: tensor<1x9x1
 // CHECK-LABEL: function %k0_sigmoid(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: uload16x4
 // CHECK: ishl
-// The exponential is the runtime's (the reference's) function, called per lane.
-// CHECK: call_indirect
+// The exponential is the contract's own (core/src/math.rs), inline on the four lanes: no call.
+// CHECK: nearest
+// CHECK: fdiv
+// CHECK: fcvt_to_sint_sat.i32x4
+// CHECK-NOT: call_indirect
 // CHECK: return
 func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
   %0 = tosa.sigmoid %a : (tensor<3x17xbf16>) -> tensor<3x17xbf16>
@@ -77,7 +80,7 @@ func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
 // CHECK-NEXT: ;   k0_rows_reduce_max (6 ops)
 // CHECK-LABEL: function %k0_rows_reduce_max(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: fcmp.f32 ge
-// CHECK: call_indirect
+// CHECK: nearest
 // CHECK: fadd
 // CHECK: fdiv
 // CHECK: fmul

@@ -1,7 +1,8 @@
 // --target=x86_64 --backend=llvm: the LLVM x86-64 backend (the shared LLVM emitter's kernels
 // in the CPU ABI; x86_64-llvm-gemm.mlir shows its contraction micro-kernel). fp16 is converted
-// with F16C instructions; math functions are called through the runtime's table (rt), so results are the
-// reference interpreter's bits; the artifact runs in f16c-run like Cranelift's.
+// with F16C instructions; f32 exp, tanh and erf are the contract's own, inline (vectorised: the
+// exp below has no call), other math functions are called through the runtime's table (rt), so
+// results are the reference interpreter's bits; the artifact runs in f16c-run like Cranelift's.
 // RUN: %f16c compile %s --target=x86_64 --backend=llvm --emit=asm | FileCheck %s
 // RUN: %f16c compile %s --target=x86_64 --backend=llvm --emit=llvm | FileCheck %s --check-prefix=IR
 // RUN: %f16c compile %s --target=x86_64 --backend=llvm -o %t.llvm.f16c
@@ -23,7 +24,8 @@
 // CHECK-LABEL: f16c_k0_add:
 // CHECK: vcvtph2ps
 // CHECK: vcvtps2ph $4
-// CHECK: callq *
+// CHECK: {{vrndscaleps|vroundps}}
+// CHECK-NOT: callq
 // CHECK: retq
 // IR: define {{.*}}i32 @f16c_k0_add(ptr {{.*}}, i64 %1, i64 %2, ptr {{.*}}, ptr {{.*}})
 // IR: define hidden bfloat @__truncsfbf2(float %0)

@@ -26,10 +26,10 @@ macro_rules! libcalls {
 }
 
 libcalls! {
-    ExpF32 => |x: f32| -> f32 { x.exp() },
+    ExpF32 => |x: f32| -> f32 { f16c_core::math::exp_f32(x) },
     LogF32 => |x: f32| -> f32 { x.ln() },
-    TanhF32 => |x: f32| -> f32 { x.tanh() },
-    ErfF32 => |x: f32| -> f32 { libm::erff(x) },
+    TanhF32 => |x: f32| -> f32 { f16c_core::math::tanh_f32(x) },
+    ErfF32 => |x: f32| -> f32 { f16c_core::math::erf_f32(x) },
     PowF32 => |x: f32, y: f32| -> f32 { x.powf(y) },
     ExpF64 => |x: f64| -> f64 { x.exp() },
     LogF64 => |x: f64| -> f64 { x.ln() },

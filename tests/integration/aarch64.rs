@@ -30,6 +30,8 @@ fn backend_for(case: &str) -> &'static LlvmCpuBackend {
 fn every_parity_case_matches_the_reference_under_qemu() {
     let mut cases = parity_cases();
     cases.extend(vector_edge_cases());
+    // exp, tanh, erf and sigmoid are the contract's own, inline: exact (Tolerance::Exact).
+    cases.extend(f16c_tests::cases::math_function_cases());
     let graphs: Vec<_> = cases.iter().map(|c| (&c.graph, c.inputs.as_slice(), backend_for(&c.name))).collect();
     let results = f16c_tests::run_libraries("aarch64", &graphs);
     let mut failures = Vec::new();

@@ -972,3 +972,14 @@ fn converting_transposes_match_the_reference_bit_for_bit() {
         f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("pad {from}->{to}: {e}"));
     }
 }
+
+/// The JIT emits the contract's f32 `exp`, `tanh`, `erf` (and `sigmoid` through `exp`) inline on
+/// vector lanes ([`f16c_core::math`]): the same bits as the reference on about a million inputs.
+#[test]
+fn inline_math_functions_match_the_contract_bit_for_bit() {
+    for case in f16c_tests::cases::math_function_cases() {
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        let got = Model::compile_graph(&case.graph, 2).unwrap().run(&case.inputs).unwrap();
+        f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{}: JIT: {e}", case.name));
+    }
+}

@@ -130,8 +130,11 @@ impl<'a> Fx<'a> {
     /// A constant of integer type `ty` (splatted for vectors).
     pub fn k(&mut self, ty: Type, v: i64) -> Value {
         if ty.is_vector() {
-            let s = self.b.ins().iconst(ty.lane_type(), v);
-            self.b.ins().splat(ty, s)
+            // From the constant pool, as [`Fx::f`]'s lanes.
+            let lane = ty.lane_type().bytes() as usize;
+            let bytes: Vec<u8> = (0..ty.lane_count()).flat_map(|_| v.to_le_bytes()[..lane].to_vec()).collect();
+            let c = self.b.func.dfg.constants.insert(bytes.into());
+            self.b.ins().vconst(ty, c)
         } else {
             self.b.ins().iconst(ty, v)
         }
@@ -139,8 +142,15 @@ impl<'a> Fx<'a> {
 
     /// An f32 constant (splatted for `F32X4`).
     pub fn f(&mut self, ty: Type, v: f32) -> Value {
-        let s = self.b.ins().f32const(v);
-        let s = if ty.is_vector() { self.b.ins().splat(ty, s) } else { s };
+        // Lanes come from the constant pool (x86 folds the load into the instruction that
+        // uses them) rather than a scalar splatted in the loop.
+        let s = if ty.is_vector() {
+            let bytes: Vec<u8> = (0..ty.lane_count()).flat_map(|_| v.to_le_bytes()).collect();
+            let c = self.b.func.dfg.constants.insert(bytes.into());
+            self.b.ins().vconst(ty, c)
+        } else {
+            self.b.ins().f32const(v)
+        };
         if !v.is_nan() {
             self.nans.insert(s, Nans::None);
         }
@@ -714,6 +724,10 @@ impl<'a> Fx<'a> {
         Ok(match u {
             UnaryOp::Negate => self.b.ins().fneg(x),
             UnaryOp::Abs => self.b.ins().fabs(x),
+            // The contract's own f32 functions, inline ([`f16c_core::math`]); f64 calls the host's.
+            UnaryOp::Exp if !f64_ => self.exp_f32(x),
+            UnaryOp::Tanh if !f64_ => self.tanh_f32(x),
+            UnaryOp::Erf if !f64_ => self.erf_f32(x),
             UnaryOp::Exp => self.libcall_lanes(lc(Libcall::ExpF32, Libcall::ExpF64), &[x]),
             UnaryOp::Log => self.libcall_lanes(lc(Libcall::LogF32, Libcall::LogF64), &[x]),
             UnaryOp::Tanh => self.libcall_lanes(lc(Libcall::TanhF32, Libcall::TanhF64), &[x]),
@@ -735,7 +749,7 @@ impl<'a> Fx<'a> {
             UnaryOp::Sigmoid => {
                 // 1 / (1 + exp(-x)), as the reference computes it.
                 let n = self.b.ins().fneg(x);
-                let e = self.libcall_lanes(lc(Libcall::ExpF32, Libcall::ExpF64), &[n]);
+                let e = if f64_ { self.libcall_lanes(Libcall::ExpF64, &[n]) } else { self.exp_f32(n) };
                 let one = self.one(ty);
                 let d = self.b.ins().fadd(one, e);
                 self.b.ins().fdiv(one, d)

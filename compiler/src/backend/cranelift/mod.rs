@@ -28,6 +28,7 @@ pub mod emit;
 mod gemm;
 pub mod legal;
 mod lower;
+mod math;
 pub mod narrow;
 mod softfloat;
 

@@ -477,6 +477,10 @@ impl<'ctx> Ir<'ctx> {
     pub fn math(&mut self, lc: Libcall, args: &[FloatValue<'ctx>]) -> Result<FloatValue<'ctx>, String> {
         match self.math {
             MathImpl::NvptxApprox => self.nvptx_math(lc, args),
+            // The contract's own f32 functions, inline ([`f16c_core::math`]).
+            MathImpl::RuntimeTable if lc == Libcall::ExpF32 => Ok(self.contract_exp(args[0])),
+            MathImpl::RuntimeTable if lc == Libcall::TanhF32 => Ok(self.contract_tanh(args[0])),
+            MathImpl::RuntimeTable if lc == Libcall::ErfF32 => Ok(self.contract_erf(args[0])),
             MathImpl::RuntimeTable => {
                 let args: Vec<BasicValueEnum> = args.iter().map(|&a| a.into()).collect();
                 Ok(self.libcall(lc, &args)?.into_float_value())

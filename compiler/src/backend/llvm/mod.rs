@@ -20,6 +20,7 @@
 pub mod expr;
 pub mod families;
 pub mod machine;
+mod math;
 
 use f16c_dialect::DType;
 use crate::lower::Stride;

@@ -15,10 +15,10 @@
 //! `NAME` is the function's name as a C identifier ([`c_name`]). Each returns 0, a kernel's
 //! [`f16c_core::abi::Status`] (1: an index out of range), or [`OUT_OF_MEMORY`].
 //!
-//! Math functions are the C library's (`expf`, `tanhf`, `erff`, ...; link with `-lm`), through
-//! the same `rt` table the runtime fills with the reference interpreter's functions: on glibc
-//! they are the functions Rust's `f32::exp` calls, except `erf`, which the reference takes
-//! from the `libm` crate. The two f64 → fp16/bf16 conversions are defined inside (round to odd
+//! f32 `exp`, `tanh` and `erf` are the contract's own, emitted inline ([`f16c_core::math`]);
+//! the other math functions are the C library's (`logf`, `powf`, `sinf`, ...; link with `-lm`),
+//! through the same `rt` table the runtime fills with the reference interpreter's functions: on
+//! glibc they are the functions Rust's `f32::ln` etc. call. The two f64 → fp16/bf16 conversions are defined inside (round to odd
 //! in f32, then to nearest even: one correct rounding).
 
 use super::super::llvm::{Built, Ir};
@@ -31,12 +31,10 @@ use inkwell::module::Linkage;
 use inkwell::values::{BasicValueEnum, FunctionValue, PointerValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
-/// How far a math function's result (exp, log, tanh, erf, pow, in the output type) may be from
-/// the reference's in a standalone library: the library calls the platform's C library, the
-/// reference calls the host's (Rust's `f32::tanh` is glibc's `tanhf`) and the `libm` crate's
-/// `erff`. Measured under qemu: AArch64 glibc's `tanhf` and glibc's `erff` differ from the
-/// reference's by one ulp on a few inputs of the parity suite; everything else is bit-identical.
-/// (Through the runtime's executor, kernels call the reference's own functions: exact.)
+/// How far a C-library math function's result (log, pow, sin, cos, f64 functions, in the output
+/// type) may be from the reference's in a standalone library: the library calls the platform's
+/// C library, the reference the host's. (f32 exp, tanh and erf are the contract's own, inline:
+/// exact. Through the runtime's executor, kernels call the reference's own functions: exact.)
 pub const MATH_ULPS: u64 = 1;
 
 /// What the entry point returns when it cannot allocate its memory.
