@@ -372,7 +372,8 @@ impl Tensor {
 /// runtime's executor both call it: nothing past the boundary sees a wrongly sized buffer.
 pub fn check_inputs(function: &str, expected: &[TensorType], given: &[Tensor]) -> Result<(), String> {
     if given.len() != expected.len() {
-        return Err(format!("'@{function}' takes {} input(s), {} given", expected.len(), given.len()));
+        let each: Vec<String> = expected.iter().enumerate().map(|(k, t)| format!("#{k} {t}")).collect();
+        return Err(format!("'@{function}' takes {} input(s), {} given (expected, in order: {})", expected.len(), given.len(), each.join(", ")));
     }
     for (k, (want, t)) in expected.iter().zip(given).enumerate() {
         if t.ty() != *want {
