@@ -111,6 +111,14 @@ pub struct KernelInfo {
     pub op: String,
     /// The main op's source location, as `file:line:col`.
     pub location: String,
+    /// What it computes, in one line (`contraction matmul batch=1 m=128 n=768 k=3072 acc=f32
+    /// result=f32 (3 ops)`, `elementwise shape=[393216] (5 ops)`): the profile's column.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    /// How the backend runs it, where the backend records a plan (GPU targets: `wmma tile
+    /// 128x128 …`, `simt …`); empty elsewhere.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan: String,
 }
 
 /// One call of a kernel function over `work` items.
@@ -416,7 +424,7 @@ mod tests {
                 slots: vec![Slot::Input(0), Slot::Constant { offset: 0, bytes: 16 }, Slot::Arena { offset: 0, bytes: 16 }],
                 arena_bytes: 64,
                 scratch_bytes: 0,
-                kernels: vec![KernelInfo { name: "k0_add".into(), op: "tosa.add".into(), location: "a.mlir:1:1".into() }],
+                kernels: vec![KernelInfo { name: "k0_add".into(), op: "tosa.add".into(), location: "a.mlir:1:1".into(), summary: String::new(), plan: String::new() }],
                 symbols: vec!["f16c_k0_add".into()],
                 steps: vec![Step { function: 0, work: 1, cost: 4.0, kernel: 0, launch: None }],
             },

@@ -88,7 +88,7 @@ pub struct GpuExecutor {
     outputs: Vec<(usize, TensorType)>,
     device_name: String,
     state: Mutex<State>,
-    /// With `F16C_PROFILE` set: per kernel, the seconds its launches took (CUDA events between
+    /// With [`crate::exec::profiling`] on: per kernel, the seconds its launches took (CUDA events between
     /// consecutive launches) and how many runs there were; printed on drop, as on the CPU.
     profile: Option<Mutex<(Vec<f64>, usize)>>,
 }
@@ -180,7 +180,7 @@ impl GpuExecutor {
         let inputs = m.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = m.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
         let Artifact { manifest, .. } = artifact;
-        let profile = std::env::var_os("F16C_PROFILE").map(|_| Mutex::new((vec![0.0; manifest.kernels.len()], 0)));
+        let profile = crate::exec::profiling().then(|| Mutex::new((vec![0.0; manifest.kernels.len()], 0)));
         Ok(GpuExecutor { manifest, inputs, outputs, device_name, state: Mutex::new(State { dev, ctx, module, functions, constants }), profile })
     }
 

@@ -247,8 +247,8 @@ pub struct Executor {
     /// The libcall table the kernels call through (`rt`), built once.
     rt: Vec<usize>,
     threads: usize,
-    /// With `F16C_PROFILE` set: per kernel, the time its steps took and how many runs there
-    /// were; printed to standard error when the executor is dropped.
+    /// With [`profiling`] on when it was made: per kernel, the time its steps took and how many
+    /// runs there were; printed to standard error when the executor is dropped.
     profile: Option<std::sync::Mutex<(Vec<std::time::Duration>, usize)>>,
     /// The threads that run the other parts of split steps, made on first use. A run that
     /// finds them busy (another thread is running the model) spawns its own for the step.
@@ -294,7 +294,7 @@ impl Executor {
         let ty = |d: &f16c_core::artifact::TensorDesc| d.ty().ok_or_else(|| bad(format!("unknown element type '{}'", d.dtype)));
         let inputs = manifest.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = manifest.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
-        let profile = std::env::var_os("F16C_PROFILE").map(|_| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
+        let profile = profiling().then(|| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
         let mut e = Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), _code: code };
         match std::env::var_os("F16C_NATIVE_TILES") {
             Some(v) if v == "0" => e.set_native_tiles(false),
@@ -433,7 +433,7 @@ impl Executor {
 }
 
 impl Drop for Executor {
-    /// Prints the kernel profile (`F16C_PROFILE`): kernels by time per run, slowest first.
+    /// Prints the kernel profile ([`set_profiling`]): kernels by time per run, slowest first.
     fn drop(&mut self) {
         let Some(profile) = self.profile.take() else { return };
         let (totals, runs) = profile.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -442,21 +442,47 @@ impl Drop for Executor {
     }
 }
 
-/// Prints a kernel profile to standard error: per kernel, its seconds over `runs` runs, slowest
-/// first (`F16C_PROFILE`, on the CPU and on a GPU).
-pub(crate) fn print_profile(manifest: &Manifest, seconds: &[f64], runs: usize) {
+static PROFILING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether executors made from now on time their kernels and print the profile when dropped
+/// (`f16c run --profile`, `f16c-run --profile`; the binaries also honour `F16C_PROFILE=1`).
+/// Set by the binaries before they load a model; it costs a clock read per step.
+pub fn set_profiling(on: bool) {
+    PROFILING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// See [`set_profiling`].
+pub fn profiling() -> bool {
+    PROFILING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The kernel profile as text: per kernel, its time per run and share of the time in kernels,
+/// its name, what it computes and its plan (where the backend records one), its source
+/// location, slowest first; kernels that took no measurable time are left out.
+pub fn profile_text(manifest: &Manifest, seconds: &[f64], runs: usize) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     if runs == 0 {
-        return;
+        return out;
     }
     let all: f64 = seconds.iter().sum();
     let mut order: Vec<usize> = (0..seconds.len()).collect();
     order.sort_by(|&a, &b| seconds[b].total_cmp(&seconds[a]));
-    eprintln!("f16c profile of @{}: {runs} runs, {:.3} ms per run in kernels", manifest.function, all * 1e3 / runs as f64);
+    let _ = writeln!(out, "f16c profile of @{}: {runs} runs, {:.3} ms per run in {} kernels", manifest.function, all * 1e3 / runs as f64, manifest.kernels.len());
+    let _ = writeln!(out, "{:>13} {:>6}  {:<16} what (plan) @ location", "ms/run", "share", "kernel");
     for k in order.into_iter().take_while(|&k| seconds[k] > 0.0) {
         let info = &manifest.kernels[k];
         let share = seconds[k] / all.max(f64::MIN_POSITIVE);
-        eprintln!("{:>10.4} ms {:>5.1}%  {:<28} {}", seconds[k] * 1e3 / runs as f64, share * 100.0, info.name, info.location);
+        let plan = if info.plan.is_empty() { String::new() } else { format!(" ({})", info.plan) };
+        let what = if info.summary.is_empty() { info.op.as_str() } else { info.summary.as_str() };
+        let _ = writeln!(out, "{:>13.4} {:>5.1}%  {:<16} {what}{plan} @ {}", seconds[k] * 1e3 / runs as f64, share * 100.0, info.name, info.location);
     }
+    out
+}
+
+/// Prints [`profile_text`] to standard error (on the CPU and on a GPU).
+pub(crate) fn print_profile(manifest: &Manifest, seconds: &[f64], runs: usize) {
+    eprint!("{}", profile_text(manifest, seconds, runs));
 }
 
 #[derive(Clone, Copy)]

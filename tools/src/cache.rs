@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub const LIMIT_BYTES: u64 = 4 << 30;
 
 /// Options of `f16c run` that do not change the compiled program.
-const NOT_IN_KEY: &[&str] = &["input", "inputs", "outputs", "compare", "threads", "no-cache"];
+const NOT_IN_KEY: &[&str] = &["input", "inputs", "outputs", "compare", "threads", "no-cache", "profile"];
 
 /// The cache directory, if caching is on and one can be named.
 pub struct Cache {

@@ -61,6 +61,8 @@ fn main() -> ExitCode {
     if let Some(&n) = matches.get_one::<u64>("max-tensor-bytes") {
         f16c_core::set_max_tensor_bytes(n);
     }
+    // Every executor this process makes prints its kernel profile (`run --profile` too).
+    f16c_runtime::exec::set_profiling(std::env::var_os("F16C_PROFILE").is_some_and(|v| !v.is_empty() && v != "0"));
     let result = match matches.subcommand() {
         Some(("compile", m)) => compile::main(m),
         Some(("check", m)) => check::main(m),

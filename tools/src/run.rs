@@ -17,7 +17,7 @@ pub fn command() -> Command {
         .after_help(
             "Targets:\n  x86_64     compile with Cranelift and run on this machine (default; fp16/bf16 emulated\n             \
              in software, bit-faithful to the reference); with --backend=llvm, compiled ahead of\n             \
-             time by the LLVM x86-64 backend instead (a first step: scalar kernels)\n  \
+             time by the LLVM x86-64 backend instead\n  \
              reference  the reference interpreter (the golden model of f16c's numeric contract)\n  \
              sm_XX      compile to PTX (NVPTX backend) and run on this machine's NVIDIA GPU through the\n             \
              CUDA driver (an error without a GPU or driver)\n  \
@@ -62,6 +62,10 @@ pub fn command() -> Command {
         )
         .arg(Arg::new("function").long("function").value_name("NAME").help("The function to run (default: the only one, or 'forward')"))
         .arg(crate::switch(
+            "profile",
+            "Time every kernel and print the profile to standard error after the run: per kernel its time and share of the run, name, source location, what it computes (shape) and its plan where the backend records one (GPU), slowest first; x86_64 (both backends) and GPU targets (F16C_PROFILE=1 does the same)",
+        ))
+        .arg(crate::switch(
             "no-cache",
             "Compile again instead of loading the artifact an earlier run with the same file and options compiled (the cache: $F16C_CACHE_DIR, else ~/.cache/f16c; F16C_NO_CACHE=1 also turns it off)",
         ));
@@ -74,6 +78,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let threads = m.get_one::<usize>("threads").copied().unwrap_or_else(f16c_jit::default_threads);
     if threads == 0 {
         bail!("--threads must be at least 1");
+    }
+    if m.get_flag("profile") {
+        f16c_runtime::exec::set_profiling(true);
     }
     let target_value = f16c_compiler::target::Target::parse(target).expect("clap checked the name");
     // Targets whose program is an artifact (x86-64, GPUs) go through the compile cache: a run

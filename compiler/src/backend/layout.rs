@@ -141,7 +141,7 @@ impl Layout {
             kernels: program
                 .kernels
                 .iter()
-                .map(|k| KernelInfo { name: k.name.clone(), op: k.op_name.to_string(), location: k.location.to_string() })
+                .map(|k| KernelInfo { name: k.name.clone(), op: k.op_name.to_string(), location: k.location.to_string(), summary: k.summary(), plan: String::new() })
                 .collect(),
             symbols,
             steps,

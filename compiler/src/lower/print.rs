@@ -47,6 +47,21 @@ fn operand(o: &Operand) -> String {
     format!("b{} {}", o.buffer.0, o.ty)
 }
 
+impl Kernel {
+    /// The first line of its description without its name and location: what it computes
+    /// (`contraction matmul batch=1 m=8 n=8 k=8 acc=f32 result=f32 (3 ops)`).
+    pub fn summary(&self) -> String {
+        let text = self.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        let body = first.strip_prefix(&format!("{}: ", self.name)).unwrap_or(first);
+        let at = format!(" @ {} ", self.location);
+        match body.split_once(&at) {
+            Some((what, ops)) => format!("{what} {ops}"),
+            None => body.to_string(),
+        }
+    }
+}
+
 impl Display for Kernel {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let at = format!("@ {} ({} ops)", self.location, self.nodes.len());

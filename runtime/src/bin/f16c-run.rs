@@ -35,6 +35,9 @@ fn cli() -> Command {
                 .help("Run N more times and print the median and minimum time (GPU: the kernels alone, timed with CUDA events; CPU: whole runs)"),
         )
         .arg(Arg::new("info").long("info").action(ArgAction::SetTrue).help("Print what the artifact holds (target, code, function, layout) and stop"))
+        .arg(Arg::new("profile").long("profile").action(ArgAction::SetTrue).help(
+            "Time every kernel (each run, --bench's included) and print the profile to standard error at the end: per kernel its time per run and share, name, source location, what it computes and its plan, slowest first (F16C_PROFILE=1 does the same)",
+        ))
 }
 
 fn main() -> ExitCode {
@@ -61,6 +64,7 @@ fn run(m: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     if threads == 0 {
         return Err("--threads must be at least 1".into());
     }
+    exec::set_profiling(m.get_flag("profile") || std::env::var_os("F16C_PROFILE").is_some_and(|v| !v.is_empty() && v != "0"));
     let model = loader::open(path, threads)?;
     let inputs = many("inputs").iter().map(|p| npy::read(Path::new(p))).collect::<Result<Vec<_>, _>>()?;
     // f32 inputs fit f16/bf16 arguments (NumPy has no bf16).

@@ -334,7 +334,14 @@ impl Backend for NvptxBackend {
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
         let compiled = compile(program, self.sm)?;
         let info = CodeInfo { target: self.target().info().name, backend: NAME, format: CodeFormat::Ptx, requires: Vec::new() };
-        let (manifest, constants) = compiled.layout.manifest(program, info, compiled.symbols, compiled.steps);
+        let (mut manifest, constants) = compiled.layout.manifest(program, info, compiled.symbols, compiled.steps);
+        for (info, kernel) in manifest.kernels.iter_mut().zip(&program.kernels) {
+            info.plan = match strategy(Target::Sm(self.sm), kernel) {
+                Strategy::Wmma { shape, tile } => format!("wmma m{}n{}k{} tile {}x{}", shape.m, shape.n, shape.k, tile.bm, tile.bn),
+                Strategy::Simt => "simt".into(),
+                Strategy::Rows => "rows".into(),
+            };
+        }
         Ok(Artifact { manifest, code: compiled.ptx.into_bytes(), constants })
     }
 }
