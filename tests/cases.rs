@@ -995,6 +995,7 @@ pub fn parity_cases() -> Vec<Case> {
         }
     }
     drop(add);
+    cases.push(safe_softmax_case());
     cases.extend(special_value_cases());
     cases.extend(integer_cases(&[1, 7, 16, 17, 1031]));
     cases.extend(integer_contraction_cases(&[1, 7, 16, 17]));
@@ -1099,4 +1100,22 @@ pub fn math_function_cases() -> Vec<Case> {
             Case { name: format!("math_{op:?}").to_lowercase(), graph, inputs: vec![x.clone()], tolerance: Tolerance::Exact }
         })
         .collect()
+}
+
+/// PyTorch's safe softmax (`tests/data/safe_softmax.mlir`, canonicalized: one row kernel with a
+/// per-row test and a select) on rows that are all -inf, partly -inf, hold a NaN or are all
+/// equal.
+pub fn safe_softmax_case() -> Case {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/safe_softmax.mlir");
+    let (mut m, _) = f16c_dialect::import::parse_file(&path).expect("the file parses");
+    let mut pm = f16c_compiler::pass::PassManager::new();
+    pm.add(f16c_compiler::pass::registry::create("canonicalize", "").expect("a pass"));
+    pm.run(&mut m, &mut std::io::sink()).expect("canonicalize runs");
+    let mut x: Vec<f32> = (0..70).map(|i| ((i * 37) % 23) as f32 / 7.0 - 1.5).collect();
+    x[7..14].fill(f32::NEG_INFINITY);
+    x[35 + 2 * 7 + 3] = f32::NAN;
+    x[35 + 3 * 7..35 + 3 * 7 + 4].fill(f32::NEG_INFINITY);
+    x[28..35].fill(0.0);
+    let input = Tensor::new(vec![1, 2, 5, 7], Data::F32(x)).unwrap();
+    Case { name: "safe_softmax_f32".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Math }
 }

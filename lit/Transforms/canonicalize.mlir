@@ -206,3 +206,33 @@ func.func @splats_shrink(%x: tensor<1x2x8x16xf32>, %y: tensor<1x2x1x16xf32>) -> 
   %d = tosa.sub %y, %two : (tensor<1x2x1x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
   return %r, %d : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// PyTorch's safe softmax tests each row for all -inf through f64: that is its maximum being
+// -inf, and the softmax's own reduce_max (CSE) answers it.
+// CHECK-LABEL: func.func @safe_softmax
+// CHECK: %[[M:.*]] = tosa.reduce_max %arg0 {axis = 1 : i32}
+// CHECK-NOT: tosa.reduce_max
+// CHECK-NOT: tosa.cast
+// CHECK-NOT: tosa.reduce_all
+// CHECK: tosa.equal %[[M]], %{{.*}} : (tensor<2x1xf32>, tensor<1x1xf32>) -> tensor<2x1xi1>
+// CHECK: tosa.select
+// Without CSE the test has its own reduce_max.
+// NOFOLD-LABEL: func.func @safe_softmax
+// NOFOLD: tosa.reduce_max
+// NOFOLD: tosa.reduce_max
+// NOFOLD-NOT: tosa.reduce_all
+// NOFOLD: return
+func.func @safe_softmax(%x: tensor<2x7xf32>) -> tensor<2x7xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<2x7xf32>}> : () -> tensor<2x7xf32>
+  %ninf = "tosa.const"() <{values = dense<0xFFF0000000000000> : tensor<1x1xf64>}> : () -> tensor<1x1xf64>
+  %0 = tosa.reduce_max %x {axis = 1 : i32} : (tensor<2x7xf32>) -> tensor<2x1xf32>
+  %1 = tosa.sub %x, %0 : (tensor<2x7xf32>, tensor<2x1xf32>) -> tensor<2x7xf32>
+  %2 = tosa.exp %1 : (tensor<2x7xf32>) -> tensor<2x7xf32>
+  %6 = tosa.cast %x : (tensor<2x7xf32>) -> tensor<2x7xf64>
+  %7 = tosa.equal %6, %ninf : (tensor<2x7xf64>, tensor<1x1xf64>) -> tensor<2x7xi1>
+  %8 = tosa.reduce_all %7 {axis = 1 : i32} : (tensor<2x7xi1>) -> tensor<2x1xi1>
+  %9 = tosa.select %8, %z, %2 : (tensor<2x1xi1>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x7xf32>
+  return %9 : tensor<2x7xf32>
+}

@@ -110,3 +110,20 @@ fn folding_batch_norm_removes_it_and_changes_results_by_rounding_only() {
         }
     }
 }
+
+/// PyTorch's safe softmax (`reduce_all(equal(cast<f64>(x), -inf))` picks all-masked rows)
+/// becomes a test of the softmax's own maximum, with the same bits on rows that are all -inf,
+/// partly -inf, hold a NaN or are all equal, and the whole softmax becomes one row kernel.
+#[test]
+fn safe_softmax_tests_the_row_maximum_with_the_same_bits() {
+    let (before, _) = parse_file(&std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/safe_softmax.mlir")).unwrap();
+    let after = after(&before, &["canonicalize"]);
+    let g = &after.functions[0];
+    assert!(!g.node_ids().any(|n| matches!(g.op(n), Op::Reduce { kind: f16c_dialect::ReduceKind::All, .. } | Op::Cast)), "the f64 test is gone");
+    let input = f16c_tests::cases::safe_softmax_case().inputs.remove(0);
+    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
+    let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
+    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+    let program = f16c_compiler::lower::lower(g).unwrap();
+    assert_eq!(program.kernels.len(), 1, "one row kernel:\n{program}");
+}

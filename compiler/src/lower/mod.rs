@@ -923,15 +923,27 @@ impl<'g> Lowering<'g> {
             let (outer, len) = (&in_shape[..*axis], in_shape[*axis]);
             let fits = |id: NodeId| -> bool {
                 let Some(t) = g.tensor_ty(id) else { return false };
-                if !float(t.dtype) || t.shape.len() != outer.len() + 1 || t.shape[..outer.len()] != *outer {
+                if t.shape.len() != outer.len() + 1 || t.shape[..outer.len()] != *outer {
                     return false;
                 }
                 let last = t.shape[outer.len()];
+                // A per-row test of floats (safe softmax's all-masked row) may join, as a
+                // boolean scalar of its row.
+                let per_row_test = t.dtype == DType::I1
+                    && last == 1
+                    && matches!(g.op(id), Op::Binary(b) if b.is_comparison())
+                    && g.operands(id).iter().all(|&o| g.tensor_ty(o).is_some_and(|t| float(t.dtype)));
+                if !float(t.dtype) && !per_row_test {
+                    return false;
+                }
+                let per_row_pred = |o: NodeId| g.tensor_ty(o).is_some_and(|p| p.dtype == DType::I1 && p.shape.last() == Some(&1));
                 match g.op(id) {
                     Op::Reduce { kind, axis } => {
                         reduces(kind) && *axis == outer.len() && last == 1 && self.ty(g.operands(id)[0]).shape.last() == Some(&len) && !of_reduce(id)
                     }
-                    op => op.is_elementwise() && !matches!(op, Op::Select) && (last == len || last == 1),
+                    // A select of full rows by a per-row boolean (its test's own row).
+                    Op::Select => last == len && per_row_pred(g.operands(id)[0]),
+                    op => op.is_elementwise() && (last == len || last == 1),
                 }
             };
             // Grow over operands and users that fit.
@@ -946,33 +958,77 @@ impl<'g> Lowering<'g> {
                     }
                 }
             }
-            // Shrink until one member (the last) is used outside.
-            let members = loop {
-                let members: Vec<NodeId> = order.iter().copied().filter(|n| set.contains(n)).collect();
-                let escaping: Vec<NodeId> = members
-                    .iter()
-                    .copied()
-                    .filter(|&m| outputs.contains(&m) || g.users(m).iter().any(|(u, _)| !set.contains(u)))
-                    .collect();
-                if escaping.len() <= 1 {
-                    break (escaping.len() == 1 && escaping[0] == *members.last().expect("not empty")).then_some(members);
+            // Outside inputs must have the same rank and leading dimensions all the rows' or
+            // all 1.
+            let input_fits = |o: NodeId| {
+                let t = self.ty(o);
+                t.shape.len() == outer.len() + 1
+                    && (t.shape[..outer.len()] == *outer || t.shape[..outer.len()].iter().all(|&d| d == 1))
+                    && (t.shape[outer.len()] == len || t.shape[outer.len()] == 1)
+            };
+            // Elementwise ops chain row computations one after another (a residual add joins
+            // one layer norm's result to the next one's input): keep the first full result
+            // after the seed that is used outside and what it depends on, not the whole chain
+            // (whose shrinking would keep only its last link, and no other seed's).
+            let reach = |from: NodeId, next: &dyn Fn(NodeId) -> Vec<NodeId>, set: &HashSet<NodeId>| {
+                let mut seen = HashSet::from([from]);
+                let mut stack = vec![from];
+                while let Some(n) = stack.pop() {
+                    for m in next(n) {
+                        if set.contains(&m) && seen.insert(m) {
+                            stack.push(m);
+                        }
+                    }
                 }
-                for e in &escaping[..escaping.len() - 1] {
-                    set.remove(e);
+                seen
+            };
+            let after_seed = reach(seed, &|n| g.users(n).into_iter().map(|(u, _)| u).collect(), &set);
+            let first_result = order.iter().copied().find(|&m| {
+                after_seed.contains(&m)
+                    && !matches!(g.op(m), Op::Reduce { .. })
+                    && g.tensor_ty(m).is_some_and(|t| t.shape.last() == Some(&len))
+                    && (outputs.contains(&m) || g.users(m).iter().any(|(u, _)| !set.contains(u)))
+            });
+            if let Some(root) = first_result {
+                set = reach(root, &|n| self.data_inputs(n), &set);
+            }
+            let members = loop {
+                // Shrink until one member (the last) is used outside.
+                let members = loop {
+                    let members: Vec<NodeId> = order.iter().copied().filter(|n| set.contains(n)).collect();
+                    let escaping: Vec<NodeId> = members
+                        .iter()
+                        .copied()
+                        .filter(|&m| outputs.contains(&m) || g.users(m).iter().any(|(u, _)| !set.contains(u)))
+                        .collect();
+                    if escaping.len() <= 1 {
+                        break (escaping.len() == 1 && escaping[0] == *members.last().expect("not empty")).then_some(members);
+                    }
+                    for e in &escaping[..escaping.len() - 1] {
+                        set.remove(e);
+                    }
+                };
+                let Some(members) = members else { break None };
+                // A member reading an outside input that does not fit (an attention mask
+                // broadcast over heads but not over rows, added to the scores before the
+                // softmax) leaves, and its result becomes the input: the rest still runs as one
+                // kernel.
+                let misfits: Vec<NodeId> = members.iter().copied().filter(|&m| self.data_inputs(m).into_iter().any(|o| !set.contains(&o) && !input_fits(o))).collect();
+                if misfits.is_empty() {
+                    break Some(members);
+                }
+                if misfits.contains(&seed) {
+                    break None;
+                }
+                for m in misfits {
+                    set.remove(&m);
                 }
             };
             let Some(members) = members else { continue };
             let root = *members.last().expect("not empty");
             let has_reduce = members.iter().any(|&m| matches!(g.op(m), Op::Reduce { .. }));
             let full_root = !matches!(g.op(root), Op::Reduce { .. }) && self.ty(root).shape.last() == Some(&len);
-            // Outside inputs: same rank, leading dimensions all the rows' or all 1.
-            let inputs_fit = self.outside_inputs(&members).into_iter().all(|o| {
-                let t = self.ty(o);
-                t.shape.len() == outer.len() + 1
-                    && (t.shape[..outer.len()] == *outer || t.shape[..outer.len()].iter().all(|&d| d == 1))
-                    && (t.shape[outer.len()] == len || t.shape[outer.len()] == 1)
-            });
-            if has_reduce && full_root && inputs_fit {
+            if has_reduce && full_root && self.outside_inputs(&members).into_iter().all(input_fits) {
                 taken.extend(members.iter().copied());
                 regions.push(members);
             }

@@ -22,6 +22,12 @@
 //!   rest become 1 (`select(dense<true> : 1x6x1500x1500, a, b)` with full-size `a` reads a
 //!   `1x1x1x1` constant). The artifact and the run's memory then hold one value, not millions.
 //!   Splats read by other ops keep their size.
+//! - **safe softmax's all-masked test**: `reduce_all(equal(cast<f64>(x), -inf), axis)` (what
+//!   PyTorch's `_safe_softmax` exports to, next to every attention softmax) becomes
+//!   `equal(reduce_max(x, axis), -inf)` in `x`'s type: a row is all `-inf` exactly when its
+//!   maximum is (a NaN makes both false; the cast to f64 is exact). CSE then shares the
+//!   softmax's own `reduce_max`, and the test and the `select` after it join the softmax's row
+//!   kernel instead of reading and writing the scores three more times.
 //! - **CSE**: identical ops on identical operands (constants included) are merged.
 //! - **DCE**: ops no function result depends on are removed.
 //!
@@ -98,7 +104,7 @@ impl Canonicalize {
             if !g.contains(id) {
                 continue;
             }
-            changed |= self.fold(g, id) || simplify(g, id) || shrink_splats(g, id) || (self.sink_transposes && self.sink_transpose(g, id));
+            changed |= self.fold(g, id) || simplify(g, id) || shrink_splats(g, id) || all_masked_rows(g, id) || (self.sink_transposes && self.sink_transpose(g, id));
         }
         if self.cse {
             changed |= cse(g);
@@ -243,6 +249,39 @@ fn shrink_splats(g: &mut Graph, id: NodeId) -> bool {
         changed = true;
     }
     changed
+}
+
+/// `reduce_all(equal(cast<f64>(x), -inf), axis)` at `id` becomes `equal(reduce_max(x, axis),
+/// -inf)` (see the module comment); `x` a float tensor, `-inf` a splat constant either side.
+fn all_masked_rows(g: &mut Graph, id: NodeId) -> bool {
+    use f16c_dialect::{BinaryOp, DType, ReduceKind};
+    let Op::Reduce { kind: ReduceKind::All, axis } = *g.op(id) else { return false };
+    let eq = g.operands(id)[0];
+    if !matches!(g.op(eq), Op::Binary(BinaryOp::Equal)) || g.users(eq).len() != 1 {
+        return false;
+    }
+    let ops = g.operands(eq);
+    let neg_inf = |g: &Graph, n: NodeId| matches!(g.op(n), Op::Const(t) if t.is_splat() && t.len() > 0 && t.to_f64_vec()[0] == f64::NEG_INFINITY);
+    let (cast, c) = match (neg_inf(g, ops[0]), neg_inf(g, ops[1])) {
+        (false, true) => (ops[0], ops[1]),
+        (true, false) => (ops[1], ops[0]),
+        _ => return false,
+    };
+    if !matches!(g.op(cast), Op::Cast) || g.tensor_ty(cast).map(|t| t.dtype) != Some(DType::F64) {
+        return false;
+    }
+    let x = g.operands(cast)[0];
+    let (Some(xt), Some(ct), Some(rt)) = (g.tensor_ty(x).cloned(), g.tensor_ty(c).cloned(), g.tensor_ty(id).cloned()) else { return false };
+    if !matches!(xt.dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return false;
+    }
+    let loc = g.location(id);
+    let max_ty = TensorType::new(xt.dtype, rt.shape.clone());
+    let max = g.add_node(Op::Reduce { kind: ReduceKind::Max, axis }, ValueType::Tensor(max_ty), &[x], loc.clone());
+    let inf = g.add_constant(f16c_dialect::Tensor::splat(&TensorType::new(xt.dtype, ct.shape.clone()), f64::NEG_INFINITY), g.location(c));
+    let test = g.add_node(Op::Binary(BinaryOp::Equal), ValueType::Tensor(rt), &[max, inf], loc);
+    g.replace_all_uses(id, test);
+    true
 }
 
 /// Identity and chain rewrites at `id`.

@@ -359,7 +359,9 @@ impl<'p> Context<'p> {
                         }
                         RowStage::Map { op, full: true } => {
                             let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                            let f32_domain = types.iter().chain([&op.dtype]).all(|&d| domain(d) == F32);
+                            // A select's per-row boolean stays a scalar condition of the lanes.
+                            let row_test = |i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !full[op.args[0]];
+                            let f32_domain = types.iter().enumerate().all(|(i, &d)| domain(d) == F32 || row_test(i)) && domain(op.dtype) == F32;
                             let vec_end = if f32_domain { len - len % LANES } else { 0 };
                             let places: Vec<Option<(Value, Value, DType)>> =
                                 op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
@@ -372,7 +374,7 @@ impl<'p> Context<'p> {
                                 let args_at: Vec<Option<Value>> = op
                                     .args
                                     .iter()
-                                    .map(|&a| scalars[a].map(|s| if vector { fx.b.ins().splat(F32X4, s) } else { s }))
+                                    .map(|&a| scalars[a].map(|s| if vector && domain(dtypes[a]) == F32 { fx.b.ins().splat(F32X4, s) } else { s }))
                                     .collect();
                                 let step = if vector { LANES } else { 1 };
                                 fx.for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
