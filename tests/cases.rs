@@ -996,6 +996,7 @@ pub fn parity_cases() -> Vec<Case> {
     }
     drop(add);
     cases.push(safe_softmax_case());
+    cases.push(row_extremes_case());
     cases.extend(special_value_cases());
     cases.extend(integer_cases(&[1, 7, 16, 17, 1031]));
     cases.extend(integer_contraction_cases(&[1, 7, 16, 17]));
@@ -1118,4 +1119,24 @@ pub fn safe_softmax_case() -> Case {
     x[28..35].fill(0.0);
     let input = Tensor::new(vec![1, 2, 5, 7], Data::F32(x)).unwrap();
     Case { name: "safe_softmax_f32".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Math }
+}
+
+/// A row kernel's maximum and minimum (`tests/data/row_extremes.mlir`: `x · max · min` per row,
+/// so that the sign of a zero extreme shows)
+/// on rows whose extreme is a zero of either sign first (a later lane before an earlier one, or
+/// in the tail), a NaN, all -inf: the sign of a zero extreme is the first one's, whatever the lanes did.
+pub fn row_extremes_case() -> Case {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/row_extremes.mlir");
+    let (mut m, _) = f16c_dialect::import::parse_file(&path).expect("the file parses");
+    let (n, inf, nan) = (-1.0f32, f32::INFINITY, f32::NAN);
+    let rows: [[f32; 9]; 6] = [
+        [-0.0, 0.0, n, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0],
+        [0.0, -0.0, n, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0],
+        [n, -2.0, -3.0, 0.0, -0.0, -4.0, -5.0, -6.0, -7.0],
+        [1.0, 2.0, nan, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+        [-inf; 9],
+        [1.0, 2.0, 3.0, -0.0, 0.0, 4.0, 5.0, 6.0, -0.0],
+    ];
+    let input = Tensor::new(vec![6, 9], Data::F32(rows.concat())).unwrap();
+    Case { name: "row_extremes_f32".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Exact }
 }

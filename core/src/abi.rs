@@ -122,6 +122,12 @@ pub enum Libcall {
     /// [`Libcall::GemmTiles`] is, with the same bits either way: every sum is the reference's
     /// chain, a product rounded and then added, per tap.
     DepthwiseRow,
+    /// `uint64_t f(const float *src, float *dst, uint64_t n)`: `dst[i] = exp(src[i])` for `n`
+    /// elements, the contract's own [`crate::math::exp_f32`] (the same bits as the scalar
+    /// libcall and the inline code), in the runtime's widest vectors (sixteen lanes on
+    /// AVX-512); returns `n`. `src` and `dst` do not overlap. A row kernel's exp stage (the
+    /// softmax's) calls it once per row.
+    ExpArrayF32,
 }
 
 /// The operands of [`Libcall::DepthwiseRow`] that are fixed for a kernel call (`uint64_t`
@@ -239,7 +245,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 23] = [
+    pub const ALL: [Libcall; 24] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -263,6 +269,7 @@ impl Libcall {
         Libcall::NarrowF16Canonical,
         Libcall::RoundF16,
         Libcall::DepthwiseRow,
+        Libcall::ExpArrayF32,
     ];
 
     /// The C parameter types and result type.
@@ -275,7 +282,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 | NarrowF16 | NarrowF16Canonical => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),

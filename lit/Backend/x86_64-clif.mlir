@@ -74,14 +74,19 @@ func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
   return %1 : tensor<3x17xbf16>
 }
 
-// Softmax over the last axis is one row kernel: per row a max pass, a subtract-and-exp
-// pass, a sum pass and a scaling pass, with the row in scratch.
+// Softmax over the last axis is one row kernel: per row a max pass (four lanes, then the
+// lanes combined; a zero maximum rescans the row in order for its sign), a subtract pass, the
+// exp pass (the runtime's sixteen-lane ExpArrayF32, one call per row), a sum pass in index
+// order and a scaling pass, with the row in scratch.
 // CHECK: ; function @softmax: 1 kernels
 // CHECK-NEXT: ;   k0_rows_reduce_max (6 ops)
 // CHECK-LABEL: function %k0_rows_reduce_max(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: fcmp.f32x4 ge
+// CHECK: fcmp ge
+// CHECK: fcmp eq {{.*}} ; v{{[0-9]+}} = 0.0
 // CHECK: fcmp.f32 ge
-// CHECK: nearest
-// CHECK: fadd
+// CHECK: call_indirect
+// CHECK: fadd.f32
 // CHECK: fdiv
 // CHECK: fmul
 // CHECK: return

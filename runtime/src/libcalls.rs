@@ -69,6 +69,13 @@ libcalls! {
         round_f16(src, dst, canonical != 0);
         n
     },
+    ExpArrayF32 => |src: *const f32, dst: *mut f32, n: u64| -> u64 {
+        // SAFETY: the generated code passes `n` readable f32 at `src` and `n` writable f32 at
+        // `dst`, not overlapping (the Libcall's contract).
+        let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
+        exp_array(src, dst);
+        n
+    },
     ;
     optional:
     GemmTiles => crate::tiles::entry(),
@@ -350,5 +357,41 @@ mod tests {
         let mut dst = [7f32; 1];
         assert_eq!(widen_entry()([].as_ptr(), dst.as_mut_ptr(), 0), 0);
         assert_eq!(dst, [7.0]);
+    }
+}
+
+/// `dst[i] = exp_f32(src[i])`, compiled for the widest vectors this CPU has: the function is
+/// straight-line f32 arithmetic with selects, which LLVM vectorises without changing a bit
+/// (no fast-math, no FMA contraction).
+fn exp_array(src: &[f32], dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            return unsafe { exp_array_avx512(src, dst) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked above).
+            return unsafe { exp_array_avx2(src, dst) };
+        }
+    }
+    for (y, &x) in dst.iter_mut().zip(src) {
+        *y = f16c_core::math::exp_f32(x);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn exp_array_avx512(src: &[f32], dst: &mut [f32]) {
+    for (y, &x) in dst.iter_mut().zip(src) {
+        *y = f16c_core::math::exp_f32(x);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn exp_array_avx2(src: &[f32], dst: &mut [f32]) {
+    for (y, &x) in dst.iter_mut().zip(src) {
+        *y = f16c_core::math::exp_f32(x);
     }
 }

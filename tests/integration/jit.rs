@@ -983,3 +983,18 @@ fn inline_math_functions_match_the_contract_bit_for_bit() {
         f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{}: JIT: {e}", case.name));
     }
 }
+
+/// Row kernels on the rows that decide their corner cases: PyTorch's safe softmax (all -inf,
+/// partly -inf, NaN rows) and maxima/minima whose result is a zero of either sign (the four-lane
+/// maximum rescans such a row in order), on the JIT with one and two threads.
+#[test]
+fn row_kernel_corner_cases_match_the_reference_bit_for_bit() {
+    for case in [f16c_tests::cases::safe_softmax_case(), f16c_tests::cases::row_extremes_case()] {
+        let want = reference::run(&case.graph, &case.inputs).unwrap();
+        for threads in [1, 2] {
+            let got = Model::compile_graph(&case.graph, threads).unwrap().run(&case.inputs).map_err(|e| e.to_string());
+            let failures = case.failures(got, &want, 0);
+            assert!(failures.is_empty(), "{} threads: {failures:?}", threads);
+        }
+    }
+}

@@ -341,12 +341,46 @@ impl<'p> Context<'p> {
                     match stage {
                         RowStage::Reduce { kind, arg, dtype } => {
                             let (base, at0, t) = place(fx, *arg);
-                            let init = reduce_init(fx, *kind, domain(dtypes[*arg]));
-                            let acc = fx.for_n(0, len as i64, 1, &[init], |fx, j, acc| {
-                                let at = fx.b.ins().iadd(at0, j);
-                                let x = fx.load(t, base, at);
-                                vec![reduce_step(fx, *kind, acc[0], x)]
-                            })[0];
+                            let kind = *kind;
+                            let dom = domain(dtypes[*arg]);
+                            // In index order, one element at a time: a sum's rounding depends
+                            // on the order (the reference's is the contract).
+                            let serial = move |fx: &mut Fx| {
+                                let init = reduce_init(fx, kind, dom);
+                                fx.for_n(0, len as i64, 1, &[init], |fx, j, acc| {
+                                    let at = fx.b.ins().iadd(at0, j);
+                                    let x = fx.load(t, base, at);
+                                    vec![reduce_step(fx, kind, acc[0], x)]
+                                })[0]
+                            };
+                            let acc = if matches!(kind, ReduceKind::Max | ReduceKind::Min) && t == DType::F32 && dom == F32 && len >= 2 * LANES {
+                                // A maximum or minimum is the same value in any order (a NaN
+                                // gives the canonical NaN either way) except the sign of a zero
+                                // result, which is the row's first extreme zero's: four lanes,
+                                // then the row again in order where the result is ±0.
+                                let vec_end = len - len % LANES;
+                                let init = reduce_init(fx, kind, F32X4);
+                                let lanes = fx.for_n(0, vec_end as i64, LANES as i64, &[init], |fx, j, acc| {
+                                    let at = fx.b.ins().iadd(at0, j);
+                                    let x = fx.load4(t, base, at);
+                                    vec![reduce_step(fx, kind, acc[0], x)]
+                                })[0];
+                                let mut r = fx.b.ins().extractlane(lanes, 0);
+                                for l in 1..LANES as u8 {
+                                    let x = fx.b.ins().extractlane(lanes, l);
+                                    r = reduce_step(fx, kind, r, x);
+                                }
+                                let r = fx.for_n(vec_end as i64, len as i64, 1, &[r], |fx, j, acc| {
+                                    let at = fx.b.ins().iadd(at0, j);
+                                    let x = fx.load(t, base, at);
+                                    vec![reduce_step(fx, kind, acc[0], x)]
+                                })[0];
+                                let zero = fx.f(F32, 0.0);
+                                let is_zero = fx.b.ins().fcmp(FloatCC::Equal, r, zero);
+                                fx.if_else(is_zero, |fx| vec![serial(fx)], |_| vec![r])[0]
+                            } else {
+                                serial(fx)
+                            };
                             scalars[v] = Some(fx.round_to(*dtype, acc));
                         }
                         RowStage::Map { op, full: false } => {
@@ -366,6 +400,19 @@ impl<'p> Context<'p> {
                             let places: Vec<Option<(Value, Value, DType)>> =
                                 op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
                             let (obase, oat, ot) = place(fx, v);
+                            // An f32 exp of a full f32 row (the softmax's): the runtime's
+                            // sixteen-lane loop over the row, the same bits.
+                            if let (crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp), [Some((base, at0, DType::F32))], DType::F32, DType::F32) =
+                                (&op.kind, places.as_slice(), ot, op.dtype)
+                            {
+                                if types[0] == DType::F32 {
+                                    let src = fx.addr(*base, *at0, 4);
+                                    let dst = fx.addr(obase, oat, 4);
+                                    let n = fx.i(len as i64);
+                                    fx.libcall(Libcall::ExpArrayF32, &[src, dst, n]);
+                                    continue;
+                                }
+                            }
                             // Elements `from..to`, four lanes at a time or one.
                             let mut run = |fx: &mut Fx, from: usize, to: usize, vector: bool| {
                                 if from == to {

@@ -81,7 +81,7 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         SinF64 => "sin",
         CosF64 => "cos",
         PowF64 => "pow",
-        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemvPanels | DepthwiseRow => return None,
+        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemvPanels | DepthwiseRow | ExpArrayF32 => return None,
     })
 }
 
