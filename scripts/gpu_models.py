@@ -1,6 +1,9 @@
-"""Real-size test models for the GPU check (issue 45): a torchvision ResNet-50 at 224x224, a
-BERT-base encoder (12 layers, hidden 768, 128 tokens with a padded tail) and GPT-2 small (12
-layers, 64 tokens; the logits of the last position), as their library builds them from configs.
+"""Real-size test models for the GPU check (issue 45) and the CPU profile (issue 44): a
+torchvision ResNet-50 at 224x224, a BERT-base encoder (12 layers, hidden 768, 128 tokens with a
+padded tail), GPT-2 small (12 layers, 64 tokens; the logits of the last position), a torchvision
+EfficientNet-B0 at 224x224 (SiLU, squeeze-and-excite) and Whisper-tiny's encoder (80 mel bins x
+3,000 frames: two conv1d, then 4 layers of attention over 1,500 positions), as their library
+builds them from configs. The GPU check uses the first three.
 
 The weights must travel to a GPU machine inside the f16c artifacts, which may carry tens of MiB,
 so they are made to compress: every trained tensor (one whose default init is not a constant)
@@ -21,7 +24,7 @@ import zlib
 import numpy as np
 import torch
 
-NAMES = ["resnet50", "bert_base", "gpt2"]
+NAMES = ["resnet50", "bert_base", "gpt2", "efficientnet_b0", "whisper_tiny_enc"]
 
 
 class Field(torch.nn.Module):
@@ -76,6 +79,18 @@ def build(name):
 
         net = Field(GPT2LMHeadModel(GPT2Config(use_cache=False)), lambda o: o.logits[:, -1, :])
         inputs = (torch.from_numpy(np.random.default_rng(3).integers(0, 50257, (1, 64))),)
+    elif name == "efficientnet_b0":
+        import torchvision
+
+        net = torchvision.models.efficientnet_b0(weights=None)
+        inputs = (torch.from_numpy(np.random.default_rng(4).standard_normal((1, 3, 224, 224)).astype(np.float32)),)
+    elif name == "whisper_tiny_enc":
+        from transformers import WhisperConfig, WhisperModel
+
+        # Whisper-tiny's encoder: two conv1d, 4 layers of 6-head attention over 1,500 frames.
+        config = WhisperConfig(d_model=384, encoder_layers=4, encoder_attention_heads=6, encoder_ffn_dim=1536, decoder_layers=1, decoder_attention_heads=6, decoder_ffn_dim=1536)
+        net = Field(WhisperModel(config).encoder, lambda o: o.last_hidden_state)
+        inputs = (torch.from_numpy(np.random.default_rng(5).standard_normal((1, 80, 3000)).astype(np.float32)),)
     else:
         raise ValueError(f"unknown model {name!r}: one of {NAMES}")
     return compressible_(net).eval(), inputs
