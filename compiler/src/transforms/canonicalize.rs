@@ -12,8 +12,9 @@
 //!   transpose by the composed permutation (or nothing, if that is the identity).
 //! - **transposes sink through elementwise ops**: `E(transpose(x, P), c)` becomes
 //!   `transpose(E(x, transpose(c, P⁻¹)), P)` when every non-constant data operand of the
-//!   elementwise op `E` is a transpose by the same `P` used by nothing else (the constant's
-//!   transpose folds). Sunk far enough, a transpose meets its inverse and both disappear: this
+//!   elementwise op `E` is a transpose by the same `P` used by nothing else, or used only by
+//!   elementwise ops that can all follow (SiLU's `x · sigmoid(x)`) (the constant's transpose
+//!   folds). Sunk far enough, a transpose meets its inverse and both disappear: this
 //!   removes the NCHW↔NHWC transposes torch-mlir writes around every convolution, whose batch
 //!   norm and activation then sit next to the convolution (and fuse into its epilogue). The
 //!   values are moved, never recomputed differently, so results are bit-identical.
@@ -154,6 +155,29 @@ impl Canonicalize {
     /// untransposed operands and shape, and a new transpose after it takes over its users, so
     /// later ops of the same sweep see that transpose and the rewrite moves down a chain in one
     /// round.
+    /// Whether transpose `x`, read by several ops, may sink through each of them: every user
+    /// is an elementwise op (not a rescale) whose other data operands are small constants, `x`
+    /// itself, or other such users of `x` (SiLU's `x · sigmoid(x)`): once the first user has
+    /// moved `x` below itself, the next sees transposes only, and `x` goes unused. A user that
+    /// could not follow would leave `x` behind and add a transpose.
+    fn sinks_with_all_users(&self, g: &Graph, x: NodeId) -> bool {
+        let users: Vec<NodeId> = g.users(x).into_iter().map(|(u, _)| u).collect();
+        if g.outputs().contains(&x) || users.len() > 4 {
+            return false;
+        }
+        users.iter().all(|&u| {
+            let op = g.op(u);
+            if !op.is_elementwise() || matches!(op, Op::Rescale(_)) || g.outputs().contains(&u) {
+                return false;
+            }
+            let operands = g.operands(u);
+            (0..operands.len()).filter(|p| !op.side_operands().contains(p)).all(|pos| {
+                let o = operands[pos];
+                o == x || users.contains(&o) || matches!(g.op(o), Op::Const(t) if t.len() <= self.max_fold_elements)
+            })
+        })
+    }
+
     fn sink_transpose(&self, g: &mut Graph, id: NodeId) -> bool {
         // Rescale's per-channel parameters follow the last dimension: it does not commute
         // with a transpose. Zero points and `mul`'s shift stay where they are.
@@ -173,7 +197,7 @@ impl Canonicalize {
                 Op::Transpose { perms: p } => {
                     let only_here = g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x);
                     let full = g.tensor_ty(x).is_some_and(|t| t.shape == out.shape);
-                    if !only_here || !full || perms.as_ref().is_some_and(|q| q != p) {
+                    if !(only_here || self.sinks_with_all_users(g, x)) || !full || perms.as_ref().is_some_and(|q| q != p) {
                         return false;
                     }
                     perms = Some(p.clone());
