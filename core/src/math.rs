@@ -8,9 +8,9 @@
 //! operations in the same order gets the same bits. [`exp_f32`]'s steps are spelled out one per
 //! statement for that reason; the emitters (`backend/cranelift/emit.rs`) follow them.
 //!
-//! Accuracy against the exact result (in ulps of the f32 spacing there): `exp` within 0.94 and
-//! `tanh` within 1.14 over every f32 (measured once, 2^32 inputs); `erf` within 1.12 on a dense
-//! sample (`scripts/fit_math.py`); the tests below check every 4099th f32. NaN in, the same NaN
+//! Accuracy against the exact result (in ulps of the f32 spacing there), measured once over every
+//! f32 (2^32 inputs): `exp` within 0.94, `tanh` within 1.14, `erf` within 1.38 (its worst case
+//! just below 1, where `x + x·P(x²)` ends); the tests below check every 4099th f32. NaN in, the same NaN
 //! quieted out (`x + x`). The polynomial coefficients are fitted by `scripts/fit_math.py`
 //! (near-minimax, relative error).
 
@@ -201,7 +201,7 @@ mod tests {
         let (u, x) = worst(tanh_f32, f64::tanh);
         assert!(u < 1.2, "tanh({x:e}) is {u} ulps off");
         let (u, x) = worst(erf_f32, libm::erf);
-        assert!(u < 1.2, "erf({x:e}) is {u} ulps off");
+        assert!(u < 1.4, "erf({x:e}) is {u} ulps off");
         for (x, y) in [(0.0f32, 0.0f32), (-0.0, -0.0), (30.0, 1.0), (-30.0, -1.0), (f32::INFINITY, 1.0), (f32::NEG_INFINITY, -1.0)] {
             assert_eq!(tanh_f32(x).to_bits(), y.to_bits(), "tanh({x})");
             assert_eq!(erf_f32(x).to_bits(), y.to_bits(), "erf({x})");
