@@ -25,7 +25,7 @@ pub enum Error {
         message: String,
     },
     /// The graph does not verify.
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] Diagnostics),
 }
 

@@ -42,7 +42,7 @@ pub use f16c_runtime::exec::default_threads;
 #[derive(Debug, thiserror::Error)]
 pub enum JitError {
     /// The model could not be compiled (located diagnostics; render them against the source).
-    #[error("{0}")]
+    #[error(transparent)]
     Diagnostics(#[from] Diagnostics),
     /// The model could not be compiled (diagnostics already rendered against the source).
     #[error("{0}")]
@@ -51,7 +51,7 @@ pub enum JitError {
     #[error("{0}")]
     Usage(String),
     /// Running failed (bad inputs, a kernel's run-time error).
-    #[error("{0}")]
+    #[error(transparent)]
     Run(#[from] RuntimeError),
     /// A control-flow op could not run (a condition that is not one i1).
     #[error("{0}")]

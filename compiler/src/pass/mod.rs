@@ -16,7 +16,7 @@ pub enum PassError {
     #[error("{0}")]
     Usage(String),
     /// A pass found a problem in the user's model (located diagnostics).
-    #[error("{0}")]
+    #[error(transparent)]
     Diagnostics(#[from] Diagnostics),
 }
 
