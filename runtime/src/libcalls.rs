@@ -375,6 +375,12 @@ fn exp_array(src: &[f32], dst: &mut [f32]) {
             return unsafe { exp_array_avx2(src, dst) };
         }
     }
+    exp_loop(src, dst);
+}
+
+/// The loop itself, inlined into each instruction set's function so that each is compiled for it.
+#[inline(always)]
+fn exp_loop(src: &[f32], dst: &mut [f32]) {
     for (y, &x) in dst.iter_mut().zip(src) {
         *y = f16c_core::math::exp_f32(x);
     }
@@ -383,15 +389,11 @@ fn exp_array(src: &[f32], dst: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn exp_array_avx512(src: &[f32], dst: &mut [f32]) {
-    for (y, &x) in dst.iter_mut().zip(src) {
-        *y = f16c_core::math::exp_f32(x);
-    }
+    exp_loop(src, dst);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn exp_array_avx2(src: &[f32], dst: &mut [f32]) {
-    for (y, &x) in dst.iter_mut().zip(src) {
-        *y = f16c_core::math::exp_f32(x);
-    }
+    exp_loop(src, dst);
 }
