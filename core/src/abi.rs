@@ -128,6 +128,12 @@ pub enum Libcall {
     /// AVX-512); returns `n`. `src` and `dst` do not overlap. A row kernel's exp stage (the
     /// softmax's) calls it once per row.
     ExpArrayF32,
+    /// [`Libcall::GemmTiles`]'s call for bf16 A and B multiplied in pairs along `k`
+    /// (AVX512-BF16 `VDPBF16PS`), B packed with its rows interleaved in pairs: see [`tiles`]
+    /// for the layouts and flags (`ACCUMULATE`, `PACKED_A` or `A_BF16`). Always present (an
+    /// element-by-element loop with the same bits where the CPU lacks AVX512-BF16); code
+    /// that calls it requires `avx512bf16`, and has no other path.
+    GemmPairsBf16,
 }
 
 /// The operands of [`Libcall::DepthwiseRow`] that are fixed for a kernel call (`uint64_t`
@@ -228,6 +234,14 @@ impl DepthwiseParams {
 /// apart, `B_F16` or `B_BF16` in `flags`, no other flag) and `k` f32 values of A at `a`; it
 /// writes panel `j`'s `TILE_COLS` sums, each a chain of fused multiply-adds in `k` order from
 /// zero, at `out + j · TILE_COLS · 4` bytes.
+///
+/// [`Libcall::GemmPairsBf16`] (`k` even) multiplies bf16 values in pairs along `k`
+/// (AVX512-BF16 `VDPBF16PS`): A's f32 values are bf16 widened exactly (or, with `A_BF16`, A's
+/// rows hold bf16 values), and each Bⱼ is `k / 2` rows of `TILE_COLS` pairs
+/// (`[k/2][TILE_COLS][2]` bf16), the pair of rows `2q`, `2q + 1` with row `2q`'s value in the
+/// upper half. Each element is still one chain in `k` order (a bf16 product is exact in f32,
+/// so a fused and a separate multiply-add agree), except that subnormal inputs, tile values and
+/// partial sums are zero (of their sign), as that instruction computes them.
 pub mod tiles {
     /// Rows of a tile (the GEMM's `MR`).
     pub const TILE_ROWS: usize = 4;
@@ -241,11 +255,14 @@ pub mod tiles {
     pub const B_F16: u64 = 4;
     /// Flag: B holds bf16 values, not f32.
     pub const B_BF16: u64 = 8;
+    /// Flag ([`super::Libcall::GemmPairsBf16`], without `PACKED_A`): A's rows hold bf16
+    /// values, not f32.
+    pub const A_BF16: u64 = 32;
 }
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 24] = [
+    pub const ALL: [Libcall; 25] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -270,6 +287,7 @@ impl Libcall {
         Libcall::RoundF16,
         Libcall::DepthwiseRow,
         Libcall::ExpArrayF32,
+        Libcall::GemmPairsBf16,
     ];
 
     /// The C parameter types and result type.
@@ -284,7 +302,7 @@ impl Libcall {
             F64ToF16 | F64ToBf16 => (&[F64], F32),
             WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
-            GemmTiles => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
+            GemmTiles | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
             DepthwiseRow => (&[Ptr, Ptr, Ptr, Ptr], U64),
         }

@@ -31,8 +31,9 @@ pub const MAGIC: &[u8; 8] = b"F16CART\n";
 /// The format version this build writes and reads. 2: the CPU libcall table gained
 /// `WidenF16`, which code compiled since calls (a version-1 runtime's table lacks it); 3: it
 /// gained `NarrowF16` in the same way; 4: and `NarrowF16Canonical` and `RoundF16`; 5:
-/// `DepthwiseRow`; 6: `ExpArrayF32`, and the kernels' summaries and plans in the manifest.
-pub const FORMAT_VERSION: u32 = 6;
+/// `DepthwiseRow`; 6: `ExpArrayF32`, and the kernels' summaries and plans in the manifest; 7:
+/// `GemmPairsBf16`.
+pub const FORMAT_VERSION: u32 = 7;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 48;
 /// Alignment of every constant inside the constants section (and of the memory the runtime

@@ -194,6 +194,13 @@ impl Model {
 
     /// Compiles one function for this host.
     pub fn compile_graph(g: &Graph, threads: usize) -> Result<Model> {
+        let options = backend::Options::host().map_err(|e| Diagnostics::single(e.to_diagnostic()))?;
+        Model::compile_graph_with(g, threads, &options)
+    }
+
+    /// [`Model::compile_graph`] with the backend's options given (what this host has, less
+    /// something: to compare the bf16 pair loops with the f32 ones on one machine).
+    pub fn compile_graph_with(g: &Graph, threads: usize, options: &backend::Options) -> Result<Model> {
         let t0 = Instant::now();
         if g.node_ids().any(|id| g.op(id).is_control_flow()) {
             let body = Body::Staged(staged::Staged::compile(g, threads)?);
@@ -201,13 +208,13 @@ impl Model {
         }
         let program = driver::lower_for(g, &backend::CraneliftBackend)?;
         let diag = |e: f16c_compiler::backend::BackendError| Diagnostics::single(e.to_diagnostic());
-        let (isa, fma) = host_isa("speed", false).map_err(diag)?;
+        let (isa, _) = host_isa("speed", false).map_err(diag)?;
         let (as_written, _) = host_isa("none", false).map_err(diag)?;
-        let compiled = backend::compile(&program, &backend::Options { fma }).map_err(diag)?;
+        let compiled = backend::compile(&program, options).map_err(diag)?;
         let lower = t0.elapsed();
         let t1 = Instant::now();
         let (module, functions) = jit(&compiled, isa, &*as_written)?;
-        let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: Vec::new() };
+        let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: compiled.requires.clone() };
         let memory = Memory { arena_bytes: compiled.layout.plan.arena_bytes, lower_bound: compiled.layout.plan.lower_bound, scratch_bytes: compiled.layout.scratch_bytes };
         let (manifest, constants) = compiled.layout.manifest(&program, info, compiled.symbols(), compiled.steps.clone());
         // The program and the compiled form (with their copies of the weights) go away here:

@@ -76,6 +76,10 @@ libcalls! {
         exp_array(src, dst);
         n
     },
+    GemmPairsBf16 => |a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64| -> u64 {
+        // SAFETY: the generated code passes pointers and sizes by the libcall's contract.
+        unsafe { crate::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
+    },
     ;
     optional:
     GemmTiles => crate::tiles::entry(),

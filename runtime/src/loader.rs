@@ -215,6 +215,7 @@ fn feature(f: &str) -> Option<bool> {
         "avx512vbmi" => has!("avx512vbmi"),
         "avx512bw" => has!("avx512bw"),
         "avx512vnni" => has!("avx512vnni"),
+        "avx512bf16" => has!("avx512bf16"),
         // Cranelift's name for AVX-VNNI.
         "avx_vnni" => has!("avxvnni"),
         _ => return None,

@@ -700,9 +700,17 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
             cases.push((format!("conv {d} n={size} c={c} o={o}"), g, inputs));
         }
     }
+    // bf16 on a CPU with AVX512-BF16 runs on the pair loops (`GemmPairsBf16`, no generated
+    // form): compared with the f32 loops of code compiled without them instead.
+    let pairs = f16c_compiler::backend::cranelift::host_has_dot_bf16();
+    let without_pairs = f16c_compiler::backend::cranelift::Options { dot_bf16: false, ..f16c_compiler::backend::cranelift::Options::host().unwrap() };
     for (what, g, inputs) in cases {
         let mut model = Model::compile_graph(&g, 2).unwrap();
         let native = model.run(&inputs).unwrap();
+        if pairs && what.contains("bf16") {
+            let other = Model::compile_graph_with(&g, 2, &without_pairs).unwrap().run(&inputs).unwrap();
+            assert_eq!(native[0].data().to_le_bytes(), other[0].data().to_le_bytes(), "{what}: the bf16 pair loops' bits differ from the f32 loops'");
+        }
         model.set_native_tiles(false);
         let generated = model.run(&inputs).unwrap();
         assert_eq!(native[0].data().to_le_bytes(), generated[0].data().to_le_bytes(), "{what}: the native loop's bits differ");

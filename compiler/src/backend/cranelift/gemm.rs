@@ -80,7 +80,17 @@ impl Context<'_> {
         let chunks = if gemv || (m <= MR && k <= ONE_CHUNK_MAX_K) { vec![(0, k)] } else { k_chunks(&c.kind, k) };
         const WIDEN_ONCE_BLOCKS: usize = 4;
         const WIDEN_ONCE_BYTES: usize = 1 << 19;
-        let widen_once = batch * blocks > WIDEN_ONCE_BLOCKS || (batch * blocks > 1 && packed_elems * 4 <= WIDEN_ONCE_BYTES);
+        // bf16 A and constant B on a host with AVX512-BF16: the runtime multiplies them in
+        // bf16 pairs (B packed with its rows interleaved in pairs, read in its type, never
+        // widened; every chunk of even length so that no pair straddles two).
+        let dot = self.dot_bf16
+            && !gemv
+            && c.a.ty.dtype == DType::BF16
+            && bdt == DType::BF16
+            && c.b_constant
+            && chunks.iter().all(|(k0, k1)| (k1 - k0) % 2 == 0);
+        self.uses_dot_bf16 |= dot;
+        let widen_once = !dot && (batch * blocks > WIDEN_ONCE_BLOCKS || (batch * blocks > 1 && packed_elems * 4 <= WIDEN_ONCE_BYTES));
         // Where the packed B lives: a pre-packed constant in its own type, or the kernel
         // temporary in f32 (computed at run time, or widened once).
         let b_slot;
@@ -89,7 +99,7 @@ impl Context<'_> {
         let b_finite = finite.weight;
         if c.b_constant {
             let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
-            let packed = pack_b_constant(c, t.data(), &chunks);
+            let packed = pack_b_constant(c, t.data(), &chunks, dot);
             debug_assert_eq!(packed.len(), packed_elems * bdt.byte_size());
             let packed_slot = self.layout.replace_constant(self.current, c.b.buffer, packed);
             if bdt == DType::F32 || !widen_once {
@@ -189,7 +199,10 @@ impl Context<'_> {
         let band = (c.a.ty.dtype == DType::F16).then(|| a_band_bound(c, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
         // A whose rows lie in memory as the GEMM's rows, in f32 (or widened so), every
         // micro-panel full: the micro-kernel reads them in place and nothing is packed.
-        let a_form = if rows_in_place(c) && m % MR == 0 && (c.a.ty.dtype == DType::F32 || band.is_some()) { AForm::Rows } else { AForm::Packed };
+        // (bf16 pairs) A's bf16 rows in place: the runtime pairs them as it reads them.
+        let dot_rows = dot && rows_in_place(c) && m % MR == 0;
+        let a_form = if rows_in_place(c) && m % MR == 0 && (c.a.ty.dtype == DType::F32 || band.is_some() || dot_rows) { AForm::Rows } else { AForm::Packed };
+        let a_elem = if dot_rows { 2 } else { 4 };
         // Scratch: the packed A chunk, the f32 C block (one MR × NR tile per (panel,
         // micro-panel)) that the chunks accumulate into, then (f16/bf16 B) one widened B chunk,
         // then A's band.
@@ -199,7 +212,7 @@ impl Context<'_> {
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
         let band_offset = wide_offset + wide_bytes;
         let cost = 2.0 * (batch * m * n * k) as f64;
-        let groups = column_groups(batch * blocks, panels, a_form == AForm::Packed || band.is_some());
+        let groups = column_groups(batch * blocks, panels, a_form == AForm::Packed || band.is_some() || dot);
         let group_panels = panels.div_ceil(groups);
         // Then (f16 output) the finished rows of one micro-panel across the column group, in
         // f32, for the runtime to narrow: in one call when the group is every column (the
@@ -281,7 +294,7 @@ impl Context<'_> {
                 let has_native = fx.b.ins().icmp_imm_s(IntCC::NotEqual, native, 0);
                 for (ci, &(k0, k1)) in chunks.iter().enumerate() {
                     if a_form == AForm::Packed {
-                        pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, k0, k1);
+                        pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, (k0, k1), dot);
                     }
                     let kc = k1 - k0;
                     // A constant B is packed chunk by chunk (its panels' chunks in a row), one
@@ -301,7 +314,7 @@ impl Context<'_> {
                             let at = fx.b.ins().iadd(at, r);
                             let at = fx.b.ins().imul_imm_s(at, k as i64);
                             let at = fx.b.ins().iadd_imm_s(at, k0 as i64);
-                            fx.addr(a_src, at, 4)
+                            fx.addr(a_src, at, a_elem)
                         }
                     };
                     // This chunk of panel `p` of B, in its packed type.
@@ -312,23 +325,38 @@ impl Context<'_> {
                         let at = fx.b.ins().iadd_imm_s(at, chunk_at.base as i64);
                         fx.addr(bp, at, packed_dt.byte_size())
                     };
+                    // One call for the group's panels and the block's micro-panels; it reads
+                    // B in its type.
+                    let native_call = |fx: &mut Fx| {
+                        use f16c_core::abi::tiles::{ACCUMULATE, A_BF16, PACKED_A};
+                        // (bf16 pairs) A's bf16 rows, in place or packed as rows.
+                        let a_flag = if dot { A_BF16 } else if a_form == AForm::Packed { PACKED_A } else { 0 };
+                        let flags = fx.i((a_flag | b_flag(packed_dt) | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
+                        let zero = fx.i(0);
+                        // None for the last groups when the panels run out before them.
+                        let count = fx.b.ins().isub(p1, p0);
+                        let count = fx.b.ins().smax(count, zero);
+                        let (a, b, tiles) = (a_at(fx, zero), b_at(fx, p0), tile_at(fx, p0, zero));
+                        let a_stride = fx.i(if dot && a_form == AForm::Packed { kc * 2 } else { k * a_elem } as i64);
+                        let b_stride = fx.i((chunk_at.panel * packed_dt.byte_size()) as i64);
+                        let (kv, tiles_stride) = (fx.i(kc as i64), fx.i((a_panels * tile_bytes) as i64));
+                        let args = [a, a_stride, b, b_stride, kv, tiles, tiles_stride, live, count, flags];
+                        if dot {
+                            fx.libcall(f16c_core::abi::Libcall::GemmPairsBf16, &args);
+                        } else {
+                            fx.libcall_at(f16c_core::abi::Libcall::GemmTiles, native, &args);
+                        }
+                    };
+                    if dot {
+                        // bf16 pairs have no generated micro-kernel (the code requires
+                        // AVX512-BF16).
+                        native_call(fx);
+                        continue;
+                    }
                     fx.if_else(
                         has_native,
                         |fx| {
-                            // One call for the group's panels and the block's micro-panels;
-                            // it reads B in its type.
-                            use f16c_core::abi::tiles::{ACCUMULATE, PACKED_A};
-                            let a_flag = if a_form == AForm::Packed { PACKED_A } else { 0 };
-                            let flags = fx.i((a_flag | b_flag(packed_dt) | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
-                            let zero = fx.i(0);
-                            // None for the last groups when the panels run out before them.
-                            let count = fx.b.ins().isub(p1, p0);
-                            let count = fx.b.ins().smax(count, zero);
-                            let (a, b, tiles) = (a_at(fx, zero), b_at(fx, p0), tile_at(fx, p0, zero));
-                            let a_stride = fx.i((k * 4) as i64);
-                            let b_stride = fx.i((chunk_at.panel * packed_dt.byte_size()) as i64);
-                            let (kv, tiles_stride) = (fx.i(kc as i64), fx.i((a_panels * tile_bytes) as i64));
-                            fx.libcall_at(f16c_core::abi::Libcall::GemmTiles, native, &[a, a_stride, b, b_stride, kv, tiles, tiles_stride, live, count, flags]);
+                            native_call(fx);
                             vec![]
                         },
                         |fx| {
@@ -1111,8 +1139,9 @@ fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
 /// Packs a constant `B` at compile time in its own type, zero padded, chunk by chunk of the
 /// reduction (`chunks`: the GEMM's [`k_chunks`], or one for the one-row matmul):
 /// `[batch][chunk][panel][k1 - k0][NR]`, so that a work item streams a chunk's panels in order
-/// (with one chunk, `[batch][panel][k][NR]`).
-fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)]) -> Vec<u8> {
+/// (with one chunk, `[batch][panel][k][NR]`); with `pairs`, each chunk's rows interleaved in pairs
+/// for the bf16 pair loops.
+fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)], pairs: bool) -> Vec<u8> {
     let (batch, n, k) = (c.batch, c.n, c.k);
     let panels = n.div_ceil(NR);
     let elem = c.b.ty.dtype.byte_size();
@@ -1132,7 +1161,9 @@ fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)]) -> V
                             continue;
                         }
                         let src = if col_major { col * k + kk } else { (bi * k + kk) * n + col };
-                        let dst = at.of(bi, p) + (kk - k0) * NR + j;
+                        // In pairs: rows 2q and 2q + 1 of the chunk interleaved, 2q's value in
+                        // the upper half ([`f16c_core::abi::tiles`], `GemmPairsBf16`).
+                        let dst = if pairs { at.of(bi, p) + ((kk - k0) / 2 * NR + j) * 2 + 1 - (kk - k0) % 2 } else { at.of(bi, p) + (kk - k0) * NR + j };
                         out[dst * elem..(dst + 1) * elem].copy_from_slice(&bytes[src * elem..(src + 1) * elem]);
                     }
                 }
@@ -1190,27 +1221,56 @@ fn rows_in_place(c: &Contraction) -> bool {
 
 /// Packs columns `k0..k1` of rows `row0..row0+MC` of `A` (batch `bi`) into `scratch` as
 /// micro-panels `[panel][k1 - k0][MR]` of f32 values, zero for rows past `m` and for conv
-/// taps outside the input. For a conv,
+/// taps outside the input; or, `raw` (a bf16 A for the bf16 pair loops), as rows
+/// `[row][k1 - k0]` of A's own 16-bit values, copied sixteen bytes at a time. For a conv,
 /// `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
 #[allow(clippy::too_many_arguments)]
-fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, k0: usize, k1: usize) {
+fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), raw: bool) {
     let m = c.m;
     let k = k1 - k0;
     let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
     fx.for_n(0, (a_panels * MR) as i64, 1, &[], |fx, r, _| {
         let row = fx.b.ins().iadd(row0, r);
-        // Destination of (r, kk): ((r / MR) * k + kk) * MR + r % MR.
-        let pn = fx.b.ins().udiv_imm_s(r, MR as i64);
-        let pr = fx.b.ins().urem_imm_s(r, MR as i64);
-        let dbase = fx.b.ins().imul_imm_s(pn, (k * MR) as i64);
-        let dbase = fx.b.ins().iadd(dbase, pr);
-        let dbase = fx.b.ins().imul_imm_s(dbase, 4);
-        let dbase = fx.b.ins().iadd(scratch, dbase);
+        let dbase = if raw {
+            // Destination of (r, kk): r * k + kk, two bytes each.
+            let at = fx.b.ins().imul_imm_s(r, (k * 2) as i64);
+            fx.b.ins().iadd(scratch, at)
+        } else {
+            // Destination of (r, kk): ((r / MR) * k + kk) * MR + r % MR.
+            let pn = fx.b.ins().udiv_imm_s(r, MR as i64);
+            let pr = fx.b.ins().urem_imm_s(r, MR as i64);
+            let dbase = fx.b.ins().imul_imm_s(pn, (k * MR) as i64);
+            let dbase = fx.b.ins().iadd(dbase, pr);
+            let dbase = fx.b.ins().imul_imm_s(dbase, 4);
+            fx.b.ins().iadd(scratch, dbase)
+        };
         let inside = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
         let store_f32 = |fx: &mut Fx, kk: Value, v: Value| {
             let off = fx.b.ins().imul_imm_s(kk, (MR * 4) as i64);
             let p = fx.b.ins().iadd(dbase, off);
             fx.b.ins().store(super::emit::mem(), v, p, 0);
+        };
+        // `len` values from element `src` of A to columns `dst0..`; zeros to columns `dst0..`.
+        let copy = |fx: &mut Fx, src: Value, dst0: usize, len: usize| {
+            if raw {
+                let from = fx.addr(a, src, 2);
+                let to = fx.b.ins().iadd_imm_s(dbase, (dst0 * 2) as i64);
+                copy_bytes(fx, from, to, len * 2);
+            } else {
+                copy_run(fx, ad, a, src, len, |fx, kk, v| {
+                    let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
+                    store_f32(fx, kk, v)
+                });
+            }
+        };
+        let zeros = |fx: &mut Fx, dst0: usize, len: usize| {
+            if raw {
+                let to = fx.b.ins().iadd_imm_s(dbase, (dst0 * 2) as i64);
+                zero_bytes(fx, to, len * 2);
+            } else {
+                let z = fx.f(F32, 0.0);
+                each_short(fx, dst0, dst0 + len, 1, |fx, kk| store_f32(fx, kk, z));
+            }
         };
         fx.if_else(
             inside,
@@ -1221,7 +1281,7 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
                         let src = fx.b.ins().iadd(src, row);
                         let src = fx.b.ins().imul_imm_s(src, c.k as i64);
                         let src = fx.b.ins().iadd_imm_s(src, k0 as i64);
-                        copy_run(fx, ad, a, src, k, |fx, kk, v| store_f32(fx, kk, v));
+                        copy(fx, src, 0, k);
                     }
                     ContractionKind::Conv(g) => {
                         // row = (n, oy, ox); kk = (ky, kx, c).
@@ -1260,12 +1320,12 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
                                     let (ky, kx) = (tap / g.kw, tap % g.kw);
                                     let at = (ky * g.dilation[0] * g.iw + kx * g.dilation[1]) * g.ic + c0;
                                     let src = fx.b.ins().iadd_imm_s(first, at as i64);
-                                    copy_tap(fx, (a, ad), src, (c1 - c0, dst0), &store_f32);
+                                    copy(fx, src, dst0, c1 - c0);
                                 }
                                 vec![]
                             },
                             |fx| {
-                                pack_window_checked(fx, g, &taps, (a, ad), (nb, oy, ox), &store_f32);
+                                pack_window_checked(fx, g, &taps, (nb, oy, ox), &copy, &zeros);
                                 vec![]
                             },
                         );
@@ -1275,11 +1335,15 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
                 vec![]
             },
             |fx| {
-                let z = fx.f(F32, 0.0);
-                fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
-                    store_f32(fx, kk, z);
-                    vec![]
-                });
+                if raw {
+                    zeros(fx, 0, k);
+                } else {
+                    let z = fx.f(F32, 0.0);
+                    fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
+                        store_f32(fx, kk, z);
+                        vec![]
+                    });
+                }
                 vec![]
             },
         );
@@ -1289,7 +1353,14 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
 
 /// [`pack_a`] of one conv row whose window crosses the image's edge: each tap tested, those
 /// outside stored as zeros. `taps`: (tap, first and end channel, destination column).
-fn pack_window_checked(fx: &mut Fx, g: &ConvGeometry, taps: &[(usize, usize, usize, usize)], (a, ad): (Value, DType), (nb, oy, ox): (Value, Value, Value), store_f32: &dyn Fn(&mut Fx, Value, Value)) {
+fn pack_window_checked(
+    fx: &mut Fx,
+    g: &ConvGeometry,
+    taps: &[(usize, usize, usize, usize)],
+    (nb, oy, ox): (Value, Value, Value),
+    copy: &dyn Fn(&mut Fx, Value, usize, usize),
+    zeros: &dyn Fn(&mut Fx, usize, usize),
+) {
     for &(tap, c0, c1, dst0) in taps {
         let (ky, kx) = (tap / g.kw, tap % g.kw);
         let kyv = fx.i(ky as i64);
@@ -1304,25 +1375,55 @@ fn pack_window_checked(fx: &mut Fx, g: &ConvGeometry, taps: &[(usize, usize, usi
             |fx| {
                 let ch = fx.i(c0 as i64);
                 let src = nhwc_index(fx, g, nb, y, xx, ch);
-                copy_tap(fx, (a, ad), src, (c1 - c0, dst0), store_f32);
+                copy(fx, src, dst0, c1 - c0);
                 vec![]
             },
             |fx| {
-                let z = fx.f(F32, 0.0);
-                each_short(fx, dst0, dst0 + c1 - c0, 1, |fx, kk| store_f32(fx, kk, z));
+                zeros(fx, dst0, c1 - c0);
                 vec![]
             },
         );
     }
 }
 
-/// [`pack_a`]'s copy of `len` channels of one tap, from element `src` of A to packed columns
-/// `dst0..`.
-fn copy_tap(fx: &mut Fx, (a, ad): (Value, DType), src: Value, (len, dst0): (usize, usize), store_f32: &dyn Fn(&mut Fx, Value, Value)) {
-    copy_run(fx, ad, a, src, len, |fx, kk, v| {
-        let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
-        store_f32(fx, kk, v)
+/// Copies `bytes` bytes from `from` to `to`: sixteen at a time, then eight, four, two.
+fn copy_bytes(fx: &mut Fx, from: Value, to: Value, bytes: usize) {
+    use cranelift_codegen::ir::types::{I16, I32, I8X16};
+    let m = super::emit::mem();
+    let vec_end = bytes - bytes % 16;
+    each_short(fx, 0, vec_end, 16, |fx, at| {
+        let (src, dst) = (fx.b.ins().iadd(from, at), fx.b.ins().iadd(to, at));
+        let v = fx.b.ins().load(I8X16, m, src, 0);
+        fx.b.ins().store(m, v, dst, 0);
     });
+    let mut at = vec_end;
+    for (ty, size) in [(I64, 8), (I32, 4), (I16, 2)] {
+        if bytes - at >= size {
+            let v = fx.b.ins().load(ty, m, from, at as i32);
+            fx.b.ins().store(m, v, to, at as i32);
+            at += size;
+        }
+    }
+}
+
+/// Stores `bytes` zero bytes at `to` (sixteen at a time, then eight, four, two).
+fn zero_bytes(fx: &mut Fx, to: Value, bytes: usize) {
+    use cranelift_codegen::ir::types::{I16, I32, I8X16};
+    let m = super::emit::mem();
+    let vec_end = bytes - bytes % 16;
+    let zv = fx.k(I8X16, 0);
+    each_short(fx, 0, vec_end, 16, |fx, at| {
+        let dst = fx.b.ins().iadd(to, at);
+        fx.b.ins().store(m, zv, dst, 0);
+    });
+    let mut at = vec_end;
+    for (ty, size) in [(I64, 8), (I32, 4), (I16, 2)] {
+        if bytes - at >= size {
+            let z = fx.b.ins().iconst(ty, 0);
+            fx.b.ins().store(m, z, to, at as i32);
+            at += size;
+        }
+    }
 }
 
 /// The most A elements a row block's band may hold ([`a_band_bound`]): 64 KiB of f32 scratch.

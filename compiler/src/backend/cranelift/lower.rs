@@ -26,11 +26,25 @@ pub struct Context<'p> {
     pub current: usize,
     /// Whether multiply-adds fuse (the host has FMA), as in the GEMM micro-kernel.
     pub fma: bool,
+    /// Whether bf16 GEMMs may multiply in bf16 pairs (the host has AVX512-BF16).
+    pub dot_bf16: bool,
+    /// Whether a GEMM does (the code then requires `avx512bf16`).
+    pub uses_dot_bf16: bool,
 }
 
 impl<'p> Context<'p> {
-    pub fn new(program: &'p Program, fma: bool) -> Self {
-        Context { program, layout: Layout::new(program), functions: Vec::new(), steps: Vec::new(), fctx: FunctionBuilderContext::new(), current: 0, fma }
+    pub fn new(program: &'p Program, options: &super::Options) -> Self {
+        Context {
+            program,
+            layout: Layout::new(program),
+            functions: Vec::new(),
+            steps: Vec::new(),
+            fctx: FunctionBuilderContext::new(),
+            current: 0,
+            fma: options.fma,
+            dot_bf16: options.dot_bf16,
+            uses_dot_bf16: false,
+        }
     }
 
     /// A code generation failure in the current kernel (legality was checked before: this is

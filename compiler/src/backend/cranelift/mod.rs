@@ -56,13 +56,40 @@ pub struct Options {
     /// Use fused multiply-add in contractions (the host has FMA3). Without it, contractions
     /// multiply and add separately.
     pub fma: bool,
+    /// bf16 GEMMs with constant weights multiply in bf16 pairs (`VDPBF16PS`: the host has
+    /// AVX512-BF16; the code then requires it). Same bits as the f32 chain except that
+    /// subnormals are flushed to zero ([`f16c_core::abi::tiles`]).
+    pub dot_bf16: bool,
 }
 
 impl Default for Options {
+    /// What `--emit` prints everywhere: FMA, no bf16 pairs.
     fn default() -> Self {
-        Options { fma: true }
+        Options { fma: true, dot_bf16: false }
     }
 }
+
+impl Options {
+    /// What this host runs: FMA and AVX512-BF16 where it has them.
+    pub fn host() -> BackendResult<Options> {
+        let (_, fma) = host_isa("speed", false)?;
+        Ok(Options { fma, dot_bf16: host_has_dot_bf16() })
+    }
+}
+
+/// Whether this host runs the runtime's bf16 pair loops (AVX512-BF16 with AVX-512 BW and VL).
+pub fn host_has_dot_bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512bf16") && has!("avx512bw") && has!("avx512vl") && has!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The CPU feature code using the bf16 pair loops requires (the runtime's name).
+pub const DOT_BF16_FEATURE: &str = "avx512bf16";
 
 /// A compiled program: CLIF functions, the buffer table they address and the calls that run
 /// them.
@@ -80,6 +107,8 @@ pub struct Compiled {
     pub keep_order: Vec<usize>,
     /// Calls in execution order.
     pub steps: Vec<Step>,
+    /// CPU features the code needs beyond the ISA's own (its runtime calls' instructions).
+    pub requires: Vec<String>,
 }
 
 impl Compiled {
@@ -131,7 +160,8 @@ impl Compiled {
     pub fn object(&self) -> BackendResult<(Vec<u8>, Vec<String>)> {
         let (isa, _) = host_isa("speed", true)?;
         let (as_written, _) = host_isa("none", true)?;
-        let requires = isa_features(&*isa);
+        let mut requires = isa_features(&*isa);
+        requires.extend(self.requires.iter().cloned());
         let builder = cranelift_object::ObjectBuilder::new(isa, "f16c", cranelift_module::default_libcall_names())
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
@@ -238,8 +268,7 @@ impl Backend for CraneliftBackend {
     }
 
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
-        let (_, fma) = host_isa("speed", false)?;
-        compile(program, &Options { fma })?.artifact(program)
+        compile(program, &Options::host()?)?.artifact(program)
     }
 }
 
@@ -290,15 +319,16 @@ pub fn frontend_config() -> TargetFrontendConfig {
 
 /// Compiles a lowered program to CLIF. The program must be legal ([`legal::legal`]).
 pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> {
-    let mut cx = lower::Context::new(program, options.fma);
+    let mut cx = lower::Context::new(program, options);
     for form in gemm::AForm::ALL {
         let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma, form);
         cx.functions.push((form.name().to_string(), micro));
     }
     crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
-    let lower::Context { mut layout, functions, steps, .. } = cx;
+    let lower::Context { mut layout, functions, steps, uses_dot_bf16, .. } = cx;
     layout.finish(program);
-    Ok(Compiled { layout, functions, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps })
+    let requires = if uses_dot_bf16 { vec![DOT_BF16_FEATURE.to_string()] } else { vec![] };
+    Ok(Compiled { layout, functions, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires })
 }
 
 /// Builds one kernel function with `body`.
