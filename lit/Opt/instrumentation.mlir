@@ -17,7 +17,7 @@
 // TIME: Total
 
 // UNKNOWN: error: unexpected argument '--no-such-pass'
-// BADOPT: error: pass 'canonicalize' has no option 'bogus' (options: max-fold-elements, fold-constants, cse, sink-transposes)
+// BADOPT: error: pass 'canonicalize' has no option 'bogus' (options: max-fold-elements, fold-constants, cse, squares-and-cubes, sink-transposes)
 // BADDUMP: error: --print-ir-after: unknown pass 'nope'
 
 // HELP: --canonicalize

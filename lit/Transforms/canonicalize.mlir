@@ -236,3 +236,27 @@ func.func @safe_softmax(%x: tensor<2x7xf32>) -> tensor<2x7xf32> {
   %9 = tosa.select %8, %z, %2 : (tensor<2x1xi1>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x7xf32>
   return %9 : tensor<2x7xf32>
 }
+
+// -----
+
+// A power of exactly 2 or 3 (GPT-2's tanh GELU cubes so) is multiplies, as PyTorch computes
+// it; other exponents, and one that broadcasts x to a larger shape, stay pow.
+// The multiplies carry the power (precision assignment treats them as the pow).
+// CHECK-LABEL: func.func @squares_and_cubes
+// CHECK-DAG: %[[P:.*]] = tosa.pow %arg0, %{{.*}} : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+// CHECK-DAG: %[[Q:.*]] = tosa.pow %arg1, %{{.*}} : (tensor<1x1xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK: %[[S:.*]] = tosa.mul %arg0, %arg0, %{{.*}} {f16c.pow = "3"} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<1xi8>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[C:.*]] = tosa.mul %[[S]], %arg0, %{{.*}} {f16c.pow = "3"} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<1xi8>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[T:.*]] = tosa.mul %arg0, %arg0, %{{.*}} {f16c.pow = "2"} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<1xi8>) -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[C]], %[[T]], %[[P]], %[[Q]]
+func.func @squares_and_cubes(%x: tensor<2x4xf32>, %y: tensor<1x1xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %three = "tosa.const"() <{values = dense<3.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %two = "tosa.const"() <{values = dense<2.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %half = "tosa.const"() <{values = dense<2.5> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %big = "tosa.const"() <{values = dense<3.0> : tensor<2x4xf32>}> : () -> tensor<2x4xf32>
+  %0 = tosa.pow %x, %three : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %1 = tosa.pow %x, %two : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %2 = tosa.pow %x, %half : (tensor<2x4xf32>, tensor<1x1xf32>) -> tensor<2x4xf32>
+  %3 = tosa.pow %y, %big : (tensor<1x1xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0, %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

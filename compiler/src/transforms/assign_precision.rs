@@ -246,7 +246,9 @@ impl AssignPrecision {
             }
         }
         let ops = g.operands(id);
-        let (want, rule) = match self.policy.category(op.short_name()) {
+        // A multiply canonicalize wrote for a `pow` by 2 or 3 follows the policy's `pow`.
+        let name = if g.node(id).attr(super::canonicalize::POW_ATTR).is_some() { "pow" } else { op.short_name() };
+        let (want, rule) = match self.policy.category(name) {
             Some(Category::Low) => (low, Rule::LowList),
             Some(Category::Follow) => {
                 let types: Vec<DType> = data_operands(g, id)

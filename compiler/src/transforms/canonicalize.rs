@@ -29,12 +29,21 @@
 //!   maximum is (a NaN makes both false; the cast to f64 is exact). CSE then shares the
 //!   softmax's own `reduce_max`, and the test and the `select` after it join the softmax's row
 //!   kernel instead of reading and writing the scores three more times.
+//! - **squares and cubes**: `pow(x, c)` with `c` a splat constant of exactly 2 or 3 (GPT-2's
+//!   tanh GELU writes `x³` so) becomes `x · x` or `(x · x) · x`, rounded after each multiply:
+//!   what PyTorch computes for these exponents (ATen's pow by a scalar 2 or 3 multiplies), and
+//!   two multiplies where the host's `powf` is a call per element (GPT-2 small's GELUs took 34
+//!   of its 244 ms). The one rewrite here that may change bits: the product can differ from
+//!   `powf`'s correctly rounded power by an ulp, towards the exporter's own result. The
+//!   multiplies carry `f16c.pow = "2"` or `"3"`, and precision assignment treats them as the
+//!   `pow` (kept f32 at O1).
 //! - **CSE**: identical ops on identical operands (constants included) are merged.
 //! - **DCE**: ops no function result depends on are removed.
 //!
 //! Preconditions: a verified graph. Postconditions: a verified graph computing bit-identical
-//! results. Options: `max-fold-elements` (default 1048576), `fold-constants` (default true),
-//! `sink-transposes` (default true, needs `fold-constants`), `cse` (default true).
+//! results (but for squares and cubes, above). Options: `max-fold-elements` (default 1048576),
+//! `fold-constants` (default true), `sink-transposes` (default true, needs `fold-constants`),
+//! `squares-and-cubes` (default true), `cse` (default true).
 //!
 //! ```mlir
 //! %s = tosa.const_shape {values = dense<[2, 3]> : tensor<2xindex>} : () -> !tosa.shape<2>
@@ -70,6 +79,12 @@ pub const INFO: PassInfo = PassInfo {
         PassOption { name: "fold-constants", kind: OptionKind::Bool, default: "true", summary: "Evaluate ops whose operands are all constants" },
         PassOption { name: "cse", kind: OptionKind::Bool, default: "true", summary: "Merge identical ops on identical operands" },
         PassOption {
+            name: "squares-and-cubes",
+            kind: OptionKind::Bool,
+            default: "true",
+            summary: "Compute pow by a constant 2 or 3 as multiplies, as PyTorch does (may change bits by an ulp)",
+        },
+        PassOption {
             name: "sink-transposes",
             kind: OptionKind::Bool,
             default: "true",
@@ -84,6 +99,7 @@ pub struct Canonicalize {
     max_fold_elements: usize,
     fold_constants: bool,
     sink_transposes: bool,
+    squares_and_cubes: bool,
     cse: bool,
 }
 
@@ -94,6 +110,7 @@ impl Canonicalize {
             max_fold_elements: o.uint("max-fold-elements") as usize,
             fold_constants: o.flag("fold-constants"),
             sink_transposes: o.flag("sink-transposes") && o.flag("fold-constants"),
+            squares_and_cubes: o.flag("squares-and-cubes"),
             cse: o.flag("cse"),
         }
     }
@@ -105,7 +122,12 @@ impl Canonicalize {
             if !g.contains(id) {
                 continue;
             }
-            changed |= self.fold(g, id) || simplify(g, id) || shrink_splats(g, id) || all_masked_rows(g, id) || (self.sink_transposes && self.sink_transpose(g, id));
+            changed |= self.fold(g, id)
+                || simplify(g, id)
+                || shrink_splats(g, id)
+                || all_masked_rows(g, id)
+                || (self.squares_and_cubes && square_or_cube(g, id))
+                || (self.sink_transposes && self.sink_transpose(g, id));
         }
         if self.cse {
             changed |= cse(g);
@@ -305,6 +327,41 @@ fn all_masked_rows(g: &mut Graph, id: NodeId) -> bool {
     let inf = g.add_constant(f16c_dialect::Tensor::splat(&TensorType::new(xt.dtype, ct.shape.clone()), f64::NEG_INFINITY), g.location(c));
     let test = g.add_node(Op::Binary(BinaryOp::Equal), ValueType::Tensor(rt), &[max, inf], loc);
     g.replace_all_uses(id, test);
+    true
+}
+
+/// The attribute marking a multiply that computes a `pow` ([`square_or_cube`]): the power.
+pub const POW_ATTR: &str = "f16c.pow";
+
+/// `pow(x, 2)` at `id` becomes `x · x`, `pow(x, 3)` `(x · x) · x` (see the module comment): a
+/// float `x` of the result's type, the exponent a splat constant.
+fn square_or_cube(g: &mut Graph, id: NodeId) -> bool {
+    use f16c_dialect::BinaryOp;
+    if !matches!(g.op(id), Op::Binary(BinaryOp::Pow)) {
+        return false;
+    }
+    let (x, e) = (g.operands(id)[0], g.operands(id)[1]);
+    let Op::Const(t) = g.op(e) else { return false };
+    let power = match t.is_splat().then(|| t.to_f64_vec().first().copied()).flatten() {
+        Some(p) if p == 2.0 || p == 3.0 => p,
+        _ => return false,
+    };
+    let (Some(xt), Some(rt)) = (g.tensor_ty(x).cloned(), g.tensor_ty(id).cloned()) else { return false };
+    if xt != rt || !xt.dtype.is_float() {
+        return false;
+    }
+    let loc = g.location(id);
+    let shift = g.add_constant(f16c_dialect::Tensor::splat(&TensorType::new(f16c_dialect::DType::I8, [1]), 0.0), loc.clone());
+    // Marked, so that precision assignment treats them as the pow they compute (the fp32
+    // list at O1: a cube overflows fp16 from 40).
+    let mul = |g: &mut Graph, a: NodeId, b: NodeId| {
+        let m = g.add_node(Op::Binary(BinaryOp::Mul), ValueType::Tensor(rt.clone()), &[a, b, shift], loc.clone());
+        g.node_mut(m).set_attr(POW_ATTR, format!("\"{power}\""));
+        m
+    };
+    let square = mul(g, x, x);
+    let result = if power == 3.0 { mul(g, square, x) } else { square };
+    g.replace_all_uses(id, result);
     true
 }
 
