@@ -28,12 +28,22 @@ fn run_on(backend: &f16c_compiler::backend::llvm_cpu::LlvmCpuBackend, g: &Graph,
 
 /// The AVX-512 level (`--cpu=x86-64-v4`: zmm micro-kernels, 12 × 32 tiles) runs the parity
 /// suite on a machine that has AVX-512; elsewhere its artifacts must be refused before loading.
+/// (`x86-64-v4+bf16`, the level `native` picks where the machine also has AVX512-BF16, runs
+/// the suite in [`every_parity_case_matches_the_reference`] there; elsewhere it is refused.)
 #[test]
 fn the_avx512_level_matches_the_reference_or_is_refused_without_avx512() {
-    let v4 = f16c_compiler::backend::llvm_cpu::x86_64("x86-64-v4").expect("a level");
-    let native_is_v4 = std::ptr::eq(f16c_compiler::backend::llvm_cpu::x86_64("native").expect("a level"), v4);
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    let (v4, v4_bf16) = (x86_64("x86-64-v4").expect("a level"), x86_64("x86-64-v4+bf16").expect("a level"));
+    let native = x86_64("native").expect("a level");
+    let native_is_v4 = std::ptr::eq(native, v4) || std::ptr::eq(native, v4_bf16);
     let mut failures = Vec::new();
-    for case in parity_cases().into_iter().chain(vector_edge_cases()) {
+    let cases = parity_cases();
+    if !std::ptr::eq(native, v4_bf16) {
+        let bf16 = cases.iter().find(|c| c.name.contains("bf16")).expect("a bf16 case");
+        let e = run_on(v4_bf16, &bf16.graph, &bf16.inputs).expect_err("an AVX512-BF16 artifact on a machine without it");
+        assert!(e.contains("CPU features this machine lacks"), "{e}");
+    }
+    for case in cases.into_iter().chain(vector_edge_cases()) {
         let got = run_on(v4, &case.graph, &case.inputs);
         if !native_is_v4 {
             let e = got.expect_err("an AVX-512 artifact on a machine without AVX-512");

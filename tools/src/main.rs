@@ -109,7 +109,7 @@ pub(crate) fn cpu_arg() -> Arg {
         .long("cpu")
         .value_name("LEVEL")
         .value_parser(clap::builder::PossibleValuesParser::new(f16c_compiler::backend::llvm_cpu::X86_CPUS))
-        .help("x86-64 level of --backend=llvm: native (default: x86-64-v4 when this machine has AVX-512, else x86-64-v3), x86-64-v3 (AVX2, FMA, F16C) or x86-64-v4 (AVX-512)")
+        .help("x86-64 level of --backend=llvm: native (default: x86-64-v4 when this machine has AVX-512, else x86-64-v3), x86-64-v3 (AVX2, FMA, F16C), x86-64-v4 (AVX-512) or x86-64-v4+bf16 (and AVX512-BF16: bf16 matmul/conv on VDPBF16PS; native picks it where the machine has it)")
 }
 
 /// `--flag` switch.

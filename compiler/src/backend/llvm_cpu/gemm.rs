@@ -103,9 +103,27 @@ pub fn work(c: &Contraction, shape: GemmShape) -> usize {
     c.batch * c.m.div_ceil(shape.mr) * c.n.div_ceil(shape.nr)
 }
 
+/// Whether `c` multiplies bf16 pairs on `machine` ([`CpuMachine::dot_bf16`]): bf16 A and B,
+/// f32 accumulation, and every run of A values along `k` ([`Ir::contraction_runs`]) of even
+/// length from an even step, so that a pair never straddles two runs: a matmul with `k` even,
+/// a convolution whose kernel rows (undilated along x) or taps hold an even number of values
+/// and whose padding, if any, may be multiplied (the tiles then read a padded copy).
+pub fn dot(machine: &CpuMachine, c: &Contraction) -> bool {
+    let pairs = match &c.kind {
+        ContractionKind::MatMul => c.k % 2 == 0,
+        ContractionKind::Conv(g) if g.pad != [0; 4] && c.padding_hazard => false,
+        ContractionKind::Conv(g) if g.dilation[1] == 1 => (g.kw * g.ic) % 2 == 0,
+        ContractionKind::Conv(g) => g.ic % 2 == 0,
+        _ => false,
+    };
+    machine.dot_bf16 && pairs && c.acc == DType::F32 && c.a.ty.dtype == DType::BF16 && c.b.ty.dtype == DType::BF16
+}
+
 /// B packed into panels of `nr` columns: element `((batch · panels + p) · k + kk) · nr + j` is
-/// `B[batch][kk][p · nr + j]`, zero past `n`.
-pub fn pack(program: &Program, c: &Contraction, shape: GemmShape) -> Vec<u8> {
+/// `B[batch][kk][p · nr + j]`, zero past `n`; with `pairs` ([`dot`]), rows `2q` and `2q + 1` of
+/// each panel interleaved, `2q`'s value in the upper half of each pair (element `((batch ·
+/// panels + p) · k + 2q) · nr + 2j + 1`), as `VDPBF16PS` adds the upper product first.
+pub fn pack(program: &Program, c: &Contraction, shape: GemmShape, pairs: bool) -> Vec<u8> {
     let src = packed_source(program, c).expect("applies() checked the constant");
     let es = c.b.ty.dtype.byte_size();
     let panels = c.n.div_ceil(shape.nr);
@@ -122,7 +140,7 @@ pub fn pack(program: &Program, c: &Contraction, shape: GemmShape) -> Vec<u8> {
                         MatrixLayout::RowMajor => (bb * c.k + kk) * c.n + col,
                         MatrixLayout::ColMajor => col * c.k + kk,
                     };
-                    let to = ((bb * panels + p) * c.k + kk) * shape.nr + j;
+                    let to = if pairs { ((bb * panels + p) * c.k + kk - kk % 2) * shape.nr + 2 * j + 1 - kk % 2 } else { ((bb * panels + p) * c.k + kk) * shape.nr + j };
                     out[to * es..(to + 1) * es].copy_from_slice(&src[from * es..(from + 1) * es]);
                 }
             }
@@ -142,7 +160,7 @@ fn uses_fmlal(machine: &CpuMachine, c: &Contraction) -> bool {
 /// the tile loop costs more than the multiply-adds it feeds (measured on x86-64: fp16 GEMM at
 /// 0.28× of f32).
 pub fn widens_a(machine: &CpuMachine, c: &Contraction) -> bool {
-    c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c)
+    c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && !dot(machine, c)
 }
 
 /// The most A values along `k` a tile of `c` reads as one vector on a machine with
@@ -163,7 +181,7 @@ const WIDEN_B_REUSE: usize = 3;
 /// fp16 GEMM at 0.77× of f32 at 1024³). The packed weight stays 16-bit in the artifact.
 pub fn widens_b(machine: &CpuMachine, c: &Contraction, shape: GemmShape) -> bool {
     let reuse = c.batch * c.m.div_ceil(shape.mr) / b_batches(c);
-    c.b.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && reuse >= WIDEN_B_REUSE
+    c.b.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && !dot(machine, c) && reuse >= WIDEN_B_REUSE
 }
 
 /// The geometry of `c`'s input zero-padded once per run, when `c` is a convolution with
@@ -269,7 +287,36 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     };
     let by_element = machine.fma_by_element && (fmlal || f16_acc || da == DType::F32);
     let run = a_run(machine, c);
-    let ran = by_element
+    if dot(machine, c) {
+        // bf16 pairs: per pair of steps, `per_row` B vectors of sixteen pairs (the packed rows,
+        // interleaved) and each row's two A values as one 32-bit pair, its halves swapped (step
+        // `2q` upper, as B's), broadcast; one VDPBF16PS per accumulator.
+        let bf32 = ir.cx.bf16_type().vec_type(2 * lanes as u32);
+        let i32v = ir.cx.i32_type().vec_type(lanes as u32);
+        let ran = ir.contraction_runs(c, 2, |ir, step, len| {
+            debug_assert_eq!(len, 2, "dot() checked that runs have even lengths");
+            let row_at = ir.add(panel, ir.muli(step.kk, nr));
+            let brow: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(bf32, b, ir.addi(row_at, (2 * v * lanes) as i64), 2)).collect();
+            for (r, row) in a_rows.iter().enumerate() {
+                let pair = ir.contraction_a_run(c, row, &step, 2);
+                let bits = ir.b.build_bit_cast(pair, ir.cx.i32_type(), "").built().into_int_value();
+                let swapped = ir.intrinsic("llvm.fshl.i32", ir.cx.i32_type().into(), &[bits.into(), bits.into(), ir.cx.i32_type().const_int(16, false).into()]).into_int_value();
+                let one = ir.b.build_insert_element(i32v.get_poison(), swapped, ir.i64(0), "").built();
+                let splat = ir.b.build_shuffle_vector(one, i32v.get_poison(), ir.cx.i32_type().vec_type(lanes as u32).const_zero(), "").built();
+                let a = ir.b.build_bit_cast(splat, bf32, "").built();
+                for (v, bv) in brow.iter().enumerate() {
+                    let x = acc[r * per_row + v];
+                    let s = ir.intrinsic(&format!("llvm.x86.avx512bf16.dpbf16ps.{}", lanes * 32), f32v.into(), &[ir.get(x), (*bv).into(), a]);
+                    ir.set(x, s);
+                }
+            }
+        });
+        if ran.is_none() {
+            return Err("bf16 pairs on a convolution whose steps do not run in pairs (dot() should have refused it)".into());
+        }
+    }
+    let ran = dot(machine, c)
+        || by_element
         && ir
             .contraction_runs(c, run, |ir, step, len| {
                 let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();

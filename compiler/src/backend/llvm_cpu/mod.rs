@@ -60,6 +60,9 @@ pub struct CpuMachine {
     /// element): the micro-kernel loads a run of A values along `k` as one vector
     /// ([`gemm::a_run`]) instead of one value per step.
     pub fma_by_element: bool,
+    /// bf16 × bf16 pairs summed into f32 in one instruction (x86 AVX512-BF16 `VDPBF16PS`):
+    /// bf16 contractions run on it ([`gemm::dot`]).
+    pub dot_bf16: bool,
 }
 
 /// The LLVM CPU backend for one target.
@@ -88,6 +91,7 @@ pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
         fmlal: false,
         fp16_fma: false,
         fma_by_element: false,
+        dot_bf16: false,
     },
 };
 
@@ -108,19 +112,48 @@ pub static X86_64_V4: LlvmCpuBackend = LlvmCpuBackend {
         fmlal: false,
         fp16_fma: false,
         fma_by_element: false,
+        dot_bf16: false,
+    },
+};
+
+/// `x86-64-v4` with AVX512-BF16 (Cooper Lake, Sapphire Rapids, Zen 4 and later): bf16
+/// contractions multiply bf16 pairs into f32 (`VDPBF16PS`, twice the f32 FMA's products per
+/// instruction).
+pub static X86_64_V4_BF16: LlvmCpuBackend = LlvmCpuBackend {
+    target: Target::X86_64,
+    name: "llvm-x86_64",
+    machine: CpuMachine {
+        triple: "x86_64-unknown-linux-gnu",
+        cpu: "x86-64-v4",
+        features: "+avx512bf16",
+        requires: &[
+            "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512bf16",
+        ],
+        native_bf16: false,
+        gemm: gemm::GemmShape { mr: 12, nr: 32, lanes: 16 },
+        fmlal: false,
+        fp16_fma: false,
+        fma_by_element: false,
+        dot_bf16: true,
     },
 };
 
 /// The x86-64 CPU levels `--cpu` names, and their backends.
-pub const X86_CPUS: &[&str] = &["native", "x86-64-v3", "x86-64-v4"];
+pub const X86_CPUS: &[&str] = &["native", "x86-64-v3", "x86-64-v4", "x86-64-v4+bf16"];
 
-/// The LLVM x86-64 backend for `cpu` (one of [`X86_CPUS`]): `native` is `x86-64-v4` when this
-/// machine has AVX-512 F/BW/DQ/VL, else `x86-64-v3`.
+/// The LLVM x86-64 backend for `cpu` (one of [`X86_CPUS`]): `native` is `x86-64-v4+bf16` when
+/// this machine has AVX-512 F/BW/DQ/VL and AVX512-BF16, `x86-64-v4` when it has AVX-512 without
+/// BF16, else `x86-64-v3`.
 pub fn x86_64(cpu: &str) -> Option<&'static LlvmCpuBackend> {
     match cpu {
         "x86-64-v3" => Some(&X86_64),
         "x86-64-v4" => Some(&X86_64_V4),
-        "native" => Some(if host_has_avx512() { &X86_64_V4 } else { &X86_64 }),
+        "x86-64-v4+bf16" => Some(&X86_64_V4_BF16),
+        "native" => Some(match (host_has_avx512(), host_has_avx512_bf16()) {
+            (true, true) => &X86_64_V4_BF16,
+            (true, false) => &X86_64_V4,
+            _ => &X86_64,
+        }),
         _ => None,
     }
 }
@@ -131,8 +164,18 @@ fn host_has_avx512() -> bool {
     has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl")
 }
 
+#[cfg(target_arch = "x86_64")]
+fn host_has_avx512_bf16() -> bool {
+    std::arch::is_x86_feature_detected!("avx512bf16")
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 fn host_has_avx512() -> bool {
+    false
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_has_avx512_bf16() -> bool {
     false
 }
 
@@ -141,7 +184,7 @@ const NEON_TILE: gemm::GemmShape = gemm::GemmShape { mr: 8, nr: 8, lanes: 4 };
 
 /// An AArch64 CPU with `features` (the runtime checks `requires`).
 const fn neon(features: &'static str, requires: &'static [&'static str], native_bf16: bool) -> CpuMachine {
-    CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features, requires, native_bf16, gemm: NEON_TILE, fmlal: true, fp16_fma: true, fma_by_element: true }
+    CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features, requires, native_bf16, gemm: NEON_TILE, fmlal: true, fp16_fma: true, fma_by_element: true, dot_bf16: false }
 }
 
 /// AArch64 with fp16 arithmetic (ARMv8.2-A).
@@ -216,7 +259,7 @@ impl LlvmCpuBackend {
                 }
                 if gemm::applies(program, c) {
                     let shape = gemm::shape(&self.machine, c);
-                    let mut packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape));
+                    let mut packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape, gemm::dot(&self.machine, c)));
                     let mut c = c.clone();
                     // fp16/bf16 operands the tiles would widen over and over, widened once per
                     // run into temporaries the tiles then read.
