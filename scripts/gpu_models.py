@@ -2,8 +2,9 @@
 torchvision ResNet-50 at 224x224, a BERT-base encoder (12 layers, hidden 768, 128 tokens with a
 padded tail), GPT-2 small (12 layers, 64 tokens; the logits of the last position), a torchvision
 EfficientNet-B0 at 224x224 (SiLU, squeeze-and-excite) and Whisper-tiny's encoder (80 mel bins x
-3,000 frames: two conv1d, then 4 layers of attention over 1,500 positions), as their library
-builds them from configs. The GPU check uses the first three.
+3,000 frames: two conv1d, then 4 layers of attention over 1,500 positions) and a ViT-S/16 at
+224x224 (torchvision's VisionTransformer with DeiT-S's sizes: 12 layers, 6 heads, hidden 384,
+197 tokens; the class token's features), as their library builds them from configs. The GPU check uses the first three.
 
 The weights must travel to a GPU machine inside the f16c artifacts, which may carry tens of MiB,
 so they are made to compress: every trained tensor (one whose default init is not a constant)
@@ -24,7 +25,7 @@ import zlib
 import numpy as np
 import torch
 
-NAMES = ["resnet50", "bert_base", "gpt2", "efficientnet_b0", "whisper_tiny_enc"]
+NAMES = ["resnet50", "bert_base", "gpt2", "efficientnet_b0", "whisper_tiny_enc", "vit_s16"]
 
 
 class Field(torch.nn.Module):
@@ -91,6 +92,14 @@ def build(name):
         config = WhisperConfig(d_model=384, encoder_layers=4, encoder_attention_heads=6, encoder_ffn_dim=1536, decoder_layers=1, decoder_attention_heads=6, decoder_ffn_dim=1536)
         net = Field(WhisperModel(config).encoder, lambda o: o.last_hidden_state)
         inputs = (torch.from_numpy(np.random.default_rng(5).standard_normal((1, 80, 3000)).astype(np.float32)),)
+    elif name == "vit_s16":
+        import torchvision
+
+        net = torchvision.models.VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=6, hidden_dim=384, mlp_dim=1536)
+        # torchvision initialises the classifier to zeros (the logits would all be 0): the
+        # class token's features are the output.
+        net.heads = torch.nn.Identity()
+        inputs = (torch.from_numpy(np.random.default_rng(6).standard_normal((1, 3, 224, 224)).astype(np.float32)),)
     else:
         raise ValueError(f"unknown model {name!r}: one of {NAMES}")
     return compressible_(net).eval(), inputs

@@ -45,15 +45,62 @@ pub struct GemmShape {
 }
 
 /// Whether contraction `c` of `program` runs on the micro-kernel: a matmul or conv2d with
-/// float inputs and B a constant, accumulated in f32, or in fp16 where `--accumulate=f16`
-/// allowed it (f32 all the same except on [`CpuMachine::fp16_fma`] machines).
+/// float inputs, accumulated in f32, or in fp16 where `--accumulate=f16` allowed it (f32 all
+/// the same except on [`CpuMachine::fp16_fma`] machines), and B a constant (packed at compile
+/// time) or computed at run time (an attention's keys and values: packed per run,
+/// [`pack_panel`]).
 pub fn applies(program: &Program, c: &Contraction) -> bool {
     let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
     matches!(c.kind, ContractionKind::MatMul | ContractionKind::Conv(_))
         && (c.acc == DType::F32 || c.acc == DType::F16 && c.a.ty.dtype == DType::F16 && c.b.ty.dtype == DType::F16)
         && float(c.a.ty.dtype)
         && float(c.b.ty.dtype)
-        && packed_source(program, c).is_some()
+        && (packed_source(program, c).is_some() || !matches!(program.buffers[c.b.buffer.0].kind, BufferKind::Constant(_)))
+}
+
+/// Whether `c`'s B is computed at run time ([`applies`] holding): packed per run.
+pub fn packs_at_run_time(program: &Program, c: &Contraction) -> bool {
+    packed_source(program, c).is_none()
+}
+
+/// The type a B packed at run time is packed in: its own bf16 for [`dot`], fp16 for fp16
+/// accumulation, else f32 (widened as it is packed).
+pub fn run_time_b_type(machine: &CpuMachine, c: &Contraction) -> DType {
+    if dot(machine, c) || accumulates_f16(machine, c) || uses_fmlal(machine, c) {
+        c.b.ty.dtype
+    } else {
+        DType::F32
+    }
+}
+
+/// Work item `item` (batch `item / panels`, panel `item % panels`) of packing a B computed at
+/// run time as [`pack`] lays out a constant one, into slot `dst` of type `dt` (converted
+/// exactly: the same type, or f32); `pairs` as for [`pack`].
+pub fn pack_panel<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, dt): (usize, DType), pairs: bool, item: IntValue<'ctx>) {
+    let panels = c.n.div_ceil(shape.nr);
+    let (bb, p) = (ir.divi(item, panels), ir.remi(item, panels));
+    let (src, out, db) = (ir.buffer(c.b.buffer.0), ir.buffer(dst), c.b.ty.dtype);
+    let first = ir.muli(ir.add(ir.muli(bb, panels), p), c.k * shape.nr);
+    ir.for_n(0, c.k, |ir, kk| {
+        let (row, odd) = if pairs { (ir.add(first, ir.muli(ir.sub(kk, ir.remi(kk, 2)), shape.nr)), Some(ir.remi(kk, 2))) } else { (ir.add(first, ir.muli(kk, shape.nr)), None) };
+        for j in 0..shape.nr {
+            let col = ir.addi(ir.muli(p, shape.nr), j as i64);
+            let from = match c.b_layout {
+                MatrixLayout::RowMajor => ir.add(ir.muli(ir.add(ir.muli(bb, c.k), kk), c.n), col),
+                MatrixLayout::ColMajor => ir.add(ir.muli(col, c.k), kk),
+            };
+            let inside = ir.icmp(IntPredicate::SLT, col, ir.i64(c.n as i64));
+            let safe = ir.select(inside, from, ir.i64(0)).into_int_value();
+            let v = ir.load(db, src, safe);
+            let v = ir.select(inside, v, v.get_type().const_zero());
+            let to = match odd {
+                // Element `kk` at `2j + 1` of its pair row, `kk + 1` at `2j`.
+                Some(odd) => ir.add(row, ir.sub(ir.i64(2 * j as i64 + 1), odd)),
+                None => ir.addi(row, j as i64),
+            };
+            ir.store(dt, out, to, v);
+        }
+    });
 }
 
 /// The fp16-accumulating tile: eight rows of two `<8 x half>` vectors (16 of the 32 NEON

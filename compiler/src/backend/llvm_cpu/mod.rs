@@ -259,8 +259,28 @@ impl LlvmCpuBackend {
                 }
                 if gemm::applies(program, c) {
                     let shape = gemm::shape(&self.machine, c);
-                    let mut packed = layout.replace_constant(k, c.b.buffer, gemm::pack(program, c, shape, gemm::dot(&self.machine, c)));
+                    let pairs = gemm::dot(&self.machine, c);
                     let mut c = c.clone();
+                    let mut packed = if gemm::packs_at_run_time(program, &c) {
+                        // B computed at run time (an attention's keys and values): packed per
+                        // run, a panel per work item, in the type the tiles read.
+                        let dt = gemm::run_time_b_type(&self.machine, &c);
+                        let panels = c.n.div_ceil(shape.nr);
+                        let batches = if c.b_layout == crate::lower::MatrixLayout::RowMajor { c.batch } else { 1 };
+                        let slot = layout.temporary(k, batches * panels * c.k * shape.nr * dt.byte_size());
+                        let elements = (batches * panels * c.k * shape.nr) as f64;
+                        let b = c.clone();
+                        schedule
+                            .add(&mut ir, format!("{name}_pack_b"), batches * panels, elements, k, |ir, item, _| {
+                                gemm::pack_panel(ir, &b, shape, (slot, dt), pairs, item);
+                                Ok(())
+                            })
+                            .map_err(failed)?;
+                        c.b.ty.dtype = dt;
+                        slot
+                    } else {
+                        layout.replace_constant(k, c.b.buffer, gemm::pack(program, &c, shape, pairs))
+                    };
                     // fp16/bf16 operands the tiles would widen over and over, widened once per
                     // run into temporaries the tiles then read.
                     if gemm::widens_b(&self.machine, &c, shape) {
