@@ -64,8 +64,12 @@ impl<'ctx> Ir<'ctx> {
         let t = b.build_float_sub(t, lo, "").built();
         let t = b.build_float_add(t, hi, "").built();
         let y = b.build_float_add(self.f32(1.0), t, "").built();
-        // k is an integer in [-150, 128] (NaN only where x is, and that lane is replaced).
-        let ki = self.intrinsic("llvm.fptosi.sat.i32.f32", self.cx.i32_type().into(), &[k.into()]).into_int_value();
+        // k is an integer in [-150, 128], NaN only where x is (that lane is replaced): made 0
+        // there, a plain conversion vectorises (`vcvttps2dq`) where the saturating one was
+        // taken apart lane by lane (`vcvttss2si` and two tests each).
+        let ordered = self.fcmp(FloatPredicate::ORD, k, k);
+        let k0 = self.fsel(ordered, k, self.f32(0.0));
+        let ki = b.build_float_to_signed_int(k0, self.cx.i32_type(), "").built();
         let a = b.build_right_shift(ki, self.i32(1), true, "").built();
         let rest = b.build_int_sub(ki, a, "").built();
         let e = b.build_float_mul(y, self.pow2_bits(a), "").built();
