@@ -292,13 +292,15 @@ impl<'p> Context<'p> {
             }
         };
         // Scratch for the full intermediate values, in their compute type, and for the full
-        // f16 inputs, widened by one runtime call a row at a time (once for all rows where
-        // every row reads the same): the reductions and maps then read f32, rather than widen
-        // each value in software (about sixteen instructions per four, more one at a time).
+        // f16 and bf16 inputs, widened a row at a time (once for all rows where every row reads
+        // the same; f16 by one runtime call, bf16 four lanes at a time): the reductions and
+        // maps then read f32, rather than widen each value in software (f16: about sixteen
+        // instructions per four, more one at a time; bf16: a layer norm's scalar f64 stages
+        // loaded and widened each value one at a time, 1.8x its f32 time).
         let mut slots: Vec<Option<(usize, DType)>> = vec![None; last + 1];
         let mut bytes = 0;
         for (v, slot) in slots.iter_mut().enumerate().take(last) {
-            let widened = v < n_in && dtype_of(v) == DType::F16;
+            let widened = v < n_in && matches!(dtype_of(v), DType::F16 | DType::BF16);
             if full_of(v) && (v >= n_in || widened) {
                 let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
                 *slot = Some((bytes, t));
@@ -316,13 +318,27 @@ impl<'p> Context<'p> {
             let scratch = fx.scratch;
             let len = r.len;
             let mut result = Ok(());
-            // Widens f16 input `k` from element `at` into its slot.
+            // Widens f16/bf16 input `k` from element `at` into its slot.
             let widen = |fx: &mut Fx, k: usize, at: Value| {
                 let (off, _) = slots[k].expect("a widened input has a slot");
                 let src = fx.addr(bases[k], at, 2);
                 let dst = fx.b.ins().iadd_imm_s(scratch, off as i64);
-                let n = fx.i(len as i64);
-                fx.libcall(Libcall::WidenF16, &[src, dst, n]);
+                if r.inputs[k].dtype == DType::F16 {
+                    let n = fx.i(len as i64);
+                    fx.libcall(Libcall::WidenF16, &[src, dst, n]);
+                    return;
+                }
+                let vec_end = len - len % LANES;
+                fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
+                    let x = fx.load4(DType::BF16, src, j);
+                    fx.store4(DType::F32, dst, j, x);
+                    vec![]
+                });
+                fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, j, _| {
+                    let x = fx.load(DType::BF16, src, j);
+                    fx.store(DType::F32, dst, j, x);
+                    vec![]
+                });
             };
             for k in (0..n_in).filter(|&k| slots[k].is_some() && !r.inputs[k].per_row) {
                 let zero = fx.i(0);
@@ -367,7 +383,9 @@ impl<'p> Context<'p> {
                                     vec![reduce_step(fx, kind, acc[0], x)]
                                 })[0]
                             };
-                            let acc = if matches!(kind, ReduceKind::Max | ReduceKind::Min) && t == DType::F32 && dom == F32 && len >= 2 * LANES {
+                            // (A bf16 row, a softmax's scores in bf16, widens exactly as it
+                            // is loaded: the same values.)
+                            let acc = if matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && dom == F32 && len >= 2 * LANES {
                                 // A maximum or minimum is the same value in any order (a NaN
                                 // gives the canonical NaN either way) except the sign of a zero
                                 // result, which is the row's first extreme zero's: four lanes,
