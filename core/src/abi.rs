@@ -129,8 +129,8 @@ pub enum Libcall {
     /// softmax's) calls it once per row.
     ExpArrayF32,
     /// [`Libcall::GemmTiles`]'s call for bf16 A and B multiplied in pairs along `k`
-    /// (AVX512-BF16 `VDPBF16PS`), B packed with its rows interleaved in pairs: see [`tiles`]
-    /// for the layouts and flags (`ACCUMULATE`, `PACKED_A` or `A_BF16`). Always present (an
+    /// (AVX512-BF16 `VDPBF16PS`), A as bf16 rows, B packed with its rows interleaved in pairs:
+    /// see [`tiles`] for the layouts and flags (`ACCUMULATE`). Always present (an
     /// element-by-element loop with the same bits where the CPU lacks AVX512-BF16); code
     /// that calls it requires `avx512bf16`, and has no other path.
     GemmPairsBf16,
@@ -236,8 +236,8 @@ impl DepthwiseParams {
 /// zero, at `out + j · TILE_COLS · 4` bytes.
 ///
 /// [`Libcall::GemmPairsBf16`] (`k` even) multiplies bf16 values in pairs along `k`
-/// (AVX512-BF16 `VDPBF16PS`): A's f32 values are bf16 widened exactly (or, with `A_BF16`, A's
-/// rows hold bf16 values), and each Bⱼ is `k / 2` rows of `TILE_COLS` pairs
+/// (AVX512-BF16 `VDPBF16PS`): Aᵢ is bf16 rows, row `r` at `a + (i · TILE_ROWS + r) · a_stride`
+/// bytes, `k` consecutive values; each Bⱼ is `k / 2` rows of `TILE_COLS` pairs
 /// (`[k/2][TILE_COLS][2]` bf16), the pair of rows `2q`, `2q + 1` with row `2q`'s value in the
 /// upper half. Each element is still one chain in `k` order (a bf16 product is exact in f32,
 /// so a fused and a separate multiply-add agree), except that subnormal inputs, tile values and
@@ -255,9 +255,6 @@ pub mod tiles {
     pub const B_F16: u64 = 4;
     /// Flag: B holds bf16 values, not f32.
     pub const B_BF16: u64 = 8;
-    /// Flag ([`super::Libcall::GemmPairsBf16`], without `PACKED_A`): A's rows hold bf16
-    /// values, not f32.
-    pub const A_BF16: u64 = 32;
 }
 
 impl Libcall {

@@ -702,7 +702,7 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
     }
     // bf16 on a CPU with AVX512-BF16 runs on the pair loops (`GemmPairsBf16`, no generated
     // form): compared with the f32 loops of code compiled without them instead.
-    let pairs = f16c_compiler::backend::cranelift::host_has_dot_bf16();
+    let pairs = f16c_compiler::backend::host_has_avx512_bf16();
     let without_pairs = f16c_compiler::backend::cranelift::Options { dot_bf16: false, ..f16c_compiler::backend::cranelift::Options::host().unwrap() };
     for (what, g, inputs) in cases {
         let mut model = Model::compile_graph(&g, 2).unwrap();

@@ -222,6 +222,29 @@ pub trait Backend: Sync {
     fn artifact(&self, program: &Program) -> BackendResult<Artifact>;
 }
 
+/// Whether this machine has AVX-512 (F, BW, DQ, VL): what both x86-64 backends' 16-lane code
+/// needs.
+pub fn host_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether this machine has AVX-512 and AVX512-BF16 (`VDPBF16PS`): what both x86-64 backends'
+/// bf16 pair code needs (the JIT's runtime loops, `--cpu=x86-64-v4+bf16`).
+pub fn host_has_avx512_bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        host_has_avx512() && std::arch::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Checks every kernel of `program` against `backend`'s legality; every failure is reported.
 pub fn check_legal(backend: &dyn Backend, program: &Program) -> Result<(), Vec<BackendError>> {
     let errors: Vec<BackendError> = program

@@ -172,11 +172,6 @@ impl Canonicalize {
         true
     }
 
-    /// Moves the transposes feeding the elementwise op `id` below it (see the module comment).
-    /// The rewrite is in place: `id` keeps its op, attributes and location, takes the
-    /// untransposed operands and shape, and a new transpose after it takes over its users, so
-    /// later ops of the same sweep see that transpose and the rewrite moves down a chain in one
-    /// round.
     /// Whether transpose `x`, read by several ops, may sink through each of them: every user
     /// is an elementwise op (not a rescale) whose other data operands are small constants, `x`
     /// itself, or other such users of `x` (SiLU's `x · sigmoid(x)`): once the first user has
@@ -200,6 +195,11 @@ impl Canonicalize {
         })
     }
 
+    /// Moves the transposes feeding the elementwise op `id` below it (see the module comment).
+    /// The rewrite is in place: `id` keeps its op, attributes and location, takes the
+    /// untransposed operands and shape, and a new transpose after it takes over its users, so
+    /// later ops of the same sweep see that transpose and the rewrite moves down a chain in one
+    /// round.
     fn sink_transpose(&self, g: &mut Graph, id: NodeId) -> bool {
         // Rescale's per-channel parameters follow the last dimension: it does not commute
         // with a transpose. Zero points and `mul`'s shift stay where they are.

@@ -328,9 +328,9 @@ impl Context<'_> {
                     // One call for the group's panels and the block's micro-panels; it reads
                     // B in its type.
                     let native_call = |fx: &mut Fx| {
-                        use f16c_core::abi::tiles::{ACCUMULATE, A_BF16, PACKED_A};
-                        // (bf16 pairs) A's bf16 rows, in place or packed as rows.
-                        let a_flag = if dot { A_BF16 } else if a_form == AForm::Packed { PACKED_A } else { 0 };
+                        use f16c_core::abi::tiles::{ACCUMULATE, PACKED_A};
+                        // (bf16 pairs: A's bf16 rows, in place or packed as rows.)
+                        let a_flag = if a_form == AForm::Packed && !dot { PACKED_A } else { 0 };
                         let flags = fx.i((a_flag | b_flag(packed_dt) | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
                         let zero = fx.i(0);
                         // None for the last groups when the panels run out before them.
@@ -1501,7 +1501,7 @@ fn a_band_ir(fx: &mut Fx, c: &Contraction, bi: Value, row0: Value, rows: usize, 
 
 /// Widens `len` consecutive `d` elements at `src` into f32 at `dst`: fp16 in one runtime call,
 /// bf16 four at a time, then the rest; `finite`: the values hold no inf or NaN.
-fn widen_run(fx: &mut Fx, d: DType, src: Value, dst: Value, len: usize, finite: bool) {
+pub(super) fn widen_run(fx: &mut Fx, d: DType, src: Value, dst: Value, len: usize, finite: bool) {
     if d == DType::F16 {
         // One runtime call: F16C converts eight values per instruction where the CPU has it,
         // Cranelift's software widening takes several per four.

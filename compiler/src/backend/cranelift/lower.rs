@@ -323,22 +323,7 @@ impl<'p> Context<'p> {
                 let (off, _) = slots[k].expect("a widened input has a slot");
                 let src = fx.addr(bases[k], at, 2);
                 let dst = fx.b.ins().iadd_imm_s(scratch, off as i64);
-                if r.inputs[k].dtype == DType::F16 {
-                    let n = fx.i(len as i64);
-                    fx.libcall(Libcall::WidenF16, &[src, dst, n]);
-                    return;
-                }
-                let vec_end = len - len % LANES;
-                fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
-                    let x = fx.load4(DType::BF16, src, j);
-                    fx.store4(DType::F32, dst, j, x);
-                    vec![]
-                });
-                fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, j, _| {
-                    let x = fx.load(DType::BF16, src, j);
-                    fx.store(DType::F32, dst, j, x);
-                    vec![]
-                });
+                super::gemm::widen_run(fx, r.inputs[k].dtype, src, dst, len, false);
             };
             for k in (0..n_in).filter(|&k| slots[k].is_some() && !r.inputs[k].per_row) {
                 let zero = fx.i(0);

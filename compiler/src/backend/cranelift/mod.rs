@@ -73,19 +73,8 @@ impl Options {
     /// What this host runs: FMA and AVX512-BF16 where it has them.
     pub fn host() -> BackendResult<Options> {
         let (_, fma) = host_isa("speed", false)?;
-        Ok(Options { fma, dot_bf16: host_has_dot_bf16() })
+        Ok(Options { fma, dot_bf16: super::host_has_avx512_bf16() })
     }
-}
-
-/// Whether this host runs the runtime's bf16 pair loops (AVX512-BF16 with AVX-512 BW and VL).
-pub fn host_has_dot_bf16() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        has!("avx512bf16") && has!("avx512bw") && has!("avx512vl") && has!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// The CPU feature code using the bf16 pair loops requires (the runtime's name).

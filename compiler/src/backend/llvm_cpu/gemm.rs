@@ -82,7 +82,8 @@ pub fn pack_panel<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (d
     let (src, out, db) = (ir.buffer(c.b.buffer.0), ir.buffer(dst), c.b.ty.dtype);
     let first = ir.muli(ir.add(ir.muli(bb, panels), p), c.k * shape.nr);
     ir.for_n(0, c.k, |ir, kk| {
-        let (row, odd) = if pairs { (ir.add(first, ir.muli(ir.sub(kk, ir.remi(kk, 2)), shape.nr)), Some(ir.remi(kk, 2))) } else { (ir.add(first, ir.muli(kk, shape.nr)), None) };
+        let odd = pairs.then(|| ir.remi(kk, 2));
+        let row = ir.add(first, ir.muli(odd.map_or(kk, |odd| ir.sub(kk, odd)), shape.nr));
         for j in 0..shape.nr {
             let col = ir.addi(ir.muli(p, shape.nr), j as i64);
             let from = match c.b_layout {
@@ -130,7 +131,7 @@ pub fn shape(machine: &CpuMachine, c: &Contraction) -> GemmShape {
 }
 
 /// B's batches (a matmul's B is per batch; a conv's weight is one).
-fn b_batches(c: &Contraction) -> usize {
+pub fn b_batches(c: &Contraction) -> usize {
     match c.b_layout {
         MatrixLayout::RowMajor => c.batch,
         MatrixLayout::ColMajor => 1,
@@ -334,7 +335,8 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     };
     let by_element = machine.fma_by_element && (fmlal || f16_acc || da == DType::F32);
     let run = a_run(machine, c);
-    if dot(machine, c) {
+    let pairs = dot(machine, c);
+    if pairs {
         // bf16 pairs: per pair of steps, `per_row` B vectors of sixteen pairs (the packed rows,
         // interleaved) and each row's two A values as one 32-bit pair, its halves swapped (step
         // `2q` upper, as B's), broadcast; one VDPBF16PS per accumulator.
@@ -362,7 +364,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
             return Err("bf16 pairs on a convolution whose steps do not run in pairs (dot() should have refused it)".into());
         }
     }
-    let ran = dot(machine, c)
+    let ran = pairs
         || by_element
         && ir
             .contraction_runs(c, run, |ir, step, len| {

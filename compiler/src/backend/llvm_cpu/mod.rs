@@ -149,34 +149,13 @@ pub fn x86_64(cpu: &str) -> Option<&'static LlvmCpuBackend> {
         "x86-64-v3" => Some(&X86_64),
         "x86-64-v4" => Some(&X86_64_V4),
         "x86-64-v4+bf16" => Some(&X86_64_V4_BF16),
-        "native" => Some(match (host_has_avx512(), host_has_avx512_bf16()) {
-            (true, true) => &X86_64_V4_BF16,
+        "native" => Some(match (super::host_has_avx512(), super::host_has_avx512_bf16()) {
+            (_, true) => &X86_64_V4_BF16,
             (true, false) => &X86_64_V4,
             _ => &X86_64,
         }),
         _ => None,
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn host_has_avx512() -> bool {
-    use std::arch::is_x86_feature_detected as has;
-    has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl")
-}
-
-#[cfg(target_arch = "x86_64")]
-fn host_has_avx512_bf16() -> bool {
-    std::arch::is_x86_feature_detected!("avx512bf16")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn host_has_avx512() -> bool {
-    false
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn host_has_avx512_bf16() -> bool {
-    false
 }
 
 /// 32 NEON registers: 8 × 2 accumulators of four f32, the B row, the A values.
@@ -266,7 +245,7 @@ impl LlvmCpuBackend {
                         // run, a panel per work item, in the type the tiles read.
                         let dt = gemm::run_time_b_type(&self.machine, &c);
                         let panels = c.n.div_ceil(shape.nr);
-                        let batches = if c.b_layout == crate::lower::MatrixLayout::RowMajor { c.batch } else { 1 };
+                        let batches = gemm::b_batches(&c);
                         let slot = layout.temporary(k, batches * panels * c.k * shape.nr * dt.byte_size());
                         let elements = (batches * panels * c.k * shape.nr) as f64;
                         let b = c.clone();
