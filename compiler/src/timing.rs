@@ -74,6 +74,16 @@ pub fn phase<T>(name: impl Into<String>, work: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Records a phase that ran elsewhere (on another thread) and took `wall`, `depth` levels
+/// below the phase running now (when recording is on).
+pub fn record(name: impl Into<String>, depth: usize, wall: Duration) {
+    RECORDER.with(|r| {
+        if let Some(r) = r.borrow_mut().as_mut() {
+            r.phases.push(Phase { name: name.into(), depth: r.depth + depth, wall, peak_rss: peak_rss(), rss_after: rss() });
+        }
+    });
+}
+
 /// The process's peak resident bytes so far.
 pub fn peak_rss() -> u64 {
     // SAFETY: getrusage writes the struct it is given; a zeroed rusage is a valid value.

@@ -83,6 +83,34 @@ fn every_model_matches_the_reference() {
     }
 }
 
+/// A program compiled in parts (`f16c compile --jobs`: each part optimised and generated on a
+/// thread of its own, the objects linked together) computes what the whole module computes,
+/// bit for bit, NaNs included: every shared model in every precision, in one and in three parts.
+#[test]
+fn a_program_compiled_in_parts_computes_the_same_bits() {
+    use f16c_compiler::backend::llvm_cpu::Output;
+    use f16c_compiler::backend::Emit;
+    for name in MODELS {
+        let input = npy::read(&model_path(&format!("{name}.input.npy"))).unwrap();
+        for precision in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
+            let (mut module, _) = parse_file(&model_path(&format!("{name}.tosa.mlir"))).unwrap();
+            driver::prepare(&mut module, &Options::new(Target::X86_64).with_precision(precision), &[]).unwrap();
+            let program = driver::lower_for(&module.functions[0], &LlvmCpuBackend).unwrap();
+            let what = format!("{name} {}", precision.name());
+            let parts = LlvmCpuBackend.compile(&program, Output::Kernels, Emit::Lib, 3).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(parts.code.len(), 3, "{what}: three objects");
+            let run = |jobs| {
+                let artifact = LlvmCpuBackend.artifact_in(&program, jobs).unwrap_or_else(|e| panic!("{what}: {e}"));
+                loader::load(artifact, 2).unwrap().run(std::slice::from_ref(&input)).unwrap_or_else(|e| panic!("{what}: {e}"))
+            };
+            let (whole, split) = (run(1), run(3));
+            for (a, b) in whole.iter().zip(&split) {
+                f16c_tests::cases::same_bits_and_nans(b, a).unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+        }
+    }
+}
+
 /// The contract's f32 `exp`, `tanh`, `erf` and `sigmoid`, emitted inline (vectorised by LLVM):
 /// the same bits as the reference on about a million inputs, NaN payloads included.
 #[test]

@@ -80,11 +80,22 @@ pub fn command() -> Command {
                 .action(clap::ArgAction::Append)
                 .help("With --emit=report or dot: a sample (one file per argument); each op the policy runs low gets its sensitivity, what check --fix measures (a report column; a heat colour in the picture)"),
         )
+        .arg(
+            Arg::new("jobs")
+                .long("jobs")
+                .short('j')
+                .value_name("N")
+                .value_parser(clap::value_parser!(u64).range(1..=256))
+                .help("LLVM backends (x86_64 --backend=llvm, aarch64): optimise and generate the kernels in N parts, one thread each; the code computes the same bits for any N (default: this machine's cores, for a program big enough to gain)"),
+        )
         .arg(switch("time", "Print each phase's wall time and memory (peak and resident RSS) to stderr: read, import, each pass, lowering, code generation, linking, writing"));
     precision::args(c, "fp16", true)
 }
 
 pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
+    if let Some(&jobs) = m.get_one::<u64>("jobs") {
+        f16c_compiler::backend::llvm::parts::set_jobs(jobs as usize);
+    }
     if !m.get_flag("time") {
         return compile(m);
     }

@@ -1,4 +1,4 @@
-//! Linking an object file into a shared object, at compile time, so that the artifact holds
+//! Linking object files into a shared object, at compile time, so that the artifact holds
 //! code the runtime can `dlopen` without any toolchain.
 //!
 //! Shared by the CPU backends (Cranelift, LLVM). The object needs nothing from outside but
@@ -20,8 +20,8 @@ fn found(linker: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(linker).is_file()))
 }
 
-/// Links `object` into a shared object and returns its bytes.
-pub fn shared_object(object: &[u8]) -> Result<Vec<u8>, String> {
+/// Links `objects` into a shared object and returns its bytes.
+pub fn shared_object(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
     let linker = match std::env::var("F16C_LINKER") {
         Ok(l) if !l.is_empty() => l,
         _ => LINKERS
@@ -31,9 +31,14 @@ pub fn shared_object(object: &[u8]) -> Result<Vec<u8>, String> {
             .ok_or_else(|| format!("no linker found to build the shared object (tried {}; set F16C_LINKER)", LINKERS.join(", ")))?,
     };
     let dir = TempDir::new("link").map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let (obj, so) = (dir.path().join("kernels.o"), dir.path().join("kernels.so"));
-    std::fs::write(&obj, object).map_err(|e| format!("cannot write {}: {e}", obj.display()))?;
-    let out = crate::timing::phase("link", || Command::new(&linker).args(["-shared", "-z", "noexecstack", "-o"]).arg(&so).arg(&obj).output())
+    let so = dir.path().join("kernels.so");
+    let mut paths = Vec::with_capacity(objects.len());
+    for (i, object) in objects.iter().enumerate() {
+        let obj = dir.path().join(format!("kernels{i}.o"));
+        std::fs::write(&obj, object).map_err(|e| format!("cannot write {}: {e}", obj.display()))?;
+        paths.push(obj);
+    }
+    let out = crate::timing::phase("link", || Command::new(&linker).args(["-shared", "-z", "noexecstack", "-o"]).arg(&so).args(&paths).output())
         .map_err(|e| format!("cannot run the linker '{linker}': {e}"))?;
     if !out.status.success() {
         return Err(format!("the linker '{linker}' failed: {}", String::from_utf8_lossy(&out.stderr).trim()));

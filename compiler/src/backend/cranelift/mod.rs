@@ -202,7 +202,7 @@ impl Compiled {
     /// constants.
     pub fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
         let (object, requires) = self.object()?;
-        let code = super::link::shared_object(&object).map_err(|m| BackendError::program(NAME, BackendErrorKind::Tool(m)))?;
+        let code = super::link::shared_object(std::slice::from_ref(&object)).map_err(|m| BackendError::program(NAME, BackendErrorKind::Tool(m)))?;
         let info = CodeInfo { target: "x86_64", backend: NAME, format: CodeFormat::ElfSharedObject, requires };
         let (manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
         Ok(Artifact { manifest, code, constants })

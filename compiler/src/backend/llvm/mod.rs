@@ -21,6 +21,7 @@ pub mod expr;
 pub mod families;
 pub mod machine;
 mod math;
+pub mod parts;
 
 use f16c_dialect::DType;
 use crate::lower::Stride;

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use super::layout::{CodeInfo, Layout};
 use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
+use super::llvm::parts;
 use super::llvm::{Built, Ir, MathImpl};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
 use crate::lower::{Kernel, KernelKind, Program};
@@ -188,14 +189,15 @@ pub fn aarch64(bf16: bool) -> &'static LlvmCpuBackend {
 
 /// A compiled program: the manifest (buffer table and schedule), the constants, and the one
 /// code form asked for (the optimised LLVM IR, the assembly, or a relocatable ELF object: each
-/// is only made when asked for, since code generation is most of a compilation's time).
+/// is only made when asked for, since code generation is most of a compilation's time; for
+/// [`Emit::Lib`], the objects of the module's parts, to be linked together).
 pub struct Compiled {
     /// The artifact's description of the layout and schedule.
     pub manifest: f16c_core::artifact::Manifest,
     /// The artifact's constants section.
     pub constants: Vec<u8>,
-    /// The code, in the form asked for.
-    pub code: Vec<u8>,
+    /// The code, in the form asked for: one text or object, or the parts' objects.
+    pub code: Vec<Vec<u8>>,
 }
 
 /// What [`LlvmCpuBackend::compile`] builds besides the kernels.
@@ -213,14 +215,16 @@ impl LlvmCpuBackend {
         BackendError::codegen(self.name, kernel, message)
     }
 
-    /// Compiles a (legal) program.
-    pub fn compile(&self, program: &Program, output: Output, form: Emit) -> BackendResult<Compiled> {
+    /// Compiles a (legal) program. [`Emit::Lib`] of the kernels is compiled in `jobs` parts in
+    /// parallel ([`parts`]; 0: `--jobs`, else this machine's cores for a big program).
+    pub fn compile(&self, program: &Program, output: Output, form: Emit, jobs: usize) -> BackendResult<Compiled> {
         let codegen = |k: Option<&Kernel>, m: String| self.codegen(k, m);
         let cx = Context::create();
         let mut ir = Ir::new(&cx, &program.name, MathImpl::RuntimeTable);
         ir.native_bf16 = self.machine.native_bf16;
         let mut layout = Layout::new(program);
         let mut schedule = Schedule::default();
+        let emitting = std::time::Instant::now();
         for (k, kernel) in program.kernels.iter().enumerate() {
             let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
             let failed = |m: String| codegen(Some(kernel), m);
@@ -339,6 +343,7 @@ impl LlvmCpuBackend {
         }
         schedule.finish_bodies(&ir);
         compiler_runtime(&mut ir);
+        crate::timing::record("llvm emit (and pack weights)", 0, emitting.elapsed());
         layout.finish(program);
         let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
         let (manifest, constants) = layout.manifest(program, info, schedule.symbols, schedule.steps);
@@ -347,8 +352,15 @@ impl LlvmCpuBackend {
         }
         let m = &self.machine;
         let spec = MachineSpec { triple: m.triple, cpu: m.cpu.to_string(), features: m.features.to_string() };
-        let tm = machine::machine(&spec).map_err(|m| codegen(None, m))?;
         ir.verify().map_err(|m| codegen(None, m))?;
+        if form == Emit::Lib && output == Output::Kernels {
+            // Objects to be linked: the module in parts, compiled in parallel (a library's
+            // kernels are internal, called by its entry point: one part).
+            let Ir { module, .. } = ir;
+            let code = parts::objects(module, &spec, jobs).map_err(|m| codegen(None, m))?;
+            return Ok(Compiled { manifest, constants, code });
+        }
+        let tm = machine::machine(&spec).map_err(|m| codegen(None, m))?;
         machine::optimize(&ir.module, &tm).map_err(|m| codegen(None, m))?;
         let code = match form {
             Emit::Llvm => ir.text().into_bytes(),
@@ -356,7 +368,7 @@ impl LlvmCpuBackend {
             Emit::Obj | Emit::Lib => machine::object(&ir.module, &tm).map_err(|m| codegen(None, m))?,
             other => return Err(BackendError::program(self.name, BackendErrorKind::Form(other.name()))),
         };
-        Ok(Compiled { manifest, constants, code })
+        Ok(Compiled { manifest, constants, code: vec![code] })
     }
 }
 
@@ -554,21 +566,27 @@ impl Backend for LlvmCpuBackend {
             return Ok(library::header(program, self.target).into_bytes());
         }
         let output = if form == Emit::Lib { Output::Library } else { Output::Kernels };
-        let c = self.compile(program, output, form)?;
-        Ok(if form == Emit::Lib { self.link(&c.code)? } else { c.code })
+        let c = self.compile(program, output, form, 0)?;
+        Ok(if form == Emit::Lib { self.link(&c.code)? } else { c.code.concat() })
     }
 
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
-        let c = self.compile(program, Output::Kernels, Emit::Obj)?;
-        let code = self.link(&c.code)?;
-        Ok(Artifact { manifest: c.manifest, code, constants: c.constants })
+        self.artifact_in(program, 0)
     }
 }
 
 impl LlvmCpuBackend {
-    /// Links an object of this target into a shared object.
-    fn link(&self, object: &[u8]) -> BackendResult<Vec<u8>> {
-        super::link::shared_object(object).map_err(|m| BackendError::program(self.name, BackendErrorKind::Tool(m)))
+    /// The artifact, its kernels compiled in `jobs` parts in parallel (0: the default; the
+    /// code computes the same for any number).
+    pub fn artifact_in(&self, program: &Program, jobs: usize) -> BackendResult<Artifact> {
+        let c = self.compile(program, Output::Kernels, Emit::Lib, jobs)?;
+        let code = self.link(&c.code)?;
+        Ok(Artifact { manifest: c.manifest, code, constants: c.constants })
+    }
+
+    /// Links objects of this target into a shared object.
+    fn link(&self, objects: &[Vec<u8>]) -> BackendResult<Vec<u8>> {
+        super::link::shared_object(objects).map_err(|m| BackendError::program(self.name, BackendErrorKind::Tool(m)))
     }
 }
 
