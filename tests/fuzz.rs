@@ -381,7 +381,7 @@ fn mutate_artifact(s: &mut Vec<u8>, corpus: &[Vec<u8>], rng: &mut Rng) {
     for len in [manifest.len(), code.len(), constants.len()] {
         out.extend_from_slice(&(len as u64).to_le_bytes());
     }
-    out.extend_from_slice(&fnv1a64(&[&manifest, &code, &constants]).to_le_bytes());
+    out.extend_from_slice(&f16c_core::artifact::checksum(&[&manifest, &code, &constants]).to_le_bytes());
     out.extend_from_slice(&manifest);
     out.extend_from_slice(&code);
     out.extend_from_slice(&constants);

@@ -9,7 +9,8 @@
 //!     16     8  manifest length in bytes (u64 LE)
 //!     24     8  code length
 //!     32     8  constants length
-//!     40     8  FNV-1a 64 checksum of everything after the header
+//!     40     8  checksum of everything after the header ([`Checksum`]: FNV-1a steps over
+//!                64-bit words in four lanes)
 //!     48     …  manifest (JSON, UTF-8), then code, then constants
 //! ```
 //! The manifest ([`Manifest`]) says what the code is for (target, backend, code format, CPU
@@ -32,8 +33,8 @@ pub const MAGIC: &[u8; 8] = b"F16CART\n";
 /// `WidenF16`, which code compiled since calls (a version-1 runtime's table lacks it); 3: it
 /// gained `NarrowF16` in the same way; 4: and `NarrowF16Canonical` and `RoundF16`; 5:
 /// `DepthwiseRow`; 6: `ExpArrayF32`, and the kernels' summaries and plans in the manifest; 7:
-/// `GemmPairsBf16`.
-pub const FORMAT_VERSION: u32 = 7;
+/// `GemmPairsBf16`; 8: the word-wise [`Checksum`] instead of FNV-1a over bytes.
+pub const FORMAT_VERSION: u32 = 8;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 48;
 /// Alignment of every constant inside the constants section (and of the memory the runtime
@@ -226,7 +227,8 @@ pub enum ArtifactError {
     Inconsistent(String),
 }
 
-/// FNV-1a, 64 bits: cheap, and enough to catch corruption (not an authenticity check).
+/// FNV-1a, 64 bits, a byte at a time (names and lanes in the tests; artifacts use the faster
+/// [`Checksum`]).
 pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
     let mut h = Fnv1a64::new();
     for p in parts {
@@ -267,12 +269,97 @@ impl Fnv1a64 {
     }
 }
 
+/// The artifact's checksum, fed in pieces (a file read section by section): FNV-1a's step
+/// (`h = (h ^ x) · 0x100000001b3`) over little-endian 64-bit words in four interleaved lanes
+/// (word `i` of each 32-byte block into lane `i`), then the lanes, the last `len % 32` bytes one
+/// by one and the length into one FNV-1a state. Each step is a bijection of the lane, so a
+/// change confined to one word always changes the sum, as FNV-1a's byte steps do; four lanes
+/// of words run about 20 times as fast as bytes (0.55 s for a 500 MB GPT-2 artifact, written
+/// and again loaded). Enough to catch corruption; not an authenticity check.
+#[derive(Clone, Copy, Debug)]
+pub struct Checksum {
+    lanes: [u64; 4],
+    block: [u8; 32],
+    /// Bytes in `block`.
+    held: usize,
+    len: u64,
+}
+
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
+const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl Default for Checksum {
+    fn default() -> Checksum {
+        Checksum::new()
+    }
+}
+
+impl Checksum {
+    /// The empty state.
+    pub fn new() -> Checksum {
+        Checksum { lanes: [FNV_BASIS, FNV_BASIS ^ 1, FNV_BASIS ^ 2, FNV_BASIS ^ 3], block: [0; 32], held: 0, len: 0 }
+    }
+
+    fn blocks(lanes: &mut [u64; 4], bytes: &[u8]) {
+        for block in bytes.chunks_exact(32) {
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                let w = u64::from_le_bytes(block[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+                *lane = (*lane ^ w).wrapping_mul(FNV_PRIME);
+            }
+        }
+    }
+
+    /// Adds `bytes` after what came before.
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        if self.held > 0 {
+            let take = (32 - self.held).min(bytes.len());
+            self.block[self.held..self.held + take].copy_from_slice(&bytes[..take]);
+            self.held += take;
+            bytes = &bytes[take..];
+            if self.held < 32 {
+                return;
+            }
+            let block = self.block;
+            Checksum::blocks(&mut self.lanes, &block);
+            self.held = 0;
+        }
+        let whole = bytes.len() / 32 * 32;
+        Checksum::blocks(&mut self.lanes, &bytes[..whole]);
+        let rest = &bytes[whole..];
+        self.block[..rest.len()].copy_from_slice(rest);
+        self.held = rest.len();
+    }
+
+    /// The sum of everything added.
+    pub fn finish(&self) -> u64 {
+        let mut h = FNV_BASIS;
+        let step = |h: u64, x: u64| (h ^ x).wrapping_mul(FNV_PRIME);
+        for &lane in &self.lanes {
+            h = step(h, lane);
+        }
+        for &b in &self.block[..self.held] {
+            h = step(h, b as u64);
+        }
+        step(h, self.len)
+    }
+}
+
+/// The [`Checksum`] of `parts`, one after the other.
+pub fn checksum(parts: &[&[u8]]) -> u64 {
+    let mut c = Checksum::new();
+    for p in parts {
+        c.update(p);
+    }
+    c.finish()
+}
+
 /// An artifact file's fixed header: the section lengths and the stored checksum.
 #[derive(Clone, Copy, Debug)]
 pub struct Header {
     /// Bytes of the manifest, the code and the constants, in file order.
     pub lens: [u64; 3],
-    /// FNV-1a of the three sections.
+    /// The [`Checksum`] of the three sections.
     pub checksum: u64,
 }
 
@@ -321,7 +408,7 @@ impl Artifact {
         for len in [manifest.len(), self.code.len(), self.constants.len()] {
             header.extend_from_slice(&(len as u64).to_le_bytes());
         }
-        header.extend_from_slice(&fnv1a64(&[&manifest, &self.code, &self.constants]).to_le_bytes());
+        header.extend_from_slice(&checksum(&[&manifest, &self.code, &self.constants]).to_le_bytes());
         w.write_all(&header)?;
         w.write_all(&manifest)?;
         w.write_all(&self.code)?;
@@ -341,7 +428,7 @@ impl Artifact {
         let manifest = &bytes[HEADER_BYTES..HEADER_BYTES + m];
         let code = &bytes[HEADER_BYTES + m..HEADER_BYTES + m + c];
         let constants = &bytes[HEADER_BYTES + m + c..];
-        let (stored, computed) = (header.checksum, fnv1a64(&[manifest, code, constants]));
+        let (stored, computed) = (header.checksum, checksum(&[manifest, code, constants]));
         if stored != computed {
             return Err(ArtifactError::Checksum { stored, computed });
         }
@@ -411,6 +498,35 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_checksum_is_the_same_in_any_pieces_and_sees_every_changed_byte() {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let whole = checksum(&[&bytes]);
+        for cuts in [[0, 0], [1, 2], [31, 32], [33, 97], [500, 999], [1000, 1000]] {
+            assert_eq!(checksum(&[&bytes[..cuts[0]], &bytes[cuts[0]..cuts[1]], &bytes[cuts[1]..]]), whole, "{cuts:?}");
+        }
+        let mut c = Checksum::new();
+        for b in &bytes {
+            c.update(std::slice::from_ref(b));
+        }
+        assert_eq!(c.finish(), whole);
+        // Every byte, in the 32-byte blocks and in the tail, every bit.
+        let mut changed = bytes.clone();
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                changed[i] ^= 1 << bit;
+                assert_ne!(checksum(&[&changed]), whole, "byte {i} bit {bit}");
+                changed[i] ^= 1 << bit;
+            }
+        }
+        // Trailing zeros, and words swapped between lanes, count too.
+        assert_ne!(checksum(&[&bytes, &[0]]), whole);
+        let mut swapped = bytes.clone();
+        swapped[..16].rotate_left(8);
+        assert_ne!(checksum(&[&swapped]), whole);
+        assert_ne!(checksum(&[]), checksum(&[&[0u8; 32]]));
+    }
 
     fn sample() -> Artifact {
         let f32x4 = TensorDesc { dtype: "f32".into(), shape: vec![4] };

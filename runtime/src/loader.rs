@@ -8,7 +8,7 @@
 use crate::exec::{Aligned, Executor};
 use crate::{Result, RuntimeError};
 use f16c_core::abi::KernelFn;
-use f16c_core::artifact::{Artifact, ArtifactError, CodeFormat, Fnv1a64, Header, Manifest, Slot, HEADER_BYTES};
+use f16c_core::artifact::{Artifact, ArtifactError, CodeFormat, Checksum, Header, Manifest, Slot, HEADER_BYTES};
 use std::ffi::{CStr, CString};
 use std::path::Path;
 
@@ -107,7 +107,7 @@ pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
     if manifest.code_format != CodeFormat::ElfSharedObject || !disjoint {
         return whole(file);
     }
-    let mut sum = Fnv1a64::new();
+    let mut sum = Checksum::new();
     sum.update(&manifest_bytes);
     sum.update(&code);
     let mut constants: Vec<Option<Aligned>> = manifest.slots.iter().map(|_| None).collect();

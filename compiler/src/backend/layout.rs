@@ -20,7 +20,8 @@ use f16c_core::artifact::{KernelInfo, Manifest, Output, Slot, Step, TensorDesc, 
 /// The buffer table of one compiled program.
 #[derive(Clone, Debug)]
 pub struct Layout {
-    /// The program's buffers, then one packed-constant slot per kernel.
+    /// The program's buffers (constants without their bytes, which stay the program's), then
+    /// one packed-constant slot per kernel.
     pub buffers: Vec<Buffer>,
     /// Which buffers and packed constants the code reads or writes.
     pub used: Vec<bool>,
@@ -38,7 +39,16 @@ impl Layout {
     /// writes, and every result, is used.
     pub fn new(program: &Program) -> Layout {
         let kernels = program.kernels.len();
-        let mut buffers = program.buffers.clone();
+        // The program's constants stay in the program ([`Layout::manifest`] reads them there):
+        // a copy of every weight here was the size of the model again.
+        let mut buffers: Vec<Buffer> = program
+            .buffers
+            .iter()
+            .map(|b| match &b.kind {
+                BufferKind::Constant(_) => Buffer { bytes: b.bytes, kind: BufferKind::Constant(Vec::new()) },
+                _ => b.clone(),
+            })
+            .collect();
         buffers.extend((0..kernels).map(|_| Buffer { kind: BufferKind::Constant(Vec::new()), bytes: 0 }));
         let mut used = vec![false; buffers.len()];
         for k in &program.kernels {
@@ -103,13 +113,21 @@ impl Layout {
     /// The artifact's description of the finished layout, with the constants section: every
     /// used constant once, at a [`CONSTANT_ALIGN`]ed offset.
     pub fn manifest(&self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Vec<u8>) {
-        let mut constants = Vec::new();
+        // A program's constant's bytes are the program's; a packed one's are here.
+        let bytes_of = |slot: usize| match (&self.buffers[slot].kind, program.buffers.get(slot).map(|b| &b.kind)) {
+            (BufferKind::Constant(_), Some(BufferKind::Constant(bytes))) if slot < self.program_buffers => Some(bytes.as_slice()),
+            (BufferKind::Constant(bytes), _) => Some(bytes.as_slice()),
+            _ => None,
+        };
+        let total: usize = (0..self.buffers.len()).filter(|&s| self.used[s]).filter_map(bytes_of).map(|b| b.len().next_multiple_of(CONSTANT_ALIGN)).sum();
+        let mut constants = Vec::with_capacity(total);
         let mut slots = Vec::with_capacity(self.table_len());
         for (slot, b) in self.buffers.iter().enumerate() {
             slots.push(match &b.kind {
                 _ if !self.used[slot] => Slot::Unused,
                 BufferKind::Input(k) => Slot::Input(*k),
-                BufferKind::Constant(bytes) => {
+                BufferKind::Constant(_) => {
+                    let bytes = bytes_of(slot).expect("a constant");
                     constants.resize(constants.len().next_multiple_of(CONSTANT_ALIGN), 0);
                     let offset = constants.len();
                     constants.extend_from_slice(bytes);

@@ -344,15 +344,17 @@ impl LlvmCpuBackend {
         schedule.finish_bodies(&ir);
         compiler_runtime(&mut ir);
         crate::timing::record("llvm emit (and pack weights)", 0, emitting.elapsed());
-        layout.finish(program);
         let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
-        let (manifest, constants) = layout.manifest(program, info, schedule.symbols, schedule.steps);
+        let (manifest, constants) = crate::timing::phase("layout (arena plan, constants)", || {
+            layout.finish(program);
+            layout.manifest(program, info, schedule.symbols, schedule.steps)
+        });
         if output == Output::Library {
             library::entry(&mut ir, program, &manifest, &constants, &schedule.functions).map_err(|m| codegen(None, m))?;
         }
         let m = &self.machine;
         let spec = MachineSpec { triple: m.triple, cpu: m.cpu.to_string(), features: m.features.to_string() };
-        ir.verify().map_err(|m| codegen(None, m))?;
+        crate::timing::phase("llvm verify", || ir.verify()).map_err(|m| codegen(None, m))?;
         if form == Emit::Lib && output == Output::Kernels {
             // Objects to be linked: the module in parts, compiled in parallel (a library's
             // kernels are internal, called by its entry point: one part).
