@@ -461,11 +461,11 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
         Ok(())
     };
     let edge = |ir: &mut Ir<'ctx>| {
-        if c.n.is_multiple_of(nr) && ir.contraction_finishes_in_lanes(c) {
-            // Only rows below the matrix are missing (the bottom tiles of a convolution whose
-            // pixels are not a multiple of `mr`): the rows inside finish a vector at a time, as
-            // inside the matrix. (Output by output, a bf16 tile's finish was most of a
-            // convolution's code and of its optimisation time.)
+        if ir.contraction_finishes_in_lanes(c) {
+            // The rows inside the matrix finish a vector at a time, as inside tiles do; on the
+            // right edge a vector the matrix ends in finishes its columns inside one at a time,
+            // in a loop. (Output by output and unrolled, a bf16 tile's finish, each output with
+            // its inline rounding, was most of a convolution's code and optimisation time.)
             for r in 0..mr {
                 let row = ir.addi(row0, r as i64);
                 let ok = ir.icmp(IntPredicate::SLT, row, ir.i64(c.m as i64));
@@ -473,8 +473,24 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                 ir.if_then(ok, |ir| {
                     let grow = ir.add(ir.muli(bi, c.m), row);
                     for v in 0..per_row {
+                        let col = ir.addi(col0, (v * lanes) as i64);
                         let x = wide(ir, acc[r * per_row + v]);
-                        if let Err(e) = ir.contraction_finish_lanes(c, x, grow, ir.addi(col0, (v * lanes) as i64)) {
+                        let done = if c.n.is_multiple_of(nr) {
+                            ir.contraction_finish_lanes(c, x, grow, col)
+                        } else {
+                            let full = ir.icmp(IntPredicate::SLE, ir.addi(col, lanes as i64), ir.i64(c.n as i64));
+                            let (a, b) = ir.if_else(full, |ir| ir.contraction_finish_lanes(c, x, grow, col), |ir| {
+                                let count = ir.smax(ir.sub(ir.i64(c.n as i64), col), ir.i64(0));
+                                let mut done = Ok(());
+                                ir.for_range(ir.i64(0), count, ir.i64(1), |ir, j| {
+                                    let e = ir.b.build_extract_element(x, j, "").built();
+                                    done = ir.contraction_finish(c, e, grow, ir.add(col, j));
+                                });
+                                done
+                            });
+                            a.and(b)
+                        };
+                        if let Err(e) = done {
                             failure = Err(e);
                         }
                     }
