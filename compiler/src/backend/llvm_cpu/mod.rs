@@ -104,7 +104,7 @@ pub static X86_64_V4: LlvmCpuBackend = LlvmCpuBackend {
     machine: CpuMachine {
         triple: "x86_64-unknown-linux-gnu",
         cpu: "x86-64-v4",
-        features: "",
+        features: "-prefer-256-bit",
         requires: &[
             "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
         ],
@@ -126,7 +126,7 @@ pub static X86_64_V4_BF16: LlvmCpuBackend = LlvmCpuBackend {
     machine: CpuMachine {
         triple: "x86_64-unknown-linux-gnu",
         cpu: "x86-64-v4",
-        features: "+avx512bf16",
+        features: "+avx512bf16,-prefer-256-bit",
         requires: &[
             "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512bf16",
         ],
