@@ -997,6 +997,7 @@ pub fn parity_cases() -> Vec<Case> {
     drop(add);
     cases.push(safe_softmax_case());
     cases.push(row_extremes_case());
+    cases.push(long_row_extremes_case());
     cases.extend(special_value_cases());
     cases.extend(integer_cases(&[1, 7, 16, 17, 1031]));
     cases.extend(integer_contraction_cases(&[1, 7, 16, 17]));
@@ -1139,4 +1140,33 @@ pub fn row_extremes_case() -> Case {
     ];
     let input = Tensor::new(vec![6, 9], Data::F32(rows.concat())).unwrap();
     Case { name: "row_extremes_f32".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Exact }
+}
+
+/// [`row_extremes_case`] on rows of 37, long enough for the LLVM backends' eight chains
+/// (`Ir::reduce_extremum`, element `j` into chain `j % 8`, the last five in the tail): zeros of
+/// both signs where a later chain holds the first one, zeros only in the tail, a NaN in the
+/// tail, all -inf, and a positive maximum beside a zero minimum.
+pub fn long_row_extremes_case() -> Case {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/row_extremes.mlir");
+    let text = std::fs::read_to_string(&path).expect("the file reads").replace("6x9", "6x37");
+    let mut m = f16c_dialect::import::parse_module(&text, "row_extremes_37").expect("the text parses");
+    const L: usize = 37;
+    let negatives = |r: usize| -> Vec<f32> { (0..L).map(|j| -1.0 - ((j * 7 + r * 3) % 11) as f32).collect() };
+    let positives = |r: usize| -> Vec<f32> { (0..L).map(|j| 1.0 + ((j * 5 + r) % 13) as f32).collect() };
+    let with = |mut v: Vec<f32>, at: &[(usize, f32)]| {
+        for &(j, x) in at {
+            v[j] = x;
+        }
+        v
+    };
+    let rows = [
+        with(negatives(0), &[(6, 0.0), (9, -0.0)]),
+        with(negatives(1), &[(20, 0.0), (9, -0.0), (33, 0.0)]),
+        with(negatives(2), &[(34, -0.0), (35, 0.0)]),
+        with(positives(3), &[(30, f32::NAN)]),
+        vec![f32::NEG_INFINITY; L],
+        with(positives(5), &[(13, -0.0), (5, 0.0), (36, -0.0)]),
+    ];
+    let input = Tensor::new(vec![6, L], Data::F32(rows.concat())).unwrap();
+    Case { name: "row_extremes_37_f32".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Exact }
 }

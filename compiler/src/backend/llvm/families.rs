@@ -155,6 +155,9 @@ impl<'k> Items<'k> {
     }
 }
 
+/// Independent chains of a row's float maximum or minimum ([`Ir::reduce_extremum`]).
+pub const EXTREMUM_CHAINS: usize = 8;
+
 impl<'ctx> Ir<'ctx> {
     /// An integer type of `bytes` bytes (bit copies never convert).
     fn bits(&self, bytes: usize) -> inkwell::types::BasicTypeEnum<'ctx> {
@@ -1186,8 +1189,52 @@ impl<'ctx> Ir<'ctx> {
     /// is this row's temporary ([`Ir::rows_temp_bytes`]).
     pub fn rows_item(&mut self, r: &Rows, row: IntValue<'ctx>, temp: PointerValue<'ctx>) -> Result<(), String> {
         let (zero, one) = (self.i64(0), self.i64(1));
-        let mut sequential = |ir: &mut Self, kind: ReduceKind, d: DType, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>| ir.reduce_sequential(kind, d, r.len, load);
-        self.rows_with(r, row, temp, RowShare { start: zero, step: one, reduce: &mut sequential })
+        let mut reduce = |ir: &mut Self, kind: ReduceKind, d: DType, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>| {
+            if d.is_float() && matches!(kind, ReduceKind::Max | ReduceKind::Min) && r.len >= 2 * EXTREMUM_CHAINS {
+                ir.reduce_extremum(kind, d, r.len, load)
+            } else {
+                ir.reduce_sequential(kind, d, r.len, load)
+            }
+        };
+        self.rows_with(r, row, temp, RowShare { start: zero, step: one, reduce: &mut reduce })
+    }
+
+    /// A float maximum or minimum of `len` elements `load(j)`, bit for bit what
+    /// [`Ir::reduce_sequential`] gives, in [`EXTREMUM_CHAINS`] independent chains (element `j`
+    /// into chain `j % EXTREMUM_CHAINS`) combined at the end: the sequential chain waits on a
+    /// compare and two selects per element, which was half of a softmax row's time. Any NaN
+    /// gives the canonical NaN either way, and a non-zero extremum has one bit pattern; only
+    /// for a zero extremum does the order decide (the first of +0 and -0 wins), so then the
+    /// row is scanned again in order.
+    pub fn reduce_extremum(&mut self, kind: ReduceKind, d: DType, len: usize, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let chains: Vec<Var<'ctx>> = (0..EXTREMUM_CHAINS).map(|_| self.var(self.reduce_init(kind, d))).collect();
+        let blocks = len / EXTREMUM_CHAINS;
+        self.for_range(self.i64(0), self.i64(blocks as i64), self.i64(1), |ir, b| {
+            let first = ir.muli(b, EXTREMUM_CHAINS);
+            for (u, &chain) in chains.iter().enumerate() {
+                let x = load(ir, ir.addi(first, u as i64));
+                let next = ir.reduce_step(kind, ir.get(chain), x);
+                ir.set(chain, next);
+            }
+        });
+        for j in blocks * EXTREMUM_CHAINS..len {
+            let chain = chains[j % EXTREMUM_CHAINS];
+            let x = load(self, self.i64(j as i64));
+            let next = self.reduce_step(kind, self.get(chain), x);
+            self.set(chain, next);
+        }
+        let mut r = self.get(chains[0]);
+        for &chain in &chains[1..] {
+            r = self.reduce_step(kind, r, self.get(chain));
+        }
+        let result = self.var(r);
+        let rf = r.into_float_value();
+        let zero = self.b.build_float_compare(inkwell::FloatPredicate::OEQ, rf, rf.get_type().const_float(0.0), "").built();
+        self.if_then(zero, |ir| {
+            let s = ir.reduce_sequential(kind, d, len, load);
+            ir.set(result, s);
+        });
+        self.get(result)
     }
 
     /// `len` elements `load(j)` reduced in index order (the reference's), in the domain of `d`.
