@@ -162,7 +162,7 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             for g in &module.functions {
                 match driver::lower_with(g, options) {
                     // Each kernel's strategy on the target's backend, where it states one.
-                    Ok(p) => text.push_str(&p.to_string_with(&|k| backend.and_then(|b| b.strategy(k)))),
+                    Ok(p) => text.push_str(&p.to_string_with(&|k| backend.and_then(|b| b.strategy(&p, k)))),
                     Err(d) => return Ok(crate::report(&d, &source)),
                 }
             }

@@ -209,7 +209,7 @@ pub trait Backend: Sync {
     /// How this backend will run a (legal) kernel, in words, where it decides something worth
     /// showing (`f16c compile --emit=kernels` prints it after the kernel): the same decision
     /// the emitter takes, read from the same function.
-    fn strategy(&self, _kernel: &Kernel) -> Option<String> {
+    fn strategy(&self, _program: &Program, _kernel: &Kernel) -> Option<String> {
         None
     }
     /// The forms [`Backend::emit`] can print.

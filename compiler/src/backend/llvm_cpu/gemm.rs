@@ -113,7 +113,7 @@ const F16_TILE: GemmShape = GemmShape { mr: 8, nr: 16, lanes: 8 };
 const F16_TILE_NARROW: GemmShape = GemmShape { mr: 16, nr: 8, lanes: 8 };
 
 /// Whether `c` accumulates in fp16 on this machine (`FMLA v.8h`).
-fn accumulates_f16(machine: &CpuMachine, c: &Contraction) -> bool {
+pub fn accumulates_f16(machine: &CpuMachine, c: &Contraction) -> bool {
     machine.fp16_fma && c.acc == DType::F16
 }
 
@@ -198,7 +198,7 @@ pub fn pack(program: &Program, c: &Contraction, shape: GemmShape, pairs: bool) -
 }
 
 /// Whether `c` runs on FMLAL (fp16 A and B, the 8 × 8 tile of four-lane vectors).
-fn uses_fmlal(machine: &CpuMachine, c: &Contraction) -> bool {
+pub fn uses_fmlal(machine: &CpuMachine, c: &Contraction) -> bool {
     let GemmShape { mr, nr, lanes } = machine.gemm;
     machine.fmlal && !accumulates_f16(machine, c) && c.a.ty.dtype == DType::F16 && c.b.ty.dtype == DType::F16 && (mr, nr, lanes) == (8, 8, 4)
 }

@@ -345,10 +345,13 @@ impl LlvmCpuBackend {
         compiler_runtime(&mut ir);
         crate::timing::record("llvm emit (and pack weights)", 0, emitting.elapsed());
         let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
-        let (manifest, constants) = crate::timing::phase("layout (arena plan, constants)", || {
+        let (mut manifest, constants) = crate::timing::phase("layout (arena plan, constants)", || {
             layout.finish(program);
             layout.manifest(program, info, schedule.symbols, schedule.steps)
         });
+        for (info, kernel) in manifest.kernels.iter_mut().zip(&program.kernels) {
+            info.plan = self.describe(program, kernel).unwrap_or_default();
+        }
         if output == Output::Library {
             library::entry(&mut ir, program, &manifest, &constants, &schedule.functions).map_err(|m| codegen(None, m))?;
         }
@@ -555,6 +558,10 @@ impl Backend for LlvmCpuBackend {
         }
     }
 
+    fn strategy(&self, program: &Program, kernel: &Kernel) -> Option<String> {
+        self.describe(program, kernel)
+    }
+
     fn forms(&self) -> &'static [Emit] {
         &[Emit::Llvm, Emit::Asm, Emit::Obj, Emit::Lib, Emit::Header]
     }
@@ -578,6 +585,62 @@ impl Backend for LlvmCpuBackend {
 }
 
 impl LlvmCpuBackend {
+    /// How this backend runs `kernel` of `program`, in words, where it decides something: what
+    /// [`LlvmCpuBackend::compile`] does, read from the same functions (`--emit=kernels`, the
+    /// artifact's kernel plans, `f16c-run --profile`).
+    pub fn describe(&self, program: &Program, kernel: &Kernel) -> Option<String> {
+        let m = &self.machine;
+        match &kernel.kind {
+            KernelKind::Contraction(c) => {
+                let lanes = depthwise::lanes(m, c);
+                if depthwise::applies(c, lanes) {
+                    let acc = if depthwise::accumulates_f16(m, c) { "f16" } else { "f32" };
+                    return Some(format!("depthwise: {lanes} channels of an output pixel per vector, {acc} accumulators"));
+                }
+                if !gemm::applies(program, c) {
+                    return Some("one output per work item (no micro-kernel for this contraction)".into());
+                }
+                let shape = gemm::shape(m, c);
+                let multiply = if gemm::dot(m, c) {
+                    "bf16 pairs on VDPBF16PS into f32"
+                } else if gemm::uses_fmlal(m, c) {
+                    "fp16 FMLAL into f32"
+                } else if gemm::accumulates_f16(m, c) {
+                    "fp16 FMA, fp16 accumulators"
+                } else {
+                    "f32 FMA"
+                };
+                let mut c = c.clone();
+                let mut s = format!("micro-kernel {}x{} ({} lanes), {multiply}; B ", shape.mr, shape.nr, shape.lanes);
+                if gemm::packs_at_run_time(program, &c) {
+                    c.b.ty.dtype = gemm::run_time_b_type(m, &c);
+                    s.push_str(&format!("computed at run time, packed per run ({})", c.b.ty.dtype));
+                } else {
+                    s.push_str(&format!("packed at compile time ({})", c.b.ty.dtype));
+                }
+                if gemm::widens_b(m, &c, shape) {
+                    s.push_str(", widened to f32 once per run");
+                }
+                if gemm::padded_input(&c).is_some() {
+                    s.push_str(&format!("; A padded{} once per run", if gemm::widens_a(m, &c) { " and widened to f32" } else { "" }));
+                } else if gemm::widens_a(m, &c) {
+                    s.push_str("; A widened to f32 once per run");
+                }
+                Some(s)
+            }
+            KernelKind::Rows(r) => {
+                let extremum = r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind: f16c_dialect::ReduceKind::Max | f16c_dialect::ReduceKind::Min, dtype, .. } if dtype.is_float()));
+                let chains = if extremum && r.len >= 2 * super::llvm::families::EXTREMUM_CHAINS {
+                    format!(", maxima/minima in {} chains", super::llvm::families::EXTREMUM_CHAINS)
+                } else {
+                    String::new()
+                };
+                Some(format!("one row of {} per work item, sums in index order{chains}", r.len))
+            }
+            _ => None,
+        }
+    }
+
     /// The artifact, its kernels compiled in `jobs` parts in parallel (0: the default; the
     /// code computes the same for any number).
     pub fn artifact_in(&self, program: &Program, jobs: usize) -> BackendResult<Artifact> {

@@ -310,7 +310,7 @@ impl Backend for NvptxBackend {
         legal::legal(kernel)
     }
 
-    fn strategy(&self, kernel: &Kernel) -> Option<String> {
+    fn strategy(&self, _program: &Program, kernel: &Kernel) -> Option<String> {
         Some(describe(Target::Sm(self.sm), kernel))
     }
 

@@ -1,0 +1,67 @@
+// f16c compile --emit=kernels prints, after each kernel, how the LLVM CPU backends run it
+// (LlvmCpuBackend::describe, read from the functions their emitter follows); the artifact's
+// kernels carry the same words, which f16c-run --profile prints beside each kernel's time.
+// RUN: %f16c compile %s --function=weight --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=W-V4
+// RUN: %f16c compile %s --function=weight --target=x86_64 --backend=llvm --cpu=x86-64-v3 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=W-V3
+// RUN: %f16c compile %s --function=weight --target=x86_64 --backend=llvm --cpu=x86-64-v4+bf16 --precision=bf16 --emit=kernels | FileCheck %s --check-prefix=W-PAIRS
+// RUN: %f16c compile %s --function=weight --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=bf16 --emit=kernels | FileCheck %s --check-prefix=W-BF16
+// RUN: %f16c compile %s --function=weight --target=aarch64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=W-A64
+// RUN: %f16c compile %s --function=weight --target=aarch64 --precision=fp16 --accumulate=f16 --emit=kernels | FileCheck %s --check-prefix=W-A64ACC
+// RUN: %f16c compile %s --function=activations --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ACT
+// RUN: %f16c compile %s --function=activations --target=x86_64 --backend=llvm --cpu=x86-64-v4+bf16 --precision=bf16 --emit=kernels | FileCheck %s --check-prefix=ACT-PAIRS
+// RUN: %f16c compile %s --function=depthwise --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW
+// RUN: %f16c compile %s --function=softmax --target=x86_64 --backend=llvm --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROWS
+// RUN: %f16c compile %s --function=weight --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 -o %t.f16c
+// RUN: %f16c-run %t.f16c --input %inputs/x_4x64_f32.npy --output %t.npy --profile 2>&1 | FileCheck %s --check-prefix=PROFILE
+
+// A matmul with a constant weight: the register-blocked micro-kernel, its tile and multiply
+// chosen by the CPU level and the precision.
+// W-V4: k{{[0-9]+}}_matmul: contraction matmul batch=1 m=4 n=40 k=64
+// W-V4: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B packed at compile time (f32)
+// W-V3: strategy: micro-kernel 6x16 (8 lanes), f32 FMA; B packed at compile time (f32)
+// W-PAIRS: strategy: micro-kernel 12x32 (16 lanes), bf16 pairs on VDPBF16PS into f32; B packed at compile time (bf16)
+// W-BF16: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B packed at compile time (bf16); A widened to f32 once per run
+// W-A64: strategy: micro-kernel 8x8 (4 lanes), fp16 FMLAL into f32; B packed at compile time (f16)
+// W-A64ACC: strategy: micro-kernel {{[0-9]+}}x{{[0-9]+}} (8 lanes), fp16 FMA, fp16 accumulators; B packed at compile time (f16)
+// PROFILE: k{{[0-9]+}}_matmul {{.*}}(micro-kernel 12x32 (16 lanes), f32 FMA; B packed at compile time (f32))
+func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
+  %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %r = tosa.reshape %a, %shape : (tensor<4x64xf32>, !tosa.shape<3>) -> tensor<1x4x64xf32>
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %r, %w, %z, %z : (tensor<1x4x64xf32>, tensor<1x64x40xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x40xf32>
+  return %y : tensor<1x4x40xf32>
+}
+
+// Both operands computed at run time (attention's Q·Kᵀ): B packed per run, in the type the
+// tiles read.
+// ACT: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B computed at run time, packed per run (f32)
+// ACT-PAIRS: strategy: micro-kernel 12x32 (16 lanes), bf16 pairs on VDPBF16PS into f32; B computed at run time, packed per run (bf16)
+func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tensor<2x24x24xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %a, %b, %z, %z : (tensor<2x24x64xf32>, tensor<2x64x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x24xf32>
+  return %y : tensor<2x24x24xf32>
+}
+
+// DW: strategy: depthwise: 16 channels of an output pixel per vector, f32 accumulators
+func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
+  %w = "tosa.const"() <{values = dense<0.125> : tensor<3x3x32x1xf32>}> : () -> tensor<3x3x32x1xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x32xf32>, tensor<3x3x32x1xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x32xf32>
+  return %y : tensor<1x8x8x32xf32>
+}
+
+// A softmax's rows: the maximum in chains where the row is long enough (37 here), the sum in
+// index order.
+// ROWS: strategy: one row of 37 per work item, sums in index order, maxima/minima in 8 chains
+func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
+  %d = tosa.sub %x, %m : (tensor<5x37xf32>, tensor<5x1xf32>) -> tensor<5x37xf32>
+  %e = tosa.exp %d : (tensor<5x37xf32>) -> tensor<5x37xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
+  %r = tosa.reciprocal %s : (tensor<5x1xf32>) -> tensor<5x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.mul %e, %r, %shift : (tensor<5x37xf32>, tensor<5x1xf32>, tensor<1xi8>) -> tensor<5x37xf32>
+  return %y : tensor<5x37xf32>
+}
