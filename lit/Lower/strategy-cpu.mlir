@@ -52,9 +52,9 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
   return %y : tensor<1x8x8x32xf32>
 }
 
-// A softmax's rows: the maximum in chains where the row is long enough (37 here), the sum in
-// index order.
-// ROWS: strategy: one row of 37 per work item, sums in index order, maxima/minima in 8 chains
+// A softmax's rows, four per work item: each row's sum in index order, the four rows' chains
+// interleaved; the maximum in eight chains of its own where the row is long enough (37).
+// ROWS: strategy: 4 rows of 37 per work item, each row's sums in index order, the rows' chains interleaved, maxima/minima in 8 chains
 func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
   %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
   %d = tosa.sub %x, %m : (tensor<5x37xf32>, tensor<5x1xf32>) -> tensor<5x37xf32>

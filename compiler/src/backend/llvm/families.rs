@@ -158,6 +158,9 @@ impl<'k> Items<'k> {
 /// Independent chains of a row's float maximum or minimum ([`Ir::reduce_extremum`]).
 pub const EXTREMUM_CHAINS: usize = 8;
 
+/// Rows a CPU thread computes together ([`Ir::rows_group`]).
+pub const ROW_GROUP: usize = 4;
+
 impl<'ctx> Ir<'ctx> {
     /// An integer type of `bytes` bytes (bit copies never convert).
     fn bits(&self, bytes: usize) -> inkwell::types::BasicTypeEnum<'ctx> {
@@ -1199,6 +1202,34 @@ impl<'ctx> Ir<'ctx> {
         self.rows_with(r, row, temp, RowShare { start: zero, step: one, reduce: &mut reduce })
     }
 
+    /// Bytes of scratch [`Ir::rows_group`] needs: a row's temporary per row of the group, each
+    /// 64-byte aligned.
+    pub fn rows_group_temp_bytes(r: &Rows) -> usize {
+        ROW_GROUP * Ir::rows_temp_bytes(r).next_multiple_of(64)
+    }
+
+    /// Work items of [`Ir::rows_group`] for `r`.
+    pub fn rows_groups(r: &Rows) -> usize {
+        r.rows.div_ceil(ROW_GROUP)
+    }
+
+    /// Rows `ROW_GROUP·g ..` of a rows kernel, [`ROW_GROUP`] at a time in one thread: each row's
+    /// elementwise stages as [`Ir::rows_item`] runs them, and the rows' reductions in one loop,
+    /// each row's in index order (its own chain: the same bits), so that the rows' chains
+    /// overlap instead of waiting on one add (or compare) per element. A group past the last
+    /// row repeats the last row, which writes the same values again. `scratch`:
+    /// [`Ir::rows_group_temp_bytes`].
+    pub fn rows_group(&mut self, r: &Rows, g: IntValue<'ctx>, scratch: PointerValue<'ctx>) -> Result<(), String> {
+        let first = self.muli(g, ROW_GROUP);
+        let last = self.i64(r.rows as i64 - 1);
+        let rows: Vec<IntValue<'ctx>> = (0..ROW_GROUP).map(|q| self.smin(self.addi(first, q as i64), last)).collect();
+        let stride = Ir::rows_temp_bytes(r).next_multiple_of(64);
+        let temps: Vec<PointerValue<'ctx>> = (0..ROW_GROUP).map(|q| self.byte_offset(scratch, self.i64((q * stride) as i64))).collect();
+        let (zero, one) = (self.i64(0), self.i64(1));
+        let mut unused = |ir: &mut Self, kind: ReduceKind, d: DType, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>| ir.reduce_sequential(kind, d, r.len, load);
+        self.rows_many(r, &rows, &temps, RowShare { start: zero, step: one, reduce: &mut unused })
+    }
+
     /// A float maximum or minimum of `len` elements `load(j)`, bit for bit what
     /// [`Ir::reduce_sequential`] gives, in [`EXTREMUM_CHAINS`] independent chains (element `j`
     /// into chain `j % EXTREMUM_CHAINS`) combined at the end: the sequential chain waits on a
@@ -1252,6 +1283,13 @@ impl<'ctx> Ir<'ctx> {
     /// computes the full elementwise stages at `start, start + step, ...` and the scalar stages
     /// redundantly; reductions go through `share.reduce`.
     pub fn rows_with(&mut self, r: &Rows, row: IntValue<'ctx>, temp: PointerValue<'ctx>, share: RowShare<'_, 'ctx>) -> Result<(), String> {
+        self.rows_many(r, &[row], &[temp], share)
+    }
+
+    /// [`Ir::rows_with`] for the rows `rows` (each with its temporary in `temps`): one row goes
+    /// through `share`; several are computed by this thread, their reductions interleaved in
+    /// one loop, each row's in index order.
+    fn rows_many(&mut self, r: &Rows, rows: &[IntValue<'ctx>], temps: &[PointerValue<'ctx>], share: RowShare<'_, 'ctx>) -> Result<(), String> {
         let n_in = r.inputs.len();
         let last = n_in + r.stages.len() - 1;
         let dtypes: Vec<DType> = (0..=last).map(|v| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] }).collect();
@@ -1259,64 +1297,95 @@ impl<'ctx> Ir<'ctx> {
         let bases: Vec<PointerValue> = r.inputs.iter().map(|i| self.buffer(i.buffer.0)).collect();
         let out = self.buffer(r.output.0);
         let len = r.len;
-        let row_at = self.muli(row, len);
-        // Where full value `v` lives: (base, first index, element type as stored).
-        let place = |ir: &mut Self, v: RowValue| -> (PointerValue<'ctx>, IntValue<'ctx>, DType) {
+        let row_ats: Vec<IntValue<'ctx>> = rows.iter().map(|&row| self.muli(row, len)).collect();
+        // Where full value `v` of row `q` lives: (base, first index, element type as stored).
+        let place = |ir: &mut Self, q: usize, v: RowValue| -> (PointerValue<'ctx>, IntValue<'ctx>, DType) {
             if v == last {
-                (out, row_at, dtypes[v])
+                (out, row_ats[q], dtypes[v])
             } else if v < n_in {
-                (bases[v], if r.inputs[v].per_row { row_at } else { ir.i64(0) }, dtypes[v])
+                (bases[v], if r.inputs[v].per_row { row_ats[q] } else { ir.i64(0) }, dtypes[v])
             } else {
                 let (off, t) = slots[v].expect("full values have a slot");
-                (ir.byte_offset(temp, ir.i64(off as i64)), ir.i64(0), t)
+                (ir.byte_offset(temps[q], ir.i64(off as i64)), ir.i64(0), t)
             }
         };
-        let mut scalars: Vec<Option<BasicValueEnum>> = vec![None; last + 1];
-        for (k, input) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
-            let at = if input.per_row { row } else { self.i64(0) };
-            scalars[k] = Some(self.load(input.dtype, bases[k], at));
+        let mut scalars: Vec<Vec<Option<BasicValueEnum>>> = vec![vec![None; last + 1]; rows.len()];
+        for (q, &row) in rows.iter().enumerate() {
+            for (k, input) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
+                let at = if input.per_row { row } else { self.i64(0) };
+                scalars[q][k] = Some(self.load(input.dtype, bases[k], at));
+            }
         }
         for (si, stage) in r.stages.iter().enumerate() {
             let v = n_in + si;
             match stage {
-                RowStage::Reduce { kind, arg, dtype } => {
-                    let (base, at0, t) = place(self, *arg);
+                RowStage::Reduce { kind, arg, dtype } if rows.len() == 1 => {
+                    let (base, at0, t) = place(self, 0, *arg);
                     let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
                     let a = (share.reduce)(self, *kind, dtypes[*arg], &load);
-                    scalars[v] = Some(self.round_to(*dtype, a));
+                    scalars[0][v] = Some(self.round_to(*dtype, a));
+                }
+                RowStage::Reduce { kind, arg, dtype } if dtypes[*arg].is_float() && matches!(kind, ReduceKind::Max | ReduceKind::Min) && len >= 2 * EXTREMUM_CHAINS => {
+                    // A maximum's chain waits on a compare and two selects: each row's in eight
+                    // chains of its own.
+                    for q in 0..rows.len() {
+                        let (base, at0, t) = place(self, q, *arg);
+                        let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
+                        let a = self.reduce_extremum(*kind, dtypes[*arg], len, &load);
+                        scalars[q][v] = Some(self.round_to(*dtype, a));
+                    }
+                }
+                RowStage::Reduce { kind, arg, dtype } => {
+                    let places: Vec<(PointerValue<'ctx>, IntValue<'ctx>, DType)> = (0..rows.len()).map(|q| place(self, q, *arg)).collect();
+                    let accs: Vec<Var<'ctx>> = places.iter().map(|_| self.var(self.reduce_init(*kind, dtypes[*arg]))).collect();
+                    self.for_n(0, len, |ir, j| {
+                        for (&(base, at0, t), &acc) in places.iter().zip(&accs) {
+                            let x = ir.load(t, base, ir.add(at0, j));
+                            let next = ir.reduce_step(*kind, ir.get(acc), x);
+                            ir.set(acc, next);
+                        }
+                    });
+                    for (q, &acc) in accs.iter().enumerate() {
+                        let a = self.get(acc);
+                        scalars[q][v] = Some(self.round_to(*dtype, a));
+                    }
                 }
                 RowStage::Map { op, full: false } => {
-                    let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
                     let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                    scalars[v] = Some(self.ew(op, &args, &types)?);
+                    for row_scalars in scalars.iter_mut() {
+                        let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| row_scalars[a].expect("scalar arguments come first")).collect();
+                        row_scalars[v] = Some(self.ew(op, &args, &types)?);
+                    }
                 }
                 RowStage::Map { op, full: true } => {
                     let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
                     let full = |a: RowValue| if a < n_in { r.inputs[a].full } else { matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
-                    let places: Vec<Option<(PointerValue, IntValue, DType)>> =
-                        op.args.iter().map(|&a| if full(a) { Some(place(self, a)) } else { None }).collect();
-                    let (obase, oat, ot) = place(self, v);
-                    let scalar_args: Vec<Option<BasicValueEnum>> = op.args.iter().map(|&a| scalars[a]).collect();
-                    let mut failure = Ok(());
-                    let end = self.i64(len as i64);
-                    self.for_range(share.start, end, share.step, |ir, j| {
-                        let args: Vec<BasicValueEnum> = places
-                            .iter()
-                            .zip(&scalar_args)
-                            .map(|(p, s)| match p {
-                                Some((base, at0, t)) => ir.load(*t, *base, ir.add(*at0, j)),
-                                None => s.expect("a scalar argument"),
-                            })
-                            .collect();
-                        match ir.ew(op, &args, &types) {
-                            Ok(y) => {
-                                let at = ir.add(oat, j);
-                                ir.store(ot, obase, at, y);
+                    for (q, row_scalars) in scalars.iter().enumerate() {
+                        let places: Vec<Option<(PointerValue, IntValue, DType)>> =
+                            op.args.iter().map(|&a| if full(a) { Some(place(self, q, a)) } else { None }).collect();
+                        let (obase, oat, ot) = place(self, q, v);
+                        let scalar_args: Vec<Option<BasicValueEnum>> = op.args.iter().map(|&a| row_scalars[a]).collect();
+                        let mut failure = Ok(());
+                        let end = self.i64(len as i64);
+                        self.for_range(share.start, end, share.step, |ir, j| {
+                            let args: Vec<BasicValueEnum> = places
+                                .iter()
+                                .zip(&scalar_args)
+                                .map(|(p, s)| match p {
+                                    Some((base, at0, t)) => ir.load(*t, *base, ir.add(*at0, j)),
+                                    None => s.expect("a scalar argument"),
+                                })
+                                .collect();
+                            match ir.ew(op, &args, &types) {
+                                Ok(y) => {
+                                    let at = ir.add(oat, j);
+                                    ir.store(ot, obase, at, y);
+                                }
+                                Err(e) => failure = Err(e),
                             }
-                            Err(e) => failure = Err(e),
-                        }
-                    });
-                    failure?;
+                        });
+                        failure?;
+                    }
                 }
             }
         }

@@ -229,8 +229,12 @@ impl LlvmCpuBackend {
             let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
             let failed = |m: String| codegen(Some(kernel), m);
             if let KernelKind::Rows(r) = &kernel.kind {
-                // A row's temporary is the thread's scratch.
-                layout.scratch(Ir::rows_temp_bytes(r));
+                // Rows a few at a time, their reductions' chains interleaved; the rows'
+                // temporaries are the thread's scratch.
+                layout.scratch(Ir::rows_group_temp_bytes(r));
+                let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
+                schedule.add(&mut ir, name, Ir::rows_groups(r), cost, k, |ir, g, params| ir.rows_group(r, g, params.scratch)).map_err(failed)?;
+                continue;
             }
             if let KernelKind::Contraction(c) = &kernel.kind {
                 let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
@@ -635,7 +639,7 @@ impl LlvmCpuBackend {
                 } else {
                     String::new()
                 };
-                Some(format!("one row of {} per work item, sums in index order{chains}", r.len))
+                Some(format!("{} rows of {} per work item, each row's sums in index order, the rows' chains interleaved{chains}", super::llvm::families::ROW_GROUP, r.len))
             }
             _ => None,
         }
