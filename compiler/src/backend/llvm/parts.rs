@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 /// Below this many instructions (before optimisation) a module is compiled whole unless the
 /// user asked for parts: threads would cost more than they save.
-const SPLIT_ABOVE: usize = 20_000;
+const SPLIT_ABOVE: usize = 5_000;
 
 /// The parts `f16c compile --jobs` asked for (0: the default, see [`parts_for`]).
 static JOBS: AtomicUsize = AtomicUsize::new(0);
