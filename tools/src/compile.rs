@@ -135,8 +135,16 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     use f16c_compiler::timing::phase;
     let (mut source, file) = phase("read", || read_input(m.get_one::<String>("input").expect("has default")))?;
     let Some(mut module) = phase("import", || crate::parse_or_report(&mut source, &file)) else { return Ok(ExitCode::FAILURE) };
-    let Some(precision::Compiled { before, stats }) = precision::compile(&mut module, m, &target_name, &source)? else {
-        return Ok(ExitCode::FAILURE);
+    // The module before precision assignment (a copy of every weight) only where the report
+    // or the picture compares with it.
+    let kept = if matches!(emit, Some("dot" | "report")) {
+        let Some(c) = precision::compile(&mut module, m, &target_name, &source)? else { return Ok(ExitCode::FAILURE) };
+        Some(c)
+    } else {
+        if !precision::prepare(&mut module, m, &target_name, &source)? {
+            return Ok(ExitCode::FAILURE);
+        }
+        None
     };
     let text = match emit {
         None => {
@@ -151,7 +159,8 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
         Some("mlir") => print_module(&module, PrintOptions::default()).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?,
         Some("dot") => {
-            let heat = sensitivity(m, &target_name, &module, &before, &file)?;
+            let before = &kept.as_ref().expect("kept for dot").before;
+            let heat = sensitivity(m, &target_name, &module, before, &file)?;
             before.functions.iter().zip(&module.functions).enumerate().map(|(i, (b, a))| to_dot_with(b, a, heat.as_ref().filter(|h| h.0 == i).map(|h| &h.1))).collect()
         }
         Some("kernels") => {
@@ -173,9 +182,10 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             for k in ["target", "precision", "policy", "io-types"] {
                 settings.insert(k.to_string(), m.get_one::<String>(k).cloned().unwrap_or_else(|| target_name.clone()));
             }
+            let precision::Compiled { before, stats } = kept.as_ref().expect("kept for the report");
             let mut reports: Vec<Report> =
-                before.functions.iter().zip(&module.functions).map(|(b, a)| Report::build(&file, settings.clone(), b, a, &stats)).collect();
-            if let Some((i, heat)) = sensitivity(m, &target_name, &module, &before, &file)? {
+                before.functions.iter().zip(&module.functions).map(|(b, a)| Report::build(&file, settings.clone(), b, a, stats)).collect();
+            if let Some((i, heat)) = sensitivity(m, &target_name, &module, before, &file)? {
                 reports[i].set_sensitivity(&heat);
             }
             if m.get_one::<String>("report-format").map(String::as_str) == Some("json") {
