@@ -210,8 +210,13 @@ pub fn artifact(g: &Graph, target: Target) -> Result<Artifact, Diagnostics> {
 
 /// Compiles `g` to a loadable artifact with `backend`.
 pub fn artifact_with(g: &Graph, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
-    let program = lower_for(g, backend)?;
-    crate::timing::phase(format!("backend {}", backend.name()), || backend.artifact(&program)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
+    artifact_of(&lower_for(g, backend)?, backend)
+}
+
+/// Compiles a program [`lower_for`] made for `backend` to a loadable artifact (the graph may
+/// be gone: the program holds its own copy of every weight).
+pub fn artifact_of(program: &Program, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
+    crate::timing::phase(format!("backend {}", backend.name()), || backend.artifact(program)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
 }
 
 /// Prints one code form of `g` for `target`.

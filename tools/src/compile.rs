@@ -148,8 +148,16 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     };
     let text = match emit {
         None => {
+            let backend = backend.expect("looked up above");
             let g = &module.functions[crate::choose_function(&module, m, &file)?];
-            let artifact = match driver::artifact_with(g, backend.expect("looked up above")) {
+            let program = match driver::lower_for(g, backend) {
+                Ok(p) => p,
+                Err(d) => return Ok(crate::report(&d, &source)),
+            };
+            // The program holds its own copy of every weight: the module's goes before the
+            // backend adds its packed ones.
+            drop(module);
+            let artifact = match driver::artifact_of(&program, backend) {
                 Ok(a) => a,
                 Err(d) => return Ok(crate::report(&d, &source)),
             };
