@@ -114,10 +114,12 @@ impl Layout {
     /// used constant once, at a [`CONSTANT_ALIGN`]ed offset.
     pub fn manifest(&self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Vec<u8>) {
         // A program's constant's bytes are the program's; a packed one's are here.
-        let bytes_of = |slot: usize| match (&self.buffers[slot].kind, program.buffers.get(slot).map(|b| &b.kind)) {
-            (BufferKind::Constant(_), Some(BufferKind::Constant(bytes))) if slot < self.program_buffers => Some(bytes.as_slice()),
-            (BufferKind::Constant(bytes), _) => Some(bytes.as_slice()),
-            _ => None,
+        let bytes_of = |slot: usize| {
+            let kind = if slot < self.program_buffers { &program.buffers[slot].kind } else { &self.buffers[slot].kind };
+            match kind {
+                BufferKind::Constant(bytes) => Some(bytes.as_slice()),
+                _ => None,
+            }
         };
         let total: usize = (0..self.buffers.len()).filter(|&s| self.used[s]).filter_map(bytes_of).map(|b| b.len().next_multiple_of(CONSTANT_ALIGN)).sum();
         let mut constants = Vec::with_capacity(total);

@@ -158,6 +158,13 @@ impl<'k> Items<'k> {
 /// Independent chains of a row's float maximum or minimum ([`Ir::reduce_extremum`]).
 pub const EXTREMUM_CHAINS: usize = 8;
 
+/// Whether a row's reduction of `kind` over `len` values of `d` runs in
+/// [`EXTREMUM_CHAINS`] chains ([`Ir::reduce_extremum`]): a float maximum or minimum of a row
+/// long enough to fill them twice.
+pub fn extremum_in_chains(kind: ReduceKind, d: DType, len: usize) -> bool {
+    d.is_float() && matches!(kind, ReduceKind::Max | ReduceKind::Min) && len >= 2 * EXTREMUM_CHAINS
+}
+
 /// Rows a CPU thread computes together ([`Ir::rows_group`]).
 pub const ROW_GROUP: usize = 4;
 
@@ -1193,7 +1200,7 @@ impl<'ctx> Ir<'ctx> {
     pub fn rows_item(&mut self, r: &Rows, row: IntValue<'ctx>, temp: PointerValue<'ctx>) -> Result<(), String> {
         let (zero, one) = (self.i64(0), self.i64(1));
         let mut reduce = |ir: &mut Self, kind: ReduceKind, d: DType, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>| {
-            if d.is_float() && matches!(kind, ReduceKind::Max | ReduceKind::Min) && r.len >= 2 * EXTREMUM_CHAINS {
+            if extremum_in_chains(kind, d, r.len) {
                 ir.reduce_extremum(kind, d, r.len, load)
             } else {
                 ir.reduce_sequential(kind, d, r.len, load)
@@ -1325,7 +1332,7 @@ impl<'ctx> Ir<'ctx> {
                     let a = (share.reduce)(self, *kind, dtypes[*arg], &load);
                     scalars[0][v] = Some(self.round_to(*dtype, a));
                 }
-                RowStage::Reduce { kind, arg, dtype } if dtypes[*arg].is_float() && matches!(kind, ReduceKind::Max | ReduceKind::Min) && len >= 2 * EXTREMUM_CHAINS => {
+                RowStage::Reduce { kind, arg, dtype } if extremum_in_chains(*kind, dtypes[*arg], len) => {
                     // A maximum's chain waits on a compare and two selects: each row's in eight
                     // chains of its own.
                     for q in 0..rows.len() {

@@ -633,8 +633,11 @@ impl LlvmCpuBackend {
                 Some(s)
             }
             KernelKind::Rows(r) => {
-                let extremum = r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind: f16c_dialect::ReduceKind::Max | f16c_dialect::ReduceKind::Min, dtype, .. } if dtype.is_float()));
-                let chains = if extremum && r.len >= 2 * super::llvm::families::EXTREMUM_CHAINS {
+                use super::llvm::families::extremum_in_chains;
+                // The emitter's test, on each reduction's argument type.
+                let arg_type = |a: usize| if a < r.inputs.len() { r.inputs[a].dtype } else { r.dtypes[a - r.inputs.len()] };
+                let chained = r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind, arg, .. } if extremum_in_chains(*kind, arg_type(*arg), r.len)));
+                let chains = if chained {
                     format!(", maxima/minima in {} chains", super::llvm::families::EXTREMUM_CHAINS)
                 } else {
                     String::new()
