@@ -185,6 +185,10 @@ pub struct Fix {
     pub runs: usize,
     /// Wall time of the whole search.
     pub time: Duration,
+    /// Of it: the instrumented runs and the sensitivity (steps 1 and 2).
+    pub sensitivity_time: Duration,
+    /// Of it: the probes' precision passes, and their runs (compile and run).
+    pub probe_times: (Duration, Duration),
 }
 
 /// Why there is no policy to write.
@@ -263,6 +267,7 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
         return Err(FixError::Usage(format!("--tolerance={tolerance}: the tolerance of --fix must be a finite number > 0")));
     }
     let (candidates, base) = sensitivity(before, options, samples)?;
+    let sensitivity_time = t0.elapsed();
     let failed = |d: Diagnostics| FixError::Failed(d.to_string());
     // What the mixed models are held to: the f32 model run by the same runner (a contraction's
     // summation order may differ between the interpreter and compiled code).
@@ -270,10 +275,15 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
 
     // 3. Rounds of bisection over the sensitivity order (see the module comment).
     let runs = std::cell::Cell::new(0usize);
+    let (passes_time, runs_time) = (std::cell::Cell::new(Duration::ZERO), std::cell::Cell::new(Duration::ZERO));
     let policy_for = |set: &[usize]| policy_keeping(&base, set.iter().map(|&i| &candidates[i]), metric, tolerance);
     let probe = |set: &[usize]| -> Result<Probe, FixError> {
+        let t = Instant::now();
         let g = mixed_graph(before, &policy_for(set), options).map_err(failed)?;
+        passes_time.set(passes_time.get() + t.elapsed());
+        let t = Instant::now();
         let got = run(&g, samples).map_err(FixError::Failed)?;
+        runs_time.set(runs_time.get() + t.elapsed());
         runs.set(runs.get() + 1);
         let errors = errors(metric, &got, &reference_out);
         let ok = errors.iter().flatten().all(|&x| x <= tolerance);
@@ -362,6 +372,8 @@ pub fn fix(before: &Graph, options: &driver::Options, samples: &[Vec<Tensor>], m
         all_low_errors,
         runs: runs.get(),
         time: t0.elapsed(),
+        sensitivity_time,
+        probe_times: (passes_time.get(), runs_time.get()),
     })
 }
 

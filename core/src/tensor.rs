@@ -168,16 +168,25 @@ impl Data {
 
     /// Little-endian bytes of the elements (i1 as one byte each).
     pub fn to_le_bytes(&self) -> Vec<u8> {
+        // One fixed-size copy per element into a buffer of the final size (a `flat_map`
+        // collect grows byte by byte: most of a compile's time on a big model's weights).
+        fn le<T: Copy, const N: usize>(v: &[T], bytes: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+            let mut out = vec![0u8; v.len() * N];
+            for (o, &x) in out.chunks_exact_mut(N).zip(v) {
+                o.copy_from_slice(&bytes(x));
+            }
+            out
+        }
         match self {
-            Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Data::F16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
-            Data::BF16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
-            Data::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::F32(v) => le(v, f32::to_le_bytes),
+            Data::F16(v) => le(v, |x: f16| x.to_bits().to_le_bytes()),
+            Data::BF16(v) => le(v, |x: bf16| x.to_bits().to_le_bytes()),
+            Data::F64(v) => le(v, f64::to_le_bytes),
             Data::I1(v) => v.iter().map(|&b| b as u8).collect(),
             Data::I8(v) => v.iter().map(|&x| x as u8).collect(),
-            Data::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Data::I48(v) | Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I16(v) => le(v, i16::to_le_bytes),
+            Data::I32(v) => le(v, i32::to_le_bytes),
+            Data::I48(v) | Data::I64(v) => le(v, i64::to_le_bytes),
         }
     }
 

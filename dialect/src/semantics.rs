@@ -505,7 +505,13 @@ pub fn cast(x: &Tensor, to: DType) -> Tensor {
     let data = match (x.data(), to) {
         (d, t) if d.dtype() == t => d.clone(),
         (_, DType::I1) => Data::I1(x.to_f64_vec().into_iter().map(|v| v != 0.0).collect()),
-        (Data::F32(v), DType::F16) => Data::F16(v.iter().map(|&x| f16::from_f32(x)).collect()),
+        (Data::F32(v), DType::F16) => {
+            // The slice conversion uses the CPU's F16C (VCVTPS2PH) where it has one: same bits.
+            use half::slice::HalfFloatSliceExt;
+            let mut out = vec![f16::ZERO; v.len()];
+            out.convert_from_f32_slice(v);
+            Data::F16(out)
+        }
         (Data::F32(v), DType::BF16) => Data::BF16(v.iter().map(|&x| bf16::from_f32(x)).collect()),
         (Data::F64(v), DType::F16) => Data::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
         (Data::F64(v), DType::BF16) => Data::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
@@ -703,39 +709,63 @@ fn conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &ConvA
     let (&[n, ih, iw, ic], &[oh, ow, oc]) = (x.shape(), &out.shape[1..]) else { return err("convolution input must be NHWC") };
     let (kh, kw) = if depthwise { (w.shape()[0], w.shape()[1]) } else { (w.shape()[1], w.shape()[2]) };
     let g = ConvGeom { n, ih, iw, ic, oh, ow, oc, kh, kw };
+    // Each output sums its taps in (ky, kx, c) order, padded taps skipped; the loops run over
+    // an output pixel's channels innermost (the weights laid out tap-major, `w - wz` taken
+    // once), which keeps every output's order and makes the loop a vector one.
     #[allow(clippy::too_many_arguments)]
     fn run<T: Acc>(x: &[T], w: &[T], bias: &[T], g: &ConvGeom, a: &ConvAttrs, xz: T, wz: T, depthwise: bool) -> Vec<T> {
-        let mut out = vec![T::default(); g.n * g.oh * g.ow * g.oc];
+        let taps = g.kh * g.kw;
+        // wt[(tap * ic + c) * oc + o] (dense) or wt[tap * oc + o] (depthwise: already so).
+        let wt: Vec<T> = if depthwise {
+            w.iter().map(|&v| v - wz).collect()
+        } else {
+            let mut wt = vec![T::default(); taps * g.ic * g.oc];
+            for o in 0..g.oc {
+                for t in 0..taps {
+                    for c in 0..g.ic {
+                        wt[(t * g.ic + c) * g.oc + o] = w[(o * taps + t) * g.ic + c] - wz;
+                    }
+                }
+            }
+            wt
+        };
         let mult = if depthwise { g.oc / g.ic.max(1) } else { 0 };
+        let mut out = vec![T::default(); g.n * g.oh * g.ow * g.oc];
+        let mut xs = vec![T::default(); g.ic];
         for b in 0..g.n {
             for oy in 0..g.oh {
                 for ox in 0..g.ow {
-                    for o in 0..g.oc {
-                        let mut acc = T::default();
-                        for ky in 0..g.kh {
-                            let y = (oy * a.stride[0] + ky * a.dilation[0]) as isize - a.pad[0] as isize;
-                            if y < 0 || y >= g.ih as isize {
-                                continue;
+                    let at = ((b * g.oh + oy) * g.ow + ox) * g.oc;
+                    let acc = &mut out[at..at + g.oc];
+                    for ky in 0..g.kh {
+                        let Some(y) = window_input(oy, ky, a.stride[0], a.dilation[0], a.pad[0], g.ih) else { continue };
+                        for kx in 0..g.kw {
+                            let Some(xx) = window_input(ox, kx, a.stride[1], a.dilation[1], a.pad[2], g.iw) else { continue };
+                            let base = ((b * g.ih + y) * g.iw + xx) * g.ic;
+                            for (v, &xv) in xs.iter_mut().zip(&x[base..base + g.ic]) {
+                                *v = xv - xz;
                             }
-                            for kx in 0..g.kw {
-                                let xx = (ox * a.stride[1] + kx * a.dilation[1]) as isize - a.pad[2] as isize;
-                                if xx < 0 || xx >= g.iw as isize {
-                                    continue;
+                            let t = ky * g.kw + kx;
+                            if depthwise {
+                                let wrow = &wt[t * g.oc..(t + 1) * g.oc];
+                                for (c, &xv) in xs.iter().enumerate() {
+                                    let (o0, o1) = (c * mult, (c + 1) * mult);
+                                    for (acc, &wv) in acc[o0..o1].iter_mut().zip(&wrow[o0..o1]) {
+                                        *acc = *acc + xv * wv;
+                                    }
                                 }
-                                let base = ((b * g.ih + y as usize) * g.iw + xx as usize) * g.ic;
-                                if depthwise {
-                                    let (c, m) = (o / mult, o % mult);
-                                    acc = acc + (x[base + c] - xz) * (w[((ky * g.kw + kx) * g.ic + c) * mult + m] - wz);
-                                } else {
-                                    let wbase = ((o * g.kh + ky) * g.kw + kx) * g.ic;
-                                    for c in 0..g.ic {
-                                        acc = acc + (x[base + c] - xz) * (w[wbase + c] - wz);
+                            } else {
+                                for (c, &xv) in xs.iter().enumerate() {
+                                    let wrow = &wt[(t * g.ic + c) * g.oc..(t * g.ic + c + 1) * g.oc];
+                                    for (acc, &wv) in acc.iter_mut().zip(wrow) {
+                                        *acc = *acc + xv * wv;
                                     }
                                 }
                             }
                         }
-                        let bv = if bias.len() == 1 { bias[0] } else { bias[o] };
-                        out[((b * g.oh + oy) * g.ow + ox) * g.oc + o] = acc + bv;
+                    }
+                    for (o, acc) in acc.iter_mut().enumerate() {
+                        *acc = *acc + if bias.len() == 1 { bias[0] } else { bias[o] };
                     }
                 }
             }

@@ -188,7 +188,15 @@ fn fix(m: &ArgMatches, file: &str, target: &str, before: &f16c_dialect::Graph, i
     let show = |e: &Vec<Vec<f64>>| e.iter().enumerate().map(|(s, r)| format!("#{s}: {}", r.iter().map(|x| format!("{x:.3e}")).collect::<Vec<_>>().join(", "))).collect::<Vec<_>>().join("; ");
     outln!("error ({}) per sample: {}", metric.name(), show(&result.errors))?;
     outln!("error with the policy as given: {}", show(&result.all_low_errors))?;
-    outln!("runs: {} of a mixed model and 1 of the f32 model on the JIT (each on every sample), 2 instrumented per sample; {:.2} s", result.runs, result.time.as_secs_f64())?;
+    outln!("runs: {} of a mixed model and 1 of the f32 model on the JIT (each on every sample), 2 instrumented per sample", result.runs)?;
+    let s = |d: std::time::Duration| d.as_secs_f64();
+    outln!(
+        "time: {:.2} s (instrumented runs and sensitivity {:.2} s; probes: precision passes {:.2} s, compile and run {:.2} s)",
+        s(result.time),
+        s(result.sensitivity_time),
+        s(result.probe_times.0),
+        s(result.probe_times.1)
+    )?;
     std::fs::write(&out, result.policy.to_toml()).with_context(|| format!("cannot write '{out}'"))?;
     outln!("wrote {out} (f16c compile --policy={out})")?;
     Ok(ExitCode::SUCCESS)

@@ -1370,12 +1370,15 @@ pub fn padding_meets_non_finite_weight(program: &Program, c: &Contraction) -> bo
 /// decoding: an all-ones exponent is inf or NaN.
 pub fn is_finite_constant(program: &Program, buffer: BufferId, dtype: DType) -> bool {
     let BufferKind::Constant(bytes) = &program.buffers[buffer.0].kind else { return false };
-    let non_finite = |mask: u64, size: usize| bytes.chunks_exact(size).any(|e| e.iter().rev().fold(0u64, |v, &b| v << 8 | b as u64) & mask == mask);
+    // Word by word, without an early exit, so that the loop is a vector one.
+    fn non_finite<const N: usize>(bytes: &[u8], mask: u64, word: impl Fn([u8; N]) -> u64) -> bool {
+        bytes.chunks_exact(N).fold(false, |any, e| any | (word(e.try_into().expect("N bytes")) & mask == mask))
+    }
     !match dtype {
-        DType::F32 => non_finite(0x7f80_0000, 4),
-        DType::F16 => non_finite(0x7c00, 2),
-        DType::BF16 => non_finite(0x7f80, 2),
-        DType::F64 => non_finite(0x7ff0_0000_0000_0000, 8),
+        DType::F32 => non_finite(bytes, 0x7f80_0000, |e| u32::from_le_bytes(e) as u64),
+        DType::F16 => non_finite(bytes, 0x7c00, |e| u16::from_le_bytes(e) as u64),
+        DType::BF16 => non_finite(bytes, 0x7f80, |e| u16::from_le_bytes(e) as u64),
+        DType::F64 => non_finite(bytes, 0x7ff0_0000_0000_0000, u64::from_le_bytes),
         _ => false,
     }
 }

@@ -1142,11 +1142,21 @@ fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
 /// (with one chunk, `[batch][panel][k][NR]`); with `pairs`, each chunk's rows interleaved in pairs
 /// for the bf16 pair loops.
 fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)], pairs: bool) -> Vec<u8> {
+    let bytes = data.to_le_bytes();
+    match c.b.ty.dtype.byte_size() {
+        2 => pack_b_elements::<2>(c, &bytes, chunks, pairs),
+        4 => pack_b_elements::<4>(c, &bytes, chunks, pairs),
+        8 => pack_b_elements::<8>(c, &bytes, chunks, pairs),
+        n => unreachable!("a {n}-byte GEMM operand"),
+    }
+}
+
+/// [`pack_b_constant`] for `E`-byte elements.
+fn pack_b_elements<const E: usize>(c: &Contraction, bytes: &[u8], chunks: &[(usize, usize)], pairs: bool) -> Vec<u8> {
     let (batch, n, k) = (c.batch, c.n, c.k);
     let panels = n.div_ceil(NR);
-    let elem = c.b.ty.dtype.byte_size();
-    let bytes = data.to_le_bytes();
-    let mut out = vec![0u8; batch * panels * k * NR * elem];
+    let (src, _) = bytes.as_chunks::<E>();
+    let mut out = vec![[0u8; E]; batch * panels * k * NR];
     // Element (bi, kk, col) of B: row-major `[batch][k][n]` (matmul); column-major (conv weight
     // OHWI, `B[kk][o] = W[o][kk]`).
     let col_major = c.b_layout == MatrixLayout::ColMajor;
@@ -1154,23 +1164,21 @@ fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)], pair
         for &(k0, k1) in chunks {
             let at = ChunkAt::by_chunk(panels, k, (k0, k1));
             for p in 0..panels {
-                for kk in k0..k1 {
-                    for j in 0..NR {
-                        let col = p * NR + j;
-                        if col >= n {
-                            continue;
-                        }
-                        let src = if col_major { col * k + kk } else { (bi * k + kk) * n + col };
+                // Column by column: a column-major B is then read in order.
+                for j in 0..NR.min(n - p * NR) {
+                    let col = p * NR + j;
+                    for kk in k0..k1 {
+                        let from = if col_major { col * k + kk } else { (bi * k + kk) * n + col };
                         // In pairs: rows 2q and 2q + 1 of the chunk interleaved, 2q's value in
                         // the upper half ([`f16c_core::abi::tiles`], `GemmPairsBf16`).
-                        let dst = if pairs { at.of(bi, p) + ((kk - k0) / 2 * NR + j) * 2 + 1 - (kk - k0) % 2 } else { at.of(bi, p) + (kk - k0) * NR + j };
-                        out[dst * elem..(dst + 1) * elem].copy_from_slice(&bytes[src * elem..(src + 1) * elem]);
+                        let to = if pairs { at.of(bi, p) + ((kk - k0) / 2 * NR + j) * 2 + 1 - (kk - k0) % 2 } else { at.of(bi, p) + (kk - k0) * NR + j };
+                        out[to] = src[from];
                     }
                 }
             }
         }
     }
-    out
+    out.as_flattened().to_vec()
 }
 
 /// The native loops' flag for a packed B of type `d` ([`f16c_core::abi::tiles`]).

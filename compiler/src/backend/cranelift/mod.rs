@@ -171,25 +171,66 @@ impl Compiled {
     ) -> BackendResult<Vec<cranelift_module::FuncId>> {
         let err = |e: cranelift_module::ModuleError| codegen(format!("{e:?}"));
         let mut ids = Vec::with_capacity(self.functions.len());
-        for (i, ((name, func), symbol)) in self.functions.iter().zip(self.symbols()).enumerate() {
-            let id = module.declare_function(&symbol, linkage(i), &func.signature).map_err(err)?;
-            let mut ctx = module.make_context();
-            ctx.func = func.clone();
-            if self.keep_order.contains(&i) {
-                let code = compile_function(&mut ctx, as_written, name)?;
-                // Compiled on its own, so it has no relocations to carry over.
-                if !code.buffer.relocs().is_empty() {
-                    return Err(codegen(format!("{name}: a function compiled as written must not call or reference anything")));
-                }
-                let align = (code.buffer.alignment as u64).max(16);
-                let bytes = code.code_buffer().to_vec();
-                module.define_function_bytes(id, align, &bytes, &[]).map_err(err)?;
-            } else {
-                module.define_function(id, &mut ctx).map_err(err)?;
+        for (i, ((_, func), symbol)) in self.functions.iter().zip(self.symbols()).enumerate() {
+            ids.push(module.declare_function(&symbol, linkage(i), &func.signature).map_err(err)?);
+        }
+        // Compiled on every core (each function on its own), defined in order: the code is
+        // the same as one function after the other.
+        let code = self.compile_all(module.isa(), as_written, &ids)?;
+        for ((id, (bytes, align, relocs)), i) in ids.iter().zip(code).zip(0..) {
+            if self.keep_order.contains(&i) && !relocs.is_empty() {
+                return Err(codegen(format!("{}: a function compiled as written must not call or reference anything", self.functions[i].0)));
             }
-            ids.push(id);
+            module.define_function_bytes(*id, align, &bytes, &relocs).map_err(err)?;
         }
         Ok(ids)
+    }
+
+    /// Machine code of every function (bytes, alignment, relocations), compiled on up to
+    /// one thread per core: functions in [`Compiled::keep_order`] by `as_written`
+    /// (16-byte aligned), the others by `isa`.
+    fn compile_all(
+        &self,
+        isa: &dyn cranelift_codegen::isa::TargetIsa,
+        as_written: &dyn cranelift_codegen::isa::TargetIsa,
+        ids: &[cranelift_module::FuncId],
+    ) -> BackendResult<Vec<MachineCode>> {
+        let one = |i: usize| -> BackendResult<MachineCode> {
+            let (name, func) = &self.functions[i];
+            let mut ctx = cranelift_codegen::Context::for_function(func.clone());
+            let keep = self.keep_order.contains(&i);
+            let code = compile_function(&mut ctx, if keep { as_written } else { isa }, name)?;
+            let align = code.buffer.alignment as u64;
+            let align = if keep { align.max(16) } else { align };
+            let relocs = code.buffer.relocs().iter().map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, func, ids[i])).collect();
+            Ok((code.code_buffer().to_vec(), align, relocs))
+        };
+        let n = self.functions.len();
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(n);
+        if threads <= 1 {
+            return (0..n).map(one).collect();
+        }
+        // Each thread takes the next function until none is left (their sizes differ widely).
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut done: Vec<(usize, BackendResult<MachineCode>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if i >= n {
+                                break mine;
+                            }
+                            mine.push((i, one(i)));
+                        }
+                    })
+                })
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        });
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, code)| code).collect()
     }
 
     /// The names of the exported kernel symbols, in function order (the micro-kernel, which is
@@ -208,6 +249,9 @@ impl Compiled {
         Ok(Artifact { manifest, code, constants })
     }
 }
+
+/// One function's machine code: bytes, alignment, relocations.
+type MachineCode = (Vec<u8>, u64, Vec<cranelift_module::ModuleReloc>);
 
 fn codegen(message: String) -> BackendError {
     BackendError::program(NAME, BackendErrorKind::Codegen(message))
