@@ -42,7 +42,12 @@ pub fn command() -> Command {
              --aarch64 counts the instructions the AArch64 code executes under qemu-aarch64 (fp16\n\
              against f32, one call of the library's entry point; needs qemu-user,\n\
              gcc-aarch64-linux-gnu and a host C compiler for the counting plugin).\n\n\
-             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512\n  f16c bench --sizes=none --only=mobilenet --threads=1\n  f16c bench --aarch64 --sizes=256\n  f16c bench --write-networks=/tmp/nets",
+             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512\n  f16c bench --sizes=none --only=mobilenet --threads=1\n  f16c bench --aarch64 --sizes=256\n  f16c bench --write-networks=/tmp/nets\n  f16c bench --real target/gpu-models --threads=1 --peers=ort,openvino,torch\n\n\
+             --real DIR times the real-size models that scripts/gpu_models.py exports (NAME.tosa.mlir,\n\
+             NAME.in0.npy.., NAME.torch.npy) on the JIT (f32, bf16) and the LLVM backend (f32, fp16,\n\
+             bf16) and the peers on the same inputs at the same thread count (scripts/peers.py in\n\
+             the exporter venv: onnxruntime, OpenVINO, PyTorch eager), medians of --runs calls, and\n\
+             prints per model f16c / best peer in f32 and in low precision.",
         )
         .arg(Arg::new("threads").long("threads").value_name("N").value_parser(clap::value_parser!(usize)).help("Threads (default: every core)"))
         .arg(Arg::new("sizes").long("sizes").value_name("N,..").default_value("256,512,1024").help("GEMM sizes (square), or 'none' to skip the GEMM table"))
@@ -63,6 +68,21 @@ pub fn command() -> Command {
         )
         .arg(crate::cpu_arg())
         .arg(
+            Arg::new("real")
+                .long("real")
+                .value_name("DIR")
+                .help("Time the real-size models in DIR (scripts/gpu_models.py's exports) on the JIT and the LLVM backend in f32/fp16/bf16, against --peers, and stop"),
+        )
+        .arg(
+            Arg::new("peers")
+                .long("peers")
+                .value_name("P,..")
+                .default_value("ort,openvino,torch")
+                .help("With --real: the peers run in the same run by scripts/peers.py: ort (onnxruntime f32 and its fp16 conversion), openvino (f32 and bf16 hints), torch (eager f32 and bf16), or 'none'"),
+        )
+        .arg(Arg::new("peer-python").long("peer-python").value_name("PY").default_value(".venv-export/bin/python").help("With --real: the Python that has the peers (scripts/exporter-venv)"))
+        .arg(Arg::new("runs").long("runs").value_name("N").value_parser(clap::value_parser!(usize)).default_value("10").help("With --real: timed runs per configuration, after a warm-up"))
+        .arg(
             Arg::new("aarch64")
                 .long("aarch64")
                 .action(clap::ArgAction::SetTrue)
@@ -71,13 +91,13 @@ pub fn command() -> Command {
 }
 
 /// The LLVM x86-64 backend's executor for `g` (already in its precision).
-fn llvm_executor(g: &Graph, llvm: &llvm_cpu::LlvmCpuBackend, threads: usize) -> anyhow::Result<f16c_runtime::exec::Executor> {
+pub(crate) fn llvm_executor(g: &Graph, llvm: &llvm_cpu::LlvmCpuBackend, threads: usize) -> anyhow::Result<f16c_runtime::exec::Executor> {
     let artifact = driver::artifact_with(g, llvm).map_err(|d| anyhow::anyhow!(d.to_string()))?;
     Ok(f16c_runtime::loader::load(artifact, threads)?)
 }
 
 /// `source`'s chosen function after the precision pipeline of `options`.
-fn prepared(source: &str, name: &str, options: &CompileOptions) -> anyhow::Result<Graph> {
+pub(crate) fn prepared(source: &str, name: &str, options: &CompileOptions) -> anyhow::Result<Graph> {
     let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
     f16c_jit::prepare(&mut module, options)?;
     let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
@@ -145,6 +165,24 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     if let Some(dir) = m.get_one::<String>("write-networks") {
         write_networks(Path::new(dir))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(dir) = m.get_one::<String>("real") {
+        let cpu = m.get_one::<String>("cpu").map_or("native", String::as_str);
+        let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level"))?;
+        let peers = match m.get_one::<String>("peers").expect("has default").as_str() {
+            "none" => Vec::new(),
+            list => list.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
+        };
+        crate::bench_real::main(&crate::bench_real::Request {
+            dir: PathBuf::from(dir),
+            only: m.get_one::<String>("only"),
+            peers,
+            python: m.get_one::<String>("peer-python").expect("has default").clone(),
+            threads,
+            runs: *m.get_one::<usize>("runs").expect("has default"),
+            llvm,
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     let sizes: Vec<usize> = match m.get_one::<String>("sizes").expect("has default").as_str() {

@@ -1,6 +1,7 @@
 //! The `f16c` command line.
 
 mod bench;
+mod bench_real;
 mod cache;
 mod check;
 mod compile;
