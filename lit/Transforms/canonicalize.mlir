@@ -260,3 +260,33 @@ func.func @squares_and_cubes(%x: tensor<2x4xf32>, %y: tensor<1x1xf32>) -> (tenso
   %3 = tosa.pow %y, %big : (tensor<1x1xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   return %0, %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// A slice keeping whole rows of a matmul nothing else reads (GPT-2's last position of its
+// language-model head) slices the matmul's left operand: the matmul computes those rows only.
+// A slice of columns, or of a matmul read elsewhere too, stays as it is.
+// CHECK-LABEL: func.func @rows_of_matmul
+// CHECK-DAG: %[[C:.*]] = tosa.matmul %arg0, %{{.*}} -> tensor<1x16x24xf32>
+// CHECK-DAG: %[[CS:.*]] = tosa.slice %[[C]], %{{.*}} -> tensor<1x1x8xf32>
+// CHECK-DAG: %[[U:.*]] = tosa.matmul %arg1, %{{.*}} -> tensor<1x16x24xf32>
+// CHECK-DAG: %[[US:.*]] = tosa.slice %[[U]], %{{.*}} -> tensor<1x2x24xf32>
+// CHECK: %[[A:.*]] = tosa.slice %arg0, %{{.*}}, %{{.*}} : (tensor<1x16x32xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x1x32xf32>
+// CHECK-NEXT: %[[M:.*]] = tosa.matmul %[[A]], %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x1x32xf32>, tensor<1x32x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x24xf32>
+// CHECK-NEXT: return %[[M]], %[[CS]], %[[US]], %[[U]]
+func.func @rows_of_matmul(%x: tensor<1x16x32xf32>, %y: tensor<1x16x32xf32>) -> (tensor<1x1x24xf32>, tensor<1x1x8xf32>, tensor<1x2x24xf32>, tensor<1x16x24xf32>) {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<1x32x24xf32>}> : () -> tensor<1x32x24xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %last = tosa.const_shape {values = dense<[0, 15, 0]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %row = tosa.const_shape {values = dense<[1, 1, 24]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %cols = tosa.const_shape {values = dense<[1, 1, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %two = tosa.const_shape {values = dense<[1, 2, 24]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %first = tosa.const_shape {values = dense<[0, 0, 0]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %0 = tosa.matmul %x, %w, %z, %z : (tensor<1x16x32xf32>, tensor<1x32x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x24xf32>
+  %1 = tosa.slice %0, %last, %row : (tensor<1x16x24xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x1x24xf32>
+  %2 = tosa.matmul %x, %w, %z, %z : (tensor<1x16x32xf32>, tensor<1x32x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x24xf32>
+  %3 = tosa.slice %2, %first, %cols : (tensor<1x16x24xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x1x8xf32>
+  %4 = tosa.matmul %y, %w, %z, %z : (tensor<1x16x32xf32>, tensor<1x32x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x24xf32>
+  %5 = tosa.slice %4, %first, %two : (tensor<1x16x24xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x2x24xf32>
+  return %1, %3, %5, %4 : tensor<1x1x24xf32>, tensor<1x1x8xf32>, tensor<1x2x24xf32>, tensor<1x16x24xf32>
+}

@@ -143,3 +143,30 @@ fn safe_softmax_tests_the_row_maximum_with_the_same_bits() {
     let program = f16c_compiler::lower::lower(g).unwrap();
     assert_eq!(program.kernels.len(), 1, "one row kernel:\n{program}");
 }
+
+/// A slice keeping whole rows of a matmul (GPT-2's last position of its language-model head)
+/// becomes a matmul of those rows: the same bits on the reference, one row computed.
+#[test]
+fn the_rows_a_slice_keeps_are_the_only_rows_a_matmul_computes() {
+    let text = r#"
+func.func @head(%x: tensor<1x16x32xf32>, %wt: tensor<1x32x24xf32>) -> tensor<1x24xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %at = tosa.const_shape {values = dense<[0, 15, 0]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %n = tosa.const_shape {values = dense<[1, 1, 24]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %flat = tosa.const_shape {values = dense<[1, 24]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %0 = tosa.matmul %x, %wt, %z, %z : (tensor<1x16x32xf32>, tensor<1x32x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x24xf32>
+  %1 = tosa.slice %0, %at, %n : (tensor<1x16x24xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x1x24xf32>
+  %2 = tosa.reshape %1, %flat : (tensor<1x1x24xf32>, !tosa.shape<2>) -> tensor<1x24xf32>
+  return %2 : tensor<1x24xf32>
+}"#;
+    let before = f16c_dialect::import::parse_module(text, "head.mlir").unwrap();
+    let canonical = after(&before, &["canonicalize"]);
+    let g = &canonical.functions[0];
+    let rows: Vec<Vec<usize>> = g.node_ids().filter(|&n| matches!(g.op(n), Op::MatMul)).map(|n| g.tensor_ty(n).unwrap().shape.clone()).collect();
+    assert_eq!(rows, vec![vec![1, 1, 24]], "one row of the matmul is computed");
+    let values = |n: usize, seed: usize| (0..n).map(|i| ((i * 37 + seed) % 101) as f32 / 7.0 - 7.0).collect::<Vec<f32>>();
+    let inputs = [f16c_dialect::Tensor::from_f32(vec![1, 16, 32], values(16 * 32, 0)).unwrap(), f16c_dialect::Tensor::from_f32(vec![1, 32, 24], values(32 * 24, 11)).unwrap()];
+    let a = reference::run(&before.functions[0], &inputs).unwrap();
+    let b = reference::run(g, &inputs).unwrap();
+    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+}

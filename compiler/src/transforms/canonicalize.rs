@@ -29,6 +29,12 @@
 //!   maximum is (a NaN makes both false; the cast to f64 is exact). CSE then shares the
 //!   softmax's own `reduce_max`, and the test and the `select` after it join the softmax's row
 //!   kernel instead of reading and writing the scores three more times.
+//! - **rows of a matmul**: a slice that keeps whole rows of a matmul's result (every batch,
+//!   every column), where nothing else reads the matmul, slices the matmul's left operand
+//!   instead: GPT-2's language-model head multiplies all 64 positions by its 768×50257 weight
+//!   and keeps the last row (a third of the model's time). Each output row is its own row of
+//!   the left operand times the weight, so the reference's bits are the same; a backend may
+//!   run the fewer rows on another contraction path (its own f32 summation order).
 //! - **squares and cubes**: `pow(x, c)` with `c` a splat constant of exactly 2 or 3 (GPT-2's
 //!   tanh GELU writes `x³` so) becomes `x · x` or `(x · x) · x`, rounded after each multiply:
 //!   what PyTorch computes for these exponents (ATen's pow by a scalar 2 or 3 multiplies), and
@@ -126,6 +132,7 @@ impl Canonicalize {
                 || simplify(g, id)
                 || shrink_splats(g, id)
                 || all_masked_rows(g, id)
+                || rows_of_matmul(g, id)
                 || (self.squares_and_cubes && square_or_cube(g, id))
                 || (self.sink_transposes && self.sink_transpose(g, id));
         }
@@ -327,6 +334,39 @@ fn all_masked_rows(g: &mut Graph, id: NodeId) -> bool {
     let inf = g.add_constant(f16c_dialect::Tensor::splat(&TensorType::new(xt.dtype, ct.shape.clone()), f64::NEG_INFINITY), g.location(c));
     let test = g.add_node(Op::Binary(BinaryOp::Equal), ValueType::Tensor(rt), &[max, inf], loc);
     g.replace_all_uses(id, test);
+    true
+}
+
+/// `slice(matmul(a, b), [0, r, 0], [n, z, cols])` at `id`, taking whole rows of a matmul
+/// that nothing else reads, becomes `matmul(slice(a, [0, r, 0], [n, z, k]), b)` (see the module
+/// comment): an output row depends on its row of `a` only, so the rows kept are computed
+/// alone and the others not at all.
+fn rows_of_matmul(g: &mut Graph, id: NodeId) -> bool {
+    if !matches!(g.op(id), Op::Slice) {
+        return false;
+    }
+    let (mm, start, size) = (g.operands(id)[0], g.operands(id)[1], g.operands(id)[2]);
+    let (Op::MatMul, Op::ConstShape(start), Op::ConstShape(size)) = (g.op(mm), g.op(start), g.op(size)) else { return false };
+    let (start, size) = (start.clone(), size.clone());
+    let a = g.operands(mm)[0];
+    let (Some(out), Some(at)) = (g.tensor_ty(mm).cloned(), g.tensor_ty(a).cloned()) else { return false };
+    let (&[batch, rows, cols], &[_, _, k]) = (&out.shape[..], &at.shape[..]) else { return false };
+    let whole = |d: usize, n: usize| start[d] == 0 && size[d] == n as i64;
+    if start.len() != 3 || size.len() != 3 || !whole(0, batch) || !whole(2, cols) || size[1] >= rows as i64 || size[1] < 1 {
+        return false;
+    }
+    if g.users(mm).len() != 1 || g.outputs().contains(&mm) {
+        return false;
+    }
+    let loc = g.location(id);
+    let from = g.add_node(Op::ConstShape(vec![0, start[1], 0]), ValueType::Shape(3), &[], loc.clone());
+    let len = g.add_node(Op::ConstShape(vec![batch as i64, size[1], k as i64]), ValueType::Shape(3), &[], loc.clone());
+    let a_rows = TensorType::new(at.dtype, [batch, size[1] as usize, k]);
+    let sliced = g.add_node(Op::Slice, ValueType::Tensor(a_rows), &[a, from, len], loc);
+    // The matmul itself (its attributes and location) takes the rows and gives the slice's type.
+    g.set_operand(mm, 0, sliced);
+    g.node_mut(mm).ty = ValueType::Tensor(TensorType::new(out.dtype, [batch, size[1] as usize, cols]));
+    g.replace_all_uses(id, mm);
     true
 }
 
