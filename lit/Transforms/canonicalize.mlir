@@ -156,12 +156,12 @@ func.func @torch_layout_pair(%y: tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32> {
 // -----
 
 // A residual add of two transposed values sinks too; a transpose with another user, or one
-// that the op broadcasts, stays where it is.
+// that the op broadcasts, stays where it is (here moving axes of size 1 only: a reshape).
 // CHECK-LABEL: func.func @sink_conditions
 // CHECK-DAG: %[[K:.*]] = tosa.transpose %arg0 {perms = array<i32: 0, 3, 1, 2>}
 // CHECK-DAG: %[[A:.*]] = tosa.add %arg0, %arg1 : (tensor<1x2x2x3xf32>, tensor<1x2x2x3xf32>) -> tensor<1x2x2x3xf32>
 // CHECK-DAG: %[[E:.*]] = tosa.exp %[[K]]
-// CHECK-DAG: %[[B:.*]] = tosa.transpose %arg2 {perms = array<i32: 0, 3, 1, 2>}
+// CHECK-DAG: %[[B:.*]] = tosa.reshape %arg2, %{{.*}} : (tensor<1x1x1x3xf32>, !tosa.shape<4>) -> tensor<1x3x1x1xf32>
 // CHECK-DAG: %[[C:.*]] = tosa.add %[[B]], %arg3 : (tensor<1x3x1x1xf32>, tensor<1x3x2x2xf32>)
 // CHECK-DAG: %[[T:.*]] = tosa.transpose %[[A]] {perms = array<i32: 0, 3, 1, 2>}
 // CHECK: return %[[T]], %[[E]], %[[K]], %[[C]]
@@ -289,4 +289,30 @@ func.func @rows_of_matmul(%x: tensor<1x16x32xf32>, %y: tensor<1x16x32xf32>) -> (
   %4 = tosa.matmul %y, %w, %z, %z : (tensor<1x16x32xf32>, tensor<1x32x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x16x24xf32>
   %5 = tosa.slice %4, %first, %two : (tensor<1x16x24xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x2x24xf32>
   return %1, %3, %5, %4 : tensor<1x1x24xf32>, tensor<1x1x8xf32>, tensor<1x2x24xf32>, tensor<1x16x24xf32>
+}
+
+// -----
+
+// Squeeze-and-excite as torch-mlir writes it around NHWC convolutions: the transpose to NCHW
+// moves below the two sums of the pooling (each output sums the same values in the same
+// order) and below the scale's multiply (the excitation, a value per channel, takes the
+// inverse transpose instead, moving axes of size 1 only: a reshape), where it meets the
+// transpose back and both go. No full-size transpose is left.
+// CHECK-LABEL: func.func @squeeze_excite
+// CHECK-NOT: tosa.transpose
+// CHECK: tosa.reduce_sum %arg0 {axis = 2 : i32} : (tensor<1x4x4x8xf32>) -> tensor<1x4x1x8xf32>
+// CHECK-NEXT: tosa.reduce_sum %{{.*}} {axis = 1 : i32} : (tensor<1x4x1x8xf32>) -> tensor<1x1x1x8xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: tosa.mul %arg0, %{{.*}} : (tensor<1x4x4x8xf32>, tensor<1x1x1x8xf32>, tensor<1xi8>) -> tensor<1x4x4x8xf32>
+// CHECK-NOT: tosa.transpose
+// CHECK: return
+func.func @squeeze_excite(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+  %r = tosa.reduce_sum %t {axis = 3 : i32} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x1xf32>
+  %r2 = tosa.reduce_sum %r {axis = 2 : i32} : (tensor<1x8x4x1xf32>) -> tensor<1x8x1x1xf32>
+  %s = tosa.sigmoid %r2 : (tensor<1x8x1x1xf32>) -> tensor<1x8x1x1xf32>
+  %m = tosa.mul %t, %s, %shift : (tensor<1x8x4x4xf32>, tensor<1x8x1x1xf32>, tensor<1xi8>) -> tensor<1x8x4x4xf32>
+  %back = tosa.transpose %m {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x8x4x4xf32>) -> tensor<1x4x4x8xf32>
+  return %back : tensor<1x4x4x8xf32>
 }

@@ -10,11 +10,17 @@
 //!   permutation are dropped.
 //! - **chains**: reshape of reshape becomes one reshape; transpose of transpose becomes one
 //!   transpose by the composed permutation (or nothing, if that is the identity).
-//! - **transposes sink through elementwise ops**: `E(transpose(x, P), c)` becomes
-//!   `transpose(E(x, transpose(c, P⁻¹)), P)` when every non-constant data operand of the
-//!   elementwise op `E` is a transpose by the same `P` used by nothing else, or used only by
-//!   elementwise ops that can all follow (SiLU's `x · sigmoid(x)`) (the constant's transpose
-//!   folds). Sunk far enough, a transpose meets its inverse and both disappear: this
+//! - **transposes sink through elementwise ops and reductions**: `E(transpose(x, P), c)`
+//!   becomes `transpose(E(x, transpose(c, P⁻¹)), P)` when the elementwise op `E`'s data
+//!   operands are transposes by the same `P` (each used by nothing else, or only by ops that
+//!   can all follow: SiLU's `x · sigmoid(x)`), constants (their transpose folds) or small
+//!   values (at most an eighth of the result, such as a squeeze-and-excite scale with one
+//!   value per channel: they take the inverse transpose). A reduction of a transposed value,
+//!   `reduce(transpose(x, P), a)`, becomes `transpose(reduce(x, P[a]), P)`: each output sums
+//!   the same values in the same order, and the transpose moves the smaller result
+//!   (EfficientNet's 16 squeeze-and-excite poolings transposed their whole input to NCHW to
+//!   sum it). A transpose that moves only axes of size 1 becomes a reshape. Sunk far enough, a
+//!   transpose meets its inverse and both disappear: this
 //!   removes the NCHW↔NHWC transposes torch-mlir writes around every convolution, whose batch
 //!   norm and activation then sit next to the convolution (and fuse into its epilogue). The
 //!   values are moved, never recomputed differently, so results are bit-identical.
@@ -134,7 +140,7 @@ impl Canonicalize {
                 || all_masked_rows(g, id)
                 || rows_of_matmul(g, id)
                 || (self.squares_and_cubes && square_or_cube(g, id))
-                || (self.sink_transposes && self.sink_transpose(g, id));
+                || (self.sink_transposes && (self.sink_transpose(g, id) || self.sink_transpose_below_reduce(g, id)));
         }
         if self.cse {
             changed |= cse(g);
@@ -180,26 +186,72 @@ impl Canonicalize {
     }
 
     /// Whether transpose `x`, read by several ops, may sink through each of them: every user
-    /// is an elementwise op (not a rescale) whose other data operands are small constants, `x`
-    /// itself, or other such users of `x` (SiLU's `x · sigmoid(x)`): once the first user has
-    /// moved `x` below itself, the next sees transposes only, and `x` goes unused. A user that
-    /// could not follow would leave `x` behind and add a transpose.
+    /// is a reduction, or an elementwise op (not a rescale) of `x`'s size whose other data
+    /// operands are constants, small values ([`Canonicalize::follows`]), `x` itself, or other
+    /// such users of `x` (SiLU's `x · sigmoid(x)`): once the first user has moved `x` below
+    /// itself, the next sees transposes only, and `x` goes unused. A user that could not
+    /// follow would leave `x` behind and add a transpose.
     fn sinks_with_all_users(&self, g: &Graph, x: NodeId) -> bool {
         let users: Vec<NodeId> = g.users(x).into_iter().map(|(u, _)| u).collect();
         if g.outputs().contains(&x) || users.len() > 4 {
             return false;
         }
+        let Some(full) = g.tensor_ty(x).map(|t| t.num_elements()) else { return false };
         users.iter().all(|&u| {
             let op = g.op(u);
-            if !op.is_elementwise() || matches!(op, Op::Rescale(_)) || g.outputs().contains(&u) {
+            if g.outputs().contains(&u) {
+                return false;
+            }
+            if matches!(op, Op::Reduce { .. }) {
+                return true;
+            }
+            if !op.is_elementwise() || matches!(op, Op::Rescale(_)) || g.tensor_ty(u).map(|t| t.num_elements()) != Some(full) {
                 return false;
             }
             let operands = g.operands(u);
             (0..operands.len()).filter(|p| !op.side_operands().contains(p)).all(|pos| {
                 let o = operands[pos];
-                o == x || users.contains(&o) || matches!(g.op(o), Op::Const(t) if t.len() <= self.max_fold_elements)
+                o == x || users.contains(&o) || self.follows(g, o, full)
             })
         })
+    }
+
+    /// Whether operand `o` of an elementwise op whose output has `full` elements may take a
+    /// transpose of its own when a transpose sinks below the op: a constant (the transpose
+    /// folds), or a value at most an eighth of the output's size (a squeeze-and-excite scale
+    /// broadcast over the pixels: a transpose of a few values).
+    fn follows(&self, g: &Graph, o: NodeId, full: usize) -> bool {
+        match g.op(o) {
+            Op::Const(t) => t.len() <= self.max_fold_elements,
+            Op::Transpose { .. } => false,
+            _ => g.tensor_ty(o).is_some_and(|t| t.num_elements() * 8 <= full),
+        }
+    }
+
+    /// `reduce(transpose(x, P), axis)` at `id` becomes `transpose(reduce(x, P[axis]), P)`
+    /// (see the module comment) when the transpose has no other user, or users that all
+    /// follow: the transpose then moves a reduced tensor. Each output sums the same values in
+    /// the same order, so results are bit-identical.
+    fn sink_transpose_below_reduce(&self, g: &mut Graph, id: NodeId) -> bool {
+        let Op::Reduce { kind, axis } = *g.op(id) else { return false };
+        let x = g.operands(id)[0];
+        let Op::Transpose { perms } = g.op(x) else { return false };
+        let perms = perms.clone();
+        let only_here = g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x);
+        if !(only_here || self.sinks_with_all_users(g, x)) || axis >= perms.len() {
+            return false;
+        }
+        let (Some(inner_ty), Some(out)) = (g.tensor_ty(g.operands(x)[0]).cloned(), g.tensor_ty(id).cloned()) else { return false };
+        let inner = g.operands(x)[0];
+        let mut shape = inner_ty.shape.clone();
+        shape[perms[axis]] = 1;
+        g.node_mut(id).op = Op::Reduce { kind, axis: perms[axis] };
+        g.set_operand(id, 0, inner);
+        g.node_mut(id).ty = ValueType::Tensor(TensorType::new(out.dtype, shape));
+        let t = g.add_node(Op::Transpose { perms }, ValueType::Tensor(out), &[id], g.location(id));
+        g.replace_all_uses(id, t);
+        g.set_operand(t, 0, id);
+        true
     }
 
     /// Moves the transposes feeding the elementwise op `id` below it (see the module comment).
@@ -231,7 +283,7 @@ impl Canonicalize {
                     }
                     perms = Some(p.clone());
                 }
-                Op::Const(t) if t.len() <= self.max_fold_elements => {}
+                _ if self.follows(g, x, out.num_elements()) && g.tensor_ty(x).is_some_and(|t| t.rank() == out.rank()) => {}
                 _ => return false,
             }
         }
@@ -249,7 +301,7 @@ impl Canonicalize {
             let inner = match g.op(x) {
                 Op::Transpose { .. } => g.operands(x)[0],
                 _ => {
-                    let c = g.tensor_ty(x).expect("constant tensor").clone();
+                    let c = g.tensor_ty(x).expect("a tensor operand").clone();
                     let shape = inverse.iter().map(|&i| c.shape[i]).collect::<Vec<_>>();
                     let ty = ValueType::Tensor(TensorType::new(c.dtype, shape));
                     g.add_node(Op::Transpose { perms: inverse.clone() }, ty, &[x], loc.clone())
@@ -406,6 +458,20 @@ fn square_or_cube(g: &mut Graph, id: NodeId) -> bool {
 }
 
 /// Identity and chain rewrites at `id`.
+/// A transpose that moves only axes of size 1 (the other axes keep their order) moves no
+/// element: it becomes a reshape (no copy).
+fn moves_unit_axes_only(g: &mut Graph, id: NodeId, perms: &[usize]) -> bool {
+    let (Some(input), Some(out)) = (g.tensor_ty(g.operands(id)[0]).cloned(), g.tensor_ty(id).cloned()) else { return false };
+    let kept: Vec<usize> = perms.iter().copied().filter(|&p| input.shape[p] != 1).collect();
+    if kept.windows(2).any(|w| w[0] > w[1]) {
+        return false;
+    }
+    let shape = g.add_node(Op::ConstShape(out.shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(out.rank()), &[], g.location(id));
+    let reshape = g.add_node(Op::Reshape, ValueType::Tensor(out), &[g.operands(id)[0], shape], g.location(id));
+    g.replace_all_uses(id, reshape);
+    true
+}
+
 fn simplify(g: &mut Graph, id: NodeId) -> bool {
     let operands = g.operands(id);
     match g.op(id).clone() {
@@ -424,7 +490,7 @@ fn simplify(g: &mut Graph, id: NodeId) -> bool {
         }
         Op::Transpose { perms: outer } => {
             let src = operands[0];
-            let Op::Transpose { perms: inner } = g.op(src).clone() else { return false };
+            let Op::Transpose { perms: inner } = g.op(src).clone() else { return moves_unit_axes_only(g, id, &outer) };
             let x = g.operands(src)[0];
             let composed: Vec<usize> = outer.iter().map(|&p| inner[p]).collect();
             if composed.iter().enumerate().all(|(i, &p)| i == p) {
