@@ -134,6 +134,12 @@ pub enum Libcall {
     /// element-by-element loop with the same bits where the CPU lacks AVX512-BF16); code
     /// that calls it requires `avx512bf16`, and has no other path.
     GemmPairsBf16,
+    /// `uint64_t f(const float *src, float *dst, uint64_t n)`: `dst[i] = 1 / (1 + exp(-src[i]))`
+    /// for `n` elements, the reference's sigmoid with the contract's [`crate::math::exp_f32`]
+    /// (the same bits as the inline code), in the runtime's widest vectors; returns `n`. `src`
+    /// and `dst` do not overlap. The JIT's elementwise kernels (SiLU's `x · sigmoid(x)`) call it
+    /// a block of a row at a time.
+    SigmoidArrayF32,
 }
 
 /// The operands of [`Libcall::DepthwiseRow`] that are fixed for a kernel call (`uint64_t`
@@ -259,7 +265,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 25] = [
+    pub const ALL: [Libcall; 26] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -285,6 +291,7 @@ impl Libcall {
         Libcall::DepthwiseRow,
         Libcall::ExpArrayF32,
         Libcall::GemmPairsBf16,
+        Libcall::SigmoidArrayF32,
     ];
 
     /// The C parameter types and result type.
@@ -297,7 +304,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),

@@ -33,8 +33,9 @@ pub const MAGIC: &[u8; 8] = b"F16CART\n";
 /// `WidenF16`, which code compiled since calls (a version-1 runtime's table lacks it); 3: it
 /// gained `NarrowF16` in the same way; 4: and `NarrowF16Canonical` and `RoundF16`; 5:
 /// `DepthwiseRow`; 6: `ExpArrayF32`, and the kernels' summaries and plans in the manifest; 7:
-/// `GemmPairsBf16`; 8: the word-wise [`Checksum`] instead of FNV-1a over bytes.
-pub const FORMAT_VERSION: u32 = 8;
+/// `GemmPairsBf16`; 8: the word-wise [`Checksum`] instead of FNV-1a over bytes; 9:
+/// `SigmoidArrayF32`.
+pub const FORMAT_VERSION: u32 = 9;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 48;
 /// Alignment of every constant inside the constants section (and of the memory the runtime
@@ -560,8 +561,8 @@ mod tests {
         assert!(matches!(Artifact::from_bytes(&bytes[..30]), Err(ArtifactError::Truncated(_))));
         assert!(matches!(Artifact::from_bytes(&bytes[..bytes.len() - 1]), Err(ArtifactError::Truncated(_))));
         let mut v = bytes.clone();
-        v[8] = 9;
-        assert!(matches!(Artifact::from_bytes(&v), Err(ArtifactError::Version { found: 9 })));
+        v[8] = FORMAT_VERSION as u8 + 1;
+        assert!(matches!(Artifact::from_bytes(&v), Err(ArtifactError::Version { found }) if found == FORMAT_VERSION + 1));
         let mut c = bytes.clone();
         let last = c.len() - 1;
         c[last] ^= 1;

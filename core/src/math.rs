@@ -105,7 +105,10 @@ pub fn exp_f32(x: f32) -> f32 {
     let c = r - rr * horner(&EXP_P, rr);
     let y = 1.0 + ((r * c / (2.0 - c) - lo) + hi);
     // y·2^k in two exact-range steps (k/2 and k − k/2 are normal exponents; one rounding).
-    let ki = k as i32;
+    // k as an integer, read from the bits of k + 1.5·2^23 (exact: k is integral and |k| ≤ 150),
+    // not by `as`, whose saturation LLVM turns into a scalar conversion per lane. (For a NaN
+    // the value is meaningless and discarded below.)
+    let ki = ((k + 12_582_912.0).to_bits() as i32).wrapping_sub(0x4b40_0000);
     let a = ki >> 1;
     let b = ki - a;
     let e = (y * pow2(a)) * pow2(b);

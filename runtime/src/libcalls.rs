@@ -76,6 +76,12 @@ libcalls! {
         exp_array(src, dst);
         n
     },
+    SigmoidArrayF32 => |src: *const f32, dst: *mut f32, n: u64| -> u64 {
+        // SAFETY: as ExpArrayF32's.
+        let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
+        sigmoid_array(src, dst);
+        n
+    },
     GemmPairsBf16 => |a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64| -> u64 {
         // SAFETY: the generated code passes pointers and sizes by the libcall's contract.
         unsafe { crate::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
@@ -262,6 +268,29 @@ mod tests {
         unsafe { std::mem::transmute::<usize, extern "C" fn(*const f16, *mut f32, u64) -> u64>(f) }
     }
 
+    /// The wide exp and sigmoid loops give the scalar contract's bits (the exp by
+    /// [`f16c_core::math::exp_f32`], the sigmoid as the reference writes it) on a spread of
+    /// every kind of f32: one bit pattern in 251, NaNs, infinities, zeros, the clamp bounds.
+    #[test]
+    fn the_wide_exp_and_sigmoid_give_the_scalar_bits() {
+        let mut src: Vec<f32> = (0..=u32::MAX / 251).map(|i| f32::from_bits(i.wrapping_mul(251))).collect();
+        src.extend([f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 88.7, 89.0, -103.9, -104.0, -87.3]);
+        let call = |lc: Libcall, src: &[f32]| {
+            // SAFETY: both entries have this signature (the macro defines them so).
+            let f = unsafe { std::mem::transmute::<usize, extern "C" fn(*const f32, *mut f32, u64) -> u64>(table()[lc as usize]) };
+            let mut dst = vec![0f32; src.len()];
+            assert_eq!(f(src.as_ptr(), dst.as_mut_ptr(), src.len() as u64), src.len() as u64);
+            dst
+        };
+        let (exp, sigmoid) = (call(Libcall::ExpArrayF32, &src), call(Libcall::SigmoidArrayF32, &src));
+        for (i, &x) in src.iter().enumerate() {
+            let want_exp = f16c_core::math::exp_f32(x);
+            let want_sigmoid = 1.0 / (1.0 + f16c_core::math::exp_f32(-x));
+            assert_eq!(exp[i].to_bits(), want_exp.to_bits(), "exp({x:e}) ({:#x})", x.to_bits());
+            assert_eq!(sigmoid[i].to_bits(), want_sigmoid.to_bits(), "sigmoid({x:e}) ({:#x})", x.to_bits());
+        }
+    }
+
     #[test]
     fn widening_in_bulk_gives_half_s_bits_for_every_f16() {
         // Every bit pattern (NaNs with their payloads, subnormals, ±0, ±inf), in calls of
@@ -400,4 +429,39 @@ unsafe fn exp_array_avx512(src: &[f32], dst: &mut [f32]) {
 #[target_feature(enable = "avx2")]
 unsafe fn exp_array_avx2(src: &[f32], dst: &mut [f32]) {
     exp_loop(src, dst);
+}
+
+/// `dst[i] = 1 / (1 + exp_f32(-src[i]))` (the reference's sigmoid), compiled as [`exp_array`] is.
+fn sigmoid_array(src: &[f32], dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            return unsafe { sigmoid_array_avx512(src, dst) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked above).
+            return unsafe { sigmoid_array_avx2(src, dst) };
+        }
+    }
+    sigmoid_loop(src, dst);
+}
+
+#[inline(always)]
+fn sigmoid_loop(src: &[f32], dst: &mut [f32]) {
+    for (y, &x) in dst.iter_mut().zip(src) {
+        *y = 1.0 / (1.0 + f16c_core::math::exp_f32(-x));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn sigmoid_array_avx512(src: &[f32], dst: &mut [f32]) {
+    sigmoid_loop(src, dst);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sigmoid_array_avx2(src: &[f32], dst: &mut [f32]) {
+    sigmoid_loop(src, dst);
 }

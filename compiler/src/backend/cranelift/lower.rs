@@ -81,6 +81,8 @@ impl<'p> Context<'p> {
     // -----------------------------------------------------------------------------------------
 
     fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
+        /// Columns of a row whose sigmoid one runtime call computes (16 KiB of scratch).
+        const SIGMOID_BLOCK: usize = 4096;
         const STAGED_ROW_MAX: usize = 1 << 14;
         let rank = e.shape.len();
         let inner = e.shape[rank - 1];
@@ -108,6 +110,24 @@ impl<'p> Context<'p> {
                     scratch += inner * 4;
                 }
             }
+        }
+        // A sigmoid of an f32 input read along the row (SiLU's `x · sigmoid(x)`): the runtime's
+        // wide loop ([`Libcall::SigmoidArrayF32`], the same bits) computes it a block of the row
+        // at a time into scratch, and the four-lane loop reads it from there.
+        let sigmoid = (vector && !narrowed && scratch == 0 && inner >= SIGMOID_BLOCK)
+            .then(|| {
+                e.expr.ops.iter().position(|op| {
+                    let a = op.args[0];
+                    matches!(op.kind, crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Sigmoid))
+                        && op.dtype == DType::F32
+                        && a < e.inputs.len()
+                        && e.inputs[a].dtype == DType::F32
+                        && e.inputs[a].strides[rank - 1] == 1
+                })
+            })
+            .flatten();
+        if sigmoid.is_some() {
+            scratch = SIGMOID_BLOCK * 4;
         }
         self.layout.scratch(scratch);
         let e = e.clone();
@@ -152,7 +172,8 @@ impl<'p> Context<'p> {
                         });
                     }
                     let err = std::cell::Cell::new(None);
-                    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
+                    // Four lanes at column `j`, with op `given.0`'s value `given.1` when given.
+                    let lanes = |fx: &mut Fx, j: Value, given: Option<(usize, Value)>| {
                         let args: Vec<Value> = (0..e.inputs.len())
                             .map(|k| match splats[k] {
                                 Some(s) => s,
@@ -166,12 +187,44 @@ impl<'p> Context<'p> {
                                 }
                             })
                             .collect();
-                        match eval_with(fx, &e.expr, args, deferral.as_ref()) {
+                        match eval_given(fx, &e.expr, args, deferral.as_ref(), given) {
                             Ok(v) => put(fx, out_off, j, v, true),
                             Err(m) => err.set(Some(m)),
                         }
-                        vec![]
-                    });
+                    };
+                    match sigmoid {
+                        Some(op) => {
+                            // Blocks of SIGMOID_BLOCK columns, then the rest of the vector part.
+                            let x = e.expr.ops[op].args[0];
+                            let block = |fx: &mut Fx, b0: Value, len: usize| {
+                                let at = fx.b.ins().iadd(offsets[x], b0);
+                                let src = fx.addr(bases[x], at, 4);
+                                let n = fx.i(len as i64);
+                                fx.libcall(Libcall::SigmoidArrayF32, &[src, fx.scratch, n]);
+                                fx.for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+                                    let s = fx.load4(DType::F32, fx.scratch, j);
+                                    let col = fx.b.ins().iadd(b0, j);
+                                    lanes(fx, col, Some((op, s)));
+                                    vec![]
+                                });
+                            };
+                            let whole = vec_end / SIGMOID_BLOCK * SIGMOID_BLOCK;
+                            fx.for_n(0, whole as i64, SIGMOID_BLOCK as i64, &[], |fx, b0, _| {
+                                block(fx, b0, SIGMOID_BLOCK);
+                                vec![]
+                            });
+                            if vec_end > whole {
+                                let b0 = fx.i(whole as i64);
+                                block(fx, b0, vec_end - whole);
+                            }
+                        }
+                        None => {
+                            fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
+                                lanes(fx, j, None);
+                                vec![]
+                            });
+                        }
+                    }
                     if let Some(m) = err.take() {
                         *failure.borrow_mut() = Some(m);
                     }
@@ -698,8 +751,17 @@ impl<'p> Context<'p> {
 /// the rounding that `deferral` leaves to the narrowing of the result (its bounds evaluated on
 /// the unrounded value).
 pub fn eval_with(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<&Deferral>) -> Result<Value, String> {
+    eval_given(fx, expr, inputs, deferral, None)
+}
+
+/// [`eval_with`], with op `given.0`'s value already computed (`given.1`).
+pub fn eval_given(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<&Deferral>, given: Option<(usize, Value)>) -> Result<Value, String> {
     let mut values = inputs;
     for (i, op) in expr.ops.iter().enumerate() {
+        if let Some((_, v)) = given.filter(|&(g, _)| g == i) {
+            values.push(v);
+            continue;
+        }
         let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
         let types = expr.arg_types(op);
         // A clamp's two bounds, its maximum first.
