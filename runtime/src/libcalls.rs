@@ -393,75 +393,51 @@ mod tests {
     }
 }
 
-/// `dst[i] = exp_f32(src[i])`, compiled for the widest vectors this CPU has: the function is
-/// straight-line f32 arithmetic with selects, which LLVM vectorises without changing a bit
-/// (no fast-math, no FMA contraction).
+/// `dst[i] = exp_f32(src[i])`, in the widest vectors this CPU has ([`map_wide`]).
 fn exp_array(src: &[f32], dst: &mut [f32]) {
+    map_wide(src, dst, f16c_core::math::exp_f32);
+}
+
+/// `dst[i] = 1 / (1 + exp_f32(-src[i]))` (the reference's sigmoid), as [`exp_array`].
+fn sigmoid_array(src: &[f32], dst: &mut [f32]) {
+    map_wide(src, dst, |x| 1.0 / (1.0 + f16c_core::math::exp_f32(-x)));
+}
+
+/// `dst[i] = f(src[i])`, compiled for the widest vectors this CPU has: `f` is straight-line f32
+/// arithmetic with selects (the contract's functions), which LLVM vectorises without changing
+/// a bit (no fast-math, no FMA contraction).
+#[inline(always)]
+fn map_wide(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F (checked above).
-            return unsafe { exp_array_avx512(src, dst) };
+            return unsafe { map_avx512(src, dst, f) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { exp_array_avx2(src, dst) };
+            return unsafe { map_avx2(src, dst, f) };
         }
     }
-    exp_loop(src, dst);
+    map_loop(src, dst, f);
 }
 
 /// The loop itself, inlined into each instruction set's function so that each is compiled for it.
 #[inline(always)]
-fn exp_loop(src: &[f32], dst: &mut [f32]) {
+fn map_loop(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
     for (y, &x) in dst.iter_mut().zip(src) {
-        *y = f16c_core::math::exp_f32(x);
+        *y = f(x);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn exp_array_avx512(src: &[f32], dst: &mut [f32]) {
-    exp_loop(src, dst);
+unsafe fn map_avx512(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
+    map_loop(src, dst, f);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn exp_array_avx2(src: &[f32], dst: &mut [f32]) {
-    exp_loop(src, dst);
-}
-
-/// `dst[i] = 1 / (1 + exp_f32(-src[i]))` (the reference's sigmoid), compiled as [`exp_array`] is.
-fn sigmoid_array(src: &[f32], dst: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked above).
-            return unsafe { sigmoid_array_avx512(src, dst) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { sigmoid_array_avx2(src, dst) };
-        }
-    }
-    sigmoid_loop(src, dst);
-}
-
-#[inline(always)]
-fn sigmoid_loop(src: &[f32], dst: &mut [f32]) {
-    for (y, &x) in dst.iter_mut().zip(src) {
-        *y = 1.0 / (1.0 + f16c_core::math::exp_f32(-x));
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn sigmoid_array_avx512(src: &[f32], dst: &mut [f32]) {
-    sigmoid_loop(src, dst);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn sigmoid_array_avx2(src: &[f32], dst: &mut [f32]) {
-    sigmoid_loop(src, dst);
+unsafe fn map_avx2(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
+    map_loop(src, dst, f);
 }
