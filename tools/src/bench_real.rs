@@ -219,3 +219,32 @@ fn peer_side(r: &Request, name: &str) -> Vec<Timing> {
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{discover, error};
+
+    #[test]
+    fn discovers_exported_models_and_says_how_to_export_when_none() {
+        let dir = std::env::temp_dir().join(format!("f16c-bench-real-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = discover(&dir, None).unwrap_err().to_string();
+        assert!(empty.contains("scripts/gpu_models.py"), "{empty}");
+        for f in ["net.tosa.mlir", "net.in0.npy", "net.torch.npy", "half.tosa.mlir", "half.in0.npy", "other.tosa.mlir", "other.in0.npy", "other.torch.npy"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let all = discover(&dir, None).unwrap();
+        let only = discover(&dir, Some(&"oth".to_string())).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(all, vec!["net".to_string(), "other".to_string()], "a model without PyTorch's output is left out");
+        assert_eq!(only, vec!["other".to_string()]);
+    }
+
+    #[test]
+    fn the_error_is_relative_to_the_peak_and_infinite_for_non_finite_outputs() {
+        let t = |v: Vec<f32>| f16c_dialect::Tensor::from_f32(vec![v.len()], v).unwrap();
+        assert_eq!(error(&t(vec![1.0, -4.5]), &t(vec![1.0, -4.0])), 0.5 / 4.0);
+        assert_eq!(error(&t(vec![f32::NAN, 0.0]), &t(vec![1.0, 2.0])), f64::INFINITY);
+        assert!(error(&t(vec![1.0]), &t(vec![1.0, 2.0])).is_nan(), "a shape mismatch is no number");
+    }
+}
