@@ -97,7 +97,7 @@ pub(crate) fn llvm_executor(g: &Graph, llvm: &llvm_cpu::LlvmCpuBackend, threads:
 }
 
 /// `source`'s chosen function after the precision pipeline of `options`.
-pub(crate) fn prepared(source: &str, name: &str, options: &CompileOptions) -> anyhow::Result<Graph> {
+fn prepared(source: &str, name: &str, options: &CompileOptions) -> anyhow::Result<Graph> {
     let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
     f16c_jit::prepare(&mut module, options)?;
     let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;

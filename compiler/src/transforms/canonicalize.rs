@@ -248,9 +248,7 @@ impl Canonicalize {
         g.node_mut(id).op = Op::Reduce { kind, axis: perms[axis] };
         g.set_operand(id, 0, inner);
         g.node_mut(id).ty = ValueType::Tensor(TensorType::new(out.dtype, shape));
-        let t = g.add_node(Op::Transpose { perms }, ValueType::Tensor(out), &[id], g.location(id));
-        g.replace_all_uses(id, t);
-        g.set_operand(t, 0, id);
+        transpose_below(g, id, perms, out);
         true
     }
 
@@ -311,12 +309,18 @@ impl Canonicalize {
         }
         let shape = inverse.iter().map(|&i| out.shape[i]).collect::<Vec<_>>();
         g.node_mut(id).ty = ValueType::Tensor(TensorType::new(out.dtype, shape));
-        let t = g.add_node(Op::Transpose { perms }, ValueType::Tensor(out), &[id], loc);
-        // Every use of `id` (results included) moves to `t`, then `t` reads `id` again.
-        g.replace_all_uses(id, t);
-        g.set_operand(t, 0, id);
+        transpose_below(g, id, perms, out);
         true
     }
+}
+
+/// Puts a transpose by `perms` (of type `out`) after `id`, which already computes the
+/// untransposed value: every use of `id` (results included) moves to the transpose, which then
+/// reads `id`.
+fn transpose_below(g: &mut Graph, id: NodeId, perms: Vec<usize>, out: TensorType) {
+    let t = g.add_node(Op::Transpose { perms }, ValueType::Tensor(out), &[id], g.location(id));
+    g.replace_all_uses(id, t);
+    g.set_operand(t, 0, id);
 }
 
 /// Shrinks the splat constants the broadcasting op `id` reads (see the module comment): each
@@ -457,7 +461,6 @@ fn square_or_cube(g: &mut Graph, id: NodeId) -> bool {
     true
 }
 
-/// Identity and chain rewrites at `id`.
 /// A transpose that moves only axes of size 1 (the other axes keep their order) moves no
 /// element: it becomes a reshape (no copy).
 fn moves_unit_axes_only(g: &mut Graph, id: NodeId, perms: &[usize]) -> bool {
@@ -472,6 +475,7 @@ fn moves_unit_axes_only(g: &mut Graph, id: NodeId, perms: &[usize]) -> bool {
     true
 }
 
+/// Identity and chain rewrites at `id`.
 fn simplify(g: &mut Graph, id: NodeId) -> bool {
     let operands = g.operands(id);
     match g.op(id).clone() {
