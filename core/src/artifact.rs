@@ -139,6 +139,37 @@ pub struct Step {
     /// How a GPU launches it (GPU artifacts only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<Launch>,
+    /// This step and the ones after it run block by block (CPU artifacts only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<Interleave>,
+}
+
+/// Steps that run block by block: block `b` of each step in order, then block `b + 1`. Each
+/// step's work items split into `blocks` equal blocks, and block `b` of a step reads only what
+/// blocks `..= b` of the steps before it in the group wrote (an attention's scores for a band
+/// of query rows, then their softmax, then their products with the values: the band stays in
+/// cache between them). The results are those of running the steps one after the other; a
+/// runtime that ignores the field runs them so.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interleave {
+    /// Steps in the group, this one first.
+    pub steps: usize,
+    /// Blocks each step's work splits into.
+    pub blocks: usize,
+    /// Slots the group alone writes and reads, block `b` only bytes `b · bytes ..< (b + 1) ·
+    /// bytes` of each: a runtime may give each thread one block's worth and point the slot at
+    /// it, moved back by `b · bytes` for block `b`, so that they never leave the cache.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<Window>,
+}
+
+/// A slot of an [`Interleave`]d group that each block uses a window of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    /// The slot (an arena one).
+    pub slot: usize,
+    /// Bytes per block.
+    pub bytes: usize,
 }
 
 /// The launch configuration of a GPU step: a grid of blocks of threads, with static shared
@@ -491,6 +522,19 @@ impl Manifest {
                 }
                 _ => {}
             }
+            if let Some(g) = &s.interleave {
+                let group = self.steps.get(i..i + g.steps).filter(|_| g.steps >= 1 && g.blocks >= 1);
+                let Some(group) = group else { return bad(format!("step {i} interleaves {} steps in {} blocks", g.steps, g.blocks)) };
+                if self.code_format == CodeFormat::Ptx || group.iter().enumerate().any(|(j, t)| t.work % g.blocks != 0 || (j > 0 && t.interleave.is_some())) {
+                    return bad(format!("step {i}: the {} steps it interleaves cannot split into {} blocks", g.steps, g.blocks));
+                }
+                for w in &g.windows {
+                    let fits = matches!(self.slots.get(w.slot), Some(Slot::Arena { bytes, .. }) if w.bytes.checked_mul(g.blocks).is_some_and(|all| all <= *bytes));
+                    if !fits || w.bytes == 0 {
+                        return bad(format!("step {i}: window of {} bytes per block on slot {} does not fit it {} times", w.bytes, w.slot, g.blocks));
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -545,7 +589,7 @@ mod tests {
                 scratch_bytes: 0,
                 kernels: vec![KernelInfo { name: "k0_add".into(), op: "tosa.add".into(), location: "a.mlir:1:1".into(), summary: String::new(), plan: String::new() }],
                 symbols: vec!["f16c_k0_add".into()],
-                steps: vec![Step { function: 0, work: 1, cost: 4.0, kernel: 0, launch: None }],
+                steps: vec![Step { function: 0, work: 1, cost: 4.0, kernel: 0, launch: None, interleave: None }],
             },
             code: vec![1, 2, 3],
             constants: vec![0; 16],
@@ -581,6 +625,25 @@ mod tests {
         a.manifest.outputs[0].slot = 0;
         a.manifest.inputs[0].shape = vec![1];
         assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+        // Interleaved steps: a group within the steps, whole blocks, windows inside arena slots.
+        let group = |steps, blocks, windows: Vec<Window>| {
+            let mut a = sample();
+            a.manifest.steps[0].work = 4;
+            a.manifest.steps[0].interleave = Some(Interleave { steps, blocks, windows });
+            Artifact::from_bytes(&a.to_bytes())
+        };
+        assert!(group(1, 2, vec![Window { slot: 2, bytes: 8 }]).is_ok());
+        for (steps, blocks, windows) in [
+            (2, 2, vec![]),
+            (1, 3, vec![]),
+            (1, 0, vec![]),
+            (1, 2, vec![Window { slot: 2, bytes: 9 }]),
+            (1, 2, vec![Window { slot: 1, bytes: 4 }]),
+            (1, 2, vec![Window { slot: 2, bytes: 0 }]),
+        ] {
+            let what = format!("{steps} steps, {blocks} blocks, {windows:?}");
+            assert!(matches!(group(steps, blocks, windows), Err(ArtifactError::Inconsistent(_))), "{what}");
+        }
     }
 
     /// Found by `f16c-fuzz fuzz --target=artifact`: sizes that overflowed (a panic) while the

@@ -53,9 +53,12 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 }
 
 // A softmax's rows, four per work item: each row's sum in index order, the four rows' chains
-// interleaved; the maximum in eight chains of its own where the row is long enough (37).
-// ROWS: strategy: 4 rows of 37 per work item, each row's sums in index order, the rows' chains interleaved, maxima/minima in 8 chains
-func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
+// interleaved; the elementwise stages in two loops over the row (sub and exp before the sum,
+// the scaling after it); the maximum in eight chains of its own where the row is long enough
+// (37), and in four vector chains of sixteen lanes where it fills them twice (a row of 300).
+// ROWS: strategy: 4 rows of 37 per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in 2 loops, maxima/minima in 8 chains
+// ROWS: strategy: 4 rows of 300 per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in 2 loops, maxima/minima in 4 chains of 16 lanes
+func.func @softmax(%x: tensor<5x37xf32>, %x2: tensor<3x300xf32>) -> (tensor<5x37xf32>, tensor<3x300xf32>) {
   %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
   %d = tosa.sub %x, %m : (tensor<5x37xf32>, tensor<5x1xf32>) -> tensor<5x37xf32>
   %e = tosa.exp %d : (tensor<5x37xf32>) -> tensor<5x37xf32>
@@ -63,5 +66,11 @@ func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
   %r = tosa.reciprocal %s : (tensor<5x1xf32>) -> tensor<5x1xf32>
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %y = tosa.mul %e, %r, %shift : (tensor<5x37xf32>, tensor<5x1xf32>, tensor<1xi8>) -> tensor<5x37xf32>
-  return %y : tensor<5x37xf32>
+  %m2 = tosa.reduce_max %x2 {axis = 1 : i32} : (tensor<3x300xf32>) -> tensor<3x1xf32>
+  %d2 = tosa.sub %x2, %m2 : (tensor<3x300xf32>, tensor<3x1xf32>) -> tensor<3x300xf32>
+  %e2 = tosa.exp %d2 : (tensor<3x300xf32>) -> tensor<3x300xf32>
+  %s2 = tosa.reduce_sum %e2 {axis = 1 : i32} : (tensor<3x300xf32>) -> tensor<3x1xf32>
+  %r2 = tosa.reciprocal %s2 : (tensor<3x1xf32>) -> tensor<3x1xf32>
+  %y2 = tosa.mul %e2, %r2, %shift : (tensor<3x300xf32>, tensor<3x1xf32>, tensor<1xi8>) -> tensor<3x300xf32>
+  return %y, %y2 : tensor<5x37xf32>, tensor<3x300xf32>
 }

@@ -23,10 +23,21 @@ use std::any::Any;
 /// (BENCHMARKS.md, issue 13).
 pub const PARALLEL_MIN_COST: f64 = 5.0e4;
 
-/// One part of a step for a pool thread: the kernel, its table, work items `begin..end`, its
-/// scratch, the libcall table. The pointers stay valid until the step has collected every part.
+/// One part of a step for a pool thread: its calls, its table, its scratch, the libcall table.
+/// The pointers stay valid until the step has collected every part.
 struct Part {
-    f: KernelFn,
+    /// Blocks `begin..end`; block `b` calls each kernel of `calls` in order over its work items
+    /// `b · per ..< (b + 1) · per` (a plain step: one kernel, one item per block).
+    calls: SendPtr<Call>,
+    count: usize,
+    /// Null, or (profiling an interleaved group) nanoseconds spent per call, added to.
+    spent: SendPtr<std::sync::atomic::AtomicU64>,
+    /// An interleaved group's windows ([`f16c_core::artifact::Window`]) and where this part's
+    /// are: before block `b`, each window's slot in `table` (then this part's own copy) points
+    /// at its place in `window_memory`, moved back by `b` blocks.
+    windows: SendPtr<(usize, usize, usize)>,
+    window_count: usize,
+    window_memory: SendPtr<u8>,
     table: SendPtr<*mut u8>,
     begin: u64,
     end: u64,
@@ -34,15 +45,50 @@ struct Part {
     rt: SendPtr<usize>,
 }
 
+/// A kernel and its work items per block.
+#[derive(Clone, Copy)]
+struct Call {
+    f: KernelFn,
+    per: u64,
+}
+
 impl Part {
-    /// Runs the part.
+    /// Runs the part; returns the first failing status.
     ///
     /// # Safety
-    /// Its pointers must be valid (the table's slots, scratch and libcall table of a live
-    /// run) and no other part may write the same output elements.
+    /// Its pointers must be valid (the calls, the table's slots, scratch and libcall table of a
+    /// live run) and no other part may write the same output elements.
     unsafe fn run(&self) -> i32 {
-        // SAFETY: the caller's contract.
-        unsafe { (self.f)(self.table.0, self.begin, self.end, self.scratch.0 as *mut u8, self.rt.0) }
+        // SAFETY: the caller's contract: `calls` holds `count` calls.
+        let calls = unsafe { std::slice::from_raw_parts(self.calls.0, self.count) };
+        if let [c] = calls {
+            // SAFETY: the caller's contract.
+            return unsafe { (c.f)(self.table.0, self.begin * c.per, self.end * c.per, self.scratch.0 as *mut u8, self.rt.0) };
+        }
+        // SAFETY: the caller's contract: `spent` is null or holds `count` counters.
+        let spent = (!self.spent.0.is_null()).then(|| unsafe { std::slice::from_raw_parts(self.spent.0, self.count) });
+        // SAFETY: the caller's contract: `windows` holds `window_count` (slot, bytes, offset).
+        let windows = unsafe { std::slice::from_raw_parts(self.windows.0, self.window_count) };
+        let mut status = Status::Ok as i32;
+        for b in self.begin..self.end {
+            for &(slot, bytes, offset) in windows {
+                let at = (self.window_memory.0 as *mut u8).wrapping_add(offset).wrapping_sub(b as usize * bytes);
+                // SAFETY: with windows, the table is this part's own copy, `slot` inside it.
+                unsafe { *(self.table.0 as *mut *mut u8).add(slot) = at };
+            }
+            for (i, c) in calls.iter().enumerate() {
+                let t0 = spent.map(|_| std::time::Instant::now());
+                // SAFETY: the caller's contract.
+                let s = unsafe { (c.f)(self.table.0, b * c.per, (b + 1) * c.per, self.scratch.0 as *mut u8, self.rt.0) };
+                if let (Some(spent), Some(t0)) = (spent, t0) {
+                    spent[i].fetch_add(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+                }
+                if status == Status::Ok as i32 {
+                    status = s;
+                }
+            }
+        }
+        status
     }
 }
 
@@ -215,11 +261,27 @@ impl Aligned {
         Aligned(vec![Line([0; 64]); bytes.div_ceil(64).max(1)])
     }
 
+    /// `bytes` for a run's intermediates (at least one line), which no kernel may read before
+    /// writing: zero in release builds (pages the kernel maps lazily); in debug builds, where the
+    /// test suites run, every byte 0xFF (NaN floats, -1 integers), so that a kernel relying
+    /// on zeroed memory fails the parity suites instead of working by chance.
+    pub fn for_writing(bytes: usize) -> Aligned {
+        if cfg!(debug_assertions) {
+            Aligned(vec![Line([0xFF; 64]); bytes.div_ceil(64).max(1)])
+        } else {
+            Aligned::zeroed(bytes)
+        }
+    }
+
     /// A copy of `b`.
     pub fn from_bytes(b: &[u8]) -> Aligned {
         let mut a = Aligned::zeroed(b.len());
         a.bytes_mut()[..b.len()].copy_from_slice(b);
         a
+    }
+
+    fn len(&self) -> usize {
+        self.0.len() * 64
     }
 
     fn ptr(&self) -> *mut u8 {
@@ -253,13 +315,27 @@ pub struct Executor {
     /// The threads that run the other parts of split steps, made on first use. A run that
     /// finds them busy (another thread is running the model) spawns its own for the step.
     pool: std::sync::Mutex<Option<Pool>>,
+    /// The arena and per-thread scratch of the last run, kept for the next: a fresh arena
+    /// costs a page fault and a zeroed page per 4 KiB at every run (about a tenth of a Whisper
+    /// encoder's run, 110 MB of intermediates). A run that finds them busy (another thread
+    /// is running the model) allocates its own.
+    memory: std::sync::Mutex<RunMemory>,
     /// Keeps the code mapped (a JIT module, a loaded shared object).
     _code: Box<dyn Any + Send + Sync>,
 }
 
+/// A run's mutable memory: its arena and each thread's scratch.
+#[derive(Default)]
+struct RunMemory {
+    arena: Option<Aligned>,
+    scratch: Vec<Aligned>,
+    /// Per thread, the windows of interleaved groups (as large as the largest group needs).
+    windows: Vec<Aligned>,
+}
+
 // SAFETY: the function pointers point into code owned by `_code`, which lives as long as the
-// executor and is never modified; constants are immutable after construction. Runs allocate
-// their own mutable memory.
+// executor and is never modified; constants are immutable after construction. A run's
+// mutable memory is its own (held under `memory`'s lock, or allocated for it).
 unsafe impl Send for Executor {}
 unsafe impl Sync for Executor {}
 
@@ -295,7 +371,7 @@ impl Executor {
         let inputs = manifest.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = manifest.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
         let profile = profiling().then(|| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
-        let mut e = Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), _code: code };
+        let mut e = Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), memory: std::sync::Mutex::default(), _code: code };
         match std::env::var_os("F16C_NATIVE_TILES") {
             Some(v) if v == "0" => e.set_native_tiles(false),
             Some(v) if v == "avx2" => e.limit_native_to_avx2(),
@@ -349,7 +425,10 @@ impl Executor {
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         let m = &self.manifest;
         f16c_core::tensor::check_inputs(&m.function, &self.inputs, inputs).map_err(RuntimeError::BadInput)?;
-        let arena = Aligned::zeroed(m.arena_bytes);
+        let mut held = self.memory.try_lock().ok();
+        let mut own = RunMemory::default();
+        let memory: &mut RunMemory = held.as_deref_mut().unwrap_or(&mut own);
+        let arena = &*memory.arena.get_or_insert_with(|| Aligned::for_writing(m.arena_bytes));
         let table: Vec<*mut u8> = m
             .slots
             .iter()
@@ -364,30 +443,68 @@ impl Executor {
             })
             .collect();
         let rt = &self.rt;
-        let mut scratch: Vec<Aligned> = vec![Aligned::zeroed(m.scratch_bytes)];
+        let scratch = &mut memory.scratch;
+        if scratch.is_empty() {
+            scratch.push(Aligned::for_writing(m.scratch_bytes));
+        }
         let mut times = self.profile.as_ref().map(|_| vec![std::time::Duration::ZERO; m.kernels.len()]);
-        for step in &m.steps {
+        let mut at = 0;
+        while at < m.steps.len() {
+            let step = &m.steps[at];
+            // A plain step is one block of its whole work; an interleaved group, its blocks.
+            let (group, blocks, windows) = match &step.interleave {
+                Some(g) => (&m.steps[at..at + g.steps], g.blocks, g.windows.as_slice()),
+                None => (std::slice::from_ref(step), 1, &[][..]),
+            };
+            at += group.len();
+            // A plain step's parts are runs of its items; a group's, runs of its blocks.
+            let per = |s: &f16c_core::artifact::Step| if s.interleave.is_none() && group.len() == 1 { 1 } else { (s.work / blocks) as u64 };
+            let calls: Vec<Call> = group.iter().map(|s| Call { f: self.functions[s.function].expect("checked in new"), per: per(s) }).collect();
+            let spent: Vec<std::sync::atomic::AtomicU64> = if times.is_some() && group.len() > 1 { group.iter().map(|_| Default::default()).collect() } else { Vec::new() };
+            let (work, cost) = if blocks == 1 { (step.work, step.cost) } else { (blocks, group.iter().map(|s| s.cost).sum()) };
             let started = times.as_ref().map(|_| std::time::Instant::now());
-            let f = self.functions[step.function].expect("checked in new");
-            let threads = if step.cost >= PARALLEL_MIN_COST { self.threads.min(step.work) } else { 1 };
+            let threads = if cost >= PARALLEL_MIN_COST { self.threads.min(work) } else { 1 };
             while scratch.len() < threads {
-                scratch.push(Aligned::zeroed(m.scratch_bytes));
+                scratch.push(Aligned::for_writing(m.scratch_bytes));
             }
+            // Windows: (slot, bytes per block, offset in a thread's window memory), and each
+            // part's own table.
+            let mut placed = Vec::with_capacity(windows.len());
+            let mut window_bytes = 0;
+            for w in windows {
+                placed.push((w.slot, w.bytes, window_bytes));
+                window_bytes += w.bytes.next_multiple_of(64);
+            }
+            let window_memory = &mut memory.windows;
+            if window_bytes > 0 {
+                if window_memory.first().is_some_and(|w| w.len() < window_bytes) {
+                    window_memory.clear();
+                }
+                while window_memory.len() < threads {
+                    window_memory.push(Aligned::for_writing(window_bytes));
+                }
+            }
+            let tables: Vec<Vec<*mut u8>> = if placed.is_empty() { Vec::new() } else { (0..threads).map(|_| table.clone()).collect() };
+            // Contiguous runs of work items (blocks), one per thread; this thread runs the first.
+            let chunk = work.div_ceil(threads);
+            let part = |t: usize| Part {
+                calls: SendPtr(calls.as_ptr()),
+                count: calls.len(),
+                spent: SendPtr(if spent.is_empty() { std::ptr::null() } else { spent.as_ptr() }),
+                windows: SendPtr(placed.as_ptr()),
+                window_count: placed.len(),
+                window_memory: SendPtr(if placed.is_empty() { std::ptr::null() } else { window_memory[t].ptr() as *const u8 }),
+                table: SendPtr(if placed.is_empty() { table.as_ptr() } else { tables[t].as_ptr() }),
+                begin: (t * chunk) as u64,
+                end: ((t + 1) * chunk).min(work) as u64,
+                scratch: SendPtr(scratch[t].ptr() as *const u8),
+                rt: SendPtr(rt.as_ptr()),
+            };
             let status = if threads <= 1 {
-                // SAFETY: the table holds a valid address for every slot the function uses,
-                // each of the size the manifest says (inputs were checked above).
-                unsafe { f(table.as_ptr(), 0, step.work as u64, scratch[0].ptr(), rt.as_ptr()) }
+                // SAFETY: the table holds a valid address for every slot the functions use, each
+                // of the size the manifest says (inputs were checked above).
+                unsafe { part(0).run() }
             } else {
-                // Contiguous runs of work items, one per thread; this thread runs the first.
-                let chunk = step.work.div_ceil(threads);
-                let part = |t: usize| Part {
-                    f,
-                    table: SendPtr(table.as_ptr()),
-                    begin: (t * chunk) as u64,
-                    end: ((t + 1) * chunk).min(step.work) as u64,
-                    scratch: SendPtr(scratch[t].ptr() as *const u8),
-                    rt: SendPtr(rt.as_ptr()),
-                };
                 let (first, others): (Part, Vec<Part>) = (part(0), (1..threads).map(part).collect());
                 // SAFETY (every `run` below): as above; the parts write disjoint output
                 // elements, and each is finished before this step ends.
@@ -407,7 +524,13 @@ impl Executor {
                 }
             };
             if let (Some(times), Some(t0)) = (times.as_mut(), started) {
-                times[step.kernel] += t0.elapsed();
+                // A group's time goes to its steps' kernels in the shares their calls took.
+                let wall = t0.elapsed();
+                let each: Vec<f64> = spent.iter().map(|n| n.load(std::sync::atomic::Ordering::Relaxed) as f64).collect();
+                let total: f64 = each.iter().sum::<f64>().max(1.0);
+                for (i, s) in group.iter().enumerate() {
+                    times[s.kernel] += if group.len() == 1 { wall } else { wall.mul_f64(each[i] / total) };
+                }
             }
             if status != Status::Ok as i32 {
                 let k = &m.kernels[step.kernel];

@@ -36,6 +36,26 @@ fn f16c_run_executes_every_model_bit_identical_to_the_jit() {
     }
 }
 
+/// An executor keeps its arena and scratch from one run to the next (and in these debug builds
+/// starts them filled with 0xFF, not zero): a run after a run of other inputs gives what a
+/// fresh executor gives, so no kernel reads what it has not written in the same run.
+#[test]
+fn runs_after_other_runs_give_what_a_fresh_executor_gives() {
+    for name in MODELS {
+        let input = npy::read(&model_path(&format!("{name}.input.npy"))).unwrap();
+        assert_eq!(input.dtype(), f16c_dialect::DType::F32, "{name}: the shared models take f32");
+        let other = f16c_dialect::Tensor::from_f32(input.shape().to_vec(), input.to_f64_vec().iter().map(|x| (0.5 - 2.0 * x) as f32).collect()).unwrap();
+        for precision in ["fp32", "fp16"] {
+            let fresh = |x: &f16c_dialect::Tensor| loader::load(artifact(name, precision), 2).unwrap().run(std::slice::from_ref(x)).unwrap();
+            let (want, want_other) = (fresh(&input), fresh(&other));
+            let kept = loader::load(artifact(name, precision), 2).unwrap();
+            for (round, (x, want)) in [(&input, &want), (&other, &want_other), (&input, &want)].into_iter().enumerate() {
+                assert_eq!(&kept.run(std::slice::from_ref(x)).unwrap(), want, "{name} {precision}: run {round} of one executor differs from a fresh one");
+            }
+        }
+    }
+}
+
 #[test]
 fn artifacts_for_another_target_or_cpu_are_refused() {
     let base = artifact("mlp_small", "fp16");

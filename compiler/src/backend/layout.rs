@@ -29,6 +29,8 @@ pub struct Layout {
     pub temps: Vec<(usize, usize)>,
     /// Bytes of private scratch each thread needs (the most any kernel asks for).
     pub scratch_bytes: usize,
+    /// Spans of kernels (first, last) whose steps run interleaved: planned as live together.
+    pub together: Vec<(usize, usize)>,
     /// The arena plan including temporaries (after [`Layout::finish`]).
     pub plan: BufferPlan,
     program_buffers: usize,
@@ -60,7 +62,7 @@ impl Layout {
         for o in &program.outputs {
             used[o.buffer.0] = true;
         }
-        Layout { buffers, used, temps: Vec::new(), scratch_bytes: 0, plan: BufferPlan::default(), program_buffers: program.buffers.len() }
+        Layout { buffers, used, temps: Vec::new(), scratch_bytes: 0, together: Vec::new(), plan: BufferPlan::default(), program_buffers: program.buffers.len() }
     }
 
     /// Slots in the buffer table: buffers, packed constants, then the temporaries.
@@ -97,7 +99,7 @@ impl Layout {
 
     /// Plans the arena with the temporaries, once every kernel is compiled.
     pub fn finish(&mut self, program: &Program) {
-        self.plan = plan::plan_with_temps(&self.buffers, &program.kernels, &program.outputs, &self.temps);
+        self.plan = plan::plan_with_temps(&self.buffers, &program.kernels, &program.outputs, &self.temps, &self.together);
     }
 
     /// Bytes of constant data the code uses (weights as stored, after packing).

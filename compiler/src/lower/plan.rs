@@ -44,11 +44,13 @@ fn aligned(n: usize) -> usize {
 
 /// Plans the arena for `kernels` over `buffers`, with no kernel temporaries.
 pub fn plan(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand]) -> BufferPlan {
-    plan_with_temps(buffers, kernels, outputs, &[])
+    plan_with_temps(buffers, kernels, outputs, &[], &[])
 }
 
-/// Plans the arena; each `(k, bytes)` of `temps` is a temporary live during kernel `k`.
-pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand], temps: &[(usize, usize)]) -> BufferPlan {
+/// Plans the arena; each `(k, bytes)` of `temps` is a temporary live during kernel `k`. Each
+/// `(first, last)` of `together` is a span of kernels that run interleaved (block by block):
+/// whatever is live during one of them is live during all of them.
+pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand], temps: &[(usize, usize)], together: &[(usize, usize)]) -> BufferPlan {
     let end = kernels.len();
     // (size, first kernel, last kernel) per planned item.
     let mut live: Vec<Option<(usize, usize, usize)>> = vec![None; buffers.len() + temps.len()];
@@ -73,6 +75,16 @@ pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operan
     for o in outputs {
         if let Some(e) = live[o.buffer.0].as_mut() {
             e.2 = end;
+        }
+    }
+    for &(a, b) in together {
+        for (_, first, last) in live.iter_mut().flatten() {
+            if (a..=b).contains(first) {
+                *first = a;
+            }
+            if (a..=b).contains(last) {
+                *last = b;
+            }
         }
     }
     let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].is_some()).collect();

@@ -58,7 +58,7 @@ impl<'p> Context<'p> {
         let name = format!("{}{suffix}", self.program.kernels[self.current].name);
         let f = super::build_function(&name, &mut self.fctx, body).map_err(|m| self.error(m))?;
         self.functions.push((name, f));
-        self.steps.push(Step { function: self.functions.len() - 1, work, cost, kernel: self.current, launch: None });
+        self.steps.push(Step { function: self.functions.len() - 1, work, cost, kernel: self.current, launch: None, interleave: None });
         Ok(())
     }
 

@@ -165,6 +165,33 @@ pub fn extremum_in_chains(kind: ReduceKind, d: DType, len: usize) -> bool {
     d.is_float() && matches!(kind, ReduceKind::Max | ReduceKind::Min) && len >= 2 * EXTREMUM_CHAINS
 }
 
+/// Lanes of a vector chain of [`Ir::reduce_extremum_lanes`].
+pub const EXTREMUM_LANES: usize = 16;
+/// Vector chains of [`Ir::reduce_extremum_lanes`] (an f32 compare's latency over its
+/// throughput).
+pub const EXTREMUM_VECTORS: usize = 4;
+/// Elements per step of [`Ir::reduce_extremum_lanes`].
+pub const EXTREMUM_BLOCK: usize = EXTREMUM_LANES * EXTREMUM_VECTORS;
+
+/// Whether a row's reduction of `kind` over `len` values of `d`, when they lie in memory as f32,
+/// runs in vector chains ([`Ir::reduce_extremum_lanes`]) in a group of rows.
+pub fn extremum_in_lanes(kind: ReduceKind, d: DType, len: usize) -> bool {
+    d == DType::F32 && matches!(kind, ReduceKind::Max | ReduceKind::Min) && len >= 2 * EXTREMUM_BLOCK
+}
+
+/// The loops over the row a rows kernel's elementwise stages take: one per run of them between
+/// reductions that has a full stage ([`Ir::rows_with`]).
+pub fn row_loops(r: &Rows) -> usize {
+    let mut loops = 0;
+    let mut si = 0;
+    while si < r.stages.len() {
+        let end = run_end(r, si);
+        loops += usize::from(r.stages[si..end].iter().any(|st| matches!(st, RowStage::Map { full: true, .. })));
+        si = end + 1;
+    }
+    loops
+}
+
 /// Rows a CPU thread computes together ([`Ir::rows_group`]).
 pub const ROW_GROUP: usize = 4;
 
@@ -1275,6 +1302,55 @@ impl<'ctx> Ir<'ctx> {
         self.get(result)
     }
 
+    /// [`Ir::reduce_extremum`] of `len` contiguous f32 values at element `at` of `base`, in
+    /// [`EXTREMUM_VECTORS`] vector chains of [`EXTREMUM_LANES`] lanes (element `j` of each
+    /// block of [`EXTREMUM_BLOCK`] into lane `j % EXTREMUM_LANES` of chain `j / EXTREMUM_LANES`),
+    /// the rest of the row and then every lane folded into one scalar chain: the same value
+    /// for the same reasons (a NaN stays in its lane, a non-zero extremum has one bit pattern,
+    /// a zero one is found again in order), at a sixteenth of the compares and selects.
+    pub fn reduce_extremum_lanes(
+        &mut self,
+        kind: ReduceKind,
+        len: usize,
+        (base, at): (PointerValue<'ctx>, IntValue<'ctx>),
+        load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let pred = if kind == ReduceKind::Max { inkwell::FloatPredicate::OGE } else { inkwell::FloatPredicate::OLE };
+        let vty = self.cx.f32_type().vec_type(EXTREMUM_LANES as u32);
+        let init = self.reduce_init(kind, DType::F32).into_float_value();
+        let nan = self.splat(vty, self.cx.f32_type().const_float(f64::NAN));
+        let chains: Vec<Var<'ctx>> = (0..EXTREMUM_VECTORS).map(|_| self.var(self.splat(vty, init).into())).collect();
+        let blocks = len / EXTREMUM_BLOCK;
+        self.for_range(self.i64(0), self.i64(blocks as i64), self.i64(1), |ir, b| {
+            let first = ir.muli(b, EXTREMUM_BLOCK);
+            for (u, &chain) in chains.iter().enumerate() {
+                let x = ir.load_lanes(DType::F32, base, ir.add(at, ir.addi(first, (u * EXTREMUM_LANES) as i64)), EXTREMUM_LANES as u32);
+                let next = ir.tosa_select_any(pred, ir.get(chain).into_vector_value(), x, nan);
+                ir.set(chain, next);
+            }
+        });
+        let mut r: BasicValueEnum<'ctx> = init.into();
+        for j in blocks * EXTREMUM_BLOCK..len {
+            let x = load(self, self.i64(j as i64));
+            r = self.reduce_step(kind, r, x);
+        }
+        for &chain in &chains {
+            let v = self.get(chain).into_vector_value();
+            for lane in 0..EXTREMUM_LANES {
+                let x = self.b.build_extract_element(v, self.i64(lane as i64), "").built();
+                r = self.reduce_step(kind, r, x);
+            }
+        }
+        let result = self.var(r);
+        let rf = r.into_float_value();
+        let zero = self.b.build_float_compare(inkwell::FloatPredicate::OEQ, rf, rf.get_type().const_float(0.0), "").built();
+        self.if_then(zero, |ir| {
+            let s = ir.reduce_sequential(kind, DType::F32, len, load);
+            ir.set(result, s);
+        });
+        self.get(result)
+    }
+
     /// `len` elements `load(j)` reduced in index order (the reference's), in the domain of `d`.
     pub fn reduce_sequential(&mut self, kind: ReduceKind, d: DType, len: usize, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let acc = self.var(self.reduce_init(kind, d));
@@ -1323,8 +1399,14 @@ impl<'ctx> Ir<'ctx> {
                 scalars[q][k] = Some(self.load(input.dtype, bases[k], at));
             }
         }
-        for (si, stage) in r.stages.iter().enumerate() {
+        // A run of elementwise stages (up to the next reduction) is one loop over the row: its
+        // scalar stages first (they read scalars only), then every full stage element by
+        // element, a value going to memory only where a later reduction or stage reads it, or
+        // it is the result.
+        let mut si = 0;
+        while si < r.stages.len() {
             let v = n_in + si;
+            let stage = &r.stages[si];
             match stage {
                 RowStage::Reduce { kind, arg, dtype } if rows.len() == 1 => {
                     let (base, at0, t) = place(self, 0, *arg);
@@ -1338,7 +1420,11 @@ impl<'ctx> Ir<'ctx> {
                     for q in 0..rows.len() {
                         let (base, at0, t) = place(self, q, *arg);
                         let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
-                        let a = self.reduce_extremum(*kind, dtypes[*arg], len, &load);
+                        let a = if t == DType::F32 && extremum_in_lanes(*kind, dtypes[*arg], len) {
+                            self.reduce_extremum_lanes(*kind, len, (base, at0), &load)
+                        } else {
+                            self.reduce_extremum(*kind, dtypes[*arg], len, &load)
+                        };
                         scalars[q][v] = Some(self.round_to(*dtype, a));
                     }
                 }
@@ -1357,44 +1443,74 @@ impl<'ctx> Ir<'ctx> {
                         scalars[q][v] = Some(self.round_to(*dtype, a));
                     }
                 }
-                RowStage::Map { op, full: false } => {
-                    let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                    for row_scalars in scalars.iter_mut() {
-                        let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| row_scalars[a].expect("scalar arguments come first")).collect();
-                        row_scalars[v] = Some(self.ew(op, &args, &types)?);
+                RowStage::Map { .. } => {
+                    let run_end = run_end(r, si);
+                    let read_after = |x: RowValue| read_after_its_run(r, x);
+                    let in_register = |x: RowValue| dtypes[x].is_float();
+                    let mut fulls: Vec<(RowValue, &crate::lower::EwOp)> = Vec::new();
+                    for (e, st) in r.stages.iter().enumerate().take(run_end).skip(si) {
+                        let RowStage::Map { op, full } = st else { unreachable!("the run ends at a reduction") };
+                        if *full {
+                            fulls.push((n_in + e, op));
+                            continue;
+                        }
+                        let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                        for row_scalars in scalars.iter_mut() {
+                            let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| row_scalars[a].expect("scalar arguments come first")).collect();
+                            row_scalars[n_in + e] = Some(self.ew(op, &args, &types)?);
+                        }
                     }
-                }
-                RowStage::Map { op, full: true } => {
-                    let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                    let full = |a: RowValue| if a < n_in { r.inputs[a].full } else { matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
+                    let in_memory = |a: RowValue| if a < n_in { r.inputs[a].full } else { a < n_in + si && matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
                     for (q, row_scalars) in scalars.iter().enumerate() {
-                        let places: Vec<Option<(PointerValue, IntValue, DType)>> =
-                            op.args.iter().map(|&a| if full(a) { Some(place(self, q, a)) } else { None }).collect();
-                        let (obase, oat, ot) = place(self, q, v);
-                        let scalar_args: Vec<Option<BasicValueEnum>> = op.args.iter().map(|&a| row_scalars[a]).collect();
                         let mut failure = Ok(());
                         let end = self.i64(len as i64);
                         self.for_range(share.start, end, share.step, |ir, j| {
-                            let args: Vec<BasicValueEnum> = places
-                                .iter()
-                                .zip(&scalar_args)
-                                .map(|(p, s)| match p {
-                                    Some((base, at0, t)) => ir.load(*t, *base, ir.add(*at0, j)),
-                                    None => s.expect("a scalar argument"),
-                                })
-                                .collect();
-                            match ir.ew(op, &args, &types) {
-                                Ok(y) => {
-                                    let at = ir.add(oat, j);
-                                    ir.store(ot, obase, at, y);
+                            let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
+                            for &(fv, op) in &fulls {
+                                let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                                let mut args = Vec::with_capacity(op.args.len());
+                                for &a in &op.args {
+                                    args.push(match (here[a], in_memory(a)) {
+                                        (Some(x), _) => x,
+                                        (None, true) => {
+                                            let (base, at0, t) = place(ir, q, a);
+                                            ir.load(t, base, ir.add(at0, j))
+                                        }
+                                        (None, false) => row_scalars[a].expect("a scalar argument"),
+                                    });
                                 }
-                                Err(e) => failure = Err(e),
+                                let y = match ir.ew(op, &args, &types) {
+                                    Ok(y) => y,
+                                    Err(e) => {
+                                        failure = Err(e);
+                                        return;
+                                    }
+                                };
+                                if !in_register(fv) {
+                                    // Through memory, as stored and read back.
+                                    let (obase, oat, ot) = place(ir, q, fv);
+                                    ir.store(ot, obase, ir.add(oat, j), y);
+                                    here[fv] = Some(ir.load(ot, obase, ir.add(oat, j)));
+                                    continue;
+                                }
+                                if y.get_type() != ir.storage(if dtypes[fv] == DType::F64 { DType::F64 } else { DType::F32 }) {
+                                    failure = Err(format!("row value {fv} of type {} computed as {}", dtypes[fv], y.get_type()));
+                                    return;
+                                }
+                                if read_after(fv) {
+                                    let (obase, oat, ot) = place(ir, q, fv);
+                                    ir.store(ot, obase, ir.add(oat, j), y);
+                                }
+                                here[fv] = Some(y);
                             }
                         });
                         failure?;
                     }
+                    si = run_end;
+                    continue;
                 }
             }
+            si += 1;
         }
         Ok(())
     }
@@ -1414,15 +1530,34 @@ pub struct RowShare<'a, 'ctx> {
     pub reduce: &'a mut dyn FnMut(&mut Ir<'ctx>, ReduceKind, DType, &dyn Fn(&mut Ir<'ctx>, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx>,
 }
 
-/// Where each full intermediate value of a rows kernel lives in a row's temporary: (byte
-/// offset, type as stored: f32, or f64 for f64 values).
+/// The stage after the run of elementwise stages that stage `si` of `r` belongs to: the next
+/// reduction's, or the end ([`Ir::rows_with`] computes a run in one loop).
+fn run_end(r: &Rows, si: usize) -> usize {
+    (si..r.stages.len()).find(|&e| matches!(r.stages[e], RowStage::Reduce { .. })).unwrap_or(r.stages.len())
+}
+
+/// Whether value `v` of `r` (a stage's result) is read after the run of elementwise stages that
+/// computes it, or is the result: only such values go to memory.
+fn read_after_its_run(r: &Rows, v: RowValue) -> bool {
+    let n_in = r.inputs.len();
+    let last = n_in + r.stages.len() - 1;
+    v == last
+        || r.stages[run_end(r, v - n_in)..].iter().any(|st| match st {
+            RowStage::Reduce { arg, .. } => *arg == v,
+            RowStage::Map { op, .. } => op.args.contains(&v),
+        })
+}
+
+/// Where each full intermediate value of a rows kernel that is read after its run lives in a
+/// row's temporary: (byte offset, type as stored: f32, or f64 for f64 values).
 fn rows_slots(r: &Rows) -> Vec<Option<(usize, DType)>> {
     let n_in = r.inputs.len();
     let last = n_in + r.stages.len() - 1;
     let mut slots = vec![None; last + 1];
     let mut bytes = 0;
     for (v, slot) in slots.iter_mut().enumerate().take(last).skip(n_in) {
-        if matches!(r.stages[v - n_in], RowStage::Map { full: true, .. }) {
+        // A float value read only within its run stays in a register.
+        if matches!(r.stages[v - n_in], RowStage::Map { full: true, .. }) && (read_after_its_run(r, v) || !r.dtypes[v - n_in].is_float()) {
             let t = if r.dtypes[v - n_in] == DType::F64 { DType::F64 } else { DType::F32 };
             *slot = Some((bytes, t));
             bytes += (r.len * t.byte_size()).next_multiple_of(16);

@@ -17,6 +17,7 @@
 //! Not yet (issue 12): register-blocked NEON and AVX-512 contraction micro-kernels (a contraction
 //! is a 4×4 register tile per work item, [`super::llvm::families::TILE`]) and `--accumulate=f16`.
 
+pub mod bands;
 pub mod depthwise;
 pub mod gemm;
 pub mod library;
@@ -345,6 +346,11 @@ impl LlvmCpuBackend {
                     .map_err(failed)?;
             }
         }
+        // Attention's scores, softmax and products band by band (the same items, reordered).
+        for band in bands::bands(&self.machine, program) {
+            bands::interleave(&mut schedule.steps, &band);
+            layout.together.push((band.first, band.first + 2));
+        }
         schedule.finish_bodies(&ir);
         compiler_runtime(&mut ir);
         crate::timing::record("llvm emit (and pack weights)", 0, emitting.elapsed());
@@ -457,7 +463,7 @@ impl<'ctx> Schedule<'ctx> {
         };
         self.functions.push(wrapper(ir, &name, shared, &slots));
         self.symbols.push(name);
-        self.steps.push(Step { function: self.symbols.len() - 1, work, cost, kernel, launch: None });
+        self.steps.push(Step { function: self.symbols.len() - 1, work, cost, kernel, launch: None, interleave: None });
         Ok(())
     }
 
@@ -593,6 +599,21 @@ impl LlvmCpuBackend {
     /// [`LlvmCpuBackend::compile`] does, read from the same functions (`--emit=kernels`, the
     /// artifact's kernel plans, `f16c-run --profile`).
     pub fn describe(&self, program: &Program, kernel: &Kernel) -> Option<String> {
+        let alone = self.describe_alone(program, kernel);
+        let k = program.kernels.iter().position(|x| std::ptr::eq(x, kernel));
+        let band = k.and_then(|k| bands::bands(&self.machine, program).into_iter().find(|b| (b.first..b.first + 3).contains(&k)));
+        match band {
+            Some(b) => {
+                let names: Vec<&str> = program.kernels[b.first..b.first + 3].iter().map(|k| k.name.as_str()).collect();
+                let kept = if b.windows.is_empty() { String::new() } else { format!(", {} of their {} in cache only", b.windows.len(), if b.windows.len() == 1 { "intermediate" } else { "intermediates" }) };
+                Some(format!("{}; {} bands of {} rows, interleaved with each other: {}{kept}", alone.unwrap_or_default(), b.blocks, b.rows, names.join(" → ")))
+            }
+            None => alone,
+        }
+    }
+
+    /// [`LlvmCpuBackend::describe`] of the kernel on its own.
+    fn describe_alone(&self, program: &Program, kernel: &Kernel) -> Option<String> {
         let m = &self.machine;
         match &kernel.kind {
             KernelKind::Contraction(c) => {
@@ -633,15 +654,19 @@ impl LlvmCpuBackend {
                 Some(s)
             }
             KernelKind::Rows(r) => {
-                use super::llvm::families::extremum_in_chains;
-                // The emitter's test, on each reduction's argument type.
+                use super::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
+                // The emitter's tests, on each reduction's argument type.
                 let arg_type = |a: usize| if a < r.inputs.len() { r.inputs[a].dtype } else { r.dtypes[a - r.inputs.len()] };
-                let chained = r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind, arg, .. } if extremum_in_chains(*kind, arg_type(*arg), r.len)));
-                let chains = if chained {
-                    format!(", maxima/minima in {} chains", super::llvm::families::EXTREMUM_CHAINS)
+                let extrema = |test: fn(f16c_dialect::ReduceKind, DType, usize) -> bool| r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind, arg, .. } if test(*kind, arg_type(*arg), r.len)));
+                let chains = if extrema(extremum_in_lanes) {
+                    format!(", maxima/minima in {EXTREMUM_VECTORS} chains of {EXTREMUM_LANES} lanes")
+                } else if extrema(extremum_in_chains) {
+                    format!(", maxima/minima in {EXTREMUM_CHAINS} chains")
                 } else {
                     String::new()
                 };
+                let loops = row_loops(r);
+                let chains = format!(", elementwise stages in {loops} loop{}{chains}", if loops == 1 { "" } else { "s" });
                 Some(format!("{} rows of {} per work item, each row's sums in index order, the rows' chains interleaved{chains}", super::llvm::families::ROW_GROUP, r.len))
             }
             _ => None,

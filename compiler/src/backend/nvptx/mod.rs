@@ -127,7 +127,7 @@ pub fn compile(program: &Program, sm: u32) -> BackendResult<Compiled> {
         let err = |m: String| codegen(Some(kernel), m);
         let mut add = |symbol: String, launch: Launch, work: usize| {
             symbols.push(symbol);
-            steps.push(Step { function: symbols.len() - 1, work, cost: work as f64, kernel: k, launch: Some(launch) });
+            steps.push(Step { function: symbols.len() - 1, work, cost: work as f64, kernel: k, launch: Some(launch), interleave: None });
         };
         let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
         match (&kernel.kind, strategy(target, kernel)) {
