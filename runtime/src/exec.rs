@@ -632,7 +632,7 @@ fn data_ptr(d: &Data) -> *mut u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::{Part, Pool, SendPtr};
+    use super::{Call, Part, Pool, SendPtr};
     use f16c_core::abi::Status;
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -660,19 +660,30 @@ mod tests {
         let table = [counts.as_ptr() as *mut u8];
         let (ok, fail) = (0u8, 1u8);
         let rt = [0usize];
-        let step = |parts: usize, scratch: &u8| {
-            let chunk = ITEMS.div_ceil(parts);
+        let no_windows: [(usize, usize, usize); 0] = [];
+        // A plain step (one call, one item per block), or (`grouped`) two calls per block of
+        // two items, as an interleaved group runs them: every item counted twice.
+        let step_of = |parts: usize, scratch: &u8, grouped: bool| {
+            let calls = if grouped { vec![Call { f: count, per: 2 }; 2] } else { vec![Call { f: count, per: 1 }] };
+            let work = if grouped { ITEMS / 2 } else { ITEMS };
+            let chunk = work.div_ceil(parts);
             let part = |t: usize| Part {
-                f: count,
+                calls: SendPtr(calls.as_ptr()),
+                count: calls.len(),
+                spent: SendPtr(std::ptr::null()),
+                windows: SendPtr(no_windows.as_ptr()),
+                window_count: 0,
+                window_memory: SendPtr(std::ptr::null()),
                 table: SendPtr(table.as_ptr()),
                 begin: (t * chunk) as u64,
-                end: ((t + 1) * chunk).min(ITEMS) as u64,
+                end: ((t + 1) * chunk).min(work) as u64,
                 scratch: SendPtr(scratch as *const u8),
                 rt: SendPtr(rt.as_ptr()),
             };
             // SAFETY: the table, scratch and counts outlive the step; parts are disjoint.
             unsafe { pool.run(part(0), (1..parts).map(part).collect()) }
         };
+        let step = |parts: usize, scratch: &u8| step_of(parts, scratch, false);
         let mut steps = 0;
         for round in 0..300 {
             // Steps back to back, with fewer parts than threads, and after the pool's threads
@@ -684,6 +695,11 @@ mod tests {
             steps += 1;
         }
         assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == steps), "every item once per step");
+        for parts in 1..=threads {
+            assert_eq!(step_of(parts, &ok, true), Status::Ok as i32);
+            steps += 2;
+        }
+        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == steps), "every item of a grouped step twice");
         // The failure is reported whichever thread ran item 7777, and the next step is clean.
         for parts in 1..=threads {
             assert_eq!(step(parts, &fail), Status::IndexOutOfRange as i32, "{parts} parts");
