@@ -216,7 +216,7 @@ impl Model {
         let (module, functions) = jit(&compiled, isa, &*as_written)?;
         let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: compiled.requires.clone() };
         let memory = Memory { arena_bytes: compiled.layout.plan.arena_bytes, lower_bound: compiled.layout.plan.lower_bound, scratch_bytes: compiled.layout.scratch_bytes };
-        let (manifest, constants) = compiled.layout.manifest(&program, info, compiled.symbols(), compiled.steps.clone());
+        let (manifest, constants) = compiled.manifest(&program, info);
         // The program and the compiled form (with their copies of the weights) go away here:
         // the executor's aligned constants are the only copy a model keeps.
         drop((program, compiled));

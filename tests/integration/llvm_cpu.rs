@@ -123,11 +123,12 @@ fn inline_math_functions_match_the_contract_bit_for_bit() {
 }
 
 /// Attention with 24 query rows in each of two heads (its scores, their softmax and the
-/// products with the values, three kernels in a row): the artifact runs them in four bands of
-/// twelve rows, interleaved, with the scores and the probabilities in per-thread windows only;
-/// the results are, bit for bit, those of the same steps run one after the other over whole
-/// buffers (what a runtime that ignores the bands does), on one thread and on two, and the
-/// reference's within the reduction tolerance.
+/// products with the values, three kernels in a row): the LLVM backend's artifact runs them in
+/// four bands of twelve rows, the JIT's (Cranelift's) in two of twenty-four, interleaved, with
+/// the scores and the probabilities in per-thread windows only; the results are, bit for bit,
+/// those of the same steps run one after the other over whole buffers (what a runtime that
+/// ignores the bands does), on one thread and on two, and the reference's within the
+/// reduction tolerance.
 #[test]
 fn attention_runs_in_bands_of_rows_with_the_bits_of_whole_kernels() {
     let text = r#"
@@ -152,22 +153,24 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
         Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 8) as f32 / (1 << 24) as f32 * 6.0 - 3.0).collect()).unwrap()
     };
     let inputs = [values(&[2, 24, 16], 1), values(&[2, 16, 36], 2), values(&[2, 36, 8], 3)];
-    let program = driver::lower_for(g, &LlvmCpuBackend).unwrap();
-    let banded = LlvmCpuBackend.artifact(&program).unwrap();
-    let group = banded.manifest.steps.iter().find_map(|s| s.interleave.clone()).expect("a banded group");
-    assert_eq!((group.steps, group.blocks, group.windows.len()), (3, 4, 2), "{group:?}");
-    let plan = &banded.manifest.kernels.iter().find(|k| k.plan.contains("bands")).expect("a plan that says so").plan;
-    assert!(plan.contains("4 bands of 12 rows"), "{plan}");
-    let mut plain = banded.clone();
-    for s in &mut plain.manifest.steps {
-        s.interleave = None;
-    }
     let want = reference::run(g, &inputs).unwrap();
-    for threads in [1, 2] {
-        let got = loader::load(banded.clone(), threads).unwrap().run(&inputs).unwrap();
-        let whole = loader::load(plain.clone(), threads).unwrap().run(&inputs).unwrap();
-        f16c_tests::cases::same_bits_and_nans(&got[0], &whole[0]).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
-        let err = max_rel_to_peak(&got[0], &want[0]);
-        assert!(err <= 1e-5, "{threads} threads: {err:e} from the reference");
+    let llvm = LlvmCpuBackend.artifact(&driver::lower_for(g, &LlvmCpuBackend).unwrap()).unwrap();
+    let jit = driver::artifact(g, Target::X86_64).unwrap();
+    for (what, banded, blocks, rows) in [("llvm", llvm, 4, 12), ("jit", jit, 2, 24)] {
+        let group = banded.manifest.steps.iter().find_map(|s| s.interleave.clone()).unwrap_or_else(|| panic!("{what}: a banded group"));
+        assert_eq!((group.steps, group.blocks, group.windows.len()), (3, blocks, 2), "{what}: {group:?}");
+        let plan = &banded.manifest.kernels.iter().find(|k| k.plan.contains("bands")).expect("a plan that says so").plan;
+        assert!(plan.contains(&format!("{blocks} bands of {rows} rows")), "{what}: {plan}");
+        let mut plain = banded.clone();
+        for s in &mut plain.manifest.steps {
+            s.interleave = None;
+        }
+        for threads in [1, 2] {
+            let got = loader::load(banded.clone(), threads).unwrap().run(&inputs).unwrap();
+            let whole = loader::load(plain.clone(), threads).unwrap().run(&inputs).unwrap();
+            f16c_tests::cases::same_bits_and_nans(&got[0], &whole[0]).unwrap_or_else(|e| panic!("{what}, {threads} threads: {e}"));
+            let err = max_rel_to_peak(&got[0], &want[0]);
+            assert!(err <= 1e-5, "{what}, {threads} threads: {err:e} from the reference");
+        }
     }
 }

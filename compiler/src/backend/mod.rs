@@ -35,6 +35,7 @@
 //!    interpreter.
 
 #[cfg(feature = "cranelift")]
+pub mod bands;
 pub mod cranelift;
 pub mod layout;
 #[cfg(any(feature = "cranelift", feature = "llvm"))]

@@ -32,11 +32,11 @@
 //! reference interpreter (separate multiply and add) by the reduction tolerance.
 
 use super::emit::{domain, mem, Fx};
-use super::legal::{KC, KU, LANES, MC, MR, NR};
+use super::legal::{KC, KU, LANES, MR, NR};
 use super::lower::{eval_with, row_offset, Context};
 use super::narrow::{deferral, Deferral, Staging};
 use crate::backend::BackendError;
-use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue, EwKind, MatrixLayout};
+use crate::lower::{Contraction, ContractionKind, ConvGeometry, Epilogue, EwKind, MatrixLayout, Program};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -60,11 +60,12 @@ impl Context<'_> {
 
     fn gemm(&mut self, c: &Contraction) -> Result<(), BackendError> {
         let (batch, m, n, k) = (c.batch, c.m, c.n, c.k);
+        let mc = self.row_block();
         let panels = n.div_ceil(NR);
         let panel_elems = k * NR;
         let packed_elems = batch * panels * panel_elems;
         let bdt = c.b.ty.dtype;
-        let blocks = m.div_ceil(MC);
+        let blocks = m.div_ceil(mc);
         // A narrow constant B is widened once per run into an f32 temporary when several row
         // blocks would each widen it again: more than a few, or two or more for a copy of at
         // most 512 KiB. A B that one row block uses (the deep layers of a CNN at batch 1) is
@@ -191,12 +192,12 @@ impl Context<'_> {
         if gemv {
             return self.gemv(c, b_slot, packed_dt, finite);
         }
-        let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
+        let a_panels = mc.div_ceil(MR).min(m.div_ceil(MR));
         let kc_max = chunks.iter().map(|(k0, k1)| k1 - k0).max().unwrap_or(0);
         // (fp16 A) The span of A a row block reads, widened in one runtime call per block
         // (F16C) so that packing reads f32: packing widened each value in software, three
         // channels per tap for the first conv of an image network.
-        let band = (c.a.ty.dtype == DType::F16).then(|| a_band_bound(c, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
+        let band = (c.a.ty.dtype == DType::F16).then(|| a_band_bound(c, mc, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
         // A whose rows lie in memory as the GEMM's rows, in f32 (or widened so), every
         // micro-panel full: the micro-kernel reads them in place and nothing is packed.
         // (bf16 pairs) A's bf16 rows in place: the runtime pairs them as it reads them.
@@ -243,7 +244,7 @@ impl Context<'_> {
                 let rows_item = fx.b.ins().udiv_imm_s(item, groups as i64);
                 let bi = fx.b.ins().udiv_imm_s(rows_item, blocks as i64);
                 let blk = fx.b.ins().urem_imm_s(rows_item, blocks as i64);
-                let row0 = fx.b.ins().imul_imm_s(blk, MC as i64);
+                let row0 = fx.b.ins().imul_imm_s(blk, mc as i64);
                 let p0 = fx.b.ins().imul_imm_s(g, group_panels as i64);
                 let p1 = fx.b.ins().iadd_imm_s(p0, group_panels as i64);
                 let all = fx.i(panels as i64);
@@ -294,7 +295,7 @@ impl Context<'_> {
                 let has_native = fx.b.ins().icmp_imm_s(IntCC::NotEqual, native, 0);
                 for (ci, &(k0, k1)) in chunks.iter().enumerate() {
                     if a_form == AForm::Packed {
-                        pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, (k0, k1), dot);
+                        pack_a(fx, &c, (a_src, a_dt), bi, row0, scratch, (k0, k1), dot, a_panels);
                     }
                     let kc = k1 - k0;
                     // A constant B is packed chunk by chunk (its panels' chunks in a row), one
@@ -1227,16 +1228,16 @@ fn rows_in_place(c: &Contraction) -> bool {
     }
 }
 
-/// Packs columns `k0..k1` of rows `row0..row0+MC` of `A` (batch `bi`) into `scratch` as
+/// Packs columns `k0..k1` of rows `row0..row0 + a_panels · MR` of `A` (batch `bi`) into `scratch` as
 /// micro-panels `[panel][k1 - k0][MR]` of f32 values, zero for rows past `m` and for conv
 /// taps outside the input; or, `raw` (a bf16 A for the bf16 pair loops), as rows
 /// `[row][k1 - k0]` of A's own 16-bit values, copied sixteen bytes at a time. For a conv,
 /// `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
 #[allow(clippy::too_many_arguments)]
-fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), raw: bool) {
+#[allow(clippy::too_many_arguments)]
+fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), raw: bool, a_panels: usize) {
     let m = c.m;
     let k = k1 - k0;
-    let a_panels = MC.div_ceil(MR).min(m.div_ceil(MR));
     fx.for_n(0, (a_panels * MR) as i64, 1, &[], |fx, r, _| {
         let row = fx.b.ins().iadd(row0, r);
         let dbase = if raw {
@@ -1458,9 +1459,9 @@ fn a_band(c: &Contraction, bi: usize, row0: usize, rows: usize) -> (usize, usize
 }
 
 /// The largest band ([`a_band`]) of a row block of `rows` rows of `c`.
-fn a_band_bound(c: &Contraction, rows: usize) -> usize {
+fn a_band_bound(c: &Contraction, mc: usize, rows: usize) -> usize {
     let batches = if matches!(c.kind, ContractionKind::Conv(_)) { 1 } else { c.batch };
-    (0..batches).flat_map(|bi| (0..c.m).step_by(MC).map(move |row0| (bi, row0))).map(|(bi, row0)| {
+    (0..batches).flat_map(|bi| (0..c.m).step_by(mc).map(move |row0| (bi, row0))).map(|(bi, row0)| {
         let (lo, hi) = a_band(c, bi, row0, rows);
         hi - lo
     })
@@ -1994,6 +1995,23 @@ fn column_groups(row_items: usize, panels: usize, prepares_a: bool) -> usize {
     let min_panels = if prepares_a { GROUP_MIN_PANELS } else { 1 };
     PARALLEL_ITEMS.div_ceil(row_items.max(1)).min(panels / min_panels).max(1)
 }
+
+/// The attention chains the JIT runs in bands ([`crate::backend::bands`]): every float matmul
+/// of more than one row runs on the GEMM here, a work item per row block (and column group),
+/// and a rows kernel has a work item per row, so a band may be any row block that divides the
+/// rows: the largest multiple of [`MR`] up to [`BAND_ROWS_MAX`] that does.
+pub fn bands(program: &Program) -> Vec<crate::backend::bands::Band> {
+    let float = |c: &Contraction, _: bool| domain(c.a.ty.dtype) == F32 && domain(c.b.ty.dtype) == F32;
+    crate::backend::bands::chains(program, float)
+        .into_iter()
+        .filter_map(|chain| (1..=BAND_ROWS_MAX / MR).rev().map(|i| i * MR).find(|&rows| chain.m % rows == 0).and_then(|rows| chain.band(rows)))
+        .collect()
+}
+
+/// The most rows a band of [`bands`] takes: its scores and probabilities (a row of each per
+/// key, f32), the C block of its scores and the keys' panels stay in a core's cache (a
+/// 1,500-key band of 20 rows: 120 KB each).
+const BAND_ROWS_MAX: usize = 32;
 
 /// Work items a contraction should offer the executor's threads.
 const PARALLEL_ITEMS: usize = 16;

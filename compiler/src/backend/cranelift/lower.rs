@@ -30,6 +30,9 @@ pub struct Context<'p> {
     pub dot_bf16: bool,
     /// Whether a GEMM does (the code then requires `avx512bf16`).
     pub uses_dot_bf16: bool,
+    /// The attention chains run in bands ([`crate::backend::bands`]): their matmuls take a
+    /// band's rows per work item instead of [`super::legal::MC`].
+    pub bands: Vec<crate::backend::bands::Band>,
 }
 
 impl<'p> Context<'p> {
@@ -44,7 +47,14 @@ impl<'p> Context<'p> {
             fma: options.fma,
             dot_bf16: options.dot_bf16,
             uses_dot_bf16: false,
+            bands: super::gemm::bands(program),
         }
+    }
+
+    /// Rows per work item of the current kernel's GEMM: a band's, or [`super::legal::MC`].
+    pub fn row_block(&self) -> usize {
+        let k = self.current;
+        self.bands.iter().find(|b| b.first == k || b.first + 2 == k).map_or(super::legal::MC, |b| b.rows)
     }
 
     /// A code generation failure in the current kernel (legality was checked before: this is

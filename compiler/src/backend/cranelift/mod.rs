@@ -98,6 +98,8 @@ pub struct Compiled {
     pub steps: Vec<Step>,
     /// CPU features the code needs beyond the ISA's own (its runtime calls' instructions).
     pub requires: Vec<String>,
+    /// The attention chains whose steps run in bands ([`crate::backend::bands`]).
+    pub bands: Vec<crate::backend::bands::Band>,
 }
 
 impl Compiled {
@@ -245,8 +247,21 @@ impl Compiled {
         let (object, requires) = self.object()?;
         let code = super::link::shared_object(std::slice::from_ref(&object)).map_err(|m| BackendError::program(NAME, BackendErrorKind::Tool(m)))?;
         let info = CodeInfo { target: "x86_64", backend: NAME, format: CodeFormat::ElfSharedObject, requires };
-        let (manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
+        let (manifest, constants) = self.manifest(program, info);
         Ok(Artifact { manifest, code, constants })
+    }
+
+    /// The manifest (and constants section) of the compiled program, each banded kernel's plan
+    /// saying so.
+    pub fn manifest(&self, program: &Program, info: CodeInfo) -> (f16c_core::artifact::Manifest, Vec<u8>) {
+        let (mut manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
+        for band in &self.bands {
+            let plan = crate::backend::bands::describe(program, band);
+            for k in band.first..band.first + 3 {
+                manifest.kernels[k].plan = plan.clone();
+            }
+        }
+        (manifest, constants)
     }
 }
 
@@ -358,10 +373,15 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
         cx.functions.push((form.name().to_string(), micro));
     }
     crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
-    let lower::Context { mut layout, functions, steps, uses_dot_bf16, .. } = cx;
+    let lower::Context { mut layout, functions, mut steps, uses_dot_bf16, bands, .. } = cx;
+    // Attention's scores, softmax and products band by band (the same items, reordered).
+    for band in &bands {
+        crate::backend::bands::interleave(&mut steps, band);
+        layout.together.push((band.first, band.first + 2));
+    }
     layout.finish(program);
     let requires = if uses_dot_bf16 { vec![DOT_BF16_FEATURE.to_string()] } else { vec![] };
-    Ok(Compiled { layout, functions, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires })
+    Ok(Compiled { layout, functions, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
 }
 
 /// Builds one kernel function with `body`.

@@ -17,12 +17,12 @@
 //! Not yet (issue 12): register-blocked NEON and AVX-512 contraction micro-kernels (a contraction
 //! is a 4×4 register tile per work item, [`super::llvm::families::TILE`]) and `--accumulate=f16`.
 
-pub mod bands;
 pub mod depthwise;
 pub mod gemm;
 pub mod library;
 
 use std::collections::HashMap;
+use super::bands;
 use super::layout::{CodeInfo, Layout};
 use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
@@ -347,7 +347,7 @@ impl LlvmCpuBackend {
             }
         }
         // Attention's scores, softmax and products band by band (the same items, reordered).
-        for band in bands::bands(&self.machine, program) {
+        for band in self.bands(program) {
             bands::interleave(&mut schedule.steps, &band);
             layout.together.push((band.first, band.first + 2));
         }
@@ -601,15 +601,32 @@ impl LlvmCpuBackend {
     pub fn describe(&self, program: &Program, kernel: &Kernel) -> Option<String> {
         let alone = self.describe_alone(program, kernel);
         let k = program.kernels.iter().position(|x| std::ptr::eq(x, kernel));
-        let band = k.and_then(|k| bands::bands(&self.machine, program).into_iter().find(|b| (b.first..b.first + 3).contains(&k)));
+        let band = k.and_then(|k| self.bands(program).into_iter().find(|b| (b.first..b.first + 3).contains(&k)));
         match band {
-            Some(b) => {
-                let names: Vec<&str> = program.kernels[b.first..b.first + 3].iter().map(|k| k.name.as_str()).collect();
-                let kept = if b.windows.is_empty() { String::new() } else { format!(", {} of their {} in cache only", b.windows.len(), if b.windows.len() == 1 { "intermediate" } else { "intermediates" }) };
-                Some(format!("{}; {} bands of {} rows, interleaved with each other: {}{kept}", alone.unwrap_or_default(), b.blocks, b.rows, names.join(" → ")))
-            }
+            Some(b) => Some(format!("{}; {}", alone.unwrap_or_default(), bands::describe(program, &b))),
             None => alone,
         }
+    }
+
+    /// The attention chains this backend runs in bands ([`bands`]): both matmuls on the GEMM
+    /// tiles, the products' left operand read as it is (not widened first, which would read
+    /// every band at once); a band's rows a multiple of both tiles' rows and of [`ROW_GROUP`]
+    /// (`super::llvm::families::ROW_GROUP`), so that each kernel's items for a band are
+    /// consecutive.
+    fn bands(&self, program: &Program) -> Vec<bands::Band> {
+        let m = &self.machine;
+        let on_tiles = |c: &crate::lower::Contraction, products: bool| gemm::applies(program, c) && !(products && gemm::widens_a(m, c));
+        bands::chains(program, on_tiles)
+            .into_iter()
+            .filter_map(|chain| {
+                let tiles = |k: usize| match &program.kernels[k].kind {
+                    KernelKind::Contraction(c) => gemm::shape(m, c).mr,
+                    _ => 1,
+                };
+                let rows = bands::lcm(bands::lcm(tiles(chain.first), tiles(chain.first + 2)), super::llvm::families::ROW_GROUP);
+                chain.band(rows)
+            })
+            .collect()
     }
 
     /// [`LlvmCpuBackend::describe`] of the kernel on its own.
