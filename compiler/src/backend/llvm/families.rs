@@ -953,11 +953,23 @@ impl<'ctx> Ir<'ctx> {
 
     /// Where output tile `t` (of `batch × ⌈m/mr⌉ × ⌈n/nr⌉`, columns fastest) of `c` lies.
     pub fn tile_at(&self, c: &Contraction, t: IntValue<'ctx>, (mr, nr): (usize, usize)) -> TileAt<'ctx> {
+        self.tile_in_order(c, t, (mr, nr), false)
+    }
+
+    /// [`Ir::tile_at`], or with `rows_fastest` the tiles of a column panel one after the
+    /// other (`batch × ⌈n/nr⌉ × ⌈m/mr⌉`): each panel of B is read once, while it is in cache.
+    pub fn tile_in_order(&self, c: &Contraction, t: IntValue<'ctx>, (mr, nr): (usize, usize), rows_fastest: bool) -> TileAt<'ctx> {
         let (tiles_m, tiles_n) = (c.m.div_ceil(mr), c.n.div_ceil(nr));
-        let tn = self.remi(t, tiles_n);
-        let rest = self.divi(t, tiles_n);
-        let tm = self.remi(rest, tiles_m);
-        let bi = self.divi(rest, tiles_m);
+        let (tm, tn, rest) = if rows_fastest {
+            let tm = self.remi(t, tiles_m);
+            let rest = self.divi(t, tiles_m);
+            (tm, self.remi(rest, tiles_n), self.divi(rest, tiles_n))
+        } else {
+            let tn = self.remi(t, tiles_n);
+            let rest = self.divi(t, tiles_n);
+            (self.remi(rest, tiles_m), tn, rest)
+        };
+        let bi = if rows_fastest { rest } else { self.divi(rest, tiles_m) };
         let (row0, col0) = (self.muli(tm, mr), self.muli(tn, nr));
         let rows = (0..mr).map(|r| self.smin(self.addi(row0, r as i64), self.i64(c.m as i64 - 1))).collect();
         TileAt { bi, row0, col0, rows }

@@ -151,6 +151,21 @@ pub fn work(c: &Contraction, shape: GemmShape) -> usize {
     c.batch * c.m.div_ceil(shape.mr) * c.n.div_ceil(shape.nr)
 }
 
+/// Whether the tiles of `c` run a column panel at a time, its row tiles one after the other
+/// ([`Ir::tile_in_order`]), rather than a row of tiles at a time: where B is larger than a
+/// core's cache and at least four times the part of A the tiles read (a convolution's last
+/// stage, 49 pixels against 9 MB of weights: row by row, every row of tiles streamed all of B
+/// from memory again).
+pub fn rows_fastest(machine: &CpuMachine, c: &Contraction) -> bool {
+    let shape = shape(machine, c);
+    let a_bytes = c.m * c.k * c.a.ty.dtype.byte_size();
+    let b_bytes = c.k * c.n * c.b.ty.dtype.byte_size();
+    c.m > shape.mr && b_bytes > B_CACHED_MAX && b_bytes >= 4 * a_bytes
+}
+
+/// The most bytes of B that [`rows_fastest`] leaves to the cache.
+const B_CACHED_MAX: usize = 1 << 20;
+
 /// Whether `c` multiplies bf16 pairs on `machine` ([`CpuMachine::dot_bf16`]): bf16 A and B,
 /// f32 accumulation, and every run of A values along `k` ([`Ir::contraction_runs`]) of even
 /// length from an even step, so that a pair never straddles two runs: a matmul with `k` even,
@@ -295,7 +310,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
     let panels = c.n.div_ceil(nr);
-    let TileAt { bi, row0, col0, rows } = ir.tile_at(c, t, (mr, nr));
+    let TileAt { bi, row0, col0, rows } = ir.tile_in_order(c, t, (mr, nr), rows_fastest(machine, c));
     let tn = ir.divi(col0, nr);
     let a_rows = ir.contraction_rows(c, &rows, bi);
     let f16_acc = accumulates_f16(machine, c);

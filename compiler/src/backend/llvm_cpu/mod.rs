@@ -615,7 +615,7 @@ impl LlvmCpuBackend {
     /// consecutive.
     fn bands(&self, program: &Program) -> Vec<bands::Band> {
         let m = &self.machine;
-        let on_tiles = |c: &crate::lower::Contraction, products: bool| gemm::applies(program, c) && !(products && gemm::widens_a(m, c));
+        let on_tiles = |c: &crate::lower::Contraction, products: bool| gemm::applies(program, c) && !gemm::rows_fastest(m, c) && !(products && gemm::widens_a(m, c));
         bands::chains(program, on_tiles)
             .into_iter()
             .filter_map(|chain| {
@@ -662,6 +662,9 @@ impl LlvmCpuBackend {
                 }
                 if gemm::widens_b(m, &c, shape) {
                     s.push_str(", widened to f32 once per run");
+                }
+                if gemm::rows_fastest(m, &c) {
+                    s.push_str("; a column panel's tiles one after the other");
                 }
                 if gemm::padded_input(&c).is_some() {
                     s.push_str(&format!("; A padded{} once per run", if gemm::widens_a(m, &c) { " and widened to f32" } else { "" }));
