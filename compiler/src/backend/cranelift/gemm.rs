@@ -1998,15 +1998,20 @@ fn column_groups(row_items: usize, panels: usize, prepares_a: bool) -> usize {
 
 /// The attention chains the JIT runs in bands ([`crate::backend::bands`]): every float matmul
 /// of more than one row runs on the GEMM here, a work item per row block (and column group),
-/// and a rows kernel has a work item per row, so a band may be any row block that divides the
-/// rows: the largest multiple of [`MR`] up to [`BAND_ROWS_MAX`] that does.
+/// and a rows kernel has a work item per [`ROW_GROUP`] rows, so a band may be any row block
+/// that divides the rows into whole groups: the largest multiple of [`MR`] up to
+/// [`BAND_ROWS_MAX`] that does.
 pub fn bands(program: &Program) -> Vec<crate::backend::bands::Band> {
     let float = |c: &Contraction, _: bool| domain(c.a.ty.dtype) == F32 && domain(c.b.ty.dtype) == F32;
     crate::backend::bands::chains(program, float)
         .into_iter()
-        .filter_map(|chain| (1..=BAND_ROWS_MAX / MR).rev().map(|i| i * MR).find(|&rows| chain.m % rows == 0).and_then(|rows| chain.band(rows)))
+        .filter_map(|chain| (1..=BAND_ROWS_MAX / MR).rev().map(|i| i * MR).find(|&rows| chain.m % rows == 0 && rows % ROW_GROUP == 0).and_then(|rows| chain.band(rows)))
         .collect()
 }
+
+/// Rows a work item of a rows kernel computes together, their sums' chains interleaved
+/// (`Context::rows`): a band's rows are a multiple.
+pub const ROW_GROUP: usize = 4;
 
 /// The most rows a band of [`bands`] takes: its scores and probabilities (a row of each per
 /// key, f32), the C block of its scores and the keys' panels stay in a core's cache (a

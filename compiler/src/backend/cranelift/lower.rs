@@ -337,13 +337,16 @@ impl<'p> Context<'p> {
     }
 
     // -----------------------------------------------------------------------------------------
-    // Row regions (softmax, layer norm): per row, every stage in order; full intermediate
-    // values live in this thread's scratch (f32, or f64), per-row scalars in registers.
-    // Reductions run sequentially along the row (the reference's order); full elementwise
-    // stages four lanes at a time where they compute in f32.
+    // Row regions (softmax, layer norm): four rows per work item (`gemm::ROW_GROUP`), every
+    // stage in order; full intermediate values live in this thread's scratch (f32, or f64), a
+    // region per row, per-row scalars in registers. Reductions run sequentially along each
+    // row (the reference's order), the group's rows in one loop so that their chains overlap
+    // (maxima and minima four lanes wide, a row at a time); full elementwise stages four lanes
+    // at a time where they compute in f32, a row at a time.
     // -----------------------------------------------------------------------------------------
 
     fn rows(&mut self, r: &Rows) -> Result<(), BackendError> {
+        use super::gemm::ROW_GROUP;
         let n_in = r.inputs.len();
         let last = n_in + r.stages.len() - 1;
         let dtype_of = |v: RowValue| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
@@ -370,52 +373,101 @@ impl<'p> Context<'p> {
                 bytes += (r.len * t.byte_size()).next_multiple_of(16);
             }
         }
-        self.layout.scratch(bytes);
+        // Each row of a work item's group has its own region (a widened input every row reads
+        // the same lives in the first row's).
+        let stride = bytes.next_multiple_of(64);
+        self.layout.scratch(ROW_GROUP * stride);
         let r = r.clone();
         let dtypes: Vec<DType> = (0..=last).map(dtype_of).collect();
         let full: Vec<bool> = (0..=last).map(full_of).collect();
         let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
-        self.add("", r.rows, cost, move |fx| {
+        self.add("", r.rows.div_ceil(ROW_GROUP), cost, move |fx| {
             let bases: Vec<Value> = r.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
             let out = fx.buffer(r.output.0);
             let scratch = fx.scratch;
             let len = r.len;
             let mut result = Ok(());
-            // Widens f16/bf16 input `k` from element `at` into its slot.
-            let widen = |fx: &mut Fx, k: usize, at: Value| {
+            // Widens f16/bf16 input `k` from element `at` into its slot in the region of row
+            // `q` of the group.
+            let widen = |fx: &mut Fx, k: usize, at: Value, q: usize| {
                 let (off, _) = slots[k].expect("a widened input has a slot");
                 let src = fx.addr(bases[k], at, 2);
-                let dst = fx.b.ins().iadd_imm_s(scratch, off as i64);
+                let dst = fx.b.ins().iadd_imm_s(scratch, (q * stride + off) as i64);
                 super::gemm::widen_run(fx, r.inputs[k].dtype, src, dst, len, false);
             };
             for k in (0..n_in).filter(|&k| slots[k].is_some() && !r.inputs[k].per_row) {
                 let zero = fx.i(0);
-                widen(fx, k, zero);
+                widen(fx, k, zero, 0);
             }
-            fx.for_items(|fx, row| {
-                let row_at = fx.b.ins().imul_imm_s(row, len as i64);
-                for k in (0..n_in).filter(|&k| slots[k].is_some() && r.inputs[k].per_row) {
-                    widen(fx, k, row_at);
+            fx.for_items(|fx, item| {
+                // The group's rows; past the last row, the last row again (which writes the
+                // same values again).
+                let first = fx.b.ins().imul_imm_s(item, ROW_GROUP as i64);
+                let last_row = fx.i(r.rows as i64 - 1);
+                let rows: Vec<Value> = (0..ROW_GROUP)
+                    .map(|q| {
+                        let row = fx.b.ins().iadd_imm_s(first, q as i64);
+                        fx.b.ins().smin(row, last_row)
+                    })
+                    .collect();
+                let row_ats: Vec<Value> = rows.iter().map(|&row| fx.b.ins().imul_imm_s(row, len as i64)).collect();
+                for q in 0..ROW_GROUP {
+                    for k in (0..n_in).filter(|&k| slots[k].is_some() && r.inputs[k].per_row) {
+                        widen(fx, k, row_ats[q], q);
+                    }
                 }
-                // Where full value `v` lives: (base, first index, element type as stored).
-                let place = |fx: &mut Fx, v: RowValue| -> (Value, Value, DType) {
+                // Where full value `v` of row `q` lives: (base, first index, element type as
+                // stored).
+                let place = |fx: &mut Fx, q: usize, v: RowValue| -> (Value, Value, DType) {
                     if v == last {
-                        (out, row_at, dtypes[v])
+                        (out, row_ats[q], dtypes[v])
                     } else if v < n_in && slots[v].is_none() {
-                        let at = if r.inputs[v].per_row { row_at } else { fx.i(0) };
+                        let at = if r.inputs[v].per_row { row_ats[q] } else { fx.i(0) };
                         (bases[v], at, dtypes[v])
                     } else {
                         let (off, t) = slots[v].expect("full values have a slot");
-                        (fx.b.ins().iadd_imm_s(scratch, off as i64), fx.i(0), t)
+                        let region = if v < n_in && !r.inputs[v].per_row { 0 } else { q * stride };
+                        (fx.b.ins().iadd_imm_s(scratch, (region + off) as i64), fx.i(0), t)
                     }
                 };
-                let mut scalars: Vec<Option<Value>> = vec![None; last + 1];
-                for (k, i) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
-                    let at = if i.per_row { row } else { fx.i(0) };
-                    scalars[k] = Some(fx.load(i.dtype, bases[k], at));
+                let mut group_scalars: Vec<Vec<Option<Value>>> = vec![vec![None; last + 1]; ROW_GROUP];
+                for (q, scalars) in group_scalars.iter_mut().enumerate() {
+                    for (k, i) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
+                        let at = if i.per_row { rows[q] } else { fx.i(0) };
+                        scalars[k] = Some(fx.load(i.dtype, bases[k], at));
+                    }
                 }
                 for (si, stage) in r.stages.iter().enumerate() {
                     let v = n_in + si;
+                    // A sum (or any reduction not taken in lanes) of every row of the group in
+                    // one loop, each row's in index order: the rows' chains overlap.
+                    if let RowStage::Reduce { kind, arg, dtype } = stage {
+                        let t_arg = place(fx, 0, *arg).2;
+                        let lanes = matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t_arg, DType::F32 | DType::BF16) && domain(dtypes[*arg]) == F32 && len >= 2 * LANES;
+                        if !lanes {
+                            let dom = domain(dtypes[*arg]);
+                            let places: Vec<(Value, Value, DType)> = (0..ROW_GROUP).map(|q| place(fx, q, *arg)).collect();
+                            let inits: Vec<Value> = (0..ROW_GROUP).map(|_| reduce_init(fx, *kind, dom)).collect();
+                            let kind = *kind;
+                            let accs = fx.for_n(0, len as i64, 1, &inits, |fx, j, acc| {
+                                places
+                                    .iter()
+                                    .zip(acc)
+                                    .map(|(&(base, at0, t), &a)| {
+                                        let at = fx.b.ins().iadd(at0, j);
+                                        let x = fx.load(t, base, at);
+                                        reduce_step(fx, kind, a, x)
+                                    })
+                                    .collect()
+                            });
+                            for (scalars, acc) in group_scalars.iter_mut().zip(accs) {
+                                scalars[v] = Some(fx.round_to(*dtype, acc));
+                            }
+                            continue;
+                        }
+                    }
+                    for (q, scalars) in group_scalars.iter_mut().enumerate() {
+                    let place = |fx: &mut Fx, v: RowValue| place(fx, q, v);
                     match stage {
                         RowStage::Reduce { kind, arg, dtype } => {
                             let (base, at0, t) = place(fx, *arg);
@@ -535,6 +587,7 @@ impl<'p> Context<'p> {
                             run(fx, 0, vec_end, true);
                             run(fx, vec_end, len, false);
                         }
+                    }
                     }
                 }
                 vec![]
