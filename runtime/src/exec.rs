@@ -3,11 +3,12 @@
 //!
 //! An [`Executor`] owns the code (through an opaque handle that keeps it mapped), the constants
 //! (copied once into 64-byte aligned memory: an fp16 weight keeps two bytes per element) and the
-//! schedule. Each [`Executor::run`] checks its inputs at the boundary, allocates one arena for
-//! the intermediates and temporaries and one scratch area per thread, and calls the steps in
-//! order; a step whose cost pays for it is split across threads by work item. An `Executor` is
-//! `Send + Sync`: runs share only immutable code and constants, so several threads may run one
-//! model at once.
+//! schedule. Each [`Executor::run`] checks its inputs at the boundary, takes the arena for the
+//! intermediates and temporaries and a scratch area per thread (the last run's, kept; fresh
+//! ones where another run holds them), and calls the steps in order; a step whose cost pays
+//! for it is split across threads by work item, an interleaved group of steps
+//! ([`f16c_core::artifact::Interleave`]) by block. An `Executor` is `Send + Sync`: runs share
+//! only immutable code and constants, so several threads may run one model at once.
 
 use crate::{libcalls, Result, RuntimeError};
 use f16c_core::abi::{KernelFn, Status};
