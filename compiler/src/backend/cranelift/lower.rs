@@ -467,127 +467,127 @@ impl<'p> Context<'p> {
                         }
                     }
                     for (q, scalars) in group_scalars.iter_mut().enumerate() {
-                    let place = |fx: &mut Fx, v: RowValue| place(fx, q, v);
-                    match stage {
-                        RowStage::Reduce { kind, arg, dtype } => {
-                            let (base, at0, t) = place(fx, *arg);
-                            let kind = *kind;
-                            let dom = domain(dtypes[*arg]);
-                            // In index order, one element at a time: a sum's rounding depends
-                            // on the order (the reference's is the contract).
-                            let serial = move |fx: &mut Fx| {
-                                let init = reduce_init(fx, kind, dom);
-                                fx.for_n(0, len as i64, 1, &[init], |fx, j, acc| {
-                                    let at = fx.b.ins().iadd(at0, j);
-                                    let x = fx.load(t, base, at);
-                                    vec![reduce_step(fx, kind, acc[0], x)]
-                                })[0]
-                            };
-                            // (A bf16 row, a softmax's scores in bf16, widens exactly as it
-                            // is loaded: the same values.)
-                            let acc = if matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && dom == F32 && len >= 2 * LANES {
-                                // A maximum or minimum is the same value in any order (a NaN
-                                // gives the canonical NaN either way) except the sign of a zero
-                                // result, which is the row's first extreme zero's: four lanes,
-                                // then the row again in order where the result is ±0.
-                                let vec_end = len - len % LANES;
-                                let init = reduce_init(fx, kind, F32X4);
-                                let lanes = fx.for_n(0, vec_end as i64, LANES as i64, &[init], |fx, j, acc| {
-                                    let at = fx.b.ins().iadd(at0, j);
-                                    let x = fx.load4(t, base, at);
-                                    vec![reduce_step(fx, kind, acc[0], x)]
-                                })[0];
-                                let mut r = fx.b.ins().extractlane(lanes, 0);
-                                for l in 1..LANES as u8 {
-                                    let x = fx.b.ins().extractlane(lanes, l);
-                                    r = reduce_step(fx, kind, r, x);
-                                }
-                                let r = fx.for_n(vec_end as i64, len as i64, 1, &[r], |fx, j, acc| {
-                                    let at = fx.b.ins().iadd(at0, j);
-                                    let x = fx.load(t, base, at);
-                                    vec![reduce_step(fx, kind, acc[0], x)]
-                                })[0];
-                                let zero = fx.f(F32, 0.0);
-                                let is_zero = fx.b.ins().fcmp(FloatCC::Equal, r, zero);
-                                fx.if_else(is_zero, |fx| vec![serial(fx)], |_| vec![r])[0]
-                            } else {
-                                serial(fx)
-                            };
-                            scalars[v] = Some(fx.round_to(*dtype, acc));
-                        }
-                        RowStage::Map { op, full: false } => {
-                            let args: Vec<Value> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
-                            let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                            match fx.ew(op, &args, &types) {
-                                Ok(y) => scalars[v] = Some(y),
-                                Err(e) => result = Err(e),
-                            }
-                        }
-                        RowStage::Map { op, full: true } => {
-                            let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                            // A select's per-row boolean stays a scalar condition of the lanes.
-                            let row_test = |i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !full[op.args[0]];
-                            let f32_domain = types.iter().enumerate().all(|(i, &d)| domain(d) == F32 || row_test(i)) && domain(op.dtype) == F32;
-                            let vec_end = if f32_domain { len - len % LANES } else { 0 };
-                            let places: Vec<Option<(Value, Value, DType)>> =
-                                op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
-                            let (obase, oat, ot) = place(fx, v);
-                            // An f32 exp of a full f32 row (the softmax's): the runtime's
-                            // sixteen-lane loop over the row, the same bits.
-                            if let (crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp), [Some((base, at0, DType::F32))], DType::F32, DType::F32) =
-                                (&op.kind, places.as_slice(), ot, op.dtype)
-                            {
-                                if types[0] == DType::F32 {
-                                    let src = fx.addr(*base, *at0, 4);
-                                    let dst = fx.addr(obase, oat, 4);
-                                    let n = fx.i(len as i64);
-                                    fx.libcall(Libcall::ExpArrayF32, &[src, dst, n]);
-                                    continue;
-                                }
-                            }
-                            // Elements `from..to`, four lanes at a time or one.
-                            let mut run = |fx: &mut Fx, from: usize, to: usize, vector: bool| {
-                                if from == to {
-                                    return;
-                                }
-                                let args_at: Vec<Option<Value>> = op
-                                    .args
-                                    .iter()
-                                    .map(|&a| scalars[a].map(|s| if vector && domain(dtypes[a]) == F32 { fx.b.ins().splat(F32X4, s) } else { s }))
-                                    .collect();
-                                let step = if vector { LANES } else { 1 };
-                                fx.for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
-                                    let args: Vec<Value> = places
-                                        .iter()
-                                        .zip(&args_at)
-                                        .zip(&op.args)
-                                        .map(|((p, s), &a)| match p {
-                                            Some((base, at0, t)) => {
-                                                let at = fx.b.ins().iadd(*at0, j);
-                                                let x = if vector { fx.load4(*t, *base, at) } else { fx.load(*t, *base, at) };
-                                                if *t != DType::F16 && dtypes[a] == DType::F16 {
-                                                    // f16 values, widened or rounded before.
-                                                    fx.mark_f16_grid(x);
-                                                }
-                                                x
-                                            }
-                                            None => s.expect("a scalar argument"),
-                                        })
-                                        .collect();
-                                    match fx.ew(op, &args, &types) {
-                                        Ok(y) => {
-                                            let at = fx.b.ins().iadd(oat, j);
-                                            if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
-                                        }
-                                        Err(e) => result = Err(e),
+                        let place = |fx: &mut Fx, v: RowValue| place(fx, q, v);
+                        match stage {
+                            RowStage::Reduce { kind, arg, dtype } => {
+                                let (base, at0, t) = place(fx, *arg);
+                                let kind = *kind;
+                                let dom = domain(dtypes[*arg]);
+                                // In index order, one element at a time: a sum's rounding depends
+                                // on the order (the reference's is the contract).
+                                let serial = move |fx: &mut Fx| {
+                                    let init = reduce_init(fx, kind, dom);
+                                    fx.for_n(0, len as i64, 1, &[init], |fx, j, acc| {
+                                        let at = fx.b.ins().iadd(at0, j);
+                                        let x = fx.load(t, base, at);
+                                        vec![reduce_step(fx, kind, acc[0], x)]
+                                    })[0]
+                                };
+                                // (A bf16 row, a softmax's scores in bf16, widens exactly as it
+                                // is loaded: the same values.)
+                                let acc = if matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && dom == F32 && len >= 2 * LANES {
+                                    // A maximum or minimum is the same value in any order (a NaN
+                                    // gives the canonical NaN either way) except the sign of a zero
+                                    // result, which is the row's first extreme zero's: four lanes,
+                                    // then the row again in order where the result is ±0.
+                                    let vec_end = len - len % LANES;
+                                    let init = reduce_init(fx, kind, F32X4);
+                                    let lanes = fx.for_n(0, vec_end as i64, LANES as i64, &[init], |fx, j, acc| {
+                                        let at = fx.b.ins().iadd(at0, j);
+                                        let x = fx.load4(t, base, at);
+                                        vec![reduce_step(fx, kind, acc[0], x)]
+                                    })[0];
+                                    let mut r = fx.b.ins().extractlane(lanes, 0);
+                                    for l in 1..LANES as u8 {
+                                        let x = fx.b.ins().extractlane(lanes, l);
+                                        r = reduce_step(fx, kind, r, x);
                                     }
-                                    vec![]
-                                });
-                            };
-                            run(fx, 0, vec_end, true);
-                            run(fx, vec_end, len, false);
+                                    let r = fx.for_n(vec_end as i64, len as i64, 1, &[r], |fx, j, acc| {
+                                        let at = fx.b.ins().iadd(at0, j);
+                                        let x = fx.load(t, base, at);
+                                        vec![reduce_step(fx, kind, acc[0], x)]
+                                    })[0];
+                                    let zero = fx.f(F32, 0.0);
+                                    let is_zero = fx.b.ins().fcmp(FloatCC::Equal, r, zero);
+                                    fx.if_else(is_zero, |fx| vec![serial(fx)], |_| vec![r])[0]
+                                } else {
+                                    serial(fx)
+                                };
+                                scalars[v] = Some(fx.round_to(*dtype, acc));
+                            }
+                            RowStage::Map { op, full: false } => {
+                                let args: Vec<Value> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
+                                let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                                match fx.ew(op, &args, &types) {
+                                    Ok(y) => scalars[v] = Some(y),
+                                    Err(e) => result = Err(e),
+                                }
+                            }
+                            RowStage::Map { op, full: true } => {
+                                let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                                // A select's per-row boolean stays a scalar condition of the lanes.
+                                let row_test = |i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !full[op.args[0]];
+                                let f32_domain = types.iter().enumerate().all(|(i, &d)| domain(d) == F32 || row_test(i)) && domain(op.dtype) == F32;
+                                let vec_end = if f32_domain { len - len % LANES } else { 0 };
+                                let places: Vec<Option<(Value, Value, DType)>> =
+                                    op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
+                                let (obase, oat, ot) = place(fx, v);
+                                // An f32 exp of a full f32 row (the softmax's): the runtime's
+                                // sixteen-lane loop over the row, the same bits.
+                                if let (crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp), [Some((base, at0, DType::F32))], DType::F32, DType::F32) =
+                                    (&op.kind, places.as_slice(), ot, op.dtype)
+                                {
+                                    if types[0] == DType::F32 {
+                                        let src = fx.addr(*base, *at0, 4);
+                                        let dst = fx.addr(obase, oat, 4);
+                                        let n = fx.i(len as i64);
+                                        fx.libcall(Libcall::ExpArrayF32, &[src, dst, n]);
+                                        continue;
+                                    }
+                                }
+                                // Elements `from..to`, four lanes at a time or one.
+                                let mut run = |fx: &mut Fx, from: usize, to: usize, vector: bool| {
+                                    if from == to {
+                                        return;
+                                    }
+                                    let args_at: Vec<Option<Value>> = op
+                                        .args
+                                        .iter()
+                                        .map(|&a| scalars[a].map(|s| if vector && domain(dtypes[a]) == F32 { fx.b.ins().splat(F32X4, s) } else { s }))
+                                        .collect();
+                                    let step = if vector { LANES } else { 1 };
+                                    fx.for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
+                                        let args: Vec<Value> = places
+                                            .iter()
+                                            .zip(&args_at)
+                                            .zip(&op.args)
+                                            .map(|((p, s), &a)| match p {
+                                                Some((base, at0, t)) => {
+                                                    let at = fx.b.ins().iadd(*at0, j);
+                                                    let x = if vector { fx.load4(*t, *base, at) } else { fx.load(*t, *base, at) };
+                                                    if *t != DType::F16 && dtypes[a] == DType::F16 {
+                                                        // f16 values, widened or rounded before.
+                                                        fx.mark_f16_grid(x);
+                                                    }
+                                                    x
+                                                }
+                                                None => s.expect("a scalar argument"),
+                                            })
+                                            .collect();
+                                        match fx.ew(op, &args, &types) {
+                                            Ok(y) => {
+                                                let at = fx.b.ins().iadd(oat, j);
+                                                if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
+                                            }
+                                            Err(e) => result = Err(e),
+                                        }
+                                        vec![]
+                                    });
+                                };
+                                run(fx, 0, vec_end, true);
+                                run(fx, vec_end, len, false);
+                            }
                         }
-                    }
                     }
                 }
                 vec![]
