@@ -305,8 +305,8 @@ pub struct Executor {
     /// had: with all weights in one contiguous copy, resnet18-style f32 ran 15-20% slower in
     /// three paired runs (BENCHMARKS.md).
     constants: Vec<Option<Aligned>>,
-    /// Per symbol of the manifest (`None` for functions no step calls directly).
-    functions: Vec<Option<KernelFn>>,
+    /// The schedule as the run loop takes it, built once from the manifest's steps.
+    groups: Vec<Group>,
     /// The libcall table the kernels call through (`rt`), built once.
     rt: Vec<usize>,
     threads: usize,
@@ -332,6 +332,48 @@ struct RunMemory {
     scratch: Vec<Aligned>,
     /// Per thread, the windows of interleaved groups (as large as the largest group needs).
     windows: Vec<Aligned>,
+}
+
+/// Steps that run as one: a plain step (its work items are its blocks, one item each), or an
+/// interleaved group ([`f16c_core::artifact::Interleave`]).
+struct Group {
+    /// The index of its first step.
+    first: usize,
+    /// Each step's kernel function and work items per block.
+    calls: Vec<Call>,
+    /// Blocks, split across threads in contiguous runs.
+    blocks: usize,
+    /// The steps' cost together.
+    cost: f64,
+    /// The windows: (slot, bytes per block, offset in a thread's window memory).
+    windows: Vec<(usize, usize, usize)>,
+    /// Bytes of window memory per thread.
+    window_bytes: usize,
+}
+
+impl Group {
+    /// The groups of `steps`, whose functions resolve in `functions` (checked before).
+    fn of(steps: &[f16c_core::artifact::Step], functions: &[Option<KernelFn>]) -> Vec<Group> {
+        let mut groups = Vec::new();
+        let mut at = 0;
+        while at < steps.len() {
+            let (count, blocks, windows) = match &steps[at].interleave {
+                Some(g) => (g.steps, g.blocks, g.windows.as_slice()),
+                None => (1, steps[at].work, &[][..]),
+            };
+            let group = &steps[at..at + count];
+            let calls = group.iter().map(|s| Call { f: functions[s.function].expect("checked in new"), per: (s.work / blocks.max(1)) as u64 }).collect();
+            let mut placed = Vec::with_capacity(windows.len());
+            let mut window_bytes = 0;
+            for w in windows {
+                placed.push((w.slot, w.bytes, window_bytes));
+                window_bytes += w.bytes.next_multiple_of(64);
+            }
+            groups.push(Group { first: at, calls, blocks, cost: group.iter().map(|s| s.cost).sum(), windows: placed, window_bytes });
+            at += count;
+        }
+        groups
+    }
 }
 
 // SAFETY: the function pointers point into code owned by `_code`, which lives as long as the
@@ -372,7 +414,8 @@ impl Executor {
         let inputs = manifest.inputs.iter().map(ty).collect::<Result<Vec<_>>>()?;
         let outputs = manifest.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
         let profile = profiling().then(|| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
-        let mut e = Executor { constants, manifest, inputs, outputs, functions, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), memory: std::sync::Mutex::default(), _code: code };
+        let groups = Group::of(&manifest.steps, &functions);
+        let mut e = Executor { constants, manifest, inputs, outputs, groups, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), memory: std::sync::Mutex::default(), _code: code };
         match std::env::var_os("F16C_NATIVE_TILES") {
             Some(v) if v == "0" => e.set_native_tiles(false),
             Some(v) if v == "avx2" => e.limit_native_to_avx2(),
@@ -449,33 +492,16 @@ impl Executor {
             scratch.push(Aligned::for_writing(m.scratch_bytes));
         }
         let mut times = self.profile.as_ref().map(|_| vec![std::time::Duration::ZERO; m.kernels.len()]);
-        let mut at = 0;
-        while at < m.steps.len() {
-            let step = &m.steps[at];
-            // A plain step is one block of its whole work; an interleaved group, its blocks.
-            let (group, blocks, windows) = match &step.interleave {
-                Some(g) => (&m.steps[at..at + g.steps], g.blocks, g.windows.as_slice()),
-                None => (std::slice::from_ref(step), 1, &[][..]),
-            };
-            at += group.len();
-            // A plain step's parts are runs of its items; a group's, runs of its blocks.
-            let per = |s: &f16c_core::artifact::Step| if s.interleave.is_none() && group.len() == 1 { 1 } else { (s.work / blocks) as u64 };
-            let calls: Vec<Call> = group.iter().map(|s| Call { f: self.functions[s.function].expect("checked in new"), per: per(s) }).collect();
+        for g in &self.groups {
+            let group = &m.steps[g.first..g.first + g.calls.len()];
             let spent: Vec<std::sync::atomic::AtomicU64> = if times.is_some() && group.len() > 1 { group.iter().map(|_| Default::default()).collect() } else { Vec::new() };
-            let (work, cost) = if blocks == 1 { (step.work, step.cost) } else { (blocks, group.iter().map(|s| s.cost).sum()) };
             let started = times.as_ref().map(|_| std::time::Instant::now());
-            let threads = if cost >= PARALLEL_MIN_COST { self.threads.min(work) } else { 1 };
+            let work = g.blocks;
+            let threads = if g.cost >= PARALLEL_MIN_COST { self.threads.min(work).max(1) } else { 1 };
             while scratch.len() < threads {
                 scratch.push(Aligned::for_writing(m.scratch_bytes));
             }
-            // Windows: (slot, bytes per block, offset in a thread's window memory), and each
-            // part's own table.
-            let mut placed = Vec::with_capacity(windows.len());
-            let mut window_bytes = 0;
-            for w in windows {
-                placed.push((w.slot, w.bytes, window_bytes));
-                window_bytes += w.bytes.next_multiple_of(64);
-            }
+            let (calls, placed, window_bytes) = (&g.calls, &g.windows, g.window_bytes);
             let window_memory = &mut memory.windows;
             if window_bytes > 0 {
                 if window_memory.first().is_some_and(|w| w.len() < window_bytes) {
@@ -534,7 +560,7 @@ impl Executor {
                 }
             }
             if status != Status::Ok as i32 {
-                let k = &m.kernels[step.kernel];
+                let k = &m.kernels[group[0].kernel];
                 return Err(RuntimeError::Eval { location: k.location.clone(), op: k.op.clone(), message: Status::describe(status) });
             }
         }

@@ -399,6 +399,9 @@ impl<'p> Context<'p> {
                 let zero = fx.i(0);
                 widen(fx, k, zero, 0);
             }
+            // Whether a reduction of `kind` over a row stored as `t` computing in `d` runs in
+            // lanes (a maximum or minimum of f32 values), else in index order.
+            let in_lanes = |kind: ReduceKind, t: DType, d: DType| matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && domain(d) == F32 && len >= 2 * LANES;
             fx.for_items(|fx, item| {
                 // The group's rows; past the last row, the last row again (which writes the
                 // same values again).
@@ -443,8 +446,7 @@ impl<'p> Context<'p> {
                     // one loop, each row's in index order: the rows' chains overlap.
                     if let RowStage::Reduce { kind, arg, dtype } = stage {
                         let t_arg = place(fx, 0, *arg).2;
-                        let lanes = matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t_arg, DType::F32 | DType::BF16) && domain(dtypes[*arg]) == F32 && len >= 2 * LANES;
-                        if !lanes {
+                        if !in_lanes(*kind, t_arg, dtypes[*arg]) {
                             let dom = domain(dtypes[*arg]);
                             let places: Vec<(Value, Value, DType)> = (0..ROW_GROUP).map(|q| place(fx, q, *arg)).collect();
                             let inits: Vec<Value> = (0..ROW_GROUP).map(|_| reduce_init(fx, *kind, dom)).collect();
@@ -485,7 +487,7 @@ impl<'p> Context<'p> {
                                 };
                                 // (A bf16 row, a softmax's scores in bf16, widens exactly as it
                                 // is loaded: the same values.)
-                                let acc = if matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && dom == F32 && len >= 2 * LANES {
+                                let acc = if in_lanes(kind, t, dtypes[*arg]) {
                                     // A maximum or minimum is the same value in any order (a NaN
                                     // gives the canonical NaN either way) except the sign of a zero
                                     // result, which is the row's first extreme zero's: four lanes,
