@@ -347,8 +347,9 @@ impl LlvmCpuBackend {
             }
         }
         // Attention's scores, softmax and products band by band (the same items, reordered).
-        for band in self.bands(program) {
-            bands::interleave(&mut schedule.steps, &band);
+        let banded = self.bands(program);
+        for band in &banded {
+            bands::interleave(&mut schedule.steps, band);
             layout.together.push((band.first, band.first + 2));
         }
         schedule.finish_bodies(&ir);
@@ -359,8 +360,8 @@ impl LlvmCpuBackend {
             layout.finish(program);
             layout.manifest(program, info, schedule.symbols, schedule.steps)
         });
-        for (info, kernel) in manifest.kernels.iter_mut().zip(&program.kernels) {
-            info.plan = self.describe(program, kernel).unwrap_or_default();
+        for (k, (info, kernel)) in manifest.kernels.iter_mut().zip(&program.kernels).enumerate() {
+            info.plan = self.describe_in(program, kernel, banded.iter().find(|b| (b.first..b.first + 3).contains(&k))).unwrap_or_default();
         }
         if output == Output::Library {
             library::entry(&mut ir, program, &manifest, &constants, &schedule.functions).map_err(|m| codegen(None, m))?;
@@ -599,9 +600,14 @@ impl LlvmCpuBackend {
     /// [`LlvmCpuBackend::compile`] does, read from the same functions (`--emit=kernels`, the
     /// artifact's kernel plans, `f16c-run --profile`).
     pub fn describe(&self, program: &Program, kernel: &Kernel) -> Option<String> {
-        let alone = self.describe_alone(program, kernel);
         let k = program.kernels.iter().position(|x| std::ptr::eq(x, kernel));
         let band = k.and_then(|k| self.bands(program).into_iter().find(|b| (b.first..b.first + 3).contains(&k)));
+        self.describe_in(program, kernel, band.as_ref())
+    }
+
+    /// [`LlvmCpuBackend::describe`] of `kernel`, which runs in `band` (if any).
+    fn describe_in(&self, program: &Program, kernel: &Kernel, band: Option<&bands::Band>) -> Option<String> {
+        let alone = self.describe_alone(program, kernel);
         match band {
             Some(b) => Some(format!("{}; {}", alone.unwrap_or_default(), bands::describe(program, &b))),
             None => alone,
