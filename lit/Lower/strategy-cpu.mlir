@@ -15,15 +15,17 @@
 // RUN: %f16c-run %t.f16c --input %inputs/x_4x64_f32.npy --output %t.npy --profile 2>&1 | FileCheck %s --check-prefix=PROFILE
 
 // A matmul with a constant weight: the register-blocked micro-kernel, its tile and multiply
-// chosen by the CPU level and the precision.
+// chosen by the CPU level and the precision. Its 4 rows are a tile of their own, shorter than
+// the machine's (12 on AVX-512, 6 on AVX2, 8 on NEON; tile_rows), except with fp16
+// accumulators.
 // W-V4: k{{[0-9]+}}_matmul: contraction matmul batch=1 m=4 n=40 k=64
-// W-V4: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B packed at compile time (f32)
-// W-V3: strategy: micro-kernel 6x16 (8 lanes), f32 FMA; B packed at compile time (f32)
-// W-PAIRS: strategy: micro-kernel 12x32 (16 lanes), bf16 pairs on VDPBF16PS into f32; B packed at compile time (bf16)
-// W-BF16: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B packed at compile time (bf16); A widened to f32 once per run
-// W-A64: strategy: micro-kernel 8x8 (4 lanes), fp16 FMLAL into f32; B packed at compile time (f16)
-// W-A64ACC: strategy: micro-kernel {{[0-9]+}}x{{[0-9]+}} (8 lanes), fp16 FMA, fp16 accumulators; B packed at compile time (f16)
-// PROFILE: k{{[0-9]+}}_matmul {{.*}}(micro-kernel 12x32 (16 lanes), f32 FMA; B packed at compile time (f32))
+// W-V4: strategy: micro-kernel 4x32 (16 lanes), f32 FMA; B packed at compile time (f32)
+// W-V3: strategy: micro-kernel 4x16 (8 lanes), f32 FMA; B packed at compile time (f32)
+// W-PAIRS: strategy: micro-kernel 4x32 (16 lanes), bf16 pairs on VDPBF16PS into f32; B packed at compile time (bf16)
+// W-BF16: strategy: micro-kernel 4x32 (16 lanes), f32 FMA; B packed at compile time (bf16); A widened to f32 once per run
+// W-A64: strategy: micro-kernel 4x8 (4 lanes), fp16 FMLAL into f32; B packed at compile time (f16)
+// W-A64ACC: strategy: micro-kernel 8x16 (8 lanes), fp16 FMA, fp16 accumulators; B packed at compile time (f16)
+// PROFILE: k{{[0-9]+}}_matmul {{.*}}(micro-kernel 4x32 (16 lanes), f32 FMA; B packed at compile time (f32))
 func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
   %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
   %r = tosa.reshape %a, %shape : (tensor<4x64xf32>, !tosa.shape<3>) -> tensor<1x4x64xf32>
@@ -43,7 +45,20 @@ func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tens
   return %y : tensor<2x24x24xf32>
 }
 
-// DW: strategy: depthwise: 16 channels of an output pixel per vector, f32 accumulators
+// A depthwise convolution: a vector of channels for a run of output pixels of a row (the
+// most up to eight that divide the row: 8 of 8 here, 7 of 49 in EfficientNet's last stage),
+// each pixel's sum a chain of its own, each tap's weights loaded once for the run.
+// DW: strategy: depthwise: 16 channels × 8 pixels of a row per work item, f32 accumulators
+// DW-ROW7: strategy: depthwise: 16 channels × 7 pixels of a row per work item, f32 accumulators
+// RUN: %f16c compile %s --function=depthwise7 --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW-ROW7
+func.func @depthwise7(%x: tensor<1x7x7x32xf32>) -> tensor<1x7x7x32xf32> {
+  %w = "tosa.const"() <{values = dense<0.125> : tensor<5x5x32x1xf32>}> : () -> tensor<5x5x32x1xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 2, 2, 2, 2>, stride = array<i64: 1, 1>} : (tensor<1x7x7x32xf32>, tensor<5x5x32x1xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x7x7x32xf32>
+  return %y : tensor<1x7x7x32xf32>
+}
+
 func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
   %w = "tosa.const"() <{values = dense<0.125> : tensor<3x3x32x1xf32>}> : () -> tensor<3x3x32x1xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>

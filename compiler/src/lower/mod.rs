@@ -1068,9 +1068,10 @@ impl<'g> Lowering<'g> {
     }
 
     /// Elementwise groups that can become the epilogue of the contraction feeding them: the
-    /// contraction's result (through reshapes that keep the last dimension) has this group as
-    /// its only user, exactly once, and the group iterates over exactly the contraction's
-    /// elements with the same innermost dimension. Keyed by the contraction.
+    /// contraction's result (through reshapes that keep the last dimension) is used by this
+    /// group only (any number of times: SiLU's `x · sigmoid(x)` reads it twice), and the group
+    /// iterates over exactly the contraction's elements with the same innermost dimension.
+    /// Keyed by the contraction.
     fn epilogue_candidates(&self, order: &[NodeId], groups: &HashMap<NodeId, Vec<NodeId>>, outputs: &HashSet<NodeId>) -> HashMap<NodeId, Fusion> {
         let g = self.g;
         let mut out = HashMap::new();
@@ -1082,23 +1083,24 @@ impl<'g> Lowering<'g> {
             }
             let (mut value, mut views) = (id, Vec::new());
             loop {
-                let users = g.users(value);
-                if users.len() != 1 || outputs.contains(&value) {
+                let mut users: Vec<NodeId> = g.users(value).into_iter().map(|(u, _)| u).collect();
+                users.dedup();
+                if users.is_empty() || outputs.contains(&value) {
                     break;
                 }
-                let u = users[0].0;
-                if matches!(g.op(u), Op::Reshape) && self.ty(u).shape.last() == Some(&cols) {
+                let u = users[0];
+                if users.len() == 1 && matches!(g.op(u), Op::Reshape) && self.ty(u).shape.last() == Some(&cols) {
                     views.push(u);
                     value = u;
                     continue;
                 }
                 if let Some(members) = groups.get(&u).filter(|_| g.op(u).is_elementwise()) {
                     let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
-                    let used_once = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count() == 1;
+                    let only_this_group = users.iter().all(|u| members.contains(u));
                     // A group fuses into one contraction only (a residual add of two convs).
                     let root = members.last().expect("groups are not empty");
                     let claimed = out.values().any(|f: &Fusion| f.members.last() == Some(root));
-                    if same_space && used_once && !claimed {
+                    if same_space && only_this_group && !claimed {
                         out.insert(id, Fusion { value, views, members: members.clone() });
                     }
                 }

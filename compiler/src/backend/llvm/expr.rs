@@ -14,6 +14,64 @@ use f16c_dialect::{BinaryOp, DType, ReduceKind, UnaryOp};
 use inkwell::values::{BasicValueEnum, FloatMathValue, FloatValue, IntValue, VectorValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
+/// What decides which values a machine computes on f32 lanes (vectors of domain values): its
+/// math and whether it rounds bf16 natively. The emitters ask through [`Ir`]; the CPU
+/// backend's plan text asks directly, without a module.
+#[derive(Clone, Copy, Debug)]
+pub struct LaneRules {
+    /// How the machine computes the math functions.
+    pub math: MathImpl,
+    /// Whether it rounds f32 to bf16 natively.
+    pub native_bf16: bool,
+}
+
+impl LaneRules {
+    /// Whether f32 lanes round to `d` lane by lane ([`Ir::round_to`]): f32, f16, and bf16 on a
+    /// CPU (natively, or on the bits in vector integer arithmetic: [`Ir::to_low_lanes`]) or on a
+    /// machine with native bf16.
+    pub fn rounds(&self, d: DType) -> bool {
+        d == DType::F32 || d == DType::F16 || d == DType::BF16 && (self.native_bf16 || self.math == MathImpl::RuntimeTable)
+    }
+
+    /// Which ops [`Ir::ew`] computes on f32 lanes: float add, subtract, multiply, maximum,
+    /// minimum, clamp, float-to-float casts, negate, abs, reciprocal, rsqrt, floor and ceil,
+    /// and on the CPU the contract's exp, tanh, erf and sigmoid ([`Ir::contract_exp`]), on
+    /// values of the types that [`LaneRules::rounds`].
+    pub fn op(&self, op: &EwOp, arg_types: &[DType]) -> bool {
+        let kind = match op.kind {
+            EwKind::Binary(b) => matches!(b, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Maximum | BinaryOp::Minimum),
+            EwKind::Clamp { .. } | EwKind::Cast => true,
+            EwKind::Unary(u) => match u {
+                UnaryOp::Negate | UnaryOp::Abs | UnaryOp::Reciprocal | UnaryOp::Rsqrt | UnaryOp::Floor | UnaryOp::Ceil => true,
+                UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Erf | UnaryOp::Sigmoid => self.math == MathImpl::RuntimeTable,
+                _ => false,
+            },
+            _ => false,
+        };
+        kind && self.rounds(op.dtype) && arg_types.iter().all(|&d| self.rounds(d))
+    }
+
+    /// A float type stored as f32, f16 or bf16 that lanes round to.
+    fn stored(&self, d: DType) -> bool {
+        matches!(d, DType::F32 | DType::F16 | DType::BF16) && self.rounds(d)
+    }
+
+    /// Whether every value of an elementwise kernel lies in f32 lanes: float inputs stored as
+    /// f32, f16 or bf16 and ops of [`LaneRules::op`] ([`Ir::elementwise_row`]'s vectors).
+    pub fn elementwise(&self, e: &crate::lower::Elementwise) -> bool {
+        e.inputs.iter().all(|i| self.stored(i.dtype)) && self.stored(e.expr.result_dtype()) && e.expr.ops.iter().all(|op| self.op(op, &e.expr.arg_types(op)))
+    }
+
+    /// Whether a reduction runs as [`Ir::reduction_lanes`] with vectors of `lanes`: a float sum,
+    /// product, maximum or minimum of f32, f16 or bf16 values along an axis with at least
+    /// `lanes` contiguous outputs beside each other (`inner`), e.g. a global average pool's
+    /// sums over the rows and columns of an NHWC image.
+    pub fn reduction(&self, r: &crate::lower::Reduction, lanes: usize) -> bool {
+        let kind = r.kind.is_some_and(|k| matches!(k, ReduceKind::Sum | ReduceKind::Prod | ReduceKind::Max | ReduceKind::Min));
+        lanes > 1 && kind && self.stored(r.input.ty.dtype) && self.stored(r.output.ty.dtype) && r.inner >= lanes
+    }
+}
+
 /// Is `d` computed in f32 (f32, f16, bf16)?
 fn in_f32(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F16 | DType::BF16)
@@ -51,23 +109,19 @@ impl<'ctx> Ir<'ctx> {
         Ok(self.round_to(op.dtype, r))
     }
 
-    /// Which ops [`Ir::ew`] computes on f32 lanes (vectors of domain values): float add,
-    /// subtract, multiply, maximum, minimum, clamp and float-to-float casts, on f32 and f16
-    /// values (and bf16 ones where the machine has native bf16 to round them).
+    /// Which ops [`Ir::ew`] computes on f32 lanes ([`LaneRules::op`]).
     pub fn ew_in_lanes(&self, op: &EwOp, arg_types: &[DType]) -> bool {
-        let kind = match op.kind {
-            EwKind::Binary(b) => matches!(b, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Maximum | BinaryOp::Minimum),
-            EwKind::Clamp { .. } | EwKind::Cast => true,
-            _ => false,
-        };
-        kind && self.rounds_lanes(op.dtype) && arg_types.iter().all(|&d| self.rounds_lanes(d))
+        self.lane_rules().op(op, arg_types)
     }
 
-    /// Whether f32 lanes round to `d` lane by lane ([`Ir::round_to`]): f32, f16, and bf16 on a
-    /// CPU (natively, or on the bits in vector integer arithmetic: [`Ir::to_low_lanes`]) or on a
-    /// machine with native bf16.
+    /// Whether f32 lanes round to `d` lane by lane ([`LaneRules::rounds`]).
     pub fn rounds_lanes(&self, d: DType) -> bool {
-        d == DType::F32 || d == DType::F16 || d == DType::BF16 && (self.native_bf16 || self.math == MathImpl::RuntimeTable)
+        self.lane_rules().rounds(d)
+    }
+
+    /// This module's [`LaneRules`].
+    pub fn lane_rules(&self) -> LaneRules {
+        LaneRules { math: self.math, native_bf16: self.native_bf16 }
     }
 
     /// [`Ir::ew`] on f32 lanes, for the ops of [`Ir::ew_in_lanes`]: each lane computes what
@@ -81,9 +135,28 @@ impl<'ctx> Ir<'ctx> {
             EwKind::Binary(BinaryOp::Sub) => b.build_float_sub(x, args[1], "").built().into(),
             EwKind::Binary(BinaryOp::Mul) => b.build_float_mul(x, args[1], "").built().into(),
             EwKind::Clamp { .. } | EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum) => return Ok(self.select_lanes(op, args, arg_types).into()),
+            EwKind::Unary(UnaryOp::Negate) => b.build_float_neg(x, "").built().into(),
+            EwKind::Unary(UnaryOp::Abs) => self.vintr("fabs", x).into(),
+            EwKind::Unary(UnaryOp::Floor) => self.vintr("floor", x).into(),
+            EwKind::Unary(UnaryOp::Ceil) => self.vintr("ceil", x).into(),
+            EwKind::Unary(UnaryOp::Reciprocal) => b.build_float_div(self.splat(x.get_type(), self.f32(1.0)), x, "").built().into(),
+            EwKind::Unary(UnaryOp::Rsqrt) => {
+                let s = self.vintr("sqrt", x);
+                b.build_float_div(self.splat(x.get_type(), self.f32(1.0)), s, "").built().into()
+            }
+            EwKind::Unary(UnaryOp::Exp) if self.math == MathImpl::RuntimeTable => self.contract_exp(x.into()),
+            EwKind::Unary(UnaryOp::Tanh) if self.math == MathImpl::RuntimeTable => self.contract_tanh(x.into()),
+            EwKind::Unary(UnaryOp::Erf) if self.math == MathImpl::RuntimeTable => self.contract_erf(x.into()),
+            EwKind::Unary(UnaryOp::Sigmoid) if self.math == MathImpl::RuntimeTable => self.contract_sigmoid(x.into()),
             _ => return Err(format!("{:?} is not computed on vectors", op.kind)),
         };
         Ok(self.round_to(op.dtype, r))
+    }
+
+    /// `llvm.<name>` on one vector of f32 lanes.
+    fn vintr(&self, name: &str, x: VectorValue<'ctx>) -> VectorValue<'ctx> {
+        let n = x.get_type().get_size();
+        self.intrinsic(&format!("llvm.{name}.v{n}f32"), x.get_type().into(), &[x.into()]).into_vector_value()
     }
 
     /// Maximum, minimum and clamp on f32 lanes. Of f16 values to f16, they compare and select
@@ -478,9 +551,9 @@ impl<'ctx> Ir<'ctx> {
         match self.math {
             MathImpl::NvptxApprox => self.nvptx_math(lc, args),
             // The contract's own f32 functions, inline ([`f16c_core::math`]).
-            MathImpl::RuntimeTable if lc == Libcall::ExpF32 => Ok(self.contract_exp(args[0])),
-            MathImpl::RuntimeTable if lc == Libcall::TanhF32 => Ok(self.contract_tanh(args[0])),
-            MathImpl::RuntimeTable if lc == Libcall::ErfF32 => Ok(self.contract_erf(args[0])),
+            MathImpl::RuntimeTable if lc == Libcall::ExpF32 => Ok(self.scalar_math(Self::contract_exp, args[0])),
+            MathImpl::RuntimeTable if lc == Libcall::TanhF32 => Ok(self.scalar_math(Self::contract_tanh, args[0])),
+            MathImpl::RuntimeTable if lc == Libcall::ErfF32 => Ok(self.scalar_math(Self::contract_erf, args[0])),
             MathImpl::RuntimeTable => {
                 let args: Vec<BasicValueEnum> = args.iter().map(|&a| a.into()).collect();
                 Ok(self.libcall(lc, &args)?.into_float_value())

@@ -155,6 +155,9 @@ impl<'k> Items<'k> {
     }
 }
 
+/// The shortest last dimension [`Ir::elementwise_row`] takes a row of.
+pub const ELEMENTWISE_ROW_MIN: usize = 8;
+
 /// Independent chains of a row's float maximum or minimum ([`Ir::reduce_extremum`]).
 pub const EXTREMUM_CHAINS: usize = 8;
 
@@ -238,6 +241,72 @@ impl<'ctx> Ir<'ctx> {
         Ok(())
     }
 
+    /// Rows of an elementwise kernel for [`Ir::elementwise_row`]: its leading dimensions, when
+    /// it has more than one and a row of at least [`ELEMENTWISE_ROW_MIN`] elements (a
+    /// broadcast input: the dimensions did not collapse into one), else `None`.
+    pub fn elementwise_rows(e: &Elementwise) -> Option<usize> {
+        let rank = e.shape.len();
+        (rank >= 2 && e.shape[rank - 1] >= ELEMENTWISE_ROW_MIN).then(|| e.shape[..rank - 1].iter().product())
+    }
+
+    /// Row `r` of an elementwise kernel ([`Ir::elementwise_rows`]): each input's offset computed
+    /// once per row, then the row along the last dimension, where the inputs step by their last
+    /// strides (0 for a broadcast value, 1 for a contiguous one). With `lanes` > 1 and every
+    /// value in f32 lanes ([`super::expr::LaneRules::elementwise`]), `lanes` elements at a time as vectors
+    /// (a broadcast value splat once per row) and the rest one by one: each lane computes
+    /// what the scalar evaluation does. (Per element, the offsets' divisions and remainders
+    /// kept an SE block's channel scale scalar, 36 cycles per 16 elements; a row loop of 32
+    /// left to LLVM was unrolled into scalars.)
+    pub fn elementwise_row(&mut self, e: &Elementwise, r: IntValue<'ctx>, lanes: usize) -> Result<(), String> {
+        let rank = e.shape.len();
+        let len = e.shape[rank - 1];
+        let starts: Vec<(PointerValue<'ctx>, IntValue<'ctx>, i64)> = e
+            .inputs
+            .iter()
+            .map(|input| (self.buffer(input.buffer.0), self.strided_offset(r, &e.shape[..rank - 1], &input.strides[..rank - 1]), input.strides[rank - 1] as i64))
+            .collect();
+        let out = self.buffer(e.output.0);
+        let first = self.muli(r, len);
+        let mut failure = Ok(());
+        let whole = if lanes > 1 && self.lane_rules().elementwise(e) { len / lanes * lanes } else { 0 };
+        if whole > 0 {
+            let vty = self.cx.f32_type().vec_type(lanes as u32);
+            let splats: Vec<Option<VectorValue<'ctx>>> = e
+                .inputs
+                .iter()
+                .zip(&starts)
+                .map(|(input, &(base, start, step))| {
+                    (step == 0).then(|| {
+                        let one = self.load(input.dtype, base, start).into_float_value();
+                        self.splat(vty, one)
+                    })
+                })
+                .collect();
+            let step = self.i64(lanes as i64);
+            self.for_range(self.i64(0), self.i64(whole as i64), step, |ir, j| {
+                let args = e
+                    .inputs
+                    .iter()
+                    .zip(&starts)
+                    .zip(&splats)
+                    .map(|((input, &(base, start, _)), splat)| splat.unwrap_or_else(|| ir.load_lanes(input.dtype, base, ir.add(start, j), lanes as u32)).into())
+                    .collect();
+                match ir.eval(&e.expr, args) {
+                    Ok(v) => ir.store_lanes(e.expr.result_dtype(), out, ir.add(first, j), v.into_vector_value()),
+                    Err(m) => failure = Err(m),
+                }
+            });
+        }
+        self.for_n(whole, len, |ir, j| {
+            let args = e.inputs.iter().zip(&starts).map(|(input, &(base, start, step))| ir.load(input.dtype, base, ir.add(start, ir.mul(j, ir.i64(step))))).collect();
+            match ir.eval(&e.expr, args) {
+                Ok(v) => ir.store(e.expr.result_dtype(), out, ir.add(first, j), v),
+                Err(m) => failure = failure.clone().and(Err(m)),
+            }
+        });
+        failure
+    }
+
     /// Can an elementwise kernel run as [`Ir::elementwise_pair`]? Every value computes in f32
     /// and the result is 16-bit (two of them fill 32 bits: `half2`, `bf16x2`), the innermost
     /// dimension is even, and every input is contiguous or broadcast along it, at even offsets.
@@ -308,6 +377,45 @@ impl<'ctx> Ir<'ctx> {
             None => self.argmax(din, src, at0, r.len, r.inner).into(),
         };
         self.store(dout, dst, i, value);
+        Ok(())
+    }
+
+    /// Work items of [`Ir::reduction_lanes`]: `outer` × blocks of `lanes` inner outputs.
+    pub fn reduction_lanes_work(r: &Reduction, lanes: usize) -> usize {
+        r.outer * r.inner.div_ceil(lanes)
+    }
+
+    /// Item `i` of a reduction that runs in lanes ([`super::expr::LaneRules::reduction`]): `lanes` neighbouring outputs, each
+    /// lane the reference's sequence along the axis (the same steps as [`Ir::reduction_item`],
+    /// one vector step per value of the axis, so the same bits); the last block of a row is
+    /// pulled back to end at its last output (its overlap computes and stores the same values).
+    pub fn reduction_lanes(&mut self, r: &Reduction, i: IntValue<'ctx>, lanes: usize) -> Result<(), String> {
+        let (din, dout) = (r.input.ty.dtype, r.output.ty.dtype);
+        let kind = r.kind.ok_or("an argmax does not run in lanes")?;
+        let (src, dst) = (self.buffer(r.input.buffer.0), self.buffer(r.output.buffer.0));
+        let blocks = r.inner.div_ceil(lanes);
+        let (o, blk) = (self.divi(i, blocks), self.remi(i, blocks));
+        let ii = self.smin(self.muli(blk, lanes), self.i64((r.inner - lanes) as i64));
+        let at0 = self.add(self.muli(o, r.len * r.inner), ii);
+        let vty = self.cx.f32_type().vec_type(lanes as u32);
+        let init = self.reduce_init(kind, din).into_float_value();
+        let acc = self.var(self.splat(vty, init).into());
+        let nan = self.splat(vty, self.f32(f32::NAN));
+        let inner = r.inner;
+        self.for_n(0, r.len, |ir, k| {
+            let x = ir.load_lanes(din, src, ir.add(at0, ir.muli(k, inner)), lanes as u32);
+            let a = ir.get(acc).into_vector_value();
+            let next: BasicValueEnum = match kind {
+                ReduceKind::Sum => ir.b.build_float_add(a, x, "").built().into(),
+                ReduceKind::Prod => ir.b.build_float_mul(a, x, "").built().into(),
+                ReduceKind::Max => ir.tosa_select_any(inkwell::FloatPredicate::OGE, a, x, nan),
+                _ => ir.tosa_select_any(inkwell::FloatPredicate::OLE, a, x, nan),
+            };
+            ir.set(acc, next);
+        });
+        let v = self.get(acc);
+        let v = self.round_to(dout, v).into_vector_value();
+        self.store_lanes(dout, dst, self.add(self.muli(o, r.inner), ii), v);
         Ok(())
     }
 

@@ -2,125 +2,256 @@
 //! targets: the same operations in the same order as the Rust definitions (plain `fmul`/`fadd`,
 //! which LLVM does not fuse without a `contract` flag; branches as selects), so the same bits,
 //! and loops that the vectoriser can widen (a libcall per element it cannot).
+//!
+//! Each function takes one f32 or a vector of f32 lanes (a fused epilogue finishing a row of a
+//! GEMM tile, a row kernel's stage): on a vector every lane computes exactly what the scalar
+//! function computes (IEEE operations, selects and `roundeven` are lane by lane).
 
 use super::{Built, Ir};
 use f16c_core::math::{self as m};
-use inkwell::values::{FloatValue, IntValue};
+use inkwell::types::{BasicTypeEnum, VectorType};
+use inkwell::values::{BasicValueEnum, FloatValue};
 use inkwell::FloatPredicate;
 
+/// One f32 or a vector of f32 lanes.
+type F<'ctx> = BasicValueEnum<'ctx>;
+
+/// `$ir.b.$method(a, b)` on two floats or on two float vectors.
+macro_rules! floats {
+    ($ir:expr, $method:ident, $a:expr, $b:expr) => {
+        match ($a, $b) {
+            (BasicValueEnum::FloatValue(a), BasicValueEnum::FloatValue(b)) => $ir.b.$method(a, b, "").built().into(),
+            (BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => $ir.b.$method(a, b, "").built().into(),
+            (a, b) => unreachable!("float math on {a:?} and {b:?}"),
+        }
+    };
+}
+
+/// `$ir.b.$method(a, b, ..)` on two integers or on two integer vectors.
+macro_rules! ints {
+    ($ir:expr, $method:ident, $a:expr, $b:expr $(, $extra:expr)?) => {
+        match ($a, $b) {
+            (BasicValueEnum::IntValue(a), BasicValueEnum::IntValue(b)) => $ir.b.$method(a, b, $($extra,)? "").built().into(),
+            (BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => $ir.b.$method(a, b, $($extra,)? "").built().into(),
+            (a, b) => unreachable!("integer math on {a:?} and {b:?}"),
+        }
+    };
+}
+
 impl<'ctx> Ir<'ctx> {
+    /// The number of lanes of `x`, `None` for a scalar.
+    fn lanes_of(x: F<'ctx>) -> Option<u32> {
+        match x {
+            BasicValueEnum::VectorValue(v) => Some(v.get_type().get_size()),
+            _ => None,
+        }
+    }
+
+    /// The f32 `v`, shaped like `like` (splat across its lanes).
+    fn k(&self, like: F<'ctx>, v: f32) -> F<'ctx> {
+        let c = self.f32(v);
+        match Self::lanes_of(like) {
+            Some(n) => VectorType::const_vector(&vec![c; n as usize]).into(),
+            None => c.into(),
+        }
+    }
+
+    /// The i32 `v`, shaped like `like`.
+    fn ki(&self, like: F<'ctx>, v: i32) -> F<'ctx> {
+        let c = self.i32(v);
+        match Self::lanes_of(like) {
+            Some(n) => VectorType::const_vector(&vec![c; n as usize]).into(),
+            None => c.into(),
+        }
+    }
+
+    fn fadd(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
+        floats!(self, build_float_add, a, b)
+    }
+
+    fn fsub(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
+        floats!(self, build_float_sub, a, b)
+    }
+
+    fn fmul(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
+        floats!(self, build_float_mul, a, b)
+    }
+
+    fn fdiv(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
+        floats!(self, build_float_div, a, b)
+    }
+
+    fn fcmp(&self, p: FloatPredicate, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
+        match (a, b) {
+            (BasicValueEnum::FloatValue(a), BasicValueEnum::FloatValue(b)) => self.b.build_float_compare(p, a, b, "").built().into(),
+            (BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => self.b.build_float_compare(p, a, b, "").built().into(),
+            (a, b) => unreachable!("compare of {a:?} and {b:?}"),
+        }
+    }
+
+    /// `a` where `cond` holds, else `b` (lane by lane for vectors).
+    fn fsel(&self, cond: F<'ctx>, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
+        match cond {
+            BasicValueEnum::IntValue(c) => self.b.build_select(c, a, b, "").built(),
+            BasicValueEnum::VectorValue(c) => self.b.build_select(c, a, b, "").built(),
+            c => unreachable!("select on {c:?}"),
+        }
+    }
+
+    /// `llvm.<name>` on f32 values or f32 vectors.
+    fn lane_intr(&self, name: &str, args: &[F<'ctx>]) -> F<'ctx> {
+        let suffix = match Self::lanes_of(args[0]) {
+            Some(n) => format!("v{n}f32"),
+            None => "f32".into(),
+        };
+        self.intrinsic(&format!("llvm.{name}.{suffix}"), args[0].get_type(), args)
+    }
+
+    /// The i32 type shaped like `like`, and the f32 one.
+    fn int_like(&self, like: F<'ctx>) -> BasicTypeEnum<'ctx> {
+        match Self::lanes_of(like) {
+            Some(n) => self.cx.i32_type().vec_type(n).into(),
+            None => self.cx.i32_type().into(),
+        }
+    }
+
+    fn float_like(&self, like: F<'ctx>) -> BasicTypeEnum<'ctx> {
+        match Self::lanes_of(like) {
+            Some(n) => self.cx.f32_type().vec_type(n).into(),
+            None => self.cx.f32_type().into(),
+        }
+    }
+
     /// `c[n]·s^n + … + c[0]`, multiply then add per step ([`m::horner`]).
-    fn horner(&self, c: &[f32], s: FloatValue<'ctx>) -> FloatValue<'ctx> {
-        let mut r = self.f32(c[c.len() - 1]);
+    fn horner(&self, c: &[f32], s: F<'ctx>) -> F<'ctx> {
+        let mut r = self.k(s, c[c.len() - 1]);
         for &k in c[..c.len() - 1].iter().rev() {
-            let p = self.b.build_float_mul(r, s, "").built();
-            r = self.b.build_float_add(p, self.f32(k), "").built();
+            let p = self.fmul(r, s);
+            r = self.fadd(p, self.k(s, k));
         }
         r
     }
 
-    fn fsel(&self, cond: IntValue<'ctx>, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> FloatValue<'ctx> {
-        self.select(cond, a, b).into_float_value()
-    }
-
-    fn fcmp(&self, p: FloatPredicate, a: FloatValue<'ctx>, b: FloatValue<'ctx>) -> IntValue<'ctx> {
-        self.b.build_float_compare(p, a, b, "").built()
-    }
-
     /// `x + x` where `x` is NaN, `r` elsewhere.
-    fn nan_passes(&self, x: FloatValue<'ctx>, r: FloatValue<'ctx>) -> FloatValue<'ctx> {
+    fn nan_passes(&self, x: F<'ctx>, r: F<'ctx>) -> F<'ctx> {
         let nan = self.fcmp(FloatPredicate::UNO, x, x);
-        let q = self.b.build_float_add(x, x, "").built();
+        let q = self.fadd(x, x);
         self.fsel(nan, q, r)
     }
 
-    /// `2^n` from its bits (`n` in `[-126, 127]`).
-    fn pow2_bits(&self, n: IntValue<'ctx>) -> FloatValue<'ctx> {
-        let e = self.b.build_int_add(n, self.i32(127), "").built();
-        let e = self.b.build_left_shift(e, self.i32(23), "").built();
-        self.b.build_bit_cast(e, self.cx.f32_type(), "").built().into_float_value()
+    /// `2^n` from its bits (`n` in `[-126, 127]`, i32 shaped like the result).
+    fn pow2_bits(&self, n: F<'ctx>) -> F<'ctx> {
+        let e: F = ints!(self, build_int_add, n, self.ki(n, 127));
+        let e: F = ints!(self, build_left_shift, e, self.ki(n, 23));
+        self.b.build_bit_cast(e, self.float_like(n), "").built()
     }
 
     /// [`m::exp_f32`] without its NaN case.
-    fn exp_finite(&self, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
-        let b = &self.b;
-        let over = self.fcmp(FloatPredicate::OGT, x, self.f32(m::EXP_MAX));
-        let xc = self.fsel(over, self.f32(m::EXP_MAX), x);
-        let under = self.fcmp(FloatPredicate::OLT, xc, self.f32(m::EXP_MIN));
-        let xc = self.fsel(under, self.f32(m::EXP_MIN), xc);
-        let z = b.build_float_mul(xc, self.f32(m::INV_LN2), "").built();
-        let k = self.fintr("roundeven", &[z]);
-        let khi = b.build_float_mul(k, self.f32(m::LN2_HI), "").built();
-        let hi = b.build_float_sub(xc, khi, "").built();
-        let lo = b.build_float_mul(k, self.f32(m::LN2_LO), "").built();
-        let r = b.build_float_sub(hi, lo, "").built();
-        let rr = b.build_float_mul(r, r, "").built();
+    fn exp_finite(&self, x: F<'ctx>) -> F<'ctx> {
+        let c = |v: f32| self.k(x, v);
+        let over = self.fcmp(FloatPredicate::OGT, x, c(m::EXP_MAX));
+        let xc = self.fsel(over, c(m::EXP_MAX), x);
+        let under = self.fcmp(FloatPredicate::OLT, xc, c(m::EXP_MIN));
+        let xc = self.fsel(under, c(m::EXP_MIN), xc);
+        let z = self.fmul(xc, c(m::INV_LN2));
+        let k = self.lane_intr("roundeven", &[z]);
+        let khi = self.fmul(k, c(m::LN2_HI));
+        let hi = self.fsub(xc, khi);
+        let lo = self.fmul(k, c(m::LN2_LO));
+        let r = self.fsub(hi, lo);
+        let rr = self.fmul(r, r);
         let p = self.horner(&m::EXP_P, rr);
-        let q = b.build_float_mul(rr, p, "").built();
-        let c = b.build_float_sub(r, q, "").built();
-        let rc = b.build_float_mul(r, c, "").built();
-        let d = b.build_float_sub(self.f32(2.0), c, "").built();
-        let t = b.build_float_div(rc, d, "").built();
-        let t = b.build_float_sub(t, lo, "").built();
-        let t = b.build_float_add(t, hi, "").built();
-        let y = b.build_float_add(self.f32(1.0), t, "").built();
+        let q = self.fmul(rr, p);
+        let cc = self.fsub(r, q);
+        let rc = self.fmul(r, cc);
+        let d = self.fsub(c(2.0), cc);
+        let t = self.fdiv(rc, d);
+        let t = self.fsub(t, lo);
+        let t = self.fadd(t, hi);
+        let y = self.fadd(c(1.0), t);
         // k is an integer in [-150, 128], NaN only where x is (that lane is replaced): made 0
         // there, a plain conversion vectorises (`vcvttps2dq`) where the saturating one was
         // taken apart lane by lane (`vcvttss2si` and two tests each).
         let ordered = self.fcmp(FloatPredicate::ORD, k, k);
-        let k0 = self.fsel(ordered, k, self.f32(0.0));
-        let ki = b.build_float_to_signed_int(k0, self.cx.i32_type(), "").built();
-        let a = b.build_right_shift(ki, self.i32(1), true, "").built();
-        let rest = b.build_int_sub(ki, a, "").built();
-        let e = b.build_float_mul(y, self.pow2_bits(a), "").built();
-        b.build_float_mul(e, self.pow2_bits(rest), "").built()
+        let k0 = self.fsel(ordered, k, c(0.0));
+        let ki: F = match (k0, self.int_like(x)) {
+            (BasicValueEnum::FloatValue(f), BasicTypeEnum::IntType(t)) => self.b.build_float_to_signed_int(f, t, "").built().into(),
+            (BasicValueEnum::VectorValue(v), BasicTypeEnum::VectorType(t)) => self.b.build_float_to_signed_int(v, t, "").built().into(),
+            (v, t) => unreachable!("conversion of {v:?} to {t:?}"),
+        };
+        let a: F = ints!(self, build_right_shift, ki, self.ki(x, 1), true);
+        let rest: F = ints!(self, build_int_sub, ki, a);
+        let e = self.fmul(y, self.pow2_bits(a));
+        self.fmul(e, self.pow2_bits(rest))
     }
 
     /// [`m::exp_f32`].
-    pub fn contract_exp(&self, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
+    pub fn contract_exp(&self, x: F<'ctx>) -> F<'ctx> {
         let e = self.exp_finite(x);
         self.nan_passes(x, e)
     }
 
     /// [`m::tanh_f32`].
-    pub fn contract_tanh(&self, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
-        let b = &self.b;
-        let a = self.fintr("fabs", &[x]);
-        let s = b.build_float_mul(x, x, "").built();
+    pub fn contract_tanh(&self, x: F<'ctx>) -> F<'ctx> {
+        let c = |v: f32| self.k(x, v);
+        let a = self.lane_intr("fabs", &[x]);
+        let s = self.fmul(x, x);
         let p = self.horner(&m::TANH_P, s);
-        let sp = b.build_float_mul(s, p, "").built();
-        let asp = b.build_float_mul(a, sp, "").built();
-        let small = b.build_float_add(a, asp, "").built();
-        let e = self.exp_finite(b.build_float_add(a, a, "").built());
-        let e1 = b.build_float_add(e, self.f32(1.0), "").built();
-        let q = b.build_float_div(self.f32(2.0), e1, "").built();
-        let big = b.build_float_sub(self.f32(1.0), q, "").built();
-        let below = self.fcmp(FloatPredicate::OLT, a, self.f32(m::TANH_SPLIT));
+        let sp = self.fmul(s, p);
+        let asp = self.fmul(a, sp);
+        let small = self.fadd(a, asp);
+        let e = self.exp_finite(self.fadd(a, a));
+        let e1 = self.fadd(e, c(1.0));
+        let q = self.fdiv(c(2.0), e1);
+        let big = self.fsub(c(1.0), q);
+        let below = self.fcmp(FloatPredicate::OLT, a, c(m::TANH_SPLIT));
         let t = self.fsel(below, small, big);
-        let t = self.fintr("copysign", &[t, x]);
+        let t = self.lane_intr("copysign", &[t, x]);
         self.nan_passes(x, t)
     }
 
     /// [`m::erf_f32`].
-    pub fn contract_erf(&self, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
-        let b = &self.b;
-        let one = self.f32(1.0);
-        let a = self.fintr("fabs", &[x]);
-        let s = b.build_float_mul(x, x, "").built();
+    pub fn contract_erf(&self, x: F<'ctx>) -> F<'ctx> {
+        let c = |v: f32| self.k(x, v);
+        let one = c(1.0);
+        let a = self.lane_intr("fabs", &[x]);
+        let s = self.fmul(x, x);
         let p = self.horner(&m::ERF_P, s);
-        let ap = b.build_float_mul(a, p, "").built();
-        let small = b.build_float_add(a, ap, "").built();
-        let t = b.build_float_div(one, a, "").built();
-        let e = self.exp_finite(b.build_float_neg(s, "").built());
-        let u = b.build_float_sub(t, self.f32(m::ERF_CENTRE), "").built();
+        let ap = self.fmul(a, p);
+        let small = self.fadd(a, ap);
+        let t = self.fdiv(one, a);
+        let e = self.exp_finite(self.neg(s));
+        let u = self.fsub(t, c(m::ERF_CENTRE));
         let r = self.horner(&m::ERF_R, u);
-        let er = b.build_float_mul(e, r, "").built();
-        let big = b.build_float_sub(one, er, "").built();
+        let er = self.fmul(e, r);
+        let big = self.fsub(one, er);
         let below_one = self.fcmp(FloatPredicate::OLT, a, one);
-        let below_lim = self.fcmp(FloatPredicate::OLT, a, self.f32(m::ERF_ONE));
+        let below_lim = self.fcmp(FloatPredicate::OLT, a, c(m::ERF_ONE));
         let far = self.fsel(below_lim, big, one);
         let v = self.fsel(below_one, small, far);
-        let v = self.fintr("copysign", &[v, x]);
+        let v = self.lane_intr("copysign", &[v, x]);
         self.nan_passes(x, v)
+    }
+
+    /// The contract's sigmoid, `1 / (1 + exp(-x))` (the scalar path's operations).
+    pub fn contract_sigmoid(&self, x: F<'ctx>) -> F<'ctx> {
+        let n = self.neg(x);
+        let e = self.contract_exp(n);
+        let one = self.k(x, 1.0);
+        self.fdiv(one, self.fadd(one, e))
+    }
+
+    /// `-x` (a sign flip, as `fneg`).
+    fn neg(&self, x: F<'ctx>) -> F<'ctx> {
+        match x {
+            BasicValueEnum::FloatValue(f) => self.b.build_float_neg(f, "").built().into(),
+            BasicValueEnum::VectorValue(v) => self.b.build_float_neg(v, "").built().into(),
+            v => unreachable!("negation of {v:?}"),
+        }
+    }
+
+    /// A scalar f32 through one of the functions above.
+    pub fn scalar_math(&self, f: fn(&Self, F<'ctx>) -> F<'ctx>, x: FloatValue<'ctx>) -> FloatValue<'ctx> {
+        f(self, x.into()).into_float_value()
     }
 }

@@ -126,7 +126,30 @@ pub fn shape(machine: &CpuMachine, c: &Contraction) -> GemmShape {
             F16_TILE
         }
     } else {
-        machine.gemm
+        GemmShape { mr: tile_rows(machine.gemm.mr, c.m), ..machine.gemm }
+    }
+}
+
+/// How many times the rows the best-fitting tile computes the machine's tile may compute
+/// before [`tile_rows`] takes the shorter one: a tile of fewer rows does fewer multiply-adds
+/// per load of B, so it has to save more than this.
+const ROW_WASTE_MAX: f64 = 1.1;
+
+/// The rows of `c`'s register tile: `m` itself when it is at most the machine's `mr` (one row
+/// of tiles reads B once whatever its height); else `mr`, unless `m` is a poor fit for it and
+/// a tile of between half and all of `mr` rows leaves fewer rows computed past the edge by
+/// more than [`ROW_WASTE_MAX`] (a convolution's last stage: 49 pixels are 60 rows of 12-row
+/// tiles, 49 of 7-row ones). Ties go to the taller tile.
+pub fn tile_rows(mr: usize, m: usize) -> usize {
+    if m <= mr {
+        return m.max(1);
+    }
+    let computed = |r: usize| m.div_ceil(r) * r;
+    let best = (mr.div_ceil(2)..=mr).rev().min_by_key(|&r| computed(r)).unwrap_or(mr);
+    if computed(mr) as f64 > ROW_WASTE_MAX * computed(best) as f64 {
+        best
+    } else {
+        mr
     }
 }
 

@@ -24,6 +24,7 @@ pub mod library;
 use std::collections::HashMap;
 use super::bands;
 use super::layout::{CodeInfo, Layout};
+use super::llvm::expr::LaneRules;
 use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
 use super::llvm::parts;
@@ -314,6 +315,21 @@ impl LlvmCpuBackend {
                         .add(&mut ir, format!("{name}{}", items.suffix()), Ir::pool_lanes_work(p, lanes), items.cost(), k, |ir, i, _| ir.pool_lanes(p, i, lanes))
                         .map_err(failed)?;
                     continue;
+                }
+                if let Items::Elementwise(e) | Items::Pairs(e) = items {
+                    if let Some(rows) = Ir::elementwise_rows(e) {
+                        // A row along the last dimension per work item (vectorised).
+                        schedule.add(&mut ir, format!("{name}{}", items.suffix()), rows, items.cost(), k, |ir, r, _| ir.elementwise_row(e, r, self.machine.gemm.lanes)).map_err(failed)?;
+                        continue;
+                    }
+                }
+                if let Items::Reduction(r) = items {
+                    let lanes = self.machine.gemm.lanes;
+                    if ir.lane_rules().reduction(r, lanes) {
+                        // Neighbouring outputs a vector at a time.
+                        schedule.add(&mut ir, format!("{name}{}", items.suffix()), Ir::reduction_lanes_work(r, lanes), items.cost(), k, |ir, i, _| ir.reduction_lanes(r, i, lanes)).map_err(failed)?;
+                        continue;
+                    }
                 }
                 if let Items::Move(copy, m) = items {
                     if ir.transposes_in_tiles(copy, m) {
@@ -643,7 +659,7 @@ impl LlvmCpuBackend {
                 let lanes = depthwise::lanes(m, c);
                 if depthwise::applies(c, lanes) {
                     let acc = if depthwise::accumulates_f16(m, c) { "f16" } else { "f32" };
-                    return Some(format!("depthwise: {lanes} channels of an output pixel per vector, {acc} accumulators"));
+                    return Some(format!("depthwise: {lanes} channels × {} pixels of a row per work item, {acc} accumulators", depthwise::pixels(c)));
                 }
                 if !gemm::applies(program, c) {
                     return Some("one output per work item (no micro-kernel for this contraction)".into());
@@ -695,8 +711,24 @@ impl LlvmCpuBackend {
                 let chains = format!(", elementwise stages in {loops} loop{}{chains}", if loops == 1 { "" } else { "s" });
                 Some(format!("{} rows of {} per work item, each row's sums in index order, the rows' chains interleaved{chains}", super::llvm::families::ROW_GROUP, r.len))
             }
+            KernelKind::Elementwise(e) => {
+                let rows = Ir::elementwise_rows(e)?;
+                let len = e.shape[e.shape.len() - 1];
+                let lanes = m.gemm.lanes;
+                let vectors = if self.lane_rules().elementwise(e) && len >= lanes { format!(", {lanes} lanes at a time") } else { String::new() };
+                Some(format!("a row of {len} per work item ({rows} rows){vectors}"))
+            }
+            KernelKind::Reduction(r) => {
+                let lanes = m.gemm.lanes;
+                self.lane_rules().reduction(r, lanes).then(|| format!("{lanes} neighbouring outputs per vector, each reduced in index order"))
+            }
             _ => None,
         }
+    }
+
+    /// The [`LaneRules`] of this machine's modules.
+    fn lane_rules(&self) -> LaneRules {
+        LaneRules { math: MathImpl::RuntimeTable, native_bf16: self.machine.native_bf16 }
     }
 
     /// The artifact, its kernels compiled in `jobs` parts in parallel (0: the default; the
