@@ -89,3 +89,22 @@ func.func @softmax(%x: tensor<5x37xf32>, %x2: tensor<3x300xf32>) -> (tensor<5x37
   %y2 = tosa.mul %e2, %r2, %shift : (tensor<3x300xf32>, tensor<3x1xf32>, tensor<1xi8>) -> tensor<3x300xf32>
   return %y, %y2 : tensor<5x37xf32>, tensor<3x300xf32>
 }
+
+// SiLU after a matmul reads the matmul's result twice: the LLVM backend finishes it in the
+// matmul's tiles (the contract's sigmoid on 16 lanes); the JIT, whose staged finish would run
+// it slower, keeps it a kernel of its own (LowerOptions::multi_read_epilogues).
+// RUN: %f16c compile %s --function=silu --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU-LLVM
+// RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU-JIT
+// SILU-LLVM: program @silu: 1 kernels
+// SILU-LLVM: epilogue v1 = sigmoid(v0) : f32; v2 = mul(v0, v1) : f32
+// SILU-JIT: program @silu: 2 kernels
+// SILU-JIT: k1_sigmoid: elementwise
+func.func @silu(%a: tensor<1x24x64xf32>) -> tensor<1x24x40xf32> {
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.matmul %a, %w, %z, %z : (tensor<1x24x64xf32>, tensor<1x64x40xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x24x40xf32>
+  %s = tosa.sigmoid %y : (tensor<1x24x40xf32>) -> tensor<1x24x40xf32>
+  %o = tosa.mul %y, %s, %shift : (tensor<1x24x40xf32>, tensor<1x24x40xf32>, tensor<1xi8>) -> tensor<1x24x40xf32>
+  return %o : tensor<1x24x40xf32>
+}

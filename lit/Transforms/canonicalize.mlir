@@ -316,3 +316,45 @@ func.func @squeeze_excite(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
   %back = tosa.transpose %m {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x8x4x4xf32>) -> tensor<1x4x4x8xf32>
   return %back : tensor<1x4x4x8xf32>
 }
+
+// -----
+
+// A linear layer as torch-mlir writes it: the matmul's result reshaped to 2-D, the bias added
+// there, and reshaped back to 3-D for the GELU. The reshape pair around the add cancels: the
+// add takes the matmul's own shape (its bias a reshape of the constant, folded), so the add
+// and the GELU after it are one group of elementwise ops. A reshape with no pair stays where
+// it is (@lone: moved above the multiply it would land between ops of another shape).
+// CHECK-LABEL: func.func @linear_bias_pair
+// CHECK: %[[MM:.*]] = tosa.matmul
+// CHECK-NOT: tosa.reshape
+// CHECK: %[[ADD:.*]] = tosa.add %[[MM]], %{{.*}} : (tensor<1x4x8xf32>, tensor<1x1x8xf32>) -> tensor<1x4x8xf32>
+// CHECK-NOT: tosa.reshape
+// CHECK: tosa.erf
+// CHECK: return
+// CHECK-LABEL: func.func @lone
+// CHECK: tosa.mul %arg0, %arg0, %{{.*}} : (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+// CHECK-NEXT: tosa.reshape
+func.func @linear_bias_pair(%a: tensor<1x4x6xf32>) -> tensor<1x4x8xf32> {
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<1x6x8xf32>}> : () -> tensor<1x6x8xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %bias = "tosa.const"() <{values = dense<[[0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875]]> : tensor<1x8xf32>}> : () -> tensor<1x8xf32>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s2 = tosa.const_shape {values = dense<[4, 8]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %s3 = tosa.const_shape {values = dense<[1, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %mm = tosa.matmul %a, %w, %z, %z : (tensor<1x4x6xf32>, tensor<1x6x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x8xf32>
+  %r2 = tosa.reshape %mm, %s2 : (tensor<1x4x8xf32>, !tosa.shape<2>) -> tensor<4x8xf32>
+  %add = tosa.add %r2, %bias : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  %r3 = tosa.reshape %add, %s3 : (tensor<4x8xf32>, !tosa.shape<3>) -> tensor<1x4x8xf32>
+  %m = tosa.mul %r3, %half, %shift : (tensor<1x4x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+  %e = tosa.erf %m : (tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %g = tosa.mul %r3, %e, %shift : (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+  return %g : tensor<1x4x8xf32>
+}
+func.func @lone(%x: tensor<1x4x8xf32>) -> tensor<4x8xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s2 = tosa.const_shape {values = dense<[4, 8]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %m = tosa.mul %x, %x, %shift : (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+  %r = tosa.reshape %m, %s2 : (tensor<1x4x8xf32>, !tosa.shape<2>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}

@@ -573,6 +573,12 @@ pub struct LowerOptions {
     /// conversion is an instruction, not where it is a software routine that only the cast
     /// kernel runs a vector at a time.
     pub converting_copies: bool,
+    /// Let an elementwise group that reads a contraction's result more than once (SiLU's
+    /// `x · sigmoid(x)`) be its epilogue: worth it where the backend finishes a tile's outputs
+    /// with the epilogue's math in vectors (the LLVM CPU backends), not where a math-heavy
+    /// epilogue runs slower than the elementwise kernel would (the JIT's staged finish:
+    /// EfficientNet-B0 16.5 → 24 ms).
+    pub multi_read_epilogues: bool,
 }
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks) with
@@ -867,29 +873,35 @@ impl<'g> Lowering<'g> {
 
     /// Fusion groups of elementwise ops, keyed by every member, members in evaluation order
     /// (the root last). A node joins its operand's group when that operand is elementwise,
-    /// has the same shape, and has no other user (nor is a function result): the group's
-    /// intermediates are then used nowhere else and never need a buffer.
+    /// has the same shape, is not a function result, and every other user of it is in the
+    /// group already (one user, or several that join first: GELU's `x · (erf(x/√2) + 1) / 2`
+    /// reads `x` twice): the group's intermediates are then used nowhere else and never need
+    /// a buffer, and no path leaves the group and comes back.
     fn elementwise_groups(&self, order: &[NodeId], outputs: &HashSet<NodeId>, regions: &HashMap<NodeId, usize>) -> HashMap<NodeId, Vec<NodeId>> {
         let g = self.g;
+        let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         let mut groups: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
         for &id in order {
             if !g.op(id).is_elementwise() || regions.contains_key(&id) {
                 continue;
             }
-            let mut members = Vec::new();
-            let mut seen = HashSet::new();
-            for o in g.operands(id) {
-                if g.op(o).is_elementwise()
-                    && !regions.contains_key(&o)
-                    && g.users(o).len() == 1
-                    && !outputs.contains(&o)
-                    && g.tensor_ty(o).map(|t| &t.shape) == g.tensor_ty(id).map(|t| &t.shape)
-                    && seen.insert(o)
-                {
-                    members.extend(groups.remove(&o).unwrap_or_else(|| vec![o]));
+            let joinable = |o: NodeId| {
+                g.op(o).is_elementwise() && !regions.contains_key(&o) && !outputs.contains(&o) && g.tensor_ty(o).map(|t| &t.shape) == g.tensor_ty(id).map(|t| &t.shape)
+            };
+            let mut members: Vec<NodeId> = vec![id];
+            let mut inside: HashSet<NodeId> = HashSet::from([id]);
+            // Operands of the members whose users are all members join, until none does (an
+            // operand read twice joins once the group holds both its readers).
+            loop {
+                let next = members.iter().flat_map(|&m| g.operands(m)).find(|&o| !inside.contains(&o) && joinable(o) && g.users(o).iter().all(|(u, _)| inside.contains(u)));
+                let Some(o) = next else { break };
+                for m in groups.remove(&o).unwrap_or_else(|| vec![o]) {
+                    if inside.insert(m) {
+                        members.push(m);
+                    }
                 }
             }
-            members.push(id);
+            members.sort_by_key(|m| position[m]);
             for &m in &members {
                 groups.insert(m, members.clone());
             }
@@ -1069,9 +1081,9 @@ impl<'g> Lowering<'g> {
 
     /// Elementwise groups that can become the epilogue of the contraction feeding them: the
     /// contraction's result (through reshapes that keep the last dimension) is used by this
-    /// group only (any number of times: SiLU's `x · sigmoid(x)` reads it twice), and the group
-    /// iterates over exactly the contraction's elements with the same innermost dimension.
-    /// Keyed by the contraction.
+    /// group only (once, or any number of times where [`LowerOptions::multi_read_epilogues`]
+    /// allows: SiLU's `x · sigmoid(x)` reads it twice), and the group iterates over exactly
+    /// the contraction's elements with the same innermost dimension. Keyed by the contraction.
     fn epilogue_candidates(&self, order: &[NodeId], groups: &HashMap<NodeId, Vec<NodeId>>, outputs: &HashSet<NodeId>) -> HashMap<NodeId, Fusion> {
         let g = self.g;
         let mut out = HashMap::new();
@@ -1096,7 +1108,8 @@ impl<'g> Lowering<'g> {
                 }
                 if let Some(members) = groups.get(&u).filter(|_| g.op(u).is_elementwise()) {
                     let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
-                    let only_this_group = users.iter().all(|u| members.contains(u));
+                    let reads = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count();
+                    let only_this_group = users.iter().all(|u| members.contains(u)) && (reads == 1 || self.options.multi_read_epilogues);
                     // A group fuses into one contraction only (a residual add of two convs).
                     let root = members.last().expect("groups are not empty");
                     let claimed = out.values().any(|f: &Fusion| f.members.last() == Some(root));

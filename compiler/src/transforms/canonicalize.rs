@@ -49,6 +49,15 @@
 //!   `powf`'s correctly rounded power by an ulp, towards the exporter's own result. The
 //!   multiplies carry `f16c.pow = "2"` or `"3"`, and precision assignment treats them as the
 //!   `pow` (kept f32 at O1).
+//! - **unit reshape pairs around elementwise ops cancel**: `reshape(E(reshape(x), c))` where
+//!   the outer reshape only adds or drops leading dimensions of size 1, gives `x`'s shape
+//!   back, and nothing else reads `E` becomes `E(x, reshape(c))` at `x`'s shape (the other
+//!   operands' reshapes likewise add or drop leading ones; one of a constant folds away). A
+//!   reshape without its pair stays (inside a softmax it would split the row kernel). torch-mlir writes a
+//!   linear layer's bias add between `reshape`s to 2-D and back (`matmul` → `[128, 3072]` →
+//!   `add` → `[1, 128, 3072]` → GELU); with the add on the matmul's own shape, the add and the
+//!   GELU after it are one group of elementwise ops and the matmul's epilogue. The same values,
+//!   so results are bit-identical.
 //! - **CSE**: identical ops on identical operands (constants included) are merged.
 //! - **DCE**: ops no function result depends on are removed.
 //!
@@ -139,6 +148,7 @@ impl Canonicalize {
                 || shrink_splats(g, id)
                 || all_masked_rows(g, id)
                 || rows_of_matmul(g, id)
+                || unit_reshape_above_elementwise(g, id)
                 || (self.squares_and_cubes && square_or_cube(g, id))
                 || (self.sink_transposes && (self.sink_transpose(g, id) || self.sink_transpose_below_reduce(g, id)));
         }
@@ -423,6 +433,68 @@ fn rows_of_matmul(g: &mut Graph, id: NodeId) -> bool {
     g.set_operand(mm, 0, sliced);
     g.node_mut(mm).ty = ValueType::Tensor(TensorType::new(out.dtype, [batch, size[1] as usize, cols]));
     g.replace_all_uses(id, mm);
+    true
+}
+
+/// `shape` without its leading ones.
+fn without_leading_ones(shape: &[usize]) -> &[usize] {
+    let first = shape.iter().position(|&d| d != 1).unwrap_or(shape.len());
+    &shape[first..]
+}
+
+/// `shape` with leading ones added or dropped to `rank` dimensions (`None` if a dimension to
+/// drop is not 1).
+fn to_rank(shape: &[usize], rank: usize) -> Option<Vec<usize>> {
+    if shape.len() >= rank {
+        let cut = shape.len() - rank;
+        shape[..cut].iter().all(|&d| d == 1).then(|| shape[cut..].to_vec())
+    } else {
+        Some(std::iter::repeat_n(1, rank - shape.len()).chain(shape.iter().copied()).collect())
+    }
+}
+
+/// `reshape(E(..))` at `id`, a reshape that only adds or drops leading ones of the elementwise
+/// op `E` it reads, where nothing else reads `E`, becomes `E(..)` at the reshape's shape with
+/// each data operand reshaped the same way (see the module comment). In place: `E` keeps its
+/// op, attributes and location.
+fn unit_reshape_above_elementwise(g: &mut Graph, id: NodeId) -> bool {
+    if !matches!(g.op(id), Op::Reshape) {
+        return false;
+    }
+    let e = g.operands(id)[0];
+    let op = g.op(e).clone();
+    // Rescale's per-channel parameters are not broadcast operands.
+    if !op.is_elementwise() || matches!(op, Op::Rescale(_)) || g.outputs().contains(&e) || g.users(e).len() != 1 {
+        return false;
+    }
+    let (Some(from), Some(to)) = (g.tensor_ty(e).cloned(), g.tensor_ty(id).cloned()) else { return false };
+    if without_leading_ones(&from.shape) != without_leading_ones(&to.shape) {
+        return false;
+    }
+    let operands = g.operands(e);
+    let data: Vec<usize> = (0..operands.len()).filter(|p| !op.side_operands().contains(p)).collect();
+    // Only a pair: an operand that is itself a reshape from the target shape (which then
+    // cancels). A lone reshape stays where it is: moved into the middle of a softmax or a
+    // layer norm, it would split the row kernel.
+    let undone = |x: NodeId| matches!(g.op(x), Op::Reshape) && g.tensor_ty(g.operands(x)[0]).is_some_and(|t| t.shape == to.shape);
+    if !data.iter().any(|&pos| undone(operands[pos])) {
+        return false;
+    }
+    let mut shapes = Vec::with_capacity(data.len());
+    for &pos in &data {
+        let Some(t) = g.tensor_ty(operands[pos]) else { return false };
+        let Some(shape) = to_rank(&t.shape, to.rank()) else { return false };
+        shapes.push((pos, TensorType::new(t.dtype, shape)));
+    }
+    let loc = g.location(e);
+    for (pos, ty) in shapes {
+        let x = operands[pos];
+        let shape = g.add_node(Op::ConstShape(ty.shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(ty.rank()), &[], loc.clone());
+        let r = g.add_node(Op::Reshape, ValueType::Tensor(ty), &[x, shape], loc.clone());
+        g.set_operand(e, pos, r);
+    }
+    g.node_mut(e).ty = ValueType::Tensor(TensorType::new(from.dtype, to.shape.clone()));
+    g.replace_all_uses(id, e);
     true
 }
 
