@@ -140,6 +140,15 @@ pub enum Libcall {
     /// and `dst` do not overlap. The JIT's elementwise kernels (SiLU's `x · sigmoid(x)`) call it
     /// a block of a row at a time.
     SigmoidArrayF32,
+    /// `uint64_t f(const float *src, float *dst, uint64_t n)`: `dst[i] = erf(src[i])` for `n`
+    /// elements, the contract's [`crate::math::erf_f32`] (the same bits as the scalar libcall
+    /// and the inline code), in the runtime's widest vectors; returns `n`. `src` and `dst` do
+    /// not overlap. The JIT's elementwise kernels (GELU's `erf(x/√2)`) call it a block of a row
+    /// at a time, on arguments they computed into scratch.
+    ErfArrayF32,
+    /// As [`Libcall::ErfArrayF32`], for the contract's [`crate::math::tanh_f32`] (the tanh form
+    /// of GELU).
+    TanhArrayF32,
 }
 
 /// The operands of [`Libcall::DepthwiseRow`] that are fixed for a kernel call (`uint64_t`
@@ -265,7 +274,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 26] = [
+    pub const ALL: [Libcall; 28] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -292,6 +301,8 @@ impl Libcall {
         Libcall::ExpArrayF32,
         Libcall::GemmPairsBf16,
         Libcall::SigmoidArrayF32,
+        Libcall::ErfArrayF32,
+        Libcall::TanhArrayF32,
     ];
 
     /// The C parameter types and result type.
@@ -304,7 +315,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),

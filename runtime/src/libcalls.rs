@@ -82,6 +82,18 @@ libcalls! {
         sigmoid_array(src, dst);
         n
     },
+    ErfArrayF32 => |src: *const f32, dst: *mut f32, n: u64| -> u64 {
+        // SAFETY: as ExpArrayF32's.
+        let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
+        map_wide(src, dst, f16c_core::math::erf_f32);
+        n
+    },
+    TanhArrayF32 => |src: *const f32, dst: *mut f32, n: u64| -> u64 {
+        // SAFETY: as ExpArrayF32's.
+        let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
+        map_wide(src, dst, f16c_core::math::tanh_f32);
+        n
+    },
     GemmPairsBf16 => |a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64| -> u64 {
         // SAFETY: the generated code passes pointers and sizes by the libcall's contract.
         unsafe { crate::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
@@ -268,11 +280,11 @@ mod tests {
         unsafe { std::mem::transmute::<usize, extern "C" fn(*const f16, *mut f32, u64) -> u64>(f) }
     }
 
-    /// The wide exp and sigmoid loops give the scalar contract's bits (the exp by
+    /// The wide exp, sigmoid, erf and tanh loops give the scalar contract's bits (the exp by
     /// [`f16c_core::math::exp_f32`], the sigmoid as the reference writes it) on a spread of
     /// every kind of f32: one bit pattern in 251, NaNs, infinities, zeros, the clamp bounds.
     #[test]
-    fn the_wide_exp_and_sigmoid_give_the_scalar_bits() {
+    fn the_wide_math_loops_give_the_scalar_bits() {
         let mut src: Vec<f32> = (0..=u32::MAX / 251).map(|i| f32::from_bits(i.wrapping_mul(251))).collect();
         src.extend([f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 88.7, 89.0, -103.9, -104.0, -87.3]);
         let call = |lc: Libcall, src: &[f32]| {
@@ -283,11 +295,14 @@ mod tests {
             dst
         };
         let (exp, sigmoid) = (call(Libcall::ExpArrayF32, &src), call(Libcall::SigmoidArrayF32, &src));
+        let (erf, tanh) = (call(Libcall::ErfArrayF32, &src), call(Libcall::TanhArrayF32, &src));
         for (i, &x) in src.iter().enumerate() {
             let want_exp = f16c_core::math::exp_f32(x);
             let want_sigmoid = 1.0 / (1.0 + f16c_core::math::exp_f32(-x));
             assert_eq!(exp[i].to_bits(), want_exp.to_bits(), "exp({x:e}) ({:#x})", x.to_bits());
             assert_eq!(sigmoid[i].to_bits(), want_sigmoid.to_bits(), "sigmoid({x:e}) ({:#x})", x.to_bits());
+            assert_eq!(erf[i].to_bits(), f16c_core::math::erf_f32(x).to_bits(), "erf({x:e}) ({:#x})", x.to_bits());
+            assert_eq!(tanh[i].to_bits(), f16c_core::math::tanh_f32(x).to_bits(), "tanh({x:e}) ({:#x})", x.to_bits());
         }
     }
 

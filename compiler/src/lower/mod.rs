@@ -579,6 +579,10 @@ pub struct LowerOptions {
     /// epilogue runs slower than the elementwise kernel would (the JIT's staged finish:
     /// EfficientNet-B0 16.5 → 24 ms).
     pub multi_read_epilogues: bool,
+    /// Keep exp, tanh, erf and sigmoid out of contraction epilogues: the JIT computes them
+    /// sixteen lanes wide in an elementwise kernel (a runtime call per block of a row), four
+    /// in a GEMM tile's finish.
+    pub plain_epilogues: bool,
 }
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks) with
@@ -1110,10 +1114,12 @@ impl<'g> Lowering<'g> {
                     let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
                     let reads = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count();
                     let only_this_group = users.iter().all(|u| members.contains(u)) && (reads == 1 || self.options.multi_read_epilogues);
+                    let math = |m: &NodeId| matches!(g.op(*m), Op::Unary(UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Erf | UnaryOp::Sigmoid));
+                    let allowed = !(self.options.plain_epilogues && members.iter().any(math));
                     // A group fuses into one contraction only (a residual add of two convs).
                     let root = members.last().expect("groups are not empty");
                     let claimed = out.values().any(|f: &Fusion| f.members.last() == Some(root));
-                    if same_space && only_this_group && !claimed {
+                    if same_space && only_this_group && allowed && !claimed {
                         out.insert(id, Fusion { value, views, members: members.clone() });
                     }
                 }

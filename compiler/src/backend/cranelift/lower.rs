@@ -91,8 +91,12 @@ impl<'p> Context<'p> {
     // -----------------------------------------------------------------------------------------
 
     fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
-        /// Columns of a row whose sigmoid one runtime call computes (16 KiB of scratch).
+        /// Columns of a row whose sigmoid (erf, tanh, exp) one runtime call computes (16 KiB
+        /// of scratch for the results, as much again for computed arguments).
         const SIGMOID_BLOCK: usize = 4096;
+        /// The shortest row whose math one runtime call per block computes (a ViT's GELU rows
+        /// are 1536 long).
+        const WIDE_MATH_MIN: usize = 64;
         const STAGED_ROW_MAX: usize = 1 << 14;
         let rank = e.shape.len();
         let inner = e.shape[rank - 1];
@@ -121,23 +125,34 @@ impl<'p> Context<'p> {
                 }
             }
         }
-        // A sigmoid of an f32 input read along the row (SiLU's `x · sigmoid(x)`): the runtime's
-        // wide loop ([`Libcall::SigmoidArrayF32`], the same bits) computes it a block of the row
-        // at a time into scratch, and the four-lane loop reads it from there.
-        let sigmoid = (vector && !narrowed && scratch == 0 && inner >= SIGMOID_BLOCK)
+        // A sigmoid, erf, tanh or exp of an f32 value (SiLU's `x · sigmoid(x)`, GELU's
+        // `erf(x/√2)` or `tanh(…)`): the runtime's wide loop ([`Libcall::SigmoidArrayF32`] and
+        // the others, the same bits) computes it a block of the row at a time into scratch, and
+        // the four-lane loop reads it from there. An argument the expression computes is
+        // computed for the block first (four lanes at a time, into scratch too); an input read
+        // along the row is read in place. (Four lanes of the inline erf cost a ViT-S/16 GELU 14
+        // of its 140 ms.)
+        let wide_math = |u: f16c_dialect::UnaryOp| match u {
+            f16c_dialect::UnaryOp::Sigmoid => Some(Libcall::SigmoidArrayF32),
+            f16c_dialect::UnaryOp::Erf => Some(Libcall::ErfArrayF32),
+            f16c_dialect::UnaryOp::Tanh => Some(Libcall::TanhArrayF32),
+            f16c_dialect::UnaryOp::Exp => Some(Libcall::ExpArrayF32),
+            _ => None,
+        };
+        let sigmoid: Option<(usize, Libcall, Option<usize>)> = (vector && !narrowed && scratch == 0 && inner >= WIDE_MATH_MIN)
             .then(|| {
-                e.expr.ops.iter().position(|op| {
+                e.expr.ops.iter().enumerate().find_map(|(i, op)| {
+                    let crate::lower::EwKind::Unary(u) = op.kind else { return None };
+                    let call = wide_math(u)?;
                     let a = op.args[0];
-                    matches!(op.kind, crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Sigmoid))
-                        && op.dtype == DType::F32
-                        && a < e.inputs.len()
-                        && e.inputs[a].dtype == DType::F32
-                        && e.inputs[a].strides[rank - 1] == 1
+                    let f32_arg = e.expr.arg_types(op).first() == Some(&DType::F32);
+                    let source = if a < e.inputs.len() { (e.inputs[a].strides[rank - 1] == 1).then_some(Some(a))? } else { None };
+                    (op.dtype == DType::F32 && f32_arg).then_some((i, call, source))
                 })
             })
             .flatten();
-        if sigmoid.is_some() {
-            scratch = SIGMOID_BLOCK * 4;
+        if let Some((_, _, source)) = sigmoid {
+            scratch = SIGMOID_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
         }
         self.layout.scratch(scratch);
         let e = e.clone();
@@ -183,8 +198,9 @@ impl<'p> Context<'p> {
                     }
                     let err = std::cell::Cell::new(None);
                     // Four lanes at column `j`, with op `given.0`'s value `given.1` when given.
-                    let lanes = |fx: &mut Fx, j: Value, given: Option<(usize, Value)>| {
-                        let args: Vec<Value> = (0..e.inputs.len())
+                    // The inputs' four lanes at column `j`.
+                    let lane_args = |fx: &mut Fx, j: Value| -> Vec<Value> {
+                        (0..e.inputs.len())
                             .map(|k| match splats[k] {
                                 Some(s) => s,
                                 None => {
@@ -196,23 +212,44 @@ impl<'p> Context<'p> {
                                     v
                                 }
                             })
-                            .collect();
+                            .collect()
+                    };
+                    let lanes = |fx: &mut Fx, j: Value, given: Option<(usize, Value)>| {
+                        let args = lane_args(fx, j);
                         match eval_given(fx, &e.expr, args, deferral.as_ref(), given) {
                             Ok(v) => put(fx, out_off, j, v, true),
                             Err(m) => err.set(Some(m)),
                         }
                     };
                     match sigmoid {
-                        Some(op) => {
+                        Some((op, call, source)) => {
                             // Blocks of SIGMOID_BLOCK columns, then the rest of the vector part.
                             let x = e.expr.ops[op].args[0];
+                            // The ops up to the one computing the argument (a computed one).
+                            let upto = crate::lower::Expr { inputs: e.expr.inputs.clone(), ops: e.expr.ops[..x.saturating_sub(e.inputs.len()) + 1].to_vec() };
                             let block = |fx: &mut Fx, b0: Value, len: usize| {
-                                let at = fx.b.ins().iadd(offsets[x], b0);
-                                let src = fx.addr(bases[x], at, 4);
+                                let (src, dst) = match source {
+                                    Some(x) => {
+                                        let at = fx.b.ins().iadd(offsets[x], b0);
+                                        (fx.addr(bases[x], at, 4), fx.scratch)
+                                    }
+                                    None => {
+                                        fx.for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+                                            let col = fx.b.ins().iadd(b0, j);
+                                            let args = lane_args(fx, col);
+                                            match eval_with(fx, &upto, args, None) {
+                                                Ok(a) => fx.store4(DType::F32, fx.scratch, j, a),
+                                                Err(m) => err.set(Some(m)),
+                                            }
+                                            vec![]
+                                        });
+                                        (fx.scratch, fx.b.ins().iadd_imm_s(fx.scratch, (SIGMOID_BLOCK * 4) as i64))
+                                    }
+                                };
                                 let n = fx.i(len as i64);
-                                fx.libcall(Libcall::SigmoidArrayF32, &[src, fx.scratch, n]);
+                                fx.libcall(call, &[src, dst, n]);
                                 fx.for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
-                                    let s = fx.load4(DType::F32, fx.scratch, j);
+                                    let s = fx.load4(DType::F32, dst, j);
                                     let col = fx.b.ins().iadd(b0, j);
                                     lanes(fx, col, Some((op, s)));
                                     vec![]
