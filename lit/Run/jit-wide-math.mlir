@@ -15,6 +15,20 @@
 // RUN: %f16c run %s --function=gelu --precision=fp16 --target=reference --input %inputs/x_4x64_f32.npy --output %t.gelu16.ref.npy
 // RUN: %f16c run %s --function=gelu --precision=fp16 --input %inputs/x_4x64_f32.npy --output %t.gelu16.jit.npy
 // RUN: cmp %t.gelu16.jit.npy %t.gelu16.ref.npy
+// A one-dimensional kernel longer than 8192 elements splits into rows (here 2 of 5760), so that
+// threads share it; the same bits on two threads.
+// RUN: %f16c compile %s --function=silu_long --target=x86_64 --precision=fp32 -o %t.long.f16c
+// RUN: %f16c-run %t.long.f16c --info | FileCheck %s --check-prefix=SPLIT
+// SPLIT: step 0: k0_sigmoid (f16c_k0_sigmoid), 2 work items
+// RUN: %f16c-run %t.long.f16c --threads 2 --input %inputs/x_1x24x24x20_f32.npy --output %t.long.jit.npy
+// RUN: %f16c run %s --function=silu_long --target=reference --input %inputs/x_1x24x24x20_f32.npy --output %t.long.ref.npy
+// RUN: cmp %t.long.jit.npy %t.long.ref.npy
+func.func @silu_long(%x: tensor<1x24x24x20xf32>) -> tensor<1x24x24x20xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s = tosa.sigmoid %x : (tensor<1x24x24x20xf32>) -> tensor<1x24x24x20xf32>
+  %o = tosa.mul %x, %s, %shift : (tensor<1x24x24x20xf32>, tensor<1x24x24x20xf32>, tensor<1xi8>) -> tensor<1x24x24x20xf32>
+  return %o : tensor<1x24x24x20xf32>
+}
 func.func @gelu(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %bias = "tosa.const"() <{values = dense<[[0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0, 0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0, 0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0, 0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0, 0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0, 0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0, 0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0, 0.0, 0.5, -0.25, 1.0, 0.125, -2.0, 0.75, 3.0]]> : tensor<1x64xf32>}> : () -> tensor<1x64xf32>

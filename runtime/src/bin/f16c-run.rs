@@ -81,10 +81,21 @@ fn run(m: &clap::ArgMatches) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The manifest and section sizes, for `--info`.
+/// The manifest and section sizes, for `--info`, then one line per step: its kernel, its
+/// function and how many work items the executor splits across threads.
 fn describe(a: &f16c_runtime::Artifact) -> String {
     let m = &a.manifest;
-    format!(
+    let steps: String = m
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let kernel = m.kernels.get(s.kernel).map_or("?", |k| k.name.as_str());
+            let function = m.symbols.get(s.function).map_or("?", String::as_str);
+            format!("\nstep {i}: {kernel} ({function}), {} work item{}", s.work, if s.work == 1 { "" } else { "s" })
+        })
+        .collect();
+    let head = format!(
         "target {} ({}), code {:?} {} bytes, constants {} bytes\nfunction @{}: {} input(s), {} result(s), {} kernels, {} steps, arena {} bytes, scratch {} bytes per thread\nrequires CPU features: {}",
         m.target,
         m.backend,
@@ -99,5 +110,6 @@ fn describe(a: &f16c_runtime::Artifact) -> String {
         m.arena_bytes,
         m.scratch_bytes,
         if m.requires.is_empty() { "none".to_string() } else { m.requires.join(" ") }
-    )
+    );
+    head + &steps
 }

@@ -91,6 +91,8 @@ impl<'p> Context<'p> {
     // -----------------------------------------------------------------------------------------
 
     fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
+        let split = split_long_row(e);
+        let e = split.as_ref().unwrap_or(e);
         /// Columns of a row whose sigmoid (erf, tanh, exp) one runtime call computes (16 KiB
         /// of scratch for the results, as much again for computed arguments).
         const SIGMOID_BLOCK: usize = 4096;
@@ -883,6 +885,25 @@ pub fn eval_given(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option
         values.push(v);
     }
     Ok(*values.last().expect("at least one value"))
+}
+
+/// Rows at most this long split an elementwise kernel's one long row ([`split_long_row`]).
+const SPLIT_ROW_MAX: usize = 8192;
+
+/// A one-dimensional elementwise kernel of more than [`SPLIT_ROW_MAX`] elements (every input
+/// contiguous or one value: they collapsed into one dimension) as rows of the longest length
+/// up to that, a multiple of four and at least 1024, that divides it: its work items are rows,
+/// and one row was all the work there was (EfficientNet-B0's SiLU kernels ran on one thread of
+/// two). `None` where it is not such a kernel or no length divides it. The same elements, the
+/// same bits.
+fn split_long_row(e: &Elementwise) -> Option<Elementwise> {
+    let &[n] = e.shape.as_slice() else { return None };
+    if n <= SPLIT_ROW_MAX {
+        return None;
+    }
+    let c = (1024..=SPLIT_ROW_MAX).rev().step_by(4).find(|c| n.is_multiple_of(*c))?;
+    let inputs = e.inputs.iter().map(|i| crate::lower::Strided { strides: vec![i.strides[0] * c, i.strides[0]], ..i.clone() }).collect();
+    Some(Elementwise { shape: vec![n / c, c], inputs, ..e.clone() })
 }
 
 /// `Σ coord_d · strides_d` for the row-major coordinates of `row` over `dims`.
