@@ -1,9 +1,11 @@
 //! Depthwise convolution on a CPU, vectorised across channels. NHWC keeps a pixel's channels
-//! contiguous in the input, the weight and the output, so a work item is one output pixel and
-//! one block of `lanes` channels: for each tap in the reference's order (`ky`, then `kx`) it
-//! loads a vector of input channels and one of weights, multiplies and adds into an f32 vector
-//! (multiply then add, as the reference does: each output is the reference's sequence, bit for
-//! bit), then [`Ir::contraction_finish`] per channel. When the channels do not fill the last
+//! contiguous in the input, the weight and the output, so a work item is a run of [`pixels`]
+//! output pixels of a row and one block of `lanes` channels: for each tap in the reference's
+//! order (`ky`, then `kx`) it loads the tap's vector of weights once and, per pixel, a vector
+//! of input channels, multiplies and adds into that pixel's f32 vector (multiply then add, as
+//! the reference does: each output is the reference's sequence, bit for bit; the pixels' sums
+//! are independent chains), then finishes each pixel's vector ([`Ir::contraction_finish_lanes`],
+//! or [`Ir::contraction_finish`] per channel). When the channels do not fill the last
 //! block, that block starts `lanes` before the end (overlapping the one before it) and stores
 //! only the channels no other block stores. With `--accumulate=f16` on a machine with fp16
 //! arithmetic, the vectors are eight fp16 lanes with FMA (the fast mode). (The shared per-output code computes one channel
