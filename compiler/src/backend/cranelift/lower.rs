@@ -93,9 +93,9 @@ impl<'p> Context<'p> {
     fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
         let split = split_long_row(e);
         let e = split.as_ref().unwrap_or(e);
-        /// Columns of a row whose sigmoid (erf, tanh, exp) one runtime call computes (16 KiB
+        /// Columns of a row whose sigmoid, erf, tanh or exp one runtime call computes (16 KiB
         /// of scratch for the results, as much again for computed arguments).
-        const SIGMOID_BLOCK: usize = 4096;
+        const WIDE_BLOCK: usize = 4096;
         /// The shortest row whose math one runtime call per block computes (a ViT's GELU rows
         /// are 1536 long).
         const WIDE_MATH_MIN: usize = 64;
@@ -141,7 +141,7 @@ impl<'p> Context<'p> {
             f16c_dialect::UnaryOp::Exp => Some(Libcall::ExpArrayF32),
             _ => None,
         };
-        let sigmoid: Option<(usize, Libcall, Option<usize>)> = (vector && !narrowed && scratch == 0 && inner >= WIDE_MATH_MIN)
+        let wide: Option<(usize, Libcall, Option<usize>)> = (vector && !narrowed && scratch == 0 && inner >= WIDE_MATH_MIN)
             .then(|| {
                 e.expr.ops.iter().enumerate().find_map(|(i, op)| {
                     let crate::lower::EwKind::Unary(u) = op.kind else { return None };
@@ -153,8 +153,8 @@ impl<'p> Context<'p> {
                 })
             })
             .flatten();
-        if let Some((_, _, source)) = sigmoid {
-            scratch = SIGMOID_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
+        if let Some((_, _, source)) = wide {
+            scratch = WIDE_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
         }
         self.layout.scratch(scratch);
         let e = e.clone();
@@ -223,9 +223,9 @@ impl<'p> Context<'p> {
                             Err(m) => err.set(Some(m)),
                         }
                     };
-                    match sigmoid {
+                    match wide {
                         Some((op, call, source)) => {
-                            // Blocks of SIGMOID_BLOCK columns, then the rest of the vector part.
+                            // Blocks of WIDE_BLOCK columns, then the rest of the vector part.
                             let x = e.expr.ops[op].args[0];
                             // The ops up to the one computing the argument (a computed one).
                             let upto = crate::lower::Expr { inputs: e.expr.inputs.clone(), ops: e.expr.ops[..x.saturating_sub(e.inputs.len()) + 1].to_vec() };
@@ -245,7 +245,7 @@ impl<'p> Context<'p> {
                                             }
                                             vec![]
                                         });
-                                        (fx.scratch, fx.b.ins().iadd_imm_s(fx.scratch, (SIGMOID_BLOCK * 4) as i64))
+                                        (fx.scratch, fx.b.ins().iadd_imm_s(fx.scratch, (WIDE_BLOCK * 4) as i64))
                                     }
                                 };
                                 let n = fx.i(len as i64);
@@ -257,9 +257,9 @@ impl<'p> Context<'p> {
                                     vec![]
                                 });
                             };
-                            let whole = vec_end / SIGMOID_BLOCK * SIGMOID_BLOCK;
-                            fx.for_n(0, whole as i64, SIGMOID_BLOCK as i64, &[], |fx, b0, _| {
-                                block(fx, b0, SIGMOID_BLOCK);
+                            let whole = vec_end / WIDE_BLOCK * WIDE_BLOCK;
+                            fx.for_n(0, whole as i64, WIDE_BLOCK as i64, &[], |fx, b0, _| {
+                                block(fx, b0, WIDE_BLOCK);
                                 vec![]
                             });
                             if vec_end > whole {

@@ -136,12 +136,12 @@ impl<'ctx> Ir<'ctx> {
             EwKind::Binary(BinaryOp::Mul) => b.build_float_mul(x, args[1], "").built().into(),
             EwKind::Clamp { .. } | EwKind::Binary(BinaryOp::Maximum | BinaryOp::Minimum) => return Ok(self.select_lanes(op, args, arg_types).into()),
             EwKind::Unary(UnaryOp::Negate) => b.build_float_neg(x, "").built().into(),
-            EwKind::Unary(UnaryOp::Abs) => self.vintr("fabs", x).into(),
-            EwKind::Unary(UnaryOp::Floor) => self.vintr("floor", x).into(),
-            EwKind::Unary(UnaryOp::Ceil) => self.vintr("ceil", x).into(),
+            EwKind::Unary(UnaryOp::Abs) => self.lane_intr("fabs", &[x.into()]),
+            EwKind::Unary(UnaryOp::Floor) => self.lane_intr("floor", &[x.into()]),
+            EwKind::Unary(UnaryOp::Ceil) => self.lane_intr("ceil", &[x.into()]),
             EwKind::Unary(UnaryOp::Reciprocal) => b.build_float_div(self.splat(x.get_type(), self.f32(1.0)), x, "").built().into(),
             EwKind::Unary(UnaryOp::Rsqrt) => {
-                let s = self.vintr("sqrt", x);
+                let s = self.lane_intr("sqrt", &[x.into()]).into_vector_value();
                 b.build_float_div(self.splat(x.get_type(), self.f32(1.0)), s, "").built().into()
             }
             EwKind::Unary(UnaryOp::Exp) if self.math == MathImpl::RuntimeTable => self.contract_exp(x.into()),
@@ -151,12 +151,6 @@ impl<'ctx> Ir<'ctx> {
             _ => return Err(format!("{:?} is not computed on vectors", op.kind)),
         };
         Ok(self.round_to(op.dtype, r))
-    }
-
-    /// `llvm.<name>` on one vector of f32 lanes.
-    fn vintr(&self, name: &str, x: VectorValue<'ctx>) -> VectorValue<'ctx> {
-        let n = x.get_type().get_size();
-        self.intrinsic(&format!("llvm.{name}.v{n}f32"), x.get_type().into(), &[x.into()]).into_vector_value()
     }
 
     /// Maximum, minimum and clamp on f32 lanes. Of f16 values to f16, they compare and select
@@ -517,8 +511,18 @@ impl<'ctx> Ir<'ctx> {
         }
     }
 
-    /// One step of a reduction.
+    /// One step of a reduction (of floats also on vectors of f32 lanes, lane by lane).
     pub fn reduce_step(&self, kind: ReduceKind, acc: BasicValueEnum<'ctx>, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        if let BasicValueEnum::VectorValue(a) = acc {
+            let x = v.into_vector_value();
+            let nan = self.splat(a.get_type(), a.get_type().get_element_type().into_float_type().const_float(f64::NAN));
+            return match kind {
+                ReduceKind::Sum => self.b.build_float_add(a, x, "").built().into(),
+                ReduceKind::Prod => self.b.build_float_mul(a, x, "").built().into(),
+                ReduceKind::Max => self.tosa_select_any(FloatPredicate::OGE, a, x, nan),
+                _ => self.tosa_select_any(FloatPredicate::OLE, a, x, nan),
+            };
+        }
         if acc.is_float_value() {
             let (a, x) = (acc.into_float_value(), v.into_float_value());
             return match kind {

@@ -301,7 +301,7 @@ impl<'ctx> Ir<'ctx> {
             let args = e.inputs.iter().zip(&starts).map(|(input, &(base, start, step))| ir.load(input.dtype, base, ir.add(start, ir.mul(j, ir.i64(step))))).collect();
             match ir.eval(&e.expr, args) {
                 Ok(v) => ir.store(e.expr.result_dtype(), out, ir.add(first, j), v),
-                Err(m) => failure = failure.clone().and(Err(m)),
+                Err(m) => failure = Err(m),
             }
         });
         failure
@@ -400,17 +400,10 @@ impl<'ctx> Ir<'ctx> {
         let vty = self.cx.f32_type().vec_type(lanes as u32);
         let init = self.reduce_init(kind, din).into_float_value();
         let acc = self.var(self.splat(vty, init).into());
-        let nan = self.splat(vty, self.f32(f32::NAN));
         let inner = r.inner;
         self.for_n(0, r.len, |ir, k| {
             let x = ir.load_lanes(din, src, ir.add(at0, ir.muli(k, inner)), lanes as u32);
-            let a = ir.get(acc).into_vector_value();
-            let next: BasicValueEnum = match kind {
-                ReduceKind::Sum => ir.b.build_float_add(a, x, "").built().into(),
-                ReduceKind::Prod => ir.b.build_float_mul(a, x, "").built().into(),
-                ReduceKind::Max => ir.tosa_select_any(inkwell::FloatPredicate::OGE, a, x, nan),
-                _ => ir.tosa_select_any(inkwell::FloatPredicate::OLE, a, x, nan),
-            };
+            let next = ir.reduce_step(kind, ir.get(acc), x.into());
             ir.set(acc, next);
         });
         let v = self.get(acc);

@@ -99,7 +99,7 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// `llvm.<name>` on f32 values or f32 vectors.
-    fn lane_intr(&self, name: &str, args: &[F<'ctx>]) -> F<'ctx> {
+    pub(super) fn lane_intr(&self, name: &str, args: &[F<'ctx>]) -> F<'ctx> {
         let suffix = match Self::lanes_of(args[0]) {
             Some(n) => format!("v{n}f32"),
             None => "f32".into(),

@@ -325,7 +325,7 @@ impl LlvmCpuBackend {
                 }
                 if let Items::Reduction(r) = items {
                     let lanes = self.machine.gemm.lanes;
-                    if ir.lane_rules().reduction(r, lanes) {
+                    if self.lane_rules().reduction(r, lanes) {
                         // Neighbouring outputs a vector at a time.
                         schedule.add(&mut ir, format!("{name}{}", items.suffix()), Ir::reduction_lanes_work(r, lanes), items.cost(), k, |ir, i, _| ir.reduction_lanes(r, i, lanes)).map_err(failed)?;
                         continue;
