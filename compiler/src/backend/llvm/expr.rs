@@ -159,22 +159,33 @@ impl<'ctx> Ir<'ctx> {
     /// f16 does not hold is rounded to f16 first (to ±inf past its range): rounding is
     /// monotonic, so of an f16 `x` the f32 clamp rounded equals the clamp to the rounded
     /// bounds, except for the sign of a zero when the bound rounds to zero (such bounds keep
-    /// the f32 compare).
+    /// the f32 compare). Of bf16 values to bf16 the same holds: they compare in f32 lanes to
+    /// the rounded bounds and skip the rounding after (bf16 rounds on the bits on a CPU: ten
+    /// instructions a vector, a ReLU's clamp in every bf16 convolution's finish).
     fn select_lanes(&mut self, op: &EwOp, args: &[VectorValue<'ctx>], arg_types: &[DType]) -> VectorValue<'ctx> {
+        let low = op.dtype;
+        let round = |v: f64| -> f64 {
+            match low {
+                DType::F16 => half::f16::from_f32(v as f32).to_f64(),
+                DType::BF16 => half::bf16::from_f32(v as f32).to_f64(),
+                _ => v as f32 as f64,
+            }
+        };
         let usable = |v: f64| {
-            let (v, h) = (v as f32, half::f16::from_f32(v as f32));
-            v.is_nan() || h.to_f32() == v || h.to_f32() != 0.0
+            let (v, r) = (v as f32 as f64, round(v));
+            v.is_nan() || r == v || r != 0.0
         };
         let bounds_ok = match op.kind {
             EwKind::Clamp { min, max } => usable(min) && usable(max),
             _ => true,
         };
-        let in_f16 = bounds_ok && op.dtype == DType::F16 && arg_types.iter().all(|&d| d == DType::F16);
+        let exact = bounds_ok && matches!(low, DType::F16 | DType::BF16) && arg_types.iter().all(|&d| d == low);
+        let in_f16 = exact && low == DType::F16;
         let wide = args[0].get_type();
         let ty = if in_f16 { self.cx.f16_type().vec_type(wide.get_size()) } else { wide };
         let narrow = |ir: &Self, v: VectorValue<'ctx>| if in_f16 { ir.b.build_float_trunc(v, ty, "").built() } else { v };
         let splat = |ir: &Self, v: f64| {
-            let v = if in_f16 { half::f16::from_f32(v as f32).to_f64() } else { v as f32 as f64 };
+            let v = if exact { round(v) } else { v as f32 as f64 };
             ir.splat(ty, ty.get_element_type().into_float_type().const_float(v))
         };
         let nan = splat(self, f64::NAN);
@@ -190,6 +201,8 @@ impl<'ctx> Ir<'ctx> {
         .into_vector_value();
         if in_f16 {
             self.b.build_float_ext(r, wide, "").built()
+        } else if exact {
+            r
         } else {
             self.round_to(op.dtype, r.into()).into_vector_value()
         }
@@ -199,18 +212,20 @@ impl<'ctx> Ir<'ctx> {
     /// lane by lane (f16, or bf16 on a machine with native bf16).
     pub fn round_to(&mut self, d: DType, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         if let (BasicValueEnum::VectorValue(x), true) = (v, d.is_low_float()) {
+            if d == DType::BF16 {
+                return self.round_bf16_in_f32(v);
+            }
             let n = self.to_low_lanes(x, d);
-            return if d == DType::BF16 { self.bf16_to_f32(n.into()) } else { self.b.build_float_ext(n, x.get_type(), "").built().into() };
+            return self.b.build_float_ext(n, x.get_type(), "").built().into();
         }
         match d {
             DType::F16 | DType::BF16 => {
                 let f = v.into_float_value();
-                let n = self.to_low(f, d).expect("an f32 value rounds without a libcall");
                 if d == DType::BF16 && f.get_type() == self.cx.f32_type() {
-                    self.bf16_to_f32(n.into())
-                } else {
-                    self.b.build_float_ext(n, f.get_type(), "").built().into()
+                    return self.round_bf16_in_f32(v);
                 }
+                let n = self.to_low(f, d).expect("an f32 value rounds without a libcall");
+                self.b.build_float_ext(n, f.get_type(), "").built().into()
             }
             DType::I8 | DType::I16 | DType::I32 => {
                 let n = self.b.build_int_truncate(v.into_int_value(), self.storage(d).into_int_type(), "").built();

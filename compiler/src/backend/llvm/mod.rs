@@ -169,14 +169,7 @@ impl<'ctx> Ir<'ctx> {
         if d == DType::F16 || self.native_bf16 {
             return Ok(self.b.build_float_trunc(v, low, "").built());
         }
-        // bf16: round to nearest even on the bits; a NaN stays a (quiet) NaN.
-        let i32t = self.cx.i32_type();
-        let bits = self.b.build_bit_cast(v, i32t, "").built().into_int_value();
-        let lsb = self.b.build_and(self.b.build_right_shift(bits, self.i32(16), false, "").built(), self.i32(1), "").built();
-        let rounded = self.b.build_int_add(bits, self.b.build_int_add(lsb, self.i32(0x7fff), "").built(), "").built();
-        let quiet = self.b.build_or(bits, self.i32(0x0040_0000), "").built();
-        let nan = self.b.build_float_compare(inkwell::FloatPredicate::UNO, v, v, "").built();
-        let bits = self.select(nan, quiet, rounded).into_int_value();
+        let bits = self.bf16_rne_bits(v.into()).into_int_value();
         let hi = self.b.build_right_shift(bits, self.i32(16), false, "").built();
         let h = self.b.build_int_truncate(hi, self.cx.i16_type(), "").built();
         Ok(self.b.build_bit_cast(h, low, "").built().into_float_value())
@@ -192,18 +185,66 @@ impl<'ctx> Ir<'ctx> {
         if d != DType::BF16 || !self.bf16_on_bits() {
             return self.b.build_float_trunc(v, low, "").built();
         }
+        let k16 = VectorType::const_vector(&vec![self.cx.i32_type().const_int(16, false); n as usize]);
+        let chosen = self.bf16_rne_bits(v.into()).into_vector_value();
+        let hi = self.b.build_right_shift(chosen, k16, false, "").built();
+        let h = self.b.build_int_truncate(hi, self.cx.i16_type().vec_type(n), "").built();
+        self.b.build_bit_cast(h, low, "").built().into_vector_value()
+    }
+
+    /// An f32 value or f32 lanes rounded to bf16 and back, exactly what [`Ir::to_low`] or
+    /// [`Ir::to_low_lanes`] then [`Ir::bf16_to_f32`] give, in one mask where
+    /// [`Ir::bf16_on_bits`] (the rounded bits' low half cleared, not shifted down and back up:
+    /// a sixth of the instructions for LLVM to combine, in every bf16 epilogue and kernel).
+    pub fn round_bf16_in_f32(&mut self, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        if !self.bf16_on_bits() {
+            let low = match v {
+                BasicValueEnum::VectorValue(x) => self.to_low_lanes(x, DType::BF16).into(),
+                _ => self.to_low(v.into_float_value(), DType::BF16).expect("an f32 value rounds without a libcall").into(),
+            };
+            return self.bf16_to_f32(low);
+        }
+        let chosen = self.bf16_rne_bits(v);
+        let (mask, f32t): (BasicValueEnum, BasicTypeEnum) = match chosen {
+            BasicValueEnum::VectorValue(c) => {
+                let n = c.get_type().get_size();
+                (VectorType::const_vector(&vec![self.i32(-65536); n as usize]).into(), self.cx.f32_type().vec_type(n).into())
+            }
+            _ => (self.i32(-65536).into(), self.cx.f32_type().into()),
+        };
+        let top: BasicValueEnum = match (chosen, mask) {
+            (BasicValueEnum::VectorValue(c), BasicValueEnum::VectorValue(m)) => self.b.build_and(c, m, "").built().into(),
+            (c, m) => self.b.build_and(c.into_int_value(), m.into_int_value(), "").built().into(),
+        };
+        self.b.build_bit_cast(top, f32t, "").built()
+    }
+
+    /// bf16 rounding to nearest even on the bits of an f32 value or lanes (`i32` or `<n x i32>`
+    /// results): the top half is the bf16 value, a NaN stays a (quiet) NaN; the low half is
+    /// whatever the carry left.
+    fn bf16_rne_bits(&self, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let b = &self.b;
-        let i32v = self.cx.i32_type().vec_type(n);
-        let k = |c: u64| VectorType::const_vector(&vec![self.cx.i32_type().const_int(c, false); n as usize]);
-        let bits = b.build_bit_cast(v, i32v, "").built().into_vector_value();
-        let lsb = b.build_and(b.build_right_shift(bits, k(16), false, "").built(), k(1), "").built();
-        let rounded = b.build_int_add(bits, b.build_int_add(lsb, k(0x7fff), "").built(), "").built();
-        let quiet = b.build_or(bits, k(0x0040_0000), "").built();
-        let nan = b.build_float_compare(inkwell::FloatPredicate::UNO, v, v, "").built();
-        let chosen = b.build_select(nan, quiet, rounded, "").built().into_vector_value();
-        let hi = b.build_right_shift(chosen, k(16), false, "").built();
-        let h = b.build_int_truncate(hi, self.cx.i16_type().vec_type(n), "").built();
-        b.build_bit_cast(h, low, "").built().into_vector_value()
+        match v {
+            BasicValueEnum::VectorValue(x) => {
+                let n = x.get_type().get_size();
+                let k = |c: u64| VectorType::const_vector(&vec![self.cx.i32_type().const_int(c, false); n as usize]);
+                let bits = b.build_bit_cast(x, self.cx.i32_type().vec_type(n), "").built().into_vector_value();
+                let lsb = b.build_and(b.build_right_shift(bits, k(16), false, "").built(), k(1), "").built();
+                let rounded = b.build_int_add(bits, b.build_int_add(lsb, k(0x7fff), "").built(), "").built();
+                let quiet = b.build_or(bits, k(0x0040_0000), "").built();
+                let nan = b.build_float_compare(inkwell::FloatPredicate::UNO, x, x, "").built();
+                b.build_select(nan, quiet, rounded, "").built()
+            }
+            _ => {
+                let x = v.into_float_value();
+                let bits = b.build_bit_cast(x, self.cx.i32_type(), "").built().into_int_value();
+                let lsb = b.build_and(b.build_right_shift(bits, self.i32(16), false, "").built(), self.i32(1), "").built();
+                let rounded = b.build_int_add(bits, b.build_int_add(lsb, self.i32(0x7fff), "").built(), "").built();
+                let quiet = b.build_or(bits, self.i32(0x0040_0000), "").built();
+                let nan = b.build_float_compare(inkwell::FloatPredicate::UNO, x, x, "").built();
+                self.select(nan, quiet, rounded)
+            }
+        }
     }
 
     /// Whether bf16 converts on the bits here (a CPU without native bf16): LLVM's `fptrunc` to
@@ -624,18 +665,22 @@ impl<'ctx> Ir<'ctx> {
         (a, b)
     }
 
-    /// `Σ coord_d · strides_d` for the row-major coordinates of `index` over `dims`.
+    /// `Σ coord_d · strides_d` for the row-major coordinates of `index` over `dims`. Dimensions
+    /// of one element are skipped and neighbours laid out contiguously (`stride_outer = stride
+    /// · dim`) taken as one, so that a dense layout costs one multiplication, not a division
+    /// and a remainder per dimension (every row of a convolution's residual input did).
     pub fn strided_offset<S: Stride>(&self, index: IntValue<'ctx>, dims: &[usize], strides: &[S]) -> IntValue<'ctx> {
+        let merged = merged_dims(dims, strides);
         let mut off = self.i64(0);
         let mut rest = index;
-        for d in (0..dims.len()).rev() {
-            let k = strides[d].get();
+        for d in (0..merged.len()).rev() {
+            let (n, k) = merged[d];
             if k != 0 {
-                let c = if d == 0 { rest } else { self.remi(rest, dims[d]) };
+                let c = if d == 0 { rest } else { self.remi(rest, n) };
                 off = self.add(off, if k == 1 { c } else { self.mul(c, self.i64(k)) });
             }
             if d > 0 {
-                rest = self.divi(rest, dims[d]);
+                rest = self.divi(rest, n);
             }
         }
         off
@@ -649,5 +694,63 @@ impl<'ctx> Ir<'ctx> {
     /// Verifies the module (a failure is a bug of the emitter).
     pub fn verify(&self) -> Result<(), String> {
         self.module.verify().map_err(|e| format!("invalid LLVM IR: {}", e.to_string()))
+    }
+}
+
+/// `dims` and their `strides` (outermost first) without dimensions of one element, neighbours
+/// laid out contiguously (`stride_outer = stride · dim`) merged: the same offsets for every
+/// index, in fewer coordinates.
+fn merged_dims<S: Stride>(dims: &[usize], strides: &[S]) -> Vec<(usize, i64)> {
+    let mut merged: Vec<(usize, i64)> = Vec::with_capacity(dims.len());
+    for (&n, s) in dims.iter().zip(strides) {
+        let k = s.get();
+        match merged.last_mut() {
+            _ if n == 1 => {}
+            Some((m, outer)) if *outer == k * n as i64 => {
+                *m *= n;
+                *outer = k;
+            }
+            _ => merged.push((n, k)),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged_dims;
+
+    /// The offset of `index` over `dims` as [`Ir::strided_offset`](super::Ir::strided_offset)
+    /// computes it, from a dimension list.
+    fn offset(index: usize, dims: &[(usize, i64)]) -> i64 {
+        let (mut rest, mut off) = (index, 0);
+        for (d, &(n, k)) in dims.iter().enumerate().rev() {
+            let c = if d == 0 { rest } else { rest % n };
+            off += c as i64 * k;
+            rest /= n;
+        }
+        off
+    }
+
+    #[test]
+    fn merged_dimensions_give_every_offset_of_the_unmerged_ones() {
+        let cases: [(&[usize], &[isize]); 7] = [
+            (&[1, 14, 14, 1], &[200704, 14336, 1024, 1]),
+            (&[2, 3, 4], &[12, 4, 1]),
+            (&[2, 3, 4], &[0, 0, 1]),
+            (&[2, 3, 4], &[24, 4, 1]),
+            (&[3, 5], &[-5, 1]),
+            (&[3, 5], &[-5, -1]),
+            (&[1, 1], &[7, 3]),
+        ];
+        let expect_len = [1, 1, 2, 2, 2, 1, 0];
+        for ((dims, strides), len) in cases.iter().zip(expect_len) {
+            let merged = merged_dims(dims, strides);
+            assert_eq!(merged.len(), len, "{dims:?} {strides:?} -> {merged:?}");
+            let plain: Vec<(usize, i64)> = dims.iter().zip(strides.iter()).map(|(&n, &k)| (n, k as i64)).collect();
+            for i in 0..dims.iter().product::<usize>() {
+                assert_eq!(offset(i, &merged), offset(i, &plain), "index {i} of {dims:?} {strides:?}");
+            }
+        }
     }
 }
