@@ -166,6 +166,73 @@ impl Data {
         }
     }
 
+    /// [`Data::to_le_bytes`] without a copy where memory holds the elements so (every type but
+    /// i48, on a little-endian host): comparing or hashing a model's weights need not allocate
+    /// and fill a second copy of them.
+    pub fn le_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        fn view<T>(v: &[T]) -> &[u8] {
+            // SAFETY: `T` is a primitive number, bool, or `half`'s transparent u16 wrapper: no
+            // padding, every byte initialised; u8 has alignment 1.
+            unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        }
+        if cfg!(target_endian = "big") {
+            return self.to_le_bytes().into();
+        }
+        match self {
+            Data::F32(v) => view(v).into(),
+            Data::F16(v) => view(v).into(),
+            Data::BF16(v) => view(v).into(),
+            Data::F64(v) => view(v).into(),
+            Data::I1(v) => view(v).into(),
+            Data::I8(v) => view(v).into(),
+            Data::I16(v) => view(v).into(),
+            Data::I32(v) => view(v).into(),
+            Data::I64(v) => view(v).into(),
+            Data::I48(_) => self.to_le_bytes().into(),
+        }
+    }
+
+    /// `n` zero elements of `dtype`.
+    pub fn zeroed(dtype: DType, n: usize) -> Data {
+        match dtype {
+            DType::F32 => Data::F32(vec![0.0; n]),
+            DType::F16 => Data::F16(vec![f16::ZERO; n]),
+            DType::BF16 => Data::BF16(vec![bf16::ZERO; n]),
+            DType::F64 => Data::F64(vec![0.0; n]),
+            DType::I1 => Data::I1(vec![false; n]),
+            DType::I8 => Data::I8(vec![0; n]),
+            DType::I16 => Data::I16(vec![0; n]),
+            DType::I32 => Data::I32(vec![0; n]),
+            DType::I48 => Data::I48(vec![0; n]),
+            DType::I64 => Data::I64(vec![0; n]),
+        }
+    }
+
+    /// The elements' memory as little-endian bytes to write into, where any bytes are valid
+    /// elements in [`Data::from_le_bytes`]' layout (floats, i8..i32 and i64 on a little-endian
+    /// host; not i1 or i48): decoding a weight straight into its tensor, without a byte copy.
+    pub fn le_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        fn view<T>(v: &mut [T]) -> &mut [u8] {
+            // SAFETY: `T` is a primitive number or `half`'s transparent u16 wrapper, for which
+            // every bit pattern is a value; u8 has alignment 1.
+            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        }
+        if cfg!(target_endian = "big") {
+            return None;
+        }
+        match self {
+            Data::F32(v) => Some(view(v)),
+            Data::F16(v) => Some(view(v)),
+            Data::BF16(v) => Some(view(v)),
+            Data::F64(v) => Some(view(v)),
+            Data::I8(v) => Some(view(v)),
+            Data::I16(v) => Some(view(v)),
+            Data::I32(v) => Some(view(v)),
+            Data::I64(v) => Some(view(v)),
+            Data::I1(_) | Data::I48(_) => None,
+        }
+    }
+
     /// Little-endian bytes of the elements (i1 as one byte each).
     pub fn to_le_bytes(&self) -> Vec<u8> {
         // One fixed-size copy per element into a buffer of the final size (a `flat_map`
@@ -408,5 +475,43 @@ impl Tensor {
             _ => self.to_f32_vec().iter().map(|x| format!("{x:?}")).collect(),
         };
         format!("[{}]", items.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Data of every type with values whose bytes differ (so a wrong order or width shows).
+    fn every_type() -> Vec<Data> {
+        let v = [1.5f64, -2.25, 1e-3, 65504.0, -0.0];
+        vec![
+            Data::F32(v.iter().map(|&x| x as f32).collect()),
+            Data::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+            Data::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
+            Data::F64(v.to_vec()),
+            Data::I1(vec![true, false, true]),
+            Data::I8(vec![-3, 7, 127]),
+            Data::I16(vec![-300, 7, 32000]),
+            Data::I32(vec![-300_000, 7, 1 << 30]),
+            Data::I48(vec![-(1 << 40), 7, 1 << 46]),
+            Data::I64(vec![-(1 << 60), 7, 1 << 62]),
+        ]
+    }
+
+    #[test]
+    fn byte_views_are_the_little_endian_bytes() {
+        for d in every_type() {
+            assert_eq!(&*d.le_bytes(), d.to_le_bytes().as_slice(), "{:?}", d.dtype());
+            // Written through the mutable view, the bytes decode to the same elements.
+            let mut z = Data::zeroed(d.dtype(), d.len());
+            match z.le_bytes_mut() {
+                Some(out) => {
+                    out.copy_from_slice(&d.to_le_bytes());
+                    assert_eq!(z, d, "{:?}", d.dtype());
+                }
+                None => assert!(matches!(d.dtype(), DType::I1 | DType::I48)),
+            }
+        }
     }
 }

@@ -23,13 +23,21 @@ use std::collections::HashMap;
 
 /// Parses, verifies and imports MLIR text. `filename` is used in locations and diagnostics.
 pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics> {
+    parse_module_releasing(source, filename, &|_| {})
+}
+
+/// [`parse_module`], calling `release` with each resource blob's hex (a slice of `source`) once
+/// it is read: past its call, the import reads those bytes at most once more, to decode them.
+/// A caller that maps the file can drop those pages from memory, so that a model's hex never
+/// sits in memory beside its decoded weights (GPT-2's 1.3 GB of text beside 0.5 GB of f32).
+pub fn parse_module_releasing(source: &str, filename: &str, release: &(dyn Fn(&str) + Sync)) -> Result<Module, Diagnostics> {
     // Large decimal weights are read first; everything after works on the text MLIR will
     // parse, a few kilobytes of a 178 MB model (screening the whole source took 0.13 s).
     // Resource blobs stay slices of the source (decoded on demand); MLIR parses the text with
     // each cut to its alignment header, so that neither it nor a copy of the text holds them.
-    let resources = resource_hex(source);
+    let resources = resource_hex(source, release);
     check_resource_headers(source, filename, &resources)?;
-    let decimal = read_decimal_weights(source, &blob_cuts(source, &resources));
+    let decimal = read_decimal_weights(source, &blob_cuts(source, &resources), release);
     let text = decimal.text.as_deref().unwrap_or(source);
     let columns = &decimal.columns;
     let fix = |loc: &mut Location| {
@@ -48,7 +56,7 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
         d
     };
     screen(text, filename).map_err(fix_all)?;
-    match import(text, filename, &resources, decimal.blobs) {
+    match import(text, filename, &resources, decimal.blobs, release) {
         Ok(mut module) => {
             if !columns.is_empty() {
                 for g in &mut module.functions {
@@ -68,7 +76,7 @@ pub fn parse_module(source: &str, filename: &str) -> Result<Module, Diagnostics>
 
 /// Parses `text` (the source with large decimal literals already read into `decimal_blobs`)
 /// with MLIR and imports it.
-fn import(text: &str, filename: &str, resources: &[(String, usize, &str)], decimal_blobs: HashMap<String, Vec<u8>>) -> Result<Module, Diagnostics> {
+fn import(text: &str, filename: &str, resources: &[(String, usize, &str)], decimal_blobs: HashMap<String, Data>, release: &(dyn Fn(&str) + Sync)) -> Result<Module, Diagnostics> {
     let session = MlirSession::new();
     *session.filename.borrow_mut() = filename.to_string();
     let ctx = &session.context;
@@ -88,7 +96,7 @@ fn import(text: &str, filename: &str, resources: &[(String, usize, &str)], decim
     if !top.verify() {
         return Err(session.take_diagnostics());
     }
-    let blobs = Blobs { decimal: std::cell::RefCell::new(decimal_blobs), hex: resources.iter().map(|(key, _, hex)| (key.as_str(), *hex)).collect() };
+    let blobs = Blobs { decimal: std::cell::RefCell::new(decimal_blobs), hex: resources.iter().map(|(key, _, hex)| (key.as_str(), *hex)).collect(), release };
     let mut importer = Importer { blobs: &blobs, errors: Vec::new(), file: filename };
     let mut module = Module::default();
     if top.name().as_string_ref().as_str() != Ok("builtin.module") {
@@ -205,12 +213,27 @@ fn offset_location(source: &str, filename: &str, offset: usize) -> Location {
 /// Drops the `{-# dialect_resources ... #-}` section at the end of a parsed source (its blobs
 /// are in the module once imported; no op is located in it), returning the memory.
 pub fn drop_resource_section(source: &mut String) {
-    let Some(start) = memchr::memmem::rfind(source.as_bytes(), b"{-#") else { return };
-    if !source[start..].trim_start_matches("{-#").trim_start().starts_with("dialect_resources") || source[..start].trim_end().is_empty() {
-        return;
+    if let Some(start) = resource_section_start(source) {
+        source.truncate(start);
+        source.shrink_to_fit();
     }
-    source.truncate(start);
-    source.shrink_to_fit();
+}
+
+/// Where the `{-# dialect_resources ... #-}` section at the end of a source starts, if it has
+/// one after some text. Searched for forwards, through the ops only: searching backwards from
+/// the end read every blob of the section (a gigabyte of GPT-2's hex) on the way.
+pub fn resource_section_start(source: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = memchr::memmem::find(&source.as_bytes()[from..], b"dialect_resources").map(|i| from + i) {
+        if let Some(start) = memchr::memmem::rfind(&source.as_bytes()[..at], b"{-#") {
+            let between = &source[start + 3..at];
+            if between.trim().is_empty() && !source[..start].trim_end().is_empty() && !in_string_or_comment(source, at) {
+                return Some(start);
+            }
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// Rejects a `dense_resource` blob whose alignment header (its first four bytes) is not a
@@ -291,18 +314,36 @@ struct Blobs<'t> {
     /// Literals read before MLIR parsed the text, each under a key only its own constant uses:
     /// taken out when that constant is built, so the bytes and the tensors are not all held
     /// at once.
-    decimal: std::cell::RefCell<HashMap<String, Vec<u8>>>,
+    decimal: std::cell::RefCell<HashMap<String, Data>>,
     hex: HashMap<&'t str, &'t str>,
+    /// Called with a blob's hex once it is decoded ([`parse_module_releasing`]).
+    release: &'t (dyn Fn(&str) + Sync),
 }
 
 impl Blobs<'_> {
     /// The bytes of `key` (with MLIR's 4-byte alignment header).
     fn get(&self, key: &str) -> Result<Vec<u8>, String> {
-        if let Some(b) = self.decimal.borrow_mut().remove(key) {
-            return Ok(b);
-        }
         let hex = self.hex.get(key).ok_or_else(|| format!("resource '{key}' is not in the file's dialect_resources section"))?;
-        decode_hex(hex).ok_or_else(|| format!("resource '{key}' is not valid hex"))
+        let bytes = decode_hex(hex).ok_or_else(|| format!("resource '{key}' is not valid hex"))?;
+        (self.release)(hex);
+        Ok(bytes)
+    }
+
+    /// The `n` elements of `dtype` that resource `key` holds, decoded from its hex straight into
+    /// the tensor's memory (one copy of the weight, not a byte blob and then the tensor) where
+    /// the hex is exactly that many elements of a type stored as its bytes; `None` otherwise
+    /// (the caller takes [`Blobs::get`]'s bytes and reports what is wrong with them).
+    fn data(&self, key: &str, dtype: DType, n: usize) -> Option<Result<Data, String>> {
+        const HEADER: usize = 8; // hex digits of the alignment header
+        let hex = self.hex.get(key)?;
+        if hex.len() != HEADER + 2 * n * dtype.byte_size() || dtype == DType::I48 {
+            return None;
+        }
+        let mut data = Data::zeroed(dtype, n);
+        let out = data.le_bytes_mut()?;
+        let decoded = decode_hex_into(&hex[HEADER..], out).ok_or_else(|| format!("resource '{key}' is not valid hex"));
+        (self.release)(hex);
+        Some(decoded.map(|()| data))
     }
 }
 
@@ -821,6 +862,15 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &Blobs<'_>) -> Resul
                 .and_then(|r| r.split_once('>'))
                 .map(|(k, _)| k.to_string())
                 .ok_or_else(|| format!("cannot read the resource key of {text}"))?;
+            if let Some(data) = blobs.data(&key, ty.dtype, n) {
+                return Tensor::new(ty.shape.clone(), data?).map_err(|e| e.to_string());
+            }
+            if let Some(data) = blobs.decimal.borrow_mut().remove(&key) {
+                if data.dtype() != ty.dtype || data.len() != n {
+                    return Err(format!("literal '{key}' holds {} elements of {}, but {ty} needs {n}", data.len(), data.dtype()));
+                }
+                return Tensor::new(ty.shape.clone(), data).map_err(|e| e.to_string());
+            }
             let blob = blobs.get(&key)?;
             let payload = blob.get(4..).ok_or_else(|| format!("resource '{key}' is shorter than its alignment header"))?;
             let data = Data::from_mlir_bytes(ty.dtype, payload)
@@ -838,12 +888,15 @@ fn dense_to_tensor(attr: Attribute, ty: &TensorType, blobs: &Blobs<'_>) -> Resul
 /// Decimal f32 constants with at least this many elements are read by [`read_decimal_weights`].
 pub const FAST_DECIMAL_ELEMENTS: usize = 256;
 
+/// The prefix of the resource keys literals read by [`read_decimal_weights`] go under.
+const DECIMAL_PREFIX: &str = "__f16c_decimal_";
+
 /// Large decimal literals read by [`read_decimal_weights`].
 struct DecimalWeights {
     /// The text MLIR parses, when a literal was read.
     text: Option<String>,
     /// Their values, by resource key.
-    blobs: HashMap<String, Vec<u8>>,
+    blobs: HashMap<String, Data>,
     /// How columns moved.
     columns: Columns,
 }
@@ -880,15 +933,16 @@ impl Columns {
 /// least [`FAST_HEX_DIGITS`] digits, a float or i8..i64 tensor: how torch-mlir prints most
 /// weights) are taken the same way, their bytes decoded once into the blob, so that MLIR
 /// neither parses nor keeps a copy of them.
-fn read_decimal_weights(source: &str, cuts: &BlobCuts) -> DecimalWeights {
-    const PREFIX: &str = "__f16c_decimal_";
+fn read_decimal_weights(source: &str, cuts: &BlobCuts, release: &(dyn Fn(&str) + Sync)) -> DecimalWeights {
+    const PREFIX: &str = DECIMAL_PREFIX;
     let none = || DecimalWeights { text: None, blobs: HashMap::new(), columns: Columns::default() };
     // memchr's SIMD search: the standard library's substring search took a quarter of a
     // second over the 178 MB of a resnet18's text. A source that already uses the prefix
     // keeps its literals for MLIR (only its blobs are cut).
-    let taken = memchr::memmem::find(source.as_bytes(), PREFIX.as_bytes()).is_some();
-    // Literals are searched for before the resource section (its hex is in strings).
+    // Literals are searched for before the resource section (its hex is in strings); the
+    // section's keys were read with it (searching its hex read every blob an extra time).
     let body = &source[..cuts.section_start];
+    let taken = memchr::memmem::find(body.as_bytes(), PREFIX.as_bytes()).is_some() || cuts.prefixed_key;
     let starts: Vec<usize> =
         if taken { Vec::new() } else { memchr::memmem::find_iter(body.as_bytes(), b"dense<[").filter(|&i| !in_string_or_comment(source, i)).collect() };
     // Large hex literals (`dense<"0x...">`, how torch-mlir prints most weights) become resource
@@ -914,7 +968,7 @@ fn read_decimal_weights(source: &str, cuts: &BlobCuts) -> DecimalWeights {
     order.sort_by_cached_key(|&k| std::cmp::Reverse(extent(k)));
     let decimals = starts.len();
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut found: Vec<(usize, usize, Vec<u8>)> = std::thread::scope(|s| {
+    let mut found: Vec<(usize, usize, Data)> = std::thread::scope(|s| {
         let (order, next, all) = (&order, &next, &all);
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -922,16 +976,11 @@ fn read_decimal_weights(source: &str, cuts: &BlobCuts) -> DecimalWeights {
                     let mut mine = Vec::new();
                     while let Some(&k) = order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
                         let at = all[k];
-                        if k >= decimals {
-                            mine.extend(hex_literal(&source[at..]).map(|(len, blob)| (at, len, blob)));
-                            continue;
+                        let read = if k >= decimals { hex_literal(&source[at..]) } else { decimal_literal(&source[at..]).map(|(len, v)| (len, Data::F32(v))) };
+                        if let Some((len, data)) = read {
+                            release(&source[at..at + len]);
+                            mine.push((at, len, data));
                         }
-                        mine.extend(decimal_literal(&source[at..]).map(|(len, v)| {
-                            let mut blob = Vec::with_capacity(4 + 4 * v.len());
-                            blob.extend([4, 0, 0, 0]);
-                            blob.extend(v.iter().flat_map(|x| x.to_le_bytes()));
-                            (at, len, blob)
-                        }));
                     }
                     mine
                 })
@@ -994,15 +1043,18 @@ struct BlobCuts {
     /// Whether the blobs are most of the text, so that cutting them pays for a copy of the rest
     /// even when no literal is read (else they are cut only where the text is copied anyway).
     alone: bool,
+    /// Whether a resource's key contains the prefix of the keys literals are read under.
+    prefixed_key: bool,
 }
 
 fn blob_cuts(source: &str, resources: &[(String, usize, &str)]) -> BlobCuts {
     const HEADER: usize = 8; // hex digits of the alignment header
     let spans: Vec<(usize, usize)> =
-        resources.iter().filter(|(_, _, h)| h.len() > HEADER && h.is_ascii()).map(|(_, offset, hex)| (offset + 2 + HEADER, offset + 2 + hex.len())).collect();
+        resources.iter().filter(|(_, _, h)| h.len() > HEADER && h.as_bytes()[..HEADER].is_ascii()).map(|(_, offset, hex)| (offset + 2 + HEADER, offset + 2 + hex.len())).collect();
     let cut: usize = spans.iter().map(|(a, b)| b - a).sum();
     let section_start = resources.first().and_then(|&(_, offset, _)| source[..offset].rfind("{-#")).unwrap_or(source.len());
-    BlobCuts { section_start, spans, alone: cut >= source.len() / 2 }
+    let prefixed_key = resources.iter().any(|(key, _, _)| key.contains(DECIMAL_PREFIX));
+    BlobCuts { section_start, spans, alone: cut >= source.len() / 2, prefixed_key }
 }
 
 /// Whether byte `at` of `source` lies in a string literal or a `//` comment (MLIR's strings
@@ -1030,9 +1082,9 @@ fn in_string_or_comment(source: &str, at: usize) -> bool {
 pub const FAST_HEX_DIGITS: usize = 1024;
 
 /// A large hex literal at the start of `text` (`dense<"0x...">` followed by `: tensor<...xT>`
-/// with `T` a float or an integer wider than i1): its length in `text` and its bytes as a
-/// resource blob (the 4-byte alignment header, then the data).
-fn hex_literal(text: &str) -> Option<(usize, Vec<u8>)> {
+/// with `T` a float or an integer of 8, 16, 32 or 64 bits, the digits exactly its elements):
+/// its length in `text` and its elements, decoded straight into the tensor's memory.
+fn hex_literal(text: &str) -> Option<(usize, Data)> {
     let open = "dense<\"0x".len();
     let digits = text[open..].find('"')?;
     if digits < FAST_HEX_DIGITS {
@@ -1043,14 +1095,25 @@ fn hex_literal(text: &str) -> Option<(usize, Vec<u8>)> {
     let len = text.len() - len;
     let ty = skip_blank(&text[len..]).strip_prefix(':').map(skip_blank)?.strip_prefix("tensor<")?;
     let (dims, _) = ty.split_once('>')?;
-    let element = dims.rsplit('x').next()?;
-    if !matches!(element, "f32" | "f16" | "bf16" | "f64" | "i8" | "i16" | "i32" | "i64") {
+    let (shape, element) = dims.rsplit_once('x')?;
+    let dtype = match element {
+        "f32" => DType::F32,
+        "f16" => DType::F16,
+        "bf16" => DType::BF16,
+        "f64" => DType::F64,
+        "i8" => DType::I8,
+        "i16" => DType::I16,
+        "i32" => DType::I32,
+        "i64" => DType::I64,
+        _ => return None,
+    };
+    let n = shape.split('x').try_fold(1usize, |n, d| n.checked_mul(d.parse().ok()?))?;
+    if n.checked_mul(2 * dtype.byte_size()) != Some(digits) {
         return None;
     }
-    let mut blob = vec![0u8; 4 + digits / 2];
-    blob[0] = 4;
-    decode_hex_into(hex, &mut blob[4..])?;
-    Some((len, blob))
+    let mut data = Data::zeroed(dtype, n);
+    decode_hex_into(hex, data.le_bytes_mut()?)?;
+    Some((len, data))
 }
 
 /// Each ASCII byte's hex digit value, 0xff for a non-digit.
@@ -1264,21 +1327,26 @@ fn is_float_literal(t: &str) -> bool {
 
 /// The `builtin` blobs of a file's `{-# dialect_resources: ... #-}` section: key, byte offset of
 /// the blob's text in `source`, and its hex digits (after `0x`).
-fn resource_hex(source: &str) -> Vec<(String, usize, &str)> {
+fn resource_hex<'s>(source: &'s str, release: &(dyn Fn(&str) + Sync)) -> Vec<(String, usize, &'s str)> {
     let mut blobs = Vec::new();
     let Some(start) = memchr::memmem::find(source.as_bytes(), b"dialect_resources") else { return blobs };
     let Some(section) = source[start..].find("builtin").map(|i| &source[start + i..]) else { return blobs };
-    let section = section.split("#-}").next().unwrap_or(section);
     let Some(open) = section.find('{') else { return blobs };
     let mut rest = &section[open + 1..];
-    while let Some(colon) = rest.find(':') {
+    while let Some(colon) = memchr::memchr(b':', rest.as_bytes()) {
+        // (The section ends with `#-}`; searching the whole text for it first read every blob
+        // an extra time.)
+        if memchr::memmem::find(&rest.as_bytes()[..colon], b"#-}").is_some() {
+            break;
+        }
         let key = rest[..colon].trim().trim_start_matches(',').trim().trim_matches('"').to_string();
         let after = &rest[colon + 1..];
-        let Some(q1) = after.find('"') else { break };
-        let Some(q2) = after[q1 + 1..].find('"') else { break };
+        let Some(q1) = memchr::memchr(b'"', after.as_bytes()) else { break };
+        let Some(q2) = memchr::memchr(b'"', &after.as_bytes()[q1 + 1..]) else { break };
         let text = &after[q1 + 1..q1 + 1 + q2];
         if let Some(hex) = text.strip_prefix("0x") {
             blobs.push((key, text.as_ptr() as usize - source.as_ptr() as usize, hex));
+            release(hex);
         }
         rest = &after[q1 + 1 + q2 + 1..];
         if rest.trim_start().starts_with('}') {
@@ -1303,7 +1371,7 @@ mod tests {
 
     /// The literals read from a source without a resource section.
     fn read_literals(source: &str) -> DecimalWeights {
-        read_decimal_weights(source, &blob_cuts(source, &[]))
+        read_decimal_weights(source, &blob_cuts(source, &[]), &|_| {})
     }
 
     /// A function returning one `tosa.const` of `values` (decimal text) shaped `[n/16, 16]`,
@@ -1471,8 +1539,8 @@ mod tests {
         let src = format!(
             "func.func @f(%x: tensor<256xf32>) -> tensor<256xf32> {{\n  %c = \"tosa.const\"() <{{values = dense_resource<w> : tensor<256xf32>}}> : () -> tensor<256xf32>\n  %a = tosa.add %x, %c : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>\n  return %a : tensor<256xf32>\n}}\n{{-#\n  dialect_resources: {{\n    builtin: {{\n      w: \"0x04000000{hex}\"\n    }}\n  }}\n#-}}\n"
         );
-        let resources = resource_hex(&src);
-        let stubbed = read_decimal_weights(&src, &blob_cuts(&src, &resources)).text.expect("the blob is most of the text");
+        let resources = resource_hex(&src, &|_| {});
+        let stubbed = read_decimal_weights(&src, &blob_cuts(&src, &resources), &|_| {}).text.expect("the blob is most of the text");
         assert!(stubbed.len() < 400 && stubbed.contains("w: \"0x04000000\""), "{stubbed}");
         let m = parse_module(&src, "w.mlir").unwrap();
         let g = &m.functions[0];
@@ -1526,8 +1594,8 @@ mod tests {
     #[test]
     fn resource_section_is_read() {
         let src = "module {}\n{-#\n  dialect_resources: {\n    builtin: {\n      a.b_1: \"0x040000000000803F\",\n      c: \"0x0400000001\"\n    }\n  }\n#-}\n";
-        let resources = resource_hex(src);
-        let b = Blobs { decimal: Default::default(), hex: resources.iter().map(|(k, _, h)| (k.as_str(), *h)).collect() };
+        let resources = resource_hex(src, &|_| {});
+        let b = Blobs { decimal: Default::default(), hex: resources.iter().map(|(k, _, h)| (k.as_str(), *h)).collect(), release: &|_| {} };
         assert_eq!(&*b.get("a.b_1").unwrap(), [4, 0, 0, 0, 0, 0, 0x80, 0x3f]);
         assert_eq!(&*b.get("c").unwrap(), [4, 0, 0, 0, 1]);
         assert!(b.get("d").unwrap_err().contains("resource 'd' is not in the file's dialect_resources section"));

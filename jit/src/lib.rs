@@ -210,7 +210,7 @@ impl Model {
         let diag = |e: f16c_compiler::backend::BackendError| Diagnostics::single(e.to_diagnostic());
         let (isa, _) = host_isa("speed", false).map_err(diag)?;
         let (as_written, _) = host_isa("none", false).map_err(diag)?;
-        let compiled = backend::compile(&program, options).map_err(diag)?;
+        let mut compiled = backend::compile(&program, options).map_err(diag)?;
         let lower = t0.elapsed();
         let t1 = Instant::now();
         let (module, functions) = jit(&compiled, isa, &*as_written)?;

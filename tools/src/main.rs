@@ -11,6 +11,7 @@ mod networks;
 mod opt;
 mod precision;
 mod run;
+mod source;
 
 use clap::{Arg, ArgAction, Command};
 use std::process::ExitCode;
@@ -87,15 +88,14 @@ fn input_arg() -> Arg {
 }
 
 /// Reads the input file or standard input.
-fn read_input(path: &str) -> anyhow::Result<(String, String)> {
+fn read_input(path: &str) -> anyhow::Result<(source::Source, String)> {
     use anyhow::Context;
     if path == "-" {
         let mut s = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).context("cannot read standard input")?;
-        Ok((s, "<stdin>".to_string()))
+        Ok((source::Source::Text(s), "<stdin>".to_string()))
     } else {
-        let s = std::fs::read_to_string(path).with_context(|| format!("cannot read '{path}'"))?;
-        Ok((s, path.to_string()))
+        Ok((source::Source::open(path)?, path.to_string()))
     }
 }
 
@@ -121,10 +121,11 @@ fn switch(name: &'static str, help: &'static str) -> Arg {
 /// Parses a module, printing its diagnostics against `source` when it fails. Once parsed, the
 /// source keeps only what later diagnostics can point at: its resource blobs (most of a
 /// torch-mlir export, 1.3 GB for GPT-2) are dropped, as the weights now live in the module.
-fn parse_or_report(source: &mut String, file: &str) -> Option<f16c_dialect::Module> {
-    match f16c_dialect::import::parse_module(source, file) {
+fn parse_or_report(source: &mut source::Source, file: &str) -> Option<f16c_dialect::Module> {
+    let text: &source::Source = source;
+    match f16c_dialect::import::parse_module_releasing(text, file, &|part| text.release(part)) {
         Ok(m) => {
-            f16c_dialect::import::drop_resource_section(source);
+            source.drop_resource_section();
             Some(m)
         }
         Err(d) => {

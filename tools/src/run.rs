@@ -100,7 +100,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     let (mut source, file) = read_input(path)?;
     if cache.is_some() && key.is_none() {
-        key = Some(crate::cache::key(crate::cache::hash128(source.as_bytes()), m));
+        key = Some(crate::cache::key(source.hash128(), m));
     }
     let Some(mut module) = crate::parse_or_report(&mut source, &file) else { return Ok(ExitCode::FAILURE) };
     // The pipeline `f16c compile` runs for the same options, at every precision (fp32 too:

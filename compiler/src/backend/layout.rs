@@ -113,29 +113,36 @@ impl Layout {
     }
 
     /// The artifact's description of the finished layout, with the constants section: every
-    /// used constant once, at a [`CONSTANT_ALIGN`]ed offset.
-    pub fn manifest(&self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Vec<u8>) {
+    /// used constant once, at a [`CONSTANT_ALIGN`]ed offset. The re-packed constants move into
+    /// the section (their slots here are left empty): the packed weights are not held twice
+    /// while the section fills.
+    pub fn manifest(&mut self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Vec<u8>) {
         // A program's constant's bytes are the program's; a packed one's are here.
-        let bytes_of = |slot: usize| {
-            let kind = if slot < self.program_buffers { &program.buffers[slot].kind } else { &self.buffers[slot].kind };
+        fn bytes_of<'a>(layout: &'a Layout, program: &'a Program, slot: usize) -> Option<&'a [u8]> {
+            let kind = if slot < layout.program_buffers { &program.buffers[slot].kind } else { &layout.buffers[slot].kind };
             match kind {
                 BufferKind::Constant(bytes) => Some(bytes.as_slice()),
                 _ => None,
             }
-        };
-        let total: usize = (0..self.buffers.len()).filter(|&s| self.used[s]).filter_map(bytes_of).map(|b| b.len().next_multiple_of(CONSTANT_ALIGN)).sum();
+        }
+        let total: usize = (0..self.buffers.len()).filter(|&s| self.used[s]).filter_map(|s| bytes_of(self, program, s)).map(|b| b.len().next_multiple_of(CONSTANT_ALIGN)).sum();
         let mut constants = Vec::with_capacity(total);
         let mut slots = Vec::with_capacity(self.table_len());
-        for (slot, b) in self.buffers.iter().enumerate() {
+        for slot in 0..self.buffers.len() {
+            let b = &self.buffers[slot];
             slots.push(match &b.kind {
                 _ if !self.used[slot] => Slot::Unused,
                 BufferKind::Input(k) => Slot::Input(*k),
                 BufferKind::Constant(_) => {
-                    let bytes = bytes_of(slot).expect("a constant");
+                    let bytes = bytes_of(self, program, slot).expect("a constant");
                     constants.resize(constants.len().next_multiple_of(CONSTANT_ALIGN), 0);
                     let offset = constants.len();
                     constants.extend_from_slice(bytes);
-                    Slot::Constant { offset, bytes: bytes.len() }
+                    let len = bytes.len();
+                    if slot >= self.program_buffers {
+                        self.buffers[slot].kind = BufferKind::Constant(Vec::new());
+                    }
+                    Slot::Constant { offset, bytes: len }
                 }
                 BufferKind::Intermediate => match self.plan.offset(BufferId(slot)) {
                     Some(offset) => Slot::Arena { offset, bytes: b.bytes },

@@ -549,6 +549,10 @@ fn moves_unit_axes_only(g: &mut Graph, id: NodeId, perms: &[usize]) -> bool {
 
 /// Identity and chain rewrites at `id`.
 fn simplify(g: &mut Graph, id: NodeId) -> bool {
+    // (Only these ops are cloned below: a constant's clone is a copy of its weight.)
+    if !matches!(g.op(id), Op::Reshape | Op::Transpose { .. } | Op::Identity) {
+        return false;
+    }
     let operands = g.operands(id);
     match g.op(id).clone() {
         Op::Reshape | Op::Transpose { .. } | Op::Identity if g.ty(operands[0]) == g.ty(id) && is_identity(g.op(id)) => {
@@ -603,11 +607,11 @@ fn cse(g: &mut Graph) -> bool {
         }
         let node = g.node(id);
         let key = match &node.op {
-            Op::Const(t) => (format!("const {} {:?}", t.ty(), node.attrs), fingerprint(&t.data().to_le_bytes())),
+            Op::Const(t) => (format!("const {} {:?}", t.ty(), node.attrs), fingerprint(&t.data().le_bytes())),
             op => (format!("{op:?} {} {:?} {:?}", node.ty, g.operands(id), node.attrs), 0),
         };
         let same = |g: &Graph, other: NodeId| match (g.op(id), g.op(other)) {
-            (Op::Const(a), Op::Const(b)) => a.data().to_le_bytes() == b.data().to_le_bytes(),
+            (Op::Const(a), Op::Const(b)) => a.data().le_bytes() == b.data().le_bytes(),
             _ => true,
         };
         let candidates = seen.entry(key).or_default();

@@ -41,7 +41,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
 use f16c_core::abi::{DepthwiseParams, Libcall};
-use f16c_dialect::{BinaryOp, DType, Data};
+use f16c_dialect::{BinaryOp, DType};
 
 impl Context<'_> {
     pub fn contraction(&mut self, c: &Contraction) -> Result<(), BackendError> {
@@ -99,8 +99,13 @@ impl Context<'_> {
         let finite = Finite::of(self.program, c);
         let b_finite = finite.weight;
         if c.b_constant {
-            let t = crate::lower::constant_tensor(self.program, &c.b).ok_or_else(|| self.error("constant weight could not be read"))?;
-            let packed = pack_b_constant(c, t.data(), &chunks, dot);
+            // Packed from the program's bytes (little-endian elements): no tensor and no byte
+            // copy of the weight on the way (GPT-2's tied embedding is 154 MB).
+            let bytes = match &self.program.buffers[c.b.buffer.0].kind {
+                crate::lower::BufferKind::Constant(b) if b.len() == c.b.ty.byte_size() => b.as_slice(),
+                _ => return Err(self.error("constant weight could not be read")),
+            };
+            let packed = pack_b_constant(c, bytes, &chunks, dot);
             debug_assert_eq!(packed.len(), packed_elems * bdt.byte_size());
             let packed_slot = self.layout.replace_constant(self.current, c.b.buffer, packed);
             if bdt == DType::F32 || !widen_once {
@@ -1142,12 +1147,11 @@ fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
 /// `[batch][chunk][panel][k1 - k0][NR]`, so that a work item streams a chunk's panels in order
 /// (with one chunk, `[batch][panel][k][NR]`); with `pairs`, each chunk's rows interleaved in pairs
 /// for the bf16 pair loops.
-fn pack_b_constant(c: &Contraction, data: &Data, chunks: &[(usize, usize)], pairs: bool) -> Vec<u8> {
-    let bytes = data.to_le_bytes();
+fn pack_b_constant(c: &Contraction, bytes: &[u8], chunks: &[(usize, usize)], pairs: bool) -> Vec<u8> {
     match c.b.ty.dtype.byte_size() {
-        2 => pack_b_elements::<2>(c, &bytes, chunks, pairs),
-        4 => pack_b_elements::<4>(c, &bytes, chunks, pairs),
-        8 => pack_b_elements::<8>(c, &bytes, chunks, pairs),
+        2 => pack_b_elements::<2>(c, bytes, chunks, pairs),
+        4 => pack_b_elements::<4>(c, bytes, chunks, pairs),
+        8 => pack_b_elements::<8>(c, bytes, chunks, pairs),
         n => unreachable!("a {n}-byte GEMM operand"),
     }
 }

@@ -243,7 +243,7 @@ impl Compiled {
 
     /// The loadable artifact: the object linked into a shared object, the manifest and the
     /// constants.
-    pub fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
+    pub fn artifact(mut self, program: &Program) -> BackendResult<Artifact> {
         let (object, requires) = self.object()?;
         let code = super::link::shared_object(std::slice::from_ref(&object)).map_err(|m| BackendError::program(NAME, BackendErrorKind::Tool(m)))?;
         let info = CodeInfo { target: "x86_64", backend: NAME, format: CodeFormat::ElfSharedObject, requires };
@@ -253,7 +253,7 @@ impl Compiled {
 
     /// The manifest (and constants section) of the compiled program, each banded kernel's plan
     /// saying so.
-    pub fn manifest(&self, program: &Program, info: CodeInfo) -> (f16c_core::artifact::Manifest, Vec<u8>) {
+    pub fn manifest(&mut self, program: &Program, info: CodeInfo) -> (f16c_core::artifact::Manifest, Vec<u8>) {
         let (mut manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
         for band in &self.bands {
             let plan = crate::backend::bands::describe(program, band);

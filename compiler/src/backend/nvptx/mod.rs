@@ -332,7 +332,7 @@ impl Backend for NvptxBackend {
     }
 
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
-        let compiled = compile(program, self.sm)?;
+        let mut compiled = compile(program, self.sm)?;
         let info = CodeInfo { target: self.target().info().name, backend: NAME, format: CodeFormat::Ptx, requires: Vec::new() };
         let (mut manifest, constants) = compiled.layout.manifest(program, info, compiled.symbols, compiled.steps);
         for (info, kernel) in manifest.kernels.iter_mut().zip(&program.kernels) {
