@@ -219,6 +219,11 @@ pub fn artifact_of(program: &Program, backend: &dyn Backend) -> Result<Artifact,
     crate::timing::phase(format!("backend {}", backend.name()), || backend.artifact(program)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
 }
 
+/// [`artifact_of`] of a program not needed after: its weights move into the artifact.
+pub fn artifact_of_owned(mut program: Program, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
+    crate::timing::phase(format!("backend {}", backend.name()), || backend.artifact_taking(&mut program)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
+}
+
 /// Prints one code form of `g` for `target`.
 pub fn emit(g: &Graph, target: Target, form: Emit) -> Result<Vec<u8>, Diagnostics> {
     emit_with(g, backend_for(target)?, form)

@@ -37,7 +37,12 @@ pub fn parse_module_releasing(source: &str, filename: &str, release: &(dyn Fn(&s
     // each cut to its alignment header, so that neither it nor a copy of the text holds them.
     let resources = resource_hex(source, release);
     check_resource_headers(source, filename, &resources)?;
-    let decimal = read_decimal_weights(source, &blob_cuts(source, &resources), release);
+    let cuts = blob_cuts(source, &resources);
+    let decimal = read_decimal_weights(source, &cuts, release);
+    if decimal.text.is_some() {
+        // MLIR parses the copy: the ops' text, searched through for literals, is done with.
+        release(&source[..cuts.section_start]);
+    }
     let text = decimal.text.as_deref().unwrap_or(source);
     let columns = &decimal.columns;
     let fix = |loc: &mut Location| {
@@ -341,7 +346,7 @@ impl Blobs<'_> {
         }
         let mut data = Data::zeroed(dtype, n);
         let out = data.le_bytes_mut()?;
-        let decoded = decode_hex_into(&hex[HEADER..], out).ok_or_else(|| format!("resource '{key}' is not valid hex"));
+        let decoded = decode_hex_releasing(&hex[HEADER..], out, self.release).ok_or_else(|| format!("resource '{key}' is not valid hex"));
         (self.release)(hex);
         Some(decoded.map(|()| data))
     }
@@ -976,7 +981,7 @@ fn read_decimal_weights(source: &str, cuts: &BlobCuts, release: &(dyn Fn(&str) +
                     let mut mine = Vec::new();
                     while let Some(&k) = order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
                         let at = all[k];
-                        let read = if k >= decimals { hex_literal(&source[at..]) } else { decimal_literal(&source[at..]).map(|(len, v)| (len, Data::F32(v))) };
+                        let read = if k >= decimals { hex_literal(&source[at..], release) } else { decimal_literal(&source[at..]).map(|(len, v)| (len, Data::F32(v))) };
                         if let Some((len, data)) = read {
                             release(&source[at..at + len]);
                             mine.push((at, len, data));
@@ -1084,7 +1089,7 @@ pub const FAST_HEX_DIGITS: usize = 1024;
 /// A large hex literal at the start of `text` (`dense<"0x...">` followed by `: tensor<...xT>`
 /// with `T` a float or an integer of 8, 16, 32 or 64 bits, the digits exactly its elements):
 /// its length in `text` and its elements, decoded straight into the tensor's memory.
-fn hex_literal(text: &str) -> Option<(usize, Data)> {
+fn hex_literal(text: &str, release: &(dyn Fn(&str) + Sync)) -> Option<(usize, Data)> {
     let open = "dense<\"0x".len();
     let digits = text[open..].find('"')?;
     if digits < FAST_HEX_DIGITS {
@@ -1112,7 +1117,7 @@ fn hex_literal(text: &str) -> Option<(usize, Data)> {
         return None;
     }
     let mut data = Data::zeroed(dtype, n);
-    decode_hex_into(hex, data.le_bytes_mut()?)?;
+    decode_hex_releasing(hex, data.le_bytes_mut()?, release)?;
     Some((len, data))
 }
 
@@ -1136,6 +1141,24 @@ const HEX_VALUE: [u8; 256] = {
 /// Decodes `hex` (an even number of hex digits) into `out` (half as many bytes); `None` on a
 /// non-digit or an odd length. A table lookup per digit: the weights of a GPT-2 export are
 /// half a gigabyte of bytes, a billion digits.
+/// [`decode_hex_into`] 16 MiB of hex at a time, each piece released once decoded
+/// ([`parse_module_releasing`]): a big weight's hex (GPT-2's embedding: 300 MB) is never all in
+/// memory beside its values.
+fn decode_hex_releasing(hex: &str, out: &mut [u8], release: &(dyn Fn(&str) + Sync)) -> Option<()> {
+    const PIECE: usize = 16 << 20;
+    if hex.len() != 2 * out.len() {
+        return None;
+    }
+    for (h, o) in hex.as_bytes().chunks(PIECE).zip(out.chunks_mut(PIECE / 2)) {
+        // Chunks of an ASCII-or-not byte string: checked as digits by the decoder, and a
+        // piece boundary inside a multi-byte character only fails the decode, as it should.
+        let piece = std::str::from_utf8(h).ok()?;
+        decode_hex_into(piece, o)?;
+        release(piece);
+    }
+    Some(())
+}
+
 fn decode_hex_into(hex: &str, out: &mut [u8]) -> Option<()> {
     let h = hex.as_bytes();
     if h.len() != 2 * out.len() {
@@ -1330,6 +1353,8 @@ fn is_float_literal(t: &str) -> bool {
 fn resource_hex<'s>(source: &'s str, release: &(dyn Fn(&str) + Sync)) -> Vec<(String, usize, &'s str)> {
     let mut blobs = Vec::new();
     let Some(start) = memchr::memmem::find(source.as_bytes(), b"dialect_resources") else { return blobs };
+    // (The ops' text was just read through; it is read again, the part MLIR needs, later.)
+    release(&source[..start]);
     let Some(section) = source[start..].find("builtin").map(|i| &source[start + i..]) else { return blobs };
     let Some(open) = section.find('{') else { return blobs };
     let mut rest = &section[open + 1..];
@@ -1342,7 +1367,7 @@ fn resource_hex<'s>(source: &'s str, release: &(dyn Fn(&str) + Sync)) -> Vec<(St
         let key = rest[..colon].trim().trim_start_matches(',').trim().trim_matches('"').to_string();
         let after = &rest[colon + 1..];
         let Some(q1) = memchr::memchr(b'"', after.as_bytes()) else { break };
-        let Some(q2) = memchr::memchr(b'"', &after.as_bytes()[q1 + 1..]) else { break };
+        let Some(q2) = find_releasing(&after[q1 + 1..], b'"', release) else { break };
         let text = &after[q1 + 1..q1 + 1 + q2];
         if let Some(hex) = text.strip_prefix("0x") {
             blobs.push((key, text.as_ptr() as usize - source.as_ptr() as usize, hex));
@@ -1354,6 +1379,24 @@ fn resource_hex<'s>(source: &'s str, release: &(dyn Fn(&str) + Sync)) -> Vec<(St
         }
     }
     blobs
+}
+
+/// The first `byte` (ASCII) in `text`, searched 16 MiB at a time, each piece searched in vain
+/// released ([`parse_module_releasing`]): the end of a blob's hex.
+fn find_releasing(text: &str, byte: u8, release: &(dyn Fn(&str) + Sync)) -> Option<usize> {
+    const PIECE: usize = 16 << 20;
+    let mut at = 0;
+    while at < text.len() {
+        let end = (at + PIECE).min(text.len());
+        if let Some(i) = memchr::memchr(byte, &text.as_bytes()[at..end]) {
+            return Some(at + i);
+        }
+        if let Some(piece) = text.get(at..end) {
+            release(piece);
+        }
+        at = end;
+    }
+    None
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {

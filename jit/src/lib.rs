@@ -206,7 +206,7 @@ impl Model {
             let body = Body::Staged(staged::Staged::compile(g, threads)?);
             return Ok(Model { body, times: CompileTimes { lower: t0.elapsed(), ..CompileTimes::default() }, memory: Memory::default() });
         }
-        let program = driver::lower_for(g, &backend::CraneliftBackend)?;
+        let mut program = driver::lower_for(g, &backend::CraneliftBackend)?;
         let diag = |e: f16c_compiler::backend::BackendError| Diagnostics::single(e.to_diagnostic());
         let (isa, _) = host_isa("speed", false).map_err(diag)?;
         let (as_written, _) = host_isa("none", false).map_err(diag)?;
@@ -217,6 +217,7 @@ impl Model {
         let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: compiled.requires.clone() };
         let memory = Memory { arena_bytes: compiled.layout.plan.arena_bytes, lower_bound: compiled.layout.plan.lower_bound, scratch_bytes: compiled.layout.scratch_bytes };
         let (manifest, constants) = compiled.manifest(&program, info);
+        let constants = constants.into_bytes_taking(&mut program);
         // The program and the compiled form (with their copies of the weights) go away here:
         // the executor's aligned constants are the only copy a model keeps.
         drop((program, compiled));

@@ -157,7 +157,7 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             // The program holds its own copy of every weight: the module's goes before the
             // backend adds its packed ones.
             drop(module);
-            let artifact = match driver::artifact_of(&program, backend) {
+            let artifact = match driver::artifact_of_owned(program, backend) {
                 Ok(a) => a,
                 Err(d) => return Ok(crate::report(&d, &source)),
             };

@@ -53,6 +53,7 @@ fn normalise_args() -> Vec<String> {
 fn main() -> ExitCode {
     // `f16c ... | head` ends f16c quietly, as it would `cat`; other write failures are errors.
     f16c_runtime::stdout::die_quietly_on_closed_pipe();
+    large_allocations_mapped();
     let matches = match cli().try_get_matches_from(normalise_args()) {
         Ok(m) => m,
         Err(e) => {
@@ -96,6 +97,19 @@ fn read_input(path: &str) -> anyhow::Result<(source::Source, String)> {
         Ok((source::Source::Text(s), "<stdin>".to_string()))
     } else {
         Ok((source::Source::open(path)?, path.to_string()))
+    }
+}
+
+/// Every allocation of 1 MiB or more gets its own mapping, handed back when freed. glibc's
+/// default threshold rises to the size of any mapped block freed (up to 32 MiB), after which a
+/// model's weights (a few MiB each) come from the heap, and freeing them (as a compile moves
+/// each weight from the program into the artifact) kept the memory: GPT-2's compile held its
+/// weights twice at the end.
+fn large_allocations_mapped() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 

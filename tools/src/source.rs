@@ -15,9 +15,8 @@ use std::ops::Deref;
 pub(crate) enum Source {
     /// Read into memory (standard input, an empty file).
     Text(String),
-    /// The file mapped read-only and private; `len` bytes of it are the text (fewer once the
-    /// resource section is dropped), all valid UTF-8.
-    Mapped { ptr: *const u8, len: usize, map_len: usize },
+    /// The file mapped read-only and private, `len` bytes, all valid UTF-8.
+    Mapped { ptr: *const u8, len: usize },
 }
 
 // SAFETY: the mapping is read-only for its whole life and unmapped only on drop; releasing
@@ -44,7 +43,7 @@ impl Source {
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error()).with_context(|| format!("cannot read '{path}'"));
         }
-        let source = Source::Mapped { ptr: ptr.cast::<u8>().cast_const(), len, map_len: len };
+        let source = Source::Mapped { ptr: ptr.cast::<u8>().cast_const(), len };
         // SAFETY: the mapping just made, `len` bytes; the text is not yet handed out as `str`.
         let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>().cast_const(), len) };
         let mut at = 0;
@@ -65,9 +64,9 @@ impl Source {
     /// Hands the whole pages inside `part` (a slice of this text) back to the system: reading
     /// them again reads the file (from the page cache). Nothing for text read into a string.
     pub(crate) fn release(&self, part: &str) {
-        if let Source::Mapped { ptr, map_len, .. } = self {
+        if let Source::Mapped { ptr, len } = self {
             let start = (part.as_ptr() as usize).wrapping_sub(*ptr as usize);
-            if start <= *map_len && part.len() <= *map_len - start {
+            if start <= *len && part.len() <= *len - start {
                 self.release_bytes(start, start + part.len());
             }
         }
@@ -88,13 +87,11 @@ impl Source {
     /// Drops the `{-# dialect_resources ... #-}` section at the end of a parsed text (its blobs
     /// are in the module once imported), and, for a mapped file, hands all of it back.
     pub(crate) fn drop_resource_section(&mut self) {
-        let keep = match self {
-            Source::Text(s) => return f16c_dialect::import::drop_resource_section(s),
-            Source::Mapped { .. } => f16c_dialect::import::resource_section_start(self),
-        };
-        self.release(self);
-        if let (Source::Mapped { len, .. }, Some(keep)) = (self, keep) {
-            *len = keep;
+        // (A mapped text keeps its length: finding the section again would read the ops'
+        // text once more, and the section costs nothing once its pages are handed back.)
+        match self {
+            Source::Text(s) => f16c_dialect::import::drop_resource_section(s),
+            Source::Mapped { .. } => self.release(self),
         }
     }
 
@@ -125,18 +122,17 @@ impl Deref for Source {
     fn deref(&self) -> &str {
         match self {
             Source::Text(s) => s,
-            // SAFETY: checked as UTF-8 when opened (`len` only shrinks, to a char boundary:
-            // the start of the resource section's `{-#`); the mapping lives as long as `self`.
-            Source::Mapped { ptr, len, .. } => unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(*ptr, *len)) },
+            // SAFETY: checked as UTF-8 when opened; the mapping lives as long as `self`.
+            Source::Mapped { ptr, len } => unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(*ptr, *len)) },
         }
     }
 }
 
 impl Drop for Source {
     fn drop(&mut self) {
-        if let Source::Mapped { ptr, map_len, .. } = self {
+        if let Source::Mapped { ptr, len } = self {
             // SAFETY: the mapping made in `open`, unmapped once.
-            unsafe { libc::munmap(ptr.cast_mut().cast(), *map_len) };
+            unsafe { libc::munmap(ptr.cast_mut().cast(), *len) };
         }
     }
 }

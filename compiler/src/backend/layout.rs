@@ -116,7 +116,7 @@ impl Layout {
     /// used constant once, at a [`CONSTANT_ALIGN`]ed offset. The re-packed constants move into
     /// the section (their slots here are left empty): the packed weights are not held twice
     /// while the section fills.
-    pub fn manifest(&mut self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Vec<u8>) {
+    pub fn manifest(&mut self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Constants) {
         // A program's constant's bytes are the program's; a packed one's are here.
         fn bytes_of<'a>(layout: &'a Layout, program: &'a Program, slot: usize) -> Option<&'a [u8]> {
             let kind = if slot < layout.program_buffers { &program.buffers[slot].kind } else { &layout.buffers[slot].kind };
@@ -125,8 +125,9 @@ impl Layout {
                 _ => None,
             }
         }
-        let total: usize = (0..self.buffers.len()).filter(|&s| self.used[s]).filter_map(|s| bytes_of(self, program, s)).map(|b| b.len().next_multiple_of(CONSTANT_ALIGN)).sum();
-        let mut constants = Vec::with_capacity(total);
+        // (`total`: the section's length, to the end of its last constant, unpadded.)
+        let mut constants = Constants { total: 0, pieces: Vec::new() };
+        let mut end = 0;
         let mut slots = Vec::with_capacity(self.table_len());
         for slot in 0..self.buffers.len() {
             let b = &self.buffers[slot];
@@ -134,14 +135,19 @@ impl Layout {
                 _ if !self.used[slot] => Slot::Unused,
                 BufferKind::Input(k) => Slot::Input(*k),
                 BufferKind::Constant(_) => {
-                    let bytes = bytes_of(self, program, slot).expect("a constant");
-                    constants.resize(constants.len().next_multiple_of(CONSTANT_ALIGN), 0);
-                    let offset = constants.len();
-                    constants.extend_from_slice(bytes);
-                    let len = bytes.len();
-                    if slot >= self.program_buffers {
-                        self.buffers[slot].kind = BufferKind::Constant(Vec::new());
-                    }
+                    let len = bytes_of(self, program, slot).expect("a constant").len();
+                    let offset = end;
+                    end = (offset + len).next_multiple_of(CONSTANT_ALIGN);
+                    constants.total = offset + len;
+                    let piece = if slot < self.program_buffers {
+                        Piece::Program(slot)
+                    } else {
+                        match std::mem::replace(&mut self.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
+                            BufferKind::Constant(bytes) => Piece::Owned(bytes),
+                            _ => unreachable!("matched a constant"),
+                        }
+                    };
+                    constants.pieces.push((offset, piece));
                     Slot::Constant { offset, bytes: len }
                 }
                 BufferKind::Intermediate => match self.plan.offset(BufferId(slot)) {
@@ -176,6 +182,61 @@ impl Layout {
             steps,
         };
         (manifest, constants)
+    }
+}
+
+/// An artifact's constants section before its bytes are put together: each used constant at
+/// its [`CONSTANT_ALIGN`]ed offset, a program's by its slot (its bytes are the program's) or a
+/// re-packed one's bytes (moved here from the layout). Put together by copying the program's
+/// ([`Constants::into_bytes`]) or by moving them ([`Constants::into_bytes_taking`], each freed
+/// once copied: the weights are not held twice while the section fills).
+pub struct Constants {
+    total: usize,
+    pieces: Vec<(usize, Piece)>,
+}
+
+enum Piece {
+    Program(usize),
+    Owned(Vec<u8>),
+}
+
+impl Constants {
+    /// A section that is `bytes`, already put together.
+    pub fn owned(bytes: Vec<u8>) -> Constants {
+        Constants { total: bytes.len(), pieces: vec![(0, Piece::Owned(bytes))] }
+    }
+
+    /// The section's bytes, the program's constants copied.
+    pub fn into_bytes(self, program: &Program) -> Vec<u8> {
+        self.put_together(|slot| match &program.buffers[slot].kind {
+            BufferKind::Constant(bytes) => std::borrow::Cow::Borrowed(bytes.as_slice()),
+            _ => unreachable!("a constant slot"),
+        })
+    }
+
+    /// The section's bytes, the program's constants moved out of it (left empty).
+    pub fn into_bytes_taking(self, program: &mut Program) -> Vec<u8> {
+        self.put_together(|slot| match std::mem::replace(&mut program.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
+            BufferKind::Constant(bytes) => std::borrow::Cow::Owned(bytes),
+            _ => unreachable!("a constant slot"),
+        })
+    }
+
+    fn put_together<'p>(self, mut program: impl FnMut(usize) -> std::borrow::Cow<'p, [u8]>) -> Vec<u8> {
+        if let [(0, Piece::Owned(_))] = self.pieces.as_slice() {
+            let Some((_, Piece::Owned(bytes))) = self.pieces.into_iter().next() else { unreachable!() };
+            return bytes;
+        }
+        let mut out = Vec::with_capacity(self.total);
+        for (offset, piece) in self.pieces {
+            out.resize(offset, 0);
+            match piece {
+                Piece::Program(slot) => out.extend_from_slice(&program(slot)),
+                Piece::Owned(bytes) => out.extend_from_slice(&bytes),
+            }
+        }
+        out.resize(self.total, 0);
+        out
     }
 }
 

@@ -221,6 +221,12 @@ pub trait Backend: Sync {
     fn emit(&self, program: &Program, form: Emit) -> BackendResult<Vec<u8>>;
     /// Compiles a (legal) program to a loadable artifact.
     fn artifact(&self, program: &Program) -> BackendResult<Artifact>;
+
+    /// [`Backend::artifact`] of a program that goes away after: its constants may move into
+    /// the artifact's constants section instead of being copied (the weights not held twice).
+    fn artifact_taking(&self, program: &mut Program) -> BackendResult<Artifact> {
+        self.artifact(program)
+    }
 }
 
 /// Whether this machine has AVX-512 (F, BW, DQ, VL): what both x86-64 backends' 16-lane code

@@ -32,7 +32,7 @@ mod math;
 pub mod narrow;
 mod softfloat;
 
-use super::layout::{CodeInfo, Layout};
+use super::layout::{CodeInfo, Constants, Layout};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
 use crate::lower::{Kernel, Program};
 use crate::target::Target;
@@ -243,17 +243,33 @@ impl Compiled {
 
     /// The loadable artifact: the object linked into a shared object, the manifest and the
     /// constants.
-    pub fn artifact(mut self, program: &Program) -> BackendResult<Artifact> {
+    pub fn artifact(self, program: &Program) -> BackendResult<Artifact> {
+        self.artifact_then(program, |c| c.into_bytes(program))
+    }
+
+    /// [`Compiled::artifact`], the program's constants moved into the artifact.
+    pub fn artifact_taking(self, program: &mut Program) -> BackendResult<Artifact> {
+        let (manifest, code, constants) = self.parts(program)?;
+        Ok(Artifact { manifest, code, constants: constants.into_bytes_taking(program) })
+    }
+
+    fn artifact_then(self, program: &Program, finish: impl FnOnce(Constants) -> Vec<u8>) -> BackendResult<Artifact> {
+        let (manifest, code, constants) = self.parts(program)?;
+        Ok(Artifact { manifest, code, constants: finish(constants) })
+    }
+
+    /// The manifest, the linked code and the constants section to put together.
+    fn parts(mut self, program: &Program) -> BackendResult<(f16c_core::artifact::Manifest, Vec<u8>, Constants)> {
         let (object, requires) = self.object()?;
         let code = super::link::shared_object(std::slice::from_ref(&object)).map_err(|m| BackendError::program(NAME, BackendErrorKind::Tool(m)))?;
         let info = CodeInfo { target: "x86_64", backend: NAME, format: CodeFormat::ElfSharedObject, requires };
         let (manifest, constants) = self.manifest(program, info);
-        Ok(Artifact { manifest, code, constants })
+        Ok((manifest, code, constants))
     }
 
     /// The manifest (and constants section) of the compiled program, each banded kernel's plan
     /// saying so.
-    pub fn manifest(&mut self, program: &Program, info: CodeInfo) -> (f16c_core::artifact::Manifest, Vec<u8>) {
+    pub fn manifest(&mut self, program: &Program, info: CodeInfo) -> (f16c_core::artifact::Manifest, Constants) {
         let (mut manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
         for band in &self.bands {
             let plan = crate::backend::bands::describe(program, band);
@@ -317,6 +333,10 @@ impl Backend for CraneliftBackend {
 
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
         compile(program, &Options::host()?)?.artifact(program)
+    }
+
+    fn artifact_taking(&self, program: &mut Program) -> BackendResult<Artifact> {
+        compile(program, &Options::host()?)?.artifact_taking(program)
     }
 }
 

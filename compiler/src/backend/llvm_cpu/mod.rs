@@ -23,7 +23,7 @@ pub mod library;
 
 use std::collections::HashMap;
 use super::bands;
-use super::layout::{CodeInfo, Layout};
+use super::layout::{CodeInfo, Constants, Layout};
 use super::llvm::expr::LaneRules;
 use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
@@ -196,8 +196,8 @@ pub fn aarch64(bf16: bool) -> &'static LlvmCpuBackend {
 pub struct Compiled {
     /// The artifact's description of the layout and schedule.
     pub manifest: f16c_core::artifact::Manifest,
-    /// The artifact's constants section.
-    pub constants: Vec<u8>,
+    /// The artifact's constants section, to put together.
+    pub constants: Constants,
     /// The code, in the form asked for: one text or object, or the parts' objects.
     pub code: Vec<Vec<u8>>,
 }
@@ -379,9 +379,13 @@ impl LlvmCpuBackend {
         for (k, (info, kernel)) in manifest.kernels.iter_mut().zip(&program.kernels).enumerate() {
             info.plan = self.describe_in(program, kernel, banded.iter().find(|b| (b.first..b.first + 3).contains(&k))).unwrap_or_default();
         }
-        if output == Output::Library {
-            library::entry(&mut ir, program, &manifest, &constants, &schedule.functions).map_err(|m| codegen(None, m))?;
-        }
+        let constants = if output == Output::Library {
+            let bytes = constants.into_bytes(program);
+            library::entry(&mut ir, program, &manifest, &bytes, &schedule.functions).map_err(|m| codegen(None, m))?;
+            Constants::owned(bytes)
+        } else {
+            constants
+        };
         let m = &self.machine;
         let spec = MachineSpec { triple: m.triple, cpu: m.cpu.to_string(), features: m.features.to_string() };
         crate::timing::phase("llvm verify", || ir.verify()).map_err(|m| codegen(None, m))?;
@@ -609,6 +613,12 @@ impl Backend for LlvmCpuBackend {
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
         self.artifact_in(program, 0)
     }
+
+    fn artifact_taking(&self, program: &mut Program) -> BackendResult<Artifact> {
+        let c = self.compile(program, Output::Kernels, Emit::Lib, 0)?;
+        let code = self.link(&c.code)?;
+        Ok(Artifact { manifest: c.manifest, code, constants: c.constants.into_bytes_taking(program) })
+    }
 }
 
 impl LlvmCpuBackend {
@@ -736,7 +746,7 @@ impl LlvmCpuBackend {
     pub fn artifact_in(&self, program: &Program, jobs: usize) -> BackendResult<Artifact> {
         let c = self.compile(program, Output::Kernels, Emit::Lib, jobs)?;
         let code = self.link(&c.code)?;
-        Ok(Artifact { manifest: c.manifest, code, constants: c.constants })
+        Ok(Artifact { manifest: c.manifest, code, constants: c.constants.into_bytes(program) })
     }
 
     /// Links objects of this target into a shared object.

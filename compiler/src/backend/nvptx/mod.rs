@@ -335,6 +335,7 @@ impl Backend for NvptxBackend {
         let mut compiled = compile(program, self.sm)?;
         let info = CodeInfo { target: self.target().info().name, backend: NAME, format: CodeFormat::Ptx, requires: Vec::new() };
         let (mut manifest, constants) = compiled.layout.manifest(program, info, compiled.symbols, compiled.steps);
+        let constants = constants.into_bytes(program);
         for (info, kernel) in manifest.kernels.iter_mut().zip(&program.kernels) {
             info.plan = match strategy(Target::Sm(self.sm), kernel) {
                 Strategy::Wmma { shape, tile } => format!("wmma m{}n{}k{} tile {}x{}", shape.m, shape.n, shape.k, tile.bm, tile.bn),
