@@ -210,7 +210,7 @@ pub fn artifact(g: &Graph, target: Target) -> Result<Artifact, Diagnostics> {
 
 /// Compiles `g` to a loadable artifact with `backend`.
 pub fn artifact_with(g: &Graph, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
-    artifact_of(&lower_for(g, backend)?, backend)
+    artifact_of_owned(lower_for(g, backend)?, backend)
 }
 
 /// Compiles a program [`lower_for`] made for `backend` to a loadable artifact (the graph may

@@ -217,11 +217,17 @@ impl Model {
         let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: compiled.requires.clone() };
         let memory = Memory { arena_bytes: compiled.layout.plan.arena_bytes, lower_bound: compiled.layout.plan.lower_bound, scratch_bytes: compiled.layout.scratch_bytes };
         let (manifest, constants) = compiled.manifest(&program, info);
-        let constants = constants.into_bytes_taking(&mut program);
-        // The program and the compiled form (with their copies of the weights) go away here:
-        // the executor's aligned constants are the only copy a model keeps.
-        drop((program, compiled));
-        let executor = Executor::new(manifest, &constants, functions, Box::new(Mutex::new(Code(Some(module)))), threads)?;
+        drop(compiled);
+        // Each weight moves from the program into its own aligned buffer, one at a time (no
+        // constants section between): the executor's buffers are the only copy a model keeps.
+        // (The pieces come in slot order, as the manifest's constant slots.)
+        let constant_slots = manifest.slots.iter().enumerate().filter(|(_, s)| matches!(s, f16c_core::artifact::Slot::Constant { .. })).map(|(i, _)| i);
+        let mut aligned: Vec<Option<f16c_runtime::exec::Aligned>> = manifest.slots.iter().map(|_| None).collect();
+        for (slot, (_, bytes)) in constant_slots.zip(constants.into_pieces_taking(&mut program)) {
+            aligned[slot] = Some(f16c_runtime::exec::Aligned::from_bytes(&bytes));
+        }
+        drop(program);
+        let executor = Executor::with_constants(manifest, aligned, functions, Box::new(Mutex::new(Code(Some(module)))), threads)?;
         Ok(Model { body: Body::Flat(executor), times: CompileTimes { lower, codegen: t1.elapsed(), ..CompileTimes::default() }, memory })
     }
 

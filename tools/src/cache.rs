@@ -39,6 +39,41 @@ impl Cache {
         self.dir.join(format!("{key}.f16c"))
     }
 
+    /// The content hash of the file at `path` ([`hash128_reader`]), remembered under the file's
+    /// identity and times (its canonical path, device, inode, size, and modification and change
+    /// times to the nanosecond), so that running an unchanged model again does not read it all
+    /// to find its key (GPT-2's 1.3 GB: half a second). Any write to the file changes its change
+    /// time, so a hash is never reused for other contents; remembering is best effort.
+    pub fn content_hash(&self, path: &Path) -> std::io::Result<u128> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path)?;
+        let identity = format!(
+            "{}|{}|{}|{}|{}.{}|{}.{}",
+            std::fs::canonicalize(path)?.display(),
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        );
+        let entry = self.dir.join("hashes").join(format!("{:032x}", hash128(identity.as_bytes())));
+        if let Some(h) = std::fs::read_to_string(&entry).ok().and_then(|s| u128::from_str_radix(s.trim(), 16).ok()) {
+            return Ok(h);
+        }
+        let h = hash128_reader(std::fs::File::open(path)?)?;
+        let remember = || -> std::io::Result<()> {
+            let dir = entry.parent().expect("an entry has a directory");
+            std::fs::create_dir_all(dir)?;
+            let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+            std::fs::write(&tmp, format!("{h:032x}\n"))?;
+            std::fs::rename(&tmp, &entry)
+        };
+        let _ = remember();
+        Ok(h)
+    }
+
     /// The artifact file stored under `key`, if any, refreshing the entry's time.
     pub fn get(&self, key: &str) -> Option<PathBuf> {
         let path = self.path(key);
@@ -47,10 +82,15 @@ impl Cache {
         Some(path)
     }
 
-    /// Stores `artifact` under `key` and trims the cache; a failure is a warning.
-    pub fn put(&self, key: &str, artifact: &f16c_core::artifact::Artifact) {
-        if let Err(e) = self.try_put(key, |path| artifact.write_file(path)) {
-            eprintln!("warning: f16c run: cannot store the compiled model in the cache {}: {e} (--no-cache turns it off)", self.dir.display());
+    /// Stores `artifact` under `key` and trims the cache; a failure is a warning. The stored
+    /// file, where it was stored.
+    pub fn put(&self, key: &str, artifact: &f16c_core::artifact::Artifact) -> Option<PathBuf> {
+        match self.try_put(key, |path| artifact.write_file(path)) {
+            Ok(()) => Some(self.path(key)),
+            Err(e) => {
+                eprintln!("warning: f16c run: cannot store the compiled model in the cache {}: {e} (--no-cache turns it off)", self.dir.display());
+                None
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! `f16c run`: execute a model on `.npy` inputs.
 
 use crate::{input_arg, read_input};
+use std::path::Path;
 use anyhow::bail;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use f16c_dialect::{reference, Diagnostic};
@@ -89,7 +90,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let cache = if artifact_target && !m.get_flag("no-cache") { crate::cache::Cache::open() } else { None };
     // A file is hashed as it is read, before (and instead of) being parsed.
     let mut key = match &cache {
-        Some(_) if path != "-" => std::fs::File::open(path).and_then(crate::cache::hash128_reader).ok().map(|h| crate::cache::key(h, m)),
+        Some(c) if path != "-" => c.content_hash(Path::new(path)).ok().map(|h| crate::cache::key(h, m)),
         _ => None,
     };
     if let (Some(cache), Some(key)) = (&cache, &key) {
@@ -160,10 +161,21 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Ok(a) => a,
             Err(d) => return Ok(crate::report(&d, &source)),
         };
-        if let (Some(cache), Some(key)) = (&cache, &key) {
-            cache.put(key, &artifact);
-        }
-        match f16c_runtime::loader::load_any(artifact, threads).and_then(|model| model.run(&inputs)) {
+        // Stored in the cache, the artifact is loaded from there as f16c-run loads it (each
+        // weight read into its own buffer): loaded from memory, the artifact's constants and
+        // the executor's copies of them were the model's weights twice.
+        let stored = match (&cache, &key) {
+            (Some(cache), Some(key)) => cache.put(key, &artifact),
+            _ => None,
+        };
+        let loaded = match stored {
+            Some(path) => {
+                drop(artifact);
+                f16c_runtime::loader::open(&path, threads)
+            }
+            None => f16c_runtime::loader::load_any(artifact, threads),
+        };
+        match loaded.and_then(|model| model.run(&inputs)) {
             Ok(o) => o,
             Err(RuntimeError::Eval { location, op, message }) => return Ok(eval_error(&location, &op, &message, &source)),
             Err(e) => return Err(e.into()),

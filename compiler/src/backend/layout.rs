@@ -222,6 +222,19 @@ impl Constants {
         })
     }
 
+    /// Each constant's offset in the section and its bytes, the program's moved out of it (left
+    /// empty): for a caller that keeps each constant in a buffer of its own (the JIT's
+    /// executor), without the section between.
+    pub fn into_pieces_taking(self, program: &mut Program) -> impl Iterator<Item = (usize, Vec<u8>)> + '_ {
+        self.pieces.into_iter().map(move |(offset, piece)| match piece {
+            Piece::Owned(bytes) => (offset, bytes),
+            Piece::Program(slot) => match std::mem::replace(&mut program.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
+                BufferKind::Constant(bytes) => (offset, bytes),
+                _ => unreachable!("a constant slot"),
+            },
+        })
+    }
+
     fn put_together<'p>(self, mut program: impl FnMut(usize) -> std::borrow::Cow<'p, [u8]>) -> Vec<u8> {
         if let [(0, Piece::Owned(_))] = self.pieces.as_slice() {
             let Some((_, Piece::Owned(bytes))) = self.pieces.into_iter().next() else { unreachable!() };
