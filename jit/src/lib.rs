@@ -223,9 +223,11 @@ impl Model {
         // (The pieces come in slot order, as the manifest's constant slots.)
         let constant_slots = manifest.slots.iter().enumerate().filter(|(_, s)| matches!(s, f16c_core::artifact::Slot::Constant { .. })).map(|(i, _)| i);
         let mut aligned: Vec<Option<f16c_runtime::exec::Aligned>> = manifest.slots.iter().map(|_| None).collect();
-        for (slot, (_, bytes)) in constant_slots.zip(constants.into_pieces_taking(&mut program)) {
-            aligned[slot] = Some(f16c_runtime::exec::Aligned::from_bytes(&bytes));
-        }
+        let mut constant_slots = constant_slots;
+        constants.for_each_taking(&mut program, |_, bytes| {
+            let slot = constant_slots.next().expect("a constant slot per piece");
+            aligned[slot] = Some(f16c_runtime::exec::Aligned::from_bytes(bytes));
+        });
         drop(program);
         let executor = Executor::with_constants(manifest, aligned, functions, Box::new(Mutex::new(Code(Some(module)))), threads)?;
         Ok(Model { body: Body::Flat(executor), times: CompileTimes { lower, codegen: t1.elapsed(), ..CompileTimes::default() }, memory })

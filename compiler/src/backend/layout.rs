@@ -4,7 +4,7 @@
 //! Slots, in order (the kernel ABI's `bufs`, [`f16c_core::abi`]):
 //! 1. the program's buffers (`0..program.buffers.len()`): arguments, constants, intermediates;
 //! 2. one slot per kernel for a constant the backend re-packed at compile time (a GEMM weight
-//!    in panel order), which then replaces the original ([`Layout::replace_constant`]);
+//!    in panel order), which then replaces the original ([`Layout::replace_constant_packed`]);
 //! 3. the kernels' temporaries in the arena, each live during its kernel only (a weight
 //!    widened once per run, a packed run-time operand), in the order they were asked for.
 //!
@@ -34,6 +34,21 @@ pub struct Layout {
     /// The arena plan including temporaries (after [`Layout::finish`]).
     pub plan: BufferPlan,
     program_buffers: usize,
+    /// Re-packed constants made when the constants section is put together
+    /// ([`Layout::replace_constant_packed`]): slot → (the program constant, how).
+    deferred: std::collections::HashMap<usize, (usize, Pack)>,
+}
+
+/// How a re-packed constant is made from the program constant it replaces: run when the
+/// artifact's constants section is put together ([`Constants`]), so that a weight and its
+/// packed copy are alive together one weight at a time, not for the whole model.
+#[derive(Clone)]
+pub struct Pack(pub std::sync::Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>);
+
+impl std::fmt::Debug for Pack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pack(..)")
+    }
 }
 
 impl Layout {
@@ -62,7 +77,16 @@ impl Layout {
         for o in &program.outputs {
             used[o.buffer.0] = true;
         }
-        Layout { buffers, used, temps: Vec::new(), scratch_bytes: 0, together: Vec::new(), plan: BufferPlan::default(), program_buffers: program.buffers.len() }
+        Layout {
+            buffers,
+            used,
+            temps: Vec::new(),
+            scratch_bytes: 0,
+            together: Vec::new(),
+            plan: BufferPlan::default(),
+            program_buffers: program.buffers.len(),
+            deferred: Default::default(),
+        }
     }
 
     /// Slots in the buffer table: buffers, packed constants, then the temporaries.
@@ -75,11 +99,13 @@ impl Layout {
         self.program_buffers + k
     }
 
-    /// Kernel `k` reads `bytes` (a compile-time re-packing of constant `original`) instead of
+    /// Kernel `k` reads `bytes` bytes that `pack` makes from constant `original`'s (a
+    /// compile-time re-packing, made when the constants section is put together) instead of
     /// `original`; returns the slot holding them.
-    pub fn replace_constant(&mut self, k: usize, original: BufferId, bytes: Vec<u8>) -> usize {
+    pub fn replace_constant_packed(&mut self, k: usize, original: BufferId, bytes: usize, pack: Pack) -> usize {
         let slot = self.packed_slot(k);
-        self.buffers[slot] = Buffer { bytes: bytes.len(), kind: BufferKind::Constant(bytes) };
+        self.buffers[slot] = Buffer { bytes, kind: BufferKind::Constant(Vec::new()) };
+        self.deferred.insert(slot, (original.0, pack));
         self.used[slot] = true;
         self.used[original.0] = false;
         slot
@@ -134,6 +160,15 @@ impl Layout {
             slots.push(match &b.kind {
                 _ if !self.used[slot] => Slot::Unused,
                 BufferKind::Input(k) => Slot::Input(*k),
+                BufferKind::Constant(_) if self.deferred.contains_key(&slot) => {
+                    let (original, pack) = self.deferred.remove(&slot).expect("checked");
+                    let len = b.bytes;
+                    let offset = end;
+                    end = (offset + len).next_multiple_of(CONSTANT_ALIGN);
+                    constants.total = offset + len;
+                    constants.pieces.push((offset, Piece::Packed { original, pack, len }));
+                    Slot::Constant { offset, bytes: len }
+                }
                 BufferKind::Constant(_) => {
                     let len = bytes_of(self, program, slot).expect("a constant").len();
                     let offset = end;
@@ -198,6 +233,33 @@ pub struct Constants {
 enum Piece {
     Program(usize),
     Owned(Vec<u8>),
+    Packed { original: usize, pack: Pack, len: usize },
+}
+
+/// How [`Constants`] reads the program's constants: borrowed, or moved out at their last use.
+enum Access<'p> {
+    Borrow(&'p Program),
+    Take(&'p mut Program),
+}
+
+impl Access<'_> {
+    /// Program constant `slot`'s bytes, moved out of the program where `last` and taking.
+    fn bytes(&mut self, slot: usize, last: bool) -> std::borrow::Cow<'_, [u8]> {
+        fn borrowed(kind: &BufferKind) -> std::borrow::Cow<'_, [u8]> {
+            match kind {
+                BufferKind::Constant(b) => std::borrow::Cow::Borrowed(b.as_slice()),
+                _ => unreachable!("a constant slot"),
+            }
+        }
+        match self {
+            Access::Take(p) if last => match std::mem::replace(&mut p.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
+                BufferKind::Constant(b) => std::borrow::Cow::Owned(b),
+                _ => unreachable!("a constant slot"),
+            },
+            Access::Take(p) => borrowed(&p.buffers[slot].kind),
+            Access::Borrow(p) => borrowed(&p.buffers[slot].kind),
+        }
+    }
 }
 
 impl Constants {
@@ -208,48 +270,59 @@ impl Constants {
 
     /// The section's bytes, the program's constants copied.
     pub fn into_bytes(self, program: &Program) -> Vec<u8> {
-        self.put_together(|slot| match &program.buffers[slot].kind {
-            BufferKind::Constant(bytes) => std::borrow::Cow::Borrowed(bytes.as_slice()),
-            _ => unreachable!("a constant slot"),
-        })
+        self.put_together(Access::Borrow(program))
     }
 
     /// The section's bytes, the program's constants moved out of it (left empty).
     pub fn into_bytes_taking(self, program: &mut Program) -> Vec<u8> {
-        self.put_together(|slot| match std::mem::replace(&mut program.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
-            BufferKind::Constant(bytes) => std::borrow::Cow::Owned(bytes),
-            _ => unreachable!("a constant slot"),
-        })
+        self.put_together(Access::Take(program))
     }
 
-    /// Each constant's offset in the section and its bytes, the program's moved out of it (left
-    /// empty): for a caller that keeps each constant in a buffer of its own (the JIT's
+    /// `f(offset, bytes)` for each constant in section order, the program's moved out of it
+    /// (left empty): for a caller that keeps each constant in a buffer of its own (the JIT's
     /// executor), without the section between.
-    pub fn into_pieces_taking(self, program: &mut Program) -> impl Iterator<Item = (usize, Vec<u8>)> + '_ {
-        self.pieces.into_iter().map(move |(offset, piece)| match piece {
-            Piece::Owned(bytes) => (offset, bytes),
-            Piece::Program(slot) => match std::mem::replace(&mut program.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
-                BufferKind::Constant(bytes) => (offset, bytes),
-                _ => unreachable!("a constant slot"),
-            },
-        })
+    pub fn for_each_taking(self, program: &mut Program, f: impl FnMut(usize, &[u8])) {
+        self.each(Access::Take(program), f);
     }
 
-    fn put_together<'p>(self, mut program: impl FnMut(usize) -> std::borrow::Cow<'p, [u8]>) -> Vec<u8> {
+    fn put_together(self, access: Access<'_>) -> Vec<u8> {
         if let [(0, Piece::Owned(_))] = self.pieces.as_slice() {
             let Some((_, Piece::Owned(bytes))) = self.pieces.into_iter().next() else { unreachable!() };
             return bytes;
         }
         let mut out = Vec::with_capacity(self.total);
-        for (offset, piece) in self.pieces {
+        let total = self.total;
+        self.each(access, |offset, bytes| {
             out.resize(offset, 0);
+            out.extend_from_slice(bytes);
+        });
+        out.resize(total, 0);
+        out
+    }
+
+    /// Each piece's offset and bytes, in order: a packed one made from its original then, a
+    /// program constant borrowed, or moved out at the last piece that reads it.
+    fn each(self, mut access: Access<'_>, mut f: impl FnMut(usize, &[u8])) {
+        let mut last = std::collections::HashMap::new();
+        for (i, (_, piece)) in self.pieces.iter().enumerate() {
             match piece {
-                Piece::Program(slot) => out.extend_from_slice(&program(slot)),
-                Piece::Owned(bytes) => out.extend_from_slice(&bytes),
+                Piece::Program(s) | Piece::Packed { original: s, .. } => {
+                    last.insert(*s, i);
+                }
+                Piece::Owned(_) => {}
             }
         }
-        out.resize(self.total, 0);
-        out
+        for (i, (offset, piece)) in self.pieces.into_iter().enumerate() {
+            match piece {
+                Piece::Owned(bytes) => f(offset, &bytes),
+                Piece::Program(slot) => f(offset, &access.bytes(slot, last[&slot] == i)),
+                Piece::Packed { original, pack, len } => {
+                    let packed = (pack.0)(&access.bytes(original, last[&original] == i));
+                    debug_assert_eq!(packed.len(), len, "a packed constant of the size its slot was given");
+                    f(offset, &packed);
+                }
+            }
+        }
     }
 }
 

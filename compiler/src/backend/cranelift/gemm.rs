@@ -101,13 +101,14 @@ impl Context<'_> {
         if c.b_constant {
             // Packed from the program's bytes (little-endian elements): no tensor and no byte
             // copy of the weight on the way (GPT-2's tied embedding is 154 MB).
-            let bytes = match &self.program.buffers[c.b.buffer.0].kind {
-                crate::lower::BufferKind::Constant(b) if b.len() == c.b.ty.byte_size() => b.as_slice(),
-                _ => return Err(self.error("constant weight could not be read")),
-            };
-            let packed = pack_b_constant(c, bytes, &chunks, dot);
-            debug_assert_eq!(packed.len(), packed_elems * bdt.byte_size());
-            let packed_slot = self.layout.replace_constant(self.current, c.b.buffer, packed);
+            if !matches!(&self.program.buffers[c.b.buffer.0].kind, crate::lower::BufferKind::Constant(b) if b.len() == c.b.ty.byte_size()) {
+                return Err(self.error("constant weight could not be read"));
+            }
+            // Packed when the constants section is put together (one weight and its packed
+            // copy alive at a time, not every weight and every copy).
+            let (pc, pchunks) = (c.clone(), chunks.clone());
+            let pack = crate::backend::layout::Pack(std::sync::Arc::new(move |bytes: &[u8]| pack_b_constant(&pc, bytes, &pchunks, dot)));
+            let packed_slot = self.layout.replace_constant_packed(self.current, c.b.buffer, packed_elems * bdt.byte_size(), pack);
             if bdt == DType::F32 || !widen_once {
                 // An f16/bf16 one used by few row blocks stays in its type: the compute step
                 // widens one chunk of a panel at a time into scratch, next to the A chunk that

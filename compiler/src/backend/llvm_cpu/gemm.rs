@@ -209,11 +209,10 @@ pub fn dot(machine: &CpuMachine, c: &Contraction) -> bool {
 /// `B[batch][kk][p · nr + j]`, zero past `n`; with `pairs` ([`dot`]), rows `2q` and `2q + 1` of
 /// each panel interleaved, `2q`'s value in the upper half of each pair (element `((batch ·
 /// panels + p) · k + 2q) · nr + 2j + 1`), as `VDPBF16PS` adds the upper product first.
-pub fn pack(program: &Program, c: &Contraction, shape: GemmShape, pairs: bool) -> Vec<u8> {
-    let src = packed_source(program, c).expect("applies() checked the constant");
+pub fn pack(src: &[u8], c: &Contraction, shape: GemmShape, pairs: bool) -> Vec<u8> {
     let es = c.b.ty.dtype.byte_size();
     let panels = c.n.div_ceil(shape.nr);
-    let mut out = vec![0u8; b_batches(c) * panels * c.k * shape.nr * es];
+    let mut out = vec![0u8; packed_bytes(c, shape)];
     for bb in 0..b_batches(c) {
         for p in 0..panels {
             for kk in 0..c.k {
@@ -233,6 +232,11 @@ pub fn pack(program: &Program, c: &Contraction, shape: GemmShape, pairs: bool) -
         }
     }
     out
+}
+
+/// The bytes of B packed by [`pack`] (`src`: B's bytes, [`packed_source`]).
+pub fn packed_bytes(c: &Contraction, shape: GemmShape) -> usize {
+    b_batches(c) * c.n.div_ceil(shape.nr) * c.k * shape.nr * c.b.ty.dtype.byte_size()
 }
 
 /// Whether `c` runs on FMLAL (fp16 A and B, the 8 × 8 tile of four-lane vectors).

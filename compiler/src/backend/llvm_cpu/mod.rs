@@ -23,7 +23,7 @@ pub mod library;
 
 use std::collections::HashMap;
 use super::bands;
-use super::layout::{CodeInfo, Constants, Layout};
+use super::layout::{CodeInfo, Constants, Layout, Pack};
 use super::llvm::expr::LaneRules;
 use super::llvm::families::Items;
 use super::llvm::machine::{self, MachineSpec};
@@ -268,7 +268,10 @@ impl LlvmCpuBackend {
                         c.b.ty.dtype = dt;
                         slot
                     } else {
-                        layout.replace_constant(k, c.b.buffer, gemm::pack(program, &c, shape, pairs))
+                        let bytes = gemm::packed_bytes(&c, shape);
+                        let pc = c.clone();
+                        let pack = Pack(std::sync::Arc::new(move |src: &[u8]| gemm::pack(src, &pc, shape, pairs)));
+                        layout.replace_constant_packed(k, c.b.buffer, bytes, pack)
                     };
                     // fp16/bf16 operands the tiles would widen over and over, widened once per
                     // run into temporaries the tiles then read.
