@@ -286,6 +286,10 @@ impl Constants {
     }
 
     fn put_together(self, access: Access<'_>) -> Vec<u8> {
+        crate::timing::phase("constants section (packing weights)", || self.put_together_now(access))
+    }
+
+    fn put_together_now(self, access: Access<'_>) -> Vec<u8> {
         if let [(0, Piece::Owned(_))] = self.pieces.as_slice() {
             let Some((_, Piece::Owned(bytes))) = self.pieces.into_iter().next() else { unreachable!() };
             return bytes;
