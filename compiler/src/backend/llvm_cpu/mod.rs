@@ -373,9 +373,9 @@ impl LlvmCpuBackend {
         }
         schedule.finish_bodies(&ir);
         compiler_runtime(&mut ir);
-        crate::timing::record("llvm emit (and pack weights)", 0, emitting.elapsed());
+        crate::timing::record("llvm emit", 0, emitting.elapsed());
         let info = CodeInfo { target: self.target.info().name, backend: self.name, format: CodeFormat::ElfSharedObject, requires: self.machine.requires.iter().map(|s| s.to_string()).collect() };
-        let (mut manifest, constants) = crate::timing::phase("layout (arena plan, constants)", || {
+        let (mut manifest, constants) = crate::timing::phase("layout (arena plan, slots)", || {
             layout.finish(program);
             layout.manifest(program, info, schedule.symbols, schedule.steps)
         });
