@@ -227,7 +227,7 @@ pub fn drop_resource_section(source: &mut String) {
 /// Where the `{-# dialect_resources ... #-}` section at the end of a source starts, if it has
 /// one after some text. Searched for forwards, through the ops only: searching backwards from
 /// the end read every blob of the section (a gigabyte of GPT-2's hex) on the way.
-pub fn resource_section_start(source: &str) -> Option<usize> {
+fn resource_section_start(source: &str) -> Option<usize> {
     let mut from = 0;
     while let Some(at) = memchr::memmem::find(&source.as_bytes()[from..], b"dialect_resources").map(|i| from + i) {
         if let Some(start) = memchr::memmem::rfind(&source.as_bytes()[..at], b"{-#") {
@@ -341,14 +341,13 @@ impl Blobs<'_> {
     fn data(&self, key: &str, dtype: DType, n: usize) -> Option<Result<Data, String>> {
         const HEADER: usize = 8; // hex digits of the alignment header
         let hex = self.hex.get(key)?;
-        if hex.len() != HEADER + 2 * n * dtype.byte_size() || dtype == DType::I48 {
+        // (i1 and i48 are not stored as their bytes: those take the byte path.)
+        if hex.len() != HEADER + 2 * n * dtype.byte_size() || matches!(dtype, DType::I1 | DType::I48) {
             return None;
         }
-        let mut data = Data::zeroed(dtype, n);
-        let out = data.le_bytes_mut()?;
-        let decoded = decode_hex_releasing(&hex[HEADER..], out, self.release).ok_or_else(|| format!("resource '{key}' is not valid hex"));
+        let decoded = decode_elements(&hex[HEADER..], Data::zeroed(dtype, n), self.release).ok_or_else(|| format!("resource '{key}' is not valid hex"));
         (self.release)(hex);
-        Some(decoded.map(|()| data))
+        Some(decoded)
     }
 }
 
@@ -939,7 +938,6 @@ impl Columns {
 /// weights) are taken the same way, their bytes decoded once into the blob, so that MLIR
 /// neither parses nor keeps a copy of them.
 fn read_decimal_weights(source: &str, cuts: &BlobCuts, release: &(dyn Fn(&str) + Sync)) -> DecimalWeights {
-    const PREFIX: &str = DECIMAL_PREFIX;
     let none = || DecimalWeights { text: None, blobs: HashMap::new(), columns: Columns::default() };
     // memchr's SIMD search: the standard library's substring search took a quarter of a
     // second over the 178 MB of a resnet18's text. A source that already uses the prefix
@@ -947,7 +945,7 @@ fn read_decimal_weights(source: &str, cuts: &BlobCuts, release: &(dyn Fn(&str) +
     // Literals are searched for before the resource section (its hex is in strings); the
     // section's keys were read with it (searching its hex read every blob an extra time).
     let body = &source[..cuts.section_start];
-    let taken = memchr::memmem::find(body.as_bytes(), PREFIX.as_bytes()).is_some() || cuts.prefixed_key;
+    let taken = memchr::memmem::find(body.as_bytes(), DECIMAL_PREFIX.as_bytes()).is_some() || cuts.prefixed_key;
     let starts: Vec<usize> =
         if taken { Vec::new() } else { memchr::memmem::find_iter(body.as_bytes(), b"dense<[").filter(|&i| !in_string_or_comment(source, i)).collect() };
     // Large hex literals (`dense<"0x...">`, how torch-mlir prints most weights) become resource
@@ -1013,7 +1011,7 @@ fn read_decimal_weights(source: &str, cuts: &BlobCuts, release: &(dyn Fn(&str) +
             line_start = done + before.rfind('\n').expect("a break") + 1;
         }
         text.push_str(before);
-        let key = format!("{PREFIX}{}", blobs.len());
+        let key = format!("{DECIMAL_PREFIX}{}", blobs.len());
         let replacement = format!("dense_resource<{key}>");
         // Columns after the literal in the parsed text start at `from`; in the source they are
         // `len - replacement.len()` more (plus what earlier literals on the line removed).
@@ -1101,24 +1099,12 @@ fn hex_literal(text: &str, release: &(dyn Fn(&str) + Sync)) -> Option<(usize, Da
     let ty = skip_blank(&text[len..]).strip_prefix(':').map(skip_blank)?.strip_prefix("tensor<")?;
     let (dims, _) = ty.split_once('>')?;
     let (shape, element) = dims.rsplit_once('x')?;
-    let dtype = match element {
-        "f32" => DType::F32,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        "f64" => DType::F64,
-        "i8" => DType::I8,
-        "i16" => DType::I16,
-        "i32" => DType::I32,
-        "i64" => DType::I64,
-        _ => return None,
-    };
+    let dtype = DType::from_mlir(element).filter(|d| !matches!(d, DType::I1 | DType::I48))?;
     let n = shape.split('x').try_fold(1usize, |n, d| n.checked_mul(d.parse().ok()?))?;
     if n.checked_mul(2 * dtype.byte_size()) != Some(digits) {
         return None;
     }
-    let mut data = Data::zeroed(dtype, n);
-    decode_hex_releasing(hex, data.le_bytes_mut()?, release)?;
-    Some((len, data))
+    Some((len, decode_elements(hex, Data::zeroed(dtype, n), release)?))
 }
 
 /// Each ASCII byte's hex digit value, 0xff for a non-digit.
@@ -1141,6 +1127,13 @@ const HEX_VALUE: [u8; 256] = {
 /// Decodes `hex` (an even number of hex digits) into `out` (half as many bytes); `None` on a
 /// non-digit or an odd length. A table lookup per digit: the weights of a GPT-2 export are
 /// half a gigabyte of bytes, a billion digits.
+/// `data` (of a type [`Data::le_bytes_mut`] writes) filled from `hex`, its little-endian bytes
+/// ([`decode_hex_releasing`]): a weight decoded straight into its tensor's memory.
+fn decode_elements(hex: &str, mut data: Data, release: &(dyn Fn(&str) + Sync)) -> Option<Data> {
+    decode_hex_releasing(hex, data.le_bytes_mut()?, release)?;
+    Some(data)
+}
+
 /// [`decode_hex_into`] 16 MiB of hex at a time, each piece released once decoded
 /// ([`parse_module_releasing`]): a big weight's hex (GPT-2's embedding: 300 MB) is never all in
 /// memory beside its values.

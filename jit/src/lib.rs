@@ -221,9 +221,8 @@ impl Model {
         // Each weight moves from the program into its own aligned buffer, one at a time (no
         // constants section between): the executor's buffers are the only copy a model keeps.
         // (The pieces come in slot order, as the manifest's constant slots.)
-        let constant_slots = manifest.slots.iter().enumerate().filter(|(_, s)| matches!(s, f16c_core::artifact::Slot::Constant { .. })).map(|(i, _)| i);
+        let mut constant_slots = manifest.slots.iter().enumerate().filter(|(_, s)| matches!(s, f16c_core::artifact::Slot::Constant { .. })).map(|(i, _)| i);
         let mut aligned: Vec<Option<f16c_runtime::exec::Aligned>> = manifest.slots.iter().map(|_| None).collect();
-        let mut constant_slots = constant_slots;
         constants.for_each_taking(&mut program, |_, bytes| {
             let slot = constant_slots.next().expect("a constant slot per piece");
             aligned[slot] = Some(f16c_runtime::exec::Aligned::from_bytes(bytes));

@@ -143,14 +143,6 @@ impl Layout {
     /// the section (their slots here are left empty): the packed weights are not held twice
     /// while the section fills.
     pub fn manifest(&mut self, program: &Program, code: CodeInfo, symbols: Vec<String>, steps: Vec<Step>) -> (Manifest, Constants) {
-        // A program's constant's bytes are the program's; a packed one's are here.
-        fn bytes_of<'a>(layout: &'a Layout, program: &'a Program, slot: usize) -> Option<&'a [u8]> {
-            let kind = if slot < layout.program_buffers { &program.buffers[slot].kind } else { &layout.buffers[slot].kind };
-            match kind {
-                BufferKind::Constant(bytes) => Some(bytes.as_slice()),
-                _ => None,
-            }
-        }
         // (`total`: the section's length, to the end of its last constant, unpadded.)
         let mut constants = Constants { total: 0, pieces: Vec::new() };
         let mut end = 0;
@@ -160,28 +152,19 @@ impl Layout {
             slots.push(match &b.kind {
                 _ if !self.used[slot] => Slot::Unused,
                 BufferKind::Input(k) => Slot::Input(*k),
-                BufferKind::Constant(_) if self.deferred.contains_key(&slot) => {
-                    let (original, pack) = self.deferred.remove(&slot).expect("checked");
-                    let len = b.bytes;
-                    let offset = end;
-                    end = (offset + len).next_multiple_of(CONSTANT_ALIGN);
-                    constants.total = offset + len;
-                    constants.pieces.push((offset, Piece::Packed { original, pack, len }));
-                    Slot::Constant { offset, bytes: len }
-                }
                 BufferKind::Constant(_) => {
-                    let len = bytes_of(self, program, slot).expect("a constant").len();
+                    // A program constant's bytes are the program's; a used slot past them is
+                    // a packed one, made when the section is put together.
+                    let (len, piece) = match self.deferred.remove(&slot) {
+                        Some((original, pack)) => (b.bytes, Piece::Packed { original, pack, len: b.bytes }),
+                        None => match &program.buffers[slot].kind {
+                            BufferKind::Constant(bytes) => (bytes.len(), Piece::Program(slot)),
+                            _ => unreachable!("the layout copies the program's buffer kinds"),
+                        },
+                    };
                     let offset = end;
                     end = (offset + len).next_multiple_of(CONSTANT_ALIGN);
                     constants.total = offset + len;
-                    let piece = if slot < self.program_buffers {
-                        Piece::Program(slot)
-                    } else {
-                        match std::mem::replace(&mut self.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
-                            BufferKind::Constant(bytes) => Piece::Owned(bytes),
-                            _ => unreachable!("matched a constant"),
-                        }
-                    };
                     constants.pieces.push((offset, piece));
                     Slot::Constant { offset, bytes: len }
                 }
