@@ -223,9 +223,11 @@ impl Model {
         // (The pieces come in slot order, as the manifest's constant slots.)
         let mut constant_slots = manifest.slots.iter().enumerate().filter(|(_, s)| matches!(s, f16c_core::artifact::Slot::Constant { .. })).map(|(i, _)| i);
         let mut aligned: Vec<Option<f16c_runtime::exec::Aligned>> = manifest.slots.iter().map(|_| None).collect();
-        constants.for_each_taking(&mut program, |_, bytes| {
+        constants.for_each_taking(&mut program, |_, len, fill| {
             let slot = constant_slots.next().expect("a constant slot per piece");
-            aligned[slot] = Some(f16c_runtime::exec::Aligned::from_bytes(bytes));
+            let mut buffer = f16c_runtime::exec::Aligned::zeroed(len);
+            fill(&mut buffer.bytes_mut()[..len]);
+            aligned[slot] = Some(buffer);
         });
         drop(program);
         let executor = Executor::with_constants(manifest, aligned, functions, Box::new(Mutex::new(Code(Some(module)))), threads)?;

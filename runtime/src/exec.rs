@@ -257,9 +257,19 @@ const _: () = assert!(CONSTANT_ALIGN == 64);
 pub struct Aligned(Vec<Line>);
 
 impl Aligned {
-    /// `bytes` zero bytes (at least one line).
+    /// `bytes` zero bytes (at least one line), from the allocator's zeroed memory: a large
+    /// buffer's pages are mapped as they are first written, not all filled with zeros first.
     pub fn zeroed(bytes: usize) -> Aligned {
-        Aligned(vec![Line([0; 64]); bytes.div_ceil(64).max(1)])
+        let lines = bytes.div_ceil(64).max(1);
+        let layout = std::alloc::Layout::array::<Line>(lines).expect("a buffer within the address space");
+        // SAFETY: the layout has a non-zero size; all-zero bytes are a valid `Line`.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Line>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `ptr` was allocated by the global allocator with `Line`'s alignment and room
+        // for `lines` of them, all initialised (zero); the vector frees it with the same layout.
+        Aligned(unsafe { Vec::from_raw_parts(ptr, lines, lines) })
     }
 
     /// `bytes` for a run's intermediates (at least one line), which no kernel may read before

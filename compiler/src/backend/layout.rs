@@ -41,9 +41,11 @@ pub struct Layout {
 
 /// How a re-packed constant is made from the program constant it replaces: run when the
 /// artifact's constants section is put together ([`Constants`]), so that a weight and its
-/// packed copy are alive together one weight at a time, not for the whole model.
+/// packed copy are alive together one weight at a time, not for the whole model. It writes
+/// the packed bytes into their place (zeroed, of the slot's size: the section's, or the JIT's
+/// buffer), without a copy between.
 #[derive(Clone)]
-pub struct Pack(pub std::sync::Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>);
+pub struct Pack(pub std::sync::Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>);
 
 impl std::fmt::Debug for Pack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -261,10 +263,11 @@ impl Constants {
         self.put_together(Access::Take(program))
     }
 
-    /// `f(offset, bytes)` for each constant in section order, the program's moved out of it
-    /// (left empty): for a caller that keeps each constant in a buffer of its own (the JIT's
-    /// executor), without the section between.
-    pub fn for_each_taking(self, program: &mut Program, f: impl FnMut(usize, &[u8])) {
+    /// `f(offset, len, fill)` for each constant in section order, the program's moved out of
+    /// it (left empty): for a caller that keeps each constant in a buffer of its own (the JIT's
+    /// executor), without the section between. `fill` writes the constant's `len` bytes into
+    /// the zeroed slice it is given.
+    pub fn for_each_taking(self, program: &mut Program, f: impl FnMut(usize, usize, &mut dyn FnMut(&mut [u8]))) {
         self.each(Access::Take(program), f);
     }
 
@@ -277,19 +280,15 @@ impl Constants {
             let Some((_, Piece::Owned(bytes))) = self.pieces.into_iter().next() else { unreachable!() };
             return bytes;
         }
-        let mut out = Vec::with_capacity(self.total);
-        let total = self.total;
-        self.each(access, |offset, bytes| {
-            out.resize(offset, 0);
-            out.extend_from_slice(bytes);
-        });
-        out.resize(total, 0);
+        // Zeroed pages mapped lazily: each is touched once, by the constant written to it.
+        let mut out = vec![0u8; self.total];
+        self.each(access, |offset, len, fill| fill(&mut out[offset..offset + len]));
         out
     }
 
-    /// Each piece's offset and bytes, in order: a packed one made from its original then, a
-    /// program constant borrowed, or moved out at the last piece that reads it.
-    fn each(self, mut access: Access<'_>, mut f: impl FnMut(usize, &[u8])) {
+    /// Each piece's offset, length and filler, in order: a packed one made from its original
+    /// then, a program constant borrowed, or moved out at the last piece that reads it.
+    fn each(self, mut access: Access<'_>, mut f: impl FnMut(usize, usize, &mut dyn FnMut(&mut [u8]))) {
         let mut last = std::collections::HashMap::new();
         for (i, (_, piece)) in self.pieces.iter().enumerate() {
             match piece {
@@ -301,12 +300,14 @@ impl Constants {
         }
         for (i, (offset, piece)) in self.pieces.into_iter().enumerate() {
             match piece {
-                Piece::Owned(bytes) => f(offset, &bytes),
-                Piece::Program(slot) => f(offset, &access.bytes(slot, last[&slot] == i)),
+                Piece::Owned(bytes) => f(offset, bytes.len(), &mut |d| d.copy_from_slice(&bytes)),
+                Piece::Program(slot) => {
+                    let bytes = access.bytes(slot, last[&slot] == i);
+                    f(offset, bytes.len(), &mut |d| d.copy_from_slice(&bytes));
+                }
                 Piece::Packed { original, pack, len } => {
-                    let packed = (pack.0)(&access.bytes(original, last[&original] == i));
-                    debug_assert_eq!(packed.len(), len, "a packed constant of the size its slot was given");
-                    f(offset, &packed);
+                    let bytes = access.bytes(original, last[&original] == i);
+                    f(offset, len, &mut |d| (pack.0)(&bytes, d));
                 }
             }
         }

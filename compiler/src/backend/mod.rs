@@ -46,6 +46,7 @@ pub mod llvm;
 pub mod llvm_cpu;
 #[cfg(feature = "nvptx")]
 pub mod nvptx;
+pub mod pack;
 
 use crate::lower::{Kernel, LowerOptions, Program};
 use crate::target::{Target, TargetInfo};

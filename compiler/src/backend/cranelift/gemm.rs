@@ -107,7 +107,7 @@ impl Context<'_> {
             // Packed when the constants section is put together (one weight and its packed
             // copy alive at a time, not every weight and every copy).
             let (pc, pchunks) = (c.clone(), chunks.clone());
-            let pack = crate::backend::layout::Pack(std::sync::Arc::new(move |bytes: &[u8]| pack_b_constant(&pc, bytes, &pchunks, dot)));
+            let pack = crate::backend::layout::Pack(std::sync::Arc::new(move |bytes: &[u8], dst: &mut [u8]| pack_b_constant(&pc, bytes, dst, &pchunks, dot)));
             let packed_slot = self.layout.replace_constant_packed(self.current, c.b.buffer, packed_elems * bdt.byte_size(), pack);
             if bdt == DType::F32 || !widen_once {
                 // An f16/bf16 one used by few row blocks stays in its type: the compute step
@@ -1147,44 +1147,11 @@ fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
 /// reduction (`chunks`: the GEMM's [`k_chunks`], or one for the one-row matmul):
 /// `[batch][chunk][panel][k1 - k0][NR]`, so that a work item streams a chunk's panels in order
 /// (with one chunk, `[batch][panel][k][NR]`); with `pairs`, each chunk's rows interleaved in pairs
-/// for the bf16 pair loops.
-fn pack_b_constant(c: &Contraction, bytes: &[u8], chunks: &[(usize, usize)], pairs: bool) -> Vec<u8> {
-    match c.b.ty.dtype.byte_size() {
-        2 => pack_b_elements::<2>(c, bytes, chunks, pairs),
-        4 => pack_b_elements::<4>(c, bytes, chunks, pairs),
-        8 => pack_b_elements::<8>(c, bytes, chunks, pairs),
-        n => unreachable!("a {n}-byte GEMM operand"),
-    }
-}
-
-/// [`pack_b_constant`] for `E`-byte elements.
-fn pack_b_elements<const E: usize>(c: &Contraction, bytes: &[u8], chunks: &[(usize, usize)], pairs: bool) -> Vec<u8> {
-    let (batch, n, k) = (c.batch, c.n, c.k);
-    let panels = n.div_ceil(NR);
-    let (src, _) = bytes.as_chunks::<E>();
-    let mut out = vec![[0u8; E]; batch * panels * k * NR];
-    // Element (bi, kk, col) of B: row-major `[batch][k][n]` (matmul); column-major (conv weight
-    // OHWI, `B[kk][o] = W[o][kk]`).
-    let col_major = c.b_layout == MatrixLayout::ColMajor;
-    for bi in 0..batch {
-        for &(k0, k1) in chunks {
-            let at = ChunkAt::by_chunk(panels, k, (k0, k1));
-            for p in 0..panels {
-                // Column by column: a column-major B is then read in order.
-                for j in 0..NR.min(n - p * NR) {
-                    let col = p * NR + j;
-                    for kk in k0..k1 {
-                        let from = if col_major { col * k + kk } else { (bi * k + kk) * n + col };
-                        // In pairs: rows 2q and 2q + 1 of the chunk interleaved, 2q's value in
-                        // the upper half ([`f16c_core::abi::tiles`], `GemmPairsBf16`).
-                        let to = if pairs { at.of(bi, p) + ((kk - k0) / 2 * NR + j) * 2 + 1 - (kk - k0) % 2 } else { at.of(bi, p) + (kk - k0) * NR + j };
-                        out[to] = src[from];
-                    }
-                }
-            }
-        }
-    }
-    out.as_flattened().to_vec()
+/// for the bf16 pair loops ([`crate::backend::pack`], the packer of both CPU backends).
+/// Writes into `dst` (zeroed, of the packed size).
+fn pack_b_constant(c: &Contraction, bytes: &[u8], dst: &mut [u8], chunks: &[(usize, usize)], pairs: bool) {
+    let (batches, k, n) = (c.batch, c.k, c.n);
+    crate::backend::pack::PackB { elem_bytes: c.b.ty.dtype.byte_size(), layout: c.b_layout, batches, k, n, nr: NR, chunks, pairs }.pack_into(bytes, dst)
 }
 
 /// The native loops' flag for a packed B of type `d` ([`f16c_core::abi::tiles`]).
@@ -1214,11 +1181,6 @@ impl ChunkAt {
     /// In a B packed at run time: `[batch][panel][k][NR]`.
     fn by_panel(panels: usize, k: usize, (k0, _): (usize, usize)) -> ChunkAt {
         ChunkAt { base: k0 * NR, batch: panels * k * NR, panel: k * NR }
-    }
-
-    /// The start of panel `p` of batch `bi`.
-    fn of(&self, bi: usize, p: usize) -> usize {
-        self.base + bi * self.batch + p * self.panel
     }
 }
 

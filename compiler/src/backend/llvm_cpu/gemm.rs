@@ -209,34 +209,19 @@ pub fn dot(machine: &CpuMachine, c: &Contraction) -> bool {
 /// `B[batch][kk][p · nr + j]`, zero past `n`; with `pairs` ([`dot`]), rows `2q` and `2q + 1` of
 /// each panel interleaved, `2q`'s value in the upper half of each pair (element `((batch ·
 /// panels + p) · k + 2q) · nr + 2j + 1`), as `VDPBF16PS` adds the upper product first.
-pub fn pack(src: &[u8], c: &Contraction, shape: GemmShape, pairs: bool) -> Vec<u8> {
-    let es = c.b.ty.dtype.byte_size();
-    let panels = c.n.div_ceil(shape.nr);
-    let mut out = vec![0u8; packed_bytes(c, shape)];
-    for bb in 0..b_batches(c) {
-        for p in 0..panels {
-            for kk in 0..c.k {
-                for j in 0..shape.nr {
-                    let col = p * shape.nr + j;
-                    if col >= c.n {
-                        continue;
-                    }
-                    let from = match c.b_layout {
-                        MatrixLayout::RowMajor => (bb * c.k + kk) * c.n + col,
-                        MatrixLayout::ColMajor => col * c.k + kk,
-                    };
-                    let to = if pairs { ((bb * panels + p) * c.k + kk - kk % 2) * shape.nr + 2 * j + 1 - kk % 2 } else { ((bb * panels + p) * c.k + kk) * shape.nr + j };
-                    out[to * es..(to + 1) * es].copy_from_slice(&src[from * es..(from + 1) * es]);
-                }
-            }
-        }
-    }
-    out
+/// Writes into `dst` ([`packed_bytes`] zero bytes).
+pub fn pack(src: &[u8], dst: &mut [u8], c: &Contraction, shape: GemmShape, pairs: bool) {
+    packer(c, shape, &[(0, c.k)], pairs).pack_into(src, dst)
+}
+
+/// The packing of `c`'s B ([`crate::backend::pack`], one chunk: `[batch][panel][k][nr]`).
+fn packer<'c>(c: &Contraction, shape: GemmShape, chunks: &'c [(usize, usize)], pairs: bool) -> crate::backend::pack::PackB<'c> {
+    crate::backend::pack::PackB { elem_bytes: c.b.ty.dtype.byte_size(), layout: c.b_layout, batches: b_batches(c), k: c.k, n: c.n, nr: shape.nr, chunks, pairs }
 }
 
 /// The bytes of B packed by [`pack`] (`src`: B's bytes, [`packed_source`]).
 pub fn packed_bytes(c: &Contraction, shape: GemmShape) -> usize {
-    b_batches(c) * c.n.div_ceil(shape.nr) * c.k * shape.nr * c.b.ty.dtype.byte_size()
+    packer(c, shape, &[], false).bytes()
 }
 
 /// Whether `c` runs on FMLAL (fp16 A and B, the 8 × 8 tile of four-lane vectors).

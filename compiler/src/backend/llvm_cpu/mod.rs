@@ -270,7 +270,7 @@ impl LlvmCpuBackend {
                     } else {
                         let bytes = gemm::packed_bytes(&c, shape);
                         let pc = c.clone();
-                        let pack = Pack(std::sync::Arc::new(move |src: &[u8]| gemm::pack(src, &pc, shape, pairs)));
+                        let pack = Pack(std::sync::Arc::new(move |src: &[u8], dst: &mut [u8]| gemm::pack(src, dst, &pc, shape, pairs)));
                         layout.replace_constant_packed(k, c.b.buffer, bytes, pack)
                     };
                     // fp16/bf16 operands the tiles would widen over and over, widened once per
