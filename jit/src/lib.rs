@@ -201,6 +201,13 @@ impl Model {
     /// [`Model::compile_graph`] with the backend's options given (what this host has, less
     /// something: to compare the bf16 pair loops with the f32 ones on one machine).
     pub fn compile_graph_with(g: &Graph, threads: usize, options: &backend::Options) -> Result<Model> {
+        Model::compile_graph_cached(g, threads, options, None)
+    }
+
+    /// [`Model::compile_graph_with`], reusing the machine code of functions `cache` holds from
+    /// earlier compiles and keeping this compile's there (the probes of `f16c check --fix`,
+    /// which compile one model in many precisions).
+    pub fn compile_graph_cached(g: &Graph, threads: usize, options: &backend::Options, cache: Option<&backend::CodeCache>) -> Result<Model> {
         let t0 = Instant::now();
         if g.node_ids().any(|id| g.op(id).is_control_flow()) {
             let body = Body::Staged(staged::Staged::compile(g, threads)?);
@@ -213,7 +220,7 @@ impl Model {
         let mut compiled = backend::compile(&program, options).map_err(diag)?;
         let lower = t0.elapsed();
         let t1 = Instant::now();
-        let (module, functions) = jit(&compiled, isa, &*as_written)?;
+        let (module, functions) = jit(&compiled, isa, &*as_written, cache)?;
         let info = CodeInfo { target: "x86_64", backend: backend::NAME, format: CodeFormat::ElfSharedObject, requires: compiled.requires.clone() };
         let memory = Memory { arena_bytes: compiled.layout.plan.arena_bytes, lower_bound: compiled.layout.plan.lower_bound, scratch_bytes: compiled.layout.scratch_bytes };
         let (manifest, constants) = compiled.manifest(&program, info);
@@ -287,9 +294,12 @@ impl Model {
 
 /// Compiles `g` and runs it on every input set, each input fitted to its argument (an f32
 /// tensor rounded to an f16 or bf16 argument): the runner of `f16c check --fix`
-/// (`f16c_compiler::fix::Runner`), on the command line and in Python.
-pub fn run_samples(g: &Graph, samples: &[Vec<Tensor>], threads: usize) -> std::result::Result<Vec<Vec<Tensor>>, String> {
-    let model = Model::compile_graph(g, threads).map_err(|e| e.to_string())?;
+/// (`f16c_compiler::fix::Runner`), on the command line and in Python. `cache` keeps the
+/// machine code of the kernel bodies from one call to the next: a probe compiles only the
+/// kernels whose precision it changed.
+pub fn run_samples(g: &Graph, samples: &[Vec<Tensor>], threads: usize, cache: &backend::CodeCache) -> std::result::Result<Vec<Vec<Tensor>>, String> {
+    let options = backend::Options::host().map_err(|e| e.to_string())?;
+    let model = Model::compile_graph_cached(g, threads, &options, Some(cache)).map_err(|e| e.to_string())?;
     samples
         .iter()
         .map(|s| {
@@ -320,13 +330,13 @@ impl Drop for Code {
     }
 }
 
-fn jit(compiled: &backend::Compiled, isa: OwnedTargetIsa, as_written: &dyn TargetIsa) -> Result<(JITModule, Vec<Option<KernelFn>>)> {
+fn jit(compiled: &backend::Compiled, isa: OwnedTargetIsa, as_written: &dyn TargetIsa, cache: Option<&backend::CodeCache>) -> Result<(JITModule, Vec<Option<KernelFn>>)> {
     let diag = |e: f16c_compiler::backend::BackendError| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic()));
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVE).map_err(|e| JitError::Compile(format!("JIT: cannot reserve {CODE_RESERVE} bytes of address space for code: {e}")))?;
     builder.memory_provider(Box::new(arena));
     let mut module = JITModule::new(builder);
-    let ids = compiled.define_functions(&mut module, as_written, |_| Linkage::Local).map_err(diag)?;
+    let ids = compiled.define_functions(&mut module, as_written, |_| Linkage::Local, cache).map_err(diag)?;
     module.finalize_definitions().map_err(|e| JitError::Compile(format!("JIT: {e:?}")))?;
     let functions = ids
         .iter()

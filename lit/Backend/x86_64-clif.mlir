@@ -13,7 +13,17 @@
 
 // B is computed at run time, so a first step packs it into f32 panels, widening f16 four
 // lanes at a time in software.
-// CHECK-LABEL: function %k0_matmul_pack_b(i64, i64, i64, i64, i64) -> i32 system_v {
+// Each kernel is a wrapper under its name: it copies its buffers' addresses from the program's
+// table (v0) into a table on its stack and calls the kernel's body, which reads only that
+// table (v0+0, +8, ...), so that kernels alike but for their buffers share one body.
+// CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: [[LOCAL:v[0-9]+]] = stack_addr.i64 ss0
+// CHECK: [[ADDRESS:v[0-9]+]] = load.i64 notrap aligned readonly v0+{{[0-9]+}}
+// CHECK-NEXT: store notrap aligned [[ADDRESS]], [[LOCAL]]+{{[0-9]+}}
+// CHECK: call fn0([[LOCAL]], v1, v2, v3, v4)
+// CHECK-NEXT: return
+
+// CHECK-LABEL: function %k0_matmul_pack_b_body(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: uload16x4
 // CHECK: return
 
@@ -29,7 +39,7 @@
 // entry 18, at byte 144: A, its stride, B, B's panel stride, k, the tiles, their panel stride,
 // micro-panels, panels, flags; 2 = packed A), where the table has it, else the micro-kernel
 // (function 0) per tile.
-// CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK-LABEL: function %k0_matmul_body(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: [[TILES:v[0-9]+]] = load.i64 notrap aligned readonly v4+144
 // CHECK: call_indirect.i64 sig{{[0-9]+}}, [[TILES]]({{.*}}v{{[0-9]+}} = 2
 // CHECK: call fn0(
@@ -59,7 +69,7 @@ func.func @fused(%a: tensor<1x9x8xf16>, %b: tensor<1x8x13xf16>, %c: tensor<1x9x1
 // An elementwise chain on its own: one kernel, bf16 widened by a 16-bit shift.
 // CHECK: ; function @chain: 1 kernels
 // CHECK-NEXT: ;   k0_sigmoid (2 ops)
-// CHECK-LABEL: function %k0_sigmoid(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK-LABEL: function %k0_sigmoid_body(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: uload16x4
 // CHECK: ishl
 // The exponential is the contract's own (core/src/math.rs), inline on the four lanes: no call.
@@ -80,7 +90,7 @@ func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
 // order and a scaling pass, with the row in scratch.
 // CHECK: ; function @softmax: 1 kernels
 // CHECK-NEXT: ;   k0_rows_reduce_max (6 ops)
-// CHECK-LABEL: function %k0_rows_reduce_max(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK-LABEL: function %k0_rows_reduce_max_body(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: fcmp.f32x4 ge
 // CHECK: fcmp ge
 // CHECK: fcmp eq {{.*}} ; v{{[0-9]+}} = 0.0
@@ -109,7 +119,7 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 // four panels at a time, into scratch by one call to the runtime each (F16C where the CPU
 // has it), and multiplies in f32 from scratch; the last 44 rows are a shorter chunk.
 // CHECK: ; function @classifier: 1 kernels
-// CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK-LABEL: function %k0_matmul_body(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: call_indirect {{.*}} = 300
 // CHECK: [[GEMV:v[0-9]+]] = load.i64 notrap aligned readonly v4+152
 // CHECK: call_indirect.i64 sig{{[0-9]+}}, [[GEMV]]({{.*}}) ; v{{[0-9]+}} = 4800, v{{[0-9]+}} = 300, v{{[0-9]+}} = 4
@@ -123,4 +133,20 @@ func.func @classifier(%a: tensor<1x1x300xf16>) -> tensor<1x1x40xf16> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>
   %0 = tosa.matmul %a, %w, %zp, %zp : (tensor<1x1x300xf16>, tensor<1x300x40xf16>, tensor<1xf16>, tensor<1xf16>) -> tensor<1x1x40xf16>
   return %0 : tensor<1x1x40xf16>
+}
+
+// Two matmuls of the same shapes on different buffers: two kernels, one body.
+// CHECK: ; function @twice: 2 kernels
+// CHECK-LABEL: function %k0_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: fn0 = colocated u0:[[$BODY:[0-9]+]] sig0
+// CHECK-LABEL: function %k1_matmul(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: fn0 = colocated u0:[[$BODY]] sig0
+// CHECK: call fn0(
+// CHECK-LABEL: function %k0_matmul_body(
+// CHECK-NOT: function %k1_matmul_body(
+func.func @twice(%a: tensor<1x8x8xf32>, %b: tensor<1x8x8xf32>, %c: tensor<1x8x8xf32>, %d: tensor<1x8x8xf32>) -> (tensor<1x8x8xf32>, tensor<1x8x8xf32>) {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %0 = tosa.matmul %a, %b, %zp, %zp : (tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8xf32>
+  %1 = tosa.matmul %c, %d, %zp, %zp : (tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8xf32>
+  return %0, %1 : tensor<1x8x8xf32>, tensor<1x8x8xf32>
 }

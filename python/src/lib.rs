@@ -422,7 +422,8 @@ fn fix(py: Python<'_>, source: String, file: String, options: Options, samples: 
         let want: Vec<TensorType> = g.inputs().iter().filter_map(|&i| g.tensor_ty(i).cloned()).collect();
         let sets = samples.into_iter().map(|raw| tensors(&g.name, raw, &want)).collect::<Result<Vec<_>, _>>()?;
         let threads = options.threads.unwrap_or_else(f16c_jit::default_threads);
-        let runner = |g: &Graph, s: &[Vec<Tensor>]| f16c_jit::run_samples(g, s, threads);
+        let cache = f16c_compiler::backend::cranelift::CodeCache::default();
+        let runner = |g: &Graph, s: &[Vec<Tensor>]| f16c_jit::run_samples(g, s, threads, &cache);
         let r = fix::fix(g, &o, &sets, metric, tolerance, &runner).map_err(|e| match e {
             fix::FixError::Usage(m) => Failure::Usage(m),
             e => Failure::Run(e.to_string()),

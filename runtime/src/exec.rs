@@ -246,30 +246,27 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// 64-byte aligned memory.
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct Line([u8; 64]);
-
 const _: () = assert!(CONSTANT_ALIGN == 64);
 
-/// Zeroed, 64-byte aligned bytes.
-pub struct Aligned(Vec<Line>);
+/// Zeroed, 64-byte aligned bytes: a whole number of 64-byte lines at `start` in `buf`.
+///
+/// Taken from the allocator's zeroed memory (`calloc`): a large buffer's pages are mapped as
+/// they are first written, not all filled with zeros first. (An allocation aligned to more
+/// than the allocator's 16 bytes is zeroed by a `memset` over every page, so the buffer is
+/// over-allocated by one line and aligned by its start instead.)
+pub struct Aligned {
+    buf: Vec<u8>,
+    start: usize,
+    len: usize,
+}
 
 impl Aligned {
-    /// `bytes` zero bytes (at least one line), from the allocator's zeroed memory: a large
-    /// buffer's pages are mapped as they are first written, not all filled with zeros first.
+    /// `bytes` zero bytes (at least one line).
     pub fn zeroed(bytes: usize) -> Aligned {
-        let lines = bytes.div_ceil(64).max(1);
-        let layout = std::alloc::Layout::array::<Line>(lines).expect("a buffer within the address space");
-        // SAFETY: the layout has a non-zero size; all-zero bytes are a valid `Line`.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Line>();
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        // SAFETY: `ptr` was allocated by the global allocator with `Line`'s alignment and room
-        // for `lines` of them, all initialised (zero); the vector frees it with the same layout.
-        Aligned(unsafe { Vec::from_raw_parts(ptr, lines, lines) })
+        let len = bytes.div_ceil(64).max(1) * 64;
+        let buf = vec![0u8; len + 63];
+        let start = buf.as_ptr().align_offset(64);
+        Aligned { buf, start, len }
     }
 
     /// `bytes` for a run's intermediates (at least one line), which no kernel may read before
@@ -277,11 +274,11 @@ impl Aligned {
     /// test suites run, every byte 0xFF (NaN floats, -1 integers), so that a kernel relying
     /// on zeroed memory fails the parity suites instead of working by chance.
     pub fn for_writing(bytes: usize) -> Aligned {
+        let mut a = Aligned::zeroed(bytes);
         if cfg!(debug_assertions) {
-            Aligned(vec![Line([0xFF; 64]); bytes.div_ceil(64).max(1)])
-        } else {
-            Aligned::zeroed(bytes)
+            a.bytes_mut().fill(0xFF);
         }
+        a
     }
 
     /// A copy of `b`.
@@ -292,17 +289,17 @@ impl Aligned {
     }
 
     fn len(&self) -> usize {
-        self.0.len() * 64
+        self.len
     }
 
     fn ptr(&self) -> *mut u8 {
-        self.0.as_ptr() as *mut u8
+        // Vec::as_ptr makes no reference to the bytes: the kernels write through this pointer.
+        self.buf.as_ptr().wrapping_add(self.start).cast_mut()
     }
 
     /// The buffer's bytes (a whole number of 64-byte lines).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `Line` is 64 plain bytes; the vector holds `len * 64` initialised bytes.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, self.0.len() * 64) }
+        &mut self.buf[self.start..self.start + self.len]
     }
 }
 

@@ -11,9 +11,11 @@ use f16c_dialect::{Graph, Op, Tensor};
 use f16c_runtime::npy;
 use f16c_tests::{model_path, MODELS};
 
-/// The JIT, as `f16c check --fix` runs it.
+/// The JIT, as `f16c check --fix` runs it, with one code cache for every test (each probe
+/// reuses the kernel bodies any earlier compile made, of this model or another).
 fn jit(g: &Graph, samples: &[Vec<Tensor>]) -> Result<Vec<Vec<Tensor>>, String> {
-    f16c_jit::run_samples(g, samples, 1)
+    static CACHE: std::sync::LazyLock<f16c_compiler::backend::cranelift::CodeCache> = std::sync::LazyLock::new(Default::default);
+    f16c_jit::run_samples(g, samples, 1, &CACHE)
 }
 
 /// The LLVM x86-64 backend: the artifact `f16c compile --backend=llvm -o` writes, loaded.

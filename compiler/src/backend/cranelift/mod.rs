@@ -1,4 +1,5 @@
-//! The x86-64 backend: every kernel of a [`Program`] becomes one Cranelift function.
+//! The x86-64 backend: every kernel of a [`Program`] becomes one Cranelift function (a wrapper
+//! around a body that kernels alike but for their buffers share: `share.rs`).
 //!
 //! Each function has the signature `(bufs, begin, end, scratch, rt) -> i32`: `bufs` is the
 //! table of buffer addresses (the program's buffers, then one temporary per kernel), `begin..end`
@@ -30,7 +31,10 @@ pub mod legal;
 mod lower;
 mod math;
 pub mod narrow;
+mod share;
 mod softfloat;
+
+pub use share::CodeCache;
 
 use super::layout::{CodeInfo, Constants, Layout};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
@@ -90,6 +94,12 @@ pub struct Compiled {
     /// A, A's rows in place: [`gemm::AForm`]), which kernels call as `UserExternalName(0, i)`:
     /// a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
+    /// How many of the functions are the micro-kernels and the kernels (the steps' functions,
+    /// exported); the others are the kernels' shared bodies ([`share`]), called only from
+    /// inside the code.
+    pub kernels: usize,
+    /// Per function, the shared bodies' CLIF text under a neutral name ([`CodeCache`]'s key).
+    pub texts: Vec<Option<String>>,
     /// Functions whose instruction order is their schedule: compile them without Cranelift's
     /// optimizer (`opt_level=none`), which would reorder and merge their loads. The GEMM
     /// micro-kernels are.
@@ -157,7 +167,7 @@ impl Compiled {
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
         // The micro-kernels (the first functions) are called only from inside the object.
-        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() { Linkage::Local } else { Linkage::Export }))?;
+        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() || i >= self.kernels { Linkage::Local } else { Linkage::Export }, None))?;
         let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
         Ok((bytes, requires))
     }
@@ -170,6 +180,7 @@ impl Compiled {
         module: &mut M,
         as_written: &dyn cranelift_codegen::isa::TargetIsa,
         linkage: impl Fn(usize) -> Linkage,
+        cache: Option<&CodeCache>,
     ) -> BackendResult<Vec<cranelift_module::FuncId>> {
         let err = |e: cranelift_module::ModuleError| codegen(format!("{e:?}"));
         let mut ids = Vec::with_capacity(self.functions.len());
@@ -178,7 +189,7 @@ impl Compiled {
         }
         // Compiled on every core (each function on its own), defined in order: the code is
         // the same as one function after the other.
-        let code = self.compile_all(module.isa(), as_written, &ids)?;
+        let code = self.compile_all(module.isa(), as_written, &ids, cache)?;
         for ((id, (bytes, align, relocs)), i) in ids.iter().zip(code).zip(0..) {
             if self.keep_order.contains(&i) && !relocs.is_empty() {
                 return Err(codegen(format!("{}: a function compiled as written must not call or reference anything", self.functions[i].0)));
@@ -196,16 +207,39 @@ impl Compiled {
         isa: &dyn cranelift_codegen::isa::TargetIsa,
         as_written: &dyn cranelift_codegen::isa::TargetIsa,
         ids: &[cranelift_module::FuncId],
+        cache: Option<&CodeCache>,
     ) -> BackendResult<Vec<MachineCode>> {
         let one = |i: usize| -> BackendResult<MachineCode> {
             let (name, func) = &self.functions[i];
-            let mut ctx = cranelift_codegen::Context::for_function(func.clone());
             let keep = self.keep_order.contains(&i);
-            let code = compile_function(&mut ctx, if keep { as_written } else { isa }, name)?;
+            let isa = if keep { as_written } else { isa };
+            // A body's text says everything its code depends on (what it calls included: the
+            // micro-kernels, whose ids are the same in every compile), the ISA's flags the rest.
+            let key = cache.and(self.texts[i].as_ref()).map(|text| {
+                let isa_flags: Vec<String> = isa.isa_flags().iter().map(ToString::to_string).collect();
+                format!("{} {keep}\n{}\n{text}", isa.flags(), isa_flags.join(" "))
+            });
+            if let (Some(cache), Some(key)) = (cache, &key) {
+                if let Some((bytes, align, mut relocs)) = cache.get(key) {
+                    // A reference to the function itself names it by its id in this compile.
+                    for r in &mut relocs {
+                        if let cranelift_module::ModuleRelocTarget::FunctionOffset(_, offset) = r.name {
+                            r.name = cranelift_module::ModuleRelocTarget::FunctionOffset(ids[i], offset);
+                        }
+                    }
+                    return Ok((bytes, align, relocs));
+                }
+            }
+            let mut ctx = cranelift_codegen::Context::for_function(func.clone());
+            let code = compile_function(&mut ctx, isa, name)?;
             let align = code.buffer.alignment as u64;
             let align = if keep { align.max(16) } else { align };
             let relocs = code.buffer.relocs().iter().map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, func, ids[i])).collect();
-            Ok((code.code_buffer().to_vec(), align, relocs))
+            let code = (code.code_buffer().to_vec(), align, relocs);
+            if let (Some(cache), Some(key)) = (cache, key) {
+                cache.put(key, &code);
+            }
+            Ok(code)
         };
         let n = self.functions.len();
         let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(n);
@@ -401,7 +435,9 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
     }
     layout.finish(program);
     let requires = if uses_dot_bf16 { vec![DOT_BF16_FEATURE.to_string()] } else { vec![] };
-    Ok(Compiled { layout, functions, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
+    let kernels = functions.len();
+    let (functions, texts) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
+    Ok(Compiled { layout, functions, texts, kernels, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
 }
 
 /// Builds one kernel function with `body`.

@@ -1,0 +1,131 @@
+//! Kernels that differ only in their buffers share one compiled body.
+//!
+//! A kernel function reads each buffer's address from the program's buffer table (`bufs`, its
+//! first argument) at the buffer's slot, so the twelve layers of a BERT, or the same kernel in
+//! two compiles whose casts moved the slots (`f16c check --fix`'s probes), are different
+//! functions. [`share_bodies`] splits each kernel into a *body*, which reads the addresses from
+//! a table of its own (the buffers numbered in the order the body first reads them), and a
+//! small *wrapper* under the kernel's name, which copies the addresses from the program's table
+//! into that table on its stack and calls the body. Bodies whose CLIF is the same text are one
+//! function, compiled once; the JIT's [`CodeCache`] also keeps their machine code from one
+//! compile to the next.
+//!
+//! The wrapper costs a call and a copy of a few addresses per call of the kernel (once per
+//! thread's share of its items), nothing per item.
+
+use super::emit::Fx;
+use cranelift_codegen::ir::{self, types::I64, Function, InstBuilder, InstructionData, Opcode, StackSlotData, StackSlotKind, UserExternalName, UserFuncName};
+use std::collections::HashMap;
+
+/// The functions, `first_kernel..` split into wrappers (in place, same names) and the shared
+/// bodies (appended, each named after the first kernel that uses it with `_body`), with each
+/// body's text under a neutral name (the same in every compile: [`CodeCache`]'s key). A
+/// kernel that uses its buffer table other than by loading addresses from it stays as it is.
+pub fn share_bodies(mut functions: Vec<(String, Function)>, first_kernel: usize) -> (Vec<(String, Function)>, Vec<Option<String>>) {
+    let kernels = functions.len();
+    let mut bodies: HashMap<String, u32> = HashMap::new();
+    let mut texts: Vec<Option<String>> = vec![None; kernels];
+    for i in first_kernel..kernels {
+        let Some(slots) = localise(&mut functions[i].1) else { continue };
+        let name = functions[i].0.clone();
+        let mut body = std::mem::replace(&mut functions[i].1, wrapper(&name, &slots, 0));
+        body.name = UserFuncName::testcase("body");
+        let text = body.display().to_string();
+        let index = match bodies.get(&text) {
+            Some(&index) => index,
+            None => {
+                let index = functions.len() as u32;
+                let body_name = format!("{name}_body");
+                body.name = UserFuncName::testcase(&body_name);
+                functions.push((body_name, body));
+                texts.push(Some(text.clone()));
+                bodies.insert(text, index);
+                index
+            }
+        };
+        functions[i].1 = wrapper(&name, &slots, index);
+    }
+    (functions, texts)
+}
+
+/// Makes `f` read its addresses from a table of its own; returns the program-table offsets
+/// that table holds, in order. `None` (and `f` unchanged) where `f` uses `bufs` other than as
+/// the base of an address load.
+fn localise(f: &mut Function) -> Option<Vec<i32>> {
+    let entry = f.layout.entry_block()?;
+    let bufs = *f.dfg.block_params(entry).first()?;
+    let mut loads = Vec::new();
+    for block in f.layout.blocks() {
+        for inst in f.layout.block_insts(block) {
+            if !f.dfg.inst_values(inst).any(|v| f.dfg.resolve_aliases(v) == bufs) {
+                continue;
+            }
+            match f.dfg.insts[inst] {
+                InstructionData::Load { opcode: Opcode::Load, arg, .. } if f.dfg.resolve_aliases(arg) == bufs && f.dfg.ctrl_typevar(inst) == I64 => loads.push(inst),
+                _ => return None,
+            }
+        }
+    }
+    let mut local: HashMap<i32, i32> = HashMap::new();
+    let mut slots = Vec::new();
+    for inst in loads {
+        if let InstructionData::Load { ref mut offset, .. } = f.dfg.insts[inst] {
+            let at = i32::from(*offset);
+            let next = local.len() as i32 * 8;
+            *offset = (*local.entry(at).or_insert_with(|| {
+                slots.push(at);
+                next
+            }))
+            .into();
+        }
+    }
+    Some(slots)
+}
+
+/// Function `name`: copies the addresses at `slots` of the program's table into a table on
+/// its stack and returns what function `body` (by index) returns on it.
+fn wrapper(name: &str, slots: &[i32], body: u32) -> Function {
+    let mut func = Function::with_name_signature(UserFuncName::testcase(name), Fx::signature());
+    let sig = func.import_signature(Fx::signature());
+    let name_ref = func.declare_imported_user_function(UserExternalName::new(0, body));
+    let callee = func.import_function(ir::ExtFuncData { name: ir::ExternalName::user(name_ref), signature: sig, colocated: true, patchable: false });
+    let mut ctx = cranelift_frontend::FunctionBuilderContext::new();
+    let mut b = cranelift_frontend::FunctionBuilder::new(&mut func, &mut ctx);
+    let block = b.create_block();
+    b.append_block_params_for_function_params(block);
+    b.switch_to_block(block);
+    let params = b.block_params(block).to_vec();
+    let table = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (slots.len().max(1) * 8) as u32, 3));
+    let flags = super::emit::mem().with_readonly();
+    let local = b.ins().stack_addr(I64, table, 0);
+    for (l, &at) in slots.iter().enumerate() {
+        let address = b.ins().load(I64, flags, params[0], at);
+        b.ins().store(super::emit::mem(), address, local, (l * 8) as i32);
+    }
+    let call = b.ins().call(callee, &[local, params[1], params[2], params[3], params[4]]);
+    let code = b.inst_results(call)[0];
+    b.ins().return_(&[code]);
+    b.seal_all_blocks();
+    b.finalize(super::frontend_config());
+    func
+}
+
+/// Machine code of functions compiled before, by their CLIF text and the ISA's flags: the
+/// JIT's compiles of one model in several precisions (`f16c check --fix`'s probes) compile
+/// each body once.
+#[derive(Default)]
+pub struct CodeCache(std::sync::Mutex<HashMap<String, super::MachineCode>>);
+
+impl CodeCache {
+    /// The machine code under `key`, if compiled before.
+    pub(super) fn get(&self, key: &str) -> Option<super::MachineCode> {
+        self.0.lock().ok()?.get(key).cloned()
+    }
+
+    /// Remembers `code` under `key`.
+    pub(super) fn put(&self, key: String, code: &super::MachineCode) {
+        if let Ok(mut map) = self.0.lock() {
+            map.insert(key, code.clone());
+        }
+    }
+}
