@@ -113,7 +113,9 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     if m.get_one::<String>("backend").is_some_and(|b| b != "llvm" || !target.starts_with("aarch64")) && target != "x86_64" {
         bail!("--backend chooses the code generator of --target=x86_64 (cranelift or llvm), not of {target}");
     }
-    let g = &module.functions[crate::choose_function(&module, m, &file)?];
+    let index = crate::choose_function(&module, m, &file)?;
+    let g = &module.functions[index];
+    let name = g.name.clone();
     // NumPy has no bf16: an f32 file is rounded to an f16 or bf16 argument, on every target.
     let inputs: Vec<_> = crate::read_npys(m, "inputs")?
         .into_iter()
@@ -125,11 +127,10 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         .collect();
     let backend_name = m.get_one::<String>("backend").map(String::as_str);
     let cpu = m.get_one::<String>("cpu").map(String::as_str);
-    let compile = || f16c_compiler::driver::backend_named(target_value, backend_name, cpu).and_then(|b| f16c_compiler::driver::artifact_with(g, b));
-    // With the cache, the JIT's program is an artifact too; a graph artifacts do not hold yet
-    // (control flow) runs in process as before.
+    // With the cache, the JIT's program is an artifact too; a graph that does not lower to a
+    // program (control flow) runs in process as before.
     let jit = target == "x86_64" && backend_name != Some("llvm");
-    let mut jit_artifact = if jit && cache.is_some() { compile().ok() } else { None };
+    let in_process = |g: &f16c_dialect::Graph, inputs: &[f16c_dialect::Tensor]| f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(inputs));
     let outputs = if target == "reference" {
         match reference::run(g, &inputs) {
             Ok(o) => o,
@@ -140,14 +141,6 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(reference::Error::Invalid(d)) => return Ok(crate::report(&d, &source)),
             Err(e) => return Err(e.into()),
         }
-    } else if jit && jit_artifact.is_none() {
-        // The JIT without the cache: compiled in process, no artifact.
-        match f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(&inputs)) {
-            Ok(o) => o,
-            Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
-            Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return Ok(eval_error(&location, &op, &message, &source)),
-            Err(e) => return Err(e.into()),
-        }
     } else if let f16c_compiler::target::Target::Aarch64 { .. } = target_value {
         match run_library(g, target_value, &inputs) {
             Ok(Ok(o)) => o,
@@ -155,34 +148,61 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     } else {
-        // Ahead of time (a GPU, --backend=llvm, or the JIT's artifact for the cache): the
-        // artifact f16c compile -o would write, loaded as f16c-run loads it.
-        let artifact = match jit_artifact.take().map_or_else(compile, Ok) {
-            Ok(a) => a,
-            Err(d) => return Ok(crate::report(&d, &source)),
-        };
-        // Stored in the cache, the artifact is loaded from there as f16c-run loads it (each
-        // weight read into its own buffer): loaded from memory, the artifact's constants and
-        // the executor's copies of them were the model's weights twice.
-        let stored = match (&cache, &key) {
-            (Some(cache), Some(key)) => cache.put(key, &artifact),
-            _ => None,
-        };
-        let loaded = match stored {
-            Some(path) => {
-                drop(artifact);
-                f16c_runtime::loader::open(&path, threads)
+        // The JIT without the cache: compiled in process, no artifact. Ahead of time (a GPU,
+        // --backend=llvm, or the JIT's artifact for the cache): the artifact f16c compile -o
+        // would write, loaded as f16c-run loads it.
+        let lowered = if jit && cache.is_none() {
+            None
+        } else {
+            let backend = match f16c_compiler::driver::backend_named(target_value, backend_name, cpu) {
+                Ok(b) => b,
+                Err(d) => return Ok(crate::report(&d, &source)),
+            };
+            match f16c_compiler::driver::lower_for(g, backend) {
+                Ok(program) => Some((program, backend)),
+                Err(_) if jit => None,
+                Err(d) => return Ok(crate::report(&d, &source)),
             }
-            None => f16c_runtime::loader::load_any(artifact, threads),
         };
-        match loaded.and_then(|model| model.run(&inputs)) {
-            Ok(o) => o,
-            Err(RuntimeError::Eval { location, op, message }) => return Ok(eval_error(&location, &op, &message, &source)),
-            Err(e) => return Err(e.into()),
+        match lowered {
+            None => match in_process(g, &inputs) {
+                Ok(o) => o,
+                Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
+                Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return Ok(eval_error(&location, &op, &message, &source)),
+                Err(e) => return Err(e.into()),
+            },
+            Some((program, backend)) => {
+                // The program holds its own copy of every weight: the module's goes before the
+                // backend adds its packed ones (as in f16c compile).
+                drop(module);
+                let artifact = match f16c_compiler::driver::artifact_of_owned(program, backend) {
+                    Ok(a) => a,
+                    Err(d) => return Ok(crate::report(&d, &source)),
+                };
+                // Stored in the cache, the artifact is loaded from there as f16c-run loads it
+                // (each weight read into its own buffer): loaded from memory, the artifact's
+                // constants and the executor's copies of them were the model's weights twice.
+                let stored = match (&cache, &key) {
+                    (Some(cache), Some(key)) => cache.put(key, &artifact),
+                    _ => None,
+                };
+                let loaded = match stored {
+                    Some(path) => {
+                        drop(artifact);
+                        f16c_runtime::loader::open(&path, threads)
+                    }
+                    None => f16c_runtime::loader::load_any(artifact, threads),
+                };
+                match loaded.and_then(|model| model.run(&inputs)) {
+                    Ok(o) => o,
+                    Err(RuntimeError::Eval { location, op, message }) => return Ok(eval_error(&location, &op, &message, &source)),
+                    Err(e) => return Err(e.into()),
+                }
+            }
         }
     };
     let many = |k: &str| -> Vec<String> { m.get_many::<String>(k).into_iter().flatten().cloned().collect() };
-    results::deliver(&g.name, &outputs, &many("outputs"), &many("compare"))?;
+    results::deliver(&name, &outputs, &many("outputs"), &many("compare"))?;
     Ok(ExitCode::SUCCESS)
 }
 

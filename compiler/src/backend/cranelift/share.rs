@@ -23,19 +23,28 @@ use std::collections::HashMap;
 /// kernel that uses its buffer table other than by loading addresses from it stays as it is.
 pub fn share_bodies(mut functions: Vec<(String, Function)>, first_kernel: usize) -> (Vec<(String, Function)>, Vec<Option<String>>) {
     let kernels = functions.len();
+    // Each kernel localised and printed (most of the time: on every core), then sorted into
+    // bodies in order.
+    let local: Vec<Option<(Vec<i32>, String)>> = {
+        let todo = &mut functions[first_kernel..];
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).clamp(1, todo.len().max(1));
+        let per = todo.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = todo.chunks_mut(per).map(|chunk| scope.spawn(move || chunk.iter_mut().map(|(_, f)| localised_text(f)).collect::<Vec<_>>())).collect();
+            workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        })
+    };
     let mut bodies: HashMap<String, u32> = HashMap::new();
     let mut texts: Vec<Option<String>> = vec![None; kernels];
-    for i in first_kernel..kernels {
-        let Some(slots) = localise(&mut functions[i].1) else { continue };
+    for (i, local) in (first_kernel..kernels).zip(local) {
+        let Some((slots, text)) = local else { continue };
         let name = functions[i].0.clone();
-        let mut body = std::mem::replace(&mut functions[i].1, wrapper(&name, &slots, 0));
-        body.name = UserFuncName::testcase("body");
-        let text = body.display().to_string();
         let index = match bodies.get(&text) {
             Some(&index) => index,
             None => {
                 let index = functions.len() as u32;
                 let body_name = format!("{name}_body");
+                let mut body = std::mem::replace(&mut functions[i].1, Function::new());
                 body.name = UserFuncName::testcase(&body_name);
                 functions.push((body_name, body));
                 texts.push(Some(text.clone()));
@@ -46,6 +55,13 @@ pub fn share_bodies(mut functions: Vec<(String, Function)>, first_kernel: usize)
         functions[i].1 = wrapper(&name, &slots, index);
     }
     (functions, texts)
+}
+
+/// [`localise`]s `f` and prints it under a neutral name (left so).
+fn localised_text(f: &mut Function) -> Option<(Vec<i32>, String)> {
+    let slots = localise(f)?;
+    f.name = UserFuncName::testcase("body");
+    Some((slots, f.display().to_string()))
 }
 
 /// Makes `f` read its addresses from a table of its own; returns the program-table offsets
