@@ -35,14 +35,18 @@ pub fn compare(got: &Tensor, reference: &Tensor) -> Result<Error, ShapeMismatch>
     if got.shape() != reference.shape() {
         return Err(ShapeMismatch { got: got.shape().to_vec(), reference: reference.shape().to_vec() });
     }
-    let (x, y) = (got.to_f64_vec(), reference.to_f64_vec());
-    let peak = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let max_abs = x.iter().zip(&y).fold(0.0f64, |m, (p, q)| match (p.is_nan(), q.is_nan()) {
+    Ok(compare_values(&got.to_f64_vec(), &reference.to_f64_vec()))
+}
+
+/// [`compare`] of values already read (as many of each).
+pub fn compare_values(got: &[f64], reference: &[f64]) -> Error {
+    let peak = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let max_abs = got.iter().zip(reference).fold(0.0f64, |m, (p, q)| match (p.is_nan(), q.is_nan()) {
         (true, true) => m,
         (false, false) => m.max((p - q).abs()),
         _ => f64::INFINITY,
     });
-    Ok(Error { max_abs, peak })
+    Error { max_abs, peak }
 }
 
 #[cfg(test)]

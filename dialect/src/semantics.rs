@@ -321,9 +321,29 @@ fn broadcast_map(input: &[usize], out: &[usize]) -> EvalResult<Vec<usize>> {
     if input.len() != out.len() || input.iter().zip(out).any(|(&i, &o)| i != o && i != 1) {
         return err(format!("cannot broadcast {input:?} to {out:?}"));
     }
-    let st = strides(input);
-    let mut map = Vec::with_capacity(out.iter().product());
-    for_each_coord(out, |c| map.push(c.iter().zip(input).zip(&st).map(|((&x, &d), &s)| if d == 1 { 0 } else { x * s }).sum()));
+    let n: usize = out.iter().product();
+    if input == out {
+        return Ok((0..n).collect());
+    }
+    // The offset moves with the output coordinate, an odometer over `out`: a broadcast
+    // dimension's stride is 0.
+    // The innermost dimension is a run of `inner` offsets `step` apart.
+    let step: Vec<usize> = strides(input).iter().zip(input).map(|(&s, &d)| if d == 1 { 0 } else { s }).collect();
+    let Some((&inner, outer)) = out.split_last() else { return Ok(vec![0]) };
+    let last = step[outer.len()];
+    let (mut map, mut c, mut at) = (Vec::with_capacity(n), vec![0; outer.len()], 0usize);
+    for _ in 0..n.checked_div(inner).unwrap_or(0) {
+        map.extend((0..inner).map(|j| at + j * last));
+        for d in (0..outer.len()).rev() {
+            c[d] += 1;
+            at += step[d];
+            if c[d] < outer[d] {
+                break;
+            }
+            at -= step[d] * outer[d];
+            c[d] = 0;
+        }
+    }
     Ok(map)
 }
 
@@ -398,10 +418,16 @@ fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
 }
 
 fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, shift: i64, out: &TensorType) -> EvalResult<Tensor> {
-    let (ma, mb) = (broadcast_map(a.shape(), &out.shape)?, broadcast_map(b.shape(), &out.shape)?);
+    // Operands of the result's shape are zipped as they are; others through broadcast maps.
+    let same = a.shape() == out.shape.as_slice() && b.shape() == out.shape.as_slice();
+    let (ma, mb) = if same { (Vec::new(), Vec::new()) } else { (broadcast_map(a.shape(), &out.shape)?, broadcast_map(b.shape(), &out.shape)?) };
     macro_rules! zip {
         ($x:expr, $y:expr, $f:expr) => {
-            ma.iter().zip(&mb).map(|(&i, &j)| $f($x[i], $y[j])).collect()
+            if same {
+                $x.iter().zip($y.iter()).map(|(&p, &q)| $f(p, q)).collect()
+            } else {
+                ma.iter().zip(&mb).map(|(&i, &j)| $f($x[i], $y[j])).collect()
+            }
         };
     }
     let n = match (widen(a), widen(b)) {
@@ -1471,6 +1497,18 @@ mod tests {
     fn broadcasting_add() {
         let t = run(Op::Binary(BinaryOp::Add), &[f32t(&[2, 1], &[1., 2.]), f32t(&[1, 3], &[10., 20., 30.])], TensorType::new(DType::F32, [2, 3]));
         assert_eq!(t.to_f32_vec(), vec![11., 21., 31., 12., 22., 32.]);
+    }
+
+    /// The broadcast index map against its definition: each output coordinate's element of
+    /// the input, broadcast dimensions read at 0.
+    #[test]
+    fn broadcast_maps_by_definition() {
+        for (input, out) in [(vec![2, 1, 3], vec![2, 4, 3]), (vec![1, 1], vec![3, 5]), (vec![3, 1], vec![3, 4]), (vec![2, 0], vec![2, 0]), (vec![5], vec![5]), (vec![4, 1, 1, 2], vec![4, 3, 2, 2]), (vec![2, 3], vec![2, 3]), (vec![], vec![])] {
+            let st = strides(&input);
+            let mut want = Vec::new();
+            for_each_coord(&out, |c| want.push(c.iter().zip(&input).zip(&st).map(|((&x, &d), &s)| if d == 1 { 0 } else { x * s }).sum::<usize>()));
+            assert_eq!(broadcast_map(&input, &out).unwrap(), want, "{input:?} to {out:?}");
+        }
     }
 
     #[test]
