@@ -192,6 +192,22 @@ impl<'ctx> Ir<'ctx> {
         self.b.build_bit_cast(h, low, "").built().into_vector_value()
     }
 
+    /// Domain lanes (f32 lanes already rounded to `d`) in `d`'s storage: exact, so bf16 on the
+    /// bits is the top half of each lane (a shift and a truncation; rounding again would give
+    /// the same bits for four more instructions a vector, in every bf16 kernel's store).
+    pub fn narrow_lanes(&self, v: VectorValue<'ctx>, d: DType) -> VectorValue<'ctx> {
+        if d != DType::BF16 || !self.bf16_on_bits() {
+            return self.to_low_lanes(v, d);
+        }
+        let n = v.get_type().get_size();
+        let k16 = VectorType::const_vector(&vec![self.cx.i32_type().const_int(16, false); n as usize]);
+        let bits = self.b.build_bit_cast(v, self.cx.i32_type().vec_type(n), "").built().into_vector_value();
+        let hi = self.b.build_right_shift(bits, k16, false, "").built();
+        let h = self.b.build_int_truncate(hi, self.cx.i16_type().vec_type(n), "").built();
+        let low = self.storage(d).into_float_type().vec_type(n);
+        self.b.build_bit_cast(h, low, "").built().into_vector_value()
+    }
+
     /// An f32 value or f32 lanes rounded to bf16 and back, exactly what [`Ir::to_low`] or
     /// [`Ir::to_low_lanes`] then [`Ir::bf16_to_f32`] give, in one mask where
     /// [`Ir::bf16_on_bits`] (the rounded bits' low half cleared, not shifted down and back up:
@@ -549,7 +565,7 @@ impl<'ctx> Ir<'ctx> {
     /// `at`.
     pub fn store_lanes(&self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, v: VectorValue<'ctx>) {
         let ty = self.storage(d).into_float_type();
-        let v = if d == DType::F32 { v } else { self.to_low_lanes(v, d) };
+        let v = if d == DType::F32 { v } else { self.narrow_lanes(v, d) };
         let p = self.gep(ty.into(), base, at);
         let s = self.b.build_store(p, v).built();
         s.set_alignment(d.byte_size() as u32).expect("a power of two");
