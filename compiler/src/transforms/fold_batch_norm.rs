@@ -133,10 +133,11 @@ impl FoldBatchNorm {
 
     /// Folds the chain after convolution `conv`, if there is one; returns how many ops it folded.
     fn fold(g: &mut Graph, conv: NodeId) -> usize {
-        let op = g.op(conv).clone();
-        if op.conv_acc() != Some(DType::F32) {
+        // Checked before the op is cloned: every node passes here, weights included.
+        if g.op(conv).conv_acc() != Some(DType::F32) {
             return 0;
         }
+        let op = g.op(conv).clone();
         let Some(out) = g.tensor_ty(conv).cloned() else { return 0 };
         let operands = g.operands(conv);
         let (Some(w), Some(b)) = (f32_constant(g, operands[1]), f32_constant(g, operands[2])) else { return 0 };
