@@ -325,9 +325,9 @@ fn broadcast_map(input: &[usize], out: &[usize]) -> EvalResult<Vec<usize>> {
     if input == out {
         return Ok((0..n).collect());
     }
-    // The offset moves with the output coordinate, an odometer over `out`: a broadcast
-    // dimension's stride is 0.
-    // The innermost dimension is a run of `inner` offsets `step` apart.
+    // The offset moves with the output coordinate, an odometer over `out`'s outer dimensions
+    // (a broadcast dimension's stride is 0); the innermost dimension is a run of `inner`
+    // offsets `last` apart.
     let step: Vec<usize> = strides(input).iter().zip(input).map(|(&s, &d)| if d == 1 { 0 } else { s }).collect();
     let Some((&inner, outer)) = out.split_last() else { return Ok(vec![0]) };
     let last = step[outer.len()];

@@ -149,6 +149,7 @@ fn fix(m: &ArgMatches, file: &str, target: &str, before: &f16c_dialect::Graph, i
         }
     };
     let threads = f16c_jit::default_threads();
+    crate::freed_blocks_kept();
     let cache = f16c_compiler::backend::cranelift::CodeCache::default();
     let runner = |g: &f16c_dialect::Graph, sets: &[Vec<f16c_runtime::Tensor>]| f16c_jit::run_samples(g, sets, threads, &cache);
     let result = match fix::fix(before, &options, &samples, metric, tolerance, &runner) {

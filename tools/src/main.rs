@@ -105,21 +105,24 @@ fn read_input(path: &str) -> anyhow::Result<(source::Source, String)> {
 /// model's weights (a few MiB each) come from the heap, and freeing them (as a compile moves
 /// each weight from the program into the artifact) kept the memory: GPT-2's compile held its
 /// weights twice at the end.
-///
-/// `f16c check` is the exception: its probes build, compile and drop one model a few dozen
-/// times, and fresh mappings for every weight, packed copy and buffer each time cost more in
-/// page faults than the work; there, blocks up to 32 MiB come from the heap, which keeps what
-/// is freed for the next probe.
 fn large_allocations_mapped() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator parameter; called before any thread starts.
     unsafe {
-        if std::env::args().nth(1).as_deref() == Some("check") {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        } else {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-        }
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
+/// The opposite of [`large_allocations_mapped`] for `f16c check --fix`: its probes build,
+/// compile and drop one model a few dozen times, and fresh mappings for every weight, packed
+/// copy and buffer each time cost more in page faults than the work; blocks up to 32 MiB then
+/// come from the heap, which keeps what is freed for the next probe.
+pub(crate) fn freed_blocks_kept() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters (under the allocator's own lock).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
 }
 

@@ -113,8 +113,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     if m.get_one::<String>("backend").is_some_and(|b| b != "llvm" || !target.starts_with("aarch64")) && target != "x86_64" {
         bail!("--backend chooses the code generator of --target=x86_64 (cranelift or llvm), not of {target}");
     }
-    let index = crate::choose_function(&module, m, &file)?;
-    let g = &module.functions[index];
+    let g = &module.functions[crate::choose_function(&module, m, &file)?];
     let name = g.name.clone();
     // NumPy has no bf16: an f32 file is rounded to an f16 or bf16 argument, on every target.
     let inputs: Vec<_> = crate::read_npys(m, "inputs")?
@@ -130,7 +129,6 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     // With the cache, the JIT's program is an artifact too; a graph that does not lower to a
     // program (control flow) runs in process as before.
     let jit = target == "x86_64" && backend_name != Some("llvm");
-    let in_process = |g: &f16c_dialect::Graph, inputs: &[f16c_dialect::Tensor]| f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(inputs));
     let outputs = if target == "reference" {
         match reference::run(g, &inputs) {
             Ok(o) => o,
@@ -165,7 +163,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             }
         };
         match lowered {
-            None => match in_process(g, &inputs) {
+            None => match f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(&inputs)) {
                 Ok(o) => o,
                 Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
                 Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return Ok(eval_error(&location, &op, &message, &source)),

@@ -42,13 +42,6 @@ impl PackB<'_> {
         self.batches * self.n.div_ceil(self.nr) * self.k * self.nr * self.elem_bytes
     }
 
-    /// `src` (B's little-endian elements) packed.
-    pub fn pack(&self, src: &[u8]) -> Vec<u8> {
-        let mut out = vec![0u8; self.bytes()];
-        self.pack_into(src, &mut out);
-        out
-    }
-
     /// `src` packed into `dst`: [`PackB::bytes`] zero bytes (the padding is not written).
     pub fn pack_into(&self, src: &[u8], dst: &mut [u8]) {
         assert_eq!(dst.len(), self.bytes(), "a packed B's destination of its size");
@@ -156,7 +149,9 @@ mod tests {
                     MatrixLayout::ColMajor => k * n,
                 } * elem_bytes;
                 let src: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
-                assert_eq!(p.pack(&src), by_definition(&p, &src), "{layout:?} {elem_bytes}-byte {batches}×{k}×{n} nr {nr} chunk {chunk} pairs {pairs}");
+                let mut packed = vec![0u8; p.bytes()];
+                p.pack_into(&src, &mut packed);
+                assert_eq!(packed, by_definition(&p, &src), "{layout:?} {elem_bytes}-byte {batches}×{k}×{n} nr {nr} chunk {chunk} pairs {pairs}");
             }
         }
     }

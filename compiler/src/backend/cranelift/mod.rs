@@ -94,11 +94,9 @@ pub struct Compiled {
     /// A, A's rows in place: [`gemm::AForm`]), which kernels call as `UserExternalName(0, i)`:
     /// a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
-    /// How many of the functions are the micro-kernels and the kernels (the steps' functions,
-    /// exported); the others are the kernels' shared bodies ([`share`]), called only from
-    /// inside the code.
-    pub kernels: usize,
-    /// Per function, the shared bodies' CLIF text under a neutral name ([`CodeCache`]'s key).
+    /// Per function, a shared body's CLIF text under a neutral name ([`CodeCache`]'s key);
+    /// `None` for the micro-kernels and the kernels (the steps' functions, exported), which
+    /// come first. Bodies are called only from inside the code.
     pub texts: Vec<Option<String>>,
     /// Functions whose instruction order is their schedule: compile them without Cranelift's
     /// optimizer (`opt_level=none`), which would reorder and merge their loads. The GEMM
@@ -167,7 +165,7 @@ impl Compiled {
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
         // The micro-kernels (the first functions) are called only from inside the object.
-        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() || i >= self.kernels { Linkage::Local } else { Linkage::Export }, None))?;
+        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() || self.texts[i].is_some() { Linkage::Local } else { Linkage::Export }, None))?;
         let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
         Ok((bytes, requires))
     }
@@ -209,16 +207,18 @@ impl Compiled {
         ids: &[cranelift_module::FuncId],
         cache: Option<&CodeCache>,
     ) -> BackendResult<Vec<MachineCode>> {
+        // A body's text says everything its code depends on (what it calls included: the
+        // micro-kernels, whose ids are the same in every compile), the ISA's flags the rest.
+        // (Bodies are compiled by `isa`: only the micro-kernels keep their order.)
+        let prefix = cache.map(|_| {
+            let isa_flags: Vec<String> = isa.isa_flags().iter().map(ToString::to_string).collect();
+            format!("{}\n{}\n", isa.flags(), isa_flags.join(" "))
+        });
         let one = |i: usize| -> BackendResult<MachineCode> {
             let (name, func) = &self.functions[i];
             let keep = self.keep_order.contains(&i);
             let isa = if keep { as_written } else { isa };
-            // A body's text says everything its code depends on (what it calls included: the
-            // micro-kernels, whose ids are the same in every compile), the ISA's flags the rest.
-            let key = cache.and(self.texts[i].as_ref()).map(|text| {
-                let isa_flags: Vec<String> = isa.isa_flags().iter().map(ToString::to_string).collect();
-                format!("{} {keep}\n{}\n{text}", isa.flags(), isa_flags.join(" "))
-            });
+            let key = prefix.as_ref().zip(self.texts[i].as_ref()).map(|(p, text)| p.clone() + text);
             if let (Some(cache), Some(key)) = (cache, &key) {
                 if let Some((bytes, align, mut relocs)) = cache.get(key) {
                     // A reference to the function itself names it by its id in this compile.
@@ -435,9 +435,8 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
     }
     layout.finish(program);
     let requires = if uses_dot_bf16 { vec![DOT_BF16_FEATURE.to_string()] } else { vec![] };
-    let kernels = functions.len();
     let (functions, texts) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
-    Ok(Compiled { layout, functions, texts, kernels, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
+    Ok(Compiled { layout, functions, texts, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
 }
 
 /// Builds one kernel function with `body`.

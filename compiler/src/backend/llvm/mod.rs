@@ -185,11 +185,17 @@ impl<'ctx> Ir<'ctx> {
         if d != DType::BF16 || !self.bf16_on_bits() {
             return self.b.build_float_trunc(v, low, "").built();
         }
-        let k16 = VectorType::const_vector(&vec![self.cx.i32_type().const_int(16, false); n as usize]);
         let chosen = self.bf16_rne_bits(v.into()).into_vector_value();
-        let hi = self.b.build_right_shift(chosen, k16, false, "").built();
+        self.top_halves_as_bf16(chosen)
+    }
+
+    /// The top 16 bits of each `i32` lane, as bf16 lanes.
+    fn top_halves_as_bf16(&self, bits: VectorValue<'ctx>) -> VectorValue<'ctx> {
+        let n = bits.get_type().get_size();
+        let k16 = VectorType::const_vector(&vec![self.cx.i32_type().const_int(16, false); n as usize]);
+        let hi = self.b.build_right_shift(bits, k16, false, "").built();
         let h = self.b.build_int_truncate(hi, self.cx.i16_type().vec_type(n), "").built();
-        self.b.build_bit_cast(h, low, "").built().into_vector_value()
+        self.b.build_bit_cast(h, self.storage(DType::BF16).into_float_type().vec_type(n), "").built().into_vector_value()
     }
 
     /// Domain lanes (f32 lanes already rounded to `d`) in `d`'s storage: exact, so bf16 on the
@@ -199,13 +205,8 @@ impl<'ctx> Ir<'ctx> {
         if d != DType::BF16 || !self.bf16_on_bits() {
             return self.to_low_lanes(v, d);
         }
-        let n = v.get_type().get_size();
-        let k16 = VectorType::const_vector(&vec![self.cx.i32_type().const_int(16, false); n as usize]);
-        let bits = self.b.build_bit_cast(v, self.cx.i32_type().vec_type(n), "").built().into_vector_value();
-        let hi = self.b.build_right_shift(bits, k16, false, "").built();
-        let h = self.b.build_int_truncate(hi, self.cx.i16_type().vec_type(n), "").built();
-        let low = self.storage(d).into_float_type().vec_type(n);
-        self.b.build_bit_cast(h, low, "").built().into_vector_value()
+        let bits = self.b.build_bit_cast(v, self.cx.i32_type().vec_type(v.get_type().get_size()), "").built().into_vector_value();
+        self.top_halves_as_bf16(bits)
     }
 
     /// An f32 value or f32 lanes rounded to bf16 and back, exactly what [`Ir::to_low`] or
