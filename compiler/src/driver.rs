@@ -213,13 +213,8 @@ pub fn artifact_with(g: &Graph, backend: &dyn Backend) -> Result<Artifact, Diagn
     artifact_of_owned(lower_for(g, backend)?, backend)
 }
 
-/// Compiles a program [`lower_for`] made for `backend` to a loadable artifact (the graph may
-/// be gone: the program holds its own copy of every weight).
-pub fn artifact_of(program: &Program, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
-    crate::timing::phase(format!("backend {}", backend.name()), || backend.artifact(program)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
-}
-
-/// [`artifact_of`] of a program not needed after: its weights move into the artifact.
+/// Compiles a program [`lower_for`] made for `backend` to a loadable artifact, the program's
+/// weights moved into it (the graph may be gone: the program holds its own copy of each).
 pub fn artifact_of_owned(mut program: Program, backend: &dyn Backend) -> Result<Artifact, Diagnostics> {
     crate::timing::phase(format!("backend {}", backend.name()), || backend.artifact_taking(&mut program)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
 }
