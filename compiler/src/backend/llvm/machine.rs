@@ -39,12 +39,13 @@ pub fn machine(spec: &MachineSpec) -> Result<TargetMachine, String> {
 
 /// Sets the module's triple and data layout, verifies it and runs LLVM's `default<O3>`
 /// pipeline (which promotes the emitter's allocas to registers, unrolls and vectorises where
-/// the target gains from it).
+/// the target gains from it), then puts back what was kept from it ([`super::deferred`]).
 pub fn optimize(module: &Module, tm: &TargetMachine) -> Result<(), String> {
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     module.verify().map_err(|e| format!("invalid LLVM IR: {e}"))?;
-    crate::timing::phase("llvm optimise (default<O3>)", || module.run_passes("default<O3>", tm, PassBuilderOptions::create())).map_err(|e| format!("LLVM optimisation failed: {e}"))
+    crate::timing::phase("llvm optimise (default<O3>)", || module.run_passes("default<O3>", tm, PassBuilderOptions::create())).map_err(|e| format!("LLVM optimisation failed: {e}"))?;
+    super::deferred::define(module, tm)
 }
 
 /// The module as target assembly (PTX text for NVPTX).

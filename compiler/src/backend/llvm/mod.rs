@@ -17,6 +17,7 @@
 //! Compute domains: f32, f16 and bf16 values compute in `float`; f64 in `double`; i8/i32/i64 in
 //! `i64` (wrapped to their width after each op, as the reference does); i1 in `i1`.
 
+pub mod deferred;
 pub mod expr;
 pub mod families;
 pub mod machine;
@@ -77,6 +78,9 @@ pub struct Ir<'ctx> {
     /// The CPU converts f32 to bf16 in one instruction (AArch64 `+bf16`: `bfcvt`), so f32 →
     /// bf16 is LLVM's `fptrunc` rather than integer rounding.
     pub native_bf16: bool,
+    /// bf16 lanes round through [`deferred::call`] (filled in after optimisation) rather than
+    /// inline: CPU modules, whose pipeline [`machine::optimize`] and [`parts`] finish.
+    pub defer_bf16: bool,
     func: Option<FunctionValue<'ctx>>,
     entry: Option<BasicBlock<'ctx>>,
     /// The buffer table parameter of the current function.
@@ -109,7 +113,7 @@ impl<'ctx> Var<'ctx> {
 impl<'ctx> Ir<'ctx> {
     /// An empty module for `triple` with `data_layout`.
     pub fn new(cx: &'ctx Context, name: &str, math: MathImpl) -> Self {
-        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, native_bf16: false, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new(), local_slots: None }
+        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, native_bf16: false, defer_bf16: false, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new(), local_slots: None }
     }
 
     /// Starts function `f`: positions the builder in a new entry block; `bufs` is its buffer
@@ -242,16 +246,8 @@ impl<'ctx> Ir<'ctx> {
     fn bf16_rne_bits(&self, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let b = &self.b;
         match v {
-            BasicValueEnum::VectorValue(x) => {
-                let n = x.get_type().get_size();
-                let k = |c: u64| VectorType::const_vector(&vec![self.cx.i32_type().const_int(c, false); n as usize]);
-                let bits = b.build_bit_cast(x, self.cx.i32_type().vec_type(n), "").built().into_vector_value();
-                let lsb = b.build_and(b.build_right_shift(bits, k(16), false, "").built(), k(1), "").built();
-                let rounded = b.build_int_add(bits, b.build_int_add(lsb, k(0x7fff), "").built(), "").built();
-                let quiet = b.build_or(bits, k(0x0040_0000), "").built();
-                let nan = b.build_float_compare(inkwell::FloatPredicate::UNO, x, x, "").built();
-                b.build_select(nan, quiet, rounded, "").built()
-            }
+            BasicValueEnum::VectorValue(x) if self.defer_bf16 => deferred::call(&self.module, b, self.cx.i32_type(), x).into(),
+            BasicValueEnum::VectorValue(x) => deferred::rne_lanes(b, self.cx.i32_type(), x).into(),
             _ => {
                 let x = v.into_float_value();
                 let bits = b.build_bit_cast(x, self.cx.i32_type(), "").built().into_int_value();

@@ -200,6 +200,7 @@ fn part(module: Module<'_>, spec: &MachineSpec, all: &[&str], keep: &[String]) -
     let tm = machine::machine(spec)?;
     let t = Instant::now();
     module.run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create()).map_err(|e| format!("LLVM optimisation failed: {e}"))?;
+    super::deferred::define(&module, &tm)?;
     let optimise = t.elapsed();
     let t = Instant::now();
     let object = tm.write_to_memory_buffer(&module, inkwell::targets::FileType::Object).map_err(|e| format!("LLVM code generation failed: {e}"))?;
