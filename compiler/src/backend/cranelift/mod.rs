@@ -34,7 +34,7 @@ pub mod narrow;
 mod share;
 mod softfloat;
 
-pub use share::CodeCache;
+pub use share::{BodyKey, CodeCache};
 
 use super::layout::{CodeInfo, Constants, Layout};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
@@ -94,10 +94,12 @@ pub struct Compiled {
     /// A, A's rows in place: [`gemm::AForm`]), which kernels call as `UserExternalName(0, i)`:
     /// a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
-    /// Per function, a shared body's CLIF text under a neutral name ([`CodeCache`]'s key);
-    /// `None` for the micro-kernels and the kernels (the steps' functions, exported), which
-    /// come first. Bodies are called only from inside the code.
-    pub texts: Vec<Option<String>>,
+    /// Per function, a shared body's [`BodyKey`] ([`CodeCache`]'s key); `None` for the
+    /// micro-kernels and the kernels (the steps' functions, exported), which come first.
+    pub keys: Vec<Option<BodyKey>>,
+    /// The first shared body: functions from here on are bodies, called only from inside the
+    /// code.
+    pub first_body: usize,
     /// Functions whose instruction order is their schedule: compile them without Cranelift's
     /// optimizer (`opt_level=none`), which would reorder and merge their loads. The GEMM
     /// micro-kernels are.
@@ -165,7 +167,7 @@ impl Compiled {
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
         // The micro-kernels (the first functions) are called only from inside the object.
-        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() || self.texts[i].is_some() { Linkage::Local } else { Linkage::Export }, None))?;
+        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() || i >= self.first_body { Linkage::Local } else { Linkage::Export }, None))?;
         let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
         Ok((bytes, requires))
     }
@@ -207,7 +209,7 @@ impl Compiled {
         ids: &[cranelift_module::FuncId],
         cache: Option<&CodeCache>,
     ) -> BackendResult<Vec<MachineCode>> {
-        // A body's text says everything its code depends on (what it calls included: the
+        // A body's key says everything its code depends on (what it calls included: the
         // micro-kernels, whose ids are the same in every compile), the ISA's flags the rest.
         // (Bodies are compiled by `isa`: only the micro-kernels keep their order.)
         let prefix = cache.map(|_| {
@@ -218,7 +220,7 @@ impl Compiled {
             let (name, func) = &self.functions[i];
             let keep = self.keep_order.contains(&i);
             let isa = if keep { as_written } else { isa };
-            let key = prefix.as_ref().zip(self.texts[i].as_ref()).map(|(p, text)| p.clone() + text);
+            let key = prefix.as_ref().zip(self.keys[i]).map(|(p, body)| (p.clone(), body));
             if let (Some(cache), Some(key)) = (cache, &key) {
                 if let Some((bytes, align, mut relocs)) = cache.get(key) {
                     // A reference to the function itself names it by its id in this compile.
@@ -435,8 +437,9 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
     }
     layout.finish(program);
     let requires = if uses_dot_bf16 { vec![DOT_BF16_FEATURE.to_string()] } else { vec![] };
-    let (functions, texts) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
-    Ok(Compiled { layout, functions, texts, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
+    let first_body = functions.len();
+    let (functions, keys) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
+    Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
 }
 
 /// Builds one kernel function with `body`.

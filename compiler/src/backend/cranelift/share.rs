@@ -6,9 +6,9 @@
 //! functions. [`share_bodies`] splits each kernel into a *body*, which reads the addresses from
 //! a table of its own (the buffers numbered in the order the body first reads them), and a
 //! small *wrapper* under the kernel's name, which copies the addresses from the program's table
-//! into that table on its stack and calls the body. Bodies whose CLIF is the same text are one
+//! into that table on its stack and calls the body. Bodies whose CLIF is the same are one
 //! function, compiled once; the JIT's [`CodeCache`] also keeps their machine code from one
-//! compile to the next.
+//! compile to the next, under the body's [`BodyKey`].
 //!
 //! The wrapper costs a call and a copy of a few addresses per call of the kernel (once per
 //! thread's share of its items), nothing per item.
@@ -17,51 +17,78 @@ use super::emit::Fx;
 use cranelift_codegen::ir::{self, types::I64, Function, InstBuilder, InstructionData, Opcode, StackSlotData, StackSlotKind, UserExternalName, UserFuncName};
 use std::collections::HashMap;
 
+/// What a body's machine code depends on, besides the ISA: a 128-bit hash of its CLIF (every
+/// instruction, constant, stack slot and signature: the function's stencil) and of the
+/// functions it calls (the micro-kernels, by their ids, the same in every compile).
+///
+/// (Printing each body's CLIF as its key took a tenth of a `check --fix` on ResNet-18.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BodyKey(u64, u64);
+
+impl BodyKey {
+    fn of(f: &Function) -> BodyKey {
+        use std::hash::{Hash, Hasher};
+        let half = |salt: u64| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            salt.hash(&mut h);
+            f.stencil.hash(&mut h);
+            for (_, name) in f.params.user_named_funcs().iter() {
+                name.hash(&mut h);
+            }
+            h.finish()
+        };
+        BodyKey(half(0), half(0x9e37_79b9_7f4a_7c15))
+    }
+}
+
 /// The functions, `first_kernel..` split into wrappers (in place, same names) and the shared
 /// bodies (appended, each named after the first kernel that uses it with `_body`), with each
-/// body's text under a neutral name (the same in every compile: [`CodeCache`]'s key). A
-/// kernel that uses its buffer table other than by loading addresses from it stays as it is.
-pub fn share_bodies(mut functions: Vec<(String, Function)>, first_kernel: usize) -> (Vec<(String, Function)>, Vec<Option<String>>) {
+/// body's [`BodyKey`] ([`CodeCache`]'s key). A kernel that uses its buffer table other than by
+/// loading addresses from it stays as it is.
+pub fn share_bodies(mut functions: Vec<(String, Function)>, first_kernel: usize) -> (Vec<(String, Function)>, Vec<Option<BodyKey>>) {
     let kernels = functions.len();
-    // Each kernel localised and printed (most of the time: on every core), then sorted into
+    // Each kernel localised and hashed (most of the time: on every core), then sorted into
     // bodies in order.
-    let local: Vec<Option<(Vec<i32>, String)>> = {
+    let local: Vec<Option<(Vec<i32>, BodyKey)>> = {
         let todo = &mut functions[first_kernel..];
         let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).clamp(1, todo.len().max(1));
         let per = todo.len().div_ceil(threads).max(1);
         std::thread::scope(|scope| {
-            let workers: Vec<_> = todo.chunks_mut(per).map(|chunk| scope.spawn(move || chunk.iter_mut().map(|(_, f)| localised_text(f)).collect::<Vec<_>>())).collect();
+            let workers: Vec<_> = todo.chunks_mut(per).map(|chunk| scope.spawn(move || chunk.iter_mut().map(|(_, f)| localised_key(f)).collect::<Vec<_>>())).collect();
             workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
         })
     };
-    let mut bodies: HashMap<String, u32> = HashMap::new();
-    let mut texts: Vec<Option<String>> = vec![None; kernels];
+    let mut bodies: HashMap<BodyKey, u32> = HashMap::new();
+    let mut keys: Vec<Option<BodyKey>> = vec![None; kernels];
     for (i, local) in (first_kernel..kernels).zip(local) {
-        let Some((slots, text)) = local else { continue };
+        let Some((slots, key)) = local else { continue };
         let name = functions[i].0.clone();
-        let index = match bodies.get(&text) {
-            Some(&index) => index,
+        // The same key and the same CLIF (a hash that agrees on different functions would
+        // otherwise give a kernel another's code: such a body is not shared, nor cached).
+        let same = bodies.get(&key).copied().filter(|&index| functions[index as usize].1.stencil == functions[i].1.stencil && functions[index as usize].1.params.user_named_funcs() == functions[i].1.params.user_named_funcs());
+        let index = match same {
+            Some(index) => index,
             None => {
                 let index = functions.len() as u32;
                 let body_name = format!("{name}_body");
                 let mut body = std::mem::replace(&mut functions[i].1, Function::new());
                 body.name = UserFuncName::testcase(&body_name);
                 functions.push((body_name, body));
-                texts.push(Some(text.clone()));
-                bodies.insert(text, index);
+                let fresh = !bodies.contains_key(&key);
+                keys.push(fresh.then_some(key));
+                bodies.entry(key).or_insert(index);
                 index
             }
         };
         functions[i].1 = wrapper(&name, &slots, index);
     }
-    (functions, texts)
+    (functions, keys)
 }
 
-/// [`localise`]s `f` and prints it under a neutral name (left so).
-fn localised_text(f: &mut Function) -> Option<(Vec<i32>, String)> {
+/// [`localise`]s `f` and gives its [`BodyKey`].
+fn localised_key(f: &mut Function) -> Option<(Vec<i32>, BodyKey)> {
     let slots = localise(f)?;
-    f.name = UserFuncName::testcase("body");
-    Some((slots, f.display().to_string()))
+    Some((slots, BodyKey::of(f)))
 }
 
 /// Makes `f` read its addresses from a table of its own; returns the program-table offsets
@@ -126,20 +153,20 @@ fn wrapper(name: &str, slots: &[i32], body: u32) -> Function {
     func
 }
 
-/// Machine code of functions compiled before, by their CLIF text and the ISA's flags: the
-/// JIT's compiles of one model in several precisions (`f16c check --fix`'s probes) compile
-/// each body once.
+/// Machine code of functions compiled before, by the ISA's flags (their text) and the body's
+/// [`BodyKey`]: the JIT's compiles of one model in several precisions (`f16c check --fix`'s
+/// probes) compile each body once.
 #[derive(Default)]
-pub struct CodeCache(std::sync::Mutex<HashMap<String, super::MachineCode>>);
+pub struct CodeCache(std::sync::Mutex<HashMap<(String, BodyKey), super::MachineCode>>);
 
 impl CodeCache {
     /// The machine code under `key`, if compiled before.
-    pub(super) fn get(&self, key: &str) -> Option<super::MachineCode> {
+    pub(super) fn get(&self, key: &(String, BodyKey)) -> Option<super::MachineCode> {
         self.0.lock().ok()?.get(key).cloned()
     }
 
     /// Remembers `code` under `key`.
-    pub(super) fn put(&self, key: String, code: &super::MachineCode) {
+    pub(super) fn put(&self, key: (String, BodyKey), code: &super::MachineCode) {
         if let Ok(mut map) = self.0.lock() {
             map.insert(key, code.clone());
         }
