@@ -17,6 +17,7 @@ pub mod abi;
 pub mod artifact;
 pub mod compare;
 pub mod math;
+pub mod memo;
 pub mod tempdir;
 pub mod tensor;
 pub mod types;

@@ -306,10 +306,13 @@ impl Data {
 }
 
 /// A dense tensor: shape plus typed elements in row-major order.
+///
+/// Tensors are values that never change once made, so a clone shares the elements (a graph's
+/// copy for a `check --fix` probe, a lowered program's constants) rather than copying them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tensor {
     shape: Vec<usize>,
-    data: Data,
+    data: std::sync::Arc<Data>,
 }
 
 /// A tensor whose element count does not match its shape.
@@ -329,7 +332,7 @@ impl Tensor {
         if shape.iter().product::<usize>() != data.len() {
             return Err(ShapeMismatch { shape, len: data.len() });
         }
-        Ok(Tensor { shape, data })
+        Ok(Tensor { shape, data: std::sync::Arc::new(data) })
     }
 
     /// An f32 tensor.
@@ -352,7 +355,7 @@ impl Tensor {
             DType::I48 => Data::I48(vec![(value as i64).clamp(DType::I48.int_range().0, DType::I48.int_range().1); n]),
             DType::I64 => Data::I64(vec![value as i64; n]),
         };
-        Tensor { shape: ty.shape.clone(), data }
+        Tensor { shape: ty.shape.clone(), data: std::sync::Arc::new(data) }
     }
 
     /// The shape.
@@ -367,7 +370,21 @@ impl Tensor {
 
     /// Takes the element storage.
     pub fn into_data(self) -> Data {
-        self.data
+        std::sync::Arc::try_unwrap(self.data).unwrap_or_else(|shared| (*shared).clone())
+    }
+
+    /// A tensor of shared elements; their count must match the shape.
+    pub fn from_shared(shape: impl Into<Vec<usize>>, data: std::sync::Arc<Data>) -> Result<Tensor, ShapeMismatch> {
+        let shape = shape.into();
+        if shape.iter().product::<usize>() != data.len() {
+            return Err(ShapeMismatch { shape, len: data.len() });
+        }
+        Ok(Tensor { shape, data })
+    }
+
+    /// The elements, shared: what a lowered program's constant keeps of its tensor.
+    pub fn shared_data(&self) -> &std::sync::Arc<Data> {
+        &self.data
     }
 
     /// The element type.
@@ -397,12 +414,16 @@ impl Tensor {
 
     /// The same elements under another shape with the same element count.
     pub fn reshaped(&self, shape: impl Into<Vec<usize>>) -> Result<Tensor, ShapeMismatch> {
-        Tensor::new(shape, self.data.clone())
+        let shape = shape.into();
+        if shape.iter().product::<usize>() != self.data.len() {
+            return Err(ShapeMismatch { shape, len: self.data.len() });
+        }
+        Ok(Tensor { shape, data: self.data.clone() })
     }
 
     /// Every element as f64 (exact for every dtype but i64 beyond 2^53).
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        match &self.data {
+        match &*self.data {
             Data::F32(v) => v.iter().map(|&x| x as f64).collect(),
             Data::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
             Data::BF16(v) => v.iter().map(|x| x.to_f64()).collect(),
@@ -417,7 +438,7 @@ impl Tensor {
 
     /// Every element widened to f32 (exact for f16/bf16; rounds f64).
     pub fn to_f32_vec(&self) -> Vec<f32> {
-        match &self.data {
+        match &*self.data {
             Data::F32(v) => v.clone(),
             Data::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
             Data::BF16(v) => v.iter().map(|x| x.to_f32()).collect(),
@@ -427,7 +448,7 @@ impl Tensor {
 
     /// Every element as i64 (floats truncate toward zero; for integer and bool data only).
     pub fn to_i64_vec(&self) -> Vec<i64> {
-        match &self.data {
+        match &*self.data {
             Data::I1(v) => v.iter().map(|&x| x as i64).collect(),
             Data::I8(v) => v.iter().map(|&x| x as i64).collect(),
             Data::I16(v) => v.iter().map(|&x| x as i64).collect(),
@@ -468,7 +489,7 @@ impl Tensor {
     /// The elements as text, each in its own type's natural form: integers as integers,
     /// booleans as `true`/`false`, floats as the shortest decimal that reads back the same.
     pub fn elements_text(&self) -> String {
-        let items: Vec<String> = match &self.data {
+        let items: Vec<String> = match &*self.data {
             Data::I1(v) => v.iter().map(|b| b.to_string()).collect(),
             Data::I8(_) | Data::I16(_) | Data::I32(_) | Data::I48(_) | Data::I64(_) => self.to_i64_vec().iter().map(|x| x.to_string()).collect(),
             Data::F64(v) => v.iter().map(|x| format!("{x:?}")).collect(),

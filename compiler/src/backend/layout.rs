@@ -64,11 +64,11 @@ impl Layout {
             .buffers
             .iter()
             .map(|b| match &b.kind {
-                BufferKind::Constant(_) => Buffer { bytes: b.bytes, kind: BufferKind::Constant(Vec::new()) },
+                BufferKind::Constant(_) => Buffer { bytes: b.bytes, kind: BufferKind::Constant(crate::lower::ConstBytes::empty()) },
                 _ => b.clone(),
             })
             .collect();
-        buffers.extend((0..kernels).map(|_| Buffer { kind: BufferKind::Constant(Vec::new()), bytes: 0 }));
+        buffers.extend((0..kernels).map(|_| Buffer { kind: BufferKind::Constant(crate::lower::ConstBytes::empty()), bytes: 0 }));
         let mut used = vec![false; buffers.len()];
         for k in &program.kernels {
             used[k.writes().0] = true;
@@ -106,7 +106,7 @@ impl Layout {
     /// `original`; returns the slot holding them.
     pub fn replace_constant_packed(&mut self, k: usize, original: BufferId, bytes: usize, pack: Pack) -> usize {
         let slot = self.packed_slot(k);
-        self.buffers[slot] = Buffer { bytes, kind: BufferKind::Constant(Vec::new()) };
+        self.buffers[slot] = Buffer { bytes, kind: BufferKind::Constant(crate::lower::ConstBytes::empty()) };
         self.deferred.insert(slot, (original.0, pack));
         self.used[slot] = true;
         self.used[original.0] = false;
@@ -228,21 +228,17 @@ enum Access<'p> {
 }
 
 impl Access<'_> {
-    /// Program constant `slot`'s bytes, moved out of the program where `last` and taking.
-    fn bytes(&mut self, slot: usize, last: bool) -> std::borrow::Cow<'_, [u8]> {
-        fn borrowed(kind: &BufferKind) -> std::borrow::Cow<'_, [u8]> {
-            match kind {
-                BufferKind::Constant(b) => std::borrow::Cow::Borrowed(b.as_slice()),
-                _ => unreachable!("a constant slot"),
-            }
-        }
-        match self {
-            Access::Take(p) if last => match std::mem::replace(&mut p.buffers[slot].kind, BufferKind::Constant(Vec::new())) {
-                BufferKind::Constant(b) => std::borrow::Cow::Owned(b),
-                _ => unreachable!("a constant slot"),
-            },
-            Access::Take(p) => borrowed(&p.buffers[slot].kind),
-            Access::Borrow(p) => borrowed(&p.buffers[slot].kind),
+    /// Program constant `slot`'s bytes (shared), moved out of the program where `last` and
+    /// taking: freed once the caller is done with them, unless the graph still shares them.
+    fn bytes(&mut self, slot: usize, last: bool) -> crate::lower::ConstBytes {
+        let kind = match self {
+            Access::Take(p) if last => std::mem::replace(&mut p.buffers[slot].kind, BufferKind::Constant(crate::lower::ConstBytes::empty())),
+            Access::Take(p) => p.buffers[slot].kind.clone(),
+            Access::Borrow(p) => p.buffers[slot].kind.clone(),
+        };
+        match kind {
+            BufferKind::Constant(b) => b,
+            _ => unreachable!("a constant slot"),
         }
     }
 }

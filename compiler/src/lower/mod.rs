@@ -43,9 +43,60 @@ pub enum BufferKind {
     /// Function argument `k` (the caller's memory, read only).
     Input(usize),
     /// A constant: these bytes, little-endian.
-    Constant(Vec<u8>),
+    Constant(ConstBytes),
     /// An intermediate in the arena (offset given by the plan).
     Intermediate,
+}
+
+/// A constant's little-endian bytes: its tensor's elements, shared with the graph it was
+/// lowered from (lowering copies no weight: a `check --fix` probe lowered a copy of every one),
+/// or bytes of their own. Cloning shares them.
+#[derive(Clone, Debug)]
+pub enum ConstBytes {
+    /// A tensor's elements, whose memory is their little-endian bytes.
+    Elements(std::sync::Arc<f16c_dialect::Data>),
+    /// Bytes.
+    Bytes(std::sync::Arc<Vec<u8>>),
+}
+
+impl ConstBytes {
+    /// No bytes (a slot whose constant lives elsewhere).
+    pub fn empty() -> ConstBytes {
+        ConstBytes::Bytes(std::sync::Arc::new(Vec::new()))
+    }
+
+    /// `t`'s elements, shared where memory holds them as little-endian bytes (else converted).
+    pub fn of(t: &Tensor) -> ConstBytes {
+        match t.data().le_bytes() {
+            std::borrow::Cow::Borrowed(_) => ConstBytes::Elements(t.shared_data().clone()),
+            std::borrow::Cow::Owned(bytes) => ConstBytes::Bytes(std::sync::Arc::new(bytes)),
+        }
+    }
+}
+
+impl From<Vec<u8>> for ConstBytes {
+    fn from(bytes: Vec<u8>) -> ConstBytes {
+        ConstBytes::Bytes(std::sync::Arc::new(bytes))
+    }
+}
+
+impl std::ops::Deref for ConstBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ConstBytes::Elements(data) => match data.le_bytes() {
+                std::borrow::Cow::Borrowed(bytes) => bytes,
+                std::borrow::Cow::Owned(_) => unreachable!("ConstBytes::of keeps only elements that are their bytes"),
+            },
+            ConstBytes::Bytes(bytes) => bytes,
+        }
+    }
+}
+
+impl PartialEq for ConstBytes {
+    fn eq(&self, other: &ConstBytes) -> bool {
+        **self == **other
+    }
 }
 
 /// A buffer: its kind and size.
@@ -829,8 +880,7 @@ impl<'g> Lowering<'g> {
                     self.of.insert(id, b);
                 }
                 Op::Const(t) => {
-                    let bytes = t.data().to_le_bytes();
-                    let b = self.new_buffer(BufferKind::Constant(bytes), t.byte_size());
+                    let b = self.new_buffer(BufferKind::Constant(ConstBytes::of(t)), t.byte_size());
                     self.of.insert(id, b);
                 }
                 Op::ConstShape(_) => {}
@@ -1391,6 +1441,14 @@ pub fn padding_meets_non_finite_weight(program: &Program, c: &Contraction) -> bo
 /// decoding: an all-ones exponent is inf or NaN.
 pub fn is_finite_constant(program: &Program, buffer: BufferId, dtype: DType) -> bool {
     let BufferKind::Constant(bytes) = &program.buffers[buffer.0].kind else { return false };
+    match bytes {
+        // A weight's elements, shared by every probe of `check --fix`: scanned once.
+        ConstBytes::Elements(of) => f16c_core::memo::number_of(of, f16c_core::memo::what(&format!("finite as {dtype:?}"), &[]), || is_finite_bytes(bytes, dtype) as u8 as f64) != 0.0,
+        ConstBytes::Bytes(_) => is_finite_bytes(bytes, dtype),
+    }
+}
+
+fn is_finite_bytes(bytes: &[u8], dtype: DType) -> bool {
     // Word by word, without an early exit, so that the loop is a vector one.
     fn non_finite<const N: usize>(bytes: &[u8], mask: u64, word: impl Fn([u8; N]) -> u64) -> bool {
         bytes.chunks_exact(N).fold(false, |any, e| any | (word(e.try_into().expect("N bytes")) & mask == mask))

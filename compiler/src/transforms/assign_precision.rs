@@ -351,6 +351,10 @@ impl Pass for AssignPrecision {
 /// Whether every finite element of `t` stays finite in `to`: rounding is monotone in the
 /// magnitude, so it is enough that the largest finite magnitude does.
 fn converts_finite(t: &Tensor, to: DType) -> bool {
+    f16c_core::memo::number(t, f16c_core::memo::what(&format!("converts finite to {to:?}"), &[]), || converts_finite_now(t, to) as u8 as f64) != 0.0
+}
+
+fn converts_finite_now(t: &Tensor, to: DType) -> bool {
     let peak = match t.data() {
         // On the magnitude bits (ordered as the magnitudes), so that the loop is a vector one.
         Data::F32(v) => f32::from_bits(v.iter().map(|x| x.to_bits() & 0x7fff_ffff).fold(0, |m, b| if b < 0x7f80_0000 { m.max(b) } else { m })) as f64,
@@ -436,10 +440,11 @@ pub fn weight_gain(g: &Graph, id: NodeId) -> Option<f64> {
         best
     }
     let max_sum = |w: &Tensor, outer: usize, inner: usize, rest: usize| -> f64 {
-        match w.data() {
+        let what = f16c_core::memo::what("largest sum of |w|", &[outer as u64, inner as u64, rest as u64]);
+        f16c_core::memo::number(w, what, || match w.data() {
             Data::F32(v) => sums(v, outer, inner, rest),
             _ => sums(&w.to_f64_vec(), outer, inner, rest),
-        }
+        })
     };
     match g.op(id) {
         Op::MatMul => {

@@ -192,7 +192,8 @@ impl InsertCasts {
             let new = match g.op(value) {
                 Op::Const(t) => {
                     self.stats.weights += 1;
-                    let c = cast(t, dt);
+                    // The same weight converted in every probe of `check --fix`: once.
+                    let c = f16c_core::memo::tensor(t, f16c_core::memo::what(&format!("cast to {dt:?}"), &[]), || cast(t, dt));
                     g.add_node(Op::Const(c), ty, &[], loc)
                 }
                 _ => {
