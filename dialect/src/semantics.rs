@@ -698,24 +698,49 @@ macro_rules! contraction {
 
 fn matmul(a: &Tensor, b: &Tensor, a_zp: i64, b_zp: i64, out: &TensorType) -> EvalResult<Tensor> {
     let (&[n, h, c], &[_, _, w]) = (a.shape(), b.shape()) else { return err("tosa.matmul takes rank-3 operands") };
+    // Each output sums over `k` in order. Up to ROWS rows of A at once, each with its own
+    // outputs: a row of B is read once for all of them (a transformer's weights were read
+    // again for every token).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn mm<T: Acc>(a: &[T], b: &[T], n: usize, h: usize, c: usize, w: usize, az: T, bz: T) -> Vec<T> {
+        const ROWS: usize = 8;
         let mut out = vec![T::default(); n * h * w];
         for bi in 0..n {
-            for y in 0..h {
-                let row = &mut out[(bi * h + y) * w..(bi * h + y + 1) * w];
+            for y0 in (0..h).step_by(ROWS) {
+                let rows = ROWS.min(h - y0);
+                let block = &mut out[(bi * h + y0) * w..(bi * h + y0 + rows) * w];
                 for k in 0..c {
-                    let av = a[(bi * h + y) * c + k] - az;
                     let brow = &b[(bi * c + k) * w..(bi * c + k + 1) * w];
-                    for (o, &bv) in row.iter_mut().zip(brow) {
-                        *o = *o + av * (bv - bz);
+                    for (r, row) in block.chunks_mut(w.max(1)).enumerate() {
+                        let av = a[(bi * h + y0 + r) * c + k] - az;
+                        for (o, &bv) in row.iter_mut().zip(brow) {
+                            *o = *o + av * (bv - bz);
+                        }
                     }
                 }
             }
         }
         out
     }
-    contraction!([a, b], out, mm(&a, &b, n, h, c, w, Acc::from_i64(a_zp), Acc::from_i64(b_zp)))
+    /// [`mm`] compiled for AVX-512 where the CPU has it (the same operations in the same order).
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch<T: Acc>(a: &[T], b: &[T], n: usize, h: usize, c: usize, w: usize, az: T, bz: T) -> Vec<T> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f")]
+            #[allow(clippy::too_many_arguments)]
+            fn wide<T: Acc>(a: &[T], b: &[T], n: usize, h: usize, c: usize, w: usize, az: T, bz: T) -> Vec<T> {
+                mm(a, b, n, h, c, w, az, bz)
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F.
+                return unsafe { wide(a, b, n, h, c, w, az, bz) };
+            }
+        }
+        mm(a, b, n, h, c, w, az, bz)
+    }
+    contraction!([a, b], out, dispatch(&a, &b, n, h, c, w, Acc::from_i64(a_zp), Acc::from_i64(b_zp)))
 }
 
 struct ConvGeom {
