@@ -179,7 +179,11 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             for g in &module.functions {
                 match driver::lower_with(g, options) {
                     // Each kernel's strategy on the target's backend, where it states one.
-                    Ok(p) => text.push_str(&p.to_string_with(&|k| backend.and_then(|b| b.strategy(&p, k)))),
+                    Ok(p) => {
+                        let plans = backend.map(|b| b.strategies(&p)).unwrap_or_default();
+                        let at = |k: &f16c_compiler::lower::Kernel| p.kernels.iter().position(|x| std::ptr::eq(x, k)).and_then(|i| plans.get(i).cloned().flatten());
+                        text.push_str(&p.to_string_with(&at))
+                    }
                     Err(d) => return Ok(crate::report(&d, &source)),
                 }
             }

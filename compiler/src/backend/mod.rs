@@ -214,6 +214,11 @@ pub trait Backend: Sync {
     fn strategy(&self, _program: &Program, _kernel: &Kernel) -> Option<String> {
         None
     }
+    /// [`Backend::strategy`] of every kernel of `program`, in order (a backend whose emitter
+    /// records its decisions as it emits builds the program's code once to say).
+    fn strategies(&self, program: &Program) -> Vec<Option<String>> {
+        program.kernels.iter().map(|k| self.strategy(program, k)).collect()
+    }
     /// The forms [`Backend::emit`] can print.
     fn forms(&self) -> &'static [Emit];
     /// The code format of its artifacts.

@@ -237,6 +237,21 @@ impl Context<'_> {
         let stage_rows = if stage_block { a_panels * MR } else { MR };
         let stage_bytes = if narrowed { stage_rows * stage_stride * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
+        let multiply = if dot { "bf16 pairs on VDPBF16PS into f32 (the runtime's loop)".to_string() } else { format!("{} (the runtime's AVX-512 or AVX2 loop, else a generated one)", if self.fma { "f32 FMA" } else { "f32 multiply and add" }) };
+        let b_text = match (c.b_constant, widen_once && bdt != DType::F32) {
+            (true, false) => format!("B packed at compile time ({bdt})"),
+            (true, true) => format!("B packed at compile time ({bdt}), widened to f32 once per run"),
+            (false, _) => "B computed at run time, packed per run (f32)".to_string(),
+        };
+        let a_text = match (a_form, band.is_some()) {
+            (AForm::Rows, true) => "A's rows read in place, widened to f32 per row block",
+            (AForm::Rows, false) => "A's rows read in place",
+            (AForm::Packed, true) => "A widened to f32 per row block, packed per chunk",
+            (AForm::Packed, false) => "A packed per chunk",
+        };
+        let chunks_text = if chunks.len() > 1 { format!(", k in {} chunks", chunks.len()) } else { String::new() };
+        let groups_text = if groups > 1 { format!(", {groups} column groups") } else { String::new() };
+        self.plan(format!("tiles {MR}x{NR}, {} rows per work item, {multiply}; {b_text}; {a_text}{chunks_text}{groups_text}", mc.min(m)));
         let c = c.clone();
         self.add("", batch * blocks * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
@@ -531,6 +546,18 @@ impl Context<'_> {
         let sums_offset = bias_offset + if widen_bias { g.oc * 4 } else { 0 };
         let sums_bytes = if narrowed || native_finish.is_some() { 0 } else { g.ow * g.oc * 4 };
         self.layout.scratch(if native_rows { sums_offset + sums_bytes } else { stage_offset + stage_bytes });
+        let loop_text = if native_rows {
+            format!("a row of {} pixels per work item by the runtime's AVX-512 or AVX2 loop (else a generated one), {}", g.ow, if native_finish.is_some() { "the loop finishing it" } else { "the finish generated" })
+        } else {
+            format!("a row of {} pixels per work item, channel multiplier {mult}, generated", g.ow)
+        };
+        let widen_text = match (widen, widen_w) {
+            (true, true) => "; input rows widened to f32 into a ring of window rows, weights once per call",
+            (true, false) => "; input rows widened to f32 into a ring of window rows",
+            (false, true) => "; weights widened to f32 once per call",
+            (false, false) => "",
+        };
+        self.plan(format!("depthwise: {loop_text}{widen_text}"));
         let params = DepthwiseParams {
             kh: g.kh as u64,
             kw: g.kw as u64,
@@ -834,6 +861,7 @@ impl Context<'_> {
             return Err(self.error("a transpose convolution with a fused epilogue"));
         }
         let finite = Finite::of(self.program, c);
+        self.plan("an output row per work item, its taps gathered (no micro-kernel)".to_string());
         let c = c.clone();
         let cost = 2.0 * (g.n * g.ih * g.iw * g.oc * g.kh * g.kw * g.ic) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
@@ -920,6 +948,7 @@ impl Context<'_> {
         if c.epilogue.is_some() {
             return Err(self.error("an integer contraction with a fused epilogue"));
         }
+        self.plan("an output row per work item, integer multiply-adds (no micro-kernel)".to_string());
         let c = c.clone();
         let cost = (c.batch * c.m * c.n * c.k) as f64;
         self.add("", c.batch * c.m, cost, move |fx| {
@@ -1796,6 +1825,8 @@ impl Context<'_> {
         // Then, for an fp16 B, its widened chunks: GEMV_KC rows of GEMV_PANELS panels.
         let chunk_bytes = if packed_dt == DType::F16 { GEMV_PANELS * GEMV_KC * NR * 4 } else { 0 };
         self.layout.scratch(tile_bytes + a_bytes + chunk_bytes);
+        let b_text = if c.b_constant { format!("B packed at compile time ({packed_dt})") } else { "B computed at run time, packed per run (f32)".to_string() };
+        self.plan(format!("one row against {GEMV_ITEM} panels of {NR} columns per work item, {}; {b_text}", if self.fma { "f32 FMA" } else { "f32 multiply and add" }));
         let (c, fma) = (c.clone(), self.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
@@ -1989,7 +2020,7 @@ const BAND_ROWS_MAX: usize = 32;
 const PARALLEL_ITEMS: usize = 16;
 
 /// The fewest B panels ([`NR`] columns each) a column group holds.
-const GROUP_MIN_PANELS: usize = 4;
+const GROUP_MIN_PANELS: usize = 16;
 
 /// The buffers a GEMM-style contraction kernel addresses: A, the (packed) B, the output, the
 /// bias and the epilogue's inputs.

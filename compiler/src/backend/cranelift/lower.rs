@@ -33,6 +33,10 @@ pub struct Context<'p> {
     /// The attention chains run in bands ([`crate::backend::bands`]): their matmuls take a
     /// band's rows per work item instead of [`super::legal::MC`].
     pub bands: Vec<crate::backend::bands::Band>,
+    /// Per kernel, how the emitter runs it, in words, where it decided something (the
+    /// contractions): recorded from the values it emits with (`--emit=kernels`, the
+    /// artifact's kernel plans, `f16c-run --profile`).
+    pub plans: Vec<Option<String>>,
 }
 
 impl<'p> Context<'p> {
@@ -48,7 +52,13 @@ impl<'p> Context<'p> {
             dot_bf16: options.dot_bf16,
             uses_dot_bf16: false,
             bands: super::gemm::bands(program),
+            plans: vec![None; program.kernels.len()],
         }
+    }
+
+    /// Records the current kernel's plan.
+    pub fn plan(&mut self, text: String) {
+        self.plans[self.current] = Some(text);
     }
 
     /// Rows per work item of the current kernel's GEMM: a band's, or [`super::legal::MC`].

@@ -110,9 +110,20 @@ pub struct Compiled {
     pub requires: Vec<String>,
     /// The attention chains whose steps run in bands ([`crate::backend::bands`]).
     pub bands: Vec<crate::backend::bands::Band>,
+    /// Per kernel, how it runs, where the emitter decided something (its contractions).
+    pub plans: Vec<Option<String>>,
 }
 
 impl Compiled {
+    /// Kernel `k`'s plan: how it runs, and the band it runs in.
+    pub fn plan(&self, program: &Program, k: usize) -> Option<String> {
+        let band = self.bands.iter().find(|b| (b.first..b.first + 3).contains(&k)).map(|b| crate::backend::bands::describe(program, b));
+        match (&self.plans[k], band) {
+            (Some(p), Some(b)) => Some(format!("{p}; {b}")),
+            (p, b) => p.clone().or(b),
+        }
+    }
+
     /// A comment header: the kernels, the arena (with its liveness lower bound), the weight
     /// bytes and the scratch per thread.
     pub fn summary(&self, program: &Program) -> String {
@@ -303,15 +314,11 @@ impl Compiled {
         Ok((manifest, code, constants))
     }
 
-    /// The manifest (and constants section) of the compiled program, each banded kernel's plan
-    /// saying so.
+    /// The manifest (and constants section) of the compiled program, with each kernel's plan.
     pub fn manifest(&mut self, program: &Program, info: CodeInfo) -> (f16c_core::artifact::Manifest, Constants) {
         let (mut manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
-        for band in &self.bands {
-            let plan = crate::backend::bands::describe(program, band);
-            for k in band.first..band.first + 3 {
-                manifest.kernels[k].plan = plan.clone();
-            }
+        for (k, kernel) in manifest.kernels.iter_mut().enumerate() {
+            kernel.plan = self.plan(program, k).unwrap_or_default();
         }
         (manifest, constants)
     }
@@ -330,6 +337,16 @@ pub struct CraneliftBackend;
 impl Backend for CraneliftBackend {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// The plans the emitter records as it builds the program's CLIF with the default
+    /// [`Options`] (FMA, no bf16 pairs: what `--emit` prints on every machine); a program it
+    /// cannot build has none.
+    fn strategies(&self, program: &Program) -> Vec<Option<String>> {
+        match compile(program, &Options::default()) {
+            Ok(c) => (0..program.kernels.len()).map(|k| c.plan(program, k)).collect(),
+            Err(_) => vec![None; program.kernels.len()],
+        }
     }
 
     fn target(&self) -> Target {
@@ -429,7 +446,7 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
         cx.functions.push((form.name().to_string(), micro));
     }
     crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
-    let lower::Context { mut layout, functions, mut steps, uses_dot_bf16, bands, .. } = cx;
+    let lower::Context { mut layout, functions, mut steps, uses_dot_bf16, bands, plans, .. } = cx;
     // Attention's scores, softmax and products band by band (the same items, reordered).
     for band in &bands {
         crate::backend::bands::interleave(&mut steps, band);
@@ -439,7 +456,7 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
     let requires = if uses_dot_bf16 { vec![DOT_BF16_FEATURE.to_string()] } else { vec![] };
     let first_body = functions.len();
     let (functions, keys) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
-    Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands })
+    Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands, plans })
 }
 
 /// Builds one kernel function with `body`.

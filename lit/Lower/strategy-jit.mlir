@@ -1,0 +1,71 @@
+// f16c compile --emit=kernels --target=x86_64 (the Cranelift JIT) prints, after each
+// contraction, how the JIT's emitter runs it: the plan it records from the values it emits
+// with (CraneliftBackend::strategies, with --emit's default options: FMA, no bf16 pairs). An
+// artifact's kernels carry the same words, which f16c-run --profile prints beside each time.
+// RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=W
+// RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=W-F16
+// RUN: %f16c compile %s --function=activations --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ACT
+// RUN: %f16c compile %s --function=conv --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CONV
+// RUN: %f16c compile %s --function=row --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROW
+// RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW
+// RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=DW-F16
+// RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp32 -o %t.f16c
+// RUN: %f16c-run %t.f16c --input %inputs/x_4x64_f32.npy --output %t.npy --profile 2>&1 | FileCheck %s --check-prefix=PROFILE
+
+// A matmul with a constant weight, its f32 rows read where they lie (4 rows: one tile row
+// block); its 40 columns are five panels of eight, one column group each so that the threads
+// have work. In fp16 the weight stays fp16 (one row block widens it chunk by chunk) and the
+// rows are widened to f32 per row block, in one column group (each group would widen them).
+// W: k{{[0-9]+}}_matmul: contraction matmul batch=1 m=4 n=40 k=64
+// W: strategy: tiles 4x8, 4 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B packed at compile time (f32); A's rows read in place, 5 column groups
+// W-F16: strategy: tiles 4x8, 4 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B packed at compile time (f16); A's rows read in place, widened to f32 per row block{{$}}
+// PROFILE: k{{[0-9]+}}_matmul {{.*}}(tiles 4x8, 4 rows per work item, f32 FMA
+func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
+  %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %r = tosa.reshape %a, %shape : (tensor<4x64xf32>, !tosa.shape<3>) -> tensor<1x4x64xf32>
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %r, %w, %z, %z : (tensor<1x4x64xf32>, tensor<1x64x40xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x40xf32>
+  return %y : tensor<1x4x40xf32>
+}
+
+// Both operands computed at run time (attention's Q·Kᵀ): B packed per run, in f32.
+// ACT: strategy: tiles 4x8, 24 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B computed at run time, packed per run (f32); A's rows read in place, 3 column groups
+func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tensor<2x24x24xf32> {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %a, %b, %z, %z : (tensor<2x24x64xf32>, tensor<2x64x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x24xf32>
+  return %y : tensor<2x24x24xf32>
+}
+
+// A padded 3 × 3 convolution: its rows are windows of the input, gathered into a packed A
+// chunk by chunk of the reduction (implicit im2col).
+// CONV: k{{[0-9]+}}_conv2d: contraction conv2d batch=1 m=64 n=4 k=72
+// CONV: strategy: tiles 4x8, 64 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B packed at compile time (f32); A packed per chunk{{$}}
+func.func @conv(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x4xf32> {
+  %w = "tosa.const"() <{values = dense<0.125> : tensor<4x3x3x8xf32>}> : () -> tensor<4x3x3x8xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<4x3x3x8xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x4xf32>
+  return %c : tensor<1x8x8x4xf32>
+}
+
+// A matmul of one row (a classifier at batch 1): the row against several panels per item.
+// ROW: strategy: one row against {{[0-9]+}} panels of 8 columns per work item, f32 FMA; B packed at compile time (f32)
+func.func @row(%a: tensor<1x1x64xf32>) -> tensor<1x1x40xf32> {
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %a, %w, %z, %z : (tensor<1x1x64xf32>, tensor<1x64x40xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x40xf32>
+  return %y : tensor<1x1x40xf32>
+}
+
+// A depthwise convolution: an output row per work item by the runtime's row loop; in fp16 the
+// input rows are widened into a ring of the window's rows and the weights once per call.
+// DW: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX-512 or AVX2 loop (else a generated one), the loop finishing it
+// DW-F16: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX-512 or AVX2 loop (else a generated one), the loop finishing it; input rows widened to f32 into a ring of window rows, weights once per call
+func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
+  %w = "tosa.const"() <{values = dense<0.125> : tensor<3x3x32x1xf32>}> : () -> tensor<3x3x32x1xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x32xf32>, tensor<3x3x32x1xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x32xf32>
+  return %y : tensor<1x8x8x32xf32>
+}
