@@ -1012,11 +1012,16 @@ impl<'g> Lowering<'g> {
                     op => op.is_elementwise() && (last == len || last == 1),
                 }
             };
-            // Grow over operands and users that fit.
+            // Grow over operands and users that fit. Not over a cast of a value that something
+            // else reads too (a layer norm's f32 result, read by the next residual add, cast to
+            // bf16 for the next matmul): the region could give only one of the two, and lost
+            // itself; the cast stays a kernel of its own.
             let mut set: HashSet<NodeId> = HashSet::from([seed]);
             let mut stack = vec![seed];
             while let Some(n) = stack.pop() {
-                let neighbours: Vec<NodeId> = self.data_inputs(n).into_iter().chain(g.users(n).into_iter().map(|(u, _)| u)).collect();
+                let shared = g.users(n).len() > 1;
+                let users = g.users(n).into_iter().map(|(u, _)| u).filter(|&u| !(shared && matches!(g.op(u), Op::Cast)));
+                let neighbours: Vec<NodeId> = self.data_inputs(n).into_iter().chain(users).collect();
                 for m in neighbours {
                     if !set.contains(&m) && !taken.contains(&m) && fits(m) {
                         set.insert(m);
