@@ -328,11 +328,7 @@ pub struct ShapeMismatch {
 impl Tensor {
     /// Makes a tensor; the element count must match the shape.
     pub fn new(shape: impl Into<Vec<usize>>, data: Data) -> Result<Tensor, ShapeMismatch> {
-        let shape = shape.into();
-        if shape.iter().product::<usize>() != data.len() {
-            return Err(ShapeMismatch { shape, len: data.len() });
-        }
-        Ok(Tensor { shape, data: std::sync::Arc::new(data) })
+        Tensor::from_shared(shape, std::sync::Arc::new(data))
     }
 
     /// An f32 tensor.
@@ -414,11 +410,7 @@ impl Tensor {
 
     /// The same elements under another shape with the same element count.
     pub fn reshaped(&self, shape: impl Into<Vec<usize>>) -> Result<Tensor, ShapeMismatch> {
-        let shape = shape.into();
-        if shape.iter().product::<usize>() != self.data.len() {
-            return Err(ShapeMismatch { shape, len: self.data.len() });
-        }
-        Ok(Tensor { shape, data: self.data.clone() })
+        Tensor::from_shared(shape, self.data.clone())
     }
 
     /// Every element as f64 (exact for every dtype but i64 beyond 2^53).

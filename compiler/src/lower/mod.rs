@@ -74,12 +74,6 @@ impl ConstBytes {
     }
 }
 
-impl From<Vec<u8>> for ConstBytes {
-    fn from(bytes: Vec<u8>) -> ConstBytes {
-        ConstBytes::Bytes(std::sync::Arc::new(bytes))
-    }
-}
-
 impl std::ops::Deref for ConstBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -1019,8 +1013,9 @@ impl<'g> Lowering<'g> {
             let mut set: HashSet<NodeId> = HashSet::from([seed]);
             let mut stack = vec![seed];
             while let Some(n) = stack.pop() {
-                let shared = g.users(n).len() > 1;
-                let users = g.users(n).into_iter().map(|(u, _)| u).filter(|&u| !(shared && matches!(g.op(u), Op::Cast)));
+                let users = g.users(n);
+                let shared = users.len() > 1;
+                let users = users.into_iter().map(|(u, _)| u).filter(|&u| !(shared && matches!(g.op(u), Op::Cast)));
                 let neighbours: Vec<NodeId> = self.data_inputs(n).into_iter().chain(users).collect();
                 for m in neighbours {
                     if !set.contains(&m) && !taken.contains(&m) && fits(m) {

@@ -237,12 +237,8 @@ impl Context<'_> {
         let stage_rows = if stage_block { a_panels * MR } else { MR };
         let stage_bytes = if narrowed { stage_rows * stage_stride * 4 } else { 0 };
         self.layout.scratch(stage_offset + stage_bytes);
-        let multiply = if dot { "bf16 pairs on VDPBF16PS into f32 (the runtime's loop)".to_string() } else { format!("{} (the runtime's AVX-512 or AVX2 loop, else a generated one)", if self.fma { "f32 FMA" } else { "f32 multiply and add" }) };
-        let b_text = match (c.b_constant, widen_once && bdt != DType::F32) {
-            (true, false) => format!("B packed at compile time ({bdt})"),
-            (true, true) => format!("B packed at compile time ({bdt}), widened to f32 once per run"),
-            (false, _) => "B computed at run time, packed per run (f32)".to_string(),
-        };
+        let multiply = if dot { "bf16 pairs on VDPBF16PS into f32 (the runtime's loop)".to_string() } else { format!("{} (the runtime's AVX-512 or AVX2 loop, else a generated one)", multiply_plan(self.fma)) };
+        let b_text = b_plan(c, bdt, widen_once && bdt != DType::F32);
         let a_text = match (a_form, band.is_some()) {
             (AForm::Rows, true) => "A's rows read in place, widened to f32 per row block",
             (AForm::Rows, false) => "A's rows read in place",
@@ -1183,6 +1179,21 @@ fn pack_b_constant(c: &Contraction, bytes: &[u8], dst: &mut [u8], chunks: &[(usi
     crate::backend::pack::PackB { elem_bytes: c.b.ty.dtype.byte_size(), layout: c.b_layout, batches, k, n, nr: NR, chunks, pairs }.pack_into(bytes, dst)
 }
 
+/// A plan's words for the multiply of an f32 contraction.
+fn multiply_plan(fma: bool) -> &'static str {
+    if fma { "f32 FMA" } else { "f32 multiply and add" }
+}
+
+/// A plan's words for `c`'s B: packed at compile time in `packed` (then `widened` to f32 once
+/// per run, or not), or computed and packed (in f32) at run time.
+fn b_plan(c: &Contraction, packed: DType, widened: bool) -> String {
+    match (c.b_constant, widened) {
+        (true, false) => format!("B packed at compile time ({packed})"),
+        (true, true) => format!("B packed at compile time ({packed}), widened to f32 once per run"),
+        (false, _) => "B computed at run time, packed per run (f32)".to_string(),
+    }
+}
+
 /// The native loops' flag for a packed B of type `d` ([`f16c_core::abi::tiles`]).
 fn b_flag(d: DType) -> u64 {
     use f16c_core::abi::tiles::{B_BF16, B_F16};
@@ -1825,8 +1836,7 @@ impl Context<'_> {
         // Then, for an fp16 B, its widened chunks: GEMV_KC rows of GEMV_PANELS panels.
         let chunk_bytes = if packed_dt == DType::F16 { GEMV_PANELS * GEMV_KC * NR * 4 } else { 0 };
         self.layout.scratch(tile_bytes + a_bytes + chunk_bytes);
-        let b_text = if c.b_constant { format!("B packed at compile time ({packed_dt})") } else { "B computed at run time, packed per run (f32)".to_string() };
-        self.plan(format!("one row against {GEMV_ITEM} panels of {NR} columns per work item, {}; {b_text}", if self.fma { "f32 FMA" } else { "f32 multiply and add" }));
+        self.plan(format!("one row against {GEMV_ITEM} panels of {NR} columns per work item, {}; {}", multiply_plan(self.fma), b_plan(c, packed_dt, false)));
         let (c, fma) = (c.clone(), self.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
