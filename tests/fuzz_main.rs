@@ -26,6 +26,8 @@ const USAGE: &str = "usage:
 
 fn main() -> ExitCode {
     f16c_runtime::stdout::die_quietly_on_closed_pipe();
+    // The settings the libraries take from this binary's environment (a worker's limits).
+    f16c_core::settings::set(f16c_core::settings::Settings::from_variables(|name| std::env::var(name).ok()));
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
         Ok(true) => ExitCode::SUCCESS,

@@ -155,25 +155,34 @@ pub fn lower_for(g: &Graph, backend: &dyn Backend) -> Result<Program, Diagnostic
 }
 
 /// The backend called `name` for `target` (`None`: the target's default, [`backend::lookup`]).
-/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`, for the CPU level `cpu`
-/// (`native` when `None`: [`backend::llvm_cpu::X86_CPUS`]); `llvm` is also the (only) backend of
-/// AArch64.
+/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`, each for the CPU level
+/// `cpu` (Cranelift: [`backend::cranelift::X86_LEVELS`], and without one what `--emit` prints is
+/// x86-64-v3's and the code is this machine's; LLVM: [`backend::llvm_cpu::X86_CPUS`], `native`
+/// when `None`); `llvm` is also the (only) backend of AArch64.
 pub fn backend_named(target: Target, name: Option<&str>, cpu: Option<&str>) -> Result<&'static dyn Backend, Diagnostics> {
     let error = |m: String| Err(Diagnostics::single(Diagnostic::error(Location::unknown(), m)));
-    if cpu.is_some() && !(target == Target::X86_64 && name == Some("llvm")) {
-        return error(format!("--cpu chooses the x86-64 level of --backend=llvm, not of {target}{}", name.map_or(String::new(), |n| format!(" --backend={n}"))));
+    if cpu.is_some() && target != Target::X86_64 {
+        return error(format!("--cpu chooses an x86-64 level, not one of {target}"));
     }
-    match (target, name) {
-        (_, None) => backend_for(target),
+    match (target, name, cpu) {
+        (Target::X86_64, None | Some("cranelift"), Some(cpu)) => match backend::cranelift::at_level(cpu) {
+            Some(Ok(b)) => Ok(b),
+            Some(Err(e)) => Err(Diagnostics::single(e.to_diagnostic())),
+            None => {
+                let levels: Vec<&str> = backend::cranelift::X86_LEVELS.iter().map(|(n, _)| *n).collect();
+                error(format!("--cpu={cpu}: not an x86-64 level of the Cranelift backend (native, {})", levels.join(", ")))
+            }
+        },
+        (_, None, _) => backend_for(target),
         #[cfg(feature = "llvm")]
-        (Target::X86_64, Some("llvm")) => match backend::llvm_cpu::x86_64(cpu.unwrap_or("native")) {
+        (Target::X86_64, Some("llvm"), _) => match backend::llvm_cpu::x86_64(cpu.unwrap_or("native")) {
             Some(b) => Ok(b),
-            None => error(format!("--cpu={}: not an x86-64 level f16c knows ({})", cpu.unwrap_or(""), backend::llvm_cpu::X86_CPUS.join(", "))),
+            None => error(format!("--cpu={}: not an x86-64 level of --backend=llvm ({})", cpu.unwrap_or(""), backend::llvm_cpu::X86_CPUS.join(", "))),
         },
         #[cfg(feature = "llvm")]
-        (Target::Aarch64 { .. }, Some("llvm")) => backend_for(target),
-        (Target::X86_64, Some("cranelift")) => backend_for(target),
-        (t, Some(n)) => Err(Diagnostics::single(Diagnostic::error(
+        (Target::Aarch64 { .. }, Some("llvm"), _) => backend_for(target),
+        (Target::X86_64, Some("cranelift"), _) => backend_for(target),
+        (t, Some(n), _) => Err(Diagnostics::single(Diagnostic::error(
             Location::unknown(),
             format!("--backend={n}: {t} has no such backend (--backend chooses between cranelift and llvm for x86_64)"),
         ))),

@@ -90,17 +90,17 @@ pub enum Libcall {
     /// `uint64_t f(const void *a, uint64_t a_stride, const void *b, uint64_t b_stride, uint64_t
     /// k, float *tiles, uint64_t tiles_stride, uint64_t micro_panels, uint64_t panels, uint64_t
     /// flags)`: the GEMM's inner loops over `micro_panels` micro-panels of A and `panels`
-    /// panels of B for one reduction chunk, in the runtime's native code (x86 AVX2 + FMA:
-    /// eight lanes, or AVX-512: sixteen, where Cranelift's SIMD has four), returning
-    /// `micro_panels`. See [`tiles`]
-    /// for the layouts and flags. Optional: its table entry is null where the runtime has no
-    /// native code for this CPU, and the generated code then runs its own micro-kernel, which
-    /// gives the same bits (both multiply-add each element in `k` order, fused).
+    /// panels of B for one reduction chunk, in the runtime's AVX2 + FMA code (eight lanes,
+    /// where Cranelift's SIMD has four), returning `micro_panels`. See [`tiles`] for the
+    /// layouts and flags. A micro-kernel ([`MICRO_KERNELS`]): present where the CPU has what
+    /// its row requires, and code that calls it requires the same; the compiler chooses it,
+    /// [`Libcall::GemmTilesAvx512`] or its own generated micro-kernel when it makes the plan
+    /// (all three give the same bits: each element multiply-added in `k` order, fused).
     GemmTiles,
     /// `uint64_t f(const float *a, const void *b, uint64_t b_stride, uint64_t k, float *out,
     /// uint64_t panels, uint64_t flags)`: a one-row GEMM (a classifier at batch 1) over `panels`
-    /// panels of B, in the runtime's native code, returning `panels`. See [`tiles`] for the
-    /// layouts and flags. Optional, as [`Libcall::GemmTiles`] is, with the same bits either way.
+    /// panels of B, in the runtime's AVX2 + FMA code, returning `panels`. See [`tiles`] for the
+    /// layouts and flags. A micro-kernel ([`MICRO_KERNELS`]), as [`Libcall::GemmTiles`] is.
     GemvPanels,
     /// `uint64_t f(const float *src, uint16_t *dst, uint64_t n)`: [`Libcall::NarrowF16`], but
     /// every NaN becomes f16's canonical quiet NaN (`0x7e00`, the narrowing of `f32::NAN`).
@@ -116,11 +116,12 @@ pub enum Libcall {
     RoundF16,
     /// `uint64_t f(const float *const *rows, const float *w, float *out, const DepthwiseParams
     /// *p)`: one output row of a depthwise convolution with channel multiplier 1, in the
-    /// runtime's native code (x86 AVX-512 or AVX2: sixteen or eight lanes, where Cranelift's
-    /// SIMD has four), returning `p.out_width`: the sums, and the bias and bounds the
-    /// parameters name. See [`DepthwiseParams`] for the layouts. Optional, as
-    /// [`Libcall::GemmTiles`] is, with the same bits either way: every sum is the reference's
-    /// chain, a product rounded and then added, per tap.
+    /// runtime's AVX2 code (eight lanes, where Cranelift's SIMD has four), returning
+    /// `p.out_width`: the sums, and the bias and bounds the parameters name. See
+    /// [`DepthwiseParams`] for the layouts. A micro-kernel ([`MICRO_KERNELS`]), as
+    /// [`Libcall::GemmTiles`] is, with the same bits as [`Libcall::DepthwiseRowAvx512`] and the
+    /// generated loop: every sum is the reference's chain, a product rounded and then added,
+    /// per tap.
     DepthwiseRow,
     /// `uint64_t f(const float *src, float *dst, uint64_t n)`: `dst[i] = exp(src[i])` for `n`
     /// elements, the contract's own [`crate::math::exp_f32`] (the same bits as the scalar
@@ -149,6 +150,47 @@ pub enum Libcall {
     /// As [`Libcall::ErfArrayF32`], for the contract's [`crate::math::tanh_f32`] (the tanh form
     /// of GELU).
     TanhArrayF32,
+    /// [`Libcall::GemmTiles`] in AVX-512 (sixteen lanes: a pair of B panels per vector, the
+    /// same layouts and bits).
+    GemmTilesAvx512,
+    /// [`Libcall::DepthwiseRow`] in AVX-512 (sixteen lanes, the same bits).
+    DepthwiseRowAvx512,
+}
+
+/// A runtime micro-kernel: a native loop that generated code calls through its [`Libcall`].
+/// The compiler picks one when it plans a kernel (its `requires` then join the code's); the
+/// runtime's table holds it where the CPU has those features, else null.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MicroKernel {
+    /// The libcall generated code calls.
+    pub libcall: Libcall,
+    /// What it computes, in the words of a kernel's plan (`--emit=kernels`, the profile).
+    pub what: &'static str,
+    /// CPU features it needs (the runtime's names, as in an artifact's `requires`).
+    pub requires: &'static [&'static str],
+}
+
+/// The features of the AVX2 loops.
+const AVX2: &[&str] = &["avx2", "fma", "f16c"];
+/// The features of the AVX-512 loops.
+const AVX512: &[&str] = &["avx2", "fma", "f16c", "avx512f"];
+
+/// Every runtime micro-kernel, one row each: what the compiler may choose from and what the
+/// runtime provides. A new one is a row here, its [`Libcall`], and its loop in the runtime.
+pub const MICRO_KERNELS: [MicroKernel; 6] = [
+    MicroKernel { libcall: Libcall::GemmTiles, what: "the runtime's AVX2 loop (12x8 or 4x24 per pass)", requires: AVX2 },
+    MicroKernel { libcall: Libcall::GemmTilesAvx512, what: "the runtime's AVX-512 loop (12x16 or 4x48 per pass)", requires: AVX512 },
+    MicroKernel { libcall: Libcall::GemvPanels, what: "the runtime's AVX2 one-row loop", requires: AVX2 },
+    MicroKernel { libcall: Libcall::DepthwiseRow, what: "the runtime's AVX2 loop", requires: AVX2 },
+    MicroKernel { libcall: Libcall::DepthwiseRowAvx512, what: "the runtime's AVX-512 loop", requires: AVX512 },
+    MicroKernel { libcall: Libcall::GemmPairsBf16, what: "bf16 pairs on VDPBF16PS into f32 (the runtime's loop)", requires: &["avx512bf16"] },
+];
+
+impl MicroKernel {
+    /// The row of `libcall`, if it is a micro-kernel.
+    pub fn of(libcall: Libcall) -> Option<&'static MicroKernel> {
+        MICRO_KERNELS.iter().find(|m| m.libcall == libcall)
+    }
 }
 
 /// The operands of [`Libcall::DepthwiseRow`] that are fixed for a kernel call (`uint64_t`
@@ -274,7 +316,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 28] = [
+    pub const ALL: [Libcall; 30] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -303,6 +345,8 @@ impl Libcall {
         Libcall::SigmoidArrayF32,
         Libcall::ErfArrayF32,
         Libcall::TanhArrayF32,
+        Libcall::GemmTilesAvx512,
+        Libcall::DepthwiseRowAvx512,
     ];
 
     /// The C parameter types and result type.
@@ -317,9 +361,9 @@ impl Libcall {
             F64ToF16 | F64ToBf16 => (&[F64], F32),
             WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
-            GemmTiles | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
+            GemmTiles | GemmTilesAvx512 | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
-            DepthwiseRow => (&[Ptr, Ptr, Ptr, Ptr], U64),
+            DepthwiseRow | DepthwiseRowAvx512 => (&[Ptr, Ptr, Ptr, Ptr], U64),
         }
     }
 

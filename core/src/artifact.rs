@@ -34,8 +34,10 @@ pub const MAGIC: &[u8; 8] = b"F16CART\n";
 /// gained `NarrowF16` in the same way; 4: and `NarrowF16Canonical` and `RoundF16`; 5:
 /// `DepthwiseRow`; 6: `ExpArrayF32`, and the kernels' summaries and plans in the manifest; 7:
 /// `GemmPairsBf16`; 8: the word-wise [`Checksum`] instead of FNV-1a over bytes; 9:
-/// `SigmoidArrayF32`; 10: `ErfArrayF32` and `TanhArrayF32`.
-pub const FORMAT_VERSION: u32 = 10;
+/// `SigmoidArrayF32`; 10: `ErfArrayF32` and `TanhArrayF32`; 11: the micro-kernels chosen at
+/// compile time (`GemmTilesAvx512` and `DepthwiseRowAvx512`; `GemmTiles` and `DepthwiseRow` are
+/// the AVX2 loops only, and code calls one without a generated fallback).
+pub const FORMAT_VERSION: u32 = 11;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 48;
 /// Alignment of every constant inside the constants section (and of the memory the runtime

@@ -9,7 +9,8 @@
 //! - [`compare`]: the one error measure used by `--compare`, `f16c check` and the tests;
 //! - [`abi`]: the CPU kernel ABI `(bufs, begin, end, scratch, rt) -> status` and the list of
 //!   math functions generated code calls through the runtime's table;
-//! - [`artifact`]: the loadable file format (versioned manifest, code, converted weights).
+//! - [`artifact`]: the loadable file format (versioned manifest, code, converted weights);
+//! - [`settings`]: the process-wide settings a binary sets from its flags and environment.
 
 #![deny(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod artifact;
 pub mod compare;
 pub mod math;
 pub mod memo;
+pub mod settings;
 pub mod tempdir;
 pub mod tensor;
 pub mod types;

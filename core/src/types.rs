@@ -235,19 +235,13 @@ pub const DEFAULT_MAX_TENSOR_BYTES: u64 = 8 << 30;
 static MAX_TENSOR_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The largest tensor type f16c accepts, in bytes: the value given to
-/// [`set_max_tensor_bytes`] (`f16c --max-tensor-bytes=N`), else the environment variable
-/// `F16C_MAX_TENSOR_BYTES`, else [`DEFAULT_MAX_TENSOR_BYTES`]. Every type is checked when it is
+/// [`set_max_tensor_bytes`] (`f16c --max-tensor-bytes=N`, or the binaries' `F16C_MAX_TENSOR_BYTES`
+/// through [`crate::settings`]), else [`DEFAULT_MAX_TENSOR_BYTES`]. Every type is checked when it is
 /// parsed, before anything of its size is allocated, so a static shape that MLIR accepts but
 /// no machine could hold (a splat constant of 2⁶³ elements, a pad to 40 GB) is a located error.
 pub fn max_tensor_bytes() -> u64 {
     match MAX_TENSOR_BYTES.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => {
-            // Read once: every parsed type asks.
-            static FROM_ENV: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-            *FROM_ENV.get_or_init(|| {
-                std::env::var("F16C_MAX_TENSOR_BYTES").ok().and_then(|v| v.trim().parse().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_TENSOR_BYTES)
-            })
-        }
+        0 => DEFAULT_MAX_TENSOR_BYTES,
         n => n,
     }
 }

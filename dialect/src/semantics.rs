@@ -87,11 +87,12 @@ pub fn control_flow<E: From<EvalError>>(layout: &ControlLayout, operands: &[Tens
     unreachable!("the loop returns")
 }
 
-/// The most iterations a `tosa.while_loop` may run, from `$F16C_MAX_LOOP_ITERATIONS` (none
-/// when unset: a loop runs until its condition is false). The fuzzer sets it, so that a mutated
-/// loop that never ends is an error rather than a hang.
+/// The most iterations a `tosa.while_loop` may run (none unless the process's settings give
+/// one, [`f16c_core::settings::Settings::max_loop_iterations`]: a loop runs until its condition
+/// is false). The fuzzer's workers set it, so that a mutated loop that never ends is an error
+/// rather than a hang.
 pub fn max_loop_iterations() -> Option<u64> {
-    std::env::var("F16C_MAX_LOOP_ITERATIONS").ok()?.parse().ok()
+    f16c_core::settings::get().max_loop_iterations
 }
 
 /// Evaluates one op on its operand values, producing a value of type `result`.

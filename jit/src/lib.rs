@@ -82,11 +82,15 @@ pub struct CompileOptions {
     /// weights and bias: faster, and different from the graph as written by f32 rounding only
     /// (default true; the `fold-batch-norm` pass).
     pub fold_batch_norm: bool,
+    /// The x86-64 level the code may use (`--cpu`: a row of
+    /// [`f16c_compiler::backend::cranelift::X86_LEVELS`]; `None`: this machine's). Compiling
+    /// for a level above this machine's is refused, since the code runs here.
+    pub cpu: Option<String>,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { precision: "fp32".into(), policy: "O1".into(), threads: default_threads(), function: None, fold_batch_norm: true }
+        CompileOptions { precision: "fp32".into(), policy: "O1".into(), threads: default_threads(), function: None, fold_batch_norm: true, cpu: None }
     }
 }
 
@@ -99,6 +103,15 @@ impl CompileOptions {
     /// bf16 with the default policy (O1).
     pub fn bf16() -> Self {
         CompileOptions { precision: "bf16".into(), ..Self::default() }
+    }
+
+    /// The Cranelift backend's options for [`CompileOptions::cpu`].
+    pub fn backend_options(&self) -> Result<backend::Options> {
+        let cpu = self.cpu.as_deref().unwrap_or("native");
+        let levels = || backend::X86_LEVELS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+        backend::Options::level(cpu)
+            .ok_or_else(|| JitError::Usage(format!("--cpu={cpu}: not an x86-64 level the JIT knows (native, {})", levels())))?
+            .map_err(|e| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic())))
     }
 
     /// The driver's options for the x86_64 target.
@@ -183,7 +196,8 @@ impl Model {
         })?;
         let passes = t1.elapsed();
         let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| JitError::Usage(format!("{file}: {e}")))?;
-        let mut model = Model::compile_graph(&module.functions[index], options.threads).map_err(|e| match e {
+        let backend_options = options.backend_options()?;
+        let mut model = Model::compile_graph_with(&module.functions[index], options.threads, &backend_options).map_err(|e| match e {
             JitError::Diagnostics(d) => render(d),
             e => e,
         })?;
@@ -213,11 +227,16 @@ impl Model {
             let body = Body::Staged(staged::Staged::compile(g, threads)?);
             return Ok(Model { body, times: CompileTimes { lower: t0.elapsed(), ..CompileTimes::default() }, memory: Memory::default() });
         }
-        let mut program = driver::lower_for(g, &backend::CraneliftBackend)?;
+        let mut program = driver::lower_for(g, &backend::CRANELIFT)?;
         let diag = |e: f16c_compiler::backend::BackendError| Diagnostics::single(e.to_diagnostic());
         let (isa, _) = host_isa("speed", false).map_err(diag)?;
         let (as_written, _) = host_isa("none", false).map_err(diag)?;
         let mut compiled = backend::compile(&program, options).map_err(diag)?;
+        // The code runs here: a level above this machine's would fault in its first loop.
+        let missing: Vec<&str> = compiled.requires.iter().map(String::as_str).filter(|f| !f16c_runtime::loader::has_feature(f)).collect();
+        if !missing.is_empty() {
+            return Err(JitError::Usage(format!("the code needs CPU features this machine lacks: {} (choose a lower --cpu level)", missing.join(", "))));
+        }
         let lower = t0.elapsed();
         let t1 = Instant::now();
         let (module, functions) = jit(&compiled, isa, &*as_written, cache)?;
@@ -279,15 +298,6 @@ impl Model {
         match &mut self.body {
             Body::Flat(e) => e.set_threads(threads),
             Body::Staged(s) => s.set_threads(threads),
-        }
-    }
-
-    /// Whether later runs may use the runtime's native GEMM loop where the CPU has it (the
-    /// default): see `f16c_runtime::exec::Executor::set_native_tiles`.
-    pub fn set_native_tiles(&mut self, on: bool) {
-        match &mut self.body {
-            Body::Flat(e) => e.set_native_tiles(on),
-            Body::Staged(s) => s.set_native_tiles(on),
         }
     }
 }

@@ -79,10 +79,6 @@ impl Staged {
         self.each_model(|m| m.set_threads(threads));
     }
 
-    pub(crate) fn set_native_tiles(&mut self, on: bool) {
-        self.each_model(|m| m.set_native_tiles(on));
-    }
-
     /// Calls `f` on the model of every stage and region.
     fn each_model(&mut self, mut f: impl FnMut(&mut crate::Model)) {
         for s in &mut self.stages {

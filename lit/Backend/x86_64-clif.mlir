@@ -1,5 +1,7 @@
 // f16c compile --target=x86_64 --emit=clif prints the Cranelift IR of every kernel.
 // RUN: %f16c compile %s --target=x86_64 --precision=fp32 --emit=clif | FileCheck %s
+// RUN: %f16c compile %s --target=x86_64 --precision=fp32 --emit=clif --cpu=x86-64-v2 | FileCheck %s --check-prefix=GEN
+// RUN: %f16c compile %s --target=x86_64 --precision=fp32 --emit=clif --cpu=x86-64-v4 | FileCheck %s --check-prefix=V4
 // RUN: not %f16c compile %s --target=sm_70 --emit=clif 2>&1 | FileCheck %s --check-prefix=TARGET
 // TARGET: error: --emit=clif: nvptx does not produce it (it emits ptx, llvm)
 
@@ -35,15 +37,29 @@
 // canonical one. The results are stored as f32 into scratch and the runtime's NarrowF16
 // (table entry 17, at byte 136) rounds them to nearest even and packs them, a block of rows
 // per call, not four lanes at a time in software.
-// Each reduction chunk's tiles are one call of the runtime's native loop (GemmTiles, table
-// entry 18, at byte 144: A, its stride, B, B's panel stride, k, the tiles, their panel stride,
-// micro-panels, panels, flags; 2 = packed A), where the table has it, else the micro-kernel
-// (function 0) per tile.
+// Each reduction chunk's tiles are one call of the runtime's loop chosen at compile time: at
+// x86-64-v3 (what --emit prints without --cpu) the AVX2 one (GemmTiles, table entry 18, at
+// byte 144: A, its stride, B, B's panel stride, k, the tiles, their panel stride,
+// micro-panels, panels, flags; 2 = packed A), at x86-64-v4 the AVX-512 one
+// (GemmTilesAvx512, entry 28, byte 224), and at x86-64-v2 none: the generated micro-kernel
+// (function 0) per tile, with a separate multiply and add (no FMA).
 // CHECK-LABEL: function %k0_matmul_body(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: [[TILES:v[0-9]+]] = load.i64 notrap aligned readonly v4+144
-// CHECK: call_indirect.i64 sig{{[0-9]+}}, [[TILES]]({{.*}}v{{[0-9]+}} = 2
-// CHECK: call fn0(
+// CHECK: call_indirect sig{{[0-9]+}}, [[TILES]]({{.*}}v{{[0-9]+}} = 2
+// CHECK-NOT: call fn0(
 // CHECK: splat.f32x4
+// V4-LABEL: function %k0_matmul_body(i64, i64, i64, i64, i64) -> i32 system_v {
+// V4: [[TILES:v[0-9]+]] = load.i64 notrap aligned readonly v4+224
+// V4: call_indirect sig{{[0-9]+}}, [[TILES]]({{.*}}v{{[0-9]+}} = 2
+// V4-LABEL: function %k0_sigmoid_body(
+// GEN-LABEL: function %gemm_micro_kernel(i64, i64, i64, i64, i64) system_v {
+// GEN-NOT: fma
+// GEN: fmul
+// GEN: fadd
+// GEN-LABEL: function %k0_matmul_body(i64, i64, i64, i64, i64) -> i32 system_v {
+// GEN-NOT: v4+144
+// GEN: call fn0(
+// GEN-LABEL: function %k0_sigmoid_body(
 // CHECK: fadd
 // CHECK: [[LT:v[0-9]+]] = fcmp lt [[X:v[0-9]+]], [[ZERO:v[0-9]+]]
 // CHECK-NEXT: [[LTF:v[0-9]+]] = bitcast.f32x4 little [[LT]]
@@ -112,22 +128,28 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 }
 
 // A one-row matmul with a constant fp16 weight (a classifier at batch 1) widens its A row
-// (300 values, `WidenF16`, table byte 128). Then one call of the runtime's native one-row
-// loop (GemvPanels, table entry 19, at byte 152: A, B, B's panel stride 4800 bytes, k = 300,
-// the sums, the item's panels, flags 4 = fp16 B) computes the work item's panels, where the
-// table has it. Else the generated loop widens the weight, 128 rows (1024 values) of each of
-// four panels at a time, into scratch by one call to the runtime each (F16C where the CPU
-// has it), and multiplies in f32 from scratch; the last 44 rows are a shorter chunk.
+// (300 values, `WidenF16`, table byte 128). Then one call of the runtime's one-row loop
+// (GemvPanels, table entry 19, at byte 152: A, B, B's panel stride 4800 bytes, k = 300, the
+// sums, the item's panels, flags 4 = fp16 B) computes the work item's panels. At x86-64-v2
+// the generated loop widens the weight, 128 rows (1024 values) of each of four panels at a
+// time, into scratch by one call to the runtime each (F16C where the CPU has it), and
+// multiplies in f32 from scratch; the last 44 rows are a shorter chunk.
 // CHECK: ; function @classifier: 1 kernels
 // CHECK-LABEL: function %k0_matmul_body(i64, i64, i64, i64, i64) -> i32 system_v {
 // CHECK: call_indirect {{.*}} = 300
 // CHECK: [[GEMV:v[0-9]+]] = load.i64 notrap aligned readonly v4+152
-// CHECK: call_indirect.i64 sig{{[0-9]+}}, [[GEMV]]({{.*}}) ; v{{[0-9]+}} = 4800, v{{[0-9]+}} = 300, v{{[0-9]+}} = 4
-// CHECK-COUNT-4: call_indirect {{.*}} = 1024
-// CHECK: fma
-// CHECK-COUNT-4: call_indirect {{.*}} = 352
-// CHECK: fma
+// CHECK: call_indirect sig{{[0-9]+}}, [[GEMV]]({{.*}}) ; v{{[0-9]+}} = 4800, v{{[0-9]+}} = 300, v{{[0-9]+}} = 4
+// CHECK-NOT: = 1024
 // CHECK: return
+// GEN: ; function @classifier: 1 kernels
+// GEN-LABEL: function %k0_matmul_body(i64, i64, i64, i64, i64) -> i32 system_v {
+// GEN: call_indirect {{.*}} = 300
+// GEN-NOT: v4+152
+// GEN-COUNT-4: call_indirect {{.*}} = 1024
+// GEN: fmul
+// GEN-COUNT-4: call_indirect {{.*}} = 352
+// GEN: fmul
+// GEN: return
 func.func @classifier(%a: tensor<1x1x300xf16>) -> tensor<1x1x40xf16> {
   %w = "tosa.const"() <{values = dense<0.25> : tensor<1x300x40xf16>}> : () -> tensor<1x300x40xf16>
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf16>}> : () -> tensor<1xf16>

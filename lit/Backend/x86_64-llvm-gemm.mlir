@@ -18,7 +18,7 @@
 // V4-LABEL: f16c_k0_matmul:
 // V4: vfmadd231ps {{.*}}, %zmm{{[0-9]+}}, %zmm{{[0-9]+}}
 // INFO: avx512f
-// NOCPU: error: --cpu chooses the x86-64 level of --backend=llvm, not of sm_80
+// NOCPU: error: --cpu chooses an x86-64 level, not one of sm_80
 func.func @f(%a: tensor<4x64xf16>) -> tensor<1x4x16xf16> {
   %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
   %r = tosa.reshape %a, %shape : (tensor<4x64xf16>, !tosa.shape<3>) -> tensor<1x4x64xf16>

@@ -1,7 +1,11 @@
 // f16c compile --emit=kernels --target=x86_64 (the Cranelift JIT) prints, after each
 // contraction, how the JIT's emitter runs it: the plan it records from the values it emits
-// with (CraneliftBackend::strategies, with --emit's default options: FMA, no bf16 pairs). An
-// artifact's kernels carry the same words, which f16c-run --profile prints beside each time.
+// with (CraneliftBackend::strategies, at the --cpu level: without one x86-64-v3, FMA and the
+// runtime's AVX2 loops). Which runtime micro-kernel a contraction calls is decided there, at
+// compile time: the AVX2 loops at x86-64-v3, the AVX-512 ones at x86-64-v4 (the one-row loop
+// stays AVX2), bf16 pairs on VDPBF16PS at x86-64-v4+bf16, none at x86-64-v2 (the generated
+// loops, without FMA). An artifact's kernels carry the same words, which f16c-run --profile
+// prints beside each time.
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=W
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=W-F16
 // RUN: %f16c compile %s --function=activations --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ACT
@@ -9,6 +13,14 @@
 // RUN: %f16c compile %s --function=row --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROW
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=DW-F16
+// RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=W-V2
+// RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v4 | FileCheck %s --check-prefix=W-V4
+// RUN: %f16c compile %s --function=weight --target=x86_64 --precision=bf16 --emit=kernels --cpu=x86-64-v4+bf16 | FileCheck %s --check-prefix=W-PAIRS
+// RUN: %f16c compile %s --function=row --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=ROW-V2
+// RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=DW-V2
+// RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v4 | FileCheck %s --check-prefix=DW-V4
+// RUN: not %f16c compile %s --target=x86_64 --cpu=x86-64-v9 --emit=kernels 2>&1 | FileCheck %s --check-prefix=BAD-CPU
+// BAD-CPU: invalid value 'x86-64-v9' for '--cpu <LEVEL>'
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp32 -o %t.f16c
 // RUN: %f16c-run %t.f16c --input %inputs/x_4x64_f32.npy --output %t.npy --profile 2>&1 | FileCheck %s --check-prefix=PROFILE
 
@@ -17,8 +29,11 @@
 // have work. In fp16 the weight stays fp16 (one row block widens it chunk by chunk) and the
 // rows are widened to f32 per row block, in one column group (each group would widen them).
 // W: k{{[0-9]+}}_matmul: contraction matmul batch=1 m=4 n=40 k=64
-// W: strategy: tiles 4x8, 4 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B packed at compile time (f32); A's rows read in place, 5 column groups
-// W-F16: strategy: tiles 4x8, 4 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B packed at compile time (f16); A's rows read in place, widened to f32 per row block{{$}}
+// W: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place, 5 column groups
+// W-F16: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f16); A's rows read in place, widened to f32 per row block{{$}}
+// W-V2: strategy: tiles 4x8, 4 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A's rows read in place, 5 column groups
+// W-V4: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX-512 loop (12x16 or 4x48 per pass); B packed at compile time (f32)
+// W-PAIRS: strategy: {{.*}}bf16 pairs on VDPBF16PS into f32 (the runtime's loop); B packed at compile time (bf16)
 // PROFILE: k{{[0-9]+}}_matmul {{.*}}(tiles 4x8, 4 rows per work item, f32 FMA
 func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
   %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
@@ -30,7 +45,7 @@ func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
 }
 
 // Both operands computed at run time (attention's Q·Kᵀ): B packed per run, in f32.
-// ACT: strategy: tiles 4x8, 24 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B computed at run time, packed per run (f32); A's rows read in place, 3 column groups
+// ACT: strategy: tiles 4x8, 24 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B computed at run time, packed per run (f32); A's rows read in place, 3 column groups
 func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tensor<2x24x24xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.matmul %a, %b, %z, %z : (tensor<2x24x64xf32>, tensor<2x64x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x24xf32>
@@ -40,7 +55,7 @@ func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tens
 // A padded 3 × 3 convolution: its rows are windows of the input, gathered into a packed A
 // chunk by chunk of the reduction (implicit im2col).
 // CONV: k{{[0-9]+}}_conv2d: contraction conv2d batch=1 m=64 n=4 k=72
-// CONV: strategy: tiles 4x8, 64 rows per work item, f32 FMA (the runtime's AVX-512 or AVX2 loop, else a generated one); B packed at compile time (f32); A packed per chunk{{$}}
+// CONV: strategy: tiles 4x8, 64 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A packed per chunk{{$}}
 func.func @conv(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x4xf32> {
   %w = "tosa.const"() <{values = dense<0.125> : tensor<4x3x3x8xf32>}> : () -> tensor<4x3x3x8xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
@@ -50,7 +65,8 @@ func.func @conv(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x4xf32> {
 }
 
 // A matmul of one row (a classifier at batch 1): the row against several panels per item.
-// ROW: strategy: one row against {{[0-9]+}} panels of 8 columns per work item, f32 FMA; B packed at compile time (f32)
+// ROW: strategy: one row against {{[0-9]+}} panels of 8 columns per work item, f32 FMA on the runtime's AVX2 one-row loop; B packed at compile time (f32)
+// ROW-V2: strategy: one row against {{[0-9]+}} panels of 8 columns per work item, f32 multiply and add, generated (4 panels at a time); B packed at compile time (f32)
 func.func @row(%a: tensor<1x1x64xf32>) -> tensor<1x1x40xf32> {
   %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
@@ -60,8 +76,10 @@ func.func @row(%a: tensor<1x1x64xf32>) -> tensor<1x1x40xf32> {
 
 // A depthwise convolution: an output row per work item by the runtime's row loop; in fp16 the
 // input rows are widened into a ring of the window's rows and the weights once per call.
-// DW: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX-512 or AVX2 loop (else a generated one), the loop finishing it
-// DW-F16: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX-512 or AVX2 loop (else a generated one), the loop finishing it; input rows widened to f32 into a ring of window rows, weights once per call
+// DW: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX2 loop, the loop finishing it
+// DW-V2: strategy: depthwise: a row of 8 pixels per work item, channel multiplier 1, generated
+// DW-V4: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX-512 loop, the loop finishing it
+// DW-F16: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX2 loop, the loop finishing it; input rows widened to f32 into a ring of window rows, weights once per call
 func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
   %w = "tosa.const"() <{values = dense<0.125> : tensor<3x3x32x1xf32>}> : () -> tensor<3x3x32x1xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>

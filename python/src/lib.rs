@@ -507,6 +507,8 @@ fn targets() -> Vec<&'static str> {
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The settings the libraries take from the Python process's environment (F16C_LINKER, ...).
+    f16c_core::settings::set(f16c_core::settings::Settings::from_variables(|name| std::env::var(name).ok()));
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;

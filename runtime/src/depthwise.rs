@@ -16,36 +16,29 @@ use f16c_core::abi::DepthwiseParams as Params;
 /// The signature of [`Libcall::DepthwiseRow`](f16c_core::abi::Libcall).
 pub type RowFn = extern "C" fn(*const *const f32, *const f32, *mut f32, *const Params) -> u64;
 
-/// The table entry of [`Libcall::DepthwiseRow`](f16c_core::abi::Libcall): the AVX-512 loop, or
-/// the AVX2 one, where this CPU has it, else null (the generated code then runs its own).
-pub fn entry() -> usize {
-    loops().first().map_or(0, |&(_, f)| f as usize)
-}
-
-/// [`entry`]'s AVX2 loop, even where the CPU has AVX-512 (null where it lacks AVX2).
-pub fn entry_avx2() -> usize {
-    loops().iter().find(|(isa, _)| *isa == "avx2").map_or(0, |&(_, f)| f as usize)
-}
-
-/// The loops this CPU can run, the widest first, by instruction set.
-fn loops() -> Vec<(&'static str, RowFn)> {
-    let mut loops: Vec<(&'static str, RowFn)> = Vec::new();
+/// [`Libcall::DepthwiseRow`](f16c_core::abi::Libcall)'s function, the AVX2 loop (null on
+/// another architecture). The libcall table holds it only on a CPU with the features of its
+/// row of [`f16c_core::abi::MICRO_KERNELS`].
+pub fn avx2_entry() -> usize {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            loops.push(("avx512", row_avx512));
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            loops.push(("avx2", row_avx2));
-        }
-    }
-    loops
+    return row_avx2 as RowFn as usize;
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
+/// [`Libcall::DepthwiseRowAvx512`](f16c_core::abi::Libcall)'s function, the AVX-512 loop, as
+/// [`avx2_entry`].
+pub fn avx512_entry() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    return row_avx512 as RowFn as usize;
+    #[cfg(not(target_arch = "x86_64"))]
+    0
 }
 
 /// The libcall on a CPU with AVX-512F (its contract: [`Params`]).
 #[cfg(target_arch = "x86_64")]
 extern "C" fn row_avx512(rows: *const *const f32, w: *const f32, out: *mut f32, p: *const Params) -> u64 {
-    // SAFETY: `entry` hands this function out only on a CPU with AVX-512F; the generated code
+    // SAFETY: the libcall table holds this function only on a CPU with AVX-512F; the generated code
     // passes pointers by the libcall's contract.
     unsafe {
         let p = &*p;
@@ -57,7 +50,7 @@ extern "C" fn row_avx512(rows: *const *const f32, w: *const f32, out: *mut f32, 
 /// The libcall on a CPU with AVX2 (its contract: [`Params`]).
 #[cfg(target_arch = "x86_64")]
 extern "C" fn row_avx2(rows: *const *const f32, w: *const f32, out: *mut f32, p: *const Params) -> u64 {
-    // SAFETY: `entry` hands this function out only on a CPU with AVX2; the generated code
+    // SAFETY: the libcall table holds this function only on a CPU with AVX2; the generated code
     // passes pointers by the libcall's contract.
     unsafe {
         let p = &*p;
@@ -267,6 +260,12 @@ row_loop!(avx2, "avx2", __m256, 8, __m256i,
 mod tests {
     use super::*;
     use crate::test_values::uniform;
+    use f16c_core::abi::Libcall;
+
+    /// The loops this CPU runs, the widest first.
+    fn loops() -> Vec<(&'static str, RowFn)> {
+        crate::libcalls::micro_kernels(&[("avx512", Libcall::DepthwiseRowAvx512), ("avx2", Libcall::DepthwiseRow)])
+    }
 
     /// Parameters with no bias and no bounds.
     fn params(kw: usize, channels: usize, in_width: usize, out_width: usize, stride: usize, dilation: usize, pad: usize) -> Params {

@@ -422,34 +422,7 @@ impl Executor {
         let outputs = manifest.outputs.iter().map(|o| Ok((o.slot, ty(&o.ty)?))).collect::<Result<Vec<_>>>()?;
         let profile = profiling().then(|| std::sync::Mutex::new((vec![std::time::Duration::ZERO; manifest.kernels.len()], 0)));
         let groups = Group::of(&manifest.steps, &functions);
-        let mut e = Executor { constants, manifest, inputs, outputs, groups, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), memory: std::sync::Mutex::default(), _code: code };
-        match std::env::var_os("F16C_NATIVE_TILES") {
-            Some(v) if v == "0" => e.set_native_tiles(false),
-            Some(v) if v == "avx2" => e.limit_native_to_avx2(),
-            _ => {}
-        }
-        Ok(e)
-    }
-
-    /// Later runs use the runtime's AVX2 loops even where the CPU has AVX-512 (the same
-    /// results; `F16C_NATIVE_TILES=avx2` in the environment does this): for measuring what the
-    /// wider loops gain.
-    pub fn limit_native_to_avx2(&mut self) {
-        use f16c_core::abi::Libcall::{DepthwiseRow, GemmTiles};
-        self.rt[GemmTiles as usize] = crate::tiles::entry_avx2();
-        self.rt[DepthwiseRow as usize] = crate::depthwise::entry_avx2();
-    }
-
-    /// Whether later runs may use the runtime's native GEMM loops ([`crate::tiles`]) and
-    /// depthwise taps ([`crate::depthwise`]) where the CPU has them (the default;
-    /// `F16C_NATIVE_TILES=0` in the environment turns them off): off, the generated code runs
-    /// its own loops, with the same results.
-    pub fn set_native_tiles(&mut self, on: bool) {
-        use f16c_core::abi::Libcall::{DepthwiseRow, GemmTiles, GemvPanels};
-        let table = libcalls::table();
-        for at in [GemmTiles as usize, GemvPanels as usize, DepthwiseRow as usize] {
-            self.rt[at] = if on { table[at] } else { 0 };
-        }
+        Ok(Executor { constants, manifest, inputs, outputs, groups, rt: libcalls::table(), threads: threads.max(1), profile, pool: std::sync::Mutex::new(None), memory: std::sync::Mutex::default(), _code: code })
     }
 
     /// The manifest (function name, types, layout, schedule).

@@ -9,7 +9,8 @@
 //! and calls its `NAME_run_v`. Many runs share one driver process ([`run_many`]), which is
 //! what makes a few hundred emulated runs cheap.
 //!
-//! Tools, each overridable by an environment variable:
+//! Tools, each overridable by the process's settings ([`f16c_core::settings`], which the
+//! binaries take from the environment variables named here):
 //! - the C compiler: `cc` for the host's architecture, `aarch64-linux-gnu-gcc` otherwise
 //!   (`F16C_CC_<ARCH>`, e.g. `F16C_CC_AARCH64`);
 //! - the emulator for a foreign architecture: `qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu`
@@ -56,16 +57,16 @@ fn scratch() -> Result<TempDir> {
     TempDir::new("foreign").map_err(|e| tool_error(format!("cannot create a temporary directory: {e}")))
 }
 
-fn env_or(var: &str, default: &str) -> Vec<String> {
-    let v = std::env::var(var).ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| default.to_string());
-    v.split_whitespace().map(String::from).collect()
+/// A command line: `set` (from the settings) or `default`, split at spaces.
+fn command(set: Option<&str>, default: &str) -> Vec<String> {
+    set.unwrap_or(default).split_whitespace().map(String::from).collect()
 }
 
 /// The command that runs an executable of `arch` (empty: run it directly).
 fn emulator(arch: &str) -> Result<Vec<String>> {
     match arch {
         a if a == HOST_ARCH => Ok(Vec::new()),
-        "aarch64" => Ok(env_or("F16C_QEMU_AARCH64", "qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu")),
+        "aarch64" => Ok(command(f16c_core::settings::get().qemu_aarch64.as_deref(), "qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu")),
         a => Err(tool_error(format!("cannot run {a} code on this {HOST_ARCH} machine"))),
     }
 }
@@ -79,7 +80,7 @@ fn driver(arch: &str) -> Result<PathBuf> {
 /// per source, compiler and flags, cached in the temporary directory.
 fn build(arch: &str, name: &str, source: &str, flags: &[&str], libs: &[&str]) -> Result<PathBuf> {
     let default = if arch == HOST_ARCH { "cc" } else { "aarch64-linux-gnu-gcc" };
-    let cc = env_or(&format!("F16C_CC_{}", arch.to_uppercase()), default);
+    let cc = command(f16c_core::settings::get().cc(arch), default);
     let mut h = std::collections::hash_map::DefaultHasher::new();
     std::hash::Hash::hash(&(source, &cc, arch, flags, libs), &mut h);
     let key = std::hash::Hasher::finish(&h);

@@ -6,7 +6,8 @@ use half::{bf16, f16};
 
 /// Defines each libcall as an `extern "C"` function and the table of their addresses, in one
 /// list so that a libcall and its table entry cannot drift apart.
-/// The entries after `optional:` are addresses, null where the runtime has no code for this CPU.
+/// The entries after `optional:` are addresses, null where the runtime has no code for this CPU
+/// (the micro-kernels of [`f16c_core::abi::MICRO_KERNELS`], by the features their rows require).
 macro_rules! libcalls {
     ($($lc:ident => |$($x:ident: $t:ty),+| -> $r:ty $body:block),+ $(,)? ; optional: $($opt:ident => $at:expr),* $(,)?) => {
         /// The table, in [`Libcall::ALL`] order.
@@ -100,9 +101,40 @@ libcalls! {
     },
     ;
     optional:
-    GemmTiles => crate::tiles::entry(),
-    GemvPanels => crate::tiles::gemv_entry(),
-    DepthwiseRow => crate::depthwise::entry(),
+    GemmTiles => micro_kernel(Libcall::GemmTiles, crate::tiles::avx2_entry),
+    GemmTilesAvx512 => micro_kernel(Libcall::GemmTilesAvx512, crate::tiles::avx512_entry),
+    GemvPanels => micro_kernel(Libcall::GemvPanels, crate::tiles::gemv_entry),
+    DepthwiseRow => micro_kernel(Libcall::DepthwiseRow, crate::depthwise::avx2_entry),
+    DepthwiseRowAvx512 => micro_kernel(Libcall::DepthwiseRowAvx512, crate::depthwise::avx512_entry),
+}
+
+/// Micro-kernel `lc`'s entry ([`f16c_core::abi::MICRO_KERNELS`]): `entry()` where this CPU has
+/// every feature its row requires, else null (code that calls it requires them too, and the
+/// loader refuses it on such a CPU).
+fn micro_kernel(lc: Libcall, entry: fn() -> usize) -> usize {
+    if available(lc) {
+        entry()
+    } else {
+        0
+    }
+}
+
+/// The entries of `(name, libcall)` micro-kernels this CPU runs, as functions of type `F` (for
+/// tests that run each loop against its contract).
+#[cfg(test)]
+pub(crate) fn micro_kernels<F: Copy>(of: &[(&'static str, Libcall)]) -> Vec<(&'static str, F)> {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<usize>());
+    let table = table();
+    of.iter()
+        .filter(|&&(_, lc)| table[lc as usize] != 0)
+        // SAFETY: the caller names `F` as the libcalls' signature (a function pointer).
+        .map(|&(isa, lc)| (isa, unsafe { std::mem::transmute_copy::<usize, F>(&table[lc as usize]) }))
+        .collect()
+}
+
+/// Whether this CPU runs micro-kernel `lc` (a libcall of [`f16c_core::abi::MICRO_KERNELS`]).
+pub fn available(lc: Libcall) -> bool {
+    f16c_core::abi::MicroKernel::of(lc).is_some_and(|m| m.requires.iter().all(|f| crate::loader::has_feature(f)))
 }
 
 /// `dst[i] = src[i]` widened: F16C (`vcvtph2ps`, eight per instruction) where the CPU has it,

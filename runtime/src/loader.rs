@@ -184,6 +184,11 @@ pub fn check_cpu(requires: &[String]) -> Result<()> {
     }
 }
 
+/// Whether this CPU has feature `f` (false for one the runtime does not know).
+pub fn has_feature(f: &str) -> bool {
+    feature(f) == Some(true)
+}
+
 /// Whether the runtime knows CPU feature `f` (a Cranelift or LLVM name an artifact may require).
 pub fn knows_feature(f: &str) -> bool {
     feature(f).is_some()

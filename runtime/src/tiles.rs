@@ -12,7 +12,8 @@
 //! in the generated micro-kernel, so the two give the same bits and the generated code may use
 //! either. Each pass also fetches the B panels of the pass after it into cache.
 //!
-//! Where the CPU also has AVX-512F, the same passes run sixteen lanes wide: a pair of B panels
+//! The AVX-512 loops ([`Libcall::GemmTilesAvx512`](f16c_core::abi::Libcall), which the
+//! compiler chooses for a CPU with AVX-512F) run the same passes sixteen lanes wide: a pair of B panels
 //! per vector, the two 8-column halves loaded and joined, so that the layouts and the bits stay
 //! the AVX2 loops' (a last odd panel, and one micro-panel against f32 panels, which streams
 //! them and gains nothing from wider lanes, stay on the AVX2 loops).
@@ -25,29 +26,23 @@ use f16c_core::abi::tiles::{ACCUMULATE, B_BF16, B_F16, PACKED_A, TILE_COLS, TILE
 /// The signature of [`Libcall::GemmTiles`](f16c_core::abi::Libcall).
 pub type TilesFn = extern "C" fn(*const u8, u64, *const u8, u64, u64, *mut f32, u64, u64, u64, u64) -> u64;
 
-/// The table entry of [`Libcall::GemmTiles`](f16c_core::abi::Libcall): the native loops where
-/// this CPU has what they need (the AVX-512 ones where it has AVX-512F too), else null (the
-/// generated code then runs its own micro-kernel).
-pub fn entry() -> usize {
-    gemm_loops().first().map_or(0, |&(_, f)| f as usize)
-}
-
-/// [`entry`]'s AVX2 loops, even where the CPU has AVX-512 (null where it lacks AVX2).
-pub fn entry_avx2() -> usize {
-    gemm_loops().iter().find(|(isa, _)| *isa == "avx2").map_or(0, |&(_, f)| f as usize)
-}
-
-/// The GEMM loops this CPU can run, the widest first, by instruction set.
-fn gemm_loops() -> Vec<(&'static str, TilesFn)> {
-    let mut loops: Vec<(&'static str, TilesFn)> = Vec::new();
+/// [`Libcall::GemmTiles`](f16c_core::abi::Libcall)'s function, the AVX2 loops (null on
+/// another architecture). The libcall table holds it only on a CPU with the features of its
+/// row of [`f16c_core::abi::MICRO_KERNELS`].
+pub fn avx2_entry() -> usize {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("f16c") {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            loops.push(("avx512", gemm_tiles::<true>));
-        }
-        loops.push(("avx2", gemm_tiles::<false>));
-    }
-    loops
+    return gemm_tiles::<false> as TilesFn as usize;
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
+/// [`Libcall::GemmTilesAvx512`](f16c_core::abi::Libcall)'s function, the AVX-512 loops, as
+/// [`avx2_entry`].
+pub fn avx512_entry() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    return gemm_tiles::<true> as TilesFn as usize;
+    #[cfg(not(target_arch = "x86_64"))]
+    0
 }
 
 /// The libcall (its contract: [`f16c_core::abi::tiles`]), in AVX-512 where `WIDE`. Only in
@@ -57,9 +52,9 @@ fn gemm_loops() -> Vec<(&'static str, TilesFn)> {
 extern "C" fn gemm_tiles<const WIDE: bool>(a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64) -> u64 {
     let call = Call { a, a_stride: a_stride as usize, b, b_stride: b_stride as usize, k: k as usize, tiles: tiles.cast(), tiles_stride: tiles_stride as usize, accumulate: flags & ACCUMULATE != 0 };
     let (m, n) = (micro_panels as usize, panels as usize);
-    // SAFETY: `gemm_loops` hands this function out only on a CPU with AVX2, FMA and F16C (and
-    // AVX-512F for `WIDE`); the generated code passes pointers and sizes by the libcall's
-    // contract.
+    // SAFETY: the libcall table holds this function only on a CPU with AVX2, FMA and F16C (and
+    // AVX-512F for `WIDE`): its row of `MICRO_KERNELS`; the generated code passes pointers and
+    // sizes by the libcall's contract.
     unsafe {
         match (WIDE, flags & PACKED_A != 0, flags & (B_F16 | B_BF16)) {
             (true, true, 0) => avx512::all::<true, 0>(&call, m, n),
@@ -92,13 +87,12 @@ pub unsafe fn gemm_pairs_bf16(a: *const u8, a_stride: u64, b: *const u8, b_strid
     micro_panels
 }
 
-/// The table entry of [`Libcall::GemvPanels`](f16c_core::abi::Libcall): the native one-row
-/// loop where this CPU has what it needs ([`entry`]'s features), else null.
+/// [`Libcall::GemvPanels`](f16c_core::abi::Libcall)'s function, the AVX2 one-row loop, as
+/// [`avx2_entry`].
 pub fn gemv_entry() -> usize {
     #[cfg(target_arch = "x86_64")]
-    if entry() != 0 {
-        return gemv_panels as GemvFn as usize;
-    }
+    return gemv_panels as GemvFn as usize;
+    #[cfg(not(target_arch = "x86_64"))]
     0
 }
 
@@ -110,8 +104,9 @@ pub type GemvFn = extern "C" fn(*const f32, *const u8, u64, u64, *mut f32, u64, 
 #[cfg(target_arch = "x86_64")]
 extern "C" fn gemv_panels(a: *const f32, b: *const u8, b_stride: u64, k: u64, out: *mut f32, panels: u64, flags: u64) -> u64 {
     let (b_stride, k, n) = (b_stride as usize, k as usize, panels as usize);
-    // SAFETY: `gemv_entry` hands this function out only on a CPU with AVX2, FMA and F16C; the
-    // generated code passes pointers and sizes by the libcall's contract.
+    // SAFETY: the libcall table holds this function only on a CPU with AVX2, FMA and F16C (its
+    // row of `MICRO_KERNELS`); the generated code passes pointers and sizes by the libcall's
+    // contract.
     unsafe {
         match flags & (B_F16 | B_BF16) {
             0 => avx2::gemv::<0>(a, b, b_stride, k, out, n),
@@ -748,7 +743,13 @@ mod dot {
 mod tests {
     use super::*;
     use crate::test_values::uniform;
+    use f16c_core::abi::Libcall;
     use half::{bf16, f16};
+
+    /// The GEMM loops this CPU runs, the widest first.
+    fn gemm_loops() -> Vec<(&'static str, TilesFn)> {
+        crate::libcalls::micro_kernels(&[("avx512", Libcall::GemmTilesAvx512), ("avx2", Libcall::GemmTiles)])
+    }
 
     #[test]
     fn runs_cover_n_in_threes_and_twos() {
@@ -950,13 +951,10 @@ mod tests {
 
     #[test]
     fn native_gemv_sums_are_fused_multiply_add_chains_in_k_order() {
-        let f = gemv_entry();
-        if f == 0 {
+        let Some(&(_, f)) = crate::libcalls::micro_kernels::<GemvFn>(&[("avx2", Libcall::GemvPanels)]).first() else {
             eprintln!("no native one-row GEMM on this CPU: nothing to test");
             return;
-        }
-        // SAFETY: the table entry's signature.
-        let f = unsafe { std::mem::transmute::<usize, GemvFn>(f) };
+        };
         let mut next = uniform(11);
         // Every run length (8, 4, 2, 1) and mixes of them; f32, f16 and bf16 B.
         for panels in [1, 2, 3, 4, 5, 7, 8, 9, 15, 19] {

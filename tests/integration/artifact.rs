@@ -132,7 +132,7 @@ fn splat_constants_stay_one_value_in_the_artifact_and_in_memory() {
         if precision == "fp32" {
             assert_eq!(mixed, want, "canonicalize changed the f32 results");
         }
-        for backend in [&f16c_compiler::backend::cranelift::CraneliftBackend as &dyn f16c_compiler::backend::Backend, llvm] {
+        for backend in [&f16c_compiler::backend::cranelift::CRANELIFT as &dyn f16c_compiler::backend::Backend, llvm] {
             let a = driver::artifact_with(g, backend).unwrap_or_else(|d| panic!("{precision} {}: {d}", backend.name()));
             let bytes = a.to_bytes();
             assert!(a.constants.len() < 1024, "{precision} {}: {} bytes of constants for four splats", backend.name(), a.constants.len());

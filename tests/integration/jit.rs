@@ -667,14 +667,15 @@ fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
 }
 
 /// Where the CPU has AVX2 and FMA, the GEMM hands its micro-panels to the runtime's native loop
-/// (`f16c_runtime::tiles`); with it turned off, the generated micro-kernel runs instead. The two
+/// (`f16c_runtime::tiles`); compiled for the generated loops (`Loops::Generated`), the generated
+/// micro-kernel runs instead, and compiled for AVX2 on an AVX-512 machine, the AVX2 loops. They
 /// give the same bits: A packed and in place, f32, fp16 and bf16 (an fp16 weight read and
 /// widened by the native loop itself), reduction chunks, several row blocks and a batch, a
 /// short last micro-panel, fused epilogues, and every remainder of its three-at-a-time loop;
 /// and the one-row (gemv) loop's native and generated forms.
 #[test]
 fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
-    if f16c_runtime::tiles::entry() == 0 {
+    if !f16c_runtime::libcalls::available(f16c_core::abi::Libcall::GemmTiles) {
         eprintln!("this CPU has no native GEMM loop: nothing to compare");
         return;
     }
@@ -703,16 +704,23 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
     // bf16 on a CPU with AVX512-BF16 runs on the pair loops (`GemmPairsBf16`, no generated
     // form): compared with the f32 loops of code compiled without them instead.
     let pairs = f16c_compiler::backend::host_has_avx512_bf16();
-    let without_pairs = f16c_compiler::backend::cranelift::Options { dot_bf16: false, ..f16c_compiler::backend::cranelift::Options::host().unwrap() };
+    let host = f16c_compiler::backend::cranelift::Options::host().unwrap();
+    let without_pairs = f16c_compiler::backend::cranelift::Options { dot_bf16: false, ..host };
+    // The generated loops, with this host's FMA: the native loops' bits.
+    let generated_loops = f16c_compiler::backend::cranelift::Options { dot_bf16: false, loops: f16c_compiler::backend::cranelift::Loops::Generated, ..host };
     for (what, g, inputs) in cases {
-        let mut model = Model::compile_graph(&g, 2).unwrap();
-        let native = model.run(&inputs).unwrap();
+        let native = Model::compile_graph(&g, 2).unwrap().run(&inputs).unwrap();
+        let other = Model::compile_graph_with(&g, 2, &without_pairs).unwrap().run(&inputs).unwrap();
         if pairs && what.contains("bf16") {
-            let other = Model::compile_graph_with(&g, 2, &without_pairs).unwrap().run(&inputs).unwrap();
             assert_eq!(native[0].data().to_le_bytes(), other[0].data().to_le_bytes(), "{what}: the bf16 pair loops' bits differ from the f32 loops'");
         }
-        model.set_native_tiles(false);
-        let generated = model.run(&inputs).unwrap();
+        // Both instruction sets' loops where this CPU has AVX-512.
+        if host.loops == f16c_compiler::backend::cranelift::Loops::Avx512 {
+            let avx2 = f16c_compiler::backend::cranelift::Options { loops: f16c_compiler::backend::cranelift::Loops::Avx2, ..without_pairs };
+            let narrow = Model::compile_graph_with(&g, 2, &avx2).unwrap().run(&inputs).unwrap();
+            assert_eq!(other[0].data().to_le_bytes(), narrow[0].data().to_le_bytes(), "{what}: the AVX-512 loops' bits differ from the AVX2 loops'");
+        }
+        let generated = Model::compile_graph_with(&g, 2, &generated_loops).unwrap().run(&inputs).unwrap();
         assert_eq!(native[0].data().to_le_bytes(), generated[0].data().to_le_bytes(), "{what}: the native loop's bits differ");
     }
 }
@@ -753,12 +761,13 @@ fn depthwise_finished(d: DType, size: usize, channels: usize, stride: usize, fin
 
 /// Where the CPU has AVX-512 or AVX2, a depthwise convolution with channel multiplier 1 hands
 /// each output row to the runtime's native loop (`f16c_runtime::depthwise`), which also adds
-/// the bias and applies a ReLU6 where that is all the epilogue does; with it turned off, the
-/// generated loop runs instead. Both give the reference's bits: f32, fp16 and bf16, channel
+/// the bias and applies a ReLU6 where that is all the epilogue does; compiled for the generated
+/// loops, the generated loop runs instead (and compiled for AVX2 on an AVX-512 machine, the
+/// AVX2 loop). Both give the reference's bits: f32, fp16 and bf16, channel
 /// counts that leave vector tails, strides 1 and 2, each finish, values past 6 and NaNs.
 #[test]
 fn the_native_depthwise_loop_gives_the_generated_loops_bits() {
-    if f16c_runtime::depthwise::entry() == 0 {
+    if !f16c_runtime::libcalls::available(f16c_core::abi::Libcall::DepthwiseRow) {
         eprintln!("this CPU has no native depthwise loop: nothing to compare");
         return;
     }
@@ -780,10 +789,15 @@ fn the_native_depthwise_loop_gives_the_generated_loops_bits() {
                 };
                 inputs[0] = Tensor::new(inputs[0].shape().to_vec(), data).unwrap();
                 check(&what, &g, &inputs, None);
-                let mut model = Model::compile_graph(&g, 2).unwrap();
-                let native = model.run(&inputs).unwrap();
-                model.set_native_tiles(false);
-                let generated = model.run(&inputs).unwrap();
+                let host = f16c_compiler::backend::cranelift::Options::host().unwrap();
+                let native = Model::compile_graph_with(&g, 2, &host).unwrap().run(&inputs).unwrap();
+                let generated_loops = f16c_compiler::backend::cranelift::Options { loops: f16c_compiler::backend::cranelift::Loops::Generated, ..host };
+                let generated = Model::compile_graph_with(&g, 2, &generated_loops).unwrap().run(&inputs).unwrap();
+                if host.loops == f16c_compiler::backend::cranelift::Loops::Avx512 {
+                    let avx2 = f16c_compiler::backend::cranelift::Options { loops: f16c_compiler::backend::cranelift::Loops::Avx2, ..host };
+                    let narrow = Model::compile_graph_with(&g, 2, &avx2).unwrap().run(&inputs).unwrap();
+                    assert_eq!(native[0].data().to_le_bytes(), narrow[0].data().to_le_bytes(), "{what}: the AVX-512 loop's bits differ from the AVX2 loop's");
+                }
                 assert_eq!(native[0].data().to_le_bytes(), generated[0].data().to_le_bytes(), "{what}: the native loop's bits differ");
             }
         }
@@ -896,7 +910,7 @@ fn epilogues_fuse_into_contractions_and_the_plan_is_near_its_lower_bound() {
 /// backend: the pool rounds at its store).
 #[test]
 fn casts_folded_into_copies_and_pools_match_the_reference_on_cranelift() {
-    use f16c_compiler::backend::{cranelift::CraneliftBackend, Backend};
+    use f16c_compiler::backend::{cranelift::CRANELIFT, Backend};
     use f16c_compiler::lower::{lower_with, KernelKind, LowerOptions};
     let (mut copies, mut pools) = (0, 0);
     let folded = |name: &str| name.starts_with("transpose_last2") || name.contains("_pool_f32_to_");
@@ -910,7 +924,7 @@ fn casts_folded_into_copies_and_pools_match_the_reference_on_cranelift() {
             }
             assert_eq!(program.kernels.len(), 1, "{}: the cast folds into its neighbour", case.name);
         }
-        let artifact = CraneliftBackend.artifact(&program).unwrap();
+        let artifact = CRANELIFT.artifact(&program).unwrap();
         let got = f16c_runtime::loader::load(artifact, 2).and_then(|e| e.run(&case.inputs)).map_err(|e| e.to_string());
         let want = reference::run(&case.graph, &case.inputs).unwrap();
         let failures = case.failures(got, &want, 0);
@@ -945,7 +959,7 @@ fn converting_transposes_match_the_reference_bit_for_bit() {
                     g.add_node(Op::Cast, tensor_ty(to, &out), &[t], loc())
                 };
                 g.add_output(y);
-                let program = f16c_compiler::driver::lower_for(&g, &f16c_compiler::backend::cranelift::CraneliftBackend).unwrap();
+                let program = f16c_compiler::driver::lower_for(&g, &f16c_compiler::backend::cranelift::CRANELIFT).unwrap();
                 assert_eq!(program.kernels.len(), 1, "{shape:?} {from}->{to}: the cast folds into the transpose");
                 let n: usize = shape.iter().product();
                 let mut v: Vec<f32> = (0..n).map(|_| rng.uniform(-3.0, 3.0)).collect();
@@ -969,7 +983,7 @@ fn converting_transposes_match_the_reference_bit_for_bit() {
         let fill = constant(&mut g, Tensor::splat(&TensorType::new(to, [1]), -2.5));
         let y = g.add_node(Op::Pad, tensor_ty(to, &[2, 43, 44]), &[c, pads, fill], loc());
         g.add_output(y);
-        let program = f16c_compiler::driver::lower_for(&g, &f16c_compiler::backend::cranelift::CraneliftBackend).unwrap();
+        let program = f16c_compiler::driver::lower_for(&g, &f16c_compiler::backend::cranelift::CRANELIFT).unwrap();
         assert_eq!(program.kernels.len(), 1, "pad {from}->{to}: the cast folds into the pad");
         let mut v: Vec<f32> = (0..3200).map(|_| rng.uniform(-3.0, 3.0)).collect();
         v[17] = f32::NAN;

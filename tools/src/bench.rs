@@ -169,7 +169,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     if let Some(dir) = m.get_one::<String>("real") {
         let cpu = m.get_one::<String>("cpu").map_or("native", String::as_str);
-        let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level"))?;
+        let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level of --backend=llvm ({})", llvm_cpu::X86_CPUS.join(", ")))?;
         let peers = match m.get_one::<String>("peers").expect("has default").as_str() {
             "none" => Vec::new(),
             list => list.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
@@ -191,7 +191,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     };
     let python = m.get_one::<String>("python").expect("has default");
     let cpu = m.get_one::<String>("cpu").map_or("native", String::as_str);
-    let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level"))?;
+    let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level of --backend=llvm ({})", llvm_cpu::X86_CPUS.join(", ")))?;
     outln!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time ({}), {threads} thread(s)\n", llvm.machine.cpu)?;
     if !sizes.is_empty() {
         gemm(python, llvm, threads, &sizes)?;

@@ -61,6 +61,8 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
+    // The settings the libraries take from this binary: its environment, then its flags.
+    f16c_core::settings::set(f16c_core::settings::Settings::from_variables(|name| std::env::var(name).ok()));
     if let Some(&n) = matches.get_one::<u64>("max-tensor-bytes") {
         f16c_core::set_max_tensor_bytes(n);
     }
@@ -131,13 +133,18 @@ fn backend_arg(help: &'static str) -> Arg {
     Arg::new("backend").long("backend").value_name("NAME").value_parser(["cranelift", "llvm"]).help(help)
 }
 
-/// `--cpu`: the x86-64 level of `--backend=llvm`.
+/// `--cpu`: the x86-64 level of either backend.
 pub(crate) fn cpu_arg() -> Arg {
     Arg::new("cpu")
         .long("cpu")
         .value_name("LEVEL")
-        .value_parser(clap::builder::PossibleValuesParser::new(f16c_compiler::backend::llvm_cpu::X86_CPUS))
-        .help("x86-64 level of --backend=llvm: native (default: x86-64-v4 when this machine has AVX-512, else x86-64-v3), x86-64-v3 (AVX2, FMA, F16C), x86-64-v4 (AVX-512) or x86-64-v4+bf16 (and AVX512-BF16: bf16 matmul/conv on VDPBF16PS; native picks it where the machine has it)")
+        .value_parser(clap::builder::PossibleValuesParser::new(["native", "x86-64-v2", "x86-64-v3", "x86-64-v4", "x86-64-v4+bf16"]))
+        .help(
+            "x86-64 level the code may use: native (this machine's), x86-64-v2 (the JIT's own loops, no FMA; not --backend=llvm), \
+             x86-64-v3 (AVX2, FMA, F16C: the runtime's AVX2 loops), x86-64-v4 (AVX-512: its AVX-512 loops) or x86-64-v4+bf16 \
+             (and AVX512-BF16: bf16 matmul/conv on VDPBF16PS). The plans --emit=kernels prints depend on it. Default: native \
+             for the code run and written, x86-64-v3 for what the JIT's --emit prints",
+        )
 }
 
 /// `--flag` switch.

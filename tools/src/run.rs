@@ -163,7 +163,11 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             }
         };
         match lowered {
-            None => match f16c_jit::Model::compile_graph(g, threads).and_then(|model| model.run(&inputs)) {
+            None => match (f16c_jit::CompileOptions { cpu: cpu.map(str::to_string), ..f16c_jit::CompileOptions::default() })
+                .backend_options()
+                .and_then(|options| f16c_jit::Model::compile_graph_with(g, threads, &options))
+                .and_then(|model| model.run(&inputs))
+            {
                 Ok(o) => o,
                 Err(JitError::Diagnostics(d)) => return Ok(crate::report(&d, &source)),
                 Err(JitError::Run(RuntimeError::Eval { location, op, message })) => return Ok(eval_error(&location, &op, &message, &source)),

@@ -3,14 +3,15 @@
 //!
 //! Shared by the CPU backends (Cranelift, LLVM). The object needs nothing from outside but
 //! libc's `memcpy`/`memset` (kernels call the runtime only through the `rt` table), so a plain
-//! `-shared` link suffices. The linker is `$F16C_LINKER` if set, else the
-//! first of `ld.lld-22`, LLVM 22's `ld.lld`, `ld.lld`, `ld` found.
+//! `-shared` link suffices. The linker is the process settings' (`F16C_LINKER` to the binaries,
+//! [`f16c_core::settings`]) if set, else the first of `ld.lld-22`, LLVM 22's `ld.lld`,
+//! `ld.lld`, `ld` found.
 
 use f16c_core::tempdir::TempDir;
 use std::path::Path;
 use std::process::Command;
 
-/// Linkers tried in order when `F16C_LINKER` is not set.
+/// Linkers tried in order when the settings name none.
 const LINKERS: &[&str] = &["ld.lld-22", "/usr/lib/llvm-22/bin/ld.lld", "ld.lld", "ld"];
 
 fn found(linker: &str) -> bool {
@@ -22,9 +23,9 @@ fn found(linker: &str) -> bool {
 
 /// Links `objects` into a shared object and returns its bytes.
 pub fn shared_object(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
-    let linker = match std::env::var("F16C_LINKER") {
-        Ok(l) if !l.is_empty() => l,
-        _ => LINKERS
+    let linker = match f16c_core::settings::get().linker {
+        Some(l) => l,
+        None => LINKERS
             .iter()
             .find(|l| found(l))
             .map(|l| l.to_string())

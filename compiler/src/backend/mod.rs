@@ -247,6 +247,17 @@ pub fn host_has_avx512() -> bool {
     false
 }
 
+/// Whether this machine has AVX2, FMA and F16C: what the runtime's AVX2 loops need.
+pub fn host_has_avx2_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx2") && has!("fma") && has!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Whether this machine has AVX-512 and AVX512-BF16 (`VDPBF16PS`): what both x86-64 backends'
 /// bf16 pair code needs (the JIT's runtime loops, `--cpu=x86-64-v4+bf16`).
 pub fn host_has_avx512_bf16() -> bool {
@@ -301,7 +312,7 @@ pub fn lookup(target: Target) -> Result<&'static dyn Backend, LookupError> {
     match target {
         Target::Reference => Err(LookupError::Interpreter),
         #[cfg(feature = "cranelift")]
-        Target::X86_64 => Ok(&cranelift::CraneliftBackend),
+        Target::X86_64 => Ok(&cranelift::CRANELIFT),
         #[cfg(not(feature = "cranelift"))]
         Target::X86_64 => Err(LookupError::CompiledOut { target, backend: "cranelift-x86_64", feature: "cranelift" }),
         #[cfg(feature = "nvptx")]

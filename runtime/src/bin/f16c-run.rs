@@ -42,6 +42,8 @@ fn cli() -> Command {
 
 fn main() -> ExitCode {
     stdout::die_quietly_on_closed_pipe();
+    // The settings the runtime takes from this binary's environment (F16C_MAX_TENSOR_BYTES, ...).
+    f16c_core::settings::set(f16c_core::settings::Settings::from_variables(|name| std::env::var(name).ok()));
     let m = cli().get_matches();
     match run(&m) {
         Ok(()) => ExitCode::SUCCESS,

@@ -86,6 +86,9 @@ enum Nans {
     Canonical,
 }
 
+/// What emitting something that can fail returns: the reason, for the kernel's error.
+pub type Emitted<T = ()> = Result<T, String>;
+
 impl<'a> Fx<'a> {
     /// Starts a kernel function: `(bufs, begin, end, scratch, rt) -> i32` in the entry block.
     pub fn new(mut b: FunctionBuilder<'a>) -> Self {
@@ -338,6 +341,62 @@ impl<'a> Fx<'a> {
         self.b.ins().jump(join, &args);
         self.b.switch_to_block(join);
         self.b.block_params(join).to_vec()
+    }
+
+    /// [`Fx::for_range`] with a body that can fail: the first error is returned (the loop is
+    /// still closed, its carried values passed on unchanged, so the function stays well formed).
+    pub fn try_for_range(
+        &mut self,
+        start: Value,
+        end: Value,
+        step: i64,
+        carried: &[Value],
+        body: impl FnOnce(&mut Self, Value, &[Value]) -> Emitted<Vec<Value>>,
+    ) -> Emitted<Vec<Value>> {
+        let mut failed = None;
+        let out = self.for_range(start, end, step, carried, |fx, iv, vals| {
+            body(fx, iv, vals).unwrap_or_else(|e| {
+                failed = Some(e);
+                vals.to_vec()
+            })
+        });
+        failed.map_or(Ok(out), Err)
+    }
+
+    /// [`Fx::for_n`] with a body that can fail.
+    pub fn try_for_n(&mut self, start: i64, end: i64, step: i64, carried: &[Value], body: impl FnOnce(&mut Self, Value, &[Value]) -> Emitted<Vec<Value>>) -> Emitted<Vec<Value>> {
+        let (s, e) = (self.i(start), self.i(end));
+        self.try_for_range(s, e, step, carried, body)
+    }
+
+    /// [`Fx::for_items`] with a body that can fail.
+    pub fn try_for_items(&mut self, body: impl FnOnce(&mut Self, Value) -> Emitted) -> Emitted {
+        let (begin, end) = (self.begin, self.end);
+        self.try_for_range(begin, end, 1, &[], |fx, item, _| body(fx, item).map(|()| Vec::new())).map(|_| ())
+    }
+
+    /// [`Fx::if_then`] with a branch that can fail.
+    pub fn try_if_then(&mut self, cond: Value, then: impl FnOnce(&mut Self) -> Emitted) -> Emitted {
+        let mut result = Ok(());
+        self.if_then(cond, |fx| result = then(fx));
+        result
+    }
+
+    /// [`Fx::if_else`] with branches that produce no values and can fail.
+    pub fn try_if_else(&mut self, cond: Value, then: impl FnOnce(&mut Self) -> Emitted, otherwise: impl FnOnce(&mut Self) -> Emitted) -> Emitted {
+        let (mut a, mut b) = (Ok(()), Ok(()));
+        self.if_else(
+            cond,
+            |fx| {
+                a = then(fx);
+                Vec::new()
+            },
+            |fx| {
+                b = otherwise(fx);
+                Vec::new()
+            },
+        );
+        a.and(b)
     }
 
     /// Returns `code` from the function when `cond` holds (an error exit).

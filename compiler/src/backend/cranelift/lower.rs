@@ -1,6 +1,6 @@
 //! Kernel families to CLIF, one section per family.
 
-use super::emit::{domain, Fx};
+use super::emit::{domain, Emitted, Fx};
 use super::narrow::{deferral, Deferral, Staging};
 use super::legal::LANES;
 use crate::backend::layout::Layout;
@@ -28,8 +28,11 @@ pub struct Context<'p> {
     pub fma: bool,
     /// Whether bf16 GEMMs may multiply in bf16 pairs (the host has AVX512-BF16).
     pub dot_bf16: bool,
-    /// Whether a GEMM does (the code then requires `avx512bf16`).
-    pub uses_dot_bf16: bool,
+    /// The runtime's loops the contractions call ([`super::Loops`]), chosen here.
+    pub loops: super::Loops,
+    /// The runtime micro-kernels the code calls ([`f16c_core::abi::MICRO_KERNELS`]): the code
+    /// requires their features.
+    pub micro_kernels: Vec<f16c_core::abi::Libcall>,
     /// The attention chains run in bands ([`crate::backend::bands`]): their matmuls take a
     /// band's rows per work item instead of [`super::legal::MC`].
     pub bands: Vec<crate::backend::bands::Band>,
@@ -50,10 +53,20 @@ impl<'p> Context<'p> {
             current: 0,
             fma: options.fma,
             dot_bf16: options.dot_bf16,
-            uses_dot_bf16: false,
+            loops: options.loops,
+            micro_kernels: Vec::new(),
             bands: super::gemm::bands(program),
             plans: vec![None; program.kernels.len()],
         }
+    }
+
+    /// Records that the code calls micro-kernel `lc`, and returns its words for a plan after
+    /// `joint` (" on ", " by ").
+    pub fn micro_kernel(&mut self, lc: f16c_core::abi::Libcall, joint: &str) -> String {
+        if !self.micro_kernels.contains(&lc) {
+            self.micro_kernels.push(lc);
+        }
+        f16c_core::abi::MicroKernel::of(lc).map_or_else(String::new, |m| format!("{joint}{}", m.what))
     }
 
     /// Records the current kernel's plan.
@@ -180,8 +193,7 @@ impl<'p> Context<'p> {
                 }
             };
             let bases: Vec<Value> = e.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
-            let failure = std::cell::RefCell::new(None);
-            fx.for_items(|fx, row| {
+            fx.try_for_items(|fx, row| {
                 let mut offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
                 // Where each input is read from: its buffer, or its row widened into scratch.
                 let mut bases = bases.clone();
@@ -208,7 +220,6 @@ impl<'p> Context<'p> {
                             None
                         });
                     }
-                    let err = std::cell::Cell::new(None);
                     // Four lanes at column `j`, with op `given.0`'s value `given.1` when given.
                     // The inputs' four lanes at column `j`.
                     let lane_args = |fx: &mut Fx, j: Value| -> Vec<Value> {
@@ -226,12 +237,11 @@ impl<'p> Context<'p> {
                             })
                             .collect()
                     };
-                    let lanes = |fx: &mut Fx, j: Value, given: Option<(usize, Value)>| {
+                    let lanes = |fx: &mut Fx, j: Value, given: Option<(usize, Value)>| -> Emitted {
                         let args = lane_args(fx, j);
-                        match eval_given(fx, &e.expr, args, deferral.as_ref(), given) {
-                            Ok(v) => put(fx, out_off, j, v, true),
-                            Err(m) => err.set(Some(m)),
-                        }
+                        let v = eval_given(fx, &e.expr, args, deferral.as_ref(), given)?;
+                        put(fx, out_off, j, v, true);
+                        Ok(())
                     };
                     match wide {
                         Some((op, call, source)) => {
@@ -239,57 +249,45 @@ impl<'p> Context<'p> {
                             let x = e.expr.ops[op].args[0];
                             // The ops up to the one computing the argument (a computed one).
                             let upto = crate::lower::Expr { inputs: e.expr.inputs.clone(), ops: e.expr.ops[..x.saturating_sub(e.inputs.len()) + 1].to_vec() };
-                            let block = |fx: &mut Fx, b0: Value, len: usize| {
+                            let block = |fx: &mut Fx, b0: Value, len: usize| -> Emitted {
                                 let (src, dst) = match source {
                                     Some(x) => {
                                         let at = fx.b.ins().iadd(offsets[x], b0);
                                         (fx.addr(bases[x], at, 4), fx.scratch)
                                     }
                                     None => {
-                                        fx.for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+                                        fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
                                             let col = fx.b.ins().iadd(b0, j);
                                             let args = lane_args(fx, col);
-                                            match eval_with(fx, &upto, args, None) {
-                                                Ok(a) => fx.store4(DType::F32, fx.scratch, j, a),
-                                                Err(m) => err.set(Some(m)),
-                                            }
-                                            vec![]
-                                        });
+                                            let a = eval_with(fx, &upto, args, None)?;
+                                            fx.store4(DType::F32, fx.scratch, j, a);
+                                            Ok(vec![])
+                                        })?;
                                         (fx.scratch, fx.b.ins().iadd_imm_s(fx.scratch, (WIDE_BLOCK * 4) as i64))
                                     }
                                 };
                                 let n = fx.i(len as i64);
                                 fx.libcall(call, &[src, dst, n]);
-                                fx.for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+                                fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
                                     let s = fx.load4(DType::F32, dst, j);
                                     let col = fx.b.ins().iadd(b0, j);
-                                    lanes(fx, col, Some((op, s)));
-                                    vec![]
-                                });
+                                    lanes(fx, col, Some((op, s))).map(|()| vec![])
+                                })
+                                .map(|_| ())
                             };
                             let whole = vec_end / WIDE_BLOCK * WIDE_BLOCK;
-                            fx.for_n(0, whole as i64, WIDE_BLOCK as i64, &[], |fx, b0, _| {
-                                block(fx, b0, WIDE_BLOCK);
-                                vec![]
-                            });
+                            fx.try_for_n(0, whole as i64, WIDE_BLOCK as i64, &[], |fx, b0, _| block(fx, b0, WIDE_BLOCK).map(|()| vec![]))?;
                             if vec_end > whole {
                                 let b0 = fx.i(whole as i64);
-                                block(fx, b0, vec_end - whole);
+                                block(fx, b0, vec_end - whole)?;
                             }
                         }
                         None => {
-                            fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| {
-                                lanes(fx, j, None);
-                                vec![]
-                            });
+                            fx.try_for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| lanes(fx, j, None).map(|()| vec![]))?;
                         }
                     }
-                    if let Some(m) = err.take() {
-                        *failure.borrow_mut() = Some(m);
-                    }
                 }
-                let err = std::cell::Cell::new(None);
-                fx.for_n(vec_end as i64, inner as i64, 1, &[], |fx, j, _| {
+                fx.try_for_n(vec_end as i64, inner as i64, 1, &[], |fx, j, _| {
                     let args: Vec<Value> = e
                         .inputs
                         .iter()
@@ -304,22 +302,16 @@ impl<'p> Context<'p> {
                             v
                         })
                         .collect();
-                    match eval_with(fx, &e.expr, args, deferral.as_ref()) {
-                        Ok(v) => put(fx, out_off, j, v, false),
-                        Err(m) => err.set(Some(m)),
-                    }
-                    vec![]
-                });
-                if let Some(m) = err.take() {
-                    *failure.borrow_mut() = Some(m);
-                }
+                    let v = eval_with(fx, &e.expr, args, deferral.as_ref())?;
+                    put(fx, out_off, j, v, false);
+                    Ok(vec![])
+                })?;
                 if let Some(stage) = stage {
                     let (zero, n) = (fx.i(0), fx.i(inner as i64));
                     stage.narrow(fx, zero, out, out_off, n);
                 }
-                vec![]
-            });
-            failure.into_inner().map_or(Ok(()), Err)
+                Ok(())
+            })
         })
     }
 
@@ -333,12 +325,13 @@ impl<'p> Context<'p> {
         let (len, inner) = (r.len, r.inner);
         let f32_domain = domain(din) == F32 && domain(dout) == F32;
         let vector = f32_domain && inner >= LANES && r.kind.is_some_and(|k| !matches!(k, ReduceKind::All | ReduceKind::Any));
+        if r.kind.is_some() && domain(din) != domain(dout) {
+            return Err(self.error(format!("reduction from {din} to {dout} is not supported")));
+        }
         let r = r.clone();
         self.add("", r.outer, (r.outer * len * inner) as f64, move |fx| {
             let (src, dst) = (fx.buffer(r.input.buffer.0), fx.buffer(r.output.buffer.0));
             let vec_end = if vector { inner - inner % LANES } else { 0 };
-            let result: Result<(), String> = Ok(());
-            let mut result = result;
             fx.for_items(|fx, o| {
                 let base = fx.b.ins().imul_imm_s(o, (len * inner) as i64);
                 let out_base = fx.b.ins().imul_imm_s(o, inner as i64);
@@ -372,16 +365,13 @@ impl<'p> Context<'p> {
                         None => argmax(fx, din, src, at0, len, inner),
                     };
                     let at = fx.b.ins().iadd(out_base, i);
-                    if r.kind.is_some() && domain(din) != domain(dout) {
-                        result = Err(format!("reduction from {din} to {dout} is not supported"));
-                    }
                     let v = fx.round_to(dout, value);
                     fx.store(dout, dst, at, v);
                     vec![]
                 });
                 vec![]
             });
-            result
+            Ok(())
         })
     }
 
@@ -435,7 +425,6 @@ impl<'p> Context<'p> {
             let out = fx.buffer(r.output.0);
             let scratch = fx.scratch;
             let len = r.len;
-            let mut result = Ok(());
             // Widens f16/bf16 input `k` from element `at` into its slot in the region of row
             // `q` of the group.
             let widen = |fx: &mut Fx, k: usize, at: Value, q: usize| {
@@ -451,7 +440,7 @@ impl<'p> Context<'p> {
             // Whether a reduction of `kind` over a row stored as `t` computing in `d` runs in
             // lanes (a maximum or minimum of f32 values), else in index order.
             let in_lanes = |kind: ReduceKind, t: DType, d: DType| matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && domain(d) == F32 && len >= 2 * LANES;
-            fx.for_items(|fx, item| {
+            fx.try_for_items(|fx, item| {
                 // The group's rows; past the last row, the last row again (which writes the
                 // same values again).
                 let first = fx.b.ins().imul_imm_s(item, ROW_GROUP as i64);
@@ -569,10 +558,7 @@ impl<'p> Context<'p> {
                             RowStage::Map { op, full: false } => {
                                 let args: Vec<Value> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
                                 let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                                match fx.ew(op, &args, &types) {
-                                    Ok(y) => scalars[v] = Some(y),
-                                    Err(e) => result = Err(e),
-                                }
+                                scalars[v] = Some(fx.ew(op, &args, &types)?);
                             }
                             RowStage::Map { op, full: true } => {
                                 let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
@@ -597,9 +583,9 @@ impl<'p> Context<'p> {
                                     }
                                 }
                                 // Elements `from..to`, four lanes at a time or one.
-                                let mut run = |fx: &mut Fx, from: usize, to: usize, vector: bool| {
+                                let run = |fx: &mut Fx, from: usize, to: usize, vector: bool| -> Emitted {
                                     if from == to {
-                                        return;
+                                        return Ok(());
                                     }
                                     let args_at: Vec<Option<Value>> = op
                                         .args
@@ -607,7 +593,7 @@ impl<'p> Context<'p> {
                                         .map(|&a| scalars[a].map(|s| if vector && domain(dtypes[a]) == F32 { fx.b.ins().splat(F32X4, s) } else { s }))
                                         .collect();
                                     let step = if vector { LANES } else { 1 };
-                                    fx.for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
+                                    fx.try_for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
                                         let args: Vec<Value> = places
                                             .iter()
                                             .zip(&args_at)
@@ -625,25 +611,21 @@ impl<'p> Context<'p> {
                                                 None => s.expect("a scalar argument"),
                                             })
                                             .collect();
-                                        match fx.ew(op, &args, &types) {
-                                            Ok(y) => {
-                                                let at = fx.b.ins().iadd(oat, j);
-                                                if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
-                                            }
-                                            Err(e) => result = Err(e),
-                                        }
-                                        vec![]
-                                    });
+                                        let y = fx.ew(op, &args, &types)?;
+                                        let at = fx.b.ins().iadd(oat, j);
+                                        if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
+                                        Ok(vec![])
+                                    })
+                                    .map(|_| ())
                                 };
-                                run(fx, 0, vec_end, true);
-                                run(fx, vec_end, len, false);
+                                run(fx, 0, vec_end, true)?;
+                                run(fx, vec_end, len, false)?;
                             }
                         }
                     }
                 }
-                vec![]
-            });
-            result
+                Ok(())
+            })
         })
     }
 

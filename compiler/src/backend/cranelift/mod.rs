@@ -26,6 +26,8 @@
 //! the whole program before anything is emitted.
 
 pub mod emit;
+mod conv;
+mod epilogue;
 mod gemm;
 pub mod legal;
 mod lower;
@@ -54,8 +56,9 @@ pub const NAME: &str = "cranelift-x86_64";
 /// Prefix of the exported symbol of each kernel function in a shared object.
 pub const SYMBOL_PREFIX: &str = "f16c_";
 
-/// Options of the Cranelift backend.
-#[derive(Clone, Debug)]
+/// Options of the Cranelift backend: what the code may use of the CPU it runs on. A row of
+/// [`X86_LEVELS`] (`--cpu`), or [`Options::host`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Use fused multiply-add in contractions (the host has FMA3). Without it, contractions
     /// multiply and add separately.
@@ -64,25 +67,90 @@ pub struct Options {
     /// AVX512-BF16; the code then requires it). Same bits as the f32 chain except that
     /// subnormals are flushed to zero ([`f16c_core::abi::tiles`]).
     pub dot_bf16: bool,
+    /// The runtime's loops the GEMMs and depthwise convolutions call.
+    pub loops: Loops,
 }
 
+/// Which of the runtime's micro-kernels ([`f16c_core::abi::MICRO_KERNELS`]) the contractions
+/// call, decided when the code is compiled: the code then calls that loop and requires its
+/// features, with no other path. All three give the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loops {
+    /// None: the generated loops (Cranelift's 128-bit SIMD: a 4x8 GEMM micro-kernel, four
+    /// depthwise lanes).
+    Generated,
+    /// The AVX2 + FMA loops (eight lanes).
+    Avx2,
+    /// The AVX-512 loops (sixteen lanes; the one-row GEMM's stays AVX2).
+    Avx512,
+}
+
+impl Loops {
+    /// The GEMM's micro-kernel.
+    pub fn gemm(self) -> Option<f16c_core::abi::Libcall> {
+        use f16c_core::abi::Libcall::*;
+        match self {
+            Loops::Generated => None,
+            Loops::Avx2 => Some(GemmTiles),
+            Loops::Avx512 => Some(GemmTilesAvx512),
+        }
+    }
+
+    /// The one-row GEMM's.
+    pub fn gemv(self) -> Option<f16c_core::abi::Libcall> {
+        (self != Loops::Generated).then_some(f16c_core::abi::Libcall::GemvPanels)
+    }
+
+    /// A depthwise convolution's (channel multiplier 1).
+    pub fn depthwise(self) -> Option<f16c_core::abi::Libcall> {
+        use f16c_core::abi::Libcall::*;
+        match self {
+            Loops::Generated => None,
+            Loops::Avx2 => Some(DepthwiseRow),
+            Loops::Avx512 => Some(DepthwiseRowAvx512),
+        }
+    }
+}
+
+/// The x86-64 levels `--cpu` names for this backend (as `--backend=llvm`'s), and what each
+/// lets the code use.
+pub const X86_LEVELS: [(&str, Options); 4] = [
+    ("x86-64-v2", Options { fma: false, dot_bf16: false, loops: Loops::Generated }),
+    ("x86-64-v3", Options { fma: true, dot_bf16: false, loops: Loops::Avx2 }),
+    ("x86-64-v4", Options { fma: true, dot_bf16: false, loops: Loops::Avx512 }),
+    ("x86-64-v4+bf16", Options { fma: true, dot_bf16: true, loops: Loops::Avx512 }),
+];
+
 impl Default for Options {
-    /// What `--emit` prints everywhere: FMA, no bf16 pairs.
+    /// What `--emit` prints without `--cpu`, on every machine: x86-64-v3 (FMA, the AVX2 loops).
     fn default() -> Self {
-        Options { fma: true, dot_bf16: false }
+        X86_LEVELS[1].1
     }
 }
 
 impl Options {
-    /// What this host runs: FMA and AVX512-BF16 where it has them.
+    /// What this host runs: FMA, the widest loops and AVX512-BF16 where it has them.
     pub fn host() -> BackendResult<Options> {
         let (_, fma) = host_isa("speed", false)?;
-        Ok(Options { fma, dot_bf16: super::host_has_avx512_bf16() })
+        let loops = if !fma || !super::host_has_avx2_f16c() {
+            Loops::Generated
+        } else if super::host_has_avx512() {
+            Loops::Avx512
+        } else {
+            Loops::Avx2
+        };
+        Ok(Options { fma, dot_bf16: super::host_has_avx512_bf16(), loops })
+    }
+
+    /// The options of `--cpu=level` (`native`: [`Options::host`]); `None` for a level this
+    /// backend does not know.
+    pub fn level(level: &str) -> Option<BackendResult<Options>> {
+        if level == "native" {
+            return Some(Options::host());
+        }
+        X86_LEVELS.iter().find(|(name, _)| *name == level).map(|&(_, o)| Ok(o))
     }
 }
-
-/// The CPU feature code using the bf16 pair loops requires (the runtime's name).
-pub const DOT_BF16_FEATURE: &str = "avx512bf16";
 
 /// A compiled program: CLIF functions, the buffer table they address and the calls that run
 /// them.
@@ -173,7 +241,11 @@ impl Compiled {
         let (isa, _) = host_isa("speed", true)?;
         let (as_written, _) = host_isa("none", true)?;
         let mut requires = isa_features(&*isa);
-        requires.extend(self.requires.iter().cloned());
+        for f in &self.requires {
+            if !requires.contains(f) {
+                requires.push(f.clone());
+            }
+        }
         let builder = cranelift_object::ObjectBuilder::new(isa, "f16c", cranelift_module::default_libcall_names())
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
@@ -331,19 +403,57 @@ fn codegen(message: String) -> BackendError {
     BackendError::program(NAME, BackendErrorKind::Codegen(message))
 }
 
-/// The x86-64 Cranelift backend.
-pub struct CraneliftBackend;
+/// The x86-64 Cranelift backend, at a `--cpu` level (`None`: what `--emit` prints is
+/// x86-64-v3's, the code it runs and writes is this machine's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CraneliftBackend {
+    /// The level's options.
+    pub cpu: Option<Options>,
+}
+
+/// The backend without `--cpu`.
+pub static CRANELIFT: CraneliftBackend = CraneliftBackend { cpu: None };
+
+/// The backend at each of [`X86_LEVELS`].
+static AT_LEVEL: [CraneliftBackend; 4] = [
+    CraneliftBackend { cpu: Some(X86_LEVELS[0].1) },
+    CraneliftBackend { cpu: Some(X86_LEVELS[1].1) },
+    CraneliftBackend { cpu: Some(X86_LEVELS[2].1) },
+    CraneliftBackend { cpu: Some(X86_LEVELS[3].1) },
+];
+
+/// The backend at `--cpu=level` (`native`: this machine's level); `None` for a level this
+/// backend does not know.
+pub fn at_level(level: &str) -> Option<BackendResult<&'static CraneliftBackend>> {
+    static NATIVE: std::sync::OnceLock<CraneliftBackend> = std::sync::OnceLock::new();
+    if level == "native" {
+        return Some(Options::host().map(|o| NATIVE.get_or_init(|| CraneliftBackend { cpu: Some(o) })));
+    }
+    X86_LEVELS.iter().position(|(name, _)| *name == level).map(|i| Ok(&AT_LEVEL[i]))
+}
+
+impl CraneliftBackend {
+    /// The options of what it prints.
+    fn printed(&self) -> Options {
+        self.cpu.unwrap_or_default()
+    }
+
+    /// The options of the code it writes.
+    fn for_code(&self) -> BackendResult<Options> {
+        self.cpu.map_or_else(Options::host, Ok)
+    }
+}
 
 impl Backend for CraneliftBackend {
     fn name(&self) -> &'static str {
         NAME
     }
 
-    /// The plans the emitter records as it builds the program's CLIF with the default
-    /// [`Options`] (FMA, no bf16 pairs: what `--emit` prints on every machine); a program it
-    /// cannot build has none.
+    /// The plans the emitter records as it builds the program's CLIF at the `--cpu` level
+    /// (without one, x86-64-v3: what `--emit` prints on every machine); a program it cannot
+    /// build has none.
     fn strategies(&self, program: &Program) -> Vec<Option<String>> {
-        match compile(program, &Options::default()) {
+        match compile(program, &self.printed()) {
             Ok(c) => (0..program.kernels.len()).map(|k| c.plan(program, k)).collect(),
             Err(_) => vec![None; program.kernels.len()],
         }
@@ -373,9 +483,9 @@ impl Backend for CraneliftBackend {
     }
 
     fn emit(&self, program: &Program, form: Emit) -> BackendResult<Vec<u8>> {
-        // Printed with FMA on (what x86-64 hosts with FMA3 run), so the text is the same
+        // Printed at the `--cpu` level, without one at x86-64-v3, so that the text is the same
         // everywhere.
-        let compiled = compile(program, &Options::default())?;
+        let compiled = compile(program, &self.printed())?;
         Ok(match form {
             Emit::Clif => (compiled.summary(program) + &compiled.clif()).into_bytes(),
             Emit::Asm => (compiled.summary(program) + &compiled.disassemble()?).into_bytes(),
@@ -385,11 +495,11 @@ impl Backend for CraneliftBackend {
     }
 
     fn artifact(&self, program: &Program) -> BackendResult<Artifact> {
-        compile(program, &Options::host()?)?.artifact(program)
+        compile(program, &self.for_code()?)?.artifact(program)
     }
 
     fn artifact_taking(&self, program: &mut Program) -> BackendResult<Artifact> {
-        compile(program, &Options::host()?)?.artifact_taking(program)
+        compile(program, &self.for_code()?)?.artifact_taking(program)
     }
 }
 
@@ -446,14 +556,20 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
         cx.functions.push((form.name().to_string(), micro));
     }
     crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
-    let lower::Context { mut layout, functions, mut steps, uses_dot_bf16, bands, plans, .. } = cx;
+    let lower::Context { mut layout, functions, mut steps, micro_kernels, bands, plans, .. } = cx;
     // Attention's scores, softmax and products band by band (the same items, reordered).
     for band in &bands {
         crate::backend::bands::interleave(&mut steps, band);
         layout.together.push((band.first, band.first + 2));
     }
     layout.finish(program);
-    let requires = if uses_dot_bf16 { vec![DOT_BF16_FEATURE.to_string()] } else { vec![] };
+    // The features of the micro-kernels the code calls, each once.
+    let mut requires: Vec<String> = Vec::new();
+    for f in micro_kernels.iter().filter_map(|&lc| f16c_core::abi::MicroKernel::of(lc)).flat_map(|m| m.requires) {
+        if !requires.iter().any(|r| r == f) {
+            requires.push(f.to_string());
+        }
+    }
     let first_body = functions.len();
     let (functions, keys) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
     Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands, plans })

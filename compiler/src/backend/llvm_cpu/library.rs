@@ -81,7 +81,7 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         SinF64 => "sin",
         CosF64 => "cos",
         PowF64 => "pow",
-        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemvPanels | DepthwiseRow | ExpArrayF32 | GemmPairsBf16 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 => return None,
+        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemmTilesAvx512 | GemvPanels | DepthwiseRow | DepthwiseRowAvx512 | ExpArrayF32 | GemmPairsBf16 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 => return None,
     })
 }
 
@@ -160,7 +160,7 @@ fn rt_table<'ctx>(ir: &mut Ir<'ctx>) -> PointerValue<'ctx> {
         .map(|&lc| {
             let f = match (lc, c_function(lc)) {
                 // Never called by the LLVM backend's code (the JIT's runtime loops).
-                (Libcall::GemmTiles | Libcall::GemvPanels | Libcall::DepthwiseRow | Libcall::ExpArrayF32 | Libcall::GemmPairsBf16 | Libcall::SigmoidArrayF32 | Libcall::ErfArrayF32 | Libcall::TanhArrayF32, _) => return ir.ptr_ty().const_null(),
+                (Libcall::GemmTiles | Libcall::GemmTilesAvx512 | Libcall::GemvPanels | Libcall::DepthwiseRow | Libcall::DepthwiseRowAvx512 | Libcall::ExpArrayF32 | Libcall::GemmPairsBf16 | Libcall::SigmoidArrayF32 | Libcall::ErfArrayF32 | Libcall::TanhArrayF32, _) => return ir.ptr_ty().const_null(),
                 (_, Some(c)) => {
                     let (params, ret) = lc.c_types();
                     let params: Vec<_> = params.iter().map(|&p| ir.c_type(p)).collect();
