@@ -13,7 +13,7 @@ pub fn loc() -> Location {
 pub struct Rng(pub u64);
 
 impl Rng {
-    #[allow(clippy::should_implement_trait)]
+    #[allow(clippy::should_implement_trait, reason = "a generator's step, not an Iterator (it never ends)")]
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         self.0 >> 11
@@ -188,7 +188,7 @@ pub fn softmax(g: &mut Graph, x: NodeId, d: DType, rows: usize, n: usize) -> Nod
 
 /// Layer norm `[rows, n]` after a residual add, as torch-mlir writes it; with `f64_variance`
 /// the variance is computed in f64 between casts (torch's `var`), as in attention_tiny.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "a case's shape, types and values")]
 pub fn layer_norm(g: &mut Graph, x: NodeId, res: NodeId, d: DType, rows: usize, n: usize, f64_variance: bool, rng: &mut Rng) -> NodeId {
     let (full, one) = (tensor_ty(d, &[rows, n]), tensor_ty(d, &[rows, 1]));
     let shift = constant(g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());

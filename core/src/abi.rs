@@ -56,7 +56,7 @@ pub enum CType {
 /// transcendental results are bit-identical to the reference interpreter's: the runtime fills
 /// the table with the very Rust functions the interpreter uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "each name says the function: its math on its type; the C signatures are in `c_types`")]
 pub enum Libcall {
     ExpF32,
     LogF32,
@@ -216,7 +216,7 @@ impl MicroKernel {
 /// NaN (`0x7fc00000`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "the fields are the contract's operands, documented together above")]
 pub struct DepthwiseParams {
     pub kh: u64,
     pub kw: u64,
@@ -268,11 +268,11 @@ impl DepthwiseParams {
     }
     /// `bound_tests` codes.
     pub const LESS: u64 = 0;
-    #[allow(missing_docs)]
+    #[allow(missing_docs, reason = "a comparison's name; the encoding is documented on `DepthwiseParams`")]
     pub const GREATER: u64 = 1;
-    #[allow(missing_docs)]
+    #[allow(missing_docs, reason = "a comparison's name; the encoding is documented on `DepthwiseParams`")]
     pub const LESS_EQUAL: u64 = 2;
-    #[allow(missing_docs)]
+    #[allow(missing_docs, reason = "a comparison's name; the encoding is documented on `DepthwiseParams`")]
     pub const GREATER_EQUAL: u64 = 3;
 }
 

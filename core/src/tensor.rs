@@ -8,7 +8,7 @@ use half::{bf16, f16};
 
 /// Element storage, one variant per [`DType`].
 #[derive(Clone, Debug, PartialEq)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "one variant per element type, named as the type")]
 pub enum Data {
     F32(Vec<f32>),
     F16(Vec<f16>),

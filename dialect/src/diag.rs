@@ -45,7 +45,7 @@ impl fmt::Display for Location {
 
 /// How bad a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "the severities MLIR prints")]
 pub enum Severity {
     Note,
     Remark,

@@ -132,7 +132,7 @@ pub struct RescaleAttrs {
 
 /// One-input elementwise ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "each variant is the TOSA op of its name")]
 pub enum UnaryOp {
     /// `tosa.negate` (operands: input, input_zp, output_zp).
     Negate,
@@ -169,7 +169,7 @@ impl UnaryOp {
 
 /// Two-input elementwise ops with TOSA broadcasting (equal ranks, size-1 dims stretch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "each variant is the TOSA op of its name")]
 pub enum BinaryOp {
     Add,
     Sub,
@@ -234,7 +234,7 @@ impl BinaryOp {
 
 /// Reductions along one axis, keeping it as size 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "each variant is the TOSA reduction of its name")]
 pub enum ReduceKind {
     Sum,
     Max,

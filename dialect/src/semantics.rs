@@ -702,7 +702,7 @@ fn matmul(a: &Tensor, b: &Tensor, a_zp: i64, b_zp: i64, out: &TensorType) -> Eva
     // Each output sums over `k` in order. Up to ROWS rows of A at once, each with its own
     // outputs: a row of B is read once for all of them (a transformer's weights were read
     // again for every token).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
     #[inline(always)]
     fn mm<T: Acc>(a: &[T], b: &[T], n: usize, h: usize, c: usize, w: usize, az: T, bz: T) -> Vec<T> {
         const ROWS: usize = 8;
@@ -725,12 +725,12 @@ fn matmul(a: &Tensor, b: &Tensor, a_zp: i64, b_zp: i64, out: &TensorType) -> Eva
         out
     }
     /// [`mm`] compiled for AVX-512 where the CPU has it (the same operations in the same order).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
     fn dispatch<T: Acc>(a: &[T], b: &[T], n: usize, h: usize, c: usize, w: usize, az: T, bz: T) -> Vec<T> {
         #[cfg(target_arch = "x86_64")]
         {
             #[target_feature(enable = "avx512f")]
-            #[allow(clippy::too_many_arguments)]
+            #[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
             fn wide<T: Acc>(a: &[T], b: &[T], n: usize, h: usize, c: usize, w: usize, az: T, bz: T) -> Vec<T> {
                 mm(a, b, n, h, c, w, az, bz)
             }
@@ -756,7 +756,7 @@ struct ConvGeom {
     kw: usize,
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
 fn conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &ConvAttrs, out: &TensorType, depthwise: bool) -> EvalResult<Tensor> {
     let (&[n, ih, iw, ic], &[oh, ow, oc]) = (x.shape(), &out.shape[1..]) else { return err("convolution input must be NHWC") };
     let (kh, kw) = if depthwise { (w.shape()[0], w.shape()[1]) } else { (w.shape()[1], w.shape()[2]) };
@@ -764,7 +764,7 @@ fn conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &ConvA
     // Each output sums its taps in (ky, kx, c) order, padded taps skipped; the loops run over
     // an output pixel's channels innermost (the weights laid out tap-major, `w - wz` taken
     // once), which keeps every output's order and makes the loop a vector one.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
     #[inline(always)]
     fn run<T: Acc>(x: &[T], w: &[T], bias: &[T], g: &ConvGeom, a: &ConvAttrs, xz: T, wz: T, depthwise: bool) -> Vec<T> {
         let taps = g.kh * g.kw;
@@ -845,12 +845,12 @@ fn conv2d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &ConvA
     }
     /// [`run`] compiled for AVX-512 where the CPU has it: the same operations in the same
     /// order (Rust never fuses a multiply and an add), on sixteen lanes instead of SSE2's four.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
     fn dispatch<T: Acc>(x: &[T], w: &[T], bias: &[T], g: &ConvGeom, a: &ConvAttrs, xz: T, wz: T, depthwise: bool) -> Vec<T> {
         #[cfg(target_arch = "x86_64")]
         {
             #[target_feature(enable = "avx512f")]
-            #[allow(clippy::too_many_arguments)]
+            #[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
             fn wide<T: Acc>(x: &[T], w: &[T], bias: &[T], g: &ConvGeom, a: &ConvAttrs, xz: T, wz: T, depthwise: bool) -> Vec<T> {
                 run(x, w, bias, g, a, xz, wz, depthwise)
             }
@@ -880,7 +880,7 @@ fn conv3d(x: &Tensor, w: &Tensor, bias: &Tensor, x_zp: i64, w_zp: i64, a: &Conv3
     };
     let input = [id, ih, iw];
     let (outs, kernel) = ([od, oh, ow], [kd, kh, kw]);
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "a convolution's geometry and zero points, as the reference computes it")]
     fn run<T: Acc>(x: &[T], w: &[T], bias: &[T], [n, ic, oc]: [usize; 3], input: [usize; 3], outs: [usize; 3], kernel: [usize; 3], a: &Conv3dAttrs, xz: T, wz: T) -> Vec<T> {
         let at = |axis: usize, o: usize, k: usize| window_input(o, k, a.stride[axis], a.dilation[axis], a.pad[2 * axis], input[axis]);
         let [id, ih, iw] = input;

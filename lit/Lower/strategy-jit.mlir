@@ -87,3 +87,32 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
   %y = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x32xf32>, tensor<3x3x32x1xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x32xf32>
   return %y : tensor<1x8x8x32xf32>
 }
+
+// Row and elementwise kernels have plans too. A softmax is one row kernel (four rows per work
+// item, their reductions interleaved); a SiLU (contiguous: one row of 1200) has its sigmoid
+// computed by the runtime's sixteen-lane loop into scratch, the product four lanes at a time.
+// An fp16 cast's row is staged in f32 and narrowed by one runtime call.
+// RUN: %f16c compile %s --function=softmax --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX
+// RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU
+// RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=CAST-F16
+// SOFTMAX: strategy: 4 rows of 37 per work item, 6 stages (2 reductions), the group's rows interleaved; 2 intermediate row(s) in scratch
+// SILU: strategy: a row of 1200 per work item, four lanes at a time; sigmoid of an input read in place by the runtime's 16-lane loop, 4096 columns a call
+// CAST-F16: k0_cast: elementwise shape=[256]
+// CAST-F16: strategy: a row of 256 per work item, four lanes at a time; staged in f32, rounded and narrowed by the runtime{{$}}
+func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
+  %d = tosa.sub %x, %m : (tensor<5x37xf32>, tensor<5x1xf32>) -> tensor<5x37xf32>
+  %e = tosa.exp %d : (tensor<5x37xf32>) -> tensor<5x37xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
+  %r = tosa.reciprocal %s : (tensor<5x1xf32>) -> tensor<5x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.mul %e, %r, %shift : (tensor<5x37xf32>, tensor<5x1xf32>, tensor<1xi8>) -> tensor<5x37xf32>
+  return %y : tensor<5x37xf32>
+}
+
+func.func @silu(%x: tensor<4x300xf32>) -> tensor<4x300xf32> {
+  %s = tosa.sigmoid %x : (tensor<4x300xf32>) -> tensor<4x300xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.mul %x, %s, %shift : (tensor<4x300xf32>, tensor<4x300xf32>, tensor<1xi8>) -> tensor<4x300xf32>
+  return %y : tensor<4x300xf32>
+}

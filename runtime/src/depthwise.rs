@@ -160,7 +160,7 @@ macro_rules! row_loop {
             /// the run's `P` pixels: the sums, then the finish the parameters name.
             #[target_feature(enable = $feature)]
             #[inline]
-            #[allow(clippy::too_many_arguments)]
+            #[allow(clippy::too_many_arguments, reason = "a block's operands, passed to an inlined helper of the row loop")]
             unsafe fn block<const P: usize, const V: usize>(rows: &[*const f32], w: *const f32, out: *mut f32, p: &Params, run: Run, ch: usize, mask: Option<$mask>) {
                 let (c, kw, s, d) = (p.channels as usize, p.kw as usize, p.stride as usize, p.dilation as usize);
                 let ld = |at: *const f32, v: usize| -> $v {

@@ -48,7 +48,7 @@ pub fn avx512_entry() -> usize {
 /// The libcall (its contract: [`f16c_core::abi::tiles`]), in AVX-512 where `WIDE`. Only in
 /// the table of a CPU with AVX2, FMA and F16C (and AVX-512F for `WIDE`).
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the libcall's C signature (`f16c_core::abi::tiles`)")]
 extern "C" fn gemm_tiles<const WIDE: bool>(a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64) -> u64 {
     let call = Call { a, a_stride: a_stride as usize, b, b_stride: b_stride as usize, k: k as usize, tiles: tiles.cast(), tiles_stride: tiles_stride as usize, accumulate: flags & ACCUMULATE != 0 };
     let (m, n) = (micro_panels as usize, panels as usize);
@@ -79,7 +79,7 @@ extern "C" fn gemm_tiles<const WIDE: bool>(a: *const u8, a_stride: u64, b: *cons
 ///
 /// # Safety
 /// The libcall's contract ([`f16c_core::abi::tiles`]).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the libcall's C signature (`f16c_core::abi::tiles`)")]
 pub unsafe fn gemm_pairs_bf16(a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64) -> u64 {
     let call = Call { a, a_stride: a_stride as usize, b, b_stride: b_stride as usize, k: k as usize, tiles: tiles.cast(), tiles_stride: tiles_stride as usize, accumulate: flags & ACCUMULATE != 0 };
     // SAFETY: the caller's.

@@ -506,7 +506,7 @@ pub struct Rows {
 
 /// A kernel family with its description.
 // A program has tens of kernels: boxing the large variant would save nothing that matters.
-#[allow(clippy::large_enum_variant)]
+#[allow(clippy::large_enum_variant, reason = "kernels are built once per program and read in place; boxing the contraction buys nothing")]
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelKind {
     /// Matmul and convolutions.

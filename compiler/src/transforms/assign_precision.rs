@@ -202,7 +202,7 @@ impl AssignPrecision {
     }
 
     /// The decision for one node; `None` if it is not a candidate.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the pass state the recursion threads through")]
     fn decide(
         &self,
         g: &Graph,

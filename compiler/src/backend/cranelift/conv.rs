@@ -34,339 +34,17 @@ impl Context<'_> {
     /// its sums, into the staging area or scratch, which the generated code then finishes
     /// channel vector by channel vector.
     pub(super) fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
-        let mult = g.oc / g.ic.max(1);
-        let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
-        let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32 && vector_epilogue;
         let finite = Finite::of(self.program, c);
-        let w_finite = finite.weight;
-        // The window rows and columns each output row and column has inside the image (the
-        // others fall in the padding): a column's are fixed in the code of its run of columns,
-        // a row's are checked per row where some row lacks one.
-        let row_taps = TapClasses::new(g.oh, g.ih, g.kh, g.stride[0], g.dilation[0], g.pad[0]);
-        let col_classes = TapClasses::new(g.ow, g.iw, g.kw, g.stride[1], g.dilation[1], g.pad[2]).0;
-        // An f16/bf16 input is widened into scratch a row at a time, into a ring of kh rows
-        // (`[kh][iw][ic]` f32) tagged with the row each slot holds (`b·ih + y`), so that the
-        // rows consecutive output rows share are widened once per call, not once per output
-        // row that reads them. With dilation 1 row `key` lives in slot `key mod kh`, which the
-        // kh rows of one window never share; a dilated window's rows use slots 0..kh in order
-        // (and are widened again for the next output row). f16/bf16 weights are widened once
-        // per call, rather than once per tap of every output pixel.
-        let widen = c.a.ty.dtype != DType::F32;
-        let widen_w = c.b.ty.dtype != DType::F32;
-        let row_elems = g.iw * g.ic;
-        let ring_bytes = if widen { g.kh * row_elems * 4 } else { 0 };
-        let w_elems = g.kh * g.kw * g.oc;
-        let w_bytes = if widen_w { w_elems * 4 } else { 0 };
-        let tags_bytes = if widen { g.kh * 8 } else { 0 };
-        // An f16 output row is staged in f32 and narrowed by one runtime call (an f16 result
-        // cast to f32 last: rounded and widened by one call).
-        let deferral = finish_deferral(c, &finite).filter(|d| c.out.ty.dtype == DType::F16 || d.widen);
-        let narrowed = c.out.ty.dtype == DType::F16 || deferral.is_some();
-        let stage_offset = ring_bytes + w_bytes + tags_bytes;
-        let stage_bytes = if narrowed { g.ow * g.oc * 4 } else { 0 };
-        // The native loop's operands: the window's row addresses, its parameters, an f16/bf16
-        // bias widened (where the loop adds it), and (where it leaves the finish to the
-        // generated code and no staging area takes them) the row's sums.
-        let micro = if mult == 1 { self.loops.depthwise() } else { None };
-        let native_rows = micro.is_some();
-        let native_finish = native_rows.then(|| NativeFinish::of(c, &finite, deferral.as_ref(), g.oc)).flatten();
-        let widen_bias = native_finish.is_some() && c.bias.as_ref().is_some_and(|b| b.ty.dtype != DType::F32);
-        let rows_offset = (stage_offset + stage_bytes).next_multiple_of(64);
-        let params_offset = rows_offset + g.kh * 8;
-        let bias_offset = params_offset + std::mem::size_of::<DepthwiseParams>();
-        let sums_offset = bias_offset + if widen_bias { g.oc * 4 } else { 0 };
-        let sums_bytes = if narrowed || native_finish.is_some() { 0 } else { g.ow * g.oc * 4 };
-        self.layout.scratch(if native_rows { sums_offset + sums_bytes } else { stage_offset + stage_bytes });
-        let loop_text = if let Some(lc) = micro {
-            format!("a row of {} pixels per work item by{}, {}", g.ow, self.micro_kernel(lc, " "), if native_finish.is_some() { "the loop finishing it" } else { "the finish generated" })
-        } else {
-            format!("a row of {} pixels per work item, channel multiplier {mult}, generated", g.ow)
-        };
-        let widen_text = match (widen, widen_w) {
-            (true, true) => "; input rows widened to f32 into a ring of window rows, weights once per call",
-            (true, false) => "; input rows widened to f32 into a ring of window rows",
-            (false, true) => "; weights widened to f32 once per call",
-            (false, false) => "",
-        };
-        self.plan(format!("depthwise: {loop_text}{widen_text}"));
-        let params = DepthwiseParams {
-            kh: g.kh as u64,
-            kw: g.kw as u64,
-            channels: g.oc as u64,
-            in_width: g.iw as u64,
-            out_width: g.ow as u64,
-            stride: g.stride[1] as u64,
-            dilation: g.dilation[1] as u64,
-            pad: g.pad[2] as u64,
-            bias: 0,
-            bounds: 0,
-            bound_tests: 0,
-            canonical: 0,
-            thresholds: [0.0; 4],
-            bound_values: [0.0; 4],
-        };
-        let params = native_finish.as_ref().map_or(params, |f| f.params(params));
+        let plan = DepthwisePlan::new(self, c, g, &finite);
+        self.layout.scratch(plan.scratch_bytes);
+        let text = plan.describe(self);
+        self.plan(text);
         let c = c.clone();
-        let cost = 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64;
-        self.add("", g.n * g.oh, cost, move |fx| {
-            let bases = Bases::new(fx, &c, c.b.buffer.0, &finite);
-            let out = bases.out;
-            let (w, wd) = if widen_w {
-                let wide = fx.b.ins().iadd_imm_s(fx.scratch, ring_bytes as i64);
-                widen_run(fx, c.b.ty.dtype, bases.b, wide, w_elems, false);
-                (wide, DType::F32)
-            } else {
-                (bases.b, c.b.ty.dtype)
-            };
-            let od = c.out.ty.dtype;
-            let tags = fx.b.ins().iadd_imm_s(fx.scratch, (ring_bytes + w_bytes) as i64);
-            let stage = narrowed.then(|| Staging::new(fx.b.ins().iadd_imm_s(fx.scratch, stage_offset as i64), deferral.as_ref()));
-            if widen {
-                let none = fx.i(-1);
-                for slot in 0..g.kh {
-                    fx.b.ins().store(mem(), none, tags, (slot * 8) as i32);
-                }
-            }
-            // The tag of input row `y` of image `b`, and its ring slot (for window row `ky`).
-            let row_key = |fx: &mut Fx, b: Value, y: Value| -> Value {
-                let key = fx.b.ins().imul_imm_s(b, g.ih as i64);
-                fx.b.ins().iadd(key, y)
-            };
-            let slot_of = |fx: &mut Fx, b: Value, y: Value, ky: Value| -> Value {
-                if g.dilation[0] == 1 {
-                    let key = row_key(fx, b, y);
-                    fx.b.ins().urem_imm_s(key, g.kh as i64)
-                } else {
-                    ky
-                }
-            };
-            // Where the taps read: the input, or its widened rows.
-            let (x, xd) = if widen { (fx.scratch, DType::F32) } else { (bases.a, c.a.ty.dtype) };
-            let params_at = fx.b.ins().iadd_imm_s(fx.scratch, params_offset as i64);
-            if native_rows {
-                // The fixed words, then the bias address (0: none, or left to the finish here).
-                let bias_word = std::mem::offset_of!(DepthwiseParams, bias) / 8;
-                for (i, word) in params.words().into_iter().enumerate().filter(|&(i, _)| i != bias_word) {
-                    let word = fx.i(word as i64);
-                    fx.b.ins().store(mem(), word, params_at, (8 * i) as i32);
-                }
-                let bias = match (&native_finish, bases.bias, &c.bias) {
-                    (Some(_), Some(bias), Some(b)) if widen_bias => {
-                        let wide = fx.b.ins().iadd_imm_s(fx.scratch, bias_offset as i64);
-                        widen_run(fx, b.ty.dtype, bias, wide, g.oc, false);
-                        wide
-                    }
-                    (Some(_), Some(bias), _) => bias,
-                    _ => fx.i(0),
-                };
-                fx.b.ins().store(mem(), bias, params_at, (8 * bias_word) as i32);
-            }
-            fx.try_for_items(|fx, row| {
-                let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
-                let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
-                // Window row ky's input row and whether it lies inside the image.
-                let window_rows: Vec<(Value, Value)> = (0..g.kh)
-                    .map(|ky| {
-                        let kyv = fx.i(ky as i64);
-                        let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
-                        (y, in_range(fx, y, g.ih))
-                    })
-                    .collect();
-                // The byte offset of window row ky's widened row.
-                let mut ring_offs = Vec::new();
-                if widen {
-                    for (ky, &(y, ok_y)) in window_rows.iter().enumerate() {
-                        let kyv = fx.i(ky as i64);
-                        let slot = slot_of(fx, b, y, kyv);
-                        ring_offs.push(fx.b.ins().imul_imm_s(slot, (row_elems * 4) as i64));
-                        fx.if_then(ok_y, |fx| {
-                            let key = row_key(fx, b, y);
-                            let tag = fx.b.ins().imul_imm_s(slot, 8);
-                            let tag = fx.b.ins().iadd(tags, tag);
-                            let held = fx.b.ins().load(I64, mem(), tag, 0);
-                            let stale = fx.b.ins().icmp(IntCC::NotEqual, held, key);
-                            fx.if_then(stale, |fx| {
-                                let zero = fx.i(0);
-                                let src = nhwc_index(fx, &g, b, y, zero, zero);
-                                let src = fx.addr(bases.a, src, c.a.ty.dtype.byte_size());
-                                let dst = fx.b.ins().iadd(fx.scratch, ring_offs[ky]);
-                                widen_run(fx, c.a.ty.dtype, src, dst, row_elems, false);
-                                fx.b.ins().store(mem(), key, tag, 0);
-                            });
-                        });
-                    }
-                }
-                // Window row ky's validity, checked where some output row lacks it (a row
-                // whose tap falls in the padding skips it, as TOSA does).
-                let zero = fx.i(0);
-                let y0 = window_coord(fx, oy, zero, g.stride[0], 1, g.pad[0]);
-                let guards: Vec<Option<Value>> = window_rows.iter().enumerate().map(|(ky, &(_, ok))| row_taps.guarded(ky).then_some(ok)).collect();
-                // The sums of output channel `o` (four from `o` when `lanes`) of `count`
-                // pixels from `ox`, over the window rows this row has and columns `kxs`: for
-                // each tap (in the reference's order: `ky`, then `kx`) the weight is loaded
-                // once for the pixels, whose sums are independent chains.
-                let sums = |fx: &mut Fx, ox: Value, o: Value, count: usize, lanes: bool, kxs: (usize, usize)| -> Vec<Value> {
-                    let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
-                    let zero = fx.i(0);
-                    let x0 = window_coord(fx, ox, zero, g.stride[1], 1, g.pad[2]);
-                    let xi = if widen { nhwc_index(fx, &g, zero, zero, x0, ch) } else { nhwc_index(fx, &g, b, y0, x0, ch) };
-                    let xp = fx.addr(x, xi, xd.byte_size());
-                    let wp = fx.addr(w, o, wd.byte_size());
-                    let init = fx.f(if lanes { F32X4 } else { F32 }, 0.0);
-                    let mut acc = vec![init; count];
-                    for (ky, guard) in guards.iter().enumerate() {
-                        if !row_taps.ever(ky) {
-                            continue;
-                        }
-                        // Window row ky: its ring slot, or `dilation` input rows down.
-                        let (xp, row_off) = if widen { (fx.b.ins().iadd(xp, ring_offs[ky]), 0) } else { (xp, ky * g.dilation[0] * g.iw) };
-                        let taps = |fx: &mut Fx, acc: &[Value]| -> Vec<Value> {
-                            let mut acc = acc.to_vec();
-                            for kx in kxs.0..kxs.1 {
-                                let w_off = ((ky * g.kw + kx) * g.oc * wd.byte_size()) as i32;
-                                let wv = if lanes { fx.load4_checked_at(wd, wp, w_off, w_finite) } else { fx.load_at(wd, wp, w_off) };
-                                for (j, acc) in acc.iter_mut().enumerate() {
-                                    let x_off = ((row_off + kx * g.dilation[1] + j * g.stride[1]) * g.ic * xd.byte_size()) as i32;
-                                    let xv = if lanes { fx.load4_at(xd, xp, x_off) } else { fx.load_at(xd, xp, x_off) };
-                                    let p = fx.b.ins().fmul(xv, wv);
-                                    *acc = fx.b.ins().fadd(*acc, p);
-                                }
-                            }
-                            acc
-                        };
-                        acc = match guard {
-                            Some(ok) => fx.if_else(*ok, |fx| taps(fx, &acc), |_| acc.clone()),
-                            None => taps(fx, &acc),
-                        };
-                    }
-                    acc
-                };
-                // Output pixel `ox`: its column, its element offset, its epilogue inputs' rows.
-                let pixel = |fx: &mut Fx, ox: Value| -> (Value, Value, Vec<Value>) {
-                    let pix = fx.b.ins().imul_imm_s(row, g.ow as i64);
-                    let pix = fx.b.ins().iadd(pix, ox);
-                    let out_base = fx.b.ins().imul_imm_s(pix, g.oc as i64);
-                    let row_offs = match &c.epilogue {
-                        Some(e) => e.inputs.iter().map(|i| row_offset(fx, pix, &e.rows_shape, &i.row_strides)).collect(),
-                        None => Vec::new(),
-                    };
-                    (ox, out_base, row_offs)
-                };
-                // Channels from `o` (four, or one) of a pixel, finished and stored.
-                let put = |fx: &mut Fx, (ox, out_base, row_offs): &(Value, Value, Vec<Value>), o: Value, acc: Value, lanes: bool, cols: &Columns| -> Emitted {
-                    let v = finish(fx, &c, acc, o, &bases, row_offs, lanes, cols, deferral.as_ref())?;
-                    match stage {
-                        // Staged at the pixel's place in the row.
-                        Some(stage) => {
-                            let at = fx.b.ins().imul_imm_s(*ox, g.oc as i64);
-                            let at = fx.b.ins().iadd(at, o);
-                            stage.put(fx, at, v);
-                        }
-                        None => {
-                            let at = fx.b.ins().iadd(*out_base, o);
-                            if lanes { fx.store4(od, out, at, v) } else { fx.store(od, out, at, v) }
-                        }
-                    }
-                    Ok(())
-                };
-                // `body` for each output channel `o`: four at a time (`lanes`) where the vector
-                // path applies, then one at a time.
-                let each_channel = |fx: &mut Fx, body: &mut dyn FnMut(&mut Fx, Value, bool) -> Emitted| -> Emitted {
-                    let vec_end = if vector { g.oc - g.oc % LANES } else { 0 };
-                    for (from, to, lanes) in [(0, vec_end, true), (vec_end, g.oc, false)] {
-                        if from == to {
-                            continue;
-                        }
-                        let step = if lanes { LANES } else { 1 };
-                        fx.try_for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| body(fx, o, lanes).map(|()| vec![]))?;
-                    }
-                    Ok(())
-                };
-                // Every channel of `count` pixels from `ox`, with window columns `kxs`.
-                let channels = |fx: &mut Fx, ox: Value, count: usize, kxs: (usize, usize)| -> Emitted {
-                    let pixels: Vec<_> = (0..count)
-                        .map(|j| {
-                            let oxj = fx.b.ins().iadd_imm_s(ox, j as i64);
-                            pixel(fx, oxj)
-                        })
-                        .collect();
-                    each_channel(fx, &mut |fx, o, lanes| {
-                        let acc = sums(fx, ox, o, count, lanes, kxs);
-                        let cols = Columns::load(fx, &c, o, &bases, lanes);
-                        for (px, acc) in pixels.iter().zip(acc) {
-                            put(fx, px, o, acc, lanes, &cols)?;
-                        }
-                        Ok(())
-                    })
-                };
-                // Output columns by the window columns they have: runs of DEPTHWISE_STRIP
-                // pixels where the run is that long (the interior), then single pixels.
-                let generated = |fx: &mut Fx| -> Emitted {
-                    for class in &col_classes {
-                        let len = class.end - class.start;
-                        let strip = if len >= DEPTHWISE_STRIP { DEPTHWISE_STRIP } else { 1 };
-                        let full = class.start + len / strip * strip;
-                        fx.try_for_n(class.start as i64, full as i64, strip as i64, &[], |fx, ox, _| channels(fx, ox, strip, class.taps).map(|()| vec![]))?;
-                        if full < class.end {
-                            fx.try_for_n(full as i64, class.end as i64, 1, &[], |fx, ox, _| channels(fx, ox, 1, class.taps).map(|()| vec![]))?;
-                        }
-                    }
-                    Ok(())
-                };
-                // The native loop's row: finished by the loop itself, or its sums finished
-                // here, channel vector by channel vector, pixel by pixel.
-                let native_row = |fx: &mut Fx, lc: Libcall| -> Emitted {
-                    let rows_at = fx.b.ins().iadd_imm_s(fx.scratch, rows_offset as i64);
-                    for (ky, &(y, ok_y)) in window_rows.iter().enumerate() {
-                        let p = if widen {
-                            fx.b.ins().iadd(fx.scratch, ring_offs[ky])
-                        } else {
-                            let zero = fx.i(0);
-                            let at = nhwc_index(fx, &g, b, y, zero, zero);
-                            fx.addr(bases.a, at, 4)
-                        };
-                        let null = fx.i(0);
-                        let p = fx.b.ins().select(ok_y, p, null);
-                        fx.b.ins().store(mem(), p, rows_at, (ky * 8) as i32);
-                    }
-                    // The row's values go where they are stored (staged, or the output's
-                    // f32 row), or its sums into scratch to be finished.
-                    let sums = match stage {
-                        Some(stage) => stage.base,
-                        None if native_finish.is_some() => {
-                            let at = fx.b.ins().imul_imm_s(row, (g.ow * g.oc) as i64);
-                            fx.addr(out, at, 4)
-                        }
-                        None => fx.b.ins().iadd_imm_s(fx.scratch, sums_offset as i64),
-                    };
-                    fx.libcall(lc, &[rows_at, w, sums, params_at]);
-                    if native_finish.is_some() {
-                        return Ok(());
-                    }
-                    each_channel(fx, &mut |fx, o, lanes| {
-                        let cols = Columns::load(fx, &c, o, &bases, lanes);
-                        fx.try_for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
-                            let px = pixel(fx, ox);
-                            let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
-                            let at = fx.b.ins().iadd(at, o);
-                            let acc = if lanes { fx.load4(DType::F32, sums, at) } else { fx.load(DType::F32, sums, at) };
-                            put(fx, &px, o, acc, lanes, &cols).map(|()| vec![])
-                        })
-                        .map(|_| ())
-                    })
-                };
-                match micro {
-                    Some(lc) => native_row(fx, lc)?,
-                    None => generated(fx)?,
-                }
-                if let Some(stage) = stage {
-                    let zero = fx.i(0);
-                    let to = fx.b.ins().imul_imm_s(row, (g.ow * g.oc) as i64);
-                    let n = fx.i((g.ow * g.oc) as i64);
-                    stage.narrow(fx, zero, out, to, n);
-                }
-                Ok(())
-            })
+        let g = &plan.g;
+        let (items, cost) = (g.n * g.oh, 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64);
+        self.add("", items, cost, move |fx| {
+            let call = DepthwiseCall::new(fx, &plan, &c, &finite);
+            fx.try_for_items(|fx, row| depthwise_row(fx, &plan, &c, &call, row))
         })
     }
 
@@ -573,6 +251,460 @@ impl Context<'_> {
             Ok(())
         })
     }
+}
+
+/// A depthwise convolution's decisions, made before its code is emitted.
+struct DepthwisePlan {
+    g: ConvGeometry,
+    /// Output channels per input channel.
+    mult: usize,
+    /// Four channels at a time (then one), where the channels and the epilogue allow.
+    vector: bool,
+    /// The weight holds no inf or NaN.
+    w_finite: bool,
+    /// The window rows and columns each output row and column has inside the image (the
+    /// others fall in the padding): a column's are fixed in the code of its run of columns, a
+    /// row's are checked per row where some row lacks one.
+    row_taps: TapClasses,
+    col_classes: Vec<TapClass>,
+    /// An f16/bf16 input widened into a ring of window rows in scratch; f16/bf16 weights
+    /// widened once per call.
+    widen: bool,
+    widen_w: bool,
+    /// (f16 result, or one the epilogue casts to f32 last) the rounding the narrowing does.
+    deferral: Option<Deferral>,
+    narrowed: bool,
+    /// The runtime's row loop (channel multiplier 1), and what of the finish it does.
+    micro: Option<Libcall>,
+    native_finish: Option<NativeFinish>,
+    /// An f16/bf16 bias widened for the row loop.
+    widen_bias: bool,
+    /// The row loop's fixed parameters.
+    params: DepthwiseParams,
+    /// Scratch: the ring of widened rows, the widened weights, the ring's tags, the staging
+    /// area; then the row loop's row addresses, parameters, widened bias and sums.
+    ring_bytes: usize,
+    w_bytes: usize,
+    stage_offset: usize,
+    rows_offset: usize,
+    params_offset: usize,
+    bias_offset: usize,
+    sums_offset: usize,
+    scratch_bytes: usize,
+}
+
+impl DepthwisePlan {
+    fn new(cx: &Context<'_>, c: &Contraction, g: ConvGeometry, finite: &Finite) -> DepthwisePlan {
+        let mult = g.oc / g.ic.max(1);
+        let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
+        let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32 && vector_epilogue;
+        let row_taps = TapClasses::new(g.oh, g.ih, g.kh, g.stride[0], g.dilation[0], g.pad[0]);
+        let col_classes = TapClasses::new(g.ow, g.iw, g.kw, g.stride[1], g.dilation[1], g.pad[2]).0;
+        // An f16/bf16 input is widened into scratch a row at a time, into a ring of kh rows
+        // (`[kh][iw][ic]` f32) tagged with the row each slot holds (`b·ih + y`), so that the
+        // rows consecutive output rows share are widened once per call, not once per output
+        // row that reads them. With dilation 1 row `key` lives in slot `key mod kh`, which the
+        // kh rows of one window never share; a dilated window's rows use slots 0..kh in order
+        // (and are widened again for the next output row). f16/bf16 weights are widened once
+        // per call, rather than once per tap of every output pixel.
+        let widen = c.a.ty.dtype != DType::F32;
+        let widen_w = c.b.ty.dtype != DType::F32;
+        let ring_bytes = if widen { g.kh * g.iw * g.ic * 4 } else { 0 };
+        let w_bytes = if widen_w { g.kh * g.kw * g.oc * 4 } else { 0 };
+        let tags_bytes = if widen { g.kh * 8 } else { 0 };
+        // An f16 output row is staged in f32 and narrowed by one runtime call (an f16 result
+        // cast to f32 last: rounded and widened by one call).
+        let deferral = finish_deferral(c, finite).filter(|d| c.out.ty.dtype == DType::F16 || d.widen);
+        let narrowed = c.out.ty.dtype == DType::F16 || deferral.is_some();
+        let stage_offset = ring_bytes + w_bytes + tags_bytes;
+        let stage_bytes = if narrowed { g.ow * g.oc * 4 } else { 0 };
+        // The native loop's operands: the window's row addresses, its parameters, an f16/bf16
+        // bias widened (where the loop adds it), and (where it leaves the finish to the
+        // generated code and no staging area takes them) the row's sums.
+        let micro = if mult == 1 { cx.loops.depthwise() } else { None };
+        let native_finish = micro.and_then(|_| NativeFinish::of(c, finite, deferral.as_ref(), g.oc));
+        let widen_bias = native_finish.is_some() && c.bias.as_ref().is_some_and(|b| b.ty.dtype != DType::F32);
+        let rows_offset = (stage_offset + stage_bytes).next_multiple_of(64);
+        let params_offset = rows_offset + g.kh * 8;
+        let bias_offset = params_offset + std::mem::size_of::<DepthwiseParams>();
+        let sums_offset = bias_offset + if widen_bias { g.oc * 4 } else { 0 };
+        let sums_bytes = if narrowed || native_finish.is_some() { 0 } else { g.ow * g.oc * 4 };
+        let scratch_bytes = if micro.is_some() { sums_offset + sums_bytes } else { stage_offset + stage_bytes };
+        let params = DepthwiseParams {
+            kh: g.kh as u64,
+            kw: g.kw as u64,
+            channels: g.oc as u64,
+            in_width: g.iw as u64,
+            out_width: g.ow as u64,
+            stride: g.stride[1] as u64,
+            dilation: g.dilation[1] as u64,
+            pad: g.pad[2] as u64,
+            bias: 0,
+            bounds: 0,
+            bound_tests: 0,
+            canonical: 0,
+            thresholds: [0.0; 4],
+            bound_values: [0.0; 4],
+        };
+        let params = native_finish.as_ref().map_or(params, |f| f.params(params));
+        DepthwisePlan {
+            g,
+            mult,
+            vector,
+            w_finite: finite.weight,
+            row_taps,
+            col_classes,
+            widen,
+            widen_w,
+            deferral,
+            narrowed,
+            micro,
+            native_finish,
+            widen_bias,
+            params,
+            ring_bytes,
+            w_bytes,
+            stage_offset,
+            rows_offset,
+            params_offset,
+            bias_offset,
+            sums_offset,
+            scratch_bytes,
+        }
+    }
+
+    /// The plan in words; records the micro-kernel the code calls.
+    fn describe(&self, cx: &mut Context<'_>) -> String {
+        let g = &self.g;
+        let loop_text = if let Some(lc) = self.micro {
+            format!("a row of {} pixels per work item by{}, {}", g.ow, cx.micro_kernel(lc, " "), if self.native_finish.is_some() { "the loop finishing it" } else { "the finish generated" })
+        } else {
+            format!("a row of {} pixels per work item, channel multiplier {}, generated", g.ow, self.mult)
+        };
+        let widen_text = match (self.widen, self.widen_w) {
+            (true, true) => "; input rows widened to f32 into a ring of window rows, weights once per call",
+            (true, false) => "; input rows widened to f32 into a ring of window rows",
+            (false, true) => "; weights widened to f32 once per call",
+            (false, false) => "",
+        };
+        format!("depthwise: {loop_text}{widen_text}")
+    }
+
+    /// The tag of input row `y` of image `b` in the ring of widened rows.
+    fn row_key(&self, fx: &mut Fx, b: Value, y: Value) -> Value {
+        let key = fx.b.ins().imul_imm_s(b, self.g.ih as i64);
+        fx.b.ins().iadd(key, y)
+    }
+
+    /// The ring slot of input row `y` of image `b` (for window row `ky`).
+    fn slot_of(&self, fx: &mut Fx, b: Value, y: Value, ky: Value) -> Value {
+        if self.g.dilation[0] == 1 {
+            let key = self.row_key(fx, b, y);
+            fx.b.ins().urem_imm_s(key, self.g.kh as i64)
+        } else {
+            ky
+        }
+    }
+}
+
+/// What every row of one call reads: the buffers, the (widened) weights, the ring's tags, the
+/// staging area, where the taps read, and the row loop's parameters.
+struct DepthwiseCall {
+    bases: Bases,
+    w: Value,
+    wd: DType,
+    tags: Value,
+    stage: Option<Staging>,
+    x: Value,
+    xd: DType,
+    params_at: Value,
+}
+
+impl DepthwiseCall {
+    /// Sets up one call: the weights widened, the ring's tags cleared, the row loop's
+    /// parameters stored.
+    fn new(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, finite: &Finite) -> DepthwiseCall {
+        let g = &plan.g;
+        let bases = Bases::new(fx, c, c.b.buffer.0, finite);
+        let (w, wd) = if plan.widen_w {
+            let wide = fx.b.ins().iadd_imm_s(fx.scratch, plan.ring_bytes as i64);
+            widen_run(fx, c.b.ty.dtype, bases.b, wide, g.kh * g.kw * g.oc, false);
+            (wide, DType::F32)
+        } else {
+            (bases.b, c.b.ty.dtype)
+        };
+        let tags = fx.b.ins().iadd_imm_s(fx.scratch, (plan.ring_bytes + plan.w_bytes) as i64);
+        let stage = plan.narrowed.then(|| Staging::new(fx.b.ins().iadd_imm_s(fx.scratch, plan.stage_offset as i64), plan.deferral.as_ref()));
+        if plan.widen {
+            let none = fx.i(-1);
+            for slot in 0..g.kh {
+                fx.b.ins().store(mem(), none, tags, (slot * 8) as i32);
+            }
+        }
+        // Where the taps read: the input, or its widened rows.
+        let (x, xd) = if plan.widen { (fx.scratch, DType::F32) } else { (bases.a, c.a.ty.dtype) };
+        let params_at = fx.b.ins().iadd_imm_s(fx.scratch, plan.params_offset as i64);
+        if plan.micro.is_some() {
+            // The fixed words, then the bias address (0: none, or left to the finish here).
+            let bias_word = std::mem::offset_of!(DepthwiseParams, bias) / 8;
+            for (i, word) in plan.params.words().into_iter().enumerate().filter(|&(i, _)| i != bias_word) {
+                let word = fx.i(word as i64);
+                fx.b.ins().store(mem(), word, params_at, (8 * i) as i32);
+            }
+            let bias = match (&plan.native_finish, bases.bias, &c.bias) {
+                (Some(_), Some(bias), Some(b)) if plan.widen_bias => {
+                    let wide = fx.b.ins().iadd_imm_s(fx.scratch, plan.bias_offset as i64);
+                    widen_run(fx, b.ty.dtype, bias, wide, g.oc, false);
+                    wide
+                }
+                (Some(_), Some(bias), _) => bias,
+                _ => fx.i(0),
+            };
+            fx.b.ins().store(mem(), bias, params_at, (8 * bias_word) as i32);
+        }
+        DepthwiseCall { bases, w, wd, tags, stage, x, xd, params_at }
+    }
+}
+
+/// One output row's values: the row (`b`, `oy`), each window row's input row and whether it
+/// lies inside the image, the byte offsets of the widened rows in the ring, the window's first
+/// input row, and the checks of the window rows some output row lacks.
+struct DepthwiseRow {
+    row: Value,
+    b: Value,
+    window_rows: Vec<(Value, Value)>,
+    ring_offs: Vec<Value>,
+    y0: Value,
+    guards: Vec<Option<Value>>,
+}
+
+/// Output pixel `ox`: its column, its element offset, its epilogue inputs' rows.
+type Pixel = (Value, Value, Vec<Value>);
+
+/// Work item `row` of a depthwise convolution: its window rows (widened into the ring where
+/// stale), then the row by the runtime's loop or the generated taps, then (staged) narrowed.
+fn depthwise_row(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, call: &DepthwiseCall, row: Value) -> Emitted {
+    let g = &plan.g;
+    let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
+    let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
+    // Window row ky's input row and whether it lies inside the image.
+    let window_rows: Vec<(Value, Value)> = (0..g.kh)
+        .map(|ky| {
+            let kyv = fx.i(ky as i64);
+            let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
+            (y, in_range(fx, y, g.ih))
+        })
+        .collect();
+    // The byte offset of window row ky's widened row.
+    let row_elems = g.iw * g.ic;
+    let mut ring_offs = Vec::new();
+    if plan.widen {
+        for (ky, &(y, ok_y)) in window_rows.iter().enumerate() {
+            let kyv = fx.i(ky as i64);
+            let slot = plan.slot_of(fx, b, y, kyv);
+            ring_offs.push(fx.b.ins().imul_imm_s(slot, (row_elems * 4) as i64));
+            fx.if_then(ok_y, |fx| {
+                let key = plan.row_key(fx, b, y);
+                let tag = fx.b.ins().imul_imm_s(slot, 8);
+                let tag = fx.b.ins().iadd(call.tags, tag);
+                let held = fx.b.ins().load(I64, mem(), tag, 0);
+                let stale = fx.b.ins().icmp(IntCC::NotEqual, held, key);
+                fx.if_then(stale, |fx| {
+                    let zero = fx.i(0);
+                    let src = nhwc_index(fx, g, b, y, zero, zero);
+                    let src = fx.addr(call.bases.a, src, c.a.ty.dtype.byte_size());
+                    let dst = fx.b.ins().iadd(fx.scratch, ring_offs[ky]);
+                    widen_run(fx, c.a.ty.dtype, src, dst, row_elems, false);
+                    fx.b.ins().store(mem(), key, tag, 0);
+                });
+            });
+        }
+    }
+    // Window row ky's validity, checked where some output row lacks it (a row whose tap falls
+    // in the padding skips it, as TOSA does).
+    let zero = fx.i(0);
+    let y0 = window_coord(fx, oy, zero, g.stride[0], 1, g.pad[0]);
+    let guards: Vec<Option<Value>> = window_rows.iter().enumerate().map(|(ky, &(_, ok))| plan.row_taps.guarded(ky).then_some(ok)).collect();
+    let r = DepthwiseRow { row, b, window_rows, ring_offs, y0, guards };
+    match plan.micro {
+        Some(lc) => depthwise_native_row(fx, plan, c, call, &r, lc)?,
+        None => depthwise_generated(fx, plan, c, call, &r)?,
+    }
+    if let Some(stage) = call.stage {
+        let zero = fx.i(0);
+        let to = fx.b.ins().imul_imm_s(row, (g.ow * g.oc) as i64);
+        let n = fx.i((g.ow * g.oc) as i64);
+        stage.narrow(fx, zero, call.bases.out, to, n);
+    }
+    Ok(())
+}
+
+/// The sums of output channel `o` (four from `o` when `lanes`) of `count` pixels from `ox`,
+/// over the window rows the row has and columns `kxs`: for each tap (in the reference's order:
+/// `ky`, then `kx`) the weight is loaded once for the pixels, whose sums are independent chains.
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
+fn depthwise_sums(fx: &mut Fx, plan: &DepthwisePlan, call: &DepthwiseCall, r: &DepthwiseRow, ox: Value, o: Value, count: usize, lanes: bool, kxs: (usize, usize)) -> Vec<Value> {
+    let (g, mult) = (&plan.g, plan.mult);
+    let (x, xd, w, wd) = (call.x, call.xd, call.w, call.wd);
+    let ch = if mult == 1 { o } else { fx.b.ins().udiv_imm_s(o, mult as i64) };
+    let zero = fx.i(0);
+    let x0 = window_coord(fx, ox, zero, g.stride[1], 1, g.pad[2]);
+    let xi = if plan.widen { nhwc_index(fx, g, zero, zero, x0, ch) } else { nhwc_index(fx, g, r.b, r.y0, x0, ch) };
+    let xp = fx.addr(x, xi, xd.byte_size());
+    let wp = fx.addr(w, o, wd.byte_size());
+    let init = fx.f(if lanes { F32X4 } else { F32 }, 0.0);
+    let mut acc = vec![init; count];
+    for (ky, guard) in r.guards.iter().enumerate() {
+        if !plan.row_taps.ever(ky) {
+            continue;
+        }
+        // Window row ky: its ring slot, or `dilation` input rows down.
+        let (xp, row_off) = if plan.widen { (fx.b.ins().iadd(xp, r.ring_offs[ky]), 0) } else { (xp, ky * g.dilation[0] * g.iw) };
+        let taps = |fx: &mut Fx, acc: &[Value]| -> Vec<Value> {
+            let mut acc = acc.to_vec();
+            for kx in kxs.0..kxs.1 {
+                let w_off = ((ky * g.kw + kx) * g.oc * wd.byte_size()) as i32;
+                let wv = if lanes { fx.load4_checked_at(wd, wp, w_off, plan.w_finite) } else { fx.load_at(wd, wp, w_off) };
+                for (j, acc) in acc.iter_mut().enumerate() {
+                    let x_off = ((row_off + kx * g.dilation[1] + j * g.stride[1]) * g.ic * xd.byte_size()) as i32;
+                    let xv = if lanes { fx.load4_at(xd, xp, x_off) } else { fx.load_at(xd, xp, x_off) };
+                    let p = fx.b.ins().fmul(xv, wv);
+                    *acc = fx.b.ins().fadd(*acc, p);
+                }
+            }
+            acc
+        };
+        acc = match guard {
+            Some(ok) => fx.if_else(*ok, |fx| taps(fx, &acc), |_| acc.clone()),
+            None => taps(fx, &acc),
+        };
+    }
+    acc
+}
+
+/// Output pixel `ox` of the row.
+fn depthwise_pixel(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, r: &DepthwiseRow, ox: Value) -> Pixel {
+    let g = &plan.g;
+    let pix = fx.b.ins().imul_imm_s(r.row, g.ow as i64);
+    let pix = fx.b.ins().iadd(pix, ox);
+    let out_base = fx.b.ins().imul_imm_s(pix, g.oc as i64);
+    let row_offs = match &c.epilogue {
+        Some(e) => e.inputs.iter().map(|i| row_offset(fx, pix, &e.rows_shape, &i.row_strides)).collect(),
+        None => Vec::new(),
+    };
+    (ox, out_base, row_offs)
+}
+
+/// Channels from `o` (four, or one) of a pixel, finished and stored (or staged at the pixel's
+/// place in the row).
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
+fn depthwise_put(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, call: &DepthwiseCall, (ox, out_base, row_offs): &Pixel, o: Value, acc: Value, lanes: bool, cols: &Columns) -> Emitted {
+    let v = finish(fx, c, acc, o, &call.bases, row_offs, lanes, cols, plan.deferral.as_ref())?;
+    match call.stage {
+        Some(stage) => {
+            let at = fx.b.ins().imul_imm_s(*ox, plan.g.oc as i64);
+            let at = fx.b.ins().iadd(at, o);
+            stage.put(fx, at, v);
+        }
+        None => {
+            let at = fx.b.ins().iadd(*out_base, o);
+            let od = c.out.ty.dtype;
+            if lanes { fx.store4(od, call.bases.out, at, v) } else { fx.store(od, call.bases.out, at, v) }
+        }
+    }
+    Ok(())
+}
+
+/// `body` for each output channel `o`: four at a time (`lanes`) where the vector path applies,
+/// then one at a time.
+fn depthwise_each_channel(fx: &mut Fx, plan: &DepthwisePlan, body: &mut dyn FnMut(&mut Fx, Value, bool) -> Emitted) -> Emitted {
+    let oc = plan.g.oc;
+    let vec_end = if plan.vector { oc - oc % LANES } else { 0 };
+    for (from, to, lanes) in [(0, vec_end, true), (vec_end, oc, false)] {
+        if from == to {
+            continue;
+        }
+        let step = if lanes { LANES } else { 1 };
+        fx.try_for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| body(fx, o, lanes).map(|()| vec![]))?;
+    }
+    Ok(())
+}
+
+/// The generated row: output columns by the window columns they have, in runs of
+/// [`DEPTHWISE_STRIP`] pixels where the run is that long (the interior), then single pixels;
+/// every channel of each.
+fn depthwise_generated(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, call: &DepthwiseCall, r: &DepthwiseRow) -> Emitted {
+    // Every channel of `count` pixels from `ox`, with window columns `kxs`.
+    let channels = |fx: &mut Fx, ox: Value, count: usize, kxs: (usize, usize)| -> Emitted {
+        let pixels: Vec<Pixel> = (0..count)
+            .map(|j| {
+                let oxj = fx.b.ins().iadd_imm_s(ox, j as i64);
+                depthwise_pixel(fx, plan, c, r, oxj)
+            })
+            .collect();
+        depthwise_each_channel(fx, plan, &mut |fx, o, lanes| {
+            let acc = depthwise_sums(fx, plan, call, r, ox, o, count, lanes, kxs);
+            let cols = Columns::load(fx, c, o, &call.bases, lanes);
+            for (px, acc) in pixels.iter().zip(acc) {
+                depthwise_put(fx, plan, c, call, px, o, acc, lanes, &cols)?;
+            }
+            Ok(())
+        })
+    };
+    for class in &plan.col_classes {
+        let len = class.end - class.start;
+        let strip = if len >= DEPTHWISE_STRIP { DEPTHWISE_STRIP } else { 1 };
+        let full = class.start + len / strip * strip;
+        fx.try_for_n(class.start as i64, full as i64, strip as i64, &[], |fx, ox, _| channels(fx, ox, strip, class.taps).map(|()| vec![]))?;
+        if full < class.end {
+            fx.try_for_n(full as i64, class.end as i64, 1, &[], |fx, ox, _| channels(fx, ox, 1, class.taps).map(|()| vec![]))?;
+        }
+    }
+    Ok(())
+}
+
+/// The row by the runtime's loop `lc`: finished by the loop itself, or its sums finished here,
+/// channel vector by channel vector, pixel by pixel.
+fn depthwise_native_row(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, call: &DepthwiseCall, r: &DepthwiseRow, lc: Libcall) -> Emitted {
+    let g = &plan.g;
+    let rows_at = fx.b.ins().iadd_imm_s(fx.scratch, plan.rows_offset as i64);
+    for (ky, &(y, ok_y)) in r.window_rows.iter().enumerate() {
+        let p = if plan.widen {
+            fx.b.ins().iadd(fx.scratch, r.ring_offs[ky])
+        } else {
+            let zero = fx.i(0);
+            let at = nhwc_index(fx, g, r.b, y, zero, zero);
+            fx.addr(call.bases.a, at, 4)
+        };
+        let null = fx.i(0);
+        let p = fx.b.ins().select(ok_y, p, null);
+        fx.b.ins().store(mem(), p, rows_at, (ky * 8) as i32);
+    }
+    // The row's values go where they are stored (staged, or the output's f32 row), or its
+    // sums into scratch to be finished.
+    let sums = match call.stage {
+        Some(stage) => stage.base,
+        None if plan.native_finish.is_some() => {
+            let at = fx.b.ins().imul_imm_s(r.row, (g.ow * g.oc) as i64);
+            fx.addr(call.bases.out, at, 4)
+        }
+        None => fx.b.ins().iadd_imm_s(fx.scratch, plan.sums_offset as i64),
+    };
+    fx.libcall(lc, &[rows_at, call.w, sums, call.params_at]);
+    if plan.native_finish.is_some() {
+        return Ok(());
+    }
+    depthwise_each_channel(fx, plan, &mut |fx, o, lanes| {
+        let cols = Columns::load(fx, c, o, &call.bases, lanes);
+        fx.try_for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
+            let px = depthwise_pixel(fx, plan, c, r, ox);
+            let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
+            let at = fx.b.ins().iadd(at, o);
+            let acc = if lanes { fx.load4(DType::F32, sums, at) } else { fx.load(DType::F32, sums, at) };
+            depthwise_put(fx, plan, c, call, &px, o, acc, lanes, &cols).map(|()| vec![])
+        })
+        .map(|_| ())
+    })
 }
 
 /// The batch, y and x of output row `row` (one output pixel) of a convolution `g`.

@@ -72,7 +72,7 @@ impl Finite {
 /// take loops over rows and vectors, which emit it twice (four lanes, and one lane for a
 /// ragged edge), not once per tile value: an fp16 batch-norm epilogue unrolled 40 times made
 /// the kernels of a mobilenet 4× slower to compile.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 pub(super) fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>) -> Result<(), String> {
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
@@ -115,7 +115,7 @@ pub(super) fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r
 
 /// [`store_tile`] for a full tile of lanes: row `r`, columns `v..v + 4` read at `tile + (r ·
 /// NR + v) · 4` and stored at constant offsets from the tile's first output.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 pub(super) fn store_full_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>) -> Result<(), String> {
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
@@ -156,7 +156,7 @@ pub(super) fn epilogue_row_offsets(fx: &mut Fx, c: &Contraction, grow: Value, co
 
 /// [`store_tile`] for any tile: the tile's `rows` rows that exist, its columns four at a
 /// time where all four lie inside (and the epilogue has lanes), else one at a time.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 pub(super) fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>, rows: Value) -> Result<(), String> {
     let out = bases.out;
     let (m, n) = (c.m, c.n);
@@ -331,7 +331,7 @@ pub(super) fn finish_deferral(c: &Contraction, finite: &Finite) -> Option<Deferr
 /// Bias add, rounding to the contraction's type, and the fused epilogue for a value at column
 /// `col` (four lanes from `col` when `lanes`), with that column's operands `cols`; without the
 /// rounding `deferral` leaves to the narrowing of a staged f16 result.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 pub(super) fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool, cols: &Columns, deferral: Option<&Deferral>) -> Result<Value, String> {
     let x = match cols.bias {
         Some(bv) => fx.b.ins().fadd(value, bv),

@@ -401,7 +401,7 @@ fn a_source(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, a: Value, it: &Item) 
 /// Reduction chunk `ci` (`k0..k1`) of the item: A packed (where the plan packs it), then the
 /// group's B panels times the block's micro-panels accumulated into the C block, by one call
 /// of the plan's micro-kernel or the generated one per tile.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: &Item, (a_src, a_dt): (Value, DType), ci: usize, (k0, k1): (usize, usize)) -> Emitted {
     let (m, k, panels) = (c.m, c.k, plan.panels);
     let (a_form, packed_dt, scratch) = (plan.a_form, plan.packed_dt, fx.scratch);
@@ -682,8 +682,7 @@ fn rows_in_place(c: &Contraction) -> bool {
 /// taps outside the input; or, `raw` (a bf16 A for the bf16 pair loops), as rows
 /// `[row][k1 - k0]` of A's own 16-bit values, copied sixteen bytes at a time. For a conv,
 /// `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
-#[allow(clippy::too_many_arguments)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), raw: bool, a_panels: usize) {
     let m = c.m;
     let k = k1 - k0;
@@ -1351,7 +1350,7 @@ impl Context<'_> {
 /// `batch_panels..`), their sums stored at `sums` (panel j at `sums + j · NR · 4`): a panel past
 /// the last is computed as the last again (its sums are not stored by the caller). `a[a_row..]`
 /// is the f32 A row; an fp16 B is widened [`GEMV_KC`] rows at a time into `chunks`.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 fn gemv_panels(fx: &mut Fx, (a, a_row): (Value, Value), (b, packed_dt, chunks): (Value, DType, Value), (first, batch_panels): (Value, Value), c: &Contraction, finite_b: bool, fma: bool, sums: Value) {
     let (n, k) = (c.n, c.k);
     let panels = n.div_ceil(NR);

@@ -1,6 +1,7 @@
 //! Kernel families to CLIF, one section per family.
 
 use super::emit::{domain, Emitted, Fx};
+use super::gemm::ROW_GROUP;
 use super::narrow::{deferral, Deferral, Staging};
 use super::legal::LANES;
 use crate::backend::layout::Layout;
@@ -116,202 +117,17 @@ impl<'p> Context<'p> {
     fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
         let split = split_long_row(e);
         let e = split.as_ref().unwrap_or(e);
-        /// Columns of a row whose sigmoid, erf, tanh or exp one runtime call computes (16 KiB
-        /// of scratch for the results, as much again for computed arguments).
-        const WIDE_BLOCK: usize = 4096;
-        /// The shortest row whose math one runtime call per block computes (a ViT's GELU rows
-        /// are 1536 long).
-        const WIDE_MATH_MIN: usize = 64;
-        const STAGED_ROW_MAX: usize = 1 << 14;
-        let rank = e.shape.len();
-        let inner = e.shape[rank - 1];
-        let rows: usize = e.shape[..rank - 1].iter().product();
-        // Four lanes when everything computes in f32 and every input is contiguous or
-        // broadcast along the innermost dimension.
-        let vector = e.expr.is_f32_domain() && inner >= LANES && e.inputs.iter().all(|i| i.strides[rank - 1] <= 1);
-        let cost = (rows * inner * (e.expr.ops.len() + 1)) as f64;
-        // An f16 row (of at most 64 KiB in f32) is staged in scratch and rounded and narrowed
-        // by one runtime call ([`super::narrow`]).
-        let f16_out = e.expr.result_dtype() == DType::F16;
-        let stageable = vector && inner <= STAGED_ROW_MAX;
-        let deferral = if stageable { deferral(None, Some(&e.expr), &[]).filter(|d| f16_out || d.widen) } else { None };
-        let narrowed = stageable && (f16_out || deferral.is_some());
-        // Each f16 input read along a row of at least eight values (and at most 64 KiB in f32)
-        // is widened a row at a time by one runtime call into scratch after the staged row,
-        // where software widening takes about sixteen instructions per four values (more one
-        // at a time): its slot's byte offset.
-        let mut widened_at = vec![None; e.inputs.len()];
-        let mut scratch = if narrowed { inner * 4 } else { 0 };
-        if (8..=STAGED_ROW_MAX).contains(&inner) {
-            for (slot, i) in widened_at.iter_mut().zip(&e.inputs) {
-                if i.dtype == DType::F16 && i.strides[rank - 1] == 1 {
-                    *slot = Some(scratch);
-                    scratch += inner * 4;
-                }
-            }
-        }
-        // A sigmoid, erf, tanh or exp of an f32 value (SiLU's `x · sigmoid(x)`, GELU's
-        // `erf(x/√2)` or `tanh(…)`): the runtime's wide loop ([`Libcall::SigmoidArrayF32`] and
-        // the others, the same bits) computes it a block of the row at a time into scratch, and
-        // the four-lane loop reads it from there. An argument the expression computes is
-        // computed for the block first (four lanes at a time, into scratch too); an input read
-        // along the row is read in place. (Four lanes of the inline erf cost a ViT-S/16 GELU 14
-        // of its 140 ms.)
-        let wide_math = |u: f16c_dialect::UnaryOp| match u {
-            f16c_dialect::UnaryOp::Sigmoid => Some(Libcall::SigmoidArrayF32),
-            f16c_dialect::UnaryOp::Erf => Some(Libcall::ErfArrayF32),
-            f16c_dialect::UnaryOp::Tanh => Some(Libcall::TanhArrayF32),
-            f16c_dialect::UnaryOp::Exp => Some(Libcall::ExpArrayF32),
-            _ => None,
-        };
-        let wide: Option<(usize, Libcall, Option<usize>)> = (vector && !narrowed && scratch == 0 && inner >= WIDE_MATH_MIN)
-            .then(|| {
-                e.expr.ops.iter().enumerate().find_map(|(i, op)| {
-                    let crate::lower::EwKind::Unary(u) = op.kind else { return None };
-                    let call = wide_math(u)?;
-                    let a = op.args[0];
-                    let f32_arg = e.expr.arg_types(op).first() == Some(&DType::F32);
-                    let source = if a < e.inputs.len() { (e.inputs[a].strides[rank - 1] == 1).then_some(Some(a))? } else { None };
-                    (op.dtype == DType::F32 && f32_arg).then_some((i, call, source))
-                })
-            })
-            .flatten();
-        if let Some((_, _, source)) = wide {
-            scratch = WIDE_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
-        }
-        self.layout.scratch(scratch);
+        let plan = ElementwisePlan::new(e);
+        let cost = (plan.rows * plan.inner * (e.expr.ops.len() + 1)) as f64;
+        self.layout.scratch(plan.scratch);
+        self.plan(plan.describe());
         let e = e.clone();
-        self.add("", rows, cost, move |fx| {
+        self.add("", plan.rows, cost, move |fx| {
             let out = fx.buffer(e.output.0);
-            let stage = narrowed.then(|| Staging::new(fx.scratch, deferral.as_ref()));
-            // Stores the value(s) of column `j` (four lanes from `j`, or one).
-            let put = |fx: &mut Fx, out_off: Value, j: Value, v: Value, lanes: bool| match stage {
-                Some(stage) => stage.put(fx, j, v),
-                None => {
-                    let at = fx.b.ins().iadd(out_off, j);
-                    if lanes { fx.store4(e.expr.result_dtype(), out, at, v) } else { fx.store(e.expr.result_dtype(), out, at, v) }
-                }
-            };
+            let stage = plan.narrowed.then(|| Staging::new(fx.scratch, plan.deferral.as_ref()));
             let bases: Vec<Value> = e.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
-            fx.try_for_items(|fx, row| {
-                let mut offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
-                // Where each input is read from: its buffer, or its row widened into scratch.
-                let mut bases = bases.clone();
-                let mut dtypes: Vec<DType> = e.inputs.iter().map(|i| i.dtype).collect();
-                for (k, at) in widened_at.iter().enumerate() {
-                    if let Some(at) = *at {
-                        let src = fx.addr(bases[k], offsets[k], 2);
-                        let wide = fx.b.ins().iadd_imm_s(fx.scratch, at as i64);
-                        let n = fx.i(inner as i64);
-                        fx.libcall(Libcall::WidenF16, &[src, wide, n]);
-                        (bases[k], offsets[k], dtypes[k]) = (wide, fx.i(0), DType::F32);
-                    }
-                }
-                let out_off = fx.b.ins().imul_imm_s(row, inner as i64);
-                let vec_end = if vector { inner - inner % LANES } else { 0 };
-                if vector {
-                    // Broadcast inputs are loaded once per row.
-                    let mut splats = Vec::new();
-                    for (k, i) in e.inputs.iter().enumerate() {
-                        splats.push(if i.strides[rank - 1] == 0 {
-                            let v = fx.load(i.dtype, bases[k], offsets[k]);
-                            Some(fx.b.ins().splat(F32X4, v))
-                        } else {
-                            None
-                        });
-                    }
-                    // Four lanes at column `j`, with op `given.0`'s value `given.1` when given.
-                    // The inputs' four lanes at column `j`.
-                    let lane_args = |fx: &mut Fx, j: Value| -> Vec<Value> {
-                        (0..e.inputs.len())
-                            .map(|k| match splats[k] {
-                                Some(s) => s,
-                                None => {
-                                    let at = fx.b.ins().iadd(offsets[k], j);
-                                    let v = fx.load4(dtypes[k], bases[k], at);
-                                    if widened_at[k].is_some() {
-                                        fx.mark_f16_grid(v);
-                                    }
-                                    v
-                                }
-                            })
-                            .collect()
-                    };
-                    let lanes = |fx: &mut Fx, j: Value, given: Option<(usize, Value)>| -> Emitted {
-                        let args = lane_args(fx, j);
-                        let v = eval_given(fx, &e.expr, args, deferral.as_ref(), given)?;
-                        put(fx, out_off, j, v, true);
-                        Ok(())
-                    };
-                    match wide {
-                        Some((op, call, source)) => {
-                            // Blocks of WIDE_BLOCK columns, then the rest of the vector part.
-                            let x = e.expr.ops[op].args[0];
-                            // The ops up to the one computing the argument (a computed one).
-                            let upto = crate::lower::Expr { inputs: e.expr.inputs.clone(), ops: e.expr.ops[..x.saturating_sub(e.inputs.len()) + 1].to_vec() };
-                            let block = |fx: &mut Fx, b0: Value, len: usize| -> Emitted {
-                                let (src, dst) = match source {
-                                    Some(x) => {
-                                        let at = fx.b.ins().iadd(offsets[x], b0);
-                                        (fx.addr(bases[x], at, 4), fx.scratch)
-                                    }
-                                    None => {
-                                        fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
-                                            let col = fx.b.ins().iadd(b0, j);
-                                            let args = lane_args(fx, col);
-                                            let a = eval_with(fx, &upto, args, None)?;
-                                            fx.store4(DType::F32, fx.scratch, j, a);
-                                            Ok(vec![])
-                                        })?;
-                                        (fx.scratch, fx.b.ins().iadd_imm_s(fx.scratch, (WIDE_BLOCK * 4) as i64))
-                                    }
-                                };
-                                let n = fx.i(len as i64);
-                                fx.libcall(call, &[src, dst, n]);
-                                fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
-                                    let s = fx.load4(DType::F32, dst, j);
-                                    let col = fx.b.ins().iadd(b0, j);
-                                    lanes(fx, col, Some((op, s))).map(|()| vec![])
-                                })
-                                .map(|_| ())
-                            };
-                            let whole = vec_end / WIDE_BLOCK * WIDE_BLOCK;
-                            fx.try_for_n(0, whole as i64, WIDE_BLOCK as i64, &[], |fx, b0, _| block(fx, b0, WIDE_BLOCK).map(|()| vec![]))?;
-                            if vec_end > whole {
-                                let b0 = fx.i(whole as i64);
-                                block(fx, b0, vec_end - whole)?;
-                            }
-                        }
-                        None => {
-                            fx.try_for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| lanes(fx, j, None).map(|()| vec![]))?;
-                        }
-                    }
-                }
-                fx.try_for_n(vec_end as i64, inner as i64, 1, &[], |fx, j, _| {
-                    let args: Vec<Value> = e
-                        .inputs
-                        .iter()
-                        .enumerate()
-                        .map(|(k, i)| {
-                            let s = fx.b.ins().imul_imm_s(j, i.strides[rank - 1] as i64);
-                            let at = fx.b.ins().iadd(offsets[k], s);
-                            let v = fx.load(dtypes[k], bases[k], at);
-                            if widened_at[k].is_some() {
-                                fx.mark_f16_grid(v);
-                            }
-                            v
-                        })
-                        .collect();
-                    let v = eval_with(fx, &e.expr, args, deferral.as_ref())?;
-                    put(fx, out_off, j, v, false);
-                    Ok(vec![])
-                })?;
-                if let Some(stage) = stage {
-                    let (zero, n) = (fx.i(0), fx.i(inner as i64));
-                    stage.narrow(fx, zero, out, out_off, n);
-                }
-                Ok(())
-            })
+            let store = EwStore { out, stage, dtype: e.expr.result_dtype() };
+            fx.try_for_items(|fx, row| elementwise_row(fx, &plan, &e, &store, &bases, row))
         })
     }
 
@@ -385,247 +201,19 @@ impl<'p> Context<'p> {
     // -----------------------------------------------------------------------------------------
 
     fn rows(&mut self, r: &Rows) -> Result<(), BackendError> {
-        use super::gemm::ROW_GROUP;
-        let n_in = r.inputs.len();
-        let last = n_in + r.stages.len() - 1;
-        let dtype_of = |v: RowValue| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
-        let full_of = |v: RowValue| {
-            if v < n_in {
-                r.inputs[v].full
-            } else {
-                matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
-            }
-        };
-        // Scratch for the full intermediate values, in their compute type, and for the full
-        // f16 and bf16 inputs, widened a row at a time (once for all rows where every row reads
-        // the same; f16 by one runtime call, bf16 four lanes at a time): the reductions and
-        // maps then read f32, rather than widen each value in software (f16: about sixteen
-        // instructions per four, more one at a time; bf16: a layer norm's scalar f64 stages
-        // loaded and widened each value one at a time, 1.8x its f32 time).
-        let mut slots: Vec<Option<(usize, DType)>> = vec![None; last + 1];
-        let mut bytes = 0;
-        for (v, slot) in slots.iter_mut().enumerate().take(last) {
-            let widened = v < n_in && matches!(dtype_of(v), DType::F16 | DType::BF16);
-            if full_of(v) && (v >= n_in || widened) {
-                let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
-                *slot = Some((bytes, t));
-                bytes += (r.len * t.byte_size()).next_multiple_of(16);
-            }
-        }
-        // Each row of a work item's group has its own region (a widened input every row reads
-        // the same lives in the first row's).
-        let stride = bytes.next_multiple_of(64);
-        self.layout.scratch(ROW_GROUP * stride);
+        let plan = RowsPlan::new(r);
+        self.layout.scratch(ROW_GROUP * plan.stride);
+        self.plan(plan.describe(r));
         let r = r.clone();
-        let dtypes: Vec<DType> = (0..=last).map(dtype_of).collect();
-        let full: Vec<bool> = (0..=last).map(full_of).collect();
         let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
         self.add("", r.rows.div_ceil(ROW_GROUP), cost, move |fx| {
             let bases: Vec<Value> = r.inputs.iter().map(|i| fx.buffer(i.buffer.0)).collect();
-            let out = fx.buffer(r.output.0);
-            let scratch = fx.scratch;
-            let len = r.len;
-            // Widens f16/bf16 input `k` from element `at` into its slot in the region of row
-            // `q` of the group.
-            let widen = |fx: &mut Fx, k: usize, at: Value, q: usize| {
-                let (off, _) = slots[k].expect("a widened input has a slot");
-                let src = fx.addr(bases[k], at, 2);
-                let dst = fx.b.ins().iadd_imm_s(scratch, (q * stride + off) as i64);
-                super::gemm::widen_run(fx, r.inputs[k].dtype, src, dst, len, false);
-            };
-            for k in (0..n_in).filter(|&k| slots[k].is_some() && !r.inputs[k].per_row) {
+            let call = RowsCall { bases, out: fx.buffer(r.output.0) };
+            for k in (0..plan.n_in).filter(|&k| plan.slots[k].is_some() && !r.inputs[k].per_row) {
                 let zero = fx.i(0);
-                widen(fx, k, zero, 0);
+                call.widen(fx, &plan, &r, k, zero, 0);
             }
-            // Whether a reduction of `kind` over a row stored as `t` computing in `d` runs in
-            // lanes (a maximum or minimum of f32 values), else in index order.
-            let in_lanes = |kind: ReduceKind, t: DType, d: DType| matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && domain(d) == F32 && len >= 2 * LANES;
-            fx.try_for_items(|fx, item| {
-                // The group's rows; past the last row, the last row again (which writes the
-                // same values again).
-                let first = fx.b.ins().imul_imm_s(item, ROW_GROUP as i64);
-                let last_row = fx.i(r.rows as i64 - 1);
-                let rows: Vec<Value> = (0..ROW_GROUP)
-                    .map(|q| {
-                        let row = fx.b.ins().iadd_imm_s(first, q as i64);
-                        fx.b.ins().smin(row, last_row)
-                    })
-                    .collect();
-                let row_ats: Vec<Value> = rows.iter().map(|&row| fx.b.ins().imul_imm_s(row, len as i64)).collect();
-                for q in 0..ROW_GROUP {
-                    for k in (0..n_in).filter(|&k| slots[k].is_some() && r.inputs[k].per_row) {
-                        widen(fx, k, row_ats[q], q);
-                    }
-                }
-                // Where full value `v` of row `q` lives: (base, first index, element type as
-                // stored).
-                let place = |fx: &mut Fx, q: usize, v: RowValue| -> (Value, Value, DType) {
-                    if v == last {
-                        (out, row_ats[q], dtypes[v])
-                    } else if v < n_in && slots[v].is_none() {
-                        let at = if r.inputs[v].per_row { row_ats[q] } else { fx.i(0) };
-                        (bases[v], at, dtypes[v])
-                    } else {
-                        let (off, t) = slots[v].expect("full values have a slot");
-                        let region = if v < n_in && !r.inputs[v].per_row { 0 } else { q * stride };
-                        (fx.b.ins().iadd_imm_s(scratch, (region + off) as i64), fx.i(0), t)
-                    }
-                };
-                let mut group_scalars: Vec<Vec<Option<Value>>> = vec![vec![None; last + 1]; ROW_GROUP];
-                for (q, scalars) in group_scalars.iter_mut().enumerate() {
-                    for (k, i) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
-                        let at = if i.per_row { rows[q] } else { fx.i(0) };
-                        scalars[k] = Some(fx.load(i.dtype, bases[k], at));
-                    }
-                }
-                for (si, stage) in r.stages.iter().enumerate() {
-                    let v = n_in + si;
-                    // A sum (or any reduction not taken in lanes) of every row of the group in
-                    // one loop, each row's in index order: the rows' chains overlap.
-                    if let RowStage::Reduce { kind, arg, dtype } = stage {
-                        let t_arg = place(fx, 0, *arg).2;
-                        if !in_lanes(*kind, t_arg, dtypes[*arg]) {
-                            let dom = domain(dtypes[*arg]);
-                            let places: Vec<(Value, Value, DType)> = (0..ROW_GROUP).map(|q| place(fx, q, *arg)).collect();
-                            let inits: Vec<Value> = (0..ROW_GROUP).map(|_| reduce_init(fx, *kind, dom)).collect();
-                            let kind = *kind;
-                            let accs = fx.for_n(0, len as i64, 1, &inits, |fx, j, acc| {
-                                places
-                                    .iter()
-                                    .zip(acc)
-                                    .map(|(&(base, at0, t), &a)| {
-                                        let at = fx.b.ins().iadd(at0, j);
-                                        let x = fx.load(t, base, at);
-                                        reduce_step(fx, kind, a, x)
-                                    })
-                                    .collect()
-                            });
-                            for (scalars, acc) in group_scalars.iter_mut().zip(accs) {
-                                scalars[v] = Some(fx.round_to(*dtype, acc));
-                            }
-                            continue;
-                        }
-                    }
-                    for (q, scalars) in group_scalars.iter_mut().enumerate() {
-                        let place = |fx: &mut Fx, v: RowValue| place(fx, q, v);
-                        match stage {
-                            RowStage::Reduce { kind, arg, dtype } => {
-                                let (base, at0, t) = place(fx, *arg);
-                                let kind = *kind;
-                                let dom = domain(dtypes[*arg]);
-                                // In index order, one element at a time: a sum's rounding depends
-                                // on the order (the reference's is the contract).
-                                let serial = move |fx: &mut Fx| {
-                                    let init = reduce_init(fx, kind, dom);
-                                    fx.for_n(0, len as i64, 1, &[init], |fx, j, acc| {
-                                        let at = fx.b.ins().iadd(at0, j);
-                                        let x = fx.load(t, base, at);
-                                        vec![reduce_step(fx, kind, acc[0], x)]
-                                    })[0]
-                                };
-                                // (A bf16 row, a softmax's scores in bf16, widens exactly as it
-                                // is loaded: the same values.)
-                                let acc = if in_lanes(kind, t, dtypes[*arg]) {
-                                    // A maximum or minimum is the same value in any order (a NaN
-                                    // gives the canonical NaN either way) except the sign of a zero
-                                    // result, which is the row's first extreme zero's: four lanes,
-                                    // then the row again in order where the result is ±0.
-                                    let vec_end = len - len % LANES;
-                                    let init = reduce_init(fx, kind, F32X4);
-                                    let lanes = fx.for_n(0, vec_end as i64, LANES as i64, &[init], |fx, j, acc| {
-                                        let at = fx.b.ins().iadd(at0, j);
-                                        let x = fx.load4(t, base, at);
-                                        vec![reduce_step(fx, kind, acc[0], x)]
-                                    })[0];
-                                    let mut r = fx.b.ins().extractlane(lanes, 0);
-                                    for l in 1..LANES as u8 {
-                                        let x = fx.b.ins().extractlane(lanes, l);
-                                        r = reduce_step(fx, kind, r, x);
-                                    }
-                                    let r = fx.for_n(vec_end as i64, len as i64, 1, &[r], |fx, j, acc| {
-                                        let at = fx.b.ins().iadd(at0, j);
-                                        let x = fx.load(t, base, at);
-                                        vec![reduce_step(fx, kind, acc[0], x)]
-                                    })[0];
-                                    let zero = fx.f(F32, 0.0);
-                                    let is_zero = fx.b.ins().fcmp(FloatCC::Equal, r, zero);
-                                    fx.if_else(is_zero, |fx| vec![serial(fx)], |_| vec![r])[0]
-                                } else {
-                                    serial(fx)
-                                };
-                                scalars[v] = Some(fx.round_to(*dtype, acc));
-                            }
-                            RowStage::Map { op, full: false } => {
-                                let args: Vec<Value> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
-                                let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                                scalars[v] = Some(fx.ew(op, &args, &types)?);
-                            }
-                            RowStage::Map { op, full: true } => {
-                                let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                                // A select's per-row boolean stays a scalar condition of the lanes.
-                                let row_test = |i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !full[op.args[0]];
-                                let f32_domain = types.iter().enumerate().all(|(i, &d)| domain(d) == F32 || row_test(i)) && domain(op.dtype) == F32;
-                                let vec_end = if f32_domain { len - len % LANES } else { 0 };
-                                let places: Vec<Option<(Value, Value, DType)>> =
-                                    op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
-                                let (obase, oat, ot) = place(fx, v);
-                                // An f32 exp of a full f32 row (the softmax's): the runtime's
-                                // sixteen-lane loop over the row, the same bits.
-                                if let (crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp), [Some((base, at0, DType::F32))], DType::F32, DType::F32) =
-                                    (&op.kind, places.as_slice(), ot, op.dtype)
-                                {
-                                    if types[0] == DType::F32 {
-                                        let src = fx.addr(*base, *at0, 4);
-                                        let dst = fx.addr(obase, oat, 4);
-                                        let n = fx.i(len as i64);
-                                        fx.libcall(Libcall::ExpArrayF32, &[src, dst, n]);
-                                        continue;
-                                    }
-                                }
-                                // Elements `from..to`, four lanes at a time or one.
-                                let run = |fx: &mut Fx, from: usize, to: usize, vector: bool| -> Emitted {
-                                    if from == to {
-                                        return Ok(());
-                                    }
-                                    let args_at: Vec<Option<Value>> = op
-                                        .args
-                                        .iter()
-                                        .map(|&a| scalars[a].map(|s| if vector && domain(dtypes[a]) == F32 { fx.b.ins().splat(F32X4, s) } else { s }))
-                                        .collect();
-                                    let step = if vector { LANES } else { 1 };
-                                    fx.try_for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
-                                        let args: Vec<Value> = places
-                                            .iter()
-                                            .zip(&args_at)
-                                            .zip(&op.args)
-                                            .map(|((p, s), &a)| match p {
-                                                Some((base, at0, t)) => {
-                                                    let at = fx.b.ins().iadd(*at0, j);
-                                                    let x = if vector { fx.load4(*t, *base, at) } else { fx.load(*t, *base, at) };
-                                                    if *t != DType::F16 && dtypes[a] == DType::F16 {
-                                                        // f16 values, widened or rounded before.
-                                                        fx.mark_f16_grid(x);
-                                                    }
-                                                    x
-                                                }
-                                                None => s.expect("a scalar argument"),
-                                            })
-                                            .collect();
-                                        let y = fx.ew(op, &args, &types)?;
-                                        let at = fx.b.ins().iadd(oat, j);
-                                        if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
-                                        Ok(vec![])
-                                    })
-                                    .map(|_| ())
-                                };
-                                run(fx, 0, vec_end, true)?;
-                                run(fx, vec_end, len, false)?;
-                            }
-                        }
-                    }
-                }
-                Ok(())
-            })
+            fx.try_for_items(|fx, item| rows_item(fx, &plan, &r, &call, item))
         })
     }
 
@@ -1155,7 +743,7 @@ fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
 
 /// Nested loops over a move's dimensions (in [`loop_order`]); the innermost contiguous case
 /// copies bytes, a short innermost dimension is unrolled (every element at a constant offset).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, src: Value, dst: Value, how: Element) {
     let last = m.shape.len() - 1;
     if let (true, Element::Bits(elem, _)) = (d == last && m.src_strides[d] == 1 && m.dst_strides[d] == 1, how) {
@@ -1219,3 +807,541 @@ pub fn copy_bytes(fx: &mut Fx, from: Value, to: Value, n: usize) {
     }
 }
 
+
+/// A row kernel's decisions (a group of [`ROW_GROUP`] rows per work item), made before its
+/// code is emitted: where each full value lives.
+struct RowsPlan {
+    /// Inputs, and the last value (the result).
+    n_in: usize,
+    last: usize,
+    /// Scratch for the full intermediate values, in their compute type, and for the full f16
+    /// and bf16 inputs, widened a row at a time (once for all rows where every row reads the
+    /// same; f16 by one runtime call, bf16 four lanes at a time): the reductions and maps then
+    /// read f32, rather than widen each value in software (f16: about sixteen instructions per
+    /// four, more one at a time; bf16: a layer norm's scalar f64 stages loaded and widened each
+    /// value one at a time, 1.8x its f32 time). Per value, its offset and type.
+    slots: Vec<Option<(usize, DType)>>,
+    /// Each row of a work item's group has its own region of this many bytes (a widened input
+    /// every row reads the same lives in the first row's).
+    stride: usize,
+    /// Each value's type, and whether it is a full row (not a scalar per row).
+    dtypes: Vec<DType>,
+    full: Vec<bool>,
+}
+
+impl RowsPlan {
+    fn new(r: &Rows) -> RowsPlan {
+        let n_in = r.inputs.len();
+        let last = n_in + r.stages.len() - 1;
+        let dtype_of = |v: RowValue| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
+        let full_of = |v: RowValue| {
+            if v < n_in {
+                r.inputs[v].full
+            } else {
+                matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
+            }
+        };
+        let mut slots: Vec<Option<(usize, DType)>> = vec![None; last + 1];
+        let mut bytes = 0;
+        for (v, slot) in slots.iter_mut().enumerate().take(last) {
+            let widened = v < n_in && matches!(dtype_of(v), DType::F16 | DType::BF16);
+            if full_of(v) && (v >= n_in || widened) {
+                let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
+                *slot = Some((bytes, t));
+                bytes += (r.len * t.byte_size()).next_multiple_of(16);
+            }
+        }
+        let dtypes: Vec<DType> = (0..=last).map(dtype_of).collect();
+        let full: Vec<bool> = (0..=last).map(full_of).collect();
+        RowsPlan { n_in, last, slots, stride: bytes.next_multiple_of(64), dtypes, full }
+    }
+
+    /// The plan in words (`--emit=kernels`, the profile).
+    fn describe(&self, r: &Rows) -> String {
+        let reductions = r.stages.iter().filter(|s| matches!(s, RowStage::Reduce { .. })).count();
+        let mut s = format!("{ROW_GROUP} rows of {} per work item, {} stages ({reductions} reductions), the group's rows interleaved", r.len, r.stages.len());
+        let widened = (0..self.n_in).filter(|&k| self.slots[k].is_some()).count();
+        if widened > 0 {
+            s += &format!("; {widened} f16/bf16 input row(s) widened into scratch");
+        }
+        let kept = (self.n_in..self.last).filter(|&v| self.slots[v].is_some()).count();
+        if kept > 0 {
+            s += &format!("; {kept} intermediate row(s) in scratch");
+        }
+        s
+    }
+
+    /// Whether a reduction of `kind` over a row of `len` stored as `t` computing in `d` runs in
+    /// lanes (a maximum or minimum of f32 values), else in index order.
+    fn in_lanes(kind: ReduceKind, t: DType, d: DType, len: usize) -> bool {
+        matches!(kind, ReduceKind::Max | ReduceKind::Min) && matches!(t, DType::F32 | DType::BF16) && domain(d) == F32 && len >= 2 * LANES
+    }
+}
+
+/// A row kernel's buffers: its inputs' and its output's.
+struct RowsCall {
+    bases: Vec<Value>,
+    out: Value,
+}
+
+impl RowsCall {
+    /// Widens f16/bf16 input `k` from element `at` into its slot in the region of row `q` of
+    /// the group.
+    fn widen(&self, fx: &mut Fx, plan: &RowsPlan, r: &Rows, k: usize, at: Value, q: usize) {
+        let (off, _) = plan.slots[k].expect("a widened input has a slot");
+        let src = fx.addr(self.bases[k], at, 2);
+        let dst = fx.b.ins().iadd_imm_s(fx.scratch, (q * plan.stride + off) as i64);
+        super::gemm::widen_run(fx, r.inputs[k].dtype, src, dst, r.len, false);
+    }
+
+    /// Where full value `v` of row `q` lives: (base, first index, element type as stored).
+    fn place(&self, fx: &mut Fx, plan: &RowsPlan, r: &Rows, row_ats: &[Value], q: usize, v: RowValue) -> (Value, Value, DType) {
+        if v == plan.last {
+            (self.out, row_ats[q], plan.dtypes[v])
+        } else if v < plan.n_in && plan.slots[v].is_none() {
+            let at = if r.inputs[v].per_row { row_ats[q] } else { fx.i(0) };
+            (self.bases[v], at, plan.dtypes[v])
+        } else {
+            let (off, t) = plan.slots[v].expect("full values have a slot");
+            let region = if v < plan.n_in && !r.inputs[v].per_row { 0 } else { q * plan.stride };
+            (fx.b.ins().iadd_imm_s(fx.scratch, (region + off) as i64), fx.i(0), t)
+        }
+    }
+}
+
+/// Work item `item` of a row kernel: its group's rows (past the last row, the last row again,
+/// which writes the same values again), their widened inputs and scalars, then each stage.
+fn rows_item(fx: &mut Fx, plan: &RowsPlan, r: &Rows, call: &RowsCall, item: Value) -> Emitted {
+    let (n_in, len) = (plan.n_in, r.len);
+    let first = fx.b.ins().imul_imm_s(item, ROW_GROUP as i64);
+    let last_row = fx.i(r.rows as i64 - 1);
+    let rows: Vec<Value> = (0..ROW_GROUP)
+        .map(|q| {
+            let row = fx.b.ins().iadd_imm_s(first, q as i64);
+            fx.b.ins().smin(row, last_row)
+        })
+        .collect();
+    let row_ats: Vec<Value> = rows.iter().map(|&row| fx.b.ins().imul_imm_s(row, len as i64)).collect();
+    for (q, &at) in row_ats.iter().enumerate() {
+        for k in (0..n_in).filter(|&k| plan.slots[k].is_some() && r.inputs[k].per_row) {
+            call.widen(fx, plan, r, k, at, q);
+        }
+    }
+    let mut group_scalars: Vec<Vec<Option<Value>>> = vec![vec![None; plan.last + 1]; ROW_GROUP];
+    for (q, scalars) in group_scalars.iter_mut().enumerate() {
+        for (k, i) in r.inputs.iter().enumerate().filter(|(_, i)| !i.full) {
+            let at = if i.per_row { rows[q] } else { fx.i(0) };
+            scalars[k] = Some(fx.load(i.dtype, call.bases[k], at));
+        }
+    }
+    for (si, stage) in r.stages.iter().enumerate() {
+        let v = n_in + si;
+        // A sum (or any reduction not taken in lanes) of every row of the group in one loop,
+        // each row's in index order: the rows' chains overlap.
+        if let RowStage::Reduce { kind, arg, dtype } = stage {
+            let t_arg = call.place(fx, plan, r, &row_ats, 0, *arg).2;
+            if !RowsPlan::in_lanes(*kind, t_arg, plan.dtypes[*arg], len) {
+                let dom = domain(plan.dtypes[*arg]);
+                let places: Vec<(Value, Value, DType)> = (0..ROW_GROUP).map(|q| call.place(fx, plan, r, &row_ats, q, *arg)).collect();
+                let inits: Vec<Value> = (0..ROW_GROUP).map(|_| reduce_init(fx, *kind, dom)).collect();
+                let kind = *kind;
+                let accs = fx.for_n(0, len as i64, 1, &inits, |fx, j, acc| {
+                    places
+                        .iter()
+                        .zip(acc)
+                        .map(|(&(base, at0, t), &a)| {
+                            let at = fx.b.ins().iadd(at0, j);
+                            let x = fx.load(t, base, at);
+                            reduce_step(fx, kind, a, x)
+                        })
+                        .collect()
+                });
+                for (scalars, acc) in group_scalars.iter_mut().zip(accs) {
+                    scalars[v] = Some(fx.round_to(*dtype, acc));
+                }
+                continue;
+            }
+        }
+        for (q, scalars) in group_scalars.iter_mut().enumerate() {
+            let mut place = |fx: &mut Fx, v: RowValue| call.place(fx, plan, r, &row_ats, q, v);
+            match stage {
+                RowStage::Reduce { kind, arg, dtype } => {
+                    let at = place(fx, *arg);
+                    let acc = row_reduce(fx, *kind, at, plan.dtypes[*arg], len);
+                    scalars[v] = Some(fx.round_to(*dtype, acc));
+                }
+                RowStage::Map { op, full: false } => {
+                    let args: Vec<Value> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
+                    let types: Vec<DType> = op.args.iter().map(|&a| plan.dtypes[a]).collect();
+                    scalars[v] = Some(fx.ew(op, &args, &types)?);
+                }
+                RowStage::Map { op, full: true } => row_map(fx, plan, len, op, scalars, v, &mut place)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A reduction of `kind` over one row (`len` values stored as `t` from `base[at0]`, computing
+/// in the domain of `d`), in the reference's order, or in lanes where any order gives the
+/// same value.
+fn row_reduce(fx: &mut Fx, kind: ReduceKind, (base, at0, t): (Value, Value, DType), d: DType, len: usize) -> Value {
+    let dom = domain(d);
+    // In index order, one element at a time: a sum's rounding depends on the order (the
+    // reference's is the contract).
+    let serial = move |fx: &mut Fx| {
+        let init = reduce_init(fx, kind, dom);
+        fx.for_n(0, len as i64, 1, &[init], |fx, j, acc| {
+            let at = fx.b.ins().iadd(at0, j);
+            let x = fx.load(t, base, at);
+            vec![reduce_step(fx, kind, acc[0], x)]
+        })[0]
+    };
+    // (A bf16 row, a softmax's scores in bf16, widens exactly as it is loaded: the same
+    // values.)
+    if !RowsPlan::in_lanes(kind, t, d, len) {
+        return serial(fx);
+    }
+    // A maximum or minimum is the same value in any order (a NaN gives the canonical NaN
+    // either way) except the sign of a zero result, which is the row's first extreme zero's:
+    // four lanes, then the row again in order where the result is ±0.
+    let vec_end = len - len % LANES;
+    let init = reduce_init(fx, kind, F32X4);
+    let lanes = fx.for_n(0, vec_end as i64, LANES as i64, &[init], |fx, j, acc| {
+        let at = fx.b.ins().iadd(at0, j);
+        let x = fx.load4(t, base, at);
+        vec![reduce_step(fx, kind, acc[0], x)]
+    })[0];
+    let mut r = fx.b.ins().extractlane(lanes, 0);
+    for l in 1..LANES as u8 {
+        let x = fx.b.ins().extractlane(lanes, l);
+        r = reduce_step(fx, kind, r, x);
+    }
+    let r = fx.for_n(vec_end as i64, len as i64, 1, &[r], |fx, j, acc| {
+        let at = fx.b.ins().iadd(at0, j);
+        let x = fx.load(t, base, at);
+        vec![reduce_step(fx, kind, acc[0], x)]
+    })[0];
+    let zero = fx.f(F32, 0.0);
+    let is_zero = fx.b.ins().fcmp(FloatCC::Equal, r, zero);
+    fx.if_else(is_zero, |fx| vec![serial(fx)], |_| vec![r])[0]
+}
+
+/// A full-row map stage `op` of one row into value `v`'s place, four lanes at a time where it
+/// computes in f32 (an f32 exp of a full f32 row, the softmax's, by the runtime's sixteen-lane
+/// loop: the same bits); its scalar arguments from `scalars`.
+fn row_map(fx: &mut Fx, plan: &RowsPlan, len: usize, op: &crate::lower::EwOp, scalars: &[Option<Value>], v: RowValue, place: &mut dyn FnMut(&mut Fx, RowValue) -> (Value, Value, DType)) -> Emitted {
+    let (dtypes, full) = (&plan.dtypes, &plan.full);
+    let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+    // A select's per-row boolean stays a scalar condition of the lanes.
+    let row_test = |i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !full[op.args[0]];
+    let f32_domain = types.iter().enumerate().all(|(i, &d)| domain(d) == F32 || row_test(i)) && domain(op.dtype) == F32;
+    let vec_end = if f32_domain { len - len % LANES } else { 0 };
+    let places: Vec<Option<(Value, Value, DType)>> = op.args.iter().map(|&a| if full[a] { Some(place(fx, a)) } else { None }).collect();
+    let (obase, oat, ot) = place(fx, v);
+    if let (crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp), [Some((base, at0, DType::F32))], DType::F32, DType::F32) = (&op.kind, places.as_slice(), ot, op.dtype) {
+        if types[0] == DType::F32 {
+            let src = fx.addr(*base, *at0, 4);
+            let dst = fx.addr(obase, oat, 4);
+            let n = fx.i(len as i64);
+            fx.libcall(Libcall::ExpArrayF32, &[src, dst, n]);
+            return Ok(());
+        }
+    }
+    // Elements `from..to`, four lanes at a time or one.
+    let run = |fx: &mut Fx, from: usize, to: usize, vector: bool| -> Emitted {
+        if from == to {
+            return Ok(());
+        }
+        let args_at: Vec<Option<Value>> = op.args.iter().map(|&a| scalars[a].map(|s| if vector && domain(dtypes[a]) == F32 { fx.b.ins().splat(F32X4, s) } else { s })).collect();
+        let step = if vector { LANES } else { 1 };
+        fx.try_for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
+            let args: Vec<Value> = places
+                .iter()
+                .zip(&args_at)
+                .zip(&op.args)
+                .map(|((p, s), &a)| match p {
+                    Some((base, at0, t)) => {
+                        let at = fx.b.ins().iadd(*at0, j);
+                        let x = if vector { fx.load4(*t, *base, at) } else { fx.load(*t, *base, at) };
+                        if *t != DType::F16 && dtypes[a] == DType::F16 {
+                            // f16 values, widened or rounded before.
+                            fx.mark_f16_grid(x);
+                        }
+                        x
+                    }
+                    None => s.expect("a scalar argument"),
+                })
+                .collect();
+            let y = fx.ew(op, &args, &types)?;
+            let at = fx.b.ins().iadd(oat, j);
+            if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
+            Ok(vec![])
+        })
+        .map(|_| ())
+    };
+    run(fx, 0, vec_end, true)?;
+    run(fx, vec_end, len, false)
+}
+
+/// Columns of a row whose sigmoid, erf, tanh or exp one runtime call computes (16 KiB of
+/// scratch for the results, as much again for computed arguments).
+const WIDE_BLOCK: usize = 4096;
+/// The shortest row whose math one runtime call per block computes (a ViT's GELU rows are
+/// 1536 long).
+const WIDE_MATH_MIN: usize = 64;
+/// The longest row staged or widened in scratch (64 KiB in f32).
+const STAGED_ROW_MAX: usize = 1 << 14;
+
+/// An elementwise kernel's decisions (a row of the innermost dimension per work item), made
+/// before its code is emitted.
+struct ElementwisePlan {
+    rank: usize,
+    /// The row's length, and the rows.
+    inner: usize,
+    rows: usize,
+    /// Four lanes when everything computes in f32 and every input is contiguous or broadcast
+    /// along the innermost dimension.
+    vector: bool,
+    /// (f16 result, or one cast to f32 last) the rounding the narrowing does, and whether the
+    /// row is staged in scratch and narrowed by one runtime call ([`super::narrow`]).
+    deferral: Option<Deferral>,
+    narrowed: bool,
+    /// Per input, the scratch offset of its row widened by one runtime call (an f16 input read
+    /// along a row of at least eight values: software widening takes about sixteen
+    /// instructions per four values).
+    widened_at: Vec<Option<usize>>,
+    /// A sigmoid, erf, tanh or exp of an f32 value (SiLU's `x · sigmoid(x)`, GELU's
+    /// `erf(x/√2)` or `tanh(…)`) that the runtime's wide loop computes a block of the row at a
+    /// time into scratch: the op, the libcall, and the input it reads in place (`None`: an
+    /// argument the expression computes, computed for the block into scratch first).
+    wide: Option<(usize, Libcall, Option<usize>)>,
+    /// Bytes of scratch.
+    scratch: usize,
+}
+
+impl ElementwisePlan {
+    fn new(e: &Elementwise) -> ElementwisePlan {
+        let rank = e.shape.len();
+        let inner = e.shape[rank - 1];
+        let rows: usize = e.shape[..rank - 1].iter().product();
+        let vector = e.expr.is_f32_domain() && inner >= LANES && e.inputs.iter().all(|i| i.strides[rank - 1] <= 1);
+        let f16_out = e.expr.result_dtype() == DType::F16;
+        let stageable = vector && inner <= STAGED_ROW_MAX;
+        let deferral = if stageable { deferral(None, Some(&e.expr), &[]).filter(|d| f16_out || d.widen) } else { None };
+        let narrowed = stageable && (f16_out || deferral.is_some());
+        let mut widened_at = vec![None; e.inputs.len()];
+        let mut scratch = if narrowed { inner * 4 } else { 0 };
+        if (8..=STAGED_ROW_MAX).contains(&inner) {
+            for (slot, i) in widened_at.iter_mut().zip(&e.inputs) {
+                if i.dtype == DType::F16 && i.strides[rank - 1] == 1 {
+                    *slot = Some(scratch);
+                    scratch += inner * 4;
+                }
+            }
+        }
+        // (Four lanes of the inline erf cost a ViT-S/16 GELU 14 of its 140 ms.)
+        let wide_math = |u: f16c_dialect::UnaryOp| match u {
+            f16c_dialect::UnaryOp::Sigmoid => Some(Libcall::SigmoidArrayF32),
+            f16c_dialect::UnaryOp::Erf => Some(Libcall::ErfArrayF32),
+            f16c_dialect::UnaryOp::Tanh => Some(Libcall::TanhArrayF32),
+            f16c_dialect::UnaryOp::Exp => Some(Libcall::ExpArrayF32),
+            _ => None,
+        };
+        let wide: Option<(usize, Libcall, Option<usize>)> = (vector && !narrowed && scratch == 0 && inner >= WIDE_MATH_MIN)
+            .then(|| {
+                e.expr.ops.iter().enumerate().find_map(|(i, op)| {
+                    let crate::lower::EwKind::Unary(u) = op.kind else { return None };
+                    let call = wide_math(u)?;
+                    let a = op.args[0];
+                    let f32_arg = e.expr.arg_types(op).first() == Some(&DType::F32);
+                    let source = if a < e.inputs.len() { (e.inputs[a].strides[rank - 1] == 1).then_some(Some(a))? } else { None };
+                    (op.dtype == DType::F32 && f32_arg).then_some((i, call, source))
+                })
+            })
+            .flatten();
+        if let Some((_, _, source)) = wide {
+            scratch = WIDE_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
+        }
+        ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, scratch }
+    }
+
+    /// The plan in words (`--emit=kernels`, the profile).
+    fn describe(&self) -> String {
+        let mut s = format!("a row of {} per work item, {}", self.inner, if self.vector { "four lanes at a time" } else { "one value at a time" });
+        let widened = self.widened_at.iter().filter(|w| w.is_some()).count();
+        if widened > 0 {
+            s += &format!("; {widened} f16 input row(s) widened by the runtime");
+        }
+        if let Some((_, call, source)) = self.wide {
+            let name = match call {
+                Libcall::SigmoidArrayF32 => "sigmoid",
+                Libcall::ErfArrayF32 => "erf",
+                Libcall::TanhArrayF32 => "tanh",
+                _ => "exp",
+            };
+            let of = if source.is_some() { "an input read in place" } else { "an argument computed into scratch" };
+            s += &format!("; {name} of {of} by the runtime's 16-lane loop, {WIDE_BLOCK} columns a call");
+        }
+        if self.narrowed {
+            s += "; staged in f32, rounded and narrowed by the runtime";
+        }
+        s
+    }
+}
+
+/// Where an elementwise kernel's values go: the output, or the staging area.
+struct EwStore {
+    out: Value,
+    stage: Option<Staging>,
+    dtype: DType,
+}
+
+impl EwStore {
+    /// Stores the value(s) of column `j` of the row at `out_off` (four lanes from `j`, or one).
+    fn put(&self, fx: &mut Fx, out_off: Value, j: Value, v: Value, lanes: bool) {
+        match self.stage {
+            Some(stage) => stage.put(fx, j, v),
+            None => {
+                let at = fx.b.ins().iadd(out_off, j);
+                if lanes { fx.store4(self.dtype, self.out, at, v) } else { fx.store(self.dtype, self.out, at, v) }
+            }
+        }
+    }
+}
+
+/// One row's inputs: where each is read (its buffer, or its row widened into scratch), from
+/// which element, as which type; and the row's first output element.
+struct EwRow {
+    bases: Vec<Value>,
+    offsets: Vec<Value>,
+    dtypes: Vec<DType>,
+    out_off: Value,
+}
+
+/// Work item `row` of an elementwise kernel: its f16 inputs widened, four lanes at a time as far
+/// as the plan allows, then one at a time, then (staged) narrowed.
+fn elementwise_row(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store: &EwStore, bases: &[Value], row: Value) -> Emitted {
+    let (rank, inner) = (plan.rank, plan.inner);
+    let mut offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
+    let mut bases = bases.to_vec();
+    let mut dtypes: Vec<DType> = e.inputs.iter().map(|i| i.dtype).collect();
+    for (k, at) in plan.widened_at.iter().enumerate() {
+        if let Some(at) = *at {
+            let src = fx.addr(bases[k], offsets[k], 2);
+            let wide = fx.b.ins().iadd_imm_s(fx.scratch, at as i64);
+            let n = fx.i(inner as i64);
+            fx.libcall(Libcall::WidenF16, &[src, wide, n]);
+            (bases[k], offsets[k], dtypes[k]) = (wide, fx.i(0), DType::F32);
+        }
+    }
+    let out_off = fx.b.ins().imul_imm_s(row, inner as i64);
+    let r = EwRow { bases, offsets, dtypes, out_off };
+    let vec_end = if plan.vector { inner - inner % LANES } else { 0 };
+    if plan.vector {
+        elementwise_lanes(fx, plan, e, store, &r, vec_end)?;
+    }
+    fx.try_for_n(vec_end as i64, inner as i64, 1, &[], |fx, j, _| {
+        let args: Vec<Value> = e
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(k, i)| {
+                let s = fx.b.ins().imul_imm_s(j, i.strides[rank - 1] as i64);
+                let at = fx.b.ins().iadd(r.offsets[k], s);
+                let v = fx.load(r.dtypes[k], r.bases[k], at);
+                if plan.widened_at[k].is_some() {
+                    fx.mark_f16_grid(v);
+                }
+                v
+            })
+            .collect();
+        let v = eval_with(fx, &e.expr, args, plan.deferral.as_ref())?;
+        store.put(fx, out_off, j, v, false);
+        Ok(vec![])
+    })?;
+    if let Some(stage) = store.stage {
+        let (zero, n) = (fx.i(0), fx.i(inner as i64));
+        stage.narrow(fx, zero, store.out, out_off, n);
+    }
+    Ok(())
+}
+
+/// Columns `0..vec_end` of the row four lanes at a time (broadcast inputs loaded once), the
+/// plan's wide math a block at a time by the runtime.
+fn elementwise_lanes(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store: &EwStore, r: &EwRow, vec_end: usize) -> Emitted {
+    let rank = plan.rank;
+    // Broadcast inputs are loaded once per row.
+    let mut splats = Vec::new();
+    for (k, i) in e.inputs.iter().enumerate() {
+        splats.push(if i.strides[rank - 1] == 0 {
+            let v = fx.load(i.dtype, r.bases[k], r.offsets[k]);
+            Some(fx.b.ins().splat(F32X4, v))
+        } else {
+            None
+        });
+    }
+    // The inputs' four lanes at column `j`.
+    let lane_args = |fx: &mut Fx, j: Value| -> Vec<Value> {
+        (0..e.inputs.len())
+            .map(|k| match splats[k] {
+                Some(s) => s,
+                None => {
+                    let at = fx.b.ins().iadd(r.offsets[k], j);
+                    let v = fx.load4(r.dtypes[k], r.bases[k], at);
+                    if plan.widened_at[k].is_some() {
+                        fx.mark_f16_grid(v);
+                    }
+                    v
+                }
+            })
+            .collect()
+    };
+    // Four lanes at column `j`, with op `given.0`'s value `given.1` when given.
+    let lanes = |fx: &mut Fx, j: Value, given: Option<(usize, Value)>| -> Emitted {
+        let args = lane_args(fx, j);
+        let v = eval_given(fx, &e.expr, args, plan.deferral.as_ref(), given)?;
+        store.put(fx, r.out_off, j, v, true);
+        Ok(())
+    };
+    let Some((op, call, source)) = plan.wide else {
+        return fx.try_for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| lanes(fx, j, None).map(|()| vec![])).map(|_| ());
+    };
+    // Blocks of WIDE_BLOCK columns, then the rest of the vector part.
+    let x = e.expr.ops[op].args[0];
+    // The ops up to the one computing the argument (a computed one).
+    let upto = crate::lower::Expr { inputs: e.expr.inputs.clone(), ops: e.expr.ops[..x.saturating_sub(e.inputs.len()) + 1].to_vec() };
+    let block = |fx: &mut Fx, b0: Value, len: usize| -> Emitted {
+        let (src, dst) = match source {
+            Some(x) => {
+                let at = fx.b.ins().iadd(r.offsets[x], b0);
+                (fx.addr(r.bases[x], at, 4), fx.scratch)
+            }
+            None => {
+                fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+                    let col = fx.b.ins().iadd(b0, j);
+                    let args = lane_args(fx, col);
+                    let a = eval_with(fx, &upto, args, None)?;
+                    fx.store4(DType::F32, fx.scratch, j, a);
+                    Ok(vec![])
+                })?;
+                (fx.scratch, fx.b.ins().iadd_imm_s(fx.scratch, (WIDE_BLOCK * 4) as i64))
+            }
+        };
+        let n = fx.i(len as i64);
+        fx.libcall(call, &[src, dst, n]);
+        fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+            let s = fx.load4(DType::F32, dst, j);
+            let col = fx.b.ins().iadd(b0, j);
+            lanes(fx, col, Some((op, s))).map(|()| vec![])
+        })
+        .map(|_| ())
+    };
+    let whole = vec_end / WIDE_BLOCK * WIDE_BLOCK;
+    fx.try_for_n(0, whole as i64, WIDE_BLOCK as i64, &[], |fx, b0, _| block(fx, b0, WIDE_BLOCK).map(|()| vec![]))?;
+    if vec_end > whole {
+        let b0 = fx.i(whole as i64);
+        block(fx, b0, vec_end - whole)?;
+    }
+    Ok(())
+}

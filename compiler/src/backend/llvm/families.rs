@@ -1639,7 +1639,7 @@ pub struct RowShare<'a, 'ctx> {
     /// The distance to its next one.
     pub step: IntValue<'ctx>,
     /// Reduces the row (`load(j)` reads element `j`) in the domain of the given type.
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, reason = "a callback used in one place, clearer spelled out than named")]
     pub reduce: &'a mut dyn FnMut(&mut Ir<'ctx>, ReduceKind, DType, &dyn Fn(&mut Ir<'ctx>, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx>,
 }
 

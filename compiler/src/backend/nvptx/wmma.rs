@@ -388,7 +388,7 @@ fn store_chunk<'ctx>(ir: &Ir<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>
 
 /// Elements `(row, kg..kg + width)` of `A` (16-bit bits), zero outside the matrix and in a
 /// conv's padding (a chunk lies within one tap: the channels are a multiple of its width).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 fn gather_a<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, a: PointerValue<'ctx>, bi: IntValue<'ctx>, row: IntValue<'ctx>, kg: IntValue<'ctx>, ok: IntValue<'ctx>, width: usize) -> BasicValueEnum<'ctx> {
     match &c.kind {
         ContractionKind::Conv(g) => {
