@@ -915,7 +915,7 @@ fn casts_folded_into_copies_and_pools_match_the_reference_on_cranelift() {
     let (mut copies, mut pools) = (0, 0);
     let folded = |name: &str| name.starts_with("transpose_last2") || name.contains("_pool_f32_to_");
     for case in f16c_tests::cases::parity_cases().into_iter().filter(|c| folded(&c.name)) {
-        let program = lower_with(&case.graph, LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false }).unwrap();
+        let program = lower_with(&case.graph, LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false }).unwrap();
         for k in &program.kernels {
             match &k.kind {
                 KernelKind::Copy(c) if c.converts() => copies += 1,
@@ -1017,6 +1017,58 @@ fn row_kernel_corner_cases_match_the_reference_bit_for_bit() {
             let got = Model::compile_graph(&case.graph, threads).unwrap().run(&case.inputs).map_err(|e| e.to_string());
             let failures = case.failures(got, &want, 0);
             assert!(failures.is_empty(), "{} threads: {failures:?}", threads);
+        }
+    }
+}
+
+/// An f32 matmul or convolution followed by SiLU (`y · sigmoid(y)`, reading its result twice)
+/// or a sigmoid gate takes them as its epilogue on the JIT, the sigmoid computed for each
+/// block of tiles by the runtime's sixteen-lane loop: the same bits as the same graph with the
+/// activation a kernel of its own (the GEMM's result also an output, so nothing fuses), across
+/// ragged rows and columns, reduction chunks, column groups, a batch and a bias.
+#[test]
+fn a_gemms_silu_epilogue_computed_a_block_at_a_time_gives_the_unfused_bits() {
+    use f16c_dialect::{ConvAttrs, UnaryOp};
+    let mut rng = Rng(41);
+    let d = DType::F32;
+    // (matmul batch, rows, k, n) and (conv pixels, k, n).
+    let gemms: [(bool, usize, usize, usize, usize); 6] = [(false, 2, 13, 40, 19), (false, 1, 70, 600, 40), (false, 1, 3, 8, 8), (true, 1, 49, 320, 1280), (true, 1, 200, 24, 96), (true, 1, 9, 5, 3)];
+    for (conv, batch, m, k, n) in gemms {
+        for gate in [false, true] {
+            let build = |also_raw: bool, rng: &mut Rng| {
+                let mut g = Graph::new("silu");
+                let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+                let (shape, y) = if conv {
+                    let x = g.add_input(TensorType::new(d, [1, 1, m, k]), loc());
+                    let w = constant(&mut g, random(&TensorType::new(d, [n, 1, 1, k]), rng, -1.0, 1.0));
+                    let b = constant(&mut g, random(&TensorType::new(d, [n]), rng, -1.0, 1.0));
+                    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+                    let a = ConvAttrs { pad: [0; 4], stride: [1, 1], dilation: [1, 1], acc: DType::F32 };
+                    (vec![1, 1, m, n], g.add_node(Op::Conv2d(a), tensor_ty(d, &[1, 1, m, n]), &[x, w, b, z1, z2], loc()))
+                } else {
+                    let x = g.add_input(TensorType::new(d, [batch, m, k]), loc());
+                    let w = constant(&mut g, random(&TensorType::new(d, [batch, k, n]), rng, -1.0, 1.0));
+                    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+                    (vec![batch, m, n], g.add_node(Op::MatMul, tensor_ty(d, &[batch, m, n]), &[x, w, z1, z2], loc()))
+                };
+                let s = g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[y], loc());
+                let out = if gate { s } else { g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, s, shift], loc()) };
+                g.add_output(out);
+                if also_raw {
+                    g.add_output(y);
+                }
+                g
+            };
+            let what = format!("{} batch={batch} m={m} k={k} n={n} {}", if conv { "conv" } else { "matmul" }, if gate { "sigmoid" } else { "silu" });
+            let (fused, unfused) = (build(false, &mut Rng(7)), build(true, &mut Rng(7)));
+            let inputs = inputs_for(&fused, &mut rng, -4.0, 4.0);
+            let model = Model::compile_graph(&fused, 2).unwrap();
+            let plans: Vec<String> = model.executor().unwrap().manifest().kernels.iter().map(|k| k.plan.clone()).collect();
+            assert!(plans.iter().any(|p| p.contains("the epilogue's sigmoid for the block at once")), "{what}: not fused as a block: {plans:?}");
+            assert_eq!(plans.len(), 1, "{what}: {plans:?}");
+            let got = model.run(&inputs).unwrap();
+            let want = Model::compile_graph(&unfused, 2).unwrap().run(&inputs).unwrap();
+            assert_eq!(got[0].data().to_le_bytes(), want[0].data().to_le_bytes(), "{what}: the block's epilogue changed the bits");
         }
     }
 }

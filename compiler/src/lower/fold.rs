@@ -98,7 +98,7 @@ mod tests {
     use super::super::{lower_with, KernelKind, LowerOptions};
     use f16c_dialect::{DType, Graph, Location, Op, TensorType, ValueType};
 
-    const COPIES: LowerOptions = LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false };
+    const COPIES: LowerOptions = LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false };
 
     fn ty(d: DType, shape: &[usize]) -> ValueType {
         ValueType::Tensor(TensorType::new(d, shape))

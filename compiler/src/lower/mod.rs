@@ -628,6 +628,11 @@ pub struct LowerOptions {
     /// sixteen lanes wide in an elementwise kernel (a runtime call per block of a row), four
     /// in a GEMM tile's finish.
     pub plain_epilogues: bool,
+    /// Even so, let an f32 matmul or convolution take an epilogue with one sigmoid, erf, tanh
+    /// or exp of its own value (SiLU's `x · sigmoid(x)`, reading it twice; a gate's
+    /// `sigmoid(x)`): the JIT finishes a block of such a GEMM's tiles at a time, the math by
+    /// the runtime's sixteen-lane loop.
+    pub wide_math_epilogues: bool,
 }
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks) with
@@ -1163,9 +1168,17 @@ impl<'g> Lowering<'g> {
                 if let Some(members) = groups.get(&u).filter(|_| g.op(u).is_elementwise()) {
                     let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
                     let reads = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count();
-                    let only_this_group = users.iter().all(|u| members.contains(u)) && (reads == 1 || self.options.multi_read_epilogues);
                     let math = |m: &NodeId| matches!(g.op(*m), Op::Unary(UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Erf | UnaryOp::Sigmoid));
-                    let allowed = !(self.options.plain_epilogues && members.iter().any(math));
+                    let wide = self.options.wide_math_epilogues
+                        && matches!(g.op(id), Op::MatMul | Op::Conv2d(_))
+                        && self.ty(id).dtype == DType::F32
+                        && members.iter().all(|&m| self.ty(m).dtype == DType::F32)
+                        && {
+                            let maths: Vec<&NodeId> = members.iter().filter(|m| math(m)).collect();
+                            maths.len() == 1 && g.operands(*maths[0]).first() == Some(&value)
+                        };
+                    let only_this_group = users.iter().all(|u| members.contains(u)) && (reads == 1 || self.options.multi_read_epilogues || wide);
+                    let allowed = !(self.options.plain_epilogues && members.iter().any(math)) || wide;
                     // A group fuses into one contraction only (a residual add of two convs).
                     let root = members.last().expect("groups are not empty");
                     let claimed = out.values().any(|f: &Fusion| f.members.last() == Some(root));

@@ -3,7 +3,7 @@
 
 use super::emit::Fx;
 use super::legal::{LANES, MR, NR};
-use super::lower::{eval_with, row_offset};
+use super::lower::{eval_given, row_offset};
 use super::narrow::{deferral, Deferral, Staging};
 use crate::lower::{Contraction, Epilogue};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -73,7 +73,7 @@ impl Finite {
 /// ragged edge), not once per tile value: an fp16 batch-norm epilogue unrolled 40 times made
 /// the kernels of a mobilenet 4× slower to compile.
 #[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
-pub(super) fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>) -> Result<(), String> {
+pub(super) fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>, given: Option<&Given>) -> Result<(), String> {
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
     let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
@@ -100,23 +100,23 @@ pub(super) fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r
         fx.if_else(
             full,
             |fx| {
-                inside = store_full_tile(fx, c, tile, bi, r0, col0, bases, staged);
+                inside = store_full_tile(fx, c, tile, bi, r0, col0, bases, staged, given);
                 vec![]
             },
             |fx| {
-                edges = store_tile_edges(fx, c, tile, bi, r0, col0, bases, staged, rows);
+                edges = store_tile_edges(fx, c, tile, bi, r0, col0, bases, staged, given, rows);
                 vec![]
             },
         );
         return inside.and(edges);
     }
-    store_tile_edges(fx, c, tile, bi, r0, col0, bases, staged, rows)
+    store_tile_edges(fx, c, tile, bi, r0, col0, bases, staged, given, rows)
 }
 
 /// [`store_tile`] for a full tile of lanes: row `r`, columns `v..v + 4` read at `tile + (r ·
 /// NR + v) · 4` and stored at constant offsets from the tile's first output.
 #[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
-pub(super) fn store_full_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>) -> Result<(), String> {
+pub(super) fn store_full_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>, given: Option<&Given>) -> Result<(), String> {
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
     let grow0 = fx.b.ins().imul_imm_s(bi, m as i64);
@@ -131,7 +131,8 @@ pub(super) fn store_full_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Val
             let grow = fx.b.ins().iadd_imm_s(grow0, r as i64);
             let row_offs = epilogue_row_offsets(fx, c, grow, &cols);
             let value = fx.b.ins().load(F32X4, super::emit::mem(), tile, ((r * NR + v) * 4) as i32);
-            let x = finish(fx, c, value, col, bases, &row_offs, true, &cols, staged.and_then(|s| s.deferral.as_ref()))?;
+            let op_value = given.map(|g| g.load(fx, r, col, true));
+            let x = finish_given(fx, c, value, col, bases, &row_offs, true, &cols, staged.and_then(|s| s.deferral.as_ref()), op_value)?;
             match staged {
                 Some(s) => {
                     let at = fx.b.ins().isub(col, s.origin);
@@ -157,7 +158,7 @@ pub(super) fn epilogue_row_offsets(fx: &mut Fx, c: &Contraction, grow: Value, co
 /// [`store_tile`] for any tile: the tile's `rows` rows that exist, its columns four at a
 /// time where all four lie inside (and the epilogue has lanes), else one at a time.
 #[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
-pub(super) fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>, rows: Value) -> Result<(), String> {
+pub(super) fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r0: Value, col0: Value, bases: &Bases, staged: Option<&Staged>, given: Option<&Given>, rows: Value) -> Result<(), String> {
     let out = bases.out;
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
@@ -174,7 +175,8 @@ pub(super) fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Va
             let grow = fx.b.ins().iadd(grow, row);
             let row_offs = epilogue_row_offsets(fx, c, grow, cols);
             let value = fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), at, 0);
-            let x = finish(fx, c, value, col, bases, &row_offs, lanes, cols, staged.and_then(|s| s.deferral.as_ref()))?;
+            let op_value = given.map(|g| g.load(fx, r, col, lanes));
+            let x = finish_given(fx, c, value, col, bases, &row_offs, lanes, cols, staged.and_then(|s| s.deferral.as_ref()), op_value)?;
             match staged {
                 Some(s) => {
                     let at = fx.b.ins().imul_imm_s(r, s.stride as i64);
@@ -226,6 +228,46 @@ pub(super) fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Va
         Ok(vec![])
     })
     .map(|_| ())
+}
+
+/// An epilogue op's values computed before the finish, for a block of tiles: the value of op
+/// `op` for row `r` and column `col` of the tile at element `r · stride + col − origin` of
+/// `base` (f32), laid out as a [`Staged`] area is.
+pub(super) struct Given {
+    pub(super) op: usize,
+    pub(super) base: Value,
+    pub(super) stride: usize,
+    pub(super) origin: Value,
+}
+
+impl Given {
+    /// The op's value(s) at tile row `r` (an `i64` value, or a constant one), column `col`:
+    /// four lanes, or one.
+    fn load(&self, fx: &mut Fx, r: impl RowIndex, col: Value, lanes: bool) -> (usize, Value) {
+        let r = r.value(fx);
+        let at = fx.b.ins().imul_imm_s(r, self.stride as i64);
+        let at = fx.b.ins().iadd(at, col);
+        let at = fx.b.ins().isub(at, self.origin);
+        let p = fx.addr(self.base, at, 4);
+        (self.op, fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), p, 0))
+    }
+}
+
+/// A tile row as a constant or a value.
+pub(super) trait RowIndex {
+    fn value(self, fx: &mut Fx) -> Value;
+}
+
+impl RowIndex for Value {
+    fn value(self, _: &mut Fx) -> Value {
+        self
+    }
+}
+
+impl RowIndex for usize {
+    fn value(self, fx: &mut Fx) -> Value {
+        fx.i(self as i64)
+    }
 }
 
 /// Where [`store_tile`] puts an f16 tile's finished values: row `r`, column `col` of the tile
@@ -333,6 +375,13 @@ pub(super) fn finish_deferral(c: &Contraction, finite: &Finite) -> Option<Deferr
 /// rounding `deferral` leaves to the narrowing of a staged f16 result.
 #[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 pub(super) fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool, cols: &Columns, deferral: Option<&Deferral>) -> Result<Value, String> {
+    finish_given(fx, c, value, col, bases, row_offs, lanes, cols, deferral, None)
+}
+
+/// [`finish`] with an epilogue op's value given (computed before, a block at a time:
+/// [`Given`]).
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
+pub(super) fn finish_given(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bases: &Bases, row_offs: &[Value], lanes: bool, cols: &Columns, deferral: Option<&Deferral>, given: Option<(usize, Value)>) -> Result<Value, String> {
     let x = match cols.bias {
         Some(bv) => fx.b.ins().fadd(value, bv),
         None => value,
@@ -347,5 +396,5 @@ pub(super) fn finish(fx: &mut Fx, c: &Contraction, value: Value, col: Value, bas
         };
         args.push(v);
     }
-    eval_with(fx, expr, args, deferral)
+    eval_given(fx, expr, args, deferral, given)
 }

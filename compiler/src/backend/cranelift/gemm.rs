@@ -33,7 +33,7 @@
 
 use super::conv::{in_range, nhwc_index, window_coord};
 use super::emit::{domain, Emitted, Fx};
-use super::epilogue::{finish_deferral, store_tile, Bases, Finite, Staged};
+use super::epilogue::{finish_deferral, store_tile, Bases, Finite, Given, Staged};
 use super::legal::{KC, KU, LANES, MR, NR};
 use super::lower::Context;
 use super::narrow::{Deferral, Staging};
@@ -175,6 +175,13 @@ struct GemmPlan {
     stage_stride: usize,
     /// The runtime micro-kernel the multiply calls (`None`: the generated one per tile).
     micro: Option<Libcall>,
+    /// (f32 result) an epilogue op, a sigmoid, erf, tanh or exp of the contraction's value,
+    /// computed for the whole block by the runtime's sixteen-lane loop: the op and the libcall.
+    wide: Option<(usize, Libcall)>,
+    /// Scratch offsets of the block's values as that op's argument and as its result (laid out
+    /// as the staging area: rows of `stage_stride`).
+    arg_offset: usize,
+    sig_offset: usize,
     /// Scratch offsets: the f32 C block, one widened B chunk, A's widened band, the staging
     /// area; and the bytes of scratch the kernel takes.
     c_offset: usize,
@@ -252,6 +259,15 @@ impl GemmPlan {
         // The micro-kernel, chosen here (the code calls it and has no other path), or none:
         // the generated 4x8 one per tile.
         let micro = if dot { Some(Libcall::GemmPairsBf16) } else { cx.loops.gemm() };
+        // SiLU's sigmoid (or a gate's, a GELU's erf of x...) of an f32 result: the block's
+        // values finished up to the op's argument into scratch, the op for all of them in one
+        // runtime call, then the finish with the op's values given (the same bits as four
+        // lanes at a time, and as a kernel of its own after the GEMM).
+        let block_bytes = a_panels * MR * stage_stride * 4;
+        let wide = (!narrowed && !gemv && c.out.ty.dtype == DType::F32 && block_bytes <= WIDE_BLOCK_MAX).then(|| wide_epilogue_op(c)).flatten();
+        let arg_offset = stage_offset + stage_bytes;
+        let sig_offset = arg_offset + if wide.is_some() { block_bytes } else { 0 };
+        let wide_end = sig_offset + if wide.is_some() { block_bytes } else { 0 };
         GemmPlan {
             batch,
             mc,
@@ -273,11 +289,14 @@ impl GemmPlan {
             stage_block,
             stage_stride,
             micro,
+            wide,
+            arg_offset,
+            sig_offset,
             c_offset,
             wide_offset,
             band_offset,
             stage_offset,
-            scratch_bytes: stage_offset + stage_bytes,
+            scratch_bytes: wide_end,
         }
     }
 
@@ -302,7 +321,11 @@ impl GemmPlan {
         };
         let chunks_text = if self.chunks.len() > 1 { format!(", k in {} chunks", self.chunks.len()) } else { String::new() };
         let groups_text = if self.groups > 1 { format!(", {} column groups", self.groups) } else { String::new() };
-        format!("tiles {MR}x{NR}, {} rows per work item, {multiply}; {b_text}; {a_text}{chunks_text}{groups_text}", self.mc.min(c.m))
+        let wide_text = match self.wide {
+            Some((_, call)) => format!("; the epilogue's {} for the block at once by the runtime's 16-lane loop", wide_name(call)),
+            None => String::new(),
+        };
+        format!("tiles {MR}x{NR}, {} rows per work item, {multiply}; {b_text}; {a_text}{chunks_text}{groups_text}{wide_text}", self.mc.min(c.m))
     }
 
     /// The C tile of panel `p` and micro-panel `ip` in scratch.
@@ -356,12 +379,15 @@ fn gemm_item(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, item:
     for (ci, &chunk) in plan.chunks.iter().enumerate() {
         multiply_chunk(fx, plan, c, bases, &it, a, ci, chunk)?;
     }
+    if let Some(wide) = plan.wide {
+        return store_wide(fx, plan, c, bases, &it, wide);
+    }
     if !plan.narrowed {
         return live_panels(fx, plan, &it, &mut |fx, _| fx.i(0), &mut |fx, p, ip, tile, _| {
             let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
             let r0 = fx.b.ins().iadd(r0, row0);
             let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-            store_tile(fx, c, tile, bi, r0, col0, bases, None)
+            store_tile(fx, c, tile, bi, r0, col0, bases, None, None)
         });
     }
     store_narrowed(fx, plan, c, bases, &it)
@@ -474,6 +500,79 @@ fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
     })
 }
 
+/// The block's finish with an epilogue op computed for all of it at once ([`GemmPlan::wide`]):
+/// the values up to the op's argument (the contraction's value: bias added, rounded) staged
+/// in scratch as rows of the group's columns, the op by one runtime call into a second area,
+/// then each tile finished with the op's values given, and stored.
+fn store_wide(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: &Item, (op, call): (usize, Libcall)) -> Emitted {
+    let stride = plan.stage_stride;
+    let Item { bi, row0, p0, p1, live, .. } = *it;
+    let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
+    let arg_base = fx.b.ins().iadd_imm_s(fx.scratch, plan.arg_offset as i64);
+    let sig_base = fx.b.ins().iadd_imm_s(fx.scratch, plan.sig_offset as i64);
+    // Micro-panel `ip`'s rows in an area: MR rows of `stride` from `base`.
+    let rows_at = |fx: &mut Fx, base: Value, ip: Value| {
+        let at = fx.b.ins().imul_imm_s(ip, (MR * stride * 4) as i64);
+        fx.b.ins().iadd(base, at)
+    };
+    // The argument: the finish without the epilogue.
+    let bare = Contraction { epilogue: None, ..c.clone() };
+    let tiles = |fx: &mut Fx, each: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value) -> Emitted| -> Emitted {
+        let zero = fx.i(0);
+        fx.try_for_range(zero, live, 1, &[], |fx, ip, _| {
+            let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
+            let r0 = fx.b.ins().iadd(r0, row0);
+            fx.try_for_range(p0, p1, 1, &[], |fx, p, _| {
+                let tile = plan.tile_at(fx, p, ip);
+                let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+                each(fx, ip, tile, r0, col0).map(|()| vec![])
+            })
+        })
+        .map(|_| ())
+    };
+    tiles(fx, &mut |fx, ip, tile, r0, col0| {
+        let staged = Staged { stage: Staging::new(rows_at(fx, arg_base, ip), None), stride, origin, deferral: None };
+        store_tile(fx, &bare, tile, bi, r0, col0, bases, Some(&staged), None)
+    })?;
+    let count = fx.b.ins().imul_imm_s(live, (MR * stride) as i64);
+    fx.libcall(call, &[arg_base, sig_base, count]);
+    tiles(fx, &mut |fx, ip, tile, r0, col0| {
+        let given = Given { op, base: rows_at(fx, sig_base, ip), stride, origin };
+        store_tile(fx, c, tile, bi, r0, col0, bases, None, Some(&given))
+    })
+}
+
+/// The epilogue op of `c` a GEMM computes for a block at once: its only sigmoid, erf, tanh or
+/// exp, of the contraction's own value, in an f32 epilogue.
+fn wide_epilogue_op(c: &Contraction) -> Option<(usize, Libcall)> {
+    let e = c.epilogue.as_ref().filter(|e| e.expr.is_f32_domain())?;
+    let call = |op: &crate::lower::EwOp| match op.kind {
+        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Sigmoid) => Some(Libcall::SigmoidArrayF32),
+        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Erf) => Some(Libcall::ErfArrayF32),
+        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Tanh) => Some(Libcall::TanhArrayF32),
+        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp) => Some(Libcall::ExpArrayF32),
+        _ => None,
+    };
+    let maths: Vec<(usize, Libcall)> = e.expr.ops.iter().enumerate().filter_map(|(i, op)| call(op).map(|lc| (i, lc))).collect();
+    match maths.as_slice() {
+        &[(i, lc)] if e.expr.ops[i].args == [0] && e.expr.ops[i].dtype == DType::F32 && e.expr.arg_types(&e.expr.ops[i]).first() == Some(&DType::F32) => Some((i, lc)),
+        _ => None,
+    }
+}
+
+/// A wide-loop libcall's function, in words.
+fn wide_name(call: Libcall) -> &'static str {
+    match call {
+        Libcall::SigmoidArrayF32 => "sigmoid",
+        Libcall::ErfArrayF32 => "erf",
+        Libcall::TanhArrayF32 => "tanh",
+        _ => "exp",
+    }
+}
+
+/// The most scratch each of [`GemmPlan::wide`]'s two areas may take.
+const WIDE_BLOCK_MAX: usize = 128 << 10;
+
 /// An f16 (or deferred) result: each micro-panel's rows across the group's panels finished
 /// into the staging area, then narrowed by the runtime (the whole block's rows in one call
 /// where they are staged together).
@@ -514,7 +613,7 @@ fn store_narrowed(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
         fx.try_for_range(p0, p1, 1, &[], |fx, p, _| {
             let tile = plan.tile_at(fx, p, ip);
             let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-            store_tile(fx, c, tile, bi, r0, col0, bases, Some(&staged)).map(|()| vec![])
+            store_tile(fx, c, tile, bi, r0, col0, bases, Some(&staged), None).map(|()| vec![])
         })?;
         let mr = fx.i(MR as i64);
         if plan.stage_block {
@@ -1336,7 +1435,7 @@ impl Context<'_> {
                     fx.try_if_then(real, |fx| {
                         let row = fx.addr(tile, j, NR * 4);
                         let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                        store_tile(fx, &c, row, bi, r0, col0, &bases, None)
+                        store_tile(fx, &c, row, bi, r0, col0, &bases, None, None)
                     })?;
                     Ok(vec![])
                 })?;

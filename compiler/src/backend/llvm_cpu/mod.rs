@@ -581,7 +581,7 @@ impl Backend for LlvmCpuBackend {
 
     fn lowering(&self) -> crate::lower::LowerOptions {
         // fcvtn/fcvtl and vcvtps2ph/vcvtph2ps: a conversion costs an instruction in a copy.
-        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: true, plain_epilogues: false }
+        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: true, plain_epilogues: false, wide_math_epilogues: false }
     }
 
     fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
