@@ -29,7 +29,7 @@ pub const MLIR_OPT: &str = "/usr/lib/llvm-22/bin/mlir-opt";
 /// AArch64 on this machine): one result per graph, in order.
 pub fn run_libraries(arch: &str, graphs: &[(&f16c_dialect::Graph, &[Tensor], &f16c_compiler::backend::llvm_cpu::LlvmCpuBackend)]) -> Vec<Result<Vec<Tensor>, String>> {
     use f16c_compiler::driver::{self, CLibrary};
-    use f16c_runtime::foreign::{self, Library};
+    use f16c_foreign::{self as foreign, Library};
     let compile = |g: &f16c_dialect::Graph, b: &f16c_compiler::backend::llvm_cpu::LlvmCpuBackend| -> Result<CLibrary, String> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| driver::c_library(g, b).map_err(|d| d.to_string()))).unwrap_or_else(|p| Err(panic_message(p)))
     };

@@ -15,8 +15,9 @@
 //! - [`loader`]: reads an artifact file and loads it: a shared object for the CPU executor, or
 //!   PTX for [`cuda`], the GPU executor (CUDA driver API loaded at run time, Cargo feature
 //!   `cuda`, on by default; building needs nothing CUDA).
-//! - [`foreign`]: standalone libraries (`f16c compile --emit=lib`) run through their C entry
-//!   point, natively or under qemu-user (AArch64 code on this x86 machine).
+//!
+//! Running standalone C libraries under qemu-user with a cross C compiler (a development tool)
+//! lives in its own crate, `f16c-foreign`, so that what a deployment copies has none of it.
 //! - [`npy`]: `.npy` input and output; [`results`]: writing, printing and comparing results;
 //!   [`stdout`]: printing that neither panics on a closed pipe nor hides a full disk.
 //!
@@ -29,7 +30,6 @@
 pub mod cuda;
 pub mod depthwise;
 pub mod exec;
-pub mod foreign;
 pub mod libcalls;
 pub mod loader;
 pub mod npy;

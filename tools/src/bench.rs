@@ -20,7 +20,7 @@ use crate::networks::{decimal_weights, mobilenet_v2, random, resnet18};
 use f16c_compiler::backend::llvm_cpu;
 use f16c_compiler::driver;
 use f16c_jit::{CompileOptions, Model};
-use f16c_runtime::foreign;
+use f16c_foreign as foreign;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode};
 use std::time::{Duration, Instant};

@@ -217,8 +217,8 @@ fn run_library(g: &f16c_dialect::Graph, target: f16c_compiler::target::Target, i
         Err(d) => return Ok(Err(d)),
     };
     // The inputs are fitted to the graph's (and so the library's) argument types already.
-    let library = f16c_runtime::foreign::Library { code: &lib.code, name: &lib.name, inputs: &lib.inputs, outputs: &lib.outputs };
-    f16c_runtime::foreign::run("aarch64", &library, inputs).map(Ok)
+    let library = f16c_foreign::Library { code: &lib.code, name: &lib.name, inputs: &lib.inputs, outputs: &lib.outputs };
+    f16c_foreign::run("aarch64", &library, inputs).map(Ok)
 }
 
 /// Runs a cached artifact: its manifest gives the argument types and the function's name; the

@@ -1,10 +1,12 @@
+//! # f16c-foreign
+//!
 //! Running standalone libraries (`f16c compile --emit=lib`) through their plain C entry point,
 //! for a CPU architecture this process may not be: AArch64 code on an x86-64 machine runs
 //! under `qemu-aarch64 -cpu max` (Debian's `qemu-user`), code of the host's own architecture
 //! natively. What `f16c run --target=aarch64` and the AArch64 tests use.
 //!
 //! Rust's standard library for AArch64 is not installed here, so what runs on the emulated
-//! CPU is C: a small generic driver (`runtime/c/f16c_driver.c`), built on first use with the
+//! CPU is C: a small generic driver (`foreign/c/f16c_driver.c`), built on first use with the
 //! architecture's C compiler and cached in the temporary directory, that `dlopen`s each library
 //! and calls its `NAME_run_v`. Many runs share one driver process ([`run_many`]), which is
 //! what makes a few hundred emulated runs cheap.
@@ -16,7 +18,7 @@
 //! - the emulator for a foreign architecture: `qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu`
 //!   (`F16C_QEMU_AARCH64`, a command line split at spaces).
 
-use crate::{npy, Result, RuntimeError};
+use f16c_runtime::{npy, Result, RuntimeError};
 use f16c_core::abi::c_dtype;
 use f16c_core::tempdir::TempDir;
 use f16c_core::{Data, Tensor, TensorType};
@@ -121,7 +123,7 @@ pub fn run_many(arch: &str, runs: &[(&Library, &[Tensor])]) -> Result<Vec<Result
 }
 
 /// The instructions one call of `library` executes on `inputs` under qemu (`arch` must be
-/// emulated), counted by a small TCG plugin (`runtime/c/f16c_insn_count.c`, built with the
+/// emulated), counted by a small TCG plugin (`foreign/c/f16c_insn_count.c`, built with the
 /// host's C compiler): the difference between a process that calls it three times and one that
 /// calls it once, halved, so loading and the driver's own work cancel out.
 pub fn count_instructions(arch: &str, library: &Library, inputs: &[Tensor]) -> Result<u64> {
