@@ -170,6 +170,12 @@ pub struct MicroKernel {
     pub requires: &'static [&'static str],
 }
 
+/// The version of the micro-kernels' contract ([`MICRO_KERNELS`], [`tiles`], [`DepthwiseParams`]):
+/// an artifact whose code calls them records the version it was compiled against
+/// ([`crate::artifact::Manifest::micro_kernels`]) and a runtime of another version refuses it.
+/// Changing or adding a micro-kernel changes this version, not the artifact format's.
+pub const MICRO_KERNEL_VERSION: u32 = 1;
+
 /// The features of the AVX2 loops.
 const AVX2: &[&str] = &["avx2", "fma", "f16c"];
 /// The features of the AVX-512 loops.

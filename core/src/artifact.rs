@@ -187,6 +187,11 @@ pub struct Launch {
     pub shared_bytes: u32,
 }
 
+/// Whether a count is zero (a field left out of the manifest's JSON).
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Everything the runtime needs to know besides the code and the constants.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -201,6 +206,10 @@ pub struct Manifest {
     pub requires: Vec<String>,
     /// The compiled function's name.
     pub function: String,
+    /// The version of the runtime micro-kernels' contract the code calls them by
+    /// ([`crate::abi::MICRO_KERNEL_VERSION`]); 0: it calls none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub micro_kernels: u32,
     /// Argument types, in order.
     pub inputs: Vec<TensorDesc>,
     /// Results, in order.
@@ -584,6 +593,7 @@ mod tests {
                 code_format: CodeFormat::ElfSharedObject,
                 requires: vec![],
                 function: "forward".into(),
+                micro_kernels: 0,
                 inputs: vec![f32x4.clone()],
                 outputs: vec![Output { slot: 2, ty: f32x4 }],
                 slots: vec![Slot::Input(0), Slot::Constant { offset: 0, bytes: 16 }, Slot::Arena { offset: 0, bytes: 16 }],

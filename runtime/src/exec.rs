@@ -414,6 +414,13 @@ impl Executor {
         if functions.len() != manifest.symbols.len() {
             return Err(bad(format!("{} functions for {} symbols", functions.len(), manifest.symbols.len())));
         }
+        if manifest.micro_kernels != 0 && manifest.micro_kernels != f16c_core::abi::MICRO_KERNEL_VERSION {
+            return Err(bad(format!(
+                "the code calls the runtime's micro-kernels by their contract version {}, and this runtime's are version {}: recompile the model with this f16c, or run it with the f16c-run of the f16c that compiled it",
+                manifest.micro_kernels,
+                f16c_core::abi::MICRO_KERNEL_VERSION
+            )));
+        }
         if let Some(s) = manifest.steps.iter().find(|s| functions[s.function].is_none()) {
             return Err(bad(format!("the code does not define '{}'", manifest.symbols[s.function])));
         }
@@ -639,9 +646,39 @@ fn data_ptr(d: &Data) -> *mut u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::{Call, Part, Pool, SendPtr};
+    use super::{Call, Executor, Part, Pool, SendPtr};
     use f16c_core::abi::Status;
     use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// Code compiled against another version of the micro-kernels' contract is refused when the
+    /// executor is made, with both versions named; code that calls none, or this version, is not.
+    #[test]
+    fn code_of_another_micro_kernel_contract_is_refused() {
+        use f16c_core::abi::MICRO_KERNEL_VERSION;
+        use f16c_core::artifact::{CodeFormat, Manifest};
+        let manifest = |micro_kernels: u32| Manifest {
+            target: "x86_64".into(),
+            backend: "test".into(),
+            code_format: CodeFormat::ElfSharedObject,
+            requires: vec![],
+            function: "forward".into(),
+            micro_kernels,
+            inputs: vec![],
+            outputs: vec![],
+            slots: vec![],
+            arena_bytes: 0,
+            scratch_bytes: 0,
+            kernels: vec![],
+            symbols: vec![],
+            steps: vec![],
+        };
+        for ok in [0, MICRO_KERNEL_VERSION] {
+            assert!(Executor::new(manifest(ok), &[], vec![], Box::new(()), 1).is_ok(), "version {ok} refused");
+        }
+        let Err(e) = Executor::new(manifest(MICRO_KERNEL_VERSION + 1), &[], vec![], Box::new(()), 1) else { panic!("a newer contract was accepted") };
+        let m = e.to_string();
+        assert!(m.contains(&format!("contract version {}", MICRO_KERNEL_VERSION + 1)) && m.contains(&format!("are version {MICRO_KERNEL_VERSION}")), "{m}");
+    }
 
     /// A kernel that counts, in the `AtomicU32` array its table's slot 0 points to, each work
     /// item it runs, and fails on item 7777 of a step whose scratch says so.

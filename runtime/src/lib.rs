@@ -28,14 +28,13 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
-pub mod depthwise;
 pub mod exec;
 pub mod libcalls;
 pub mod loader;
 pub mod npy;
 pub mod results;
 pub mod stdout;
-pub mod tiles;
+pub mod ukernel;
 
 /// Values for the native loops' unit tests.
 #[cfg(test)]

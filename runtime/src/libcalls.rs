@@ -97,15 +97,15 @@ libcalls! {
     },
     GemmPairsBf16 => |a: *const u8, a_stride: u64, b: *const u8, b_stride: u64, k: u64, tiles: *mut f32, tiles_stride: u64, micro_panels: u64, panels: u64, flags: u64| -> u64 {
         // SAFETY: the generated code passes pointers and sizes by the libcall's contract.
-        unsafe { crate::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
+        unsafe { crate::ukernel::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
     },
     ;
     optional:
-    GemmTiles => micro_kernel(Libcall::GemmTiles, crate::tiles::avx2_entry),
-    GemmTilesAvx512 => micro_kernel(Libcall::GemmTilesAvx512, crate::tiles::avx512_entry),
-    GemvPanels => micro_kernel(Libcall::GemvPanels, crate::tiles::gemv_entry),
-    DepthwiseRow => micro_kernel(Libcall::DepthwiseRow, crate::depthwise::avx2_entry),
-    DepthwiseRowAvx512 => micro_kernel(Libcall::DepthwiseRowAvx512, crate::depthwise::avx512_entry),
+    GemmTiles => micro_kernel(Libcall::GemmTiles, crate::ukernel::tiles::avx2_entry),
+    GemmTilesAvx512 => micro_kernel(Libcall::GemmTilesAvx512, crate::ukernel::tiles::avx512_entry),
+    GemvPanels => micro_kernel(Libcall::GemvPanels, crate::ukernel::tiles::gemv_entry),
+    DepthwiseRow => micro_kernel(Libcall::DepthwiseRow, crate::ukernel::depthwise::avx2_entry),
+    DepthwiseRowAvx512 => micro_kernel(Libcall::DepthwiseRowAvx512, crate::ukernel::depthwise::avx512_entry),
 }
 
 /// Micro-kernel `lc`'s entry ([`f16c_core::abi::MICRO_KERNELS`]): `entry()` where this CPU has

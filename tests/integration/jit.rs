@@ -667,7 +667,7 @@ fn gemms_reading_a_in_place_match_packed_ones_bit_for_bit() {
 }
 
 /// Where the CPU has AVX2 and FMA, the GEMM hands its micro-panels to the runtime's native loop
-/// (`f16c_runtime::tiles`); compiled for the generated loops (`Loops::Generated`), the generated
+/// (`f16c_runtime::ukernel::tiles`); compiled for the generated loops (`Loops::Generated`), the generated
 /// micro-kernel runs instead, and compiled for AVX2 on an AVX-512 machine, the AVX2 loops. They
 /// give the same bits: A packed and in place, f32, fp16 and bf16 (an fp16 weight read and
 /// widened by the native loop itself), reduction chunks, several row blocks and a batch, a
@@ -760,7 +760,7 @@ fn depthwise_finished(d: DType, size: usize, channels: usize, stride: usize, fin
 }
 
 /// Where the CPU has AVX-512 or AVX2, a depthwise convolution with channel multiplier 1 hands
-/// each output row to the runtime's native loop (`f16c_runtime::depthwise`), which also adds
+/// each output row to the runtime's native loop (`f16c_runtime::ukernel::depthwise`), which also adds
 /// the bias and applies a ReLU6 where that is all the epilogue does; compiled for the generated
 /// loops, the generated loop runs instead (and compiled for AVX2 on an AVX-512 machine, the
 /// AVX2 loop). Both give the reference's bits: f32, fp16 and bf16, channel

@@ -188,6 +188,7 @@ impl Layout {
             code_format: code.format,
             requires: code.requires,
             function: program.name.clone(),
+            micro_kernels: 0,
             inputs: program.inputs.iter().map(|o| TensorDesc::of(&o.ty)).collect(),
             outputs: program.outputs.iter().map(|o| Output { slot: o.buffer.0, ty: TensorDesc::of(&o.ty) }).collect(),
             slots,

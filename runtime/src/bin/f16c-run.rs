@@ -113,5 +113,6 @@ fn describe(a: &f16c_runtime::Artifact) -> String {
         m.scratch_bytes,
         if m.requires.is_empty() { "none".to_string() } else { m.requires.join(" ") }
     );
-    head + &steps
+    let micro = if m.micro_kernels == 0 { String::new() } else { format!("\ncalls the runtime's micro-kernels (contract version {})", m.micro_kernels) };
+    head + &micro + &steps
 }

@@ -176,6 +176,9 @@ pub struct Compiled {
     pub steps: Vec<Step>,
     /// CPU features the code needs beyond the ISA's own (its runtime calls' instructions).
     pub requires: Vec<String>,
+    /// Whether the code calls the runtime's micro-kernels (the manifest then records their
+    /// contract's version, [`f16c_core::abi::MICRO_KERNEL_VERSION`]).
+    pub calls_micro_kernels: bool,
     /// The attention chains whose steps run in bands ([`crate::backend::bands`]).
     pub bands: Vec<crate::backend::bands::Band>,
     /// Per kernel, how it runs, where the emitter decided something (its contractions).
@@ -389,6 +392,9 @@ impl Compiled {
     /// The manifest (and constants section) of the compiled program, with each kernel's plan.
     pub fn manifest(&mut self, program: &Program, info: CodeInfo) -> (f16c_core::artifact::Manifest, Constants) {
         let (mut manifest, constants) = self.layout.manifest(program, info, self.symbols(), self.steps.clone());
+        if self.calls_micro_kernels {
+            manifest.micro_kernels = f16c_core::abi::MICRO_KERNEL_VERSION;
+        }
         for (k, kernel) in manifest.kernels.iter_mut().enumerate() {
             kernel.plan = self.plan(program, k).unwrap_or_default();
         }
@@ -572,7 +578,8 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
     }
     let first_body = functions.len();
     let (functions, keys) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
-    Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, bands, plans })
+    let calls_micro_kernels = !micro_kernels.is_empty();
+    Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, calls_micro_kernels, bands, plans })
 }
 
 /// Builds one kernel function with `body`.
