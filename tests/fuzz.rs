@@ -150,7 +150,7 @@ fn artifact_seeds() -> Vec<Vec<u8>> {
     for name in ["mlp_small", "cnn_small"] {
         let path = repo_root().join(format!("tests/data/models/{name}.tosa.mlir"));
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        for (target, backend, precision) in [(Target::X86_64, None, Precision::Fp32), (Target::X86_64, Some("llvm"), Precision::Fp16), (Target::Sm(80), None, Precision::Fp16)] {
+        for (target, backend, precision) in [(Target::X86_64, None, Precision::Fp32), (Target::X86_64, Some(f16c_compiler::target::BackendName::Llvm), Precision::Fp16), (Target::Sm(80), None, Precision::Fp16)] {
             let Ok(mut module) = parse_module(&text, name) else { continue };
             if driver::prepare(&mut module, &Options::new(target).with_precision(precision), &[]).is_err() {
                 continue;
@@ -511,7 +511,7 @@ fn run_importer(bytes: &[u8]) -> Outcome {
         }),
         _ if work(g) > 1 << 22 => Ok("ok:too-big-to-run".into()),
         2 => {
-            let b = driver::backend_named(Target::X86_64, Some("llvm"), None).map_err(|d| d.to_string())?;
+            let b = driver::backend_named(Target::X86_64, Some(f16c_compiler::target::BackendName::Llvm), None).map_err(|d| d.to_string())?;
             Ok(match driver::artifact_with(g, b) {
                 Ok(_) => "ok:llvm".into(),
                 Err(d) => format!("error:llvm:{}", error_kind(&d.to_string())),

@@ -13,7 +13,7 @@ use crate::backend::{self, Backend, Emit, LookupError};
 use crate::lower::{self, LowerOptions, Program};
 use crate::pass::{registry, PassError, PassManager, Statistic};
 use crate::policy::Precision;
-use crate::target::Target;
+use crate::target::{BackendName, Cpu, Target};
 use f16c_core::artifact::Artifact;
 use f16c_dialect::{Diagnostic, Diagnostics, Graph, Location, Module, Tensor};
 
@@ -155,33 +155,29 @@ pub fn lower_for(g: &Graph, backend: &dyn Backend) -> Result<Program, Diagnostic
 }
 
 /// The backend called `name` for `target` (`None`: the target's default, [`backend::lookup`]).
-/// Only x86-64 has a choice today: `cranelift` (the default) or `llvm`, each for the CPU level
-/// `cpu` (Cranelift: [`backend::cranelift::X86_LEVELS`], and without one what `--emit` prints is
-/// x86-64-v3's and the code is this machine's; LLVM: [`backend::llvm_cpu::X86_CPUS`], `native`
-/// when `None`); `llvm` is also the (only) backend of AArch64.
-pub fn backend_named(target: Target, name: Option<&str>, cpu: Option<&str>) -> Result<&'static dyn Backend, Diagnostics> {
+/// Only x86-64 has a choice today: Cranelift (the default) or LLVM, each for the CPU level
+/// `cpu` (Cranelift: without one what `--emit` prints is x86-64-v3's and the code is this
+/// machine's; LLVM: `native` when `None`, and it has no x86-64-v2); LLVM is also the (only)
+/// backend of AArch64.
+pub fn backend_named(target: Target, name: Option<BackendName>, cpu: Option<Cpu>) -> Result<&'static dyn Backend, Diagnostics> {
     let error = |m: String| Err(Diagnostics::single(Diagnostic::error(Location::unknown(), m)));
     if cpu.is_some() && target != Target::X86_64 {
         return error(format!("--cpu chooses an x86-64 level, not one of {target}"));
     }
     match (target, name, cpu) {
-        (Target::X86_64, None | Some("cranelift"), Some(cpu)) => match backend::cranelift::at_level(cpu) {
-            Some(Ok(b)) => Ok(b),
-            Some(Err(e)) => Err(Diagnostics::single(e.to_diagnostic())),
-            None => {
-                let levels: Vec<&str> = backend::cranelift::X86_LEVELS.iter().map(|(n, _)| *n).collect();
-                error(format!("--cpu={cpu}: not an x86-64 level of the Cranelift backend (native, {})", levels.join(", ")))
-            }
-        },
+        (Target::X86_64, None | Some(BackendName::Cranelift), Some(cpu)) => backend::cranelift::at_level(cpu).map(|b| b as &dyn Backend).map_err(|e| Diagnostics::single(e.to_diagnostic())),
         (_, None, _) => backend_for(target),
         #[cfg(feature = "llvm")]
-        (Target::X86_64, Some("llvm"), _) => match backend::llvm_cpu::x86_64(cpu.unwrap_or("native")) {
+        (Target::X86_64, Some(BackendName::Llvm), _) => match backend::llvm_cpu::x86_64(cpu.unwrap_or(Cpu::Native)) {
             Some(b) => Ok(b),
-            None => error(format!("--cpu={}: not an x86-64 level of --backend=llvm ({})", cpu.unwrap_or(""), backend::llvm_cpu::X86_CPUS.join(", "))),
+            None => {
+                let levels: Vec<&str> = crate::target::X86Level::ALL[1..].iter().map(|l| l.name()).collect();
+                error(format!("--cpu={}: --backend=llvm compiles for native, {}", cpu.map_or(String::new(), |c| c.to_string()), levels.join(", ")))
+            }
         },
         #[cfg(feature = "llvm")]
-        (Target::Aarch64 { .. }, Some("llvm"), _) => backend_for(target),
-        (Target::X86_64, Some("cranelift"), _) => backend_for(target),
+        (Target::Aarch64 { .. }, Some(BackendName::Llvm), _) => backend_for(target),
+        (Target::X86_64, Some(BackendName::Cranelift), _) => backend_for(target),
         (t, Some(n), _) => Err(Diagnostics::single(Diagnostic::error(
             Location::unknown(),
             format!("--backend={n}: {t} has no such backend (--backend chooses between cranelift and llvm for x86_64)"),

@@ -127,3 +127,142 @@ mod tests {
         assert!(Target::Sm(80).info().mma.iter().any(|s| s.input == DType::BF16));
     }
 }
+
+/// An x86-64 instruction-set level (`--cpu`): the psABI's levels, and v4 with AVX512-BF16.
+/// Parsed once, where the command line or the Python options are read; the backends read their
+/// rows for it (the Cranelift backend's `X86_LEVELS`, the LLVM backend's machines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum X86Level {
+    /// SSE4.2, POPCNT: no FMA, no AVX.
+    V2,
+    /// AVX2, FMA, F16C, BMI.
+    V3,
+    /// AVX-512 F/BW/DQ/VL.
+    V4,
+    /// And AVX512-BF16 (`VDPBF16PS`).
+    V4Bf16,
+}
+
+impl X86Level {
+    /// Every level, lowest first.
+    pub const ALL: [X86Level; 4] = [X86Level::V2, X86Level::V3, X86Level::V4, X86Level::V4Bf16];
+
+    /// Its `--cpu` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            X86Level::V2 => "x86-64-v2",
+            X86Level::V3 => "x86-64-v3",
+            X86Level::V4 => "x86-64-v4",
+            X86Level::V4Bf16 => "x86-64-v4+bf16",
+        }
+    }
+
+    /// This machine's level: the highest whose features it has.
+    pub fn host() -> X86Level {
+        use crate::backend::{host_has_avx2_f16c, host_has_avx512, host_has_avx512_bf16};
+        if host_has_avx512_bf16() {
+            X86Level::V4Bf16
+        } else if host_has_avx512() {
+            X86Level::V4
+        } else if host_has_avx2_f16c() {
+            X86Level::V3
+        } else {
+            X86Level::V2
+        }
+    }
+}
+
+impl fmt::Display for X86Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What `--cpu` names: an x86-64 level, or this machine's (`native`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cpu {
+    /// This machine's level ([`X86Level::host`]).
+    Native,
+    /// That level.
+    Level(X86Level),
+}
+
+impl Cpu {
+    /// Every spelling `--cpu` takes.
+    pub fn names() -> Vec<&'static str> {
+        std::iter::once("native").chain(X86Level::ALL.iter().map(|l| l.name())).collect()
+    }
+
+    /// The `--cpu` spelling `s`, if it is one.
+    pub fn parse(s: &str) -> Option<Cpu> {
+        if s == "native" {
+            return Some(Cpu::Native);
+        }
+        X86Level::ALL.into_iter().find(|l| l.name() == s).map(Cpu::Level)
+    }
+
+    /// The level it stands for on this machine.
+    pub fn level(self) -> X86Level {
+        match self {
+            Cpu::Native => X86Level::host(),
+            Cpu::Level(l) => l,
+        }
+    }
+}
+
+impl fmt::Display for Cpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cpu::Native => f.write_str("native"),
+            Cpu::Level(l) => f.write_str(l.name()),
+        }
+    }
+}
+
+/// What `--backend` names: the code generator of an x86-64 (or AArch64) target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendName {
+    /// The Cranelift JIT (x86-64's default).
+    Cranelift,
+    /// LLVM, ahead of time.
+    Llvm,
+}
+
+impl BackendName {
+    /// Every spelling `--backend` takes.
+    pub const NAMES: [&'static str; 2] = ["cranelift", "llvm"];
+
+    /// The `--backend` spelling `s`, if it is one.
+    pub fn parse(s: &str) -> Option<BackendName> {
+        match s {
+            "cranelift" => Some(BackendName::Cranelift),
+            "llvm" => Some(BackendName::Llvm),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BackendName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendName::Cranelift => "cranelift",
+            BackendName::Llvm => "llvm",
+        })
+    }
+}
+
+#[cfg(test)]
+mod level_tests {
+    use super::*;
+
+    #[test]
+    fn cpu_spellings_round_trip_and_native_is_a_level() {
+        for name in Cpu::names() {
+            assert_eq!(Cpu::parse(name).map(|c| c.to_string()).as_deref(), Some(name));
+        }
+        assert_eq!(Cpu::parse("x86-64-v9"), None);
+        assert!(X86Level::ALL.contains(&Cpu::Native.level()));
+        assert_eq!(BackendName::parse("llvm"), Some(BackendName::Llvm));
+        assert_eq!(BackendName::parse("gcc"), None);
+    }
+}

@@ -26,7 +26,7 @@ use f16c_compiler::backend::cranelift::{self as backend, host_isa};
 use f16c_compiler::backend::layout::CodeInfo;
 use f16c_compiler::driver;
 use f16c_compiler::policy::Precision;
-use f16c_compiler::target::Target;
+use f16c_compiler::target::{Cpu, Target};
 use f16c_core::abi::KernelFn;
 use f16c_core::artifact::CodeFormat;
 use f16c_dialect::{Diagnostics, Graph, Module};
@@ -82,10 +82,9 @@ pub struct CompileOptions {
     /// weights and bias: faster, and different from the graph as written by f32 rounding only
     /// (default true; the `fold-batch-norm` pass).
     pub fold_batch_norm: bool,
-    /// The x86-64 level the code may use (`--cpu`: a row of
-    /// [`f16c_compiler::backend::cranelift::X86_LEVELS`]; `None`: this machine's). Compiling
-    /// for a level above this machine's is refused, since the code runs here.
-    pub cpu: Option<String>,
+    /// The x86-64 level the code may use (`--cpu`; `None`: this machine's). Compiling for a
+    /// level above this machine's is refused, since the code runs here.
+    pub cpu: Option<Cpu>,
 }
 
 impl Default for CompileOptions {
@@ -107,11 +106,7 @@ impl CompileOptions {
 
     /// The Cranelift backend's options for [`CompileOptions::cpu`].
     pub fn backend_options(&self) -> Result<backend::Options> {
-        let cpu = self.cpu.as_deref().unwrap_or("native");
-        let levels = || backend::X86_LEVELS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
-        backend::Options::level(cpu)
-            .ok_or_else(|| JitError::Usage(format!("--cpu={cpu}: not an x86-64 level the JIT knows (native, {})", levels())))?
-            .map_err(|e| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic())))
+        backend::Options::for_cpu(self.cpu.unwrap_or(Cpu::Native)).map_err(|e| JitError::Diagnostics(Diagnostics::single(e.to_diagnostic())))
     }
 
     /// The driver's options for the x86_64 target.

@@ -19,6 +19,8 @@
 // V4: vfmadd231ps {{.*}}, %zmm{{[0-9]+}}, %zmm{{[0-9]+}}
 // INFO: avx512f
 // NOCPU: error: --cpu chooses an x86-64 level, not one of sm_80
+// RUN: not %f16c compile %s --target=x86_64 --backend=llvm --cpu=x86-64-v2 --emit=asm 2>&1 | FileCheck %s --check-prefix=NOV2
+// NOV2: error: --cpu=x86-64-v2: --backend=llvm compiles for native, x86-64-v3, x86-64-v4, x86-64-v4+bf16
 func.func @f(%a: tensor<4x64xf16>) -> tensor<1x4x16xf16> {
   %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
   %r = tosa.reshape %a, %shape : (tensor<4x64xf16>, !tosa.shape<3>) -> tensor<1x4x64xf16>

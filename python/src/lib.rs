@@ -19,7 +19,7 @@
 use f16c_compiler::driver;
 use f16c_compiler::policy::Precision;
 use f16c_compiler::report::Report;
-use f16c_compiler::target::Target;
+use f16c_compiler::target::{BackendName, Cpu, Target};
 use f16c_core::tensor::{Data, Tensor};
 use f16c_core::types::{DType, TensorType};
 use f16c_dialect::{Diagnostics, Graph};
@@ -349,10 +349,12 @@ fn compile(py: Python<'_>, source: String, file: String, options: Options, calib
             return Err(Failure::Usage("threads must be at least 1".into()));
         }
         // Fail before any work when the target has no code generator.
+        let name = options.backend.as_deref().map(|b| BackendName::parse(b).ok_or_else(|| Failure::Usage(format!("backend '{b}': cranelift or llvm")))).transpose()?;
+        let cpu = options.cpu.as_deref().map(|c| Cpu::parse(c).ok_or_else(|| Failure::Usage(format!("cpu '{c}': one of {}", Cpu::names().join(", "))))).transpose()?;
         let backend = if o.target == Target::Reference {
             None
         } else {
-            Some(driver::backend_named(o.target, options.backend.as_deref(), options.cpu.as_deref()).map_err(|d| Failure::Usage(d.to_string()))?)
+            Some(driver::backend_named(o.target, name, cpu).map_err(|d| Failure::Usage(d.to_string()))?)
         };
         let (before, module, prepared) = prepare(&source, &file, &o, &calibration(calibrate)?)?;
         let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
@@ -367,8 +369,9 @@ fn compile(py: Python<'_>, source: String, file: String, options: Options, calib
         let render = |d: Diagnostics| Failure::Compile(d.render(Some(&source)));
         let body = match backend {
             None => Body::Reference(Box::new(g.clone())),
-            Some(_) if o.target == Target::X86_64 && options.backend.as_deref() != Some("llvm") => {
-                let model = f16c_jit::Model::compile_graph(g, threads).map_err(|e| match e {
+            Some(_) if o.target == Target::X86_64 && name != Some(BackendName::Llvm) => {
+                let jit_options = f16c_jit::CompileOptions { cpu, ..f16c_jit::CompileOptions::default() }.backend_options().map_err(|e| Failure::Usage(e.to_string()))?;
+                let model = f16c_jit::Model::compile_graph_with(g, threads, &jit_options).map_err(|e| match e {
                     f16c_jit::JitError::Diagnostics(d) => render(d),
                     e => Failure::Compile(e.to_string()),
                 })?;

@@ -122,7 +122,7 @@ fn splat_constants_stay_one_value_in_the_artifact_and_in_memory() {
     let n: usize = 4 * 512 * 512;
     let x = f16c_runtime::Tensor::from_f32(vec![1, 4, 512, 512], (0..n).map(|i| ((i * 7919) % 1013) as f32 / 37.0 - 13.0).collect()).unwrap();
     let want = f16c_dialect::reference::run(&as_written.functions[0], std::slice::from_ref(&x)).unwrap();
-    let llvm = f16c_compiler::backend::llvm_cpu::x86_64("native").expect("a level");
+    let llvm = f16c_compiler::backend::llvm_cpu::x86_64(f16c_compiler::target::Cpu::Native).expect("a level");
     for precision in ["fp32", "fp16"] {
         let mut module = as_written.clone();
         let options = CompileOptions { precision: precision.into(), ..CompileOptions::default() };

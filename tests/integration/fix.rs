@@ -20,7 +20,7 @@ fn jit(g: &Graph, samples: &[Vec<Tensor>]) -> Result<Vec<Vec<Tensor>>, String> {
 
 /// The LLVM x86-64 backend: the artifact `f16c compile --backend=llvm -o` writes, loaded.
 fn llvm(g: &Graph, samples: &[Vec<Tensor>]) -> Vec<Vec<Tensor>> {
-    let backend = driver::backend_named(Target::X86_64, Some("llvm"), None).unwrap();
+    let backend = driver::backend_named(Target::X86_64, Some(f16c_compiler::target::BackendName::Llvm), None).unwrap();
     let model = f16c_runtime::loader::load_any(driver::artifact_with(g, backend).unwrap(), 1).unwrap();
     samples.iter().map(|s| model.run(s).unwrap()).collect()
 }

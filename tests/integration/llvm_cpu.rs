@@ -33,8 +33,9 @@ fn run_on(backend: &f16c_compiler::backend::llvm_cpu::LlvmCpuBackend, g: &Graph,
 #[test]
 fn the_avx512_level_matches_the_reference_or_is_refused_without_avx512() {
     use f16c_compiler::backend::llvm_cpu::x86_64;
-    let (v4, v4_bf16) = (x86_64("x86-64-v4").expect("a level"), x86_64("x86-64-v4+bf16").expect("a level"));
-    let native = x86_64("native").expect("a level");
+    use f16c_compiler::target::{Cpu, X86Level};
+    let (v4, v4_bf16) = (x86_64(Cpu::Level(X86Level::V4)).expect("a level"), x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
+    let native = x86_64(Cpu::Native).expect("a level");
     let native_is_v4 = std::ptr::eq(native, v4) || std::ptr::eq(native, v4_bf16);
     let mut failures = Vec::new();
     let cases = parity_cases();

@@ -10,6 +10,7 @@
 //! adds the executed instructions of the AArch64 fp16 code against its own f32 code (GEMM and
 //! every model), counted by a TCG plugin under qemu-aarch64.
 
+use f16c_compiler::target::Cpu;
 use f16c_runtime::outln;
 use anyhow::{bail, Context};
 use clap::{Arg, ArgMatches, Command};
@@ -168,8 +169,8 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(dir) = m.get_one::<String>("real") {
-        let cpu = m.get_one::<String>("cpu").map_or("native", String::as_str);
-        let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level of --backend=llvm ({})", llvm_cpu::X86_CPUS.join(", ")))?;
+        let cpu = m.get_one::<Cpu>("cpu").copied().unwrap_or(Cpu::Native);
+        let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: the LLVM backend has no x86-64-v2"))?;
         let peers = match m.get_one::<String>("peers").expect("has default").as_str() {
             "none" => Vec::new(),
             list => list.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
@@ -190,8 +191,8 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         list => list.split(',').map(|s| s.trim().parse().with_context(|| format!("--sizes: '{s}' is not a size"))).collect::<anyhow::Result<_>>()?,
     };
     let python = m.get_one::<String>("python").expect("has default");
-    let cpu = m.get_one::<String>("cpu").map_or("native", String::as_str);
-    let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: not an x86-64 level of --backend=llvm ({})", llvm_cpu::X86_CPUS.join(", ")))?;
+    let cpu = m.get_one::<Cpu>("cpu").copied().unwrap_or(Cpu::Native);
+    let llvm = llvm_cpu::x86_64(cpu).with_context(|| format!("--cpu={cpu}: the LLVM backend has no x86-64-v2"))?;
     outln!("f16c bench: x86_64 JIT (Cranelift) and LLVM ahead of time ({}), {threads} thread(s)\n", llvm.machine.cpu)?;
     if !sizes.is_empty() {
         gemm(python, llvm, threads, &sizes)?;

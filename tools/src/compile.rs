@@ -118,9 +118,10 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     let emit = m.get_one::<String>("emit").map(String::as_str);
     let code_form = emit.and_then(Emit::parse);
     // Fail before any work when the target has no code generator.
-    let backend_name = m.get_one::<String>("backend").map(String::as_str);
+    let backend_name = m.get_one::<f16c_compiler::target::BackendName>("backend").copied();
+    let cpu = m.get_one::<f16c_compiler::target::Cpu>("cpu").copied();
     let backend = if emit.is_none() || code_form.is_some() {
-        match driver::backend_named(target, backend_name, m.get_one::<String>("cpu").map(String::as_str)) {
+        match driver::backend_named(target, backend_name, cpu) {
             Ok(b) => Some(b),
             Err(d) => return Ok(crate::report(&d, "")),
         }
@@ -173,7 +174,7 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
         Some("kernels") => {
             // The kernels the target's backend gets, where it has one.
-            let backend = driver::backend_named(target, backend_name, m.get_one::<String>("cpu").map(String::as_str)).ok();
+            let backend = driver::backend_named(target, backend_name, cpu).ok();
             let options = backend.map(|b| b.lowering()).unwrap_or_default();
             let mut text = String::new();
             for g in &module.functions {

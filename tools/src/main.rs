@@ -130,7 +130,9 @@ pub(crate) fn freed_blocks_kept() {
 
 /// `--backend`: the code generator of `--target=x86_64`, described by `help`.
 fn backend_arg(help: &'static str) -> Arg {
-    Arg::new("backend").long("backend").value_name("NAME").value_parser(["cranelift", "llvm"]).help(help)
+    use clap::builder::TypedValueParser;
+    let parser = clap::builder::PossibleValuesParser::new(f16c_compiler::target::BackendName::NAMES).map(|s| f16c_compiler::target::BackendName::parse(&s).expect("a possible value"));
+    Arg::new("backend").long("backend").value_name("NAME").value_parser(parser).help(help)
 }
 
 /// `--cpu`: the x86-64 level of either backend.
@@ -138,7 +140,10 @@ pub(crate) fn cpu_arg() -> Arg {
     Arg::new("cpu")
         .long("cpu")
         .value_name("LEVEL")
-        .value_parser(clap::builder::PossibleValuesParser::new(["native", "x86-64-v2", "x86-64-v3", "x86-64-v4", "x86-64-v4+bf16"]))
+        .value_parser({
+            use clap::builder::TypedValueParser;
+            clap::builder::PossibleValuesParser::new(f16c_compiler::target::Cpu::names()).map(|s| f16c_compiler::target::Cpu::parse(&s).expect("a possible value"))
+        })
         .help(
             "x86-64 level the code may use: native (this machine's), x86-64-v2 (the JIT's own loops, no FMA; not --backend=llvm), \
              x86-64-v3 (AVX2, FMA, F16C: the runtime's AVX2 loops), x86-64-v4 (AVX-512: its AVX-512 loops) or x86-64-v4+bf16 \

@@ -1,5 +1,6 @@
 //! `f16c run`: execute a model on `.npy` inputs.
 
+use f16c_compiler::target::{BackendName, Cpu};
 use crate::{input_arg, read_input};
 use std::path::Path;
 use anyhow::bail;
@@ -110,7 +111,8 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     if !crate::precision::prepare(&mut module, m, target, &source)? {
         return Ok(ExitCode::FAILURE);
     }
-    if m.get_one::<String>("backend").is_some_and(|b| b != "llvm" || !target.starts_with("aarch64")) && target != "x86_64" {
+    let backend_name = m.get_one::<BackendName>("backend").copied();
+    if backend_name.is_some_and(|b| b != BackendName::Llvm || !target.starts_with("aarch64")) && target != "x86_64" {
         bail!("--backend chooses the code generator of --target=x86_64 (cranelift or llvm), not of {target}");
     }
     let g = &module.functions[crate::choose_function(&module, m, &file)?];
@@ -124,11 +126,10 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             None => t,
         })
         .collect();
-    let backend_name = m.get_one::<String>("backend").map(String::as_str);
-    let cpu = m.get_one::<String>("cpu").map(String::as_str);
+    let cpu = m.get_one::<Cpu>("cpu").copied();
     // With the cache, the JIT's program is an artifact too; a graph that does not lower to a
     // program (control flow) runs in process as before.
-    let jit = target == "x86_64" && backend_name != Some("llvm");
+    let jit = target == "x86_64" && backend_name != Some(BackendName::Llvm);
     let outputs = if target == "reference" {
         match reference::run(g, &inputs) {
             Ok(o) => o,
@@ -163,7 +164,7 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             }
         };
         match lowered {
-            None => match (f16c_jit::CompileOptions { cpu: cpu.map(str::to_string), ..f16c_jit::CompileOptions::default() })
+            None => match (f16c_jit::CompileOptions { cpu, ..f16c_jit::CompileOptions::default() })
                 .backend_options()
                 .and_then(|options| f16c_jit::Model::compile_graph_with(g, threads, &options))
                 .and_then(|model| model.run(&inputs))

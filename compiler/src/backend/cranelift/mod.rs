@@ -41,7 +41,7 @@ pub use share::{BodyKey, CodeCache};
 use super::layout::{CodeInfo, Constants, Layout};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
 use crate::lower::{Kernel, Program};
-use crate::target::Target;
+use crate::target::{Cpu, Target, X86Level};
 use cranelift_codegen::ir::{Function, UserFuncName};
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetFrontendConfig};
 use cranelift_codegen::settings::{self, Configurable};
@@ -112,13 +112,12 @@ impl Loops {
     }
 }
 
-/// The x86-64 levels `--cpu` names for this backend (as `--backend=llvm`'s), and what each
-/// lets the code use.
-pub const X86_LEVELS: [(&str, Options); 4] = [
-    ("x86-64-v2", Options { fma: false, dot_bf16: false, loops: Loops::Generated }),
-    ("x86-64-v3", Options { fma: true, dot_bf16: false, loops: Loops::Avx2 }),
-    ("x86-64-v4", Options { fma: true, dot_bf16: false, loops: Loops::Avx512 }),
-    ("x86-64-v4+bf16", Options { fma: true, dot_bf16: true, loops: Loops::Avx512 }),
+/// What each x86-64 level (`--cpu`) lets this backend's code use, in [`X86Level::ALL`]'s order.
+pub const X86_LEVELS: [(X86Level, Options); 4] = [
+    (X86Level::V2, Options { fma: false, dot_bf16: false, loops: Loops::Generated }),
+    (X86Level::V3, Options { fma: true, dot_bf16: false, loops: Loops::Avx2 }),
+    (X86Level::V4, Options { fma: true, dot_bf16: false, loops: Loops::Avx512 }),
+    (X86Level::V4Bf16, Options { fma: true, dot_bf16: true, loops: Loops::Avx512 }),
 ];
 
 impl Default for Options {
@@ -129,26 +128,25 @@ impl Default for Options {
 }
 
 impl Options {
-    /// What this host runs: FMA, the widest loops and AVX512-BF16 where it has them.
+    /// What this host runs: its level's ([`X86Level::host`]), FMA only where Cranelift's ISA
+    /// for this host has it.
     pub fn host() -> BackendResult<Options> {
         let (_, fma) = host_isa("speed", false)?;
-        let loops = if !fma || !super::host_has_avx2_f16c() {
-            Loops::Generated
-        } else if super::host_has_avx512() {
-            Loops::Avx512
-        } else {
-            Loops::Avx2
-        };
-        Ok(Options { fma, dot_bf16: super::host_has_avx512_bf16(), loops })
+        let o = Options::of(X86Level::host());
+        Ok(if fma { o } else { X86_LEVELS[0].1 })
     }
 
-    /// The options of `--cpu=level` (`native`: [`Options::host`]); `None` for a level this
-    /// backend does not know.
-    pub fn level(level: &str) -> Option<BackendResult<Options>> {
-        if level == "native" {
-            return Some(Options::host());
+    /// The options of a level.
+    pub fn of(level: X86Level) -> Options {
+        X86_LEVELS.iter().find(|(l, _)| *l == level).map(|&(_, o)| o).expect("a row per level")
+    }
+
+    /// The options of `--cpu` (`native`: [`Options::host`]).
+    pub fn for_cpu(cpu: Cpu) -> BackendResult<Options> {
+        match cpu {
+            Cpu::Native => Options::host(),
+            Cpu::Level(l) => Ok(Options::of(l)),
         }
-        X86_LEVELS.iter().find(|(name, _)| *name == level).map(|&(_, o)| Ok(o))
     }
 }
 
@@ -428,14 +426,13 @@ static AT_LEVEL: [CraneliftBackend; 4] = [
     CraneliftBackend { cpu: Some(X86_LEVELS[3].1) },
 ];
 
-/// The backend at `--cpu=level` (`native`: this machine's level); `None` for a level this
-/// backend does not know.
-pub fn at_level(level: &str) -> Option<BackendResult<&'static CraneliftBackend>> {
+/// The backend at `--cpu` (`native`: this machine's options).
+pub fn at_level(cpu: Cpu) -> BackendResult<&'static CraneliftBackend> {
     static NATIVE: std::sync::OnceLock<CraneliftBackend> = std::sync::OnceLock::new();
-    if level == "native" {
-        return Some(Options::host().map(|o| NATIVE.get_or_init(|| CraneliftBackend { cpu: Some(o) })));
+    match cpu {
+        Cpu::Native => Options::host().map(|o| NATIVE.get_or_init(|| CraneliftBackend { cpu: Some(o) })),
+        Cpu::Level(l) => Ok(&AT_LEVEL[X86_LEVELS.iter().position(|(row, _)| *row == l).expect("a row per level")]),
     }
-    X86_LEVELS.iter().position(|(name, _)| *name == level).map(|i| Ok(&AT_LEVEL[i]))
 }
 
 impl CraneliftBackend {

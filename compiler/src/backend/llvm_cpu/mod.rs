@@ -31,7 +31,7 @@ use super::llvm::parts;
 use super::llvm::{Built, Ir, MathImpl};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
 use crate::lower::{Kernel, KernelKind, Program};
-use crate::target::Target;
+use crate::target::{Cpu, Target, X86Level};
 use f16c_core::artifact::{Artifact, CodeFormat, Step};
 use f16c_dialect::DType;
 use inkwell::context::Context;
@@ -141,23 +141,19 @@ pub static X86_64_V4_BF16: LlvmCpuBackend = LlvmCpuBackend {
     },
 };
 
-/// The x86-64 CPU levels `--cpu` names, and their backends.
-pub const X86_CPUS: &[&str] = &["native", "x86-64-v3", "x86-64-v4", "x86-64-v4+bf16"];
-
-/// The LLVM x86-64 backend for `cpu` (one of [`X86_CPUS`]): `native` is `x86-64-v4+bf16` when
-/// this machine has AVX-512 F/BW/DQ/VL and AVX512-BF16, `x86-64-v4` when it has AVX-512 without
-/// BF16, else `x86-64-v3`.
-pub fn x86_64(cpu: &str) -> Option<&'static LlvmCpuBackend> {
-    match cpu {
-        "x86-64-v3" => Some(&X86_64),
-        "x86-64-v4" => Some(&X86_64_V4),
-        "x86-64-v4+bf16" => Some(&X86_64_V4_BF16),
-        "native" => Some(match (super::host_has_avx512(), super::host_has_avx512_bf16()) {
-            (_, true) => &X86_64_V4_BF16,
-            (true, false) => &X86_64_V4,
-            _ => &X86_64,
-        }),
-        _ => None,
+/// The LLVM x86-64 backend for a level (`native`: this machine's, [`X86Level::host`], at
+/// least `x86-64-v3`); `None` for `x86-64-v2`, which it has no machine for (its micro-kernel
+/// assumes FMA).
+pub fn x86_64(cpu: Cpu) -> Option<&'static LlvmCpuBackend> {
+    let level = match cpu {
+        Cpu::Native => X86Level::host().max(X86Level::V3),
+        Cpu::Level(l) => l,
+    };
+    match level {
+        X86Level::V2 => None,
+        X86Level::V3 => Some(&X86_64),
+        X86Level::V4 => Some(&X86_64_V4),
+        X86Level::V4Bf16 => Some(&X86_64_V4_BF16),
     }
 }
 
