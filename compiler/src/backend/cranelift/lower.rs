@@ -144,6 +144,11 @@ impl<'p> Context<'p> {
         if r.kind.is_some() && domain(din) != domain(dout) {
             return Err(self.error(format!("reduction from {din} to {dout} is not supported")));
         }
+        self.plan(if vector {
+            format!("an outer index per work item, {LANES} neighbouring outputs at a time, each reduced in index order")
+        } else {
+            "an outer index per work item, one output at a time, reduced in index order".to_string()
+        });
         let r = r.clone();
         self.add("", r.outer, (r.outer * len * inner) as f64, move |fx| {
             let (src, dst) = (fx.buffer(r.input.buffer.0), fx.buffer(r.output.buffer.0));
@@ -232,6 +237,7 @@ impl<'p> Context<'p> {
             return Err(self.error("pooling input must be NHWC"));
         };
         let vector = domain(din) == F32 && domain(dout) == F32 && c >= LANES;
+        self.plan(format!("an output row per work item, {}, window clipped to the input", if vector { "four channels at a time" } else { "one channel at a time" }));
         let p = p.clone();
         let cost = (n * oh * ow * c * p.kernel[0] * p.kernel[1]) as f64;
         self.add("", n * oh, cost, move |fx| {
@@ -333,6 +339,8 @@ impl<'p> Context<'p> {
         if let Some(most) = bulk.iter().flatten().map(|b| b.rows * b.inner).max() {
             self.layout.scratch(most * c.source.byte_size());
         }
+        let moves: Vec<&str> = bulk.iter().map(|b| if b.is_some() { "converted by the runtime a run at a time" } else { "element by element, the shortest non-contiguous dimension unrolled" }).collect();
+        self.plan(format!("one work item{}: {}", if c.fill.is_some() { ", the output filled first" } else { "" }, moves.join("; ")));
         self.add("", 1, bytes as f64, move |fx| {
             let dst = fx.buffer(c.output.buffer.0);
             let elem = c.output.ty.dtype.byte_size();
@@ -374,6 +382,7 @@ impl<'p> Context<'p> {
             return Err(self.error("gather takes [N,K,C] values and [N,W] indices"));
         };
         let elem = g.values.ty.dtype.byte_size();
+        self.plan(if g.scatter.is_some() { "an output row per work item, its last index found, every index range-checked" } else { "an output row per work item, its index range-checked" }.to_string());
         if let Some(input) = g.scatter.clone() {
             // One output row (n, k) per work item: the last w with indices[n, w] = k gives the
             // row, else values_in's row is kept. Every index is range-checked.

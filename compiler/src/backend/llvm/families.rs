@@ -540,7 +540,12 @@ impl<'ctx> Ir<'ctx> {
 
     /// Whether [`Ir::pool_lanes`] can pool `p`: float data whose result rounds lane by lane.
     pub fn pools_in_lanes(&self, p: &Pool) -> bool {
-        matches!(p.input.ty.dtype, DType::F32 | DType::F16 | DType::BF16) && self.rounds_lanes(p.output.ty.dtype) && Self::pool_channels(p).is_ok()
+        Self::pools_in_lanes_by(&self.lane_rules(), p)
+    }
+
+    /// [`Ir::pools_in_lanes`] by a module's rules (what `--emit=kernels` says before any IR).
+    pub fn pools_in_lanes_by(rules: &super::expr::LaneRules, p: &Pool) -> bool {
+        matches!(p.input.ty.dtype, DType::F32 | DType::F16 | DType::BF16) && rules.rounds(p.output.ty.dtype) && Self::pool_channels(p).is_ok()
     }
 
     /// Work items of [`Ir::pool_lanes`]: an output row's channels in runs of `lanes`.
@@ -683,10 +688,15 @@ impl<'ctx> Ir<'ctx> {
     /// ([`Ir::transpose_tile`]; the source contiguous along the first, the destination along
     /// the second), with any conversion done on whole vectors: [`Ir::transpose_band`] can copy it.
     pub fn transposes_in_tiles(&self, c: &Copy, m: usize) -> bool {
+        Self::transposes_in_tiles_by(&self.lane_rules(), c, m)
+    }
+
+    /// [`Ir::transposes_in_tiles`] by a module's rules (what `--emit=kernels` says before any IR).
+    pub fn transposes_in_tiles_by(rules: &super::expr::LaneRules, c: &Copy, m: usize) -> bool {
         let (mv, l) = (&c.moves[m], Self::transpose_tile(c));
         let r = mv.shape.len();
         let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
-        let converts = !c.converts() || float(c.source) && self.rounds_lanes(c.output.ty.dtype);
+        let converts = !c.converts() || float(c.source) && rules.rounds(c.output.ty.dtype);
         r >= 2 && mv.shape[r - 2] >= l && mv.shape[r - 1] >= l && mv.src_strides[r - 2] == 1 && mv.dst_strides[r - 1] == 1 && converts
     }
 

@@ -722,7 +722,9 @@ impl LlvmCpuBackend {
                 Some(format!("{} rows of {} per work item, each row's sums in index order, the rows' chains interleaved{chains}", super::llvm::families::ROW_GROUP, r.len))
             }
             KernelKind::Elementwise(e) => {
-                let rows = Ir::elementwise_rows(e)?;
+                let Some(rows) = Ir::elementwise_rows(e) else {
+                    return Some(if Ir::pairable(e) { "two neighbouring elements per work item" } else { "one element per work item" }.to_string());
+                };
                 let len = e.shape[e.shape.len() - 1];
                 let lanes = m.gemm.lanes;
                 let vectors = if self.lane_rules().elementwise(e) && len >= lanes { format!(", {lanes} lanes at a time") } else { String::new() };
@@ -730,9 +732,31 @@ impl LlvmCpuBackend {
             }
             KernelKind::Reduction(r) => {
                 let lanes = m.gemm.lanes;
-                self.lane_rules().reduction(r, lanes).then(|| format!("{lanes} neighbouring outputs per vector, each reduced in index order"))
+                Some(if self.lane_rules().reduction(r, lanes) {
+                    format!("{lanes} neighbouring outputs per vector, each reduced in index order")
+                } else {
+                    "one output per work item, reduced in index order".to_string()
+                })
             }
-            _ => None,
+            KernelKind::Pool(p) => Some(if Ir::pools_in_lanes_by(&self.lane_rules(), p) {
+                format!("{POOL_LANES} channels of every pixel of an output row per work item")
+            } else {
+                "one output per work item".to_string()
+            }),
+            KernelKind::Gather(_) => Some("one output element per work item".to_string()),
+            KernelKind::Copy(c) => {
+                let moves: Vec<String> = (0..c.moves.len())
+                    .map(|mv| {
+                        if Ir::transposes_in_tiles_by(&self.lane_rules(), c, mv) {
+                            "a band of tiles transposed in registers per work item".to_string()
+                        } else {
+                            "a row per work item".to_string()
+                        }
+                    })
+                    .collect();
+                let fill = if c.fill.is_some() { "the output filled an element per work item, then " } else { "" };
+                Some(format!("{fill}{}", moves.join("; ")))
+            }
         }
     }
 
