@@ -207,7 +207,7 @@ def compile(model: Union[str, os.PathLike], target: str = "x86_64", precision: s
     `aarch64`, `aarch64+bf16` (compiled here, saved with `.save`, run on that machine).
     precision: `fp16`, `bf16` or `fp32`. policy: `O0`..`O3` or a policy file (`policy_file`
     says the same). backend: for x86_64, `cranelift` (the JIT, default) or `llvm` (ahead of
-    time; `cpu` picks its level). threads: for large kernels (default: every core). The rest are
+    time; `cpu` picks the x86-64 level of either, "native" by default). threads: for large kernels (default: every core). The rest are
     `f16c compile`'s flags of the same names; `calibrate` takes arrays (one set per run).
     """
     source, file = _source(model)
