@@ -351,6 +351,18 @@ fn fused_elementwise_chains_round_after_every_op() {
 #[test]
 fn reductions_argmax_and_pooling_match_the_reference_bit_for_bit() {
     let mut rng = Rng(3);
+    // Reductions over a long axis with many outputs (a squeeze-and-excite mean): blocks of
+    // sixteen outputs per work item, their chains side by side, then the last short block a
+    // vector and a value at a time.
+    for d in FLOATS {
+        for shape in [[1, 49, 37], [2, 9, 64], [3, 20, 16], [1, 300, 20]] {
+            for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::Prod] {
+                let g = reduce_graph(kind, d, &shape, 1);
+                let inputs = inputs_for(&g, &mut rng, -2.0, 2.0);
+                check(&format!("reduce {kind:?} {d} shape={shape:?} axis=1"), &g, &inputs, None);
+            }
+        }
+    }
     for d in FLOATS {
         for &n in SIZES {
             let shape = [2, n, 5];
