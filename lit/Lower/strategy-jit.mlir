@@ -20,6 +20,11 @@
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=DW-V2
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v4 | FileCheck %s --check-prefix=DW-V4
 // RUN: not %f16c compile %s --target=x86_64 --cpu=x86-64-v9 --emit=kernels 2>&1 | FileCheck %s --check-prefix=BAD-CPU
+// --function narrows --emit=kernels to one function (without it, every function is shown).
+// RUN: %f16c compile %s --function=row --target=x86_64 --emit=kernels | FileCheck %s --check-prefix=ONLY
+// ONLY-NOT: program @weight
+// ONLY: program @row:
+// ONLY-NOT: program @
 // BAD-CPU: invalid value 'x86-64-v9' for '--cpu <LEVEL>'
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp32 -o %t.f16c
 // RUN: %f16c-run %t.f16c --input %inputs/x_4x64_f32.npy --output %t.npy --profile 2>&1 | FileCheck %s --check-prefix=PROFILE

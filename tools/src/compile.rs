@@ -71,7 +71,7 @@ pub fn command() -> Command {
         )
         .arg(crate::backend_arg("Code generator for --target=x86_64: cranelift (default) or llvm"))
         .arg(crate::cpu_arg())
-        .arg(Arg::new("function").long("function").value_name("NAME").help("The function to compile to an artifact (default: the only one, or 'forward')"))
+        .arg(Arg::new("function").long("function").value_name("NAME").help("The function to compile to an artifact (default: the only one, or 'forward'); with --emit=kernels, the one function shown (default: every function)"))
         .arg(switch("print-policy", "Print the effective precision policy (a valid policy file) and stop"))
         .arg(
             Arg::new("inputs")
@@ -177,7 +177,13 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
             let backend = driver::backend_named(target, backend_name, cpu).ok();
             let options = backend.map(|b| b.lowering()).unwrap_or_default();
             let mut text = String::new();
-            for g in &module.functions {
+            // The function --function names, else every function of the module.
+            let chosen: Vec<&f16c_dialect::Graph> = if m.get_one::<String>("function").is_some() {
+                vec![&module.functions[crate::choose_function(&module, m, &file)?]]
+            } else {
+                module.functions.iter().collect()
+            };
+            for g in chosen {
                 match driver::lower_with(g, options) {
                     // Each kernel's strategy on the target's backend, where it states one.
                     Ok(p) => {
