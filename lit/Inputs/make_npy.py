@@ -49,7 +49,7 @@ npy("x_8_i16.npy", "<i2", [8], "h", [-32768, -1, 0, 127, 128, 32767, 1000, -1000
 npy("n_i32.npy", "<i4", [], "i", [5])
 # A 1x32x64 float16 matrix for the fp16 GEMM whose weight is widened once per run.
 npy("f16_1x32x64.npy", "<f2", [1, 32, 64], "e", [((i * 41) % 97) / 16.0 - 3.0 for i in range(2048)])
-# A 1x24x24x20 f32 image for the SE block of lit/Backend/x86_64-llvm-lanes.mlir: quarters up to
+# A 1x24x24x20 f32 image for the SE block of lit/Target/x86_64-llvm/lanes.mlir: quarters up to
 # ±14 (a 1×1 convolution with weights in 64ths sums them exactly, in any order, with or without
 # FMA), with some past exp's clamps (95, -110) so that sigmoid saturates both ways.
 npy("x_1x24x24x20_f32.npy", "<f4", [1, 24, 24, 20], "f",
