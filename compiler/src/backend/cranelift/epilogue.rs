@@ -131,7 +131,10 @@ pub(super) fn store_full_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Val
             let grow = fx.b.ins().iadd_imm_s(grow0, r as i64);
             let row_offs = epilogue_row_offsets(fx, c, grow, &cols);
             let value = fx.b.ins().load(F32X4, super::emit::mem(), tile, ((r * NR + v) * 4) as i32);
-            let op_value = given.map(|g| g.load(fx, r, col, true));
+            let op_value = given.map(|g| {
+                let r = fx.i(r as i64);
+                g.load(fx, r, col, true)
+            });
             let x = finish_given(fx, c, value, col, bases, &row_offs, true, &cols, staged.and_then(|s| s.deferral.as_ref()), op_value)?;
             match staged {
                 Some(s) => {
@@ -241,32 +244,13 @@ pub(super) struct Given {
 }
 
 impl Given {
-    /// The op's value(s) at tile row `r` (an `i64` value, or a constant one), column `col`:
-    /// four lanes, or one.
-    fn load(&self, fx: &mut Fx, r: impl RowIndex, col: Value, lanes: bool) -> (usize, Value) {
-        let r = r.value(fx);
+    /// The op's value(s) at tile row `r`, column `col`: four lanes, or one.
+    fn load(&self, fx: &mut Fx, r: Value, col: Value, lanes: bool) -> (usize, Value) {
         let at = fx.b.ins().imul_imm_s(r, self.stride as i64);
         let at = fx.b.ins().iadd(at, col);
         let at = fx.b.ins().isub(at, self.origin);
         let p = fx.addr(self.base, at, 4);
         (self.op, fx.b.ins().load(if lanes { F32X4 } else { F32 }, super::emit::mem(), p, 0))
-    }
-}
-
-/// A tile row as a constant or a value.
-pub(super) trait RowIndex {
-    fn value(self, fx: &mut Fx) -> Value;
-}
-
-impl RowIndex for Value {
-    fn value(self, _: &mut Fx) -> Value {
-        self
-    }
-}
-
-impl RowIndex for usize {
-    fn value(self, fx: &mut Fx) -> Value {
-        fx.i(self as i64)
     }
 }
 

@@ -35,7 +35,7 @@ use super::conv::{in_range, nhwc_index, window_coord};
 use super::emit::{domain, Emitted, Fx};
 use super::epilogue::{finish_deferral, store_tile, Bases, Finite, Given, Staged};
 use super::legal::{KC, KU, LANES, MR, NR};
-use super::lower::Context;
+use super::lower::{wide_math, wide_name, Context};
 use super::narrow::{Deferral, Staging};
 #[cfg(doc)]
 use super::Loops;
@@ -546,27 +546,10 @@ fn store_wide(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: 
 /// exp, of the contraction's own value, in an f32 epilogue.
 fn wide_epilogue_op(c: &Contraction) -> Option<(usize, Libcall)> {
     let e = c.epilogue.as_ref().filter(|e| e.expr.is_f32_domain())?;
-    let call = |op: &crate::lower::EwOp| match op.kind {
-        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Sigmoid) => Some(Libcall::SigmoidArrayF32),
-        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Erf) => Some(Libcall::ErfArrayF32),
-        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Tanh) => Some(Libcall::TanhArrayF32),
-        crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp) => Some(Libcall::ExpArrayF32),
-        _ => None,
-    };
-    let maths: Vec<(usize, Libcall)> = e.expr.ops.iter().enumerate().filter_map(|(i, op)| call(op).map(|lc| (i, lc))).collect();
+    let maths: Vec<(usize, Libcall)> = e.expr.ops.iter().enumerate().filter_map(|(i, op)| wide_math(op).map(|lc| (i, lc))).collect();
     match maths.as_slice() {
         &[(i, lc)] if e.expr.ops[i].args == [0] && e.expr.ops[i].dtype == DType::F32 && e.expr.arg_types(&e.expr.ops[i]).first() == Some(&DType::F32) => Some((i, lc)),
         _ => None,
-    }
-}
-
-/// A wide-loop libcall's function, in words.
-fn wide_name(call: Libcall) -> &'static str {
-    match call {
-        Libcall::SigmoidArrayF32 => "sigmoid",
-        Libcall::ErfArrayF32 => "erf",
-        Libcall::TanhArrayF32 => "tanh",
-        _ => "exp",
     }
 }
 

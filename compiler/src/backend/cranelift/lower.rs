@@ -1143,6 +1143,26 @@ const WIDE_BLOCK: usize = 4096;
 /// The shortest row whose math one runtime call per block computes (a ViT's GELU rows are
 /// 1536 long).
 const WIDE_MATH_MIN: usize = 64;
+/// The runtime's sixteen-lane loops for an f32 math op, and their names in a plan (a libcall
+/// computing an array of the contract's function: the same bits as the inline code).
+const WIDE_MATH: [(f16c_dialect::UnaryOp, Libcall, &str); 4] = [
+    (f16c_dialect::UnaryOp::Sigmoid, Libcall::SigmoidArrayF32, "sigmoid"),
+    (f16c_dialect::UnaryOp::Erf, Libcall::ErfArrayF32, "erf"),
+    (f16c_dialect::UnaryOp::Tanh, Libcall::TanhArrayF32, "tanh"),
+    (f16c_dialect::UnaryOp::Exp, Libcall::ExpArrayF32, "exp"),
+];
+
+/// The sixteen-lane loop of `op`, if it is one of [`WIDE_MATH`]'s.
+pub fn wide_math(op: &crate::lower::EwOp) -> Option<Libcall> {
+    let crate::lower::EwKind::Unary(u) = op.kind else { return None };
+    WIDE_MATH.iter().find(|(w, _, _)| *w == u).map(|&(_, lc, _)| lc)
+}
+
+/// A [`WIDE_MATH`] libcall's function, in words.
+pub fn wide_name(call: Libcall) -> &'static str {
+    WIDE_MATH.iter().find(|(_, lc, _)| *lc == call).map_or("?", |&(_, _, name)| name)
+}
+
 /// Neighbouring outputs of a reduction per work item, their chains side by side.
 const REDUCE_BLOCK: usize = 4 * LANES;
 
@@ -1197,18 +1217,10 @@ impl ElementwisePlan {
             }
         }
         // (Four lanes of the inline erf cost a ViT-S/16 GELU 14 of its 140 ms.)
-        let wide_math = |u: f16c_dialect::UnaryOp| match u {
-            f16c_dialect::UnaryOp::Sigmoid => Some(Libcall::SigmoidArrayF32),
-            f16c_dialect::UnaryOp::Erf => Some(Libcall::ErfArrayF32),
-            f16c_dialect::UnaryOp::Tanh => Some(Libcall::TanhArrayF32),
-            f16c_dialect::UnaryOp::Exp => Some(Libcall::ExpArrayF32),
-            _ => None,
-        };
         let wide: Option<(usize, Libcall, Option<usize>)> = (vector && !narrowed && scratch == 0 && inner >= WIDE_MATH_MIN)
             .then(|| {
                 e.expr.ops.iter().enumerate().find_map(|(i, op)| {
-                    let crate::lower::EwKind::Unary(u) = op.kind else { return None };
-                    let call = wide_math(u)?;
+                    let call = wide_math(op)?;
                     let a = op.args[0];
                     let f32_arg = e.expr.arg_types(op).first() == Some(&DType::F32);
                     let source = if a < e.inputs.len() { (e.inputs[a].strides[rank - 1] == 1).then_some(Some(a))? } else { None };
@@ -1230,12 +1242,7 @@ impl ElementwisePlan {
             s += &format!("; {widened} f16 input row(s) widened by the runtime");
         }
         if let Some((_, call, source)) = self.wide {
-            let name = match call {
-                Libcall::SigmoidArrayF32 => "sigmoid",
-                Libcall::ErfArrayF32 => "erf",
-                Libcall::TanhArrayF32 => "tanh",
-                _ => "exp",
-            };
+            let name = wide_name(call);
             let of = if source.is_some() { "an input read in place" } else { "an argument computed into scratch" };
             s += &format!("; {name} of {of} by the runtime's 16-lane loop, {WIDE_BLOCK} columns a call");
         }
