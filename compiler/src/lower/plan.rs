@@ -7,8 +7,16 @@
 //! (greedy best-offset placement, as TFLite's arena planner does). The plan reports its peak
 //! and the liveness lower bound: the largest total of buffers live at one kernel, which no
 //! placement can beat.
+//!
+//! An elementwise kernel writes in place where it can: when an input it reads element for
+//! element (the output's own index, no broadcast) has the output's size and is read for the last
+//! time there, the output takes that input's place (one buffer live from the input's writer to
+//! the output's last reader). Each element is read before it is written over, by the same work
+//! item, so every backend's elementwise code is correct in place; the arena shrinks, and with
+//! several threads each writes lines its own core wrote before rather than lines another
+//! core holds.
 
-use super::{Buffer, BufferId, BufferKind, Kernel, Operand};
+use super::{Buffer, BufferId, BufferKind, Kernel, KernelKind, Operand};
 
 /// Arena offsets are multiples of this (a cache line: vector loads never straddle one
 /// needlessly, and buffers never share a line between threads).
@@ -40,6 +48,28 @@ impl BufferPlan {
 
 fn aligned(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
+}
+
+/// The inputs an elementwise kernel may write its output over: intermediates it reads at the
+/// output's own index (dense strides over the iteration space, the output's element size)
+/// through every operand that reads them.
+fn in_place_inputs(buffers: &[Buffer], kernel: &Kernel) -> Vec<usize> {
+    let KernelKind::Elementwise(e) = &kernel.kind else { return Vec::new() };
+    let size = e.expr.result_dtype().byte_size();
+    let mut dense = vec![0; e.shape.len()];
+    let mut step = 1;
+    for d in (0..e.shape.len()).rev() {
+        dense[d] = step;
+        step *= e.shape[d];
+    }
+    let identity = |s: &super::Strided| s.dtype.byte_size() == size && s.strides.len() == dense.len() && (0..dense.len()).all(|d| e.shape[d] == 1 || s.strides[d] == dense[d]);
+    e.inputs
+        .iter()
+        .map(|s| s.buffer)
+        .filter(|b| *b != e.output && matches!(buffers[b.0].kind, BufferKind::Intermediate))
+        .filter(|b| e.inputs.iter().filter(|s| s.buffer == *b).all(identity))
+        .map(|b| b.0)
+        .collect()
 }
 
 /// Plans the arena for `kernels` over `buffers`, with no kernel temporaries.
@@ -87,6 +117,24 @@ pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operan
             }
         }
     }
+    // In place: an output that takes an input's place is planned as part of it.
+    let mut same_as: Vec<Option<usize>> = vec![None; live.len()];
+    for (k, kernel) in kernels.iter().enumerate() {
+        if together.iter().any(|&(a, b)| (a..=b).contains(&k)) {
+            continue;
+        }
+        let y = kernel.writes().0;
+        // Each candidate by the buffer it is planned in (a chain of in-place kernels is one).
+        for x in in_place_inputs(buffers, kernel).into_iter().map(|x| same_as[x].unwrap_or(x)) {
+            let (Some(xl), Some(yl)) = (live[x], live[y]) else { continue };
+            if xl.2 == k && yl.1 == k && xl.0 == yl.0 {
+                live[x] = Some((xl.0, xl.1, yl.2));
+                live[y] = None;
+                same_as[y] = Some(x);
+                break;
+            }
+        }
+    }
     let mut order: Vec<usize> = (0..live.len()).filter(|&i| live[i].is_some()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(live[i].expect("filtered").0), i));
     let mut offsets: Vec<Option<usize>> = vec![None; live.len()];
@@ -107,6 +155,12 @@ pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operan
         offsets[i] = Some(at);
         placed.push((at, size, first, last));
         arena = arena.max(at + size);
+    }
+    // Outputs in their inputs' places.
+    for i in 0..same_as.len() {
+        if let Some(x) = same_as[i] {
+            offsets[i] = offsets[x];
+        }
     }
     let lower_bound = (0..=end)
         .map(|t| live.iter().flatten().filter(|(_, f, l)| *f <= t && t <= *l).map(|(s, _, _)| s).sum::<usize>())
