@@ -1122,6 +1122,23 @@ pub fn safe_softmax_case() -> Case {
     Case { name: "safe_softmax_f32".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Math }
 }
 
+/// torch-mlir's layer norm (`tests/data/layer_norm_f64.mlir`: the variance in f64) over six rows
+/// of 37 (a group of four and a ragged one; a tail after the four-lane loop): ordinary rows, a
+/// constant row (variance zero), rows of large and tiny values, a row with an infinity and one
+/// with a NaN.
+pub fn layer_norm_case() -> Case {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/layer_norm_f64.mlir");
+    let (mut m, _) = f16c_dialect::import::parse_file(&path).expect("the file parses");
+    let mut x: Vec<f32> = (0..6 * 37).map(|i| ((i * 53) % 29) as f32 / 5.0 - 2.5).collect();
+    x[37..74].fill(0.75);
+    x[74..111].iter_mut().enumerate().for_each(|(i, v)| *v = 3.0e4 + i as f32 * 17.0);
+    x[111..148].iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 - 18.0) * 1.0e-6);
+    x[148 + 5] = f32::INFINITY;
+    x[185 + 36] = f32::NAN;
+    let input = Tensor::new(vec![6, 37], Data::F32(x)).unwrap();
+    Case { name: "layer_norm_f64".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Math }
+}
+
 /// A row kernel's maximum and minimum (`tests/data/row_extremes.mlir`: `x · max · min` per row,
 /// so that the sign of a zero extreme shows)
 /// on rows whose extreme is a zero of either sign first (a later lane before an earlier one, or

@@ -97,10 +97,16 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 // item, their reductions interleaved); a SiLU (contiguous: one row of 1200) has its sigmoid
 // computed by the runtime's sixteen-lane loop into scratch, the product four lanes at a time.
 // An fp16 cast's row is staged in f32 and narrowed by one runtime call.
+// A layer norm as torch-mlir writes it (the variance in f64): each run of elementwise stages
+// between reductions is one loop over the group's rows, an f64 run with the sum after it in the
+// same loop, the last (f32) run four lanes at a time; only the f64 row the second run reads
+// again is kept in scratch.
+// RUN: %f16c compile %s --function=layernorm --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=LN
+// LN: strategy: 4 rows of 32 per work item, 14 stages (3 reductions), the group's rows interleaved; 3 run(s) of elementwise stages in one loop each, 2 with the reduction after it; 1 intermediate row(s) in scratch
 // RUN: %f16c compile %s --function=softmax --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX
 // RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=CAST-F16
-// SOFTMAX: strategy: 4 rows of 37 per work item, 6 stages (2 reductions), the group's rows interleaved; 2 intermediate row(s) in scratch
+// SOFTMAX: strategy: 4 rows of 37 per work item, 6 stages (2 reductions), the group's rows interleaved; 1 run(s) of elementwise stages in one loop each; 2 intermediate row(s) in scratch
 // SILU: strategy: a row of 1200 per work item, four lanes at a time; sigmoid of an input read in place by the runtime's 16-lane loop, 4096 columns a call
 // CAST-F16: k0_cast: elementwise shape=[256]
 // CAST-F16: strategy: a row of 256 per work item, four lanes at a time; staged in f32, rounded and narrowed by the runtime{{$}}
@@ -120,4 +126,26 @@ func.func @silu(%x: tensor<4x300xf32>) -> tensor<4x300xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %y = tosa.mul %x, %s, %shift : (tensor<4x300xf32>, tensor<4x300xf32>, tensor<1xi8>) -> tensor<4x300xf32>
   return %y : tensor<4x300xf32>
+}
+
+func.func @layernorm(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %n64 = "tosa.const"() <{values = dense<3.125e-02> : tensor<1x1xf64>}> : () -> tensor<1x1xf64>
+  %n32 = "tosa.const"() <{values = dense<3.125e-02> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %eps = "tosa.const"() <{values = dense<1.0e-05> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %c = tosa.cast %x : (tensor<4x32xf32>) -> tensor<4x32xf64>
+  %s = tosa.reduce_sum %c {axis = 1 : i32} : (tensor<4x32xf64>) -> tensor<4x1xf64>
+  %m = tosa.mul %s, %n64, %sh : (tensor<4x1xf64>, tensor<1x1xf64>, tensor<1xi8>) -> tensor<4x1xf64>
+  %d = tosa.sub %c, %m : (tensor<4x32xf64>, tensor<4x1xf64>) -> tensor<4x32xf64>
+  %q = tosa.mul %d, %d, %sh : (tensor<4x32xf64>, tensor<4x32xf64>, tensor<1xi8>) -> tensor<4x32xf64>
+  %v = tosa.reduce_sum %q {axis = 1 : i32} : (tensor<4x32xf64>) -> tensor<4x1xf64>
+  %vm = tosa.mul %v, %n64, %sh : (tensor<4x1xf64>, tensor<1x1xf64>, tensor<1xi8>) -> tensor<4x1xf64>
+  %vf = tosa.cast %vm : (tensor<4x1xf64>) -> tensor<4x1xf32>
+  %s32 = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<4x32xf32>) -> tensor<4x1xf32>
+  %mean = tosa.mul %s32, %n32, %sh : (tensor<4x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<4x1xf32>
+  %e = tosa.add %vf, %eps : (tensor<4x1xf32>, tensor<1x1xf32>) -> tensor<4x1xf32>
+  %r = tosa.rsqrt %e : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %y = tosa.sub %x, %mean : (tensor<4x32xf32>, tensor<4x1xf32>) -> tensor<4x32xf32>
+  %z = tosa.mul %y, %r, %sh : (tensor<4x32xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x32xf32>
+  return %z : tensor<4x32xf32>
 }

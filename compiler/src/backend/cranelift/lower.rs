@@ -880,6 +880,58 @@ struct RowsPlan {
     /// Each value's type, and whether it is a full row (not a scalar per row).
     dtypes: Vec<DType>,
     full: Vec<bool>,
+    /// Per stage, the loop its run of elementwise stages (up to the next reduction) takes when
+    /// that run is one loop over the group's rows ([`fused_run`]).
+    fused: Vec<Option<FusedRun>>,
+}
+
+/// A run of a rows kernel's elementwise stages computed in one loop over the group's rows
+/// ([`fused_run`]): full f32 and f64 ops (a select's condition may be a per-row boolean), none
+/// of them an exp the runtime computes for a whole f32 row; the run's scalar ops any.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct FusedRun {
+    /// Its first and past-its-last stage.
+    start: usize,
+    end: usize,
+    /// f32 values only: four lanes at a time (then one by one), else one at a time.
+    vector: bool,
+    /// (One at a time) the sum or other serial reduction right after the run, of one of its
+    /// values, taken in the same loop (each row's in index order, as on its own).
+    reduce: bool,
+}
+
+impl FusedRun {
+    /// The run starting at stage `start` of `r`, if it is one loop.
+    fn of(r: &Rows, start: usize, dtype_of: &dyn Fn(RowValue) -> DType) -> Option<FusedRun> {
+        let end = run_end(r, start);
+        let maps = || r.stages[start..end].iter().filter_map(|st| if let RowStage::Map { op, full } = st { Some((op, *full)) } else { None });
+        let wide_or_single = |d: DType| matches!(d, DType::F32 | DType::F64);
+        // A select's per-row condition stays a scalar test of the lanes.
+        let row_test = |op: &crate::lower::EwOp, i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !full_value(r, op.args[0]);
+        let args_are = |op: &crate::lower::EwOp, ok: &dyn Fn(DType) -> bool| op.args.iter().enumerate().all(|(i, &a)| ok(dtype_of(a)) || row_test(op, i));
+        let fuses = end > start
+            && maps().any(|(_, full)| full)
+            && maps().filter(|&(_, full)| full).all(|(op, _)| {
+                let exp = matches!(op.kind, crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp));
+                !exp && wide_or_single(op.dtype) && args_are(op, &wide_or_single)
+            });
+        if !fuses {
+            return None;
+        }
+        // (The run's scalar stages are computed before the loop, as without it.)
+        let vector = maps().filter(|&(_, full)| full).all(|(op, _)| op.dtype == DType::F32 && args_are(op, &|d| d == DType::F32));
+        let n_in = r.inputs.len();
+        let reduce = !vector
+            && matches!(r.stages.get(end), Some(RowStage::Reduce { kind, arg, .. })
+                if *arg >= n_in + start && *arg < n_in + end && matches!(r.stages[*arg - n_in], RowStage::Map { full: true, .. })
+                    && !RowsPlan::in_lanes(*kind, dtype_of(*arg), dtype_of(*arg), r.len));
+        Some(FusedRun { start, end, vector, reduce })
+    }
+
+    /// The first stage after it (past the reduction it takes).
+    fn next(&self) -> usize {
+        self.end + usize::from(self.reduce)
+    }
 }
 
 impl RowsPlan {
@@ -894,11 +946,24 @@ impl RowsPlan {
                 matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
             }
         };
+        let mut fused: Vec<Option<FusedRun>> = vec![None; r.stages.len()];
+        let mut si = 0;
+        while si < r.stages.len() {
+            match FusedRun::of(r, si, &dtype_of) {
+                Some(run) => {
+                    fused[run.start..run.next()].fill(Some(run));
+                    si = run.next();
+                }
+                None => si += 1,
+            }
+        }
         let mut slots: Vec<Option<(usize, DType)>> = vec![None; last + 1];
         let mut bytes = 0;
         for (v, slot) in slots.iter_mut().enumerate().take(last) {
             let widened = v < n_in && matches!(dtype_of(v), DType::F16 | DType::BF16);
-            if full_of(v) && (v >= n_in || widened) {
+            // A value of a fused run that no later stage reads stays in a register.
+            let kept = v >= n_in && fused[v - n_in].is_none_or(|run| read_after(r, v, run.next()));
+            if full_of(v) && (kept || widened) {
                 let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
                 *slot = Some((bytes, t));
                 bytes += (r.len * t.byte_size()).next_multiple_of(16);
@@ -906,7 +971,7 @@ impl RowsPlan {
         }
         let dtypes: Vec<DType> = (0..=last).map(dtype_of).collect();
         let full: Vec<bool> = (0..=last).map(full_of).collect();
-        RowsPlan { n_in, last, slots, stride: bytes.next_multiple_of(64), dtypes, full }
+        RowsPlan { n_in, last, slots, stride: bytes.next_multiple_of(64), dtypes, full, fused }
     }
 
     /// The plan in words (`--emit=kernels`, the profile).
@@ -916,6 +981,14 @@ impl RowsPlan {
         let widened = (0..self.n_in).filter(|&k| self.slots[k].is_some()).count();
         if widened > 0 {
             s += &format!("; {widened} f16/bf16 input row(s) widened into scratch");
+        }
+        let runs: Vec<FusedRun> = (0..r.stages.len()).filter_map(|si| self.fused[si].filter(|run| run.start == si)).collect();
+        if !runs.is_empty() {
+            let with_sum = runs.iter().filter(|run| run.reduce).count();
+            s += &format!("; {} run(s) of elementwise stages in one loop each", runs.len());
+            if with_sum > 0 {
+                s += &format!(", {with_sum} with the reduction after it");
+            }
         }
         let kept = (self.n_in..self.last).filter(|&v| self.slots[v].is_some()).count();
         if kept > 0 {
@@ -987,7 +1060,26 @@ fn rows_item(fx: &mut Fx, plan: &RowsPlan, r: &Rows, call: &RowsCall, item: Valu
             scalars[k] = Some(fx.load(i.dtype, call.bases[k], at));
         }
     }
+    let mut next = 0;
     for (si, stage) in r.stages.iter().enumerate() {
+        if si < next {
+            continue;
+        }
+        if let Some(run) = plan.fused[si] {
+            // The run's scalar stages for every row, then its full ones in one loop.
+            for scalars in group_scalars.iter_mut() {
+                for e in run.start..run.end {
+                    if let RowStage::Map { op, full: false } = &r.stages[e] {
+                        let args: Vec<Value> = op.args.iter().map(|&a| scalars[a].expect("scalar arguments come first")).collect();
+                        let types: Vec<DType> = op.args.iter().map(|&a| plan.dtypes[a]).collect();
+                        scalars[n_in + e] = Some(fx.ew(op, &args, &types)?);
+                    }
+                }
+            }
+            fused_run(fx, plan, r, run, &mut group_scalars, &mut |fx, q, v| call.place(fx, plan, r, &row_ats, q, v))?;
+            next = run.next();
+            continue;
+        }
         let v = n_in + si;
         // A sum (or any reduction not taken in lanes) of every row of the group in one loop,
         // each row's in index order: the rows' chains overlap.
@@ -1135,6 +1227,117 @@ fn row_map(fx: &mut Fx, plan: &RowsPlan, len: usize, op: &crate::lower::EwOp, sc
     };
     run(fx, 0, vec_end, true)?;
     run(fx, vec_end, len, false)
+}
+
+/// The end of the run of elementwise stages that starts at `si`: the next reduction, or the end.
+fn run_end(r: &Rows, si: usize) -> usize {
+    (si..r.stages.len()).find(|&e| matches!(r.stages[e], RowStage::Reduce { .. })).unwrap_or(r.stages.len())
+}
+
+/// Whether value `v` of `r` is a full row (not a scalar per row).
+fn full_value(r: &Rows, v: RowValue) -> bool {
+    let n_in = r.inputs.len();
+    if v < n_in {
+        r.inputs[v].full
+    } else {
+        matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
+    }
+}
+
+/// Whether value `v` (a stage's) is the result or is read by a stage from `from` on.
+fn read_after(r: &Rows, v: RowValue, from: usize) -> bool {
+    let n_in = r.inputs.len();
+    v == n_in + r.stages.len() - 1
+        || r.stages[from..].iter().any(|st| match st {
+            RowStage::Reduce { arg, .. } => *arg == v,
+            RowStage::Map { op, .. } => op.args.contains(&v),
+        })
+}
+
+/// The full stages of `run` (and the reduction after it, where it takes it) for every row of
+/// the group in one loop over the row: four lanes at a time and then one by one, or one by one,
+/// each row's values in registers, stored only where a later stage reads them or they are the
+/// result. Each op computes what [`row_map`] computes on the same values (f32 and f64 values
+/// are kept exactly as they would be stored), and a reduction adds each row's values in index
+/// order as [`rows_item`]'s own loop does: the same bits.
+fn fused_run(fx: &mut Fx, plan: &RowsPlan, r: &Rows, run: FusedRun, group_scalars: &mut [Vec<Option<Value>>], place: &mut dyn FnMut(&mut Fx, usize, RowValue) -> (Value, Value, DType)) -> Emitted {
+    let n_in = plan.n_in;
+    let fulls: Vec<(RowValue, &crate::lower::EwOp)> = (run.start..run.end)
+        .filter_map(|e| match &r.stages[e] {
+            RowStage::Map { op, full: true } => Some((n_in + e, op)),
+            _ => None,
+        })
+        .collect();
+    // Values read from memory (inputs, earlier runs' values) and stored ones, per row.
+    let in_memory = |a: RowValue| plan.full[a] && a < n_in + run.start;
+    let stored = |v: RowValue| read_after(r, v, run.next());
+    let mut places: Vec<Vec<Option<(Value, Value, DType)>>> = vec![vec![None; plan.last + 1]; ROW_GROUP];
+    for (q, row_places) in places.iter_mut().enumerate() {
+        for &(v, op) in &fulls {
+            for &a in &op.args {
+                if in_memory(a) && row_places[a].is_none() {
+                    row_places[a] = Some(place(fx, q, a));
+                }
+            }
+            if stored(v) {
+                row_places[v] = Some(place(fx, q, v));
+            }
+        }
+    }
+    let reduction = match r.stages.get(run.end) {
+        Some(RowStage::Reduce { kind, arg, dtype }) if run.reduce => Some((*kind, *arg, *dtype)),
+        _ => None,
+    };
+    // The group's rows one after the other inside the loop: their chains overlap.
+    let body = |fx: &mut Fx, j: Value, vector: bool, accs: &[Value]| -> Result<Vec<Value>, String> {
+        let mut next_accs = Vec::with_capacity(accs.len());
+        for (q, (scalars, row_places)) in group_scalars.iter().zip(&places).enumerate() {
+            let mut here: Vec<Option<Value>> = vec![None; plan.last + 1];
+            for &(v, op) in &fulls {
+                let types: Vec<DType> = op.args.iter().map(|&a| plan.dtypes[a]).collect();
+                let args: Vec<Value> = op
+                    .args
+                    .iter()
+                    .map(|&a| match (here[a], row_places[a], scalars[a]) {
+                        (Some(x), _, _) => x,
+                        (None, Some((base, at0, t)), _) => {
+                            let at = fx.b.ins().iadd(at0, j);
+                            if vector { fx.load4(t, base, at) } else { fx.load(t, base, at) }
+                        }
+                        (None, None, Some(x)) => if vector && domain(plan.dtypes[a]) == F32 { fx.b.ins().splat(F32X4, x) } else { x },
+                        (None, None, None) => unreachable!("a run's arguments are computed before it, in memory or scalars"),
+                    })
+                    .collect();
+                let y = fx.ew(op, &args, &types)?;
+                if let Some((base, at0, t)) = row_places[v] {
+                    let at = fx.b.ins().iadd(at0, j);
+                    if vector { fx.store4(t, base, at, y) } else { fx.store(t, base, at, y) }
+                }
+                here[v] = Some(y);
+            }
+            if let Some((kind, arg, _)) = reduction {
+                let x = here[arg].expect("the reduction reads a value of the run");
+                next_accs.push(reduce_step(fx, kind, accs[q], x));
+            }
+        }
+        Ok(next_accs)
+    };
+    let len = r.len;
+    let vec_end = if run.vector { len - len % LANES } else { 0 };
+    if vec_end > 0 {
+        fx.try_for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| body(fx, j, true, &[]))?;
+    }
+    let inits: Vec<Value> = match reduction {
+        Some((kind, arg, _)) => (0..ROW_GROUP).map(|_| reduce_init(fx, kind, domain(plan.dtypes[arg]))).collect(),
+        None => Vec::new(),
+    };
+    let accs = fx.try_for_n(vec_end as i64, len as i64, 1, &inits, |fx, j, accs| body(fx, j, false, accs))?;
+    if let Some((_, _, dtype)) = reduction {
+        for (scalars, acc) in group_scalars.iter_mut().zip(accs) {
+            scalars[n_in + run.end] = Some(fx.round_to(dtype, acc));
+        }
+    }
+    Ok(())
 }
 
 /// Columns of a row whose sigmoid, erf, tanh or exp one runtime call computes (16 KiB of
