@@ -187,7 +187,12 @@ fn compile(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 match driver::lower_with(g, options) {
                     // Each kernel's strategy on the target's backend, where it states one.
                     Ok(p) => {
-                        let plans = backend.map(|b| b.strategies(&p)).unwrap_or_default();
+                        let plans: Vec<Option<String>> = backend
+                            .map(|b| b.configure_all(&p).into_iter().map(|c| Some(match c {
+                                Ok(config) => config.plan?,
+                                Err(u) => format!("not supported by {}: {u}", b.name()),
+                            })).collect())
+                            .unwrap_or_default();
                         let at = |k: &f16c_compiler::lower::Kernel| p.kernels.iter().position(|x| std::ptr::eq(x, k)).and_then(|i| plans.get(i).cloned().flatten());
                         text.push_str(&p.to_string_with(&at))
                     }

@@ -5,7 +5,8 @@
 //! ## The interface
 //! A [`Backend`] names itself, says which [`Target`] it generates code for (and so, through
 //! [`Target::info`], what that hardware runs), answers per kernel whether it can compile it
-//! ([`Backend::legal`], from data in the backend's `legal.rs`), prints the text forms it knows
+//! and how it will run it ([`Backend::configure`]: legality from data in the backend's
+//! `legal.rs`, the kernel's plan as a [`KernelConfig`]), prints the text forms it knows
 //! (`--emit=clif|asm|...`) and produces the loadable artifact. [`lookup`] maps a target to its
 //! backend and tells "compiled out of this build" apart from "not implemented".
 //!
@@ -25,8 +26,10 @@
 //! ## Adding a backend
 //! 1. Give the target a row in [`crate::target::TARGETS`] (what the hardware runs, as data).
 //! 2. Create `backend/<name>/` with `mod.rs` (a unit struct implementing [`Backend`]), `legal.rs`
-//!    (a table of what the hardware supports and `fn legal(&Kernel)` reading it) and the
-//!    emission code, one file per kernel family. Emission may assume legality.
+//!    (a table of what the hardware supports and `fn legal(&Kernel)` reading it), the plans
+//!    (`configure`: each kernel's decisions as data, made before emission; the LLVM CPU
+//!    backend's `plan.rs` is the model) and the emission code, one file per kernel family.
+//!    Emission may assume legality and only reads the plans.
 //! 3. Build the buffer table with [`layout::Layout`] and describe the result with
 //!    [`layout::Layout::manifest`]; put the code in the artifact in a [`CodeFormat`] the runtime
 //!    can load (a new format needs a loader in `f16c-runtime`).
@@ -206,18 +209,17 @@ pub trait Backend: Sync {
     fn lowering(&self) -> LowerOptions {
         LowerOptions::default()
     }
-    /// Can this kernel be compiled? Called on every kernel before any code is emitted.
-    fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported>;
-    /// How this backend will run a (legal) kernel, in words, where it decides something worth
-    /// showing (`f16c compile --emit=kernels` prints it after the kernel): the same decision
-    /// the emitter takes, read from the same function.
-    fn strategy(&self, _program: &Program, _kernel: &Kernel) -> Option<String> {
-        None
-    }
-    /// [`Backend::strategy`] of every kernel of `program`, in order (a backend whose emitter
-    /// records its decisions as it emits builds the program's code once to say).
-    fn strategies(&self, program: &Program) -> Vec<Option<String>> {
-        program.kernels.iter().map(|k| self.strategy(program, k)).collect()
+    /// Can this kernel of `program` be compiled, and how will it run? Called on every kernel
+    /// before any code is emitted (an `Err` is a located error naming the op and the target):
+    /// the backend's plan of the kernel, from the same function its emitter reads, where it
+    /// makes one per kernel (a backend whose plans are made as it builds the whole program
+    /// says so in [`Backend::configure_all`] and returns no plan here).
+    fn configure(&self, program: &Program, kernel: &Kernel) -> Result<KernelConfig, Unsupported>;
+    /// [`Backend::configure`] of every kernel of `program`, in order, with every plan
+    /// (`f16c compile --emit=kernels`): a backend that plans as it builds the program's code
+    /// builds it once to say.
+    fn configure_all(&self, program: &Program) -> Vec<Result<KernelConfig, Unsupported>> {
+        program.kernels.iter().map(|k| self.configure(program, k)).collect()
     }
     /// The forms [`Backend::emit`] can print.
     fn forms(&self) -> &'static [Emit];
@@ -269,12 +271,28 @@ pub fn host_has_avx512_bf16() -> bool {
     false
 }
 
-/// Checks every kernel of `program` against `backend`'s legality; every failure is reported.
+/// How a backend runs one kernel ([`Backend::configure`]), decided before any code is emitted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelConfig {
+    /// The plan in words (`--emit=kernels`, the artifact's kernel plans, `f16c-run
+    /// --profile`), where the backend decides something worth showing.
+    pub plan: Option<String>,
+}
+
+impl KernelConfig {
+    /// A kernel planned as `text` says.
+    pub fn planned(text: String) -> KernelConfig {
+        KernelConfig { plan: Some(text) }
+    }
+}
+
+/// Configures every kernel of `program` on `backend` ([`Backend::configure`]); every kernel it
+/// cannot compile is reported.
 pub fn check_legal(backend: &dyn Backend, program: &Program) -> Result<(), Vec<BackendError>> {
     let errors: Vec<BackendError> = program
         .kernels
         .iter()
-        .filter_map(|k| backend.legal(k).err().map(|u| BackendError::at(k, backend.name(), BackendErrorKind::Unsupported(u))))
+        .filter_map(|k| backend.configure(program, k).err().map(|u| BackendError::at(k, backend.name(), BackendErrorKind::Unsupported(u))))
         .collect();
     if errors.is_empty() {
         Ok(())

@@ -452,13 +452,23 @@ impl Backend for CraneliftBackend {
         NAME
     }
 
+    /// Legality ([`legal::legal`]); the plans are made per kernel as the program's CLIF is
+    /// built ([`Backend::configure_all`] builds it to show them), so none here.
+    fn configure(&self, _program: &Program, kernel: &Kernel) -> Result<crate::backend::KernelConfig, Unsupported> {
+        legal::legal(kernel).map(|()| crate::backend::KernelConfig::default())
+    }
+
     /// The plans the emitter records as it builds the program's CLIF at the `--cpu` level
     /// (without one, x86-64-v3: what `--emit` prints on every machine); a program it cannot
     /// build has none.
-    fn strategies(&self, program: &Program) -> Vec<Option<String>> {
+    fn configure_all(&self, program: &Program) -> Vec<Result<crate::backend::KernelConfig, Unsupported>> {
+        let checked: Vec<Result<crate::backend::KernelConfig, Unsupported>> = program.kernels.iter().map(|k| self.configure(program, k)).collect();
+        if checked.iter().any(Result::is_err) {
+            return checked;
+        }
         match compile(program, &self.printed()) {
-            Ok(c) => (0..program.kernels.len()).map(|k| c.plan(program, k)).collect(),
-            Err(_) => vec![None; program.kernels.len()],
+            Ok(c) => (0..program.kernels.len()).map(|k| Ok(crate::backend::KernelConfig { plan: c.plan(program, k) })).collect(),
+            Err(_) => checked,
         }
     }
 
@@ -471,10 +481,6 @@ impl Backend for CraneliftBackend {
     /// convert them in bulk ([`lower`]'s `copy`).
     fn lowering(&self) -> crate::lower::LowerOptions {
         crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: true, wide_math_epilogues: true }
-    }
-
-    fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
-        legal::legal(kernel)
     }
 
     fn forms(&self) -> &'static [Emit] {

@@ -317,12 +317,12 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
 /// On a machine with multiply-adds by element, a matmul and a convolution without padding
 /// read A a run of up to [`a_run`] values along `k` at a time (one vector load per row and
 /// run, each value then taken from its lane); `a_slack` elements past A's end may be read.
-pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), t: IntValue<'ctx>) -> Result<(), String> {
+pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), rows_fastest: bool, t: IntValue<'ctx>) -> Result<(), String> {
     let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
     let panels = c.n.div_ceil(nr);
-    let TileAt { bi, row0, col0, rows } = ir.tile_in_order(c, t, (mr, nr), rows_fastest(machine, c));
+    let TileAt { bi, row0, col0, rows } = ir.tile_in_order(c, t, (mr, nr), rows_fastest);
     let tn = ir.divi(col0, nr);
     let a_rows = ir.contraction_rows(c, &rows, bi);
     let f16_acc = accumulates_f16(machine, c);

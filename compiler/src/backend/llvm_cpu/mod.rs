@@ -14,12 +14,16 @@
 //! builds a standalone C library: the same kernels behind a plain C entry point, weights inside,
 //! math from the C library (`--emit=lib|header`).
 //!
-//! Not yet (issue 12): register-blocked NEON and AVX-512 contraction micro-kernels (a contraction
-//! is a 4×4 register tile per work item, [`super::llvm::families::TILE`]) and `--accumulate=f16`.
+//! Every kernel's plan is made before any code is emitted ([`plan`]); matmuls and convolutions
+//! run on the machine row's packed register-blocked micro-kernel ([`gemm`]: 12 × 32 in AVX-512
+//! lanes, 6 × 16 in AVX2's, 8 × 8 NEON tiles (FMLAL or fp16 accumulators) on AArch64), depthwise
+//! convolutions on [`depthwise`]'s channel vectors; other contractions take a 4×4 register tile
+//! per work item ([`super::llvm::families::TILE`]).
 
 pub mod depthwise;
 pub mod gemm;
 pub mod library;
+pub mod plan;
 
 use std::collections::HashMap;
 use super::bands;
@@ -30,6 +34,7 @@ use super::llvm::machine::{self, MachineSpec};
 use super::llvm::parts;
 use super::llvm::{Built, Ir, MathImpl};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
+use plan::{AStaging, GemmPlan, ItemsForm, KernelPlan};
 use crate::lower::{Kernel, KernelKind, Program};
 use crate::target::{Cpu, Target, X86Level};
 use f16c_core::artifact::{Artifact, CodeFormat, Step};
@@ -224,142 +229,29 @@ impl LlvmCpuBackend {
         let mut layout = Layout::new(program);
         let mut schedule = Schedule::default();
         let emitting = std::time::Instant::now();
-        for (k, kernel) in program.kernels.iter().enumerate() {
+        // Every kernel's plan first, then each kernel's code as its plan says.
+        let plans: Vec<KernelPlan> = program.kernels.iter().map(|kernel| self.plan(program, kernel)).collect();
+        for (k, (kernel, plan)) in program.kernels.iter().zip(&plans).enumerate() {
             let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
             let failed = |m: String| codegen(Some(kernel), m);
-            if let KernelKind::Rows(r) = &kernel.kind {
-                // Rows a few at a time, their reductions' chains interleaved; the rows'
-                // temporaries are the thread's scratch.
-                layout.scratch(Ir::rows_group_temp_bytes(r));
-                let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
-                schedule.add(&mut ir, name, Ir::rows_groups(r), cost, k, |ir, g, params| ir.rows_group(r, g, params.scratch)).map_err(failed)?;
-                continue;
-            }
-            if let KernelKind::Contraction(c) = &kernel.kind {
-                let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
-                let lanes = depthwise::lanes(&self.machine, c);
-                if depthwise::applies(c, lanes) {
-                    let f16_acc = depthwise::accumulates_f16(&self.machine, c);
-                    schedule.add(&mut ir, name, depthwise::work(c, lanes), cost, k, |ir, i, _| depthwise::item(ir, c, lanes, f16_acc, i)).map_err(failed)?;
-                    continue;
+            let mut emit = Emitter { ir: &mut ir, schedule: &mut schedule, layout: &mut layout, k, name };
+            match (plan, &kernel.kind) {
+                (KernelPlan::Rows, KernelKind::Rows(r)) => {
+                    // Rows a few at a time, their reductions' chains interleaved; the rows'
+                    // temporaries are the thread's scratch.
+                    emit.layout.scratch(Ir::rows_group_temp_bytes(r));
+                    let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
+                    let name = emit.name.clone();
+                    emit.schedule.add(emit.ir, name, Ir::rows_groups(r), cost, k, |ir, g, params| ir.rows_group(r, g, params.scratch)).map_err(failed)?;
                 }
-                if gemm::applies(program, c) {
-                    let shape = gemm::shape(&self.machine, c);
-                    let pairs = gemm::dot(&self.machine, c);
-                    let mut c = c.clone();
-                    let mut packed = if gemm::packs_at_run_time(program, &c) {
-                        // B computed at run time (an attention's keys and values): packed per
-                        // run, a panel per work item, in the type the tiles read.
-                        let dt = gemm::run_time_b_type(&self.machine, &c);
-                        let panels = c.n.div_ceil(shape.nr);
-                        let batches = gemm::b_batches(&c);
-                        let slot = layout.temporary(k, batches * panels * c.k * shape.nr * dt.byte_size());
-                        let elements = (batches * panels * c.k * shape.nr) as f64;
-                        let b = c.clone();
-                        schedule
-                            .add(&mut ir, format!("{name}_pack_b"), batches * panels, elements, k, |ir, item, _| {
-                                gemm::pack_panel(ir, &b, shape, (slot, dt), pairs, item);
-                                Ok(())
-                            })
-                            .map_err(failed)?;
-                        c.b.ty.dtype = dt;
-                        slot
-                    } else {
-                        let bytes = gemm::packed_bytes(&c, shape);
-                        let pc = c.clone();
-                        let pack = Pack(std::sync::Arc::new(move |src: &[u8], dst: &mut [u8]| gemm::pack(src, dst, &pc, shape, pairs)));
-                        layout.replace_constant_packed(k, c.b.buffer, bytes, pack)
-                    };
-                    // fp16/bf16 operands the tiles would widen over and over, widened once per
-                    // run into temporaries the tiles then read.
-                    if gemm::widens_b(&self.machine, &c, shape) {
-                        let elements = layout.buffers[packed].bytes / c.b.ty.dtype.byte_size();
-                        packed = widen(&mut ir, &mut schedule, &mut layout, format!("{name}_widen_b"), k, (packed, c.b.ty.dtype), elements).map_err(failed)?;
-                        c.b.ty.dtype = DType::F32;
-                    }
-                    let a_dtype = if gemm::widens_a(&self.machine, &c) { DType::F32 } else { c.a.ty.dtype };
-                    let mut a_slack = 0;
-                    if let Some(g) = gemm::padded_input(&c) {
-                        // Padded (and widened) in one step, a padded row per work item.
-                        // A run's elements of slack where A is read in runs: a run read as
-                        // one vector may read past the last pixel's channels.
-                        a_slack = if self.machine.fma_by_element { gemm::a_run(&self.machine, &c) } else { 0 };
-                        let padded = layout.temporary(k, (g.n * g.ih * g.iw * g.ic + a_slack) * a_dtype.byte_size());
-                        let elements = (g.n * g.ih * g.iw * g.ic) as f64;
-                        schedule
-                            .add(&mut ir, format!("{name}_pad_a"), g.n * g.ih, elements, k, |ir, r, _| {
-                                gemm::pad_row(ir, &c, &g, (padded, a_dtype), r);
-                                Ok(())
-                            })
-                            .map_err(failed)?;
-                        c.a = crate::lower::Operand { buffer: crate::lower::BufferId(padded), ty: f16c_dialect::TensorType::new(a_dtype, [g.n, g.ih, g.iw, g.ic]) };
-                        c.kind = crate::lower::ContractionKind::Conv(g);
-                    } else if a_dtype != c.a.ty.dtype {
-                        let wide = widen(&mut ir, &mut schedule, &mut layout, format!("{name}_widen_a"), k, (c.a.buffer.0, c.a.ty.dtype), c.a.ty.num_elements()).map_err(failed)?;
-                        c.a.buffer = crate::lower::BufferId(wide);
-                        c.a.ty.dtype = DType::F32;
-                    }
-                    schedule.add(&mut ir, name, gemm::work(&c, shape), cost, k, |ir, t, _| gemm::tile(ir, &self.machine, &c, (packed, a_slack), t)).map_err(failed)?;
-                    continue;
+                (&KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
+                    let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
+                    let name = emit.name.clone();
+                    emit.schedule.add(emit.ir, name, depthwise::work(c, lanes), cost, k, |ir, i, _| depthwise::item(ir, c, lanes, f16_acc, i)).map_err(failed)?;
                 }
-            }
-            for items in Items::of(&kernel.kind) {
-                let pooled_in_lanes = match items {
-                    Items::Pool(p) if ir.pools_in_lanes(p) => Some(p),
-                    _ => None,
-                };
-                if let Some(p) = pooled_in_lanes {
-                    // An output pixel's channels a vector at a time.
-                    let lanes = POOL_LANES;
-                    schedule
-                        .add(&mut ir, format!("{name}{}", items.suffix()), Ir::pool_lanes_work(p, lanes), items.cost(), k, |ir, i, _| ir.pool_lanes(p, i, lanes))
-                        .map_err(failed)?;
-                    continue;
-                }
-                if let Items::Elementwise(e) | Items::Pairs(e) = items {
-                    if let Some(rows) = Ir::elementwise_rows(e) {
-                        // A row along the last dimension per work item (vectorised).
-                        schedule.add(&mut ir, format!("{name}{}", items.suffix()), rows, items.cost(), k, |ir, r, _| ir.elementwise_row(e, r, self.machine.gemm.lanes)).map_err(failed)?;
-                        continue;
-                    }
-                }
-                if let Items::Reduction(r) = items {
-                    let lanes = self.machine.gemm.lanes;
-                    if self.lane_rules().reduction(r, lanes) {
-                        // Neighbouring outputs a vector at a time.
-                        schedule.add(&mut ir, format!("{name}{}", items.suffix()), Ir::reduction_lanes_work(r, lanes), items.cost(), k, |ir, i, _| ir.reduction_lanes(r, i, lanes)).map_err(failed)?;
-                        continue;
-                    }
-                }
-                if let Items::Move(copy, m) = items {
-                    if ir.transposes_in_tiles(copy, m) {
-                        // A band of tiles transposed in registers per work item.
-                        schedule
-                            .add(&mut ir, format!("{name}{}", items.suffix()), Ir::transpose_bands(copy, m), items.cost(), k, |ir, t, _| {
-                                ir.transpose_band(copy, m, t);
-                                Ok(())
-                            })
-                            .map_err(failed)?;
-                        continue;
-                    }
-                    // A row of the move per work item.
-                    let rows = Ir::copy_rows(copy, m);
-                    schedule
-                        .add(&mut ir, format!("{name}{}", items.suffix()), rows, items.cost(), k, |ir, r, _| {
-                            ir.copy_row(copy, m, r);
-                            Ok(())
-                        })
-                        .map_err(failed)?;
-                    continue;
-                }
-                schedule
-                    .add(&mut ir, format!("{name}{}", items.suffix()), items.work(), items.cost(), k, |ir, i, params| {
-                        ir.item(items, i, params.scratch, |ir| {
-                            let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
-                            ir.b.build_store(params.status, code).built();
-                        })
-                    })
-                    .map_err(failed)?;
+                (KernelPlan::Gemm(g), KernelKind::Contraction(c)) => emit.gemm(&self.machine, g, c).map_err(failed)?,
+                (KernelPlan::Items(forms), kind) => emit.items(forms, kind, self.machine.gemm.lanes).map_err(failed)?,
+                (plan, _) => return Err(failed(format!("plan {plan:?} made for another kind of kernel"))),
             }
         }
         // Attention's scores, softmax and products band by band (the same items, reordered).
@@ -408,30 +300,147 @@ impl LlvmCpuBackend {
     }
 }
 
+/// What emitting one kernel's steps touches: the module, the schedule of steps, the buffer
+/// table (its temporaries), the kernel's index and symbol.
+struct Emitter<'a, 'ctx> {
+    ir: &'a mut Ir<'ctx>,
+    schedule: &'a mut Schedule<'ctx>,
+    layout: &'a mut Layout,
+    k: usize,
+    name: String,
+}
+
+impl<'ctx> Emitter<'_, 'ctx> {
+    /// A step of this kernel: function `{name}{suffix}` over `work` items.
+    fn step(&mut self, suffix: &str, work: usize, cost: f64, body: impl FnOnce(&mut Ir<'ctx>, IntValue<'ctx>, &Params<'ctx>) -> Result<(), String>) -> Result<(), String> {
+        self.schedule.add(self.ir, format!("{}{suffix}", self.name), work, cost, self.k, body)
+    }
+
+    /// A contraction on the micro-kernel as `plan` says: B packed (at compile time, or per run
+    /// by a first step) and widened once per run if planned, A padded or widened once per run
+    /// if planned, then the tiles.
+    fn gemm(&mut self, machine: &CpuMachine, plan: &GemmPlan, c: &crate::lower::Contraction) -> Result<(), String> {
+        let (k, shape, pairs) = (self.k, plan.shape, plan.pairs);
+        let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
+        let mut c = c.clone();
+        let mut packed = match plan.b_at_run_time {
+            Some(dt) => {
+                // B computed at run time (an attention's keys and values): packed per run, a
+                // panel per work item, in the type the tiles read.
+                let panels = c.n.div_ceil(shape.nr);
+                let batches = gemm::b_batches(&c);
+                let slot = self.layout.temporary(k, batches * panels * c.k * shape.nr * dt.byte_size());
+                let elements = (batches * panels * c.k * shape.nr) as f64;
+                let b = c.clone();
+                self.step("_pack_b", batches * panels, elements, |ir, item, _| {
+                    gemm::pack_panel(ir, &b, shape, (slot, dt), pairs, item);
+                    Ok(())
+                })?;
+                c.b.ty.dtype = dt;
+                slot
+            }
+            None => {
+                let bytes = gemm::packed_bytes(&c, shape);
+                let pc = c.clone();
+                let pack = Pack(std::sync::Arc::new(move |src: &[u8], dst: &mut [u8]| gemm::pack(src, dst, &pc, shape, pairs)));
+                self.layout.replace_constant_packed(k, c.b.buffer, bytes, pack)
+            }
+        };
+        // fp16/bf16 operands the tiles would widen over and over, widened once per run into
+        // temporaries the tiles then read.
+        if plan.widen_b {
+            let elements = self.layout.buffers[packed].bytes / c.b.ty.dtype.byte_size();
+            packed = self.widen("_widen_b", (packed, c.b.ty.dtype), elements)?;
+            c.b.ty.dtype = DType::F32;
+        }
+        let mut a_slack = 0;
+        match &plan.a {
+            AStaging::Padded { geometry: g, dtype, slack } => {
+                // Padded (and widened) in one step, a padded row per work item.
+                a_slack = *slack;
+                let padded = self.layout.temporary(k, (g.n * g.ih * g.iw * g.ic + a_slack) * dtype.byte_size());
+                let elements = (g.n * g.ih * g.iw * g.ic) as f64;
+                let (pc, pg, dt) = (c.clone(), g.clone(), *dtype);
+                self.step("_pad_a", g.n * g.ih, elements, |ir, r, _| {
+                    gemm::pad_row(ir, &pc, &pg, (padded, dt), r);
+                    Ok(())
+                })?;
+                c.a = crate::lower::Operand { buffer: crate::lower::BufferId(padded), ty: f16c_dialect::TensorType::new(*dtype, [g.n, g.ih, g.iw, g.ic]) };
+                c.kind = crate::lower::ContractionKind::Conv(g.clone());
+            }
+            AStaging::Widened => {
+                let wide = self.widen("_widen_a", (c.a.buffer.0, c.a.ty.dtype), c.a.ty.num_elements())?;
+                c.a.buffer = crate::lower::BufferId(wide);
+                c.a.ty.dtype = DType::F32;
+            }
+            AStaging::AsIs => {}
+        }
+        let rows_fastest = plan.rows_fastest;
+        self.step("", gemm::work(&c, shape), cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack), rows_fastest, t))
+    }
+
+    /// A step converting the `elements` values of type `from` in slot `src` to f32 in a new
+    /// temporary of the kernel; returns the temporary's slot.
+    fn widen(&mut self, suffix: &str, (src, from): (usize, DType), elements: usize) -> Result<usize, String> {
+        let wide = self.layout.temporary(self.k, elements * 4);
+        self.step(suffix, elements, elements as f64, |ir, i, _| {
+            let (s, d) = (ir.buffer(src), ir.buffer(wide));
+            let v = ir.load(from, s, i);
+            ir.store(DType::F32, d, i, v);
+            Ok(())
+        })?;
+        Ok(wide)
+    }
+
+    /// Plain loops of work items ([`Items::of`]), each in its planned form.
+    fn items(&mut self, forms: &[ItemsForm], kind: &KernelKind, lanes: usize) -> Result<(), String> {
+        for (items, form) in Items::of(kind).into_iter().zip(forms) {
+            let (suffix, cost) = (&items.suffix(), items.cost());
+            match (*form, items) {
+                (ItemsForm::PoolLanes, Items::Pool(p)) => {
+                    // An output pixel's channels a vector at a time.
+                    self.step(suffix, Ir::pool_lanes_work(p, POOL_LANES), cost, |ir, i, _| ir.pool_lanes(p, i, POOL_LANES))?;
+                }
+                (ItemsForm::ElementwiseRows { rows, .. }, Items::Elementwise(e) | Items::Pairs(e)) => {
+                    // A row along the last dimension per work item (vectorised).
+                    self.step(suffix, rows, cost, |ir, r, _| ir.elementwise_row(e, r, lanes))?;
+                }
+                (ItemsForm::ReductionLanes { lanes }, Items::Reduction(r)) => {
+                    // Neighbouring outputs a vector at a time.
+                    self.step(suffix, Ir::reduction_lanes_work(r, lanes), cost, |ir, i, _| ir.reduction_lanes(r, i, lanes))?;
+                }
+                (ItemsForm::TransposeTiles, Items::Move(copy, m)) => {
+                    // A band of tiles transposed in registers per work item.
+                    self.step(suffix, Ir::transpose_bands(copy, m), cost, |ir, t, _| {
+                        ir.transpose_band(copy, m, t);
+                        Ok(())
+                    })?;
+                }
+                (ItemsForm::CopyRows, Items::Move(copy, m)) => {
+                    // A row of the move per work item.
+                    self.step(suffix, Ir::copy_rows(copy, m), cost, |ir, r, _| {
+                        ir.copy_row(copy, m, r);
+                        Ok(())
+                    })?;
+                }
+                (ItemsForm::Plain, items) => {
+                    self.step(suffix, items.work(), cost, |ir, i, params| {
+                        ir.item(items, i, params.scratch, |ir| {
+                            let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
+                            ir.b.build_store(params.status, code).built();
+                        })
+                    })?;
+                }
+                (form, items) => return Err(format!("planned {form:?} for {items:?}")),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Channels a float pooling kernel computes per work item, in f32 lanes (two NEON registers,
 /// half an AVX-512 one).
 const POOL_LANES: usize = 8;
-
-/// Adds a step of kernel `k` converting the `elements` values of type `from` in slot `src` to
-/// f32 in a new temporary of the kernel; returns the temporary's slot.
-fn widen<'ctx>(
-    ir: &mut Ir<'ctx>,
-    schedule: &mut Schedule<'ctx>,
-    layout: &mut Layout,
-    name: String,
-    k: usize,
-    (src, from): (usize, DType),
-    elements: usize,
-) -> Result<usize, String> {
-    let wide = layout.temporary(k, elements * 4);
-    schedule.add(ir, name, elements, elements as f64, k, |ir, i, _| {
-        let (s, d) = (ir.buffer(src), ir.buffer(wide));
-        let v = ir.load(from, s, i);
-        ir.store(DType::F32, d, i, v);
-        Ok(())
-    })?;
-    Ok(wide)
-}
 
 /// The kernel functions of a program as they are emitted, with their symbols and the steps
 /// that call them.
@@ -580,17 +589,15 @@ impl Backend for LlvmCpuBackend {
         crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: true, plain_epilogues: false, wide_math_epilogues: false }
     }
 
-    fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
+    /// Legal but for reductions between floats and integers; the plan is [`LlvmCpuBackend::plan`]'s
+    /// (with the band an attention chain runs in).
+    fn configure(&self, program: &Program, kernel: &Kernel) -> Result<super::KernelConfig, Unsupported> {
         match &kernel.kind {
             KernelKind::Reduction(r) if r.kind.is_some() && r.input.ty.dtype.is_float() != r.output.ty.dtype.is_float() => {
                 Err(Unsupported(format!("a reduction from {} to {}", r.input.ty.dtype, r.output.ty.dtype)))
             }
-            _ => Ok(()),
+            _ => Ok(super::KernelConfig { plan: self.describe(program, kernel) }),
         }
-    }
-
-    fn strategy(&self, program: &Program, kernel: &Kernel) -> Option<String> {
-        self.describe(program, kernel)
     }
 
     fn forms(&self) -> &'static [Emit] {
@@ -661,103 +668,9 @@ impl LlvmCpuBackend {
             .collect()
     }
 
-    /// [`LlvmCpuBackend::describe`] of the kernel on its own.
+    /// [`LlvmCpuBackend::describe`] of the kernel on its own: its plan in words.
     fn describe_alone(&self, program: &Program, kernel: &Kernel) -> Option<String> {
-        let m = &self.machine;
-        match &kernel.kind {
-            KernelKind::Contraction(c) => {
-                let lanes = depthwise::lanes(m, c);
-                if depthwise::applies(c, lanes) {
-                    let acc = if depthwise::accumulates_f16(m, c) { "f16" } else { "f32" };
-                    return Some(format!("depthwise: {lanes} channels × {} pixels of a row per work item, {acc} accumulators", depthwise::pixels(c)));
-                }
-                if !gemm::applies(program, c) {
-                    return Some("one output per work item (no micro-kernel for this contraction)".into());
-                }
-                let shape = gemm::shape(m, c);
-                let multiply = if gemm::dot(m, c) {
-                    "bf16 pairs on VDPBF16PS into f32"
-                } else if gemm::uses_fmlal(m, c) {
-                    "fp16 FMLAL into f32"
-                } else if gemm::accumulates_f16(m, c) {
-                    "fp16 FMA, fp16 accumulators"
-                } else {
-                    "f32 FMA"
-                };
-                let mut c = c.clone();
-                let mut s = format!("micro-kernel {}x{} ({} lanes), {multiply}; B ", shape.mr, shape.nr, shape.lanes);
-                if gemm::packs_at_run_time(program, &c) {
-                    c.b.ty.dtype = gemm::run_time_b_type(m, &c);
-                    s.push_str(&format!("computed at run time, packed per run ({})", c.b.ty.dtype));
-                } else {
-                    s.push_str(&format!("packed at compile time ({})", c.b.ty.dtype));
-                }
-                if gemm::widens_b(m, &c, shape) {
-                    s.push_str(", widened to f32 once per run");
-                }
-                if gemm::rows_fastest(m, &c) {
-                    s.push_str("; a column panel's tiles one after the other");
-                }
-                if gemm::padded_input(&c).is_some() {
-                    s.push_str(&format!("; A padded{} once per run", if gemm::widens_a(m, &c) { " and widened to f32" } else { "" }));
-                } else if gemm::widens_a(m, &c) {
-                    s.push_str("; A widened to f32 once per run");
-                }
-                Some(s)
-            }
-            KernelKind::Rows(r) => {
-                use super::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
-                // The emitter's tests, on each reduction's argument type.
-                let arg_type = |a: usize| if a < r.inputs.len() { r.inputs[a].dtype } else { r.dtypes[a - r.inputs.len()] };
-                let extrema = |test: fn(f16c_dialect::ReduceKind, DType, usize) -> bool| r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind, arg, .. } if test(*kind, arg_type(*arg), r.len)));
-                let chains = if extrema(extremum_in_lanes) {
-                    format!(", maxima/minima in {EXTREMUM_VECTORS} chains of {EXTREMUM_LANES} lanes")
-                } else if extrema(extremum_in_chains) {
-                    format!(", maxima/minima in {EXTREMUM_CHAINS} chains")
-                } else {
-                    String::new()
-                };
-                let loops = row_loops(r);
-                let chains = format!(", elementwise stages in {loops} loop{}{chains}", if loops == 1 { "" } else { "s" });
-                Some(format!("{} rows of {} per work item, each row's sums in index order, the rows' chains interleaved{chains}", super::llvm::families::ROW_GROUP, r.len))
-            }
-            KernelKind::Elementwise(e) => {
-                let Some(rows) = Ir::elementwise_rows(e) else {
-                    return Some(if Ir::pairable(e) { "two neighbouring elements per work item" } else { "one element per work item" }.to_string());
-                };
-                let len = e.shape[e.shape.len() - 1];
-                let lanes = m.gemm.lanes;
-                let vectors = if self.lane_rules().elementwise(e) && len >= lanes { format!(", {lanes} lanes at a time") } else { String::new() };
-                Some(format!("a row of {len} per work item ({rows} rows){vectors}"))
-            }
-            KernelKind::Reduction(r) => {
-                let lanes = m.gemm.lanes;
-                Some(if self.lane_rules().reduction(r, lanes) {
-                    format!("{lanes} neighbouring outputs per vector, each reduced in index order")
-                } else {
-                    "one output per work item, reduced in index order".to_string()
-                })
-            }
-            KernelKind::Pool(p) => Some(if Ir::pools_in_lanes_by(&self.lane_rules(), p) {
-                format!("{POOL_LANES} channels of every pixel of an output row per work item")
-            } else {
-                "one output per work item".to_string()
-            }),
-            KernelKind::Gather(_) => Some("one output element per work item".to_string()),
-            KernelKind::Copy(c) => {
-                let moves: Vec<String> = (0..c.moves.len())
-                    .map(|mv| {
-                        if Ir::transposes_in_tiles_by(&self.lane_rules(), c, mv) {
-                            "a band of tiles transposed in registers per work item".to_string()
-                        } else {
-                            "a row per work item".to_string()
-                        }
-                    })
-                    .collect();
-                let fill = if c.fill.is_some() { "the output filled an element per work item, then " } else { "" };
-                Some(format!("{fill}{}", moves.join("; ")))
-            }
-        }
+        Some(self.plan(program, kernel).describe(kernel))
     }
 
     /// The [`LaneRules`] of this machine's modules.

@@ -306,12 +306,9 @@ impl Backend for NvptxBackend {
         Target::Sm(self.sm)
     }
 
-    fn legal(&self, kernel: &Kernel) -> Result<(), Unsupported> {
-        legal::legal(kernel)
-    }
-
-    fn strategy(&self, _program: &Program, kernel: &Kernel) -> Option<String> {
-        Some(describe(Target::Sm(self.sm), kernel))
+    fn configure(&self, _program: &Program, kernel: &Kernel) -> Result<crate::backend::KernelConfig, Unsupported> {
+        legal::legal(kernel)?;
+        Ok(crate::backend::KernelConfig::planned(describe(Target::Sm(self.sm), kernel)))
     }
 
     fn forms(&self) -> &'static [Emit] {

@@ -1,0 +1,249 @@
+//! The LLVM CPU backend's plans: how it runs each kernel, decided from the kernel, the program
+//! and the machine row before any code is emitted. [`LlvmCpuBackend::compile`] makes every
+//! kernel's plan first and then emits what each says; [`KernelPlan::describe`] prints the same
+//! plan (`--emit=kernels`, the artifact's kernel plans, `f16c-run --profile`), so what is shown
+//! is what runs.
+
+use super::{depthwise, gemm, LlvmCpuBackend, POOL_LANES};
+use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS, ROW_GROUP};
+use crate::backend::llvm::Ir;
+use crate::lower::{ConvGeometry, Kernel, KernelKind, Program};
+use f16c_dialect::DType;
+
+/// How one kernel runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelPlan {
+    /// [`ROW_GROUP`] rows of a rows kernel per work item, their reductions' chains interleaved.
+    Rows,
+    /// A depthwise convolution: `lanes` channels × a run of a row's pixels per work item, in
+    /// fp16 accumulators where `f16_acc`.
+    Depthwise {
+        /// Channels per work item (one vector).
+        lanes: usize,
+        /// Accumulates in fp16 (`--accumulate=f16` on a CPU with fp16 FMA).
+        f16_acc: bool,
+    },
+    /// A matmul or convolution on the machine's GEMM micro-kernel.
+    Gemm(GemmPlan),
+    /// Plain loops of work items, one per part of [`Items::of`], each in its form.
+    Items(Vec<ItemsForm>),
+}
+
+/// A GEMM's decisions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmPlan {
+    /// The micro-kernel's tile.
+    pub shape: gemm::GemmShape,
+    /// bf16 pairs on `VDPBF16PS` (B packed in interleaved pairs).
+    pub pairs: bool,
+    /// The multiply, in words.
+    pub multiply: &'static str,
+    /// B computed at run time (an attention's keys and values), packed per run in this type;
+    /// `None`: a constant, packed at compile time.
+    pub b_at_run_time: Option<DType>,
+    /// The packed B (f16/bf16) widened to f32 once per run.
+    pub widen_b: bool,
+    /// What is done to A before the tiles read it.
+    pub a: AStaging,
+    /// A column panel's tiles one after the other (rows fastest).
+    pub rows_fastest: bool,
+}
+
+/// What a GEMM does to A before its tiles read it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AStaging {
+    /// Read as it lies.
+    AsIs,
+    /// Widened to f32 once per run.
+    Widened,
+    /// (A convolution) its input padded (and widened to `dtype`) once per run into a
+    /// temporary of this geometry, with `slack` elements after it.
+    Padded {
+        /// The padded input's geometry (no padding left).
+        geometry: ConvGeometry,
+        /// Its element type (f32 where A is widened).
+        dtype: DType,
+        /// Elements past the end that a run read as one vector may touch.
+        slack: usize,
+    },
+}
+
+/// The form of one loop of work items ([`Items`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemsForm {
+    /// A pooling kernel: [`POOL_LANES`] channels of every pixel of an output row per item.
+    PoolLanes,
+    /// An elementwise kernel: a row along the last dimension per item, `lanes` at a time
+    /// where the row's values compute in f32 lanes (else one by one).
+    ElementwiseRows {
+        /// Rows (items).
+        rows: usize,
+        /// Vector width, if vectorised.
+        lanes: Option<usize>,
+    },
+    /// A reduction: `lanes` neighbouring outputs per vector, each reduced in index order.
+    ReductionLanes {
+        /// Outputs per vector.
+        lanes: usize,
+    },
+    /// A move of a copy: a band of tiles transposed in registers per item.
+    TransposeTiles,
+    /// A move of a copy: a row per item.
+    CopyRows,
+    /// One element (or pair, or output) per item ([`Ir::item`]).
+    Plain,
+}
+
+impl LlvmCpuBackend {
+    /// The plan of `kernel` (of `program`) on this machine.
+    pub fn plan(&self, program: &Program, kernel: &Kernel) -> KernelPlan {
+        let m = &self.machine;
+        match &kernel.kind {
+            KernelKind::Rows(_) => return KernelPlan::Rows,
+            KernelKind::Contraction(c) => {
+                let lanes = depthwise::lanes(m, c);
+                if depthwise::applies(c, lanes) {
+                    return KernelPlan::Depthwise { lanes, f16_acc: depthwise::accumulates_f16(m, c) };
+                }
+                if gemm::applies(program, c) {
+                    return KernelPlan::Gemm(self.gemm_plan(program, c));
+                }
+            }
+            _ => {}
+        }
+        let rules = self.lane_rules();
+        let forms = Items::of(&kernel.kind)
+            .into_iter()
+            .map(|items| match items {
+                Items::Pool(p) if Ir::pools_in_lanes_by(&rules, p) => ItemsForm::PoolLanes,
+                Items::Elementwise(e) | Items::Pairs(e) if Ir::elementwise_rows(e).is_some() => {
+                    let rows = Ir::elementwise_rows(e).expect("checked");
+                    let len = e.shape[e.shape.len() - 1];
+                    let lanes = (rules.elementwise(e) && len >= m.gemm.lanes).then_some(m.gemm.lanes);
+                    ItemsForm::ElementwiseRows { rows, lanes }
+                }
+                Items::Reduction(r) if rules.reduction(r, m.gemm.lanes) => ItemsForm::ReductionLanes { lanes: m.gemm.lanes },
+                Items::Move(copy, mv) if Ir::transposes_in_tiles_by(&rules, copy, mv) => ItemsForm::TransposeTiles,
+                Items::Move(..) => ItemsForm::CopyRows,
+                _ => ItemsForm::Plain,
+            })
+            .collect();
+        KernelPlan::Items(forms)
+    }
+
+    /// The plan of a contraction that runs on the micro-kernel ([`gemm::applies`]).
+    fn gemm_plan(&self, program: &Program, c: &crate::lower::Contraction) -> GemmPlan {
+        let m = &self.machine;
+        let shape = gemm::shape(m, c);
+        let pairs = gemm::dot(m, c);
+        let multiply = if pairs {
+            "bf16 pairs on VDPBF16PS into f32"
+        } else if gemm::uses_fmlal(m, c) {
+            "fp16 FMLAL into f32"
+        } else if gemm::accumulates_f16(m, c) {
+            "fp16 FMA, fp16 accumulators"
+        } else {
+            "f32 FMA"
+        };
+        // The tiles read B in the type it is packed in (a run-time B's may differ).
+        let b_at_run_time = gemm::packs_at_run_time(program, c).then(|| gemm::run_time_b_type(m, c));
+        let mut packed = c.clone();
+        if let Some(dt) = b_at_run_time {
+            packed.b.ty.dtype = dt;
+        }
+        let widen_b = gemm::widens_b(m, &packed, shape);
+        let a_dtype = if gemm::widens_a(m, c) { DType::F32 } else { c.a.ty.dtype };
+        let a = match gemm::padded_input(c) {
+            // A run read as one vector may read past the last pixel's channels.
+            Some(geometry) => AStaging::Padded { geometry, dtype: a_dtype, slack: if m.fma_by_element { gemm::a_run(m, c) } else { 0 } },
+            None if a_dtype != c.a.ty.dtype => AStaging::Widened,
+            None => AStaging::AsIs,
+        };
+        // The contraction as the tiles see it (B and A in the types they read).
+        let mut seen = packed;
+        if widen_b {
+            seen.b.ty.dtype = DType::F32;
+        }
+        seen.a.ty.dtype = a_dtype;
+        GemmPlan { shape, pairs, multiply, b_at_run_time, widen_b, a, rows_fastest: gemm::rows_fastest(m, &seen) }
+    }
+}
+
+impl KernelPlan {
+    /// The plan in words, for `kernel` (the kernel it was made for).
+    pub fn describe(&self, kernel: &Kernel) -> String {
+        match (self, &kernel.kind) {
+            (KernelPlan::Rows, KernelKind::Rows(r)) => {
+                // The emitter's tests, on each reduction's argument type.
+                let arg_type = |a: usize| if a < r.inputs.len() { r.inputs[a].dtype } else { r.dtypes[a - r.inputs.len()] };
+                let extrema = |test: fn(f16c_dialect::ReduceKind, DType, usize) -> bool| r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind, arg, .. } if test(*kind, arg_type(*arg), r.len)));
+                let chains = if extrema(extremum_in_lanes) {
+                    format!(", maxima/minima in {EXTREMUM_VECTORS} chains of {EXTREMUM_LANES} lanes")
+                } else if extrema(extremum_in_chains) {
+                    format!(", maxima/minima in {EXTREMUM_CHAINS} chains")
+                } else {
+                    String::new()
+                };
+                let loops = row_loops(r);
+                format!("{ROW_GROUP} rows of {} per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in {loops} loop{}{chains}", r.len, if loops == 1 { "" } else { "s" })
+            }
+            (KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
+                format!("depthwise: {lanes} channels × {} pixels of a row per work item, {} accumulators", depthwise::pixels(c), if *f16_acc { "f16" } else { "f32" })
+            }
+            (KernelPlan::Gemm(g), KernelKind::Contraction(c)) => g.describe(c),
+            (KernelPlan::Items(forms), kind) => {
+                let parts: Vec<String> = Items::of(kind).iter().zip(forms).map(|(items, form)| ItemsForm::describe(*form, items)).collect();
+                match kind {
+                    KernelKind::Copy(c) if c.fill.is_some() => format!("the output filled an element per work item, then {}", parts[1..].join("; ")),
+                    _ => parts.join("; "),
+                }
+            }
+            (plan, _) => format!("{plan:?}"),
+        }
+    }
+}
+
+impl GemmPlan {
+    /// The plan in words.
+    fn describe(&self, c: &crate::lower::Contraction) -> String {
+        let mut s = format!("micro-kernel {}x{} ({} lanes), {}; B ", self.shape.mr, self.shape.nr, self.shape.lanes, self.multiply);
+        match self.b_at_run_time {
+            Some(dt) => s.push_str(&format!("computed at run time, packed per run ({dt})")),
+            None => s.push_str(&format!("packed at compile time ({})", c.b.ty.dtype)),
+        }
+        if self.widen_b {
+            s.push_str(", widened to f32 once per run");
+        }
+        if self.rows_fastest {
+            s.push_str("; a column panel's tiles one after the other");
+        }
+        match &self.a {
+            AStaging::Padded { dtype, .. } => s.push_str(&format!("; A padded{} once per run", if *dtype != c.a.ty.dtype { " and widened to f32" } else { "" })),
+            AStaging::Widened => s.push_str("; A widened to f32 once per run"),
+            AStaging::AsIs => {}
+        }
+        s
+    }
+}
+
+impl ItemsForm {
+    /// One loop's form in words.
+    fn describe(self, items: &Items<'_>) -> String {
+        match (self, items) {
+            (ItemsForm::PoolLanes, _) => format!("{POOL_LANES} channels of every pixel of an output row per work item"),
+            (ItemsForm::ElementwiseRows { rows, lanes }, Items::Elementwise(e) | Items::Pairs(e)) => {
+                let vectors = lanes.map_or(String::new(), |l| format!(", {l} lanes at a time"));
+                format!("a row of {} per work item ({rows} rows){vectors}", e.shape[e.shape.len() - 1])
+            }
+            (ItemsForm::ReductionLanes { lanes }, _) => format!("{lanes} neighbouring outputs per vector, each reduced in index order"),
+            (ItemsForm::TransposeTiles, _) => "a band of tiles transposed in registers per work item".to_string(),
+            (ItemsForm::CopyRows, _) => "a row per work item".to_string(),
+            (_, Items::Pairs(_)) => "two neighbouring elements per work item".to_string(),
+            (_, Items::Reduction(_)) => "one output per work item, reduced in index order".to_string(),
+            (_, Items::Pool(_)) => "one output per work item".to_string(),
+            (_, Items::Gather(_)) => "one output element per work item".to_string(),
+            (_, Items::Outputs(_) | Items::Tiles(_)) => "one output per work item (no micro-kernel for this contraction)".to_string(),
+            _ => "one element per work item".to_string(),
+        }
+    }
+}
