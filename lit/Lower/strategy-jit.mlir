@@ -97,6 +97,20 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 // item, their reductions interleaved); a SiLU (contiguous: one row of 1200) has its sigmoid
 // computed by the runtime's sixteen-lane loop into scratch, the product four lanes at a time.
 // An fp16 cast's row is staged in f32 and narrowed by one runtime call.
+// A matmul of 5 rows (a micro-panel and one row): the runtime's loop reads the first four rows
+// where they lie and the last, partial micro-panel packed (zero rows past m) by a second call;
+// the generated micro-kernel (x86-64-v2) packs all of A.
+// RUN: %f16c compile %s --function=tail --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TAIL
+// RUN: %f16c compile %s --function=tail --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=TAIL-V2
+// TAIL: strategy: tiles 4x8, 5 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place, the last micro-panel packed, 5 column groups
+// TAIL-V2: strategy: tiles 4x8, 5 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A packed per chunk
+func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %a, %w, %z, %z : (tensor<1x5x64xf32>, tensor<1x64x40xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x5x40xf32>
+  return %y : tensor<1x5x40xf32>
+}
+
 // A layer norm as torch-mlir writes it (the variance in f64): each run of elementwise stages
 // between reductions is one loop over the group's rows, an f64 run with the sum after it in the
 // same loop, the last (f32) run four lanes at a time; only the f64 row the second run reads

@@ -160,6 +160,11 @@ struct GemmPlan {
     band: Option<usize>,
     /// How the micro-kernel reads A.
     a_form: AForm,
+    /// (Rows in place, `m` not a multiple of [`MR`]) the last micro-panel, which has rows past
+    /// `m`, packed on its own (zero rows past `m`) and multiplied by a second call of the
+    /// runtime's loop: the other rows stay where they lie instead of the whole of A being
+    /// packed per chunk and column group (a ViT's 197 tokens: its GEMMs 1.25× slower).
+    a_tail: bool,
     /// Bytes of an element of A as the micro-kernel reads it.
     a_elem: usize,
     /// Column groups, and B panels per group.
@@ -230,12 +235,20 @@ impl GemmPlan {
         // micro-panel full: the micro-kernel reads them in place and nothing is packed.
         // (bf16 pairs) A's bf16 rows in place: the runtime pairs them as it reads them.
         let dot_rows = dot && rows_in_place(c) && m % MR == 0;
-        let a_form = if rows_in_place(c) && m % MR == 0 && (c.a.ty.dtype == DType::F32 || band.is_some() || dot_rows) { AForm::Rows } else { AForm::Packed };
+        // The micro-kernel, chosen here (the code calls it and has no other path), or none:
+        // the generated 4x8 one per tile.
+        let micro = if dot { Some(Libcall::GemmPairsBf16) } else { cx.loops.gemm() };
+        let a_tail = rows_in_place(c) && m % MR != 0 && !gemv && !dot && c.a.ty.dtype == DType::F32 && micro.is_some();
+        let a_form = if rows_in_place(c) && (m % MR == 0 || a_tail) && (c.a.ty.dtype == DType::F32 || band.is_some() || dot_rows) { AForm::Rows } else { AForm::Packed };
         let a_elem = if dot_rows { 2 } else { 4 };
-        // Scratch: the packed A chunk, the f32 C block (one MR × NR tile per (panel,
-        // micro-panel)) that the chunks accumulate into, then (f16/bf16 B) one widened B chunk,
-        // then A's band.
-        let c_offset = if a_form == AForm::Packed { a_panels * MR * kc_max * 4 } else { 0 };
+        // Scratch: the packed A chunk (or its last micro-panel), the f32 C block (one MR × NR
+        // tile per (panel, micro-panel)) that the chunks accumulate into, then (f16/bf16 B) one
+        // widened B chunk, then A's band.
+        let c_offset = match a_form {
+            AForm::Packed => a_panels * MR * kc_max * 4,
+            AForm::Rows if a_tail => MR * kc_max * 4,
+            AForm::Rows => 0,
+        };
         let wide_offset = c_offset + panels * a_panels * TILE_BYTES;
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
         let band_offset = wide_offset + wide_bytes;
@@ -256,9 +269,6 @@ impl GemmPlan {
         let stage_block = groups == 1 && a_panels * MR * n * 4 <= STAGE_BLOCK_MAX;
         let stage_rows = if stage_block { a_panels * MR } else { MR };
         let stage_bytes = if narrowed { stage_rows * stage_stride * 4 } else { 0 };
-        // The micro-kernel, chosen here (the code calls it and has no other path), or none:
-        // the generated 4x8 one per tile.
-        let micro = if dot { Some(Libcall::GemmPairsBf16) } else { cx.loops.gemm() };
         // SiLU's sigmoid (or a gate's, a GELU's erf of x...) of an f32 result: the block's
         // values finished up to the op's argument into scratch, the op for all of them in one
         // runtime call, then the finish with the op's values given (the same bits as four
@@ -281,6 +291,7 @@ impl GemmPlan {
             a_panels,
             band,
             a_form,
+            a_tail,
             a_elem,
             groups,
             group_panels,
@@ -315,6 +326,7 @@ impl GemmPlan {
         let b_text = b_plan(c, bdt, self.widen_once && bdt != DType::F32);
         let a_text = match (self.a_form, self.band.is_some()) {
             (AForm::Rows, true) => "A's rows read in place, widened to f32 per row block",
+            (AForm::Rows, false) if self.a_tail => "A's rows read in place, the last micro-panel packed",
             (AForm::Rows, false) => "A's rows read in place",
             (AForm::Packed, true) => "A widened to f32 per row block, packed per chunk",
             (AForm::Packed, false) => "A packed per chunk",
@@ -479,7 +491,25 @@ fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
         let a_stride = fx.i(if plan.dot && a_form == AForm::Packed { kc * 2 } else { k * plan.a_elem } as i64);
         let b_stride = fx.i((chunk_at.panel * packed_dt.byte_size()) as i64);
         let (kv, tiles_stride) = (fx.i(kc as i64), fx.i((plan.a_panels * TILE_BYTES) as i64));
-        fx.libcall(lc, &[a, a_stride, b, b_stride, kv, tiles, tiles_stride, it.live, count, flags]);
+        if !plan.a_tail {
+            fx.libcall(lc, &[a, a_stride, b, b_stride, kv, tiles, tiles_stride, it.live, count, flags]);
+            return Ok(());
+        }
+        // The micro-panels whose rows all exist in place, then the last one packed.
+        let left = fx.b.ins().isub(it.m, row0);
+        let full = fx.b.ins().udiv_imm_s(left, MR as i64);
+        let full = fx.b.ins().smin(full, it.live);
+        fx.libcall(lc, &[a, a_stride, b, b_stride, kv, tiles, tiles_stride, full, count, flags]);
+        let tail = fx.b.ins().icmp(IntCC::SignedGreaterThan, it.live, full);
+        let packed_flags = fx.i((PACKED_A | b_flag(packed_dt) | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
+        fx.if_then(tail, |fx| {
+            let r0 = fx.b.ins().imul_imm_s(full, MR as i64);
+            let r0 = fx.b.ins().iadd(r0, row0);
+            pack_a(fx, c, (a_src, a_dt), bi, r0, scratch, (k0, k1), false, 1);
+            let tiles = plan.tile_at(fx, it.p0, full);
+            let one = fx.i(1);
+            fx.libcall(lc, &[scratch, a_stride, b, b_stride, kv, tiles, tiles_stride, one, count, packed_flags]);
+        });
         return Ok(());
     }
     // f32 B in place; f16/bf16 widened into scratch, a panel at a time.
