@@ -1037,9 +1037,10 @@ fn row_kernel_corner_cases_match_the_reference_bit_for_bit() {
     }
 }
 
-/// An f32 matmul or convolution followed by SiLU (`y · sigmoid(y)`, reading its result twice)
-/// or a sigmoid gate takes them as its epilogue on the JIT, the sigmoid computed for each
-/// block of tiles by the runtime's sixteen-lane loop: the same bits as the same graph with the
+/// An f32 matmul or convolution followed by SiLU (`y · sigmoid(y)`, reading its result twice),
+/// a sigmoid gate or GELU (the erf of `y / √2`) takes them as its epilogue on the JIT, the
+/// sigmoid (erf) computed for each block of tiles by the runtime's sixteen-lane loop: the
+/// same bits as the same graph with the
 /// activation a kernel of its own (the GEMM's result also an output, so nothing fuses), across
 /// ragged rows and columns, reduction chunks, column groups, a batch and a bias.
 #[test]
@@ -1050,7 +1051,10 @@ fn a_gemms_silu_epilogue_computed_a_block_at_a_time_gives_the_unfused_bits() {
     // (matmul batch, rows, k, n) and (conv pixels, k, n).
     let gemms: [(bool, usize, usize, usize, usize); 6] = [(false, 2, 13, 40, 19), (false, 1, 70, 600, 40), (false, 1, 3, 8, 8), (true, 1, 49, 320, 1280), (true, 1, 200, 24, 96), (true, 1, 9, 5, 3)];
     for (conv, batch, m, k, n) in gemms {
-        for gate in [false, true] {
+        // 0: SiLU, 1: a sigmoid gate, 2: GELU (`y · (erf(y · c) + 1) · ½`: the erf of a value
+        // the epilogue computes from y).
+        for form in 0..3 {
+            let gate = form == 1;
             let build = |also_raw: bool, rng: &mut Rng| {
                 let mut g = Graph::new("silu");
                 let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
@@ -1067,20 +1071,31 @@ fn a_gemms_silu_epilogue_computed_a_block_at_a_time_gives_the_unfused_bits() {
                     let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
                     (vec![batch, m, n], g.add_node(Op::MatMul, tensor_ty(d, &[batch, m, n]), &[x, w, z1, z2], loc()))
                 };
-                let s = g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[y], loc());
-                let out = if gate { s } else { g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, s, shift], loc()) };
+                let out = if form == 2 {
+                    let one = |g: &mut Graph, v: f32| constant(g, Tensor::new(vec![1; shape.len()], Data::F32(vec![v])).unwrap());
+                    let (c, unit, half) = (one(&mut g, std::f32::consts::FRAC_1_SQRT_2), one(&mut g, 1.0), one(&mut g, 0.5));
+                    let t = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, c, shift], loc());
+                    let e = g.add_node(Op::Unary(UnaryOp::Erf), tensor_ty(d, &shape), &[t], loc());
+                    let u = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &shape), &[e, unit], loc());
+                    let h = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[u, half, shift], loc());
+                    g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, h, shift], loc())
+                } else {
+                    let s = g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[y], loc());
+                    if gate { s } else { g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, s, shift], loc()) }
+                };
                 g.add_output(out);
                 if also_raw {
                     g.add_output(y);
                 }
                 g
             };
-            let what = format!("{} batch={batch} m={m} k={k} n={n} {}", if conv { "conv" } else { "matmul" }, if gate { "sigmoid" } else { "silu" });
+            let what = format!("{} batch={batch} m={m} k={k} n={n} {}", if conv { "conv" } else { "matmul" }, ["silu", "sigmoid", "gelu"][form]);
             let (fused, unfused) = (build(false, &mut Rng(7)), build(true, &mut Rng(7)));
             let inputs = inputs_for(&fused, &mut rng, -4.0, 4.0);
             let model = Model::compile_graph(&fused, 2).unwrap();
             let plans: Vec<String> = model.executor().unwrap().manifest().kernels.iter().map(|k| k.plan.clone()).collect();
-            assert!(plans.iter().any(|p| p.contains("the epilogue's sigmoid for the block at once")), "{what}: not fused as a block: {plans:?}");
+            let op = if form == 2 { "erf" } else { "sigmoid" };
+            assert!(plans.iter().any(|p| p.contains(&format!("the epilogue's {op} for the block at once"))), "{what}: not fused as a block: {plans:?}");
             assert_eq!(plans.len(), 1, "{what}: {plans:?}");
             let got = model.run(&inputs).unwrap();
             let want = Model::compile_graph(&unfused, 2).unwrap().run(&inputs).unwrap();

@@ -629,9 +629,10 @@ pub struct LowerOptions {
     /// in a GEMM tile's finish.
     pub plain_epilogues: bool,
     /// Even so, let an f32 matmul or convolution take an epilogue with one sigmoid, erf, tanh
-    /// or exp of its own value (SiLU's `x · sigmoid(x)`, reading it twice; a gate's
-    /// `sigmoid(x)`): the JIT finishes a block of such a GEMM's tiles at a time, the math by
-    /// the runtime's sixteen-lane loop.
+    /// or exp of its own value or of a value the epilogue computes from it (SiLU's
+    /// `x · sigmoid(x)`, reading it twice; a gate's `sigmoid(x)`; GELU's `x · (erf(x / √2) + 1)
+    /// / 2`): the JIT finishes a block of such a GEMM's tiles at a time, the math by the
+    /// runtime's sixteen-lane loop.
     pub wide_math_epilogues: bool,
 }
 
@@ -1174,8 +1175,10 @@ impl<'g> Lowering<'g> {
                         && self.ty(id).dtype == DType::F32
                         && members.iter().all(|&m| self.ty(m).dtype == DType::F32)
                         && {
+                            // Of the value itself (SiLU's sigmoid) or of one computed from it in
+                            // the group (GELU's erf of x / √2, its tanh form's tanh).
                             let maths: Vec<&NodeId> = members.iter().filter(|m| math(m)).collect();
-                            maths.len() == 1 && g.operands(*maths[0]).first() == Some(&value)
+                            maths.len() == 1 && g.operands(*maths[0]).first().is_some_and(|a| *a == value || members.contains(a))
                         };
                     let only_this_group = users.iter().all(|u| members.contains(u)) && (reads == 1 || self.options.multi_read_epilogues || wide);
                     let allowed = !(self.options.plain_epilogues && members.iter().any(math)) || wide;

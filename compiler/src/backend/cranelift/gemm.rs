@@ -531,7 +531,8 @@ fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
 }
 
 /// The block's finish with an epilogue op computed for all of it at once ([`GemmPlan::wide`]):
-/// the values up to the op's argument (the contraction's value: bias added, rounded) staged
+/// the values up to the op's argument (the contraction's value, bias added and rounded, and
+/// the epilogue's ops up to the argument where it computes one: [`up_to_argument`]) staged
 /// in scratch as rows of the group's columns, the op by one runtime call into a second area,
 /// then each tile finished with the op's values given, and stored.
 fn store_wide(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: &Item, (op, call): (usize, Libcall)) -> Emitted {
@@ -545,8 +546,8 @@ fn store_wide(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: 
         let at = fx.b.ins().imul_imm_s(ip, (MR * stride * 4) as i64);
         fx.b.ins().iadd(base, at)
     };
-    // The argument: the finish without the epilogue.
-    let bare = Contraction { epilogue: None, ..c.clone() };
+    // The argument: the finish up to it.
+    let bare = up_to_argument(c, op);
     let tiles = |fx: &mut Fx, each: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value) -> Emitted| -> Emitted {
         let zero = fx.i(0);
         fx.try_for_range(zero, live, 1, &[], |fx, ip, _| {
@@ -573,14 +574,27 @@ fn store_wide(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: 
 }
 
 /// The epilogue op of `c` a GEMM computes for a block at once: its only sigmoid, erf, tanh or
-/// exp, of the contraction's own value, in an f32 epilogue.
+/// exp, of the contraction's own value or of one the epilogue computes before it, in an f32
+/// epilogue.
 fn wide_epilogue_op(c: &Contraction) -> Option<(usize, Libcall)> {
     let e = c.epilogue.as_ref().filter(|e| e.expr.is_f32_domain())?;
     let maths: Vec<(usize, Libcall)> = e.expr.ops.iter().enumerate().filter_map(|(i, op)| wide_math(op).map(|lc| (i, lc))).collect();
     match maths.as_slice() {
-        &[(i, lc)] if e.expr.ops[i].args == [0] && e.expr.ops[i].dtype == DType::F32 && e.expr.arg_types(&e.expr.ops[i]).first() == Some(&DType::F32) => Some((i, lc)),
+        &[(i, lc)] if matches!(e.expr.ops[i].args.as_slice(), &[a] if a == 0 || a >= e.expr.inputs.len()) && e.expr.ops[i].dtype == DType::F32 && e.expr.arg_types(&e.expr.ops[i]).first() == Some(&DType::F32) => Some((i, lc)),
         _ => None,
     }
+}
+
+/// `c` finished up to the argument of its epilogue's op `op` ([`wide_epilogue_op`]): its own
+/// value (no epilogue), or its epilogue's ops up to the one computing the argument.
+fn up_to_argument(c: &Contraction, op: usize) -> Contraction {
+    let epilogue = c.epilogue.as_ref().and_then(|e| {
+        let arg = e.expr.ops[op].args[0];
+        let computed = arg.checked_sub(e.expr.inputs.len())?;
+        let expr = crate::lower::Expr { inputs: e.expr.inputs.clone(), ops: e.expr.ops[..=computed].to_vec() };
+        Some(crate::lower::Epilogue { expr, ..e.clone() })
+    });
+    Contraction { epilogue, ..c.clone() }
 }
 
 /// The most scratch each of [`GemmPlan::wide`]'s two areas may take.
