@@ -199,7 +199,7 @@ struct GemmPlan {
 impl GemmPlan {
     fn new(cx: &Context<'_>, c: &Contraction, finite: &Finite) -> GemmPlan {
         let (batch, m, n, k) = (c.batch, c.m, c.n, c.k);
-        let mc = cx.row_block();
+        let mc = cx.row_block(m);
         let panels = n.div_ceil(NR);
         let packed_elems = batch * panels * k * NR;
         let bdt = c.b.ty.dtype;

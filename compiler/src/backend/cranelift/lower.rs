@@ -75,10 +75,18 @@ impl<'p> Context<'p> {
         self.plans[self.current] = Some(text);
     }
 
-    /// Rows per work item of the current kernel's GEMM: a band's, or [`super::legal::MC`].
-    pub fn row_block(&self) -> usize {
+    /// Rows per work item of the current kernel's GEMM of `m` rows: a band's where it runs in
+    /// bands, else at most [`super::legal::MC`], the rows shared evenly among that many blocks
+    /// (a multiple of [`super::legal::MR`]): 197 rows as 52, 52, 52 and 41 rather than 64, 64,
+    /// 64 and 5, so that each thread's share of the blocks is its share of the rows (two
+    /// threads took 128 and 69 rows of a ViT's GEMMs).
+    pub fn row_block(&self, m: usize) -> usize {
         let k = self.current;
-        self.bands.iter().find(|b| b.first == k || b.first + 2 == k).map_or(super::legal::MC, |b| b.rows)
+        let (most, mr) = (super::legal::MC, super::legal::MR);
+        match self.bands.iter().find(|b| b.first == k || b.first + 2 == k) {
+            Some(b) => b.rows,
+            None => m.div_ceil(m.div_ceil(most).max(1)).next_multiple_of(mr).clamp(mr, most),
+        }
     }
 
     /// A code generation failure in the current kernel (legality was checked before: this is
