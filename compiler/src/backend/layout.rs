@@ -31,6 +31,9 @@ pub struct Layout {
     pub scratch_bytes: usize,
     /// Spans of kernels (first, last) whose steps run interleaved: planned as live together.
     pub together: Vec<(usize, usize)>,
+    /// Kernels whose output may not take an input's place ([`plan::plan_with_temps`]); by
+    /// kernel index, none where shorter.
+    pub apart: Vec<bool>,
     /// The arena plan including temporaries (after [`Layout::finish`]).
     pub plan: BufferPlan,
     program_buffers: usize,
@@ -85,6 +88,7 @@ impl Layout {
             temps: Vec::new(),
             scratch_bytes: 0,
             together: Vec::new(),
+            apart: Vec::new(),
             plan: BufferPlan::default(),
             program_buffers: program.buffers.len(),
             deferred: Default::default(),
@@ -127,7 +131,8 @@ impl Layout {
 
     /// Plans the arena with the temporaries, once every kernel is compiled.
     pub fn finish(&mut self, program: &Program) {
-        self.plan = plan::plan_with_temps(&self.buffers, &program.kernels, &program.outputs, &self.temps, &self.together);
+        let apart = &self.apart;
+        self.plan = plan::plan_with_temps(&self.buffers, &program.kernels, &program.outputs, &self.temps, &self.together, &|k| !apart.get(k).copied().unwrap_or(false));
     }
 
     /// Bytes of constant data the code uses (weights as stored, after packing).

@@ -74,13 +74,16 @@ fn in_place_inputs(buffers: &[Buffer], kernel: &Kernel) -> Vec<usize> {
 
 /// Plans the arena for `kernels` over `buffers`, with no kernel temporaries.
 pub fn plan(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand]) -> BufferPlan {
-    plan_with_temps(buffers, kernels, outputs, &[], &[])
+    plan_with_temps(buffers, kernels, outputs, &[], &[], &|_| true)
 }
 
 /// Plans the arena; each `(k, bytes)` of `temps` is a temporary live during kernel `k`. Each
 /// `(first, last)` of `together` is a span of kernels that run interleaved (block by block):
-/// whatever is live during one of them is live during all of them.
-pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand], temps: &[(usize, usize)], together: &[(usize, usize)]) -> BufferPlan {
+/// whatever is live during one of them is live during all of them. An elementwise kernel `k`
+/// writes in place only where `in_place(k)` (a backend whose code for it would be slower so:
+/// LLVM's loop vectoriser checks at run time that an output does not overlap an input, and
+/// runs the scalar loop where it does).
+pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand], temps: &[(usize, usize)], together: &[(usize, usize)], in_place: &dyn Fn(usize) -> bool) -> BufferPlan {
     let end = kernels.len();
     // (size, first kernel, last kernel) per planned item.
     let mut live: Vec<Option<(usize, usize, usize)>> = vec![None; buffers.len() + temps.len()];
@@ -120,7 +123,7 @@ pub fn plan_with_temps(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operan
     // In place: an output that takes an input's place is planned as part of it.
     let mut same_as: Vec<Option<usize>> = vec![None; live.len()];
     for (k, kernel) in kernels.iter().enumerate() {
-        if together.iter().any(|&(a, b)| (a..=b).contains(&k)) {
+        if !in_place(k) || together.iter().any(|&(a, b)| (a..=b).contains(&k)) {
             continue;
         }
         let y = kernel.writes().0;

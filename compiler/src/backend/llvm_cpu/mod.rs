@@ -231,6 +231,10 @@ impl LlvmCpuBackend {
         let emitting = std::time::Instant::now();
         // Every kernel's plan first, then each kernel's code as its plan says.
         let plans: Vec<KernelPlan> = program.kernels.iter().map(|kernel| self.plan(program, kernel)).collect();
+        // An elementwise kernel writes over its input only where its code is explicit vectors:
+        // LLVM's loop vectoriser checks that a loop's output and input do not overlap and runs
+        // its scalar loop where they do (the Whisper encoder's GELU kernels ran ten times slower).
+        layout.apart = plans.iter().map(|p| !matches!(p, KernelPlan::Items(forms) if forms.iter().all(|f| matches!(f, ItemsForm::ElementwiseRows { lanes: Some(_), .. })))).collect();
         for (k, (kernel, plan)) in program.kernels.iter().zip(&plans).enumerate() {
             let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
             let failed = |m: String| codegen(Some(kernel), m);
