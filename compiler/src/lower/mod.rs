@@ -504,6 +504,32 @@ pub struct Rows {
     pub output: BufferId,
 }
 
+impl Rows {
+    /// The end of the run of elementwise stages that contains stage `si`: the next reduction
+    /// at or after it, or the end (a backend may compute a run in one loop over the row).
+    pub fn run_end(&self, si: usize) -> usize {
+        (si..self.stages.len()).find(|&e| matches!(self.stages[e], RowStage::Reduce { .. })).unwrap_or(self.stages.len())
+    }
+
+    /// Whether value `v` (a stage's result) is the kernel's result or is read by a stage from
+    /// `from` on: what a run computing it must leave in memory.
+    pub fn read_after(&self, v: RowValue, from: usize) -> bool {
+        v == self.inputs.len() + self.stages.len() - 1
+            || self.stages[from..].iter().any(|st| match st {
+                RowStage::Reduce { arg, .. } => *arg == v,
+                RowStage::Map { op, .. } => op.args.contains(&v),
+            })
+    }
+
+    /// Whether value `v` is a full row (not a scalar per row).
+    pub fn full(&self, v: RowValue) -> bool {
+        match v.checked_sub(self.inputs.len()) {
+            None => self.inputs[v].full,
+            Some(si) => matches!(self.stages[si], RowStage::Map { full: true, .. }),
+        }
+    }
+}
+
 /// A kernel family with its description.
 // A program has tens of kernels: boxing the large variant would save nothing that matters.
 #[allow(clippy::large_enum_variant, reason = "kernels are built once per program and read in place; boxing the contraction buys nothing")]

@@ -911,11 +911,11 @@ struct FusedRun {
 impl FusedRun {
     /// The run starting at stage `start` of `r`, if it is one loop.
     fn of(r: &Rows, start: usize, dtype_of: &dyn Fn(RowValue) -> DType) -> Option<FusedRun> {
-        let end = run_end(r, start);
+        let end = r.run_end(start);
         let maps = || r.stages[start..end].iter().filter_map(|st| if let RowStage::Map { op, full } = st { Some((op, *full)) } else { None });
         let wide_or_single = |d: DType| matches!(d, DType::F32 | DType::F64);
         // A select's per-row condition stays a scalar test of the lanes.
-        let row_test = |op: &crate::lower::EwOp, i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !full_value(r, op.args[0]);
+        let row_test = |op: &crate::lower::EwOp, i: usize| i == 0 && matches!(op.kind, crate::lower::EwKind::Select) && !r.full(op.args[0]);
         let args_are = |op: &crate::lower::EwOp, ok: &dyn Fn(DType) -> bool| op.args.iter().enumerate().all(|(i, &a)| ok(dtype_of(a)) || row_test(op, i));
         let fuses = end > start
             && maps().any(|(_, full)| full)
@@ -947,13 +947,7 @@ impl RowsPlan {
         let n_in = r.inputs.len();
         let last = n_in + r.stages.len() - 1;
         let dtype_of = |v: RowValue| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
-        let full_of = |v: RowValue| {
-            if v < n_in {
-                r.inputs[v].full
-            } else {
-                matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
-            }
-        };
+        let full_of = |v: RowValue| r.full(v);
         let mut fused: Vec<Option<FusedRun>> = vec![None; r.stages.len()];
         let mut si = 0;
         while si < r.stages.len() {
@@ -970,7 +964,7 @@ impl RowsPlan {
         for (v, slot) in slots.iter_mut().enumerate().take(last) {
             let widened = v < n_in && matches!(dtype_of(v), DType::F16 | DType::BF16);
             // A value of a fused run that no later stage reads stays in a register.
-            let kept = v >= n_in && fused[v - n_in].is_none_or(|run| read_after(r, v, run.next()));
+            let kept = v >= n_in && fused[v - n_in].is_none_or(|run| r.read_after(v, run.next()));
             if full_of(v) && (kept || widened) {
                 let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
                 *slot = Some((bytes, t));
@@ -1237,31 +1231,6 @@ fn row_map(fx: &mut Fx, plan: &RowsPlan, len: usize, op: &crate::lower::EwOp, sc
     run(fx, vec_end, len, false)
 }
 
-/// The end of the run of elementwise stages that starts at `si`: the next reduction, or the end.
-fn run_end(r: &Rows, si: usize) -> usize {
-    (si..r.stages.len()).find(|&e| matches!(r.stages[e], RowStage::Reduce { .. })).unwrap_or(r.stages.len())
-}
-
-/// Whether value `v` of `r` is a full row (not a scalar per row).
-fn full_value(r: &Rows, v: RowValue) -> bool {
-    let n_in = r.inputs.len();
-    if v < n_in {
-        r.inputs[v].full
-    } else {
-        matches!(r.stages[v - n_in], RowStage::Map { full: true, .. })
-    }
-}
-
-/// Whether value `v` (a stage's) is the result or is read by a stage from `from` on.
-fn read_after(r: &Rows, v: RowValue, from: usize) -> bool {
-    let n_in = r.inputs.len();
-    v == n_in + r.stages.len() - 1
-        || r.stages[from..].iter().any(|st| match st {
-            RowStage::Reduce { arg, .. } => *arg == v,
-            RowStage::Map { op, .. } => op.args.contains(&v),
-        })
-}
-
 /// The full stages of `run` (and the reduction after it, where it takes it) for every row of
 /// the group in one loop over the row: four lanes at a time and then one by one, or one by one,
 /// each row's values in registers, stored only where a later stage reads them or they are the
@@ -1278,7 +1247,7 @@ fn fused_run(fx: &mut Fx, plan: &RowsPlan, r: &Rows, run: FusedRun, group_scalar
         .collect();
     // Values read from memory (inputs, earlier runs' values) and stored ones, per row.
     let in_memory = |a: RowValue| plan.full[a] && a < n_in + run.start;
-    let stored = |v: RowValue| read_after(r, v, run.next());
+    let stored = |v: RowValue| r.read_after(v, run.next());
     let mut places: Vec<Vec<Option<(Value, Value, DType)>>> = vec![vec![None; plan.last + 1]; ROW_GROUP];
     for (q, row_places) in places.iter_mut().enumerate() {
         for &(v, op) in &fulls {

@@ -188,7 +188,7 @@ pub fn row_loops(r: &Rows) -> usize {
     let mut loops = 0;
     let mut si = 0;
     while si < r.stages.len() {
-        let end = run_end(r, si);
+        let end = r.run_end(si);
         loops += usize::from(r.stages[si..end].iter().any(|st| matches!(st, RowStage::Map { full: true, .. })));
         si = end + 1;
     }
@@ -1567,7 +1567,7 @@ impl<'ctx> Ir<'ctx> {
                     }
                 }
                 RowStage::Map { .. } => {
-                    let run_end = run_end(r, si);
+                    let run_end = r.run_end(si);
                     let read_after = |x: RowValue| read_after_its_run(r, x);
                     let in_register = |x: RowValue| dtypes[x].is_float();
                     let mut fulls: Vec<(RowValue, &crate::lower::EwOp)> = Vec::new();
@@ -1653,22 +1653,10 @@ pub struct RowShare<'a, 'ctx> {
     pub reduce: &'a mut dyn FnMut(&mut Ir<'ctx>, ReduceKind, DType, &dyn Fn(&mut Ir<'ctx>, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx>,
 }
 
-/// The stage after the run of elementwise stages that stage `si` of `r` belongs to: the next
-/// reduction's, or the end ([`Ir::rows_with`] computes a run in one loop).
-fn run_end(r: &Rows, si: usize) -> usize {
-    (si..r.stages.len()).find(|&e| matches!(r.stages[e], RowStage::Reduce { .. })).unwrap_or(r.stages.len())
-}
-
-/// Whether value `v` of `r` (a stage's result) is read after the run of elementwise stages that
+/// Whether value `v` of `r` (a stage's) is read after the run of elementwise stages that
 /// computes it, or is the result: only such values go to memory.
 fn read_after_its_run(r: &Rows, v: RowValue) -> bool {
-    let n_in = r.inputs.len();
-    let last = n_in + r.stages.len() - 1;
-    v == last
-        || r.stages[run_end(r, v - n_in)..].iter().any(|st| match st {
-            RowStage::Reduce { arg, .. } => *arg == v,
-            RowStage::Map { op, .. } => op.args.contains(&v),
-        })
+    r.read_after(v, r.run_end(v - r.inputs.len()))
 }
 
 /// Where each full intermediate value of a rows kernel that is read after its run lives in a

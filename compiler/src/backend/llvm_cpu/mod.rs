@@ -273,7 +273,7 @@ impl LlvmCpuBackend {
             layout.manifest(program, info, schedule.symbols, schedule.steps)
         });
         for (k, (info, kernel)) in manifest.kernels.iter_mut().zip(&program.kernels).enumerate() {
-            info.plan = self.describe_in(program, kernel, banded.iter().find(|b| (b.first..b.first + 3).contains(&k))).unwrap_or_default();
+            info.plan = describe_banded(program, plans[k].describe(kernel), banded.iter().find(|b| (b.first..b.first + 3).contains(&k)));
         }
         let constants = if output == Output::Library {
             let bytes = constants.into_bytes(program);
@@ -301,6 +301,14 @@ impl LlvmCpuBackend {
             other => return Err(BackendError::program(self.name, BackendErrorKind::Form(other.name()))),
         };
         Ok(Compiled { manifest, constants, code: vec![code] })
+    }
+}
+
+/// A kernel's plan in words, and the band it runs in (if any).
+fn describe_banded(program: &Program, plan: String, band: Option<&bands::Band>) -> String {
+    match band {
+        Some(b) => format!("{plan}; {}", bands::describe(program, b)),
+        None => plan,
     }
 }
 
@@ -639,16 +647,7 @@ impl LlvmCpuBackend {
     pub fn describe(&self, program: &Program, kernel: &Kernel) -> Option<String> {
         let k = program.kernels.iter().position(|x| std::ptr::eq(x, kernel));
         let band = k.and_then(|k| self.bands(program).into_iter().find(|b| (b.first..b.first + 3).contains(&k)));
-        self.describe_in(program, kernel, band.as_ref())
-    }
-
-    /// [`LlvmCpuBackend::describe`] of `kernel`, which runs in `band` (if any).
-    fn describe_in(&self, program: &Program, kernel: &Kernel, band: Option<&bands::Band>) -> Option<String> {
-        let alone = self.describe_alone(program, kernel);
-        match band {
-            Some(b) => Some(format!("{}; {}", alone.unwrap_or_default(), bands::describe(program, &b))),
-            None => alone,
-        }
+        Some(describe_banded(program, self.plan(program, kernel).describe(kernel), band.as_ref()))
     }
 
     /// The attention chains this backend runs in bands ([`bands`]): both matmuls on the GEMM
@@ -670,11 +669,6 @@ impl LlvmCpuBackend {
                 chain.band(rows)
             })
             .collect()
-    }
-
-    /// [`LlvmCpuBackend::describe`] of the kernel on its own: its plan in words.
-    fn describe_alone(&self, program: &Program, kernel: &Kernel) -> Option<String> {
-        Some(self.plan(program, kernel).describe(kernel))
     }
 
     /// The [`LaneRules`] of this machine's modules.
