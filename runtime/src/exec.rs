@@ -484,7 +484,7 @@ impl Executor {
             let spent: Vec<std::sync::atomic::AtomicU64> = if times.is_some() && group.len() > 1 { group.iter().map(|_| Default::default()).collect() } else { Vec::new() };
             let started = times.as_ref().map(|_| std::time::Instant::now());
             let work = g.blocks;
-            let threads = if g.cost >= PARALLEL_MIN_COST * std::env::var("F16C_X").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(1.0) { self.threads.min(work).max(1) } else { 1 };
+            let threads = if g.cost >= PARALLEL_MIN_COST { self.threads.min(work).max(1) } else { 1 };
             while scratch.len() < threads {
                 scratch.push(Aligned::for_writing(m.scratch_bytes));
             }
