@@ -36,8 +36,10 @@ pub const MAGIC: &[u8; 8] = b"F16CART\n";
 /// `GemmPairsBf16`; 8: the word-wise [`Checksum`] instead of FNV-1a over bytes; 9:
 /// `SigmoidArrayF32`; 10: `ErfArrayF32` and `TanhArrayF32`; 11: the micro-kernels chosen at
 /// compile time (`GemmTilesAvx512` and `DepthwiseRowAvx512`; `GemmTiles` and `DepthwiseRow` are
-/// the AVX2 loops only, and code calls one without a generated fallback).
-pub const FORMAT_VERSION: u32 = 11;
+/// the AVX2 loops only, and code calls one without a generated fallback); 12: a constant may be
+/// stored as fp16/bf16 and widened to f32 when the artifact is loaded ([`Slot::Constant`]'s
+/// `widen`), which a version-11 runtime would hand to the code unwidened.
+pub const FORMAT_VERSION: u32 = 12;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 48;
 /// Alignment of every constant inside the constants section (and of the memory the runtime
@@ -87,8 +89,14 @@ pub enum Slot {
     Constant {
         /// Offset in the constants section (a multiple of [`CONSTANT_ALIGN`]).
         offset: usize,
-        /// Length.
+        /// Length (as stored).
         bytes: usize,
+        /// Stored as these 16-bit floats and widened to f32 by the runtime when it loads the
+        /// artifact (the code reads `2 · bytes` bytes of f32): weights a CPU without fp16/bf16
+        /// arithmetic multiplies in f32, half the bytes on disk and none of the per-run
+        /// conversion. `None`: used as stored.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        widen: Option<Widen>,
     },
     /// `bytes` bytes at `offset` in the arena (intermediates and kernel temporaries).
     Arena {
@@ -97,6 +105,60 @@ pub enum Slot {
         /// Length.
         bytes: usize,
     },
+}
+
+/// The 16-bit float type a constant is stored in when the runtime widens it to f32 at load
+/// ([`Slot::Constant`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Widen {
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl Widen {
+    /// Widens `src` (stored values, little-endian) into `dst` (`2 · src.len()` bytes of f32):
+    /// exact, every value (NaN payloads, subnormals, infinities) as the code's own widening
+    /// gives it.
+    pub fn widen(self, src: &[u8], dst: &mut [u8]) {
+        use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+        assert_eq!(dst.len(), 2 * src.len(), "a widened constant is twice its stored bytes");
+        const CHUNK: usize = 4096;
+        let (mut bits, mut wide) = ([0u16; CHUNK], [0f32; CHUNK]);
+        for (s, d) in src.chunks(2 * CHUNK).zip(dst.chunks_mut(4 * CHUNK)) {
+            let n = s.len() / 2;
+            for (b, pair) in bits.iter_mut().zip(s.chunks_exact(2)) {
+                *b = u16::from_le_bytes([pair[0], pair[1]]);
+            }
+            match self {
+                // F16C's conversion, as the code's (a NaN becomes quiet with its payload).
+                Widen::F16 => bits[..n].reinterpret_cast::<half::f16>().convert_to_f32_slice(&mut wide[..n]),
+                // The bits moved up, as the code widens bf16.
+                Widen::Bf16 => {
+                    for (w, &b) in wide.iter_mut().zip(&bits[..n]) {
+                        *w = f32::from_bits(u32::from(b) << 16);
+                    }
+                }
+            }
+            for (out, w) in d.chunks_exact_mut(4).zip(&wide[..n]) {
+                out.copy_from_slice(&w.to_le_bytes());
+            }
+        }
+    }
+}
+
+impl Slot {
+    /// Bytes the code reads through this slot (a widened constant's f32 bytes); 0 for an input
+    /// or an unused slot.
+    pub fn run_bytes(&self) -> usize {
+        match *self {
+            Slot::Constant { bytes, widen: Some(_), .. } => 2 * bytes,
+            Slot::Constant { bytes, .. } | Slot::Arena { bytes, .. } => bytes,
+            Slot::Input(_) | Slot::Unused => 0,
+        }
+    }
 }
 
 /// A function result: the slot holding it and its type.
@@ -487,6 +549,34 @@ impl Manifest {
         serde_json::from_slice(bytes).map_err(ArtifactError::Manifest)
     }
 
+    /// Rewrites the constants section `constants` with every widened constant
+    /// ([`Slot::Constant`]'s `widen`) stored as the f32 the code reads, and its slot as a plain
+    /// constant: for code that carries its weights itself (a library), where no runtime widens
+    /// them at load. Slots that shared bytes still do.
+    pub fn widen_constants(&mut self, constants: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(constants.len());
+        let mut placed: std::collections::HashMap<(usize, usize, Option<Widen>), usize> = std::collections::HashMap::new();
+        for slot in &mut self.slots {
+            let Slot::Constant { offset, bytes, widen } = slot else { continue };
+            let key = (*offset, *bytes, *widen);
+            let stored = &constants[*offset..*offset + *bytes];
+            let at = *placed.entry(key).or_insert_with(|| {
+                out.resize(out.len().next_multiple_of(CONSTANT_ALIGN), 0);
+                let at = out.len();
+                match widen {
+                    Some(w) => {
+                        out.resize(at + 2 * stored.len(), 0);
+                        w.widen(stored, &mut out[at..]);
+                    }
+                    None => out.extend_from_slice(stored),
+                }
+                at
+            });
+            *slot = Slot::Constant { offset: at, bytes: if widen.is_some() { 2 * *bytes } else { *bytes }, widen: None };
+        }
+        out
+    }
+
     /// Checks that every reference inside the manifest is in range (`constants` bytes of
     /// constants).
     pub fn validate(&self, constants: usize) -> Result<(), ArtifactError> {
@@ -494,7 +584,7 @@ impl Manifest {
         for (i, s) in self.slots.iter().enumerate() {
             match *s {
                 Slot::Input(k) if k >= self.inputs.len() => return bad(format!("slot {i} reads input #{k} of {}", self.inputs.len())),
-                Slot::Constant { offset, bytes } if offset.checked_add(bytes).is_none_or(|e| e > constants) || offset % CONSTANT_ALIGN != 0 => {
+                Slot::Constant { offset, bytes, widen } if offset.checked_add(bytes).is_none_or(|e| e > constants) || offset % CONSTANT_ALIGN != 0 || (widen.is_some() && bytes % 2 != 0) => {
                     return bad(format!("slot {i}: constant at {offset}+{bytes} outside the {constants}-byte constants section"))
                 }
                 Slot::Arena { offset, bytes } if offset.checked_add(bytes).is_none_or(|e| e > self.arena_bytes) => {
@@ -514,7 +604,7 @@ impl Manifest {
         for (k, o) in self.outputs.iter().enumerate() {
             let bytes = o.ty.ty().map_or(0, |t| t.byte_size());
             let ok = match self.slots.get(o.slot) {
-                Some(Slot::Arena { bytes: b, .. } | Slot::Constant { bytes: b, .. }) => *b >= bytes,
+                Some(s @ (Slot::Arena { .. } | Slot::Constant { .. })) => s.run_bytes() >= bytes,
                 Some(Slot::Input(i)) => self.inputs[*i].ty().is_some_and(|t| t.byte_size() >= bytes),
                 _ => false,
             };
@@ -596,7 +686,7 @@ mod tests {
                 micro_kernels: 0,
                 inputs: vec![f32x4.clone()],
                 outputs: vec![Output { slot: 2, ty: f32x4 }],
-                slots: vec![Slot::Input(0), Slot::Constant { offset: 0, bytes: 16 }, Slot::Arena { offset: 0, bytes: 16 }],
+                slots: vec![Slot::Input(0), Slot::Constant { offset: 0, bytes: 16, widen: None }, Slot::Arena { offset: 0, bytes: 16 }],
                 arena_bytes: 64,
                 scratch_bytes: 0,
                 kernels: vec![KernelInfo { name: "k0_add".into(), op: "tosa.add".into(), location: "a.mlir:1:1".into(), summary: String::new(), plan: String::new() }],
@@ -631,7 +721,7 @@ mod tests {
         a.manifest.steps[0].function = 5;
         assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
         let mut a = sample();
-        a.manifest.slots[1] = Slot::Constant { offset: 0, bytes: 17 };
+        a.manifest.slots[1] = Slot::Constant { offset: 0, bytes: 17, widen: None };
         assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
         let mut a = sample();
         a.manifest.outputs[0].slot = 0;
@@ -669,5 +759,57 @@ mod tests {
         a.manifest.code_format = CodeFormat::Ptx;
         a.manifest.steps[0].launch = Some(Launch { grid: [1, 1, 1], block: [65536, 65536, 2], shared_bytes: 0 });
         assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+    }
+
+    #[test]
+    fn widened_constants_are_exact_and_survive_the_manifest() {
+        // Every f16 bit pattern, as F16C converts it (the runtime's widening at load must give
+        // the code's bits): finite values exactly, a NaN quiet with its payload.
+        let bits: Vec<u16> = (0..=u16::MAX).collect();
+        let stored: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let mut wide = vec![0u8; 2 * stored.len()];
+        Widen::F16.widen(&stored, &mut wide);
+        for (b, w) in bits.iter().zip(wide.chunks_exact(4)) {
+            let got = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            let h = half::f16::from_bits(*b);
+            let want = if h.is_nan() { ((*b as u32 & 0x8000) << 16) | 0x7f80_0000 | 0x0040_0000 | ((*b as u32 & 0x03ff) << 13) } else { h.to_f32().to_bits() };
+            assert_eq!(got, want, "f16 {b:#06x}");
+        }
+        // bf16: the bits moved up (as the code widens it, a NaN as it is).
+        Widen::Bf16.widen(&stored, &mut wide);
+        for (b, w) in bits.iter().zip(wide.chunks_exact(4)) {
+            assert_eq!(u32::from_le_bytes([w[0], w[1], w[2], w[3]]), (*b as u32) << 16, "bf16 {b:#06x}");
+        }
+        // The manifest keeps the widening; a plain constant's JSON is unchanged.
+        let mut a = sample();
+        a.manifest.slots[1] = Slot::Constant { offset: 0, bytes: 8, widen: Some(Widen::F16) };
+        let json = |s: &Slot| serde_json::to_string(s).expect("a slot serialises");
+        assert_eq!(json(&a.manifest.slots[1]), r#"{"constant":{"offset":0,"bytes":8,"widen":"f16"}}"#);
+        assert_eq!(json(&sample().manifest.slots[1]), r#"{"constant":{"offset":0,"bytes":16}}"#);
+        assert_eq!(Artifact::from_bytes(&a.to_bytes()).expect("reads back").manifest.slots[1], a.manifest.slots[1]);
+        assert_eq!(a.manifest.slots[1].run_bytes(), 16);
+        // A widened constant of an odd byte count is damage.
+        a.manifest.slots[1] = Slot::Constant { offset: 0, bytes: 7, widen: Some(Widen::Bf16) };
+        assert!(matches!(Artifact::from_bytes(&a.to_bytes()), Err(ArtifactError::Inconsistent(_))));
+    }
+
+    #[test]
+    fn a_library_carries_its_widened_constants() {
+        // Two slots share a widened weight, a third is plain: the section afterwards holds the
+        // widened one once (aligned) and the plain one as it was.
+        let one = half::f16::from_f32(1.5).to_bits().to_le_bytes();
+        let mut section = vec![0u8; 128];
+        section[..2].copy_from_slice(&one);
+        section[64..68].copy_from_slice(&7u32.to_le_bytes());
+        let mut m = sample().manifest;
+        let w = Slot::Constant { offset: 0, bytes: 2, widen: Some(Widen::F16) };
+        m.slots = vec![w.clone(), Slot::Constant { offset: 64, bytes: 4, widen: None }, w];
+        let out = m.widen_constants(&section);
+        let Slot::Constant { offset: a, bytes: 4, widen: None } = m.slots[0] else { panic!("{:?}", m.slots[0]) };
+        assert_eq!(m.slots[2], m.slots[0]);
+        assert_eq!(f32::from_le_bytes(out[a..a + 4].try_into().expect("four bytes")), 1.5);
+        let Slot::Constant { offset: b, bytes: 4, widen: None } = m.slots[1] else { panic!("{:?}", m.slots[1]) };
+        assert_eq!(b % CONSTANT_ALIGN, 0);
+        assert_eq!(&out[b..b + 4], &7u32.to_le_bytes());
     }
 }

@@ -248,6 +248,11 @@ impl Model {
             let slot = constant_slots.next().expect("a constant slot per piece");
             let mut buffer = f16c_runtime::exec::Aligned::zeroed(len);
             fill(&mut buffer.bytes_mut()[..len]);
+            // A weight stored as fp16/bf16 for code that multiplies in f32 is widened once,
+            // as the runtime does when it loads an artifact.
+            if let f16c_core::artifact::Slot::Constant { widen: Some(w), .. } = manifest.slots[slot] {
+                buffer = f16c_runtime::exec::Aligned::constant(&buffer.bytes_mut()[..len], Some(w));
+            }
             aligned[slot] = Some(buffer);
         });
         drop(program);

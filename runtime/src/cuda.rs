@@ -168,9 +168,11 @@ impl GpuExecutor {
         let mut constants = Vec::with_capacity(m.slots.len());
         for (i, s) in m.slots.iter().enumerate() {
             constants.push(match *s {
-                Slot::Constant { offset, bytes } => {
-                    let b = DeviceBuffer::new(bytes, &format!("weight slot {i}"))?;
-                    b.upload(&artifact.constants[offset..offset + bytes], "a weight")?;
+                Slot::Constant { offset, bytes, widen } => {
+                    let mut host = crate::exec::Aligned::constant(&artifact.constants[offset..offset + bytes], widen);
+                    let len = s.run_bytes();
+                    let b = DeviceBuffer::new(len, &format!("weight slot {i}"))?;
+                    b.upload(&host.bytes_mut()[..len], "a weight")?;
                     Some(b)
                 }
                 _ => None,

@@ -288,6 +288,19 @@ impl Aligned {
         a
     }
 
+    /// The buffer of a constant stored as `stored`, widened to f32 where `widen` says
+    /// ([`Slot::Constant`]).
+    pub fn constant(stored: &[u8], widen: Option<f16c_core::artifact::Widen>) -> Aligned {
+        match widen {
+            None => Aligned::from_bytes(stored),
+            Some(w) => {
+                let mut a = Aligned::zeroed(2 * stored.len());
+                w.widen(stored, &mut a.bytes_mut()[..2 * stored.len()]);
+                a
+            }
+        }
+    }
+
     fn len(&self) -> usize {
         self.len
     }
@@ -397,7 +410,7 @@ impl Executor {
             .slots
             .iter()
             .map(|s| match *s {
-                Slot::Constant { offset, bytes } => Some(Aligned::from_bytes(&constants[offset..offset + bytes])),
+                Slot::Constant { offset, bytes, widen } => Some(Aligned::constant(&constants[offset..offset + bytes], widen)),
                 _ => None,
             })
             .collect();
@@ -442,9 +455,9 @@ impl Executor {
         &self.inputs
     }
 
-    /// Bytes of weights held (as stored, after packing and conversion).
+    /// Bytes of weights held (after packing and conversion; a weight widened at load as f32).
     pub fn weight_bytes(&self) -> usize {
-        self.manifest.slots.iter().map(|s| if let Slot::Constant { bytes, .. } = s { *bytes } else { 0 }).sum()
+        self.manifest.slots.iter().filter(|s| matches!(s, Slot::Constant { .. })).map(Slot::run_bytes).sum()
     }
 
     /// Sets the number of threads used by later runs.

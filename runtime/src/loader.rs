@@ -101,7 +101,7 @@ pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
     let Some(manifest) = Manifest::from_json(&manifest_bytes).ok().filter(|m| m.validate(k).is_ok()) else { return whole(file) };
     // Constants in file order, each slot's into its own buffer.
     let mut order: Vec<(usize, usize, usize)> =
-        manifest.slots.iter().enumerate().filter_map(|(i, s)| if let Slot::Constant { offset, bytes } = *s { Some((offset, bytes, i)) } else { None }).collect();
+        manifest.slots.iter().enumerate().filter_map(|(i, s)| if let Slot::Constant { offset, bytes, .. } = *s { Some((offset, bytes, i)) } else { None }).collect();
     order.sort_unstable();
     let disjoint = order.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0);
     if manifest.code_format != CodeFormat::ElfSharedObject || !disjoint {
@@ -118,11 +118,16 @@ pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
         gap.resize(offset - at, 0);
         reader.read_exact(&mut gap).map_err(io)?;
         sum.update(&gap);
+        let widen = match manifest.slots[slot] {
+            Slot::Constant { widen, .. } => widen,
+            _ => None,
+        };
         let mut buffer = Aligned::zeroed(bytes);
         let dst = &mut buffer.bytes_mut()[..bytes];
         reader.read_exact(dst).map_err(io)?;
         sum.update(dst);
-        constants[slot] = Some(buffer);
+        // A weight stored as fp16/bf16 for code that multiplies in f32: widened now, once.
+        constants[slot] = Some(if widen.is_some() { Aligned::constant(dst, widen) } else { buffer });
         at = offset + bytes;
     }
     gap.resize(k - at, 0);

@@ -16,6 +16,7 @@
 
 use crate::lower::{plan, Buffer, BufferId, BufferKind, BufferPlan, Program};
 use f16c_core::artifact::{KernelInfo, Manifest, Output, Slot, Step, TensorDesc, CONSTANT_ALIGN};
+use f16c_dialect::DType;
 
 /// The buffer table of one compiled program.
 #[derive(Clone, Debug)]
@@ -40,6 +41,9 @@ pub struct Layout {
     /// Re-packed constants made when the constants section is put together
     /// ([`Layout::replace_constant_packed`]): slot → (the program constant, how).
     deferred: std::collections::HashMap<usize, (usize, Pack)>,
+    /// Constants stored as fp16/bf16 that the runtime widens to f32 when it loads the
+    /// artifact ([`Layout::widen_at_load`]).
+    widened: std::collections::HashMap<usize, f16c_core::artifact::Widen>,
 }
 
 /// How a re-packed constant is made from the program constant it replaces: run when the
@@ -92,6 +96,7 @@ impl Layout {
             plan: BufferPlan::default(),
             program_buffers: program.buffers.len(),
             deferred: Default::default(),
+            widened: Default::default(),
         }
     }
 
@@ -115,6 +120,17 @@ impl Layout {
         self.used[slot] = true;
         self.used[original.0] = false;
         slot
+    }
+
+    /// Constant `slot` (fp16 or bf16 as stored) is widened to f32 by the runtime when it loads
+    /// the artifact: the code reads f32 through the slot, the artifact keeps the 16-bit bytes.
+    pub fn widen_at_load(&mut self, slot: usize, stored: DType) {
+        let widen = match stored {
+            DType::F16 => f16c_core::artifact::Widen::F16,
+            DType::BF16 => f16c_core::artifact::Widen::Bf16,
+            other => unreachable!("only fp16/bf16 constants are widened at load, not {other}"),
+        };
+        self.widened.insert(slot, widen);
     }
 
     /// Kernel `k` needs a temporary of `bytes` in the arena (one more for each call); returns
@@ -173,7 +189,7 @@ impl Layout {
                     end = (offset + len).next_multiple_of(CONSTANT_ALIGN);
                     constants.total = offset + len;
                     constants.pieces.push((offset, piece));
-                    Slot::Constant { offset, bytes: len }
+                    Slot::Constant { offset, bytes: len, widen: self.widened.get(&slot).copied() }
                 }
                 BufferKind::Intermediate => match self.plan.offset(BufferId(slot)) {
                     Some(offset) => Slot::Arena { offset, bytes: b.bytes },

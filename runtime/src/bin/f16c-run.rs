@@ -2,6 +2,7 @@
 //! analogue of IREE's `iree-run-module`). Links neither MLIR nor LLVM.
 
 use clap::{Arg, ArgAction, Command};
+use f16c_core::artifact::Slot;
 use f16c_runtime::{exec, loader, npy, outln, results, stdout};
 use std::path::Path;
 use std::process::ExitCode;
@@ -114,5 +115,7 @@ fn describe(a: &f16c_runtime::Artifact) -> String {
         if m.requires.is_empty() { "none".to_string() } else { m.requires.join(" ") }
     );
     let micro = if m.micro_kernels == 0 { String::new() } else { format!("\ncalls the runtime's micro-kernels (contract version {})", m.micro_kernels) };
-    head + &micro + &steps
+    let (widened, stored) = m.slots.iter().filter_map(|s| if let Slot::Constant { bytes, widen: Some(_), .. } = s { Some(*bytes) } else { None }).fold((0, 0), |(n, b), x| (n + 1, b + x));
+    let widen = if widened == 0 { String::new() } else { format!("\n{widened} weight(s) of {stored} bytes (fp16/bf16) widened to f32 when loaded ({} bytes in memory)", 2 * stored) };
+    head + &micro + &widen + &steps
 }

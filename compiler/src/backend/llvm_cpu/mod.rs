@@ -34,7 +34,7 @@ use super::llvm::machine::{self, MachineSpec};
 use super::llvm::parts;
 use super::llvm::{Built, Ir, MathImpl};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
-use plan::{AStaging, GemmPlan, ItemsForm, KernelPlan};
+use plan::{AStaging, GemmPlan, ItemsForm, KernelPlan, WidenB};
 use crate::lower::{Kernel, KernelKind, Program};
 use crate::target::{Cpu, Target, X86Level};
 use f16c_core::artifact::{Artifact, CodeFormat, Step};
@@ -276,7 +276,8 @@ impl LlvmCpuBackend {
             info.plan = describe_banded(program, plans[k].describe(kernel), banded.iter().find(|b| (b.first..b.first + 3).contains(&k)));
         }
         let constants = if output == Output::Library {
-            let bytes = constants.into_bytes(program);
+            // A library carries its weights: those the runtime would widen at load, widened now.
+            let bytes = manifest.widen_constants(&constants.into_bytes(program));
             library::entry(&mut ir, program, &manifest, &bytes, &schedule.functions).map_err(|m| codegen(None, m))?;
             Constants::owned(bytes)
         } else {
@@ -358,12 +359,19 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 self.layout.replace_constant_packed(k, c.b.buffer, bytes, pack)
             }
         };
-        // fp16/bf16 operands the tiles would widen over and over, widened once per run into
-        // temporaries the tiles then read.
-        if plan.widen_b {
-            let elements = self.layout.buffers[packed].bytes / c.b.ty.dtype.byte_size();
-            packed = self.widen("_widen_b", (packed, c.b.ty.dtype), elements)?;
-            c.b.ty.dtype = DType::F32;
+        // fp16/bf16 operands the tiles would widen over and over: a constant's by the runtime
+        // when it loads the artifact, one computed at run time once per run into a temporary.
+        match plan.widen_b {
+            WidenB::No => {}
+            WidenB::AtLoad => {
+                self.layout.widen_at_load(packed, c.b.ty.dtype);
+                c.b.ty.dtype = DType::F32;
+            }
+            WidenB::PerRun => {
+                let elements = self.layout.buffers[packed].bytes / c.b.ty.dtype.byte_size();
+                packed = self.widen("_widen_b", (packed, c.b.ty.dtype), elements)?;
+                c.b.ty.dtype = DType::F32;
+            }
         }
         let mut a_slack = 0;
         match &plan.a {

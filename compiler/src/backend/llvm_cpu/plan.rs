@@ -41,12 +41,25 @@ pub struct GemmPlan {
     /// B computed at run time (an attention's keys and values), packed per run in this type;
     /// `None`: a constant, packed at compile time.
     pub b_at_run_time: Option<DType>,
-    /// The packed B (f16/bf16) widened to f32 once per run.
-    pub widen_b: bool,
+    /// Whether and when the packed B (f16/bf16) is widened to f32 for the tiles.
+    pub widen_b: WidenB,
     /// What is done to A before the tiles read it.
     pub a: AStaging,
     /// A column panel's tiles one after the other (rows fastest).
     pub rows_fastest: bool,
+}
+
+/// When a GEMM's fp16/bf16 B is widened to f32 for tiles that multiply in f32, where they
+/// would otherwise widen each value again for every row tile ([`gemm::widens_b`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WidenB {
+    /// Not widened: the tiles read B as packed.
+    No,
+    /// A constant B: by the runtime when it loads the artifact (16-bit in the file, f32 in
+    /// memory; no conversion per run).
+    AtLoad,
+    /// B computed at run time: once per run, in a step of its own before the tiles.
+    PerRun,
 }
 
 /// What a GEMM does to A before its tiles read it.
@@ -151,7 +164,11 @@ impl LlvmCpuBackend {
         if let Some(dt) = b_at_run_time {
             packed.b.ty.dtype = dt;
         }
-        let widen_b = gemm::widens_b(m, &packed, shape);
+        let widen_b = match (gemm::widens_b(m, &packed, shape), b_at_run_time) {
+            (false, _) => WidenB::No,
+            (true, None) => WidenB::AtLoad,
+            (true, Some(_)) => WidenB::PerRun,
+        };
         let a_dtype = if gemm::widens_a(m, c) { DType::F32 } else { c.a.ty.dtype };
         let a = match gemm::padded_input(c) {
             // A run read as one vector may read past the last pixel's channels.
@@ -161,7 +178,7 @@ impl LlvmCpuBackend {
         };
         // The contraction as the tiles see it (B and A in the types they read).
         let mut seen = packed;
-        if widen_b {
+        if widen_b != WidenB::No {
             seen.b.ty.dtype = DType::F32;
         }
         seen.a.ty.dtype = a_dtype;
@@ -211,8 +228,10 @@ impl GemmPlan {
             Some(dt) => s.push_str(&format!("computed at run time, packed per run ({dt})")),
             None => s.push_str(&format!("packed at compile time ({})", c.b.ty.dtype)),
         }
-        if self.widen_b {
-            s.push_str(", widened to f32 once per run");
+        match self.widen_b {
+            WidenB::No => {}
+            WidenB::AtLoad => s.push_str(", widened to f32 when loaded"),
+            WidenB::PerRun => s.push_str(", widened to f32 once per run"),
         }
         if self.rows_fastest {
             s.push_str("; a column panel's tiles one after the other");
