@@ -1122,6 +1122,53 @@ pub fn safe_softmax_case() -> Case {
     Case { name: "safe_softmax_f32".into(), graph: m.functions.remove(0), inputs: vec![input], tolerance: Tolerance::Math }
 }
 
+/// [`safe_softmax_case`]'s graph over eleven rows of 45 (two sixteen-value blocks and a tail;
+/// groups of four and of eight and a ragged one), with and without the all-masked test: the
+/// JIT runs both on the runtime's softmax loop. Rows: all -inf (masked: zeros; unmasked: NaN),
+/// a NaN in the first block (later blocks pass its lane), in the second or in the tail, a maximum of zero with -0 first (its sign is the first
+/// zero's), +inf, values far below the maximum (exp underflows to zero and subnormals), all
+/// equal, ordinary ones.
+pub fn long_softmax_cases() -> Vec<Case> {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/safe_softmax.mlir");
+    let text = std::fs::read_to_string(&path).expect("the file reads").replace("1x2x5x7", "1x1x11x45").replace("1x2x5x1", "1x1x11x1");
+    let plain = {
+        // Without the test: the select's false operand is the result.
+        let lines: Vec<&str> = text.lines().filter(|l| !["%6 =", "%7 =", "%8 =", "%9 ="].iter().any(|p| l.trim_start().starts_with(p))).collect();
+        lines.join("\n").replace("return %9", "return %5")
+    };
+    let (len, rows) = (45, 11);
+    let mut x: Vec<f32> = (0..rows * len).map(|i| ((i * 37) % 23) as f32 / 7.0 - 1.5).collect();
+    let row = |x: &mut Vec<f32>, r: usize| -> std::ops::Range<usize> { r * len..(r + 1) * len };
+    let r1 = row(&mut x, 1);
+    x[r1].fill(f32::NEG_INFINITY);
+    x[2 * len + 20] = f32::NAN;
+    x[3 * len + 40] = f32::NAN;
+    x[9 * len + 2] = f32::NAN;
+    let r4 = row(&mut x, 4);
+    x[r4.clone()].iter_mut().enumerate().for_each(|(i, v)| *v = -1.0 - i as f32);
+    x[4 * len + 17] = -0.0;
+    x[4 * len + 3] = 0.0;
+    x[4 * len + 42] = -0.0;
+    x[5 * len + 9] = f32::INFINITY;
+    let r6 = row(&mut x, 6);
+    x[r6].iter_mut().enumerate().for_each(|(i, v)| *v = if i == 30 { 10.0 } else { -95.0 - i as f32 });
+    let r7 = row(&mut x, 7);
+    x[r7].fill(2.5);
+    x[8 * len..8 * len + 30].fill(f32::NEG_INFINITY);
+    let input = Tensor::new(vec![1, 1, rows, len], Data::F32(x)).unwrap();
+    let canonical = |source: &str| {
+        let mut m = f16c_dialect::import::parse_module(source, "long_softmax.mlir").expect("the text parses");
+        let mut pm = f16c_compiler::pass::PassManager::new();
+        pm.add(f16c_compiler::pass::registry::create("canonicalize", "").expect("a pass"));
+        pm.run(&mut m, &mut std::io::sink()).expect("canonicalize runs");
+        m.functions.remove(0)
+    };
+    vec![
+        Case { name: "long_safe_softmax_f32".into(), graph: canonical(&text), inputs: vec![input.clone()], tolerance: Tolerance::Exact },
+        Case { name: "long_softmax_f32".into(), graph: canonical(&plain), inputs: vec![input], tolerance: Tolerance::Exact },
+    ]
+}
+
 /// torch-mlir's layer norm (`tests/data/layer_norm_f64.mlir`: the variance in f64) over six rows
 /// of 37 (a group of four and a ragged one; a tail after the four-lane loop): ordinary rows, a
 /// constant row (variance zero), rows of large and tiny values, a row with an infinity and one

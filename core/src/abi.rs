@@ -155,6 +155,17 @@ pub enum Libcall {
     GemmTilesAvx512,
     /// [`Libcall::DepthwiseRow`] in AVX-512 (sixteen lanes, the same bits).
     DepthwiseRowAvx512,
+    /// `uint64_t f(const float *x, float *y, uint64_t rows, uint64_t len, const float *mask,
+    /// const float *fill)`: the softmax of `rows` rows of `len` f32 at `x` into `y` (not
+    /// overlapping), stage for stage as the compiler's `Rows::softmax`
+    /// describes it and the reference computes it: `m` the row's TOSA maximum, `e = exp(x - m)`
+    /// with the contract's [`crate::math::exp_f32`], `s` the sum of `e` in index order from
+    /// +0, `y = e · (1 / s)`; where `mask` is not null, a row whose `m` equals `*mask` gets
+    /// `*fill` everywhere (PyTorch's all-masked test). In the runtime's widest vectors, the
+    /// rows' sums side by side; returns `rows`. The JIT's softmax kernels call it once per
+    /// work item (four rows), where Cranelift's four lanes and loops ran it at a third of the
+    /// speed.
+    SoftmaxRowsF32,
 }
 
 /// A runtime micro-kernel: a native loop that generated code calls through its [`Libcall`].
@@ -322,7 +333,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 30] = [
+    pub const ALL: [Libcall; 31] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -353,6 +364,7 @@ impl Libcall {
         Libcall::TanhArrayF32,
         Libcall::GemmTilesAvx512,
         Libcall::DepthwiseRowAvx512,
+        Libcall::SoftmaxRowsF32,
     ];
 
     /// The C parameter types and result type.
@@ -370,6 +382,7 @@ impl Libcall {
             GemmTiles | GemmTilesAvx512 | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
             DepthwiseRow | DepthwiseRowAvx512 => (&[Ptr, Ptr, Ptr, Ptr], U64),
+            SoftmaxRowsF32 => (&[Ptr, Ptr, U64, U64, Ptr, Ptr], U64),
         }
     }
 

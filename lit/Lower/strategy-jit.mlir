@@ -93,8 +93,9 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
   return %y : tensor<1x8x8x32xf32>
 }
 
-// Row and elementwise kernels have plans too. A softmax is one row kernel (four rows per work
-// item, their reductions interleaved); a SiLU (contiguous: one row of 1200) has its sigmoid
+// Row and elementwise kernels have plans too. A softmax is one row kernel, four rows per work
+// item, run by the runtime's softmax loop (sixteen lanes, the rows' sums side by side; a row
+// kernel of other stages runs them in Cranelift's loops, as the layer norm below); a SiLU (contiguous: one row of 1200) has its sigmoid
 // computed by the runtime's sixteen-lane loop into scratch, the product four lanes at a time.
 // An fp16 cast's row is staged in f32 and narrowed by one runtime call.
 // A matmul of 5 rows (a micro-panel and one row): the runtime's loop reads the first four rows
@@ -120,7 +121,7 @@ func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
 // RUN: %f16c compile %s --function=softmax --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX
 // RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=CAST-F16
-// SOFTMAX: strategy: 4 rows of 37 per work item, 6 stages (2 reductions), the group's rows interleaved; 1 run(s) of elementwise stages in one loop each; 2 intermediate row(s) in scratch
+// SOFTMAX: strategy: 4 rows of 37 per work item, the softmax by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){{$}}
 // SILU: strategy: a row of 1200 per work item, four lanes at a time; sigmoid of an input read in place by the runtime's 16-lane loop, 4096 columns a call
 // CAST-F16: k0_cast: elementwise shape=[256]
 // CAST-F16: strategy: a row of 256 per work item, four lanes at a time; staged in f32, rounded and narrowed by the runtime{{$}}

@@ -99,6 +99,18 @@ libcalls! {
         // SAFETY: the generated code passes pointers and sizes by the libcall's contract.
         unsafe { crate::ukernel::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
     },
+    SoftmaxRowsF32 => |x: *const f32, y: *mut f32, rows: u64, len: u64, mask: *const f32, fill: *const f32| -> u64 {
+        let n = (rows * len) as usize;
+        // SAFETY: the generated code passes `rows · len` readable f32 at `x` and as many
+        // writable f32 at `y`, not overlapping, and `mask` and `fill` each null or one
+        // readable f32 (the Libcall's contract).
+        let (x, y, masked) = unsafe {
+            let masked = (!mask.is_null() && !fill.is_null()).then(|| (*mask, *fill));
+            (std::slice::from_raw_parts(x, n), std::slice::from_raw_parts_mut(y, n), masked)
+        };
+        softmax_rows(x, y, len as usize, masked);
+        rows
+    },
     ;
     optional:
     GemmTiles => micro_kernel(Libcall::GemmTiles, crate::ukernel::tiles::avx2_entry),
@@ -305,6 +317,55 @@ unsafe fn narrow_f16_blocks_f16c(src: &[f32], dst: &mut [f16]) -> usize {
 mod tests {
     use super::*;
 
+    /// The table's softmax loop (the widest vectors this CPU has) gives, for rows of every
+    /// length around its sixteen-value blocks and groups of every size, the bits of the
+    /// stages computed one by one as the reference does: the maximum folded from -inf in index
+    /// order, `exp(x - m)`, the sum from +0 in index order, `e · (1 / s)`, the masked fill.
+    #[test]
+    fn the_softmax_loop_gives_the_stage_by_stage_bits() {
+        let f = table()[Libcall::SoftmaxRowsF32 as usize];
+        // SAFETY: the table's SoftmaxRowsF32 entry has this signature (the macro defines it so).
+        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const f32, *mut f32, u64, u64, *const f32, *const f32) -> u64>(f) };
+        let tosa_max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a >= b { a } else { b };
+        let mut seed = 7u64;
+        for len in [1usize, 5, 15, 16, 17, 33, 64, 197] {
+            for rows in [1usize, 3, 4, 8, 9, 13] {
+                let mut x: Vec<f32> = (0..rows * len)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((seed >> 33) % 2000) as f32 / 97.0 - 10.0
+                    })
+                    .collect();
+                x[..len].fill(f32::NEG_INFINITY);
+                if rows > 2 {
+                    x[2 * len + len / 2] = f32::NAN;
+                    x[len..2 * len].iter_mut().step_by(3).for_each(|v| *v = f32::NEG_INFINITY);
+                }
+                for masked in [None, Some((f32::NEG_INFINITY, 0.0f32))] {
+                    let mut want = vec![0f32; x.len()];
+                    for (xr, wr) in x.chunks(len).zip(want.chunks_mut(len)) {
+                        let m = xr.iter().fold(f32::NEG_INFINITY, |a, &b| tosa_max(a, b));
+                        let e: Vec<f32> = xr.iter().map(|&v| f16c_core::math::exp_f32(v - m)).collect();
+                        let s = e.iter().fold(0.0f32, |a, &b| a + b);
+                        let r = 1.0 / s;
+                        for (w, &ev) in wr.iter_mut().zip(&e) {
+                            *w = match masked {
+                                Some((mask, fill)) if m == mask => fill,
+                                _ => ev * r,
+                            };
+                        }
+                    }
+                    let mut got = vec![1f32; x.len()];
+                    let (mask_value, fill_value) = masked.unwrap_or_default();
+                    let (mask, fill): (*const f32, *const f32) = if masked.is_some() { (&mask_value, &fill_value) } else { (std::ptr::null(), std::ptr::null()) };
+                    assert_eq!(call(x.as_ptr(), got.as_mut_ptr(), rows as u64, len as u64, mask, fill), rows as u64);
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{rows} rows of {len}, masked {masked:?}");
+                }
+            }
+        }
+    }
+
     /// The table's WidenF16 entry, called as generated code calls it.
     fn widen_entry() -> extern "C" fn(*const f16, *mut f32, u64) -> u64 {
         let f = table()[Libcall::WidenF16 as usize];
@@ -448,6 +509,123 @@ fn exp_array(src: &[f32], dst: &mut [f32]) {
 /// `dst[i] = 1 / (1 + exp_f32(-src[i]))` (the reference's sigmoid), as [`exp_array`].
 fn sigmoid_array(src: &[f32], dst: &mut [f32]) {
     map_wide(src, dst, |x| 1.0 / (1.0 + f16c_core::math::exp_f32(-x)));
+}
+
+/// The softmax of the rows of `len` values of `x` into `y` ([`Libcall::SoftmaxRowsF32`]),
+/// compiled for the widest vectors this CPU has.
+fn softmax_rows(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            return unsafe { softmax_avx512(x, y, len, masked) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked above).
+            return unsafe { softmax_avx2(x, y, len, masked) };
+        }
+    }
+    softmax_loop(x, y, len, masked);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_avx512(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_loop(x, y, len, masked);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn softmax_avx2(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_loop(x, y, len, masked);
+}
+
+/// Rows whose sums [`softmax_loop`] takes side by side (independent chains).
+const SOFTMAX_GROUP: usize = 8;
+
+/// [`softmax_rows`] itself: per row its maximum and `exp(x - m)` into `y` (vectorised: the
+/// contract's functions are straight-line f32), then the group's sums, each in index order,
+/// then `y · (1 / s)` or the all-masked fill.
+#[inline(always)]
+fn softmax_loop(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    if len == 0 {
+        return;
+    }
+    for (xs, ys) in x.chunks(SOFTMAX_GROUP * len).zip(y.chunks_mut(SOFTMAX_GROUP * len)) {
+        let rows = xs.len() / len;
+        let mut maxima = [0f32; SOFTMAX_GROUP];
+        for ((m, xr), yr) in maxima.iter_mut().zip(xs.chunks_exact(len)).zip(ys.chunks_exact_mut(len)) {
+            *m = row_max(xr);
+            for (e, &v) in yr.iter_mut().zip(xr) {
+                *e = f16c_core::math::exp_f32(v - *m);
+            }
+        }
+        let sums = match rows {
+            8 => row_sums::<8>(ys, len),
+            7 => row_sums::<7>(ys, len),
+            6 => row_sums::<6>(ys, len),
+            5 => row_sums::<5>(ys, len),
+            4 => row_sums::<4>(ys, len),
+            3 => row_sums::<3>(ys, len),
+            2 => row_sums::<2>(ys, len),
+            _ => row_sums::<1>(ys, len),
+        };
+        for ((yr, &m), &s) in ys.chunks_exact_mut(len).zip(&maxima).zip(&sums) {
+            match masked {
+                Some((mask, fill)) if m == mask => yr.fill(fill),
+                _ => {
+                    let r = 1.0 / s;
+                    for e in yr.iter_mut() {
+                        *e *= r;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The sums of the first `N` rows of `len` values of `ys`, each from +0 in index order (the
+/// reference's), the rows' chains side by side.
+#[inline(always)]
+fn row_sums<const N: usize>(ys: &[f32], len: usize) -> [f32; SOFTMAX_GROUP] {
+    let mut s = [0f32; SOFTMAX_GROUP];
+    let rows: [&[f32]; N] = std::array::from_fn(|q| &ys[q * len..(q + 1) * len]);
+    for j in 0..len {
+        for q in 0..N {
+            s[q] += rows[q][j];
+        }
+    }
+    s
+}
+
+/// TOSA's maximum of a row (NaN if any is NaN, the canonical one; else the largest, the first
+/// of equal values): sixteen lanes, each keeping its largest value and whether it saw a NaN
+/// (a compare and a select per value, which vectorise), then folded. The value is the same in
+/// any order but for the sign of a zero maximum, which is then found again in index order (as
+/// the reference folds from -inf).
+#[inline(always)]
+fn row_max(x: &[f32]) -> f32 {
+    let max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a >= b { a } else { b };
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let mut nan = [0u32; 16];
+    let chunks = x.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..16 {
+            let v = c[l];
+            nan[l] |= u32::from(v.is_nan());
+            lanes[l] = if lanes[l] >= v { lanes[l] } else { v };
+        }
+    }
+    if nan.iter().any(|&n| n != 0) {
+        return f32::NAN;
+    }
+    let m = lanes.iter().chain(rest).fold(f32::NEG_INFINITY, |a, &b| max(a, b));
+    if m == 0.0 {
+        x.iter().fold(f32::NEG_INFINITY, |a, &b| max(a, b))
+    } else {
+        m
+    }
 }
 
 /// `dst[i] = f(src[i])`, compiled for the widest vectors this CPU has: `f` is straight-line f32

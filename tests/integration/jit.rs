@@ -1023,11 +1023,14 @@ fn inline_math_functions_match_the_contract_bit_for_bit() {
 /// Row kernels on the rows that decide their corner cases: PyTorch's safe softmax (all -inf,
 /// partly -inf, NaN rows), maxima/minima whose result is a zero of either sign (the four-lane
 /// maximum rescans such a row in order) and torch-mlir's layer norm (its runs of stages one loop
-/// each, the f64 sums in them; constant, huge, tiny, inf and NaN rows), on the JIT with one and
-/// two threads.
+/// each, the f64 sums in them; constant, huge, tiny, inf and NaN rows), and softmaxes of long
+/// rows with and without the all-masked test (the runtime's softmax loop: lanes, tails, groups of
+/// four, eight and fewer rows), on the JIT with one and two threads.
 #[test]
 fn row_kernel_corner_cases_match_the_reference_bit_for_bit() {
-    for case in [f16c_tests::cases::safe_softmax_case(), f16c_tests::cases::row_extremes_case(), f16c_tests::cases::layer_norm_case()] {
+    let mut cases = vec![f16c_tests::cases::safe_softmax_case(), f16c_tests::cases::row_extremes_case(), f16c_tests::cases::layer_norm_case()];
+    cases.extend(f16c_tests::cases::long_softmax_cases());
+    for case in cases {
         let want = reference::run(&case.graph, &case.inputs).unwrap();
         for threads in [1, 2] {
             let got = Model::compile_graph(&case.graph, threads).unwrap().run(&case.inputs).map_err(|e| e.to_string());

@@ -521,6 +521,41 @@ impl Rows {
             })
     }
 
+    /// The softmax this kernel is, stage for stage, if it is one: `m = reduce_max(x)`,
+    /// `e = exp(x - m)`, `s = reduce_sum(e)`, `y = e · reciprocal(s)`, all f32, `x` a full row
+    /// of its own per row; optionally then PyTorch's all-masked test (after `canonicalize`):
+    /// `select(m == a, b, y)` with `a` and `b` one value for every row. A backend may run it
+    /// as one routine of these stages (the same values, the sum in index order).
+    pub fn softmax(&self) -> Option<Softmax> {
+        use f16c_dialect::{BinaryOp, UnaryOp};
+        let f32_full_row = |v: RowValue| self.inputs.get(v).is_some_and(|i| i.full && i.per_row && i.dtype == DType::F32);
+        let one_value = |v: RowValue| self.inputs.get(v).is_some_and(|i| !i.full && !i.per_row && i.dtype == DType::F32);
+        let map = |si: usize, kind: EwKind, args: &[RowValue], full: bool| {
+            matches!(self.stages.get(si), Some(RowStage::Map { op, full: f }) if op.kind == kind && op.args == args && *f == full && op.dtype == self.dtypes[si])
+        };
+        let n = self.inputs.len();
+        let x = 0;
+        let core = matches!(self.stages.first(), Some(RowStage::Reduce { kind: ReduceKind::Max, arg: 0, dtype: DType::F32 }))
+            && f32_full_row(x)
+            && map(1, EwKind::Binary(BinaryOp::Sub), &[x, n], true)
+            && map(2, EwKind::Unary(UnaryOp::Exp), &[n + 1], true)
+            && matches!(self.stages.get(3), Some(RowStage::Reduce { kind: ReduceKind::Sum, arg, dtype: DType::F32 }) if *arg == n + 2)
+            && map(4, EwKind::Unary(UnaryOp::Reciprocal), &[n + 3], false)
+            && map(5, EwKind::Binary(BinaryOp::Mul), &[n + 2, n + 4], true)
+            && self.dtypes[..6].iter().all(|&d| d == DType::F32);
+        if !core {
+            return None;
+        }
+        match self.stages.len() {
+            6 if n == 1 => Some(Softmax { masked: None }),
+            8 if n == 3 && one_value(1) && one_value(2) => {
+                let test = map(6, EwKind::Binary(BinaryOp::Equal), &[n, 1], false) && map(7, EwKind::Select, &[n + 6, 2, n + 5], true) && self.dtypes[7] == DType::F32;
+                test.then_some(Softmax { masked: Some((1, 2)) })
+            }
+            _ => None,
+        }
+    }
+
     /// Whether value `v` is a full row (not a scalar per row).
     pub fn full(&self, v: RowValue) -> bool {
         match v.checked_sub(self.inputs.len()) {
@@ -528,6 +563,14 @@ impl Rows {
             Some(si) => matches!(self.stages[si], RowStage::Map { full: true, .. }),
         }
     }
+}
+
+/// A [`Rows`] kernel that is a softmax ([`Rows::softmax`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Softmax {
+    /// The all-masked test's inputs `(a, b)`: where a row's maximum equals `a`'s value, the
+    /// row's result is `b`'s value.
+    pub masked: Option<(RowValue, RowValue)>,
 }
 
 /// A kernel family with its description.

@@ -100,21 +100,16 @@ func.func @chain(%a: tensor<3x17xbf16>) -> tensor<3x17xbf16> {
   return %1 : tensor<3x17xbf16>
 }
 
-// Softmax over the last axis is one row kernel: per row a max pass (four lanes, then the
-// lanes combined; a zero maximum rescans the row in order for its sign), a subtract pass, the
-// exp pass (the runtime's sixteen-lane ExpArrayF32, one call per row), a sum pass in index
-// order and a scaling pass, with the row in scratch.
+// A softmax over the last axis is one row kernel that calls the runtime's softmax loop
+// (SoftmaxRowsF32, table entry 30 at byte 240) once per work item of four rows: the item's
+// first row's addresses, the rows left (at most four), the row length, no mask.
 // CHECK: ; function @softmax: 1 kernels
 // CHECK-NEXT: ;   k0_rows_reduce_max (6 ops)
 // CHECK-LABEL: function %k0_rows_reduce_max_body(i64, i64, i64, i64, i64) -> i32 system_v {
-// CHECK: fcmp.f32x4 ge
-// CHECK: fcmp ge
-// CHECK: fcmp eq {{.*}} ; v{{[0-9]+}} = 0.0
-// CHECK: fcmp.f32 ge
-// CHECK: call_indirect
-// CHECK: fadd.f32
-// CHECK: fdiv
-// CHECK: fmul
+// CHECK: smin
+// CHECK: [[SOFTMAX:v[0-9]+]] = load.i64 notrap aligned readonly v4+240
+// CHECK: call_indirect {{.*}}, [[SOFTMAX]]({{.*}}) ; v{{[0-9]+}} = 10, v{{[0-9]+}} = 0, v{{[0-9]+}} = 0
+// CHECK-NOT: fadd
 // CHECK: return
 func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
@@ -125,6 +120,35 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
   %4 = tosa.reciprocal %3 : (tensor<4x1xf32>) -> tensor<4x1xf32>
   %5 = tosa.mul %2, %4, %shift : (tensor<4x10xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x10xf32>
   return %5 : tensor<4x10xf32>
+}
+
+// A row kernel of other stages (a softmax scaled after) runs in Cranelift's loops: per row a
+// max pass (four lanes, then the lanes combined; a zero maximum rescans the row in order for
+// its sign), a subtract pass, the exp pass (the runtime's sixteen-lane ExpArrayF32, one call
+// per row), a sum pass in index order and a scaling pass, with the row in scratch.
+// CHECK: ; function @scaled_softmax: 1 kernels
+// CHECK-NEXT: ;   k0_rows_reduce_max (7 ops)
+// CHECK-LABEL: function %k0_rows_reduce_max_body(i64, i64, i64, i64, i64) -> i32 system_v {
+// CHECK: fcmp.f32x4 ge
+// CHECK: fcmp ge
+// CHECK: fcmp eq {{.*}} ; v{{[0-9]+}} = 0.0
+// CHECK: fcmp.f32 ge
+// CHECK: call_indirect
+// CHECK: fadd.f32
+// CHECK: fdiv
+// CHECK: fmul
+// CHECK: return
+func.func @scaled_softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %two = "tosa.const"() <{values = dense<2.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %0 = tosa.reduce_max %x {axis = 1 : i32} : (tensor<4x10xf32>) -> tensor<4x1xf32>
+  %1 = tosa.sub %x, %0 : (tensor<4x10xf32>, tensor<4x1xf32>) -> tensor<4x10xf32>
+  %2 = tosa.exp %1 : (tensor<4x10xf32>) -> tensor<4x10xf32>
+  %3 = tosa.reduce_sum %2 {axis = 1 : i32} : (tensor<4x10xf32>) -> tensor<4x1xf32>
+  %4 = tosa.reciprocal %3 : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %5 = tosa.mul %2, %4, %shift : (tensor<4x10xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x10xf32>
+  %6 = tosa.mul %5, %two, %shift : (tensor<4x10xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<4x10xf32>
+  return %6 : tensor<4x10xf32>
 }
 
 // A one-row matmul with a constant fp16 weight (a classifier at batch 1) widens its A row

@@ -258,6 +258,9 @@ impl<'p> Context<'p> {
     // -----------------------------------------------------------------------------------------
 
     fn rows(&mut self, r: &Rows) -> Result<(), BackendError> {
+        if let Some(softmax) = r.softmax() {
+            return self.softmax(r, softmax);
+        }
         let plan = RowsPlan::new(r);
         self.layout.scratch(ROW_GROUP * plan.stride);
         self.plan(plan.describe(r));
@@ -271,6 +274,37 @@ impl<'p> Context<'p> {
                 call.widen(fx, &plan, &r, k, zero, 0);
             }
             fx.try_for_items(|fx, item| rows_item(fx, &plan, &r, &call, item))
+        })
+    }
+
+    /// A softmax ([`Rows::softmax`]): each work item's rows by the runtime's loop
+    /// ([`Libcall::SoftmaxRowsF32`]: sixteen lanes where Cranelift has four, the rows' sums side
+    /// by side), the same stages and bits as the generic rows code.
+    fn softmax(&mut self, r: &Rows, softmax: crate::lower::Softmax) -> Result<(), BackendError> {
+        let masked = if softmax.masked.is_some() { "; a row whose maximum is the mask value filled" } else { "" };
+        self.plan(format!("{ROW_GROUP} rows of {} per work item, the softmax by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){masked}", r.len));
+        let (rows, len, x, y) = (r.rows, r.len, r.inputs[0].buffer.0, r.output.0);
+        let scalars = softmax.masked.map(|(a, b)| (r.inputs[a].buffer.0, r.inputs[b].buffer.0));
+        let cost = (rows * len * (r.stages.len() + 1)) as f64;
+        self.add("", rows.div_ceil(ROW_GROUP), cost, move |fx| {
+            let (x, y) = (fx.buffer(x), fx.buffer(y));
+            let (mask, fill) = match scalars {
+                Some((a, b)) => (fx.buffer(a), fx.buffer(b)),
+                None => (fx.i(0), fx.i(0)),
+            };
+            fx.for_items(|fx, item| {
+                let first = fx.b.ins().imul_imm_s(item, ROW_GROUP as i64);
+                let total = fx.i(rows as i64);
+                let left = fx.b.ins().isub(total, first);
+                let group = fx.i(ROW_GROUP as i64);
+                let n = fx.b.ins().smin(left, group);
+                let at = fx.b.ins().imul_imm_s(first, (len * 4) as i64);
+                let (xp, yp) = (fx.b.ins().iadd(x, at), fx.b.ins().iadd(y, at));
+                let len = fx.i(len as i64);
+                fx.libcall(Libcall::SoftmaxRowsF32, &[xp, yp, n, len, mask, fill]);
+                vec![]
+            });
+            Ok(())
         })
     }
 
