@@ -164,3 +164,20 @@ func.func @layernorm(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
   %z = tosa.mul %y, %r, %sh : (tensor<4x32xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x32xf32>
   return %z : tensor<4x32xf32>
 }
+
+// A transpose moving at least 64 KiB (an attention's heads back to tokens: 1500 x 6 x 64 f32
+// here 256 x 6 x 64) runs a slice of its outermost loop per work item, so the threads share
+// it; a smaller one is one work item.
+// RUN: %f16c compile %s --function=heads --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=HEADS
+// RUN: %f16c compile %s --function=small_heads --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SMALL-HEADS
+// HEADS: strategy: a slice of 256 per work item: element by element, the shortest non-contiguous dimension unrolled{{$}}
+// SMALL-HEADS: strategy: one work item: element by element, the shortest non-contiguous dimension unrolled{{$}}
+func.func @heads(%x: tensor<6x256x64xf32>) -> tensor<256x6x64xf32> {
+  %y = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<6x256x64xf32>) -> tensor<256x6x64xf32>
+  return %y : tensor<256x6x64xf32>
+}
+
+func.func @small_heads(%x: tensor<6x16x64xf32>) -> tensor<16x6x64xf32> {
+  %y = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<6x16x64xf32>) -> tensor<16x6x64xf32>
+  return %y : tensor<16x6x64xf32>
+}

@@ -1106,3 +1106,26 @@ fn a_gemms_silu_epilogue_computed_a_block_at_a_time_gives_the_unfused_bits() {
         }
     }
 }
+
+/// A transpose that moves at least 64 KiB runs a slice of its outermost loop per work item
+/// (an attention's heads back to tokens, and one whose innermost dimension moves, unrolled):
+/// the reference's bits on one, two and three threads, in f32, f16 and i8.
+#[test]
+fn large_transposes_split_into_work_items_copy_bits() {
+    let mut rng = Rng(77);
+    for d in [DType::F32, DType::F16, DType::I8] {
+        for (shape, perms) in [([6usize, 300, 64], [1usize, 0, 2]), ([3, 130, 70], [2, 0, 1]), ([2, 5, 4000], [1, 0, 2])] {
+            let out: Vec<usize> = perms.iter().map(|&p| shape[p]).collect();
+            let mut g = Graph::new("transpose");
+            let x = g.add_input(TensorType::new(d, shape), loc());
+            let o = g.add_node(Op::Transpose { perms: perms.to_vec() }, tensor_ty(d, &out), &[x], loc());
+            g.add_output(o);
+            let input = random(&TensorType::new(d, shape), &mut rng, -100.0, 100.0);
+            let want = reference::run(&g, std::slice::from_ref(&input)).unwrap();
+            for threads in [1, 2, 3] {
+                let got = Model::compile_graph(&g, threads).unwrap().run(std::slice::from_ref(&input)).unwrap();
+                same_bits(&got[0], &want[0]).unwrap_or_else(|e| panic!("{d} {shape:?} by {perms:?}, {threads} threads: {e}"));
+            }
+        }
+    }
+}

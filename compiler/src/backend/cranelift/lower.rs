@@ -426,6 +426,34 @@ impl<'p> Context<'p> {
             self.layout.scratch(most * c.source.byte_size());
         }
         let moves: Vec<&str> = bulk.iter().map(|b| if b.is_some() { "converted by the runtime a run at a time" } else { "element by element, the shortest non-contiguous dimension unrolled" }).collect();
+        // One move of bits, large enough to share: a slice of its outermost loop per work item
+        // (the transposes around every attention moved 2 MB on one thread).
+        if let ([m], [None], None) = (c.moves.as_slice(), bulk.as_slice(), c.fill) {
+            let order = loop_order(m);
+            if order.shape.len() >= 2 && order.shape[0] >= 2 && bytes >= SPLIT_COPY_MIN_BYTES && !c.converts() {
+                self.plan(format!("a slice of {} per work item: element by element, the shortest non-contiguous dimension unrolled", order.shape[0]));
+                let (items, src_stride, dst_stride) = (order.shape[0], order.src_strides[0], order.dst_strides[0]);
+                return self.add("", items, bytes as f64, move |fx| {
+                    let (src, dst) = (fx.buffer(order.src.0), fx.buffer(c.output.buffer.0));
+                    let elem = c.output.ty.dtype.byte_size();
+                    let ety = match elem {
+                        1 => I8,
+                        2 => I16,
+                        4 => I32,
+                        _ => I64,
+                    };
+                    fx.for_items(|fx, item| {
+                        let s = fx.b.ins().imul_imm_s(item, src_stride as i64);
+                        let s = fx.b.ins().iadd_imm_s(s, order.src_offset as i64);
+                        let t = fx.b.ins().imul_imm_s(item, dst_stride as i64);
+                        let t = fx.b.ins().iadd_imm_s(t, order.dst_offset as i64);
+                        copy_dims(fx, &order, 1, s, t, src, dst, Element::Bits(elem, ety));
+                        vec![]
+                    });
+                    Ok(())
+                });
+            }
+        }
         self.plan(format!("one work item{}: {}", if c.fill.is_some() { ", the output filled first" } else { "" }, moves.join("; ")));
         self.add("", 1, bytes as f64, move |fx| {
             let dst = fx.buffer(c.output.buffer.0);
@@ -835,6 +863,10 @@ fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
     }
     m
 }
+
+/// The smallest copy of bits the JIT splits into work items (a slice of its outermost loop
+/// each).
+const SPLIT_COPY_MIN_BYTES: usize = 1 << 16;
 
 /// Nested loops over a move's dimensions (in [`loop_order`]); the innermost contiguous case
 /// copies bytes, a short innermost dimension is unrolled (every element at a constant offset).
