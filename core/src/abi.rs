@@ -166,6 +166,12 @@ pub enum Libcall {
     /// work item (four rows), where Cranelift's four lanes and loops ran it at a third of the
     /// speed.
     SoftmaxRowsF32,
+    /// `uint64_t f(const float *src, float *dst, uint64_t n)`: `dst[i] = src[i] · sigmoid(src[i])`
+    /// (SiLU, the sigmoid the reference's `1 / (1 + exp(-x))` with the contract's
+    /// [`crate::math::exp_f32`], the product rounded once) for `n` elements, in the runtime's
+    /// widest vectors; returns `n`. `dst` is `src` (in place) or does not overlap it. The JIT's
+    /// depthwise convolutions with a SiLU epilogue call it on each finished output row.
+    SiluArrayF32,
 }
 
 /// A runtime micro-kernel: a native loop that generated code calls through its [`Libcall`].
@@ -333,7 +339,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 31] = [
+    pub const ALL: [Libcall; 32] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -365,6 +371,7 @@ impl Libcall {
         Libcall::GemmTilesAvx512,
         Libcall::DepthwiseRowAvx512,
         Libcall::SoftmaxRowsF32,
+        Libcall::SiluArrayF32,
     ];
 
     /// The C parameter types and result type.
@@ -377,7 +384,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 | SiluArrayF32 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles | GemmTilesAvx512 | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),

@@ -38,8 +38,8 @@ pub const MAGIC: &[u8; 8] = b"F16CART\n";
 /// compile time (`GemmTilesAvx512` and `DepthwiseRowAvx512`; `GemmTiles` and `DepthwiseRow` are
 /// the AVX2 loops only, and code calls one without a generated fallback); 12: a constant may be
 /// stored as fp16/bf16 and widened to f32 when the artifact is loaded ([`Slot::Constant`]'s
-/// `widen`), which a version-11 runtime would hand to the code unwidened; and the libcall
-/// `SoftmaxRowsF32`.
+/// `widen`), which a version-11 runtime would hand to the code unwidened; and the libcalls
+/// `SoftmaxRowsF32` and `SiluArrayF32`.
 pub const FORMAT_VERSION: u32 = 12;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 48;

@@ -181,3 +181,20 @@ func.func @small_heads(%x: tensor<6x16x64xf32>) -> tensor<16x6x64xf32> {
   %y = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<6x16x64xf32>) -> tensor<16x6x64xf32>
   return %y : tensor<16x6x64xf32>
 }
+
+// A depthwise convolution followed by SiLU (EfficientNet's) takes it as its epilogue: the row
+// loop finishes x, one runtime call makes the row x · sigmoid(x) in place (no elementwise
+// kernel after it).
+// RUN: %f16c compile %s --function=depthwise_silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW-SILU
+// DW-SILU: program @depthwise_silu: 1 kernels
+// DW-SILU: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX2 loop, the loop finishing x, SiLU's x · sigmoid(x) by the runtime's 16-lane loop on the row in place{{$}}
+func.func @depthwise_silu(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
+  %w = "tosa.const"() <{values = dense<0.125> : tensor<3x3x32x1xf32>}> : () -> tensor<3x3x32x1xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.depthwise_conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x32xf32>, tensor<3x3x32x1xf32>, tensor<32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x32xf32>
+  %s = tosa.sigmoid %y : (tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32>
+  %o = tosa.mul %y, %s, %shift : (tensor<1x8x8x32xf32>, tensor<1x8x8x32xf32>, tensor<1xi8>) -> tensor<1x8x8x32xf32>
+  return %o : tensor<1x8x8x32xf32>
+}

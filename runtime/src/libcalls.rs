@@ -99,6 +99,21 @@ libcalls! {
         // SAFETY: the generated code passes pointers and sizes by the libcall's contract.
         unsafe { crate::ukernel::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
     },
+    SiluArrayF32 => |src: *const f32, dst: *mut f32, n: u64| -> u64 {
+        let silu = |x: f32| x * (1.0 / (1.0 + f16c_core::math::exp_f32(-x)));
+        if std::ptr::eq(src, dst) {
+            // SAFETY: the generated code passes `n` readable and writable f32 at `dst` (the
+            // Libcall's contract: in place).
+            let v = unsafe { std::slice::from_raw_parts_mut(dst, n as usize) };
+            map_wide_in_place(v, silu);
+        } else {
+            // SAFETY: `n` readable f32 at `src` and `n` writable f32 at `dst`, not overlapping
+            // (the Libcall's contract).
+            let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
+            map_wide(src, dst, silu);
+        }
+        n
+    },
     SoftmaxRowsF32 => |x: *const f32, y: *mut f32, rows: u64, len: u64, mask: *const f32, fill: *const f32| -> u64 {
         let n = (rows * len) as usize;
         // SAFETY: the generated code passes `rows · len` readable f32 at `x` and as many
@@ -316,6 +331,30 @@ unsafe fn narrow_f16_blocks_f16c(src: &[f32], dst: &mut [f16]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table's SiLU, in place and not, gives `x · sigmoid(x)` with the reference's sigmoid
+    /// bit for bit on a spread of f32 values (NaN, infinities, zeros, large of either sign).
+    #[test]
+    fn the_silu_loop_gives_the_definitions_bits() {
+        let f = table()[Libcall::SiluArrayF32 as usize];
+        // SAFETY: the table's SiluArrayF32 entry has this signature (the macro defines it so).
+        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const f32, *mut f32, u64) -> u64>(f) };
+        let mut x: Vec<f32> = (0..4099u32).map(|i| f32::from_bits(i.wrapping_mul(1_046_527))).collect();
+        x.extend([f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 88.0, -88.0, 1e-40, 20.5, -20.5]);
+        let want: Vec<f32> = x.iter().map(|&v| v * (1.0 / (1.0 + f16c_core::math::exp_f32(-v)))).collect();
+        // The same bits, any NaN for a NaN (the contract does not fix a NaN's payload).
+        let check = |got: &[f32], how: &str| {
+            for ((g, w), v) in got.iter().zip(&want).zip(&x) {
+                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{how}: silu({v:e} = {:#x}) = {g:e}, want {w:e}", v.to_bits());
+            }
+        };
+        let mut out = vec![0f32; x.len()];
+        assert_eq!(call(x.as_ptr(), out.as_mut_ptr(), x.len() as u64), x.len() as u64);
+        check(&out, "out of place");
+        let mut inplace = x.clone();
+        call(inplace.as_ptr(), inplace.as_mut_ptr(), inplace.len() as u64);
+        check(&inplace, "in place");
+    }
 
     /// The table's softmax loop (the widest vectors this CPU has) gives, for rows of every
     /// length around its sixteen-value blocks and groups of every size, the bits of the
@@ -645,6 +684,42 @@ fn map_wide(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
         }
     }
     map_loop(src, dst, f);
+}
+
+/// `v[i] = f(v[i])`, compiled for the widest vectors this CPU has ([`map_wide`] in place).
+#[inline(always)]
+fn map_wide_in_place(v: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            return unsafe { map_in_place_avx512(v, f) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked above).
+            return unsafe { map_in_place_avx2(v, f) };
+        }
+    }
+    map_in_place_loop(v, f);
+}
+
+#[inline(always)]
+fn map_in_place_loop(v: &mut [f32], f: impl Fn(f32) -> f32) {
+    for x in v.iter_mut() {
+        *x = f(*x);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn map_in_place_avx512(v: &mut [f32], f: impl Fn(f32) -> f32) {
+    map_in_place_loop(v, f);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn map_in_place_avx2(v: &mut [f32], f: impl Fn(f32) -> f32) {
+    map_in_place_loop(v, f);
 }
 
 /// The loop itself, inlined into each instruction set's function so that each is compiled for it.

@@ -1129,3 +1129,45 @@ fn large_transposes_split_into_work_items_copy_bits() {
         }
     }
 }
+
+/// A depthwise convolution followed by SiLU (`y · sigmoid(y)`, EfficientNet's) takes it as its
+/// epilogue on the JIT: the runtime's row loop finishes `y` (bias added) and one call of its
+/// sixteen-lane SiLU turns the row into `y · sigmoid(y)` in place. The reference's bits, with
+/// and without the convolution's own result also an output (then nothing fuses), across
+/// channel counts that are and are not a multiple of the vector width, strides one and two,
+/// padding, and one to three threads.
+#[test]
+fn a_depthwise_convolutions_silu_epilogue_gives_the_reference_bits() {
+    use f16c_dialect::{ConvAttrs, UnaryOp};
+    let mut rng = Rng(97);
+    let d = DType::F32;
+    for (h, w, c, stride) in [(9usize, 14usize, 16usize, 1usize), (7, 11, 19, 2), (12, 12, 96, 1), (5, 40, 8, 2)] {
+        for also_raw in [false, true] {
+            let mut g = Graph::new("dw_silu");
+            let x = g.add_input(TensorType::new(d, [1, h, w, c]), loc());
+            let weight = constant(&mut g, random(&TensorType::new(d, [3, 3, c, 1]), &mut rng, -1.0, 1.0));
+            let bias = constant(&mut g, random(&TensorType::new(d, [c]), &mut rng, -1.0, 1.0));
+            let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+            let (pb, pr) = if stride == 2 { (h % 2, w % 2) } else { (1, 1) };
+            let a = ConvAttrs { pad: [1, pb, 1, pr], stride: [stride, stride], dilation: [1, 1], acc: DType::F32 };
+            let (oh, ow) = ((h + 1 + pb - 3) / stride + 1, (w + 1 + pr - 3) / stride + 1);
+            let shape = [1, oh, ow, c];
+            let y = g.add_node(Op::DepthwiseConv2d(a), tensor_ty(d, &shape), &[x, weight, bias, z1, z2], loc());
+            let s = g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[y], loc());
+            let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+            let out = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, s, shift], loc());
+            g.add_output(out);
+            if also_raw {
+                g.add_output(y);
+            }
+            let input = random(&TensorType::new(d, [1, h, w, c]), &mut rng, -4.0, 4.0);
+            let want = reference::run(&g, std::slice::from_ref(&input)).unwrap();
+            for threads in [1, 2, 3] {
+                let got = Model::compile_graph(&g, threads).unwrap().run(std::slice::from_ref(&input)).unwrap();
+                for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                    same_bits(a, b).unwrap_or_else(|e| panic!("{h}x{w}x{c} stride {stride}, raw {also_raw}, {threads} threads, result {k}: {e}"));
+                }
+            }
+        }
+    }
+}

@@ -188,6 +188,21 @@ impl Expr {
         self.ops.last().map_or(self.inputs[0], |o| o.dtype)
     }
 
+    /// Whether the expression is exactly SiLU of its first input, all f32: `x · sigmoid(x)`
+    /// (either operand order), reading no other input.
+    pub fn is_silu(&self) -> bool {
+        let n = self.inputs.len();
+        let [sig, mul] = self.ops.as_slice() else { return false };
+        n == 1
+            && self.inputs[0] == DType::F32
+            && sig.kind == EwKind::Unary(UnaryOp::Sigmoid)
+            && sig.args == [0]
+            && mul.kind == EwKind::Binary(BinaryOp::Mul)
+            && (mul.args == [0, n] || mul.args == [n, 0])
+            && sig.dtype == DType::F32
+            && mul.dtype == DType::F32
+    }
+
     /// True when every value is a float computed in f32 (f32, f16, bf16): such an expression
     /// can run four lanes at a time.
     pub fn is_f32_domain(&self) -> bool {
@@ -527,7 +542,6 @@ impl Rows {
     /// `select(m == a, b, y)` with `a` and `b` one value for every row. A backend may run it
     /// as one routine of these stages (the same values, the sum in index order).
     pub fn softmax(&self) -> Option<Softmax> {
-        use f16c_dialect::{BinaryOp, UnaryOp};
         let f32_full_row = |v: RowValue| self.inputs.get(v).is_some_and(|i| i.full && i.per_row && i.dtype == DType::F32);
         let one_value = |v: RowValue| self.inputs.get(v).is_some_and(|i| !i.full && !i.per_row && i.dtype == DType::F32);
         let map = |si: usize, kind: EwKind, args: &[RowValue], full: bool| {
@@ -697,11 +711,11 @@ pub struct LowerOptions {
     /// sixteen lanes wide in an elementwise kernel (a runtime call per block of a row), four
     /// in a GEMM tile's finish.
     pub plain_epilogues: bool,
-    /// Even so, let an f32 matmul or convolution take an epilogue with one sigmoid, erf, tanh
-    /// or exp of its own value or of a value the epilogue computes from it (SiLU's
-    /// `x · sigmoid(x)`, reading it twice; a gate's `sigmoid(x)`; GELU's `x · (erf(x / √2) + 1)
-    /// / 2`): the JIT finishes a block of such a GEMM's tiles at a time, the math by the
-    /// runtime's sixteen-lane loop.
+    /// Even so, let an f32 matmul or convolution (depthwise too) take an epilogue with one
+    /// sigmoid, erf, tanh or exp of its own value or of a value the epilogue computes from it
+    /// (SiLU's `x · sigmoid(x)`, reading it twice; a gate's `sigmoid(x)`; GELU's
+    /// `x · (erf(x / √2) + 1) / 2`): the JIT finishes a block of such a GEMM's tiles, or a
+    /// depthwise convolution's row, at a time, the math by the runtime's sixteen-lane loop.
     pub wide_math_epilogues: bool,
 }
 
@@ -1239,8 +1253,13 @@ impl<'g> Lowering<'g> {
                     let same_space = self.ty(u).num_elements() == self.ty(id).num_elements() && self.ty(u).shape.last() == Some(&cols);
                     let reads = members.iter().flat_map(|&m| g.operands(m)).filter(|&o| o == value).count();
                     let math = |m: &NodeId| matches!(g.op(*m), Op::Unary(UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Erf | UnaryOp::Sigmoid));
+                    // A depthwise convolution's only when it is SiLU of its value (the JIT runs
+                    // that as one runtime call on each finished row).
+                    let silu = members.len() == 2
+                        && members.iter().any(|&m| matches!(g.op(m), Op::Unary(UnaryOp::Sigmoid)) && g.operands(m) == [value])
+                        && members.iter().any(|&m| matches!(g.op(m), Op::Binary(BinaryOp::Mul)) && g.operands(m).contains(&value) && g.operands(m).iter().any(|o| members.contains(o)));
                     let wide = self.options.wide_math_epilogues
-                        && matches!(g.op(id), Op::MatMul | Op::Conv2d(_))
+                        && (matches!(g.op(id), Op::MatMul | Op::Conv2d(_)) || (matches!(g.op(id), Op::DepthwiseConv2d(_)) && silu))
                         && self.ty(id).dtype == DType::F32
                         && members.iter().all(|&m| self.ty(m).dtype == DType::F32)
                         && {
