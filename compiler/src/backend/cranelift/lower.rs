@@ -436,12 +436,7 @@ impl<'p> Context<'p> {
                 return self.add("", items, bytes as f64, move |fx| {
                     let (src, dst) = (fx.buffer(order.src.0), fx.buffer(c.output.buffer.0));
                     let elem = c.output.ty.dtype.byte_size();
-                    let ety = match elem {
-                        1 => I8,
-                        2 => I16,
-                        4 => I32,
-                        _ => I64,
-                    };
+                    let ety = bits_type(elem);
                     fx.for_items(|fx, item| {
                         let s = fx.b.ins().imul_imm_s(item, src_stride as i64);
                         let s = fx.b.ins().iadd_imm_s(s, order.src_offset as i64);
@@ -458,12 +453,7 @@ impl<'p> Context<'p> {
         self.add("", 1, bytes as f64, move |fx| {
             let dst = fx.buffer(c.output.buffer.0);
             let elem = c.output.ty.dtype.byte_size();
-            let ety = match elem {
-                1 => I8,
-                2 => I16,
-                4 => I32,
-                _ => I64,
-            };
+            let ety = bits_type(elem);
             if let Some(fill) = c.fill {
                 let f = fx.buffer(fill.0);
                 let v = fx.b.ins().load(ety, super::emit::mem(), f, 0);
@@ -862,6 +852,16 @@ fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
         m.shape.push(x);
     }
     m
+}
+
+/// The integer type that holds an element of `elem` bytes, moved as bits.
+fn bits_type(elem: usize) -> cranelift_codegen::ir::Type {
+    match elem {
+        1 => I8,
+        2 => I16,
+        4 => I32,
+        _ => I64,
+    }
 }
 
 /// The smallest copy of bits the JIT splits into work items (a slice of its outermost loop
