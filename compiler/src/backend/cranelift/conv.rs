@@ -3,7 +3,7 @@
 
 use super::emit::{domain, mem, Emitted, Fx};
 use super::epilogue::{finish, finish_deferral, Bases, Columns, Finite};
-use super::gemm::{up_to_argument, wide_epilogue_op, widen_run};
+use super::gemm::widen_run;
 use super::legal::LANES;
 use super::lower::{row_offset, Context};
 use super::narrow::{Deferral, Staging};
@@ -279,9 +279,9 @@ struct DepthwisePlan {
     native_finish: Option<NativeFinish>,
     /// An f16/bf16 bias widened for the row loop.
     widen_bias: bool,
-    /// A SiLU epilogue run by the runtime on each finished row ([`Libcall::SiluArrayF32`], in
-    /// place): its sigmoid's op and libcall.
-    wide: Option<(usize, Libcall)>,
+    /// A SiLU epilogue run by the runtime on each row the loop finished
+    /// ([`Libcall::SiluArrayF32`], in place).
+    silu: bool,
     /// The row loop's fixed parameters.
     params: DepthwiseParams,
     /// Scratch: the ring of widened rows, the widened weights, the ring's tags, the staging
@@ -327,13 +327,9 @@ impl DepthwisePlan {
         let micro = if mult == 1 { cx.loops.depthwise() } else { None };
         // A SiLU epilogue (`x · sigmoid(x)`) whose `x` the row loop can finish: the loop
         // finishes `x` into the output row, one runtime call makes it `x · sigmoid(x)` in place.
-        let silu = c.epilogue.as_ref().is_some_and(|e| e.expr.is_silu());
-        let wide = if micro.is_some() && !narrowed && silu { wide_epilogue_op(c) } else { None };
-        let wide = wide.filter(|&(op, _)| NativeFinish::of(&up_to_argument(c, op), finite, None, g.oc).is_some());
-        let native_finish = micro.and_then(|_| match wide {
-            Some((op, _)) => NativeFinish::of(&up_to_argument(c, op), finite, None, g.oc),
-            None => NativeFinish::of(c, finite, deferral.as_ref(), g.oc),
-        });
+        let bare = Contraction { epilogue: None, ..c.clone() };
+        let silu = micro.is_some() && !narrowed && c.epilogue.as_ref().is_some_and(|e| e.expr.is_silu()) && NativeFinish::of(&bare, finite, None, g.oc).is_some();
+        let native_finish = micro.and_then(|_| if silu { NativeFinish::of(&bare, finite, None, g.oc) } else { NativeFinish::of(c, finite, deferral.as_ref(), g.oc) });
         let widen_bias = native_finish.is_some() && c.bias.as_ref().is_some_and(|b| b.ty.dtype != DType::F32);
         let rows_offset = (stage_offset + stage_bytes).next_multiple_of(64);
         let params_offset = rows_offset + g.kh * 8;
@@ -372,7 +368,7 @@ impl DepthwisePlan {
             micro,
             native_finish,
             widen_bias,
-            wide,
+            silu,
             params,
             ring_bytes,
             w_bytes,
@@ -389,10 +385,10 @@ impl DepthwisePlan {
     fn describe(&self, cx: &mut Context<'_>) -> String {
         let g = &self.g;
         let loop_text = if let Some(lc) = self.micro {
-            let finish = match (&self.native_finish, self.wide) {
-                (Some(_), Some(_)) => "the loop finishing x, SiLU's x · sigmoid(x) by the runtime's 16-lane loop on the row in place".to_string(),
-                (Some(_), None) => "the loop finishing it".to_string(),
-                (None, _) => "the finish generated".to_string(),
+            let finish = match (&self.native_finish, self.silu) {
+                (Some(_), true) => "the loop finishing x, SiLU's x · sigmoid(x) by the runtime's 16-lane loop on the row in place",
+                (Some(_), false) => "the loop finishing it",
+                (None, _) => "the finish generated",
             };
             format!("a row of {} pixels per work item by{}, {finish}", g.ow, cx.micro_kernel(lc, " "))
         } else {
@@ -709,7 +705,7 @@ fn depthwise_native_row(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, call
     };
     fx.libcall(lc, &[rows_at, call.w, sums, call.params_at]);
     if plan.native_finish.is_some() {
-        if plan.wide.is_some() {
+        if plan.silu {
             // The row's `x`, finished by the loop, becomes `x · sigmoid(x)` in place.
             let n = fx.i((plan.g.ow * plan.g.oc) as i64);
             fx.libcall(Libcall::SiluArrayF32, &[sums, sums, n]);

@@ -576,7 +576,7 @@ fn store_wide(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: 
 /// The epilogue op of `c` a GEMM computes for a block at once: its only sigmoid, erf, tanh or
 /// exp, of the contraction's own value or of one the epilogue computes before it, in an f32
 /// epilogue.
-pub(super) fn wide_epilogue_op(c: &Contraction) -> Option<(usize, Libcall)> {
+fn wide_epilogue_op(c: &Contraction) -> Option<(usize, Libcall)> {
     let e = c.epilogue.as_ref().filter(|e| e.expr.is_f32_domain())?;
     let maths: Vec<(usize, Libcall)> = e.expr.ops.iter().enumerate().filter_map(|(i, op)| wide_math(op).map(|lc| (i, lc))).collect();
     match maths.as_slice() {
@@ -587,7 +587,7 @@ pub(super) fn wide_epilogue_op(c: &Contraction) -> Option<(usize, Libcall)> {
 
 /// `c` finished up to the argument of its epilogue's op `op` ([`wide_epilogue_op`]): its own
 /// value (no epilogue), or its epilogue's ops up to the one computing the argument.
-pub(super) fn up_to_argument(c: &Contraction, op: usize) -> Contraction {
+fn up_to_argument(c: &Contraction, op: usize) -> Contraction {
     let epilogue = c.epilogue.as_ref().and_then(|e| {
         let arg = e.expr.ops[op].args[0];
         let computed = arg.checked_sub(e.expr.inputs.len())?;
