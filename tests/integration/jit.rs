@@ -1171,3 +1171,46 @@ fn a_depthwise_convolutions_silu_epilogue_gives_the_reference_bits() {
         }
     }
 }
+
+/// An elementwise SiLU, sigmoid gate or GELU (erf of `x · c`) on rows of 64 and more runs its
+/// math a block of the row at a time by the runtime's sixteen-lane loop, in f32 and in bf16 (a
+/// bf16 input widened into scratch first, the op's f32 value rounded to bf16 as the op rounds
+/// it): the reference's bits, rows shorter and longer than a block (4096), one and two threads.
+#[test]
+fn elementwise_math_by_the_runtimes_loop_gives_the_reference_bits_in_f32_and_bf16() {
+    use f16c_dialect::UnaryOp;
+    let mut rng = Rng(131);
+    for d in [DType::F32, DType::BF16] {
+        for len in [64usize, 200, 4100] {
+            for form in 0..3 {
+                let shape = [3, len];
+                let mut g = Graph::new("wide_math");
+                let x = g.add_input(TensorType::new(d, shape), loc());
+                let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+                let one = |g: &mut Graph, v: f32| constant(g, Tensor::splat(&TensorType::new(d, [1, 1]), v as f64));
+                let out = match form {
+                    0 => {
+                        let s = g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[x], loc());
+                        g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[x, s, shift], loc())
+                    }
+                    1 => g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[x], loc()),
+                    _ => {
+                        let (c, unit, half) = (one(&mut g, std::f32::consts::FRAC_1_SQRT_2), one(&mut g, 1.0), one(&mut g, 0.5));
+                        let t = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[x, c, shift], loc());
+                        let e = g.add_node(Op::Unary(UnaryOp::Erf), tensor_ty(d, &shape), &[t], loc());
+                        let u = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &shape), &[e, unit], loc());
+                        let h = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[u, half, shift], loc());
+                        g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[x, h, shift], loc())
+                    }
+                };
+                g.add_output(out);
+                let input = random(&TensorType::new(d, shape), &mut rng, -8.0, 8.0);
+                let want = reference::run(&g, std::slice::from_ref(&input)).unwrap();
+                for threads in [1, 2] {
+                    let got = Model::compile_graph(&g, threads).unwrap().run(std::slice::from_ref(&input)).unwrap();
+                    same_bits(&got[0], &want[0]).unwrap_or_else(|e| panic!("{d} rows of {len}, form {form}, {threads} threads: {e}"));
+                }
+            }
+        }
+    }
+}

@@ -642,7 +642,7 @@ impl<'a> Fx<'a> {
     }
 
     /// `op`'s result `r` ([`Fx::ew_unrounded`]) rounded to `op.dtype`.
-    fn round_result(&mut self, op: &EwOp, args: &[Value], arg_types: &[DType], r: Value) -> Value {
+    pub fn round_result(&mut self, op: &EwOp, args: &[Value], arg_types: &[DType], r: Value) -> Value {
         if Self::ew_rounds(op, arg_types) {
             return self.round_to(op.dtype, r);
         }

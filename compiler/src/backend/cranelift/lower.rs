@@ -555,12 +555,14 @@ pub fn eval_with(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<
 pub fn eval_given(fx: &mut Fx, expr: &Expr, inputs: Vec<Value>, deferral: Option<&Deferral>, given: Option<(usize, Value)>) -> Result<Value, String> {
     let mut values = inputs;
     for (i, op) in expr.ops.iter().enumerate() {
+        let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
+        let types = expr.arg_types(op);
         if let Some((_, v)) = given.filter(|&(g, _)| g == i) {
+            // The op's f32 value, computed before: rounded to its type as the op rounds it.
+            let v = fx.round_result(op, &args, &types, v);
             values.push(v);
             continue;
         }
-        let args: Vec<Value> = op.args.iter().map(|&a| values[a]).collect();
-        let types = expr.arg_types(op);
         // A clamp's two bounds, its maximum first.
         let mut bounds: Vec<&super::narrow::Bound> = deferral.map(|d| d.bounds.iter().filter(|b| b.op == i).collect()).unwrap_or_default();
         bounds.sort_by_key(|b| !b.max);
@@ -1468,9 +1470,21 @@ impl ElementwisePlan {
                 e.expr.ops.iter().enumerate().find_map(|(i, op)| {
                     let call = wide_math(op)?;
                     let a = op.args[0];
-                    let f32_arg = e.expr.arg_types(op).first() == Some(&DType::F32);
-                    let source = if a < e.inputs.len() { (e.inputs[a].strides[rank - 1] == 1).then_some(Some(a))? } else { None };
-                    (op.dtype == DType::F32 && f32_arg).then_some((i, call, source))
+                    // An f32 or bf16 argument (bf16 widens exactly), an f32 or bf16 result (the
+                    // f32 value rounded once, as the op does): bf16 EfficientNet-B0's SiLUs.
+                    let arg = e.expr.arg_types(op).first().copied();
+                    let f32_arg = matches!(arg, Some(DType::F32 | DType::BF16));
+                    // An f32 input is read in place; a bf16 one, or a computed argument, is
+                    // computed for the block into scratch.
+                    let source = if a < e.inputs.len() {
+                        if e.inputs[a].strides[rank - 1] != 1 {
+                            return None;
+                        }
+                        (e.inputs[a].dtype == DType::F32).then_some(a)
+                    } else {
+                        None
+                    };
+                    (matches!(op.dtype, DType::F32 | DType::BF16) && f32_arg).then_some((i, call, source))
                 })
             })
             .flatten();
@@ -1630,7 +1644,8 @@ fn elementwise_lanes(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store
                 fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
                     let col = fx.b.ins().iadd(b0, j);
                     let args = lane_args(fx, col);
-                    let a = eval_with(fx, &upto, args, None)?;
+                    // An input (bf16, widened as loaded) or the value the ops compute.
+                    let a = if x < e.inputs.len() { args[x] } else { eval_with(fx, &upto, args, None)? };
                     fx.store4(DType::F32, fx.scratch, j, a);
                     Ok(vec![])
                 })?;
