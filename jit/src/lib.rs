@@ -250,10 +250,8 @@ impl Model {
             fill(&mut buffer.bytes_mut()[..len]);
             // A weight stored as fp16/bf16 for code that multiplies in f32 is widened once,
             // as the runtime does when it loads an artifact.
-            if let f16c_core::artifact::Slot::Constant { widen: Some(w), .. } = manifest.slots[slot] {
-                buffer = f16c_runtime::exec::Aligned::constant(&buffer.bytes_mut()[..len], Some(w));
-            }
-            aligned[slot] = Some(buffer);
+            let widen = if let f16c_core::artifact::Slot::Constant { widen, .. } = manifest.slots[slot] { widen } else { None };
+            aligned[slot] = Some(buffer.widened(len, widen));
         });
         drop(program);
         let executor = Executor::with_constants(manifest, aligned, functions, Box::new(Mutex::new(Code(Some(module)))), threads)?;

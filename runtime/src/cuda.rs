@@ -169,10 +169,12 @@ impl GpuExecutor {
         for (i, s) in m.slots.iter().enumerate() {
             constants.push(match *s {
                 Slot::Constant { offset, bytes, widen } => {
-                    let mut host = crate::exec::Aligned::constant(&artifact.constants[offset..offset + bytes], widen);
-                    let len = s.run_bytes();
-                    let b = DeviceBuffer::new(len, &format!("weight slot {i}"))?;
-                    b.upload(&host.bytes_mut()[..len], "a weight")?;
+                    let stored = &artifact.constants[offset..offset + bytes];
+                    let b = DeviceBuffer::new(s.run_bytes(), &format!("weight slot {i}"))?;
+                    match widen {
+                        None => b.upload(stored, "a weight")?,
+                        Some(_) => b.upload(&crate::exec::Aligned::constant(stored, widen).bytes_mut()[..s.run_bytes()], "a weight")?,
+                    }
                     Some(b)
                 }
                 _ => None,

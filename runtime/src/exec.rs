@@ -301,6 +301,15 @@ impl Aligned {
         }
     }
 
+    /// This buffer, holding a constant's `stored` bytes as read, as the code reads it: itself,
+    /// or widened to f32 where `widen` says ([`Slot::Constant`]).
+    pub fn widened(mut self, stored: usize, widen: Option<f16c_core::artifact::Widen>) -> Aligned {
+        match widen {
+            None => self,
+            Some(_) => Aligned::constant(&self.bytes_mut()[..stored], widen),
+        }
+    }
+
     fn len(&self) -> usize {
         self.len
     }

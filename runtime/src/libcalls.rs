@@ -100,7 +100,7 @@ libcalls! {
         unsafe { crate::ukernel::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
     },
     SiluArrayF32 => |src: *const f32, dst: *mut f32, n: u64| -> u64 {
-        let silu = |x: f32| x * (1.0 / (1.0 + f16c_core::math::exp_f32(-x)));
+        let silu = |x: f32| x * sigmoid(x);
         if std::ptr::eq(src, dst) {
             // SAFETY: the generated code passes `n` readable and writable f32 at `dst` (the
             // Libcall's contract: in place).
@@ -545,9 +545,15 @@ fn exp_array(src: &[f32], dst: &mut [f32]) {
     map_wide(src, dst, f16c_core::math::exp_f32);
 }
 
-/// `dst[i] = 1 / (1 + exp_f32(-src[i]))` (the reference's sigmoid), as [`exp_array`].
+/// `dst[i] = sigmoid(src[i])`, as [`exp_array`].
 fn sigmoid_array(src: &[f32], dst: &mut [f32]) {
-    map_wide(src, dst, |x| 1.0 / (1.0 + f16c_core::math::exp_f32(-x)));
+    map_wide(src, dst, sigmoid);
+}
+
+/// The reference's sigmoid, `1 / (1 + exp_f32(-x))`.
+#[inline(always)]
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + f16c_core::math::exp_f32(-x))
 }
 
 /// The softmax of the rows of `len` values of `x` into `y` ([`Libcall::SoftmaxRowsF32`]),

@@ -100,9 +100,9 @@ pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
     };
     let Some(manifest) = Manifest::from_json(&manifest_bytes).ok().filter(|m| m.validate(k).is_ok()) else { return whole(file) };
     // Constants in file order, each slot's into its own buffer.
-    let mut order: Vec<(usize, usize, usize)> =
-        manifest.slots.iter().enumerate().filter_map(|(i, s)| if let Slot::Constant { offset, bytes, .. } = *s { Some((offset, bytes, i)) } else { None }).collect();
-    order.sort_unstable();
+    let mut order: Vec<(usize, usize, usize, Option<f16c_core::artifact::Widen>)> =
+        manifest.slots.iter().enumerate().filter_map(|(i, s)| if let Slot::Constant { offset, bytes, widen } = *s { Some((offset, bytes, i, widen)) } else { None }).collect();
+    order.sort_unstable_by_key(|&(offset, bytes, slot, _)| (offset, bytes, slot));
     let disjoint = order.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0);
     if manifest.code_format != CodeFormat::ElfSharedObject || !disjoint {
         return whole(file);
@@ -114,20 +114,16 @@ pub fn open(path: &Path, threads: usize) -> Result<Loaded> {
     let mut at = 0usize;
     let mut gap = Vec::new();
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
-    for (offset, bytes, slot) in order {
+    for (offset, bytes, slot, widen) in order {
         gap.resize(offset - at, 0);
         reader.read_exact(&mut gap).map_err(io)?;
         sum.update(&gap);
-        let widen = match manifest.slots[slot] {
-            Slot::Constant { widen, .. } => widen,
-            _ => None,
-        };
         let mut buffer = Aligned::zeroed(bytes);
         let dst = &mut buffer.bytes_mut()[..bytes];
         reader.read_exact(dst).map_err(io)?;
         sum.update(dst);
         // A weight stored as fp16/bf16 for code that multiplies in f32: widened now, once.
-        constants[slot] = Some(if widen.is_some() { Aligned::constant(dst, widen) } else { buffer });
+        constants[slot] = Some(buffer.widened(bytes, widen));
         at = offset + bytes;
     }
     gap.resize(k - at, 0);

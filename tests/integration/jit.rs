@@ -1075,13 +1075,7 @@ fn a_gemms_silu_epilogue_computed_a_block_at_a_time_gives_the_unfused_bits() {
                     (vec![batch, m, n], g.add_node(Op::MatMul, tensor_ty(d, &[batch, m, n]), &[x, w, z1, z2], loc()))
                 };
                 let out = if form == 2 {
-                    let one = |g: &mut Graph, v: f32| constant(g, Tensor::new(vec![1; shape.len()], Data::F32(vec![v])).unwrap());
-                    let (c, unit, half) = (one(&mut g, std::f32::consts::FRAC_1_SQRT_2), one(&mut g, 1.0), one(&mut g, 0.5));
-                    let t = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, c, shift], loc());
-                    let e = g.add_node(Op::Unary(UnaryOp::Erf), tensor_ty(d, &shape), &[t], loc());
-                    let u = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &shape), &[e, unit], loc());
-                    let h = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[u, half, shift], loc());
-                    g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, h, shift], loc())
+                    erf_gelu(&mut g, y, d, &shape, shift)
                 } else {
                     let s = g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[y], loc());
                     if gate { s } else { g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[y, s, shift], loc()) }
@@ -1187,21 +1181,13 @@ fn elementwise_math_by_the_runtimes_loop_gives_the_reference_bits_in_f32_and_bf1
                 let mut g = Graph::new("wide_math");
                 let x = g.add_input(TensorType::new(d, shape), loc());
                 let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
-                let one = |g: &mut Graph, v: f32| constant(g, Tensor::splat(&TensorType::new(d, [1, 1]), v as f64));
                 let out = match form {
                     0 => {
                         let s = g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[x], loc());
                         g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[x, s, shift], loc())
                     }
                     1 => g.add_node(Op::Unary(UnaryOp::Sigmoid), tensor_ty(d, &shape), &[x], loc()),
-                    _ => {
-                        let (c, unit, half) = (one(&mut g, std::f32::consts::FRAC_1_SQRT_2), one(&mut g, 1.0), one(&mut g, 0.5));
-                        let t = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[x, c, shift], loc());
-                        let e = g.add_node(Op::Unary(UnaryOp::Erf), tensor_ty(d, &shape), &[t], loc());
-                        let u = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, &shape), &[e, unit], loc());
-                        let h = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[u, half, shift], loc());
-                        g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, &shape), &[x, h, shift], loc())
-                    }
+                    _ => erf_gelu(&mut g, x, d, &shape, shift),
                 };
                 g.add_output(out);
                 let input = random(&TensorType::new(d, shape), &mut rng, -8.0, 8.0);
@@ -1213,4 +1199,17 @@ fn elementwise_math_by_the_runtimes_loop_gives_the_reference_bits_in_f32_and_bf1
             }
         }
     }
+}
+
+/// GELU of `y` as torch writes it, `y · (erf(y · (1/√2)) + 1) · ½`, its constants one value of
+/// type `d` broadcast over `shape`; `shift` is the multiplies' zero shift.
+fn erf_gelu(g: &mut Graph, y: f16c_dialect::NodeId, d: DType, shape: &[usize], shift: f16c_dialect::NodeId) -> f16c_dialect::NodeId {
+    use f16c_dialect::UnaryOp;
+    let mut one = |v: f32| constant(g, Tensor::splat(&TensorType::new(d, vec![1; shape.len()]), v as f64));
+    let (c, unit, half) = (one(std::f32::consts::FRAC_1_SQRT_2), one(1.0), one(0.5));
+    let t = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, shape), &[y, c, shift], loc());
+    let e = g.add_node(Op::Unary(UnaryOp::Erf), tensor_ty(d, shape), &[t], loc());
+    let u = g.add_node(Op::Binary(BinaryOp::Add), tensor_ty(d, shape), &[e, unit], loc());
+    let h = g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, shape), &[u, half, shift], loc());
+    g.add_node(Op::Binary(BinaryOp::Mul), tensor_ty(d, shape), &[y, h, shift], loc())
 }
