@@ -92,8 +92,8 @@ func.func @softmax(%x: tensor<5x37xf32>, %x2: tensor<3x300xf32>) -> (tensor<5x37
 
 // SiLU after a matmul reads the matmul's result twice: the LLVM backend finishes it in the
 // matmul's tiles (the contract's sigmoid on 16 lanes); the JIT takes it as the epilogue of an
-// f32 GEMM too (LowerOptions::wide_math_epilogues), the sigmoid for a block of tiles by one
-// runtime call, but keeps it a kernel of its own after an fp16 one, whose staged finish would
+// f32 GEMM too (LowerOptions::wide_math_epilogues), the block stored as x and made x · sigmoid(x)
+// in place by one runtime call, but keeps it a kernel of its own after an fp16 one, whose staged finish would
 // run it slower (LowerOptions::multi_read_epilogues).
 // RUN: %f16c compile %s --function=silu --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU-LLVM
 // RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU-JIT
@@ -102,7 +102,7 @@ func.func @softmax(%x: tensor<5x37xf32>, %x2: tensor<3x300xf32>) -> (tensor<5x37
 // SILU-LLVM: epilogue v1 = sigmoid(v0) : f32; v2 = mul(v0, v1) : f32
 // SILU-JIT: program @silu: 1 kernels
 // SILU-JIT: epilogue v1 = sigmoid(v0) : f32; v2 = mul(v0, v1) : f32
-// SILU-JIT: strategy: {{.*}}; the epilogue's sigmoid for the block at once by the runtime's 16-lane loop
+// SILU-JIT: strategy: {{.*}}; the block stored as x, then x · sigmoid(x) in place by the runtime's 16-lane loop
 // SILU-JIT-F16: program @silu:
 // SILU-JIT-F16: k{{[0-9]+}}_matmul: contraction matmul {{.*}} result=f16 {{.*}} (1 ops)
 // SILU-JIT-F16: k{{[0-9]+}}_sigmoid: elementwise

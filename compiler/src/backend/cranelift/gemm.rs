@@ -183,6 +183,10 @@ struct GemmPlan {
     /// (f32 result) an epilogue op, a sigmoid, erf, tanh or exp of the contraction's value,
     /// computed for the whole block by the runtime's sixteen-lane loop: the op and the libcall.
     wide: Option<(usize, Libcall)>,
+    /// (`wide` the sigmoid of a SiLU of the contraction's value) the block's `x` stored as the
+    /// result, then made `x · sigmoid(x)` in place by the runtime's SiLU loop: one pass of
+    /// generated code over the block instead of two.
+    silu: bool,
     /// Scratch offsets of the block's values as that op's argument and as its result (laid out
     /// as the staging area: rows of `stage_stride`).
     arg_offset: usize,
@@ -275,9 +279,11 @@ impl GemmPlan {
         // lanes at a time, and as a kernel of its own after the GEMM).
         let block_bytes = a_panels * MR * stage_stride * 4;
         let wide = (!narrowed && !gemv && c.out.ty.dtype == DType::F32 && block_bytes <= WIDE_BLOCK_MAX).then(|| wide_epilogue_op(c)).flatten();
+        let silu = wide.is_some() && c.epilogue.as_ref().is_some_and(|e| e.expr.is_silu());
+        let staged_op = wide.is_some() && !silu;
         let arg_offset = stage_offset + stage_bytes;
-        let sig_offset = arg_offset + if wide.is_some() { block_bytes } else { 0 };
-        let wide_end = sig_offset + if wide.is_some() { block_bytes } else { 0 };
+        let sig_offset = arg_offset + if staged_op { block_bytes } else { 0 };
+        let wide_end = sig_offset + if staged_op { block_bytes } else { 0 };
         GemmPlan {
             batch,
             mc,
@@ -301,6 +307,7 @@ impl GemmPlan {
             stage_stride,
             micro,
             wide,
+            silu,
             arg_offset,
             sig_offset,
             c_offset,
@@ -334,6 +341,7 @@ impl GemmPlan {
         let chunks_text = if self.chunks.len() > 1 { format!(", k in {} chunks", self.chunks.len()) } else { String::new() };
         let groups_text = if self.groups > 1 { format!(", {} column groups", self.groups) } else { String::new() };
         let wide_text = match self.wide {
+            Some(_) if self.silu => "; the block stored as x, then x · sigmoid(x) in place by the runtime's 16-lane loop".to_string(),
             Some((_, call)) => format!("; the epilogue's {} for the block at once by the runtime's 16-lane loop", wide_name(call)),
             None => String::new(),
         };
@@ -390,6 +398,9 @@ fn gemm_item(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, item:
     let a = a_source(fx, plan, c, bases.a, &it);
     for (ci, &chunk) in plan.chunks.iter().enumerate() {
         multiply_chunk(fx, plan, c, bases, &it, a, ci, chunk)?;
+    }
+    if let Some((op, _)) = plan.wide.filter(|_| plan.silu) {
+        return store_silu(fx, plan, c, bases, &it, op);
     }
     if let Some(wide) = plan.wide {
         return store_wide(fx, plan, c, bases, &it, wide);
@@ -528,6 +539,52 @@ fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
         micro_kernel(fx, (a_form, a, k * 4), b, kc, tile, ci > 0);
         Ok(())
     })
+}
+
+/// The block's finish where the epilogue is SiLU of the contraction's value
+/// ([`GemmPlan::silu`]): each tile's `x` (the sum, bias added, rounded) stored as the result,
+/// then the block's rows made `x · sigmoid(x)` in place by the runtime's SiLU loop, in one call
+/// where the group is every column (its rows follow each other in the output), else one per
+/// row. The same bits as [`store_wide`]: the sigmoid is the reference's, the product rounded
+/// once.
+fn store_silu(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: &Item, op: usize) -> Emitted {
+    let (m, n) = (c.m, c.n);
+    let bare = up_to_argument(c, op);
+    let Item { bi, row0, p0, p1, live, m: m_v } = *it;
+    live_panels(fx, plan, it, &mut |fx, _| fx.i(0), &mut |fx, p, ip, tile, _| {
+        let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
+        let r0 = fx.b.ins().iadd(r0, row0);
+        let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
+        store_tile(fx, &bare, tile, bi, r0, col0, bases, None, None)
+    })?;
+    let rows = fx.b.ins().imul_imm_s(live, MR as i64);
+    let left = fx.b.ins().isub(m_v, row0);
+    let rows = fx.b.ins().smin(rows, left);
+    let first = fx.b.ins().imul_imm_s(bi, m as i64);
+    let first = fx.b.ins().iadd(first, row0);
+    if plan.groups == 1 {
+        let at = fx.b.ins().imul_imm_s(first, n as i64);
+        let at = fx.addr(bases.out, at, 4);
+        let count = fx.b.ins().imul_imm_s(rows, n as i64);
+        fx.libcall(Libcall::SiluArrayF32, &[at, at, count]);
+        return Ok(());
+    }
+    let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
+    let end = fx.b.ins().imul_imm_s(p1, NR as i64);
+    let all = fx.i(n as i64);
+    let end = fx.b.ins().smin(end, all);
+    let cols = fx.b.ins().isub(end, origin);
+    let zero = fx.i(0);
+    let cols = fx.b.ins().smax(cols, zero);
+    fx.try_for_range(zero, rows, 1, &[], |fx, r, _| {
+        let row = fx.b.ins().iadd(first, r);
+        let at = fx.b.ins().imul_imm_s(row, n as i64);
+        let at = fx.b.ins().iadd(at, origin);
+        let at = fx.addr(bases.out, at, 4);
+        fx.libcall(Libcall::SiluArrayF32, &[at, at, cols]);
+        Ok(vec![])
+    })
+    .map(|_| ())
 }
 
 /// The block's finish with an epilogue op computed for all of it at once ([`GemmPlan::wide`]):
