@@ -30,13 +30,13 @@
 // RUN: %f16c-run %t.f16c --input %inputs/x_4x64_f32.npy --output %t.npy --profile 2>&1 | FileCheck %s --check-prefix=PROFILE
 
 // A matmul with a constant weight, its f32 rows read where they lie (4 rows: one tile row
-// block); its 40 columns are five panels of eight, one column group each so that the threads
-// have work. In fp16 the weight stays fp16 (one row block widens it chunk by chunk) and the
+// block); its 40 columns are five panels of eight, one column group (a group reading A in
+// place takes at least six panels: the runtime's loop fetches B ahead only within a call). In fp16 the weight stays fp16 (one row block widens it chunk by chunk) and the
 // rows are widened to f32 per row block, in one column group (each group would widen them).
 // W: k{{[0-9]+}}_matmul: contraction matmul batch=1 m=4 n=40 k=64
-// W: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place, 5 column groups
+// W: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place{{$}}
 // W-F16: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f16); A's rows read in place, widened to f32 per row block{{$}}
-// W-V2: strategy: tiles 4x8, 4 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A's rows read in place, 5 column groups
+// W-V2: strategy: tiles 4x8, 4 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A's rows read in place{{$}}
 // W-V4: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX-512 loop (12x16 or 4x48 per pass); B packed at compile time (f32)
 // W-PAIRS: strategy: {{.*}}bf16 pairs on VDPBF16PS into f32 (the runtime's loop); B packed at compile time (bf16)
 // PROFILE: k{{[0-9]+}}_matmul {{.*}}(tiles 4x8, 4 rows per work item, f32 FMA
@@ -50,7 +50,7 @@ func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
 }
 
 // Both operands computed at run time (attention's Q·Kᵀ): B packed per run, in f32.
-// ACT: strategy: tiles 4x8, 24 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B computed at run time, packed per run (f32); A's rows read in place, 3 column groups
+// ACT: strategy: tiles 4x8, 24 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B computed at run time, packed per run (f32); A's rows read in place{{$}}
 func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tensor<2x24x24xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.matmul %a, %b, %z, %z : (tensor<2x24x64xf32>, tensor<2x64x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x24xf32>
@@ -103,7 +103,7 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 // the generated micro-kernel (x86-64-v2) packs all of A.
 // RUN: %f16c compile %s --function=tail --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TAIL
 // RUN: %f16c compile %s --function=tail --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=TAIL-V2
-// TAIL: strategy: tiles 4x8, 5 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place, the last micro-panel packed, 5 column groups
+// TAIL: strategy: tiles 4x8, 5 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place, the last micro-panel packed{{$}}
 // TAIL-V2: strategy: tiles 4x8, 5 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A packed per chunk
 func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
   %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
@@ -197,4 +197,19 @@ func.func @depthwise_silu(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
   %s = tosa.sigmoid %y : (tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32>
   %o = tosa.mul %y, %s, %shift : (tensor<1x8x8x32xf32>, tensor<1x8x8x32xf32>, tensor<1xi8>) -> tensor<1x8x8x32xf32>
   return %o : tensor<1x8x8x32xf32>
+}
+
+// A deep layer's matmul (49 rows: one row block) splits its 40 panels into column groups so
+// that the threads have work, each of at least six panels (the runtime's loop fetches B's next
+// panels only within a call: one-pair groups waited on memory); the AVX-512 loop takes panels
+// in pairs, so there each group is a whole number of pairs (8 panels: 5 groups, not 6 of 7).
+// RUN: %f16c compile %s --function=deep --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DEEP
+// RUN: %f16c compile %s --function=deep --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v4 | FileCheck %s --check-prefix=DEEP-V4
+// DEEP: strategy: tiles 4x8, 49 rows per work item, f32 FMA on the runtime's AVX2 loop {{.*}}; A's rows read in place, the last micro-panel packed, 6 column groups{{$}}
+// DEEP-V4: strategy: tiles 4x8, 49 rows per work item, f32 FMA on the runtime's AVX-512 loop {{.*}}; A's rows read in place, the last micro-panel packed, 5 column groups{{$}}
+func.func @deep(%a: tensor<1x49x64xf32>) -> tensor<1x49x320xf32> {
+  %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x320xf32>}> : () -> tensor<1x64x320xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %y = tosa.matmul %a, %w, %z, %z : (tensor<1x49x64xf32>, tensor<1x64x320xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x49x320xf32>
+  return %y : tensor<1x49x320xf32>
 }

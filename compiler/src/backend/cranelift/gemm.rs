@@ -257,7 +257,11 @@ impl GemmPlan {
         let wide_bytes = if packed_dt == DType::F32 { 0 } else { kc_max * NR * 4 };
         let band_offset = wide_offset + wide_bytes;
         let groups = column_groups(batch * blocks, panels, a_form == AForm::Packed || band.is_some() || dot);
-        let group_panels = panels.div_ceil(groups);
+        // The AVX-512 loop takes B panels in pairs (a last odd one on the AVX2 loop, at
+        // almost the cost of a pair): a group of whole pairs.
+        let pairs = micro == Some(Libcall::GemmTilesAvx512) && !dot;
+        let group_panels = if pairs { panels.div_ceil(groups).next_multiple_of(2) } else { panels.div_ceil(groups) };
+        let groups = panels.div_ceil(group_panels.max(1)).max(1);
         // Then (f16 output) the finished rows of one micro-panel across the column group, in
         // f32, for the runtime to narrow: in one call when the group is every column (the
         // staged rows are then laid out as the output's), else one per row.
@@ -1616,11 +1620,12 @@ fn gemv_panels(fx: &mut Fx, (a, a_row): (Value, Value), (b, packed_dt, chunks): 
 /// row blocks (a CNN's deep layers at batch 1: 8×8 pixels are one block of [`MC`](super::legal::MC) rows) still
 /// has work for every thread: enough groups for [`PARALLEL_ITEMS`] items, each of at least
 /// [`GROUP_MIN_PANELS`] panels where every group prepares the block's A again (packs it, or
-/// widens its fp16 rows), of one panel where the micro-kernel reads A's f32 rows in place (one
-/// panel groups of an fp16 attention's 8-row matmuls, each widening A again, made the model
-/// 15% slower). The sums are the same whichever item computes them.
+/// widens its fp16 rows; one panel groups of an fp16 attention's 8-row matmuls, each widening
+/// A again, made the model 15% slower), of [`GROUP_MIN_PANELS_IN_PLACE`] where the
+/// micro-kernel reads A's f32 rows in place. The sums are the same whichever item computes
+/// them.
 fn column_groups(row_items: usize, panels: usize, prepares_a: bool) -> usize {
-    let min_panels = if prepares_a { GROUP_MIN_PANELS } else { 1 };
+    let min_panels = if prepares_a { GROUP_MIN_PANELS } else { GROUP_MIN_PANELS_IN_PLACE };
     PARALLEL_ITEMS.div_ceil(row_items.max(1)).min(panels / min_panels).max(1)
 }
 
@@ -1651,6 +1656,13 @@ const PARALLEL_ITEMS: usize = 16;
 
 /// The fewest B panels ([`NR`] columns each) a column group holds.
 const GROUP_MIN_PANELS: usize = 16;
+
+/// The fewest B panels a column group holds where A's rows are read in place: the runtime's
+/// loop fetches the next pass's B panels while a pass runs, but only within its call, so each
+/// group's first panels come from memory unfetched; groups of one pair of panels made
+/// EfficientNet-B0's 7 × 7 layers (49 rows, 16 groups) 1.2–1.4× slower than groups of three
+/// pairs.
+const GROUP_MIN_PANELS_IN_PLACE: usize = 6;
 
 /// Rows of B (`k` steps) per widened chunk of the one-row matmul with an fp16 weight: four
 /// panels' chunks take 16 KiB of scratch, in L1 next to the A row.
