@@ -115,3 +115,27 @@ func.func @silu(%a: tensor<1x24x64xf32>) -> tensor<1x24x40xf32> {
   %o = tosa.mul %y, %s, %shift : (tensor<1x24x40xf32>, tensor<1x24x40xf32>, tensor<1xi8>) -> tensor<1x24x40xf32>
   return %o : tensor<1x24x40xf32>
 }
+
+// Attention (scores, softmax, products: three kernels in a row) with 24 query rows per head
+// runs band by band on the LLVM backend, four bands of twelve rows, the scores and the
+// probabilities in per-thread windows; in fp16 the products' A (the fp16 probabilities) is
+// widened to f32 band by band by a step of its own, not once per run over every band.
+// RUN: %f16c compile %s --function=attention --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=BANDS
+// RUN: %f16c compile %s --function=attention --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=BANDS-F16
+// BANDS: k{{[0-9]+}}_matmul: contraction matmul batch=2 m=24 n=8 k=36
+// BANDS: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B computed at run time, packed per run (f32); 4 bands of 12 rows, interleaved with each other: {{.*}}, 2 of their intermediates in cache only{{$}}
+// BANDS-F16: k{{[0-9]+}}_matmul: contraction matmul batch=2 m=24 n=8 k=36
+// BANDS-F16: strategy: {{.*}}; A widened to f32 band by band; 4 bands of 12 rows, interleaved with each other: {{.*}}, the products' A widened band by band{{$}}
+func.func @attention(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<2x36x8xf32>) -> tensor<2x24x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s = tosa.matmul %q, %k, %zp, %zp : (tensor<2x24x16xf32>, tensor<2x16x36xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x36xf32>
+  %m = tosa.reduce_max %s {axis = 2 : i32} : (tensor<2x24x36xf32>) -> tensor<2x24x1xf32>
+  %d = tosa.sub %s, %m : (tensor<2x24x36xf32>, tensor<2x24x1xf32>) -> tensor<2x24x36xf32>
+  %e = tosa.exp %d : (tensor<2x24x36xf32>) -> tensor<2x24x36xf32>
+  %z = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x24x36xf32>) -> tensor<2x24x1xf32>
+  %r = tosa.reciprocal %z : (tensor<2x24x1xf32>) -> tensor<2x24x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<2x24x36xf32>, tensor<2x24x1xf32>, tensor<1xi8>) -> tensor<2x24x36xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x24x36xf32>, tensor<2x36x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x8xf32>
+  return %o : tensor<2x24x8xf32>
+}

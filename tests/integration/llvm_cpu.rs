@@ -129,7 +129,8 @@ fn inline_math_functions_match_the_contract_bit_for_bit() {
 /// the scores and the probabilities in per-thread windows only; the results are, bit for bit,
 /// those of the same steps run one after the other over whole buffers (what a runtime that
 /// ignores the bands does), on one thread and on two, and the reference's within the
-/// reduction tolerance.
+/// reduction tolerance. In fp16 the LLVM backend's products widen their fp16 probabilities
+/// to f32 band by band too (a fourth step in the group, its f32 rows a third window).
 #[test]
 fn attention_runs_in_bands_of_rows_with_the_bits_of_whole_kernels() {
     let text = r#"
@@ -147,8 +148,9 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
   return %o : tensor<2x24x8xf32>
 }
 "#;
-    let module = f16c_dialect::import::parse_module(text, "bands.mlir").unwrap();
-    let g = &module.functions[0];
+    let mut module = f16c_dialect::import::parse_module(text, "bands.mlir").unwrap();
+    let f32_graph = module.functions[0].clone();
+    let g = &f32_graph;
     let values = |shape: &[usize], seed: u32| {
         let n: usize = shape.iter().product();
         Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 8) as f32 / (1 << 24) as f32 * 6.0 - 3.0).collect()).unwrap()
@@ -173,5 +175,24 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
             let err = max_rel_to_peak(&got[0], &want[0]);
             assert!(err <= 1e-5, "{what}, {threads} threads: {err:e} from the reference");
         }
+    }
+    driver::prepare(&mut module, &Options::new(Target::X86_64).with_precision(Precision::Fp16), &[]).unwrap();
+    let g16 = &module.functions[0];
+    let want16 = reference::run(g16, &inputs).unwrap();
+    let banded = LlvmCpuBackend.artifact(&driver::lower_for(g16, &LlvmCpuBackend).unwrap()).unwrap();
+    let group = banded.manifest.steps.iter().find_map(|s| s.interleave.clone()).expect("fp16: a banded group");
+    assert_eq!((group.steps, group.blocks, group.windows.len()), (4, 4, 3), "fp16: {group:?}");
+    let plan = &banded.manifest.kernels.iter().rev().find(|k| k.plan.contains("bands")).expect("a plan that says so").plan;
+    assert!(plan.contains("A widened to f32 band by band"), "fp16: {plan}");
+    let mut plain = banded.clone();
+    for s in &mut plain.manifest.steps {
+        s.interleave = None;
+    }
+    for threads in [1, 2] {
+        let got = loader::load(banded.clone(), threads).unwrap().run(&inputs).unwrap();
+        let whole = loader::load(plain.clone(), threads).unwrap().run(&inputs).unwrap();
+        f16c_tests::cases::same_bits_and_nans(&got[0], &whole[0]).unwrap_or_else(|e| panic!("fp16, {threads} threads: {e}"));
+        let err = max_rel_to_peak(&got[0], &want16[0]);
+        assert!(err <= 4.0 / 2048.0, "fp16, {threads} threads: {err:e} from the reference");
     }
 }

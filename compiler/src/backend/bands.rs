@@ -37,6 +37,10 @@ pub struct Band {
     pub blocks: usize,
     /// A band's worth of each intermediate, per thread ([`f16c_core::artifact::Window`]).
     pub windows: Vec<Window>,
+    /// The products' fp16/bf16 left operand (the probabilities) is widened to f32 by a step of
+    /// their kernel before its tiles: that step runs band by band too, between the rows
+    /// kernel's and the tiles' (widened once per run, it would read every band at once).
+    pub widens_products_a: bool,
 }
 
 /// The attention chains of `program` whose matmuls `on_tiles` accepts (`true` for the
@@ -93,6 +97,7 @@ impl Chain {
             rows,
             blocks,
             windows: self.windows.iter().map(|&(slot, per_row)| Window { slot, bytes: rows * per_row }).collect(),
+            widens_products_a: false,
         })
     }
 }
@@ -110,20 +115,28 @@ pub fn lcm(a: usize, b: usize) -> usize {
 
 /// Reorders `steps` for `band`: the steps of its kernels that prepare an operand (packing or
 /// widening B, widening the scores' A) first, then the three kernels' main steps (each
-/// kernel's last), the first marked to run the three in the band's blocks. Their work splits
-/// into equal blocks: a band's tiles of each matmul and its rows are consecutive work items.
+/// kernel's last; where the band says so, the products' widening of A just before theirs),
+/// the first marked to run them in the band's blocks. Their work splits into equal blocks: a
+/// band's tiles of each matmul, its rows and its probabilities' elements are consecutive work
+/// items.
 pub fn interleave(steps: &mut Vec<Step>, band: &Band) {
     let kernels = band.first..band.first + 3;
     let Some(start) = steps.iter().position(|s| kernels.contains(&s.kernel)) else { return };
     let end = steps.iter().rposition(|s| kernels.contains(&s.kernel)).expect("one exists") + 1;
     let group: Vec<Step> = steps.drain(start..end).collect();
-    let main: Vec<usize> = kernels.clone().filter_map(|k| group.iter().rposition(|s| s.kernel == k)).collect();
+    let mut main: Vec<usize> = kernels.clone().filter_map(|k| group.iter().rposition(|s| s.kernel == k)).collect();
     assert_eq!(main.len(), 3, "every kernel of a band has a step");
+    if band.widens_products_a {
+        // The products' step before their tiles: the widening of A.
+        let widen = main[2] - 1;
+        assert_eq!(group[widen].kernel, band.first + 2, "the products' A is widened by a step of their kernel");
+        main.insert(2, widen);
+    }
     let mut order: Vec<Step> = group.iter().enumerate().filter(|(i, _)| !main.contains(i)).map(|(_, s)| s.clone()).collect();
     for (j, &i) in main.iter().enumerate() {
         let mut s = group[i].clone();
         assert_eq!(s.work % band.blocks, 0, "a band's steps split into whole blocks");
-        s.interleave = (j == 0).then(|| Interleave { steps: 3, blocks: band.blocks, windows: band.windows.clone() });
+        s.interleave = (j == 0).then(|| Interleave { steps: main.len(), blocks: band.blocks, windows: band.windows.clone() });
         order.push(s);
     }
     steps.splice(start..start, order);
@@ -137,5 +150,6 @@ pub fn describe(program: &Program, band: &Band) -> String {
         1 => ", 1 of their intermediates in cache only".to_string(),
         n => format!(", {n} of their intermediates in cache only"),
     };
-    format!("{} bands of {} rows, interleaved with each other: {}{kept}", band.blocks, band.rows, names.join(" → "))
+    let widened = if band.widens_products_a { ", the products' A widened band by band" } else { "" };
+    format!("{} bands of {} rows, interleaved with each other: {}{kept}{widened}", band.blocks, band.rows, names.join(" → "))
 }

@@ -176,10 +176,11 @@ pub const EXTREMUM_VECTORS: usize = 4;
 /// Elements per step of [`Ir::reduce_extremum_lanes`].
 pub const EXTREMUM_BLOCK: usize = EXTREMUM_LANES * EXTREMUM_VECTORS;
 
-/// Whether a row's reduction of `kind` over `len` values of `d`, when they lie in memory as f32,
-/// runs in vector chains ([`Ir::reduce_extremum_lanes`]) in a group of rows.
+/// Whether a row's reduction of `kind` over `len` values of `d` (f32, or f16/bf16 widened
+/// exactly as they are loaded), when they lie in memory in that type, runs in vector chains
+/// ([`Ir::reduce_extremum_lanes`]) in a group of rows.
 pub fn extremum_in_lanes(kind: ReduceKind, d: DType, len: usize) -> bool {
-    d == DType::F32 && matches!(kind, ReduceKind::Max | ReduceKind::Min) && len >= 2 * EXTREMUM_BLOCK
+    matches!(d, DType::F32 | DType::F16 | DType::BF16) && matches!(kind, ReduceKind::Max | ReduceKind::Min) && len >= 2 * EXTREMUM_BLOCK
 }
 
 /// The loops over the row a rows kernel's elementwise stages take: one per run of them between
@@ -1425,7 +1426,8 @@ impl<'ctx> Ir<'ctx> {
         self.get(result)
     }
 
-    /// [`Ir::reduce_extremum`] of `len` contiguous f32 values at element `at` of `base`, in
+    /// [`Ir::reduce_extremum`] of `len` contiguous values of `t` (f32, f16, bf16: widened
+    /// exactly) at element `at` of `base`, in
     /// [`EXTREMUM_VECTORS`] vector chains of [`EXTREMUM_LANES`] lanes (element `j` of each
     /// block of [`EXTREMUM_BLOCK`] into lane `j % EXTREMUM_LANES` of chain `j / EXTREMUM_LANES`),
     /// the rest of the row and then every lane folded into one scalar chain: the same value
@@ -1435,7 +1437,7 @@ impl<'ctx> Ir<'ctx> {
         &mut self,
         kind: ReduceKind,
         len: usize,
-        (base, at): (PointerValue<'ctx>, IntValue<'ctx>),
+        (base, at, t): (PointerValue<'ctx>, IntValue<'ctx>, DType),
         load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>,
     ) -> BasicValueEnum<'ctx> {
         let pred = if kind == ReduceKind::Max { inkwell::FloatPredicate::OGE } else { inkwell::FloatPredicate::OLE };
@@ -1447,7 +1449,7 @@ impl<'ctx> Ir<'ctx> {
         self.for_range(self.i64(0), self.i64(blocks as i64), self.i64(1), |ir, b| {
             let first = ir.muli(b, EXTREMUM_BLOCK);
             for (u, &chain) in chains.iter().enumerate() {
-                let x = ir.load_lanes(DType::F32, base, ir.add(at, ir.addi(first, (u * EXTREMUM_LANES) as i64)), EXTREMUM_LANES as u32);
+                let x = ir.load_lanes(t, base, ir.add(at, ir.addi(first, (u * EXTREMUM_LANES) as i64)), EXTREMUM_LANES as u32);
                 let next = ir.tosa_select_any(pred, ir.get(chain).into_vector_value(), x, nan);
                 ir.set(chain, next);
             }
@@ -1543,8 +1545,8 @@ impl<'ctx> Ir<'ctx> {
                     for q in 0..rows.len() {
                         let (base, at0, t) = place(self, q, *arg);
                         let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
-                        let a = if t == DType::F32 && extremum_in_lanes(*kind, dtypes[*arg], len) {
-                            self.reduce_extremum_lanes(*kind, len, (base, at0), &load)
+                        let a = if t == dtypes[*arg] && extremum_in_lanes(*kind, dtypes[*arg], len) {
+                            self.reduce_extremum_lanes(*kind, len, (base, at0, t), &load)
                         } else {
                             self.reduce_extremum(*kind, dtypes[*arg], len, &load)
                         };

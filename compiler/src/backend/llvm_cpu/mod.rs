@@ -261,6 +261,14 @@ impl LlvmCpuBackend {
         // Attention's scores, softmax and products band by band (the same items, reordered).
         let banded = self.bands(program);
         for band in &banded {
+            // The products' widened probabilities are read by the band's tiles only: a window.
+            let mut band = band.clone();
+            if band.widens_products_a {
+                if let Some(&(slot, per_row)) = schedule.widened_a.get(&(band.first + 2)) {
+                    band.windows.push(f16c_core::artifact::Window { slot, bytes: band.rows * per_row });
+                }
+            }
+            let band = &band;
             bands::interleave(&mut schedule.steps, band);
             layout.together.push((band.first, band.first + 2));
         }
@@ -273,7 +281,7 @@ impl LlvmCpuBackend {
             layout.manifest(program, info, schedule.symbols, schedule.steps)
         });
         for (k, (info, kernel)) in manifest.kernels.iter_mut().zip(&program.kernels).enumerate() {
-            info.plan = describe_banded(program, plans[k].describe(kernel), banded.iter().find(|b| (b.first..b.first + 3).contains(&k)));
+            info.plan = describe_banded(program, k, plans[k].describe(kernel), banded.iter().find(|b| (b.first..b.first + 3).contains(&k)));
         }
         let constants = if output == Output::Library {
             // A library carries its weights: those the runtime would widen at load, widened now.
@@ -305,10 +313,14 @@ impl LlvmCpuBackend {
     }
 }
 
-/// A kernel's plan in words, and the band it runs in (if any).
-fn describe_banded(program: &Program, plan: String, band: Option<&bands::Band>) -> String {
+/// Kernel `k`'s plan in words, and the band it runs in (if any; the products' A, where the
+/// band widens it, widened band by band rather than once per run).
+fn describe_banded(program: &Program, k: usize, plan: String, band: Option<&bands::Band>) -> String {
     match band {
-        Some(b) => format!("{plan}; {}", bands::describe(program, b)),
+        Some(b) => {
+            let plan = if b.widens_products_a && k == b.first + 2 { plan.replace("; A widened to f32 once per run", "; A widened to f32 band by band") } else { plan };
+            format!("{plan}; {}", bands::describe(program, b))
+        }
         None => plan,
     }
 }
@@ -389,7 +401,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 c.kind = crate::lower::ContractionKind::Conv(g.clone());
             }
             AStaging::Widened => {
-                let wide = self.widen("_widen_a", (c.a.buffer.0, c.a.ty.dtype), c.a.ty.num_elements())?;
+                let len = c.k;
+                let wide = self.widen_rows("_widen_a", (c.a.buffer.0, c.a.ty.dtype), c.a.ty.num_elements() / len.max(1), len)?;
+                self.schedule.widened_a.insert(k, (wide, len * 4));
                 c.a.buffer = crate::lower::BufferId(wide);
                 c.a.ty.dtype = DType::F32;
             }
@@ -407,6 +421,33 @@ impl<'ctx> Emitter<'_, 'ctx> {
             let (s, d) = (ir.buffer(src), ir.buffer(wide));
             let v = ir.load(from, s, i);
             ir.store(DType::F32, d, i, v);
+            Ok(())
+        })?;
+        Ok(wide)
+    }
+
+    /// [`Emitter::widen`] of `rows` rows of `len` values, a row per work item, sixteen lanes
+    /// at a time (F16C's `vcvtph2ps` on x86: converted one at a time, an attention's
+    /// probabilities took a fifth of its products' time to widen). A's rows: a band's are
+    /// whole work items.
+    fn widen_rows(&mut self, suffix: &str, (src, from): (usize, DType), rows: usize, len: usize) -> Result<usize, String> {
+        const LANES: usize = 16;
+        let wide = self.layout.temporary(self.k, rows * len * 4);
+        let full = len / LANES * LANES;
+        self.step(suffix, rows, (rows * len) as f64, |ir, r, _| {
+            let (s, d) = (ir.buffer(src), ir.buffer(wide));
+            let first = ir.muli(r, len);
+            let (zero, end, step) = (ir.i64(0), ir.i64(full as i64), ir.i64(LANES as i64));
+            ir.for_range(zero, end, step, |ir, j| {
+                let at = ir.add(first, j);
+                let v = ir.load_lanes(from, s, at, LANES as u32);
+                ir.store_lanes(DType::F32, d, at, v);
+            });
+            ir.for_n(full, len, |ir, j| {
+                let at = ir.add(first, j);
+                let v = ir.load(from, s, at);
+                ir.store(DType::F32, d, at, v);
+            });
             Ok(())
         })?;
         Ok(wide)
@@ -478,6 +519,9 @@ struct Schedule<'ctx> {
     steps: Vec<Step>,
     /// Each distinct body, by its IR text (with a neutral name), and how many wrappers call it.
     bodies: HashMap<String, (FunctionValue<'ctx>, usize)>,
+    /// Each kernel's A widened to f32 in a temporary (`AStaging::Widened`): the slot and its
+    /// bytes per row of A (a band's window of it, where the kernel runs in bands).
+    widened_a: HashMap<usize, (usize, usize)>,
 }
 
 impl<'ctx> Schedule<'ctx> {
@@ -655,17 +699,17 @@ impl LlvmCpuBackend {
     pub fn describe(&self, program: &Program, kernel: &Kernel) -> Option<String> {
         let k = program.kernels.iter().position(|x| std::ptr::eq(x, kernel));
         let band = k.and_then(|k| self.bands(program).into_iter().find(|b| (b.first..b.first + 3).contains(&k)));
-        Some(describe_banded(program, self.plan(program, kernel).describe(kernel), band.as_ref()))
+        Some(describe_banded(program, k.unwrap_or(usize::MAX), self.plan(program, kernel).describe(kernel), band.as_ref()))
     }
 
     /// The attention chains this backend runs in bands ([`bands`]): both matmuls on the GEMM
-    /// tiles, the products' left operand read as it is (not widened first, which would read
-    /// every band at once); a band's rows a multiple of both tiles' rows and of [`ROW_GROUP`]
-    /// (`super::llvm::families::ROW_GROUP`), so that each kernel's items for a band are
-    /// consecutive.
+    /// tiles, the products' left operand read as it is or (fp16/bf16) widened by a step that
+    /// runs band by band too; a band's rows a multiple of both tiles' rows and of
+    /// [`ROW_GROUP`] (`super::llvm::families::ROW_GROUP`), so that each kernel's items for a
+    /// band are consecutive.
     fn bands(&self, program: &Program) -> Vec<bands::Band> {
         let m = &self.machine;
-        let on_tiles = |c: &crate::lower::Contraction, products: bool| gemm::applies(program, c) && !gemm::rows_fastest(m, c) && !(products && gemm::widens_a(m, c));
+        let on_tiles = |c: &crate::lower::Contraction, _products: bool| gemm::applies(program, c) && !gemm::rows_fastest(m, c);
         bands::chains(program, on_tiles)
             .into_iter()
             .filter_map(|chain| {
@@ -674,7 +718,8 @@ impl LlvmCpuBackend {
                     _ => 1,
                 };
                 let rows = bands::lcm(bands::lcm(tiles(chain.first), tiles(chain.first + 2)), super::llvm::families::ROW_GROUP);
-                chain.band(rows)
+                let widens = matches!(&program.kernels[chain.first + 2].kind, KernelKind::Contraction(c) if gemm::widens_a(m, c));
+                chain.band(rows).map(|b| bands::Band { widens_products_a: widens, ..b })
             })
             .collect()
     }
