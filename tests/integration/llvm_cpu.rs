@@ -156,14 +156,9 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
         Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 8) as f32 / (1 << 24) as f32 * 6.0 - 3.0).collect()).unwrap()
     };
     let inputs = [values(&[2, 24, 16], 1), values(&[2, 16, 36], 2), values(&[2, 36, 8], 3)];
-    let want = reference::run(g, &inputs).unwrap();
-    let llvm = LlvmCpuBackend.artifact(&driver::lower_for(g, &LlvmCpuBackend).unwrap()).unwrap();
-    let jit = driver::artifact(g, Target::X86_64).unwrap();
-    for (what, banded, blocks, rows) in [("llvm", llvm, 4, 12), ("jit", jit, 2, 24)] {
-        let group = banded.manifest.steps.iter().find_map(|s| s.interleave.clone()).unwrap_or_else(|| panic!("{what}: a banded group"));
-        assert_eq!((group.steps, group.blocks, group.windows.len()), (3, blocks, 2), "{what}: {group:?}");
-        let plan = &banded.manifest.kernels.iter().find(|k| k.plan.contains("bands")).expect("a plan that says so").plan;
-        assert!(plan.contains(&format!("{blocks} bands of {rows} rows")), "{what}: {plan}");
+    // The banded artifact's results against the same steps run whole, on one and two threads,
+    // and against the reference's (`want`) within `tol`.
+    let same_as_whole = |what: &str, banded: &f16c_core::artifact::Artifact, want: &Tensor, tol: f64| {
         let mut plain = banded.clone();
         for s in &mut plain.manifest.steps {
             s.interleave = None;
@@ -172,27 +167,26 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
             let got = loader::load(banded.clone(), threads).unwrap().run(&inputs).unwrap();
             let whole = loader::load(plain.clone(), threads).unwrap().run(&inputs).unwrap();
             f16c_tests::cases::same_bits_and_nans(&got[0], &whole[0]).unwrap_or_else(|e| panic!("{what}, {threads} threads: {e}"));
-            let err = max_rel_to_peak(&got[0], &want[0]);
-            assert!(err <= 1e-5, "{what}, {threads} threads: {err:e} from the reference");
+            let err = max_rel_to_peak(&got[0], want);
+            assert!(err <= tol, "{what}, {threads} threads: {err:e} from the reference");
         }
+    };
+    let want = reference::run(g, &inputs).unwrap();
+    let llvm = LlvmCpuBackend.artifact(&driver::lower_for(g, &LlvmCpuBackend).unwrap()).unwrap();
+    let jit = driver::artifact(g, Target::X86_64).unwrap();
+    for (what, banded, blocks, rows) in [("llvm", llvm, 4, 12), ("jit", jit, 2, 24)] {
+        let group = banded.manifest.steps.iter().find_map(|s| s.interleave.clone()).unwrap_or_else(|| panic!("{what}: a banded group"));
+        assert_eq!((group.steps, group.blocks, group.windows.len()), (3, blocks, 2), "{what}: {group:?}");
+        let plan = &banded.manifest.kernels.iter().find(|k| k.plan.contains("bands")).expect("a plan that says so").plan;
+        assert!(plan.contains(&format!("{blocks} bands of {rows} rows")), "{what}: {plan}");
+        same_as_whole(what, &banded, &want[0], 1e-5);
     }
     driver::prepare(&mut module, &Options::new(Target::X86_64).with_precision(Precision::Fp16), &[]).unwrap();
     let g16 = &module.functions[0];
-    let want16 = reference::run(g16, &inputs).unwrap();
     let banded = LlvmCpuBackend.artifact(&driver::lower_for(g16, &LlvmCpuBackend).unwrap()).unwrap();
     let group = banded.manifest.steps.iter().find_map(|s| s.interleave.clone()).expect("fp16: a banded group");
     assert_eq!((group.steps, group.blocks, group.windows.len()), (4, 4, 3), "fp16: {group:?}");
     let plan = &banded.manifest.kernels.iter().rev().find(|k| k.plan.contains("bands")).expect("a plan that says so").plan;
     assert!(plan.contains("A widened to f32 band by band"), "fp16: {plan}");
-    let mut plain = banded.clone();
-    for s in &mut plain.manifest.steps {
-        s.interleave = None;
-    }
-    for threads in [1, 2] {
-        let got = loader::load(banded.clone(), threads).unwrap().run(&inputs).unwrap();
-        let whole = loader::load(plain.clone(), threads).unwrap().run(&inputs).unwrap();
-        f16c_tests::cases::same_bits_and_nans(&got[0], &whole[0]).unwrap_or_else(|e| panic!("fp16, {threads} threads: {e}"));
-        let err = max_rel_to_peak(&got[0], &want16[0]);
-        assert!(err <= 4.0 / 2048.0, "fp16, {threads} threads: {err:e} from the reference");
-    }
+    same_as_whole("llvm fp16", &banded, &reference::run(g16, &inputs).unwrap()[0], 4.0 / 2048.0);
 }

@@ -574,12 +574,8 @@ fn store_silu(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: 
         return Ok(());
     }
     let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
-    let end = fx.b.ins().imul_imm_s(p1, NR as i64);
-    let all = fx.i(n as i64);
-    let end = fx.b.ins().smin(end, all);
-    let cols = fx.b.ins().isub(end, origin);
+    let cols = group_width(fx, origin, p1, n);
     let zero = fx.i(0);
-    let cols = fx.b.ins().smax(cols, zero);
     fx.try_for_range(zero, rows, 1, &[], |fx, r, _| {
         let row = fx.b.ins().iadd(first, r);
         let at = fx.b.ins().imul_imm_s(row, n as i64);
@@ -658,6 +654,17 @@ fn up_to_argument(c: &Contraction, op: usize) -> Contraction {
     Contraction { epilogue, ..c.clone() }
 }
 
+/// The columns of a column group from its first, `origin`, to panel `p1`'s or the matrix's
+/// end, whichever is first: none for the last groups when the panels run out before them.
+fn group_width(fx: &mut Fx, origin: Value, p1: Value, n: usize) -> Value {
+    let end = fx.b.ins().imul_imm_s(p1, NR as i64);
+    let all = fx.i(n as i64);
+    let end = fx.b.ins().smin(end, all);
+    let width = fx.b.ins().isub(end, origin);
+    let zero = fx.i(0);
+    fx.b.ins().smax(width, zero)
+}
+
 /// The most scratch each of [`GemmPlan::wide`]'s two areas may take.
 const WIDE_BLOCK_MAX: usize = 128 << 10;
 
@@ -712,12 +719,8 @@ fn store_narrowed(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
             // The group's columns `origin..min(p1 · NR, n)` of each row (none for the last
             // groups when the panels run out before them).
             let (rows, to) = row_span(fx, r0, mr);
-            let end = fx.b.ins().imul_imm_s(p1, NR as i64);
-            let n_v = fx.i(n as i64);
-            let end = fx.b.ins().smin(end, n_v);
-            let width = fx.b.ins().isub(end, origin);
+            let width = group_width(fx, origin, p1, n);
             let zero = fx.i(0);
-            let width = fx.b.ins().smax(width, zero);
             let to = fx.b.ins().iadd(to, origin);
             fx.for_range(zero, rows, 1, &[], |fx, r, _| {
                 let from = fx.b.ins().imul_imm_s(r, stage_stride as i64);
