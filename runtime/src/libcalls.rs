@@ -556,20 +556,29 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + f16c_core::math::exp_f32(-x))
 }
 
+/// Returns `$avx512` on a CPU with AVX-512F, else `$avx2` on one with AVX2 (calls of one loop
+/// compiled for each, `#[target_feature]` functions); falls through elsewhere, to the plain
+/// loop after it. The runtime's "widest vectors this CPU has".
+macro_rules! widest {
+    ($avx512:expr, $avx2:expr) => {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F (checked above).
+                return unsafe { $avx512 };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2 (checked above).
+                return unsafe { $avx2 };
+            }
+        }
+    };
+}
+
 /// The softmax of the rows of `len` values of `x` into `y` ([`Libcall::SoftmaxRowsF32`]),
 /// compiled for the widest vectors this CPU has.
 fn softmax_rows(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked above).
-            return unsafe { softmax_avx512(x, y, len, masked) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { softmax_avx2(x, y, len, masked) };
-        }
-    }
+    widest!(softmax_avx512(x, y, len, masked), softmax_avx2(x, y, len, masked));
     softmax_loop(x, y, len, masked);
 }
 
@@ -678,34 +687,14 @@ fn row_max(x: &[f32]) -> f32 {
 /// a bit (no fast-math, no FMA contraction).
 #[inline(always)]
 fn map_wide(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked above).
-            return unsafe { map_avx512(src, dst, f) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { map_avx2(src, dst, f) };
-        }
-    }
+    widest!(map_avx512(src, dst, f), map_avx2(src, dst, f));
     map_loop(src, dst, f);
 }
 
 /// `v[i] = f(v[i])`, compiled for the widest vectors this CPU has ([`map_wide`] in place).
 #[inline(always)]
 fn map_wide_in_place(v: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked above).
-            return unsafe { map_in_place_avx512(v, f) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked above).
-            return unsafe { map_in_place_avx2(v, f) };
-        }
-    }
+    widest!(map_in_place_avx512(v, f), map_in_place_avx2(v, f));
     map_in_place_loop(v, f);
 }
 
