@@ -172,6 +172,13 @@ pub enum Libcall {
     /// widest vectors; returns `n`. `dst` is `src` (in place) or does not overlap it. The JIT's
     /// depthwise convolutions with a SiLU epilogue call it on each finished output row.
     SiluArrayF32,
+    /// `uint64_t f(const uint16_t *src, uint16_t *dst, uint64_t n)`: [`Libcall::SiluArrayF32`]
+    /// of bf16 values as the reference computes SiLU in bf16: `s = bf16(sigmoid(x))`, then
+    /// `bf16(x · s)` (each widened exactly, computed in f32 and rounded to nearest even; a NaN
+    /// stays a quiet NaN), for `n` elements, in the runtime's widest vectors; returns `n`. `dst`
+    /// is `src` or does not overlap it. The JIT's bf16 SiLU kernels call it per row, where
+    /// Cranelift's four lanes spent most of the time rounding to bf16.
+    SiluArrayBf16,
 }
 
 /// A runtime micro-kernel: a native loop that generated code calls through its [`Libcall`].
@@ -339,7 +346,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 32] = [
+    pub const ALL: [Libcall; 33] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -372,6 +379,7 @@ impl Libcall {
         Libcall::DepthwiseRowAvx512,
         Libcall::SoftmaxRowsF32,
         Libcall::SiluArrayF32,
+        Libcall::SiluArrayBf16,
     ];
 
     /// The C parameter types and result type.
@@ -384,7 +392,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 | SiluArrayF32 => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 | SiluArrayF32 | SiluArrayBf16 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles | GemmTilesAvx512 | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),

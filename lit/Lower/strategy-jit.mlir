@@ -95,8 +95,9 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 
 // Row and elementwise kernels have plans too. A softmax is one row kernel, four rows per work
 // item, run by the runtime's softmax loop (sixteen lanes, the rows' sums side by side; a row
-// kernel of other stages runs them in Cranelift's loops, as the layer norm below); a SiLU (contiguous: one row of 1200) has its sigmoid
-// computed by the runtime's sixteen-lane loop into scratch, the product four lanes at a time.
+// kernel of other stages runs them in Cranelift's loops, as the layer norm below); a SiLU
+// (contiguous: one row of 1200), in f32 or all in bf16, is one call of the runtime's SiLU loop
+// per row (in bf16 each op rounded as the reference rounds it).
 // An fp16 cast's row is staged in f32 and narrowed by one runtime call.
 // A matmul of 5 rows (a micro-panel and one row): the runtime's loop reads the first four rows
 // where they lie and the last, partial micro-panel packed (zero rows past m) by a second call;
@@ -120,9 +121,11 @@ func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
 // LN: strategy: 4 rows of 32 per work item, 14 stages (3 reductions), the group's rows interleaved; 3 run(s) of elementwise stages in one loop each, 2 with the reduction after it; 1 intermediate row(s) in scratch
 // RUN: %f16c compile %s --function=softmax --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX
 // RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU
+// RUN: %f16c compile %s --function=silu --target=x86_64 --precision=bf16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=SILU-BF16
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=CAST-F16
 // SOFTMAX: strategy: 4 rows of 37 per work item, the softmax by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){{$}}
-// SILU: strategy: a row of 1200 per work item, four lanes at a time; sigmoid of an input read in place by the runtime's 16-lane loop, 4096 columns a call
+// SILU: strategy: a row of 1200 per work item, x · sigmoid(x) in f32 by the runtime's 16-lane loop{{$}}
+// SILU-BF16: strategy: a row of 1200 per work item, x · sigmoid(x) in bf16 by the runtime's 16-lane loop{{$}}
 // CAST-F16: k0_cast: elementwise shape=[256]
 // CAST-F16: strategy: a row of 256 per work item, four lanes at a time; staged in f32, rounded and narrowed by the runtime{{$}}
 func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {

@@ -114,6 +114,20 @@ libcalls! {
         }
         n
     },
+    SiluArrayBf16 => |src: *const u16, dst: *mut u16, n: u64| -> u64 {
+        if std::ptr::eq(src, dst) {
+            // SAFETY: the generated code passes `n` readable and writable bf16 at `dst` (the
+            // Libcall's contract: in place).
+            let v = unsafe { std::slice::from_raw_parts_mut(dst, n as usize) };
+            map_wide_in_place(v, silu_bf16);
+        } else {
+            // SAFETY: `n` readable bf16 at `src` and `n` writable bf16 at `dst`, not overlapping
+            // (the Libcall's contract).
+            let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
+            map_wide(src, dst, silu_bf16);
+        }
+        n
+    },
     SoftmaxRowsF32 => |x: *const f32, y: *mut f32, rows: u64, len: u64, mask: *const f32, fill: *const f32| -> u64 {
         let n = (rows * len) as usize;
         // SAFETY: the generated code passes `rows · len` readable f32 at `x` and as many
@@ -356,6 +370,43 @@ mod tests {
         check(&inplace, "in place");
     }
 
+    /// The bf16 SiLU loop gives, for every bf16 value, in place and not, the reference's bits:
+    /// the sigmoid rounded to bf16 by `half`, the product rounded to bf16 by `half` (a NaN for
+    /// a NaN); and its rounding is `half`'s for f32 patterns around every rounding boundary.
+    #[test]
+    fn the_bf16_silu_loop_gives_the_references_bits() {
+        let f = table()[Libcall::SiluArrayBf16 as usize];
+        // SAFETY: the table's SiluArrayBf16 entry has this signature (the macro defines it so).
+        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u16, *mut u16, u64) -> u64>(f) };
+        let x: Vec<u16> = (0..=u16::MAX).collect();
+        let want: Vec<bf16> = x
+            .iter()
+            .map(|&h| {
+                let v = bf16::from_bits(h).to_f32();
+                let s = bf16::from_f32(1.0 / (1.0 + f16c_core::math::exp_f32(-v)));
+                bf16::from_f32(v * s.to_f32())
+            })
+            .collect();
+        let check = |got: &[u16], how: &str| {
+            for ((&g, w), &v) in got.iter().zip(&want).zip(&x) {
+                let g = bf16::from_bits(g);
+                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{how}: silu({v:#06x}) = {:#06x}, want {:#06x}", g.to_bits(), w.to_bits());
+            }
+        };
+        let mut out = vec![0u16; x.len()];
+        assert_eq!(call(x.as_ptr(), out.as_mut_ptr(), x.len() as u64), x.len() as u64);
+        check(&out, "out of place");
+        let mut inplace = x.clone();
+        call(inplace.as_ptr(), inplace.as_mut_ptr(), inplace.len() as u64);
+        check(&inplace, "in place");
+        for hi in (0..=u16::MAX).step_by(7) {
+            for lo in [0u32, 1, 0x7fff, 0x8000, 0x8001, 0xffff, 0x4000, 0xc000] {
+                let v = f32::from_bits(u32::from(hi) << 16 | lo);
+                assert_eq!(bf16_bits(v), bf16::from_f32(v).to_bits(), "{:#010x}", v.to_bits());
+            }
+        }
+    }
+
     /// The table's softmax loop (the widest vectors this CPU has) gives, for rows of every
     /// length around its sixteen-value blocks and groups of every size, the bits of the
     /// stages computed one by one as the reference does: the maximum folded from -inf in index
@@ -550,6 +601,25 @@ fn sigmoid_array(src: &[f32], dst: &mut [f32]) {
     map_wide(src, dst, sigmoid);
 }
 
+/// The bits of `x` rounded to bf16 as `half` rounds it (to nearest even; a NaN keeps its top
+/// payload bits and becomes quiet), in selects LLVM vectorises.
+#[inline(always)]
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let nan = b & 0x7fff_ffff > 0x7f80_0000;
+    let up = b & 0x8000 != 0 && b & 0x1_7fff != 0;
+    let rounded = (b >> 16) + u32::from(up);
+    (if nan { (b >> 16) | 0x40 } else { rounded }) as u16
+}
+
+/// SiLU of a bf16 value as the reference computes it in bf16 ([`Libcall::SiluArrayBf16`]).
+#[inline(always)]
+fn silu_bf16(x: u16) -> u16 {
+    let widen = |h: u16| f32::from_bits(u32::from(h) << 16);
+    let x = widen(x);
+    bf16_bits(x * widen(bf16_bits(sigmoid(x))))
+}
+
 /// The reference's sigmoid, `1 / (1 + exp_f32(-x))`.
 #[inline(always)]
 fn sigmoid(x: f32) -> f32 {
@@ -683,23 +753,23 @@ fn row_max(x: &[f32]) -> f32 {
 }
 
 /// `dst[i] = f(src[i])`, compiled for the widest vectors this CPU has: `f` is straight-line f32
-/// arithmetic with selects (the contract's functions), which LLVM vectorises without changing
-/// a bit (no fast-math, no FMA contraction).
+/// arithmetic with selects (the contract's functions; on bf16 bits, their rounding), which LLVM
+/// vectorises without changing a bit (no fast-math, no FMA contraction).
 #[inline(always)]
-fn map_wide(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
+fn map_wide<T: Copy>(src: &[T], dst: &mut [T], f: impl Fn(T) -> T + Copy) {
     widest!(map_avx512(src, dst, f), map_avx2(src, dst, f));
     map_loop(src, dst, f);
 }
 
 /// `v[i] = f(v[i])`, compiled for the widest vectors this CPU has ([`map_wide`] in place).
 #[inline(always)]
-fn map_wide_in_place(v: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
+fn map_wide_in_place<T: Copy>(v: &mut [T], f: impl Fn(T) -> T + Copy) {
     widest!(map_in_place_avx512(v, f), map_in_place_avx2(v, f));
     map_in_place_loop(v, f);
 }
 
 #[inline(always)]
-fn map_in_place_loop(v: &mut [f32], f: impl Fn(f32) -> f32) {
+fn map_in_place_loop<T: Copy>(v: &mut [T], f: impl Fn(T) -> T) {
     for x in v.iter_mut() {
         *x = f(*x);
     }
@@ -707,19 +777,19 @@ fn map_in_place_loop(v: &mut [f32], f: impl Fn(f32) -> f32) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn map_in_place_avx512(v: &mut [f32], f: impl Fn(f32) -> f32) {
+unsafe fn map_in_place_avx512<T: Copy>(v: &mut [T], f: impl Fn(T) -> T) {
     map_in_place_loop(v, f);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn map_in_place_avx2(v: &mut [f32], f: impl Fn(f32) -> f32) {
+unsafe fn map_in_place_avx2<T: Copy>(v: &mut [T], f: impl Fn(T) -> T) {
     map_in_place_loop(v, f);
 }
 
 /// The loop itself, inlined into each instruction set's function so that each is compiled for it.
 #[inline(always)]
-fn map_loop(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
+fn map_loop<T: Copy>(src: &[T], dst: &mut [T], f: impl Fn(T) -> T) {
     for (y, &x) in dst.iter_mut().zip(src) {
         *y = f(x);
     }
@@ -727,12 +797,12 @@ fn map_loop(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn map_avx512(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
+unsafe fn map_avx512<T: Copy>(src: &[T], dst: &mut [T], f: impl Fn(T) -> T) {
     map_loop(src, dst, f);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn map_avx2(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
+unsafe fn map_avx2<T: Copy>(src: &[T], dst: &mut [T], f: impl Fn(T) -> T) {
     map_loop(src, dst, f);
 }

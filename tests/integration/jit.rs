@@ -1174,7 +1174,8 @@ fn a_depthwise_convolutions_silu_epilogue_gives_the_reference_bits() {
 /// An elementwise SiLU, sigmoid gate or GELU (erf of `x · c`) on rows of 64 and more runs its
 /// math a block of the row at a time by the runtime's sixteen-lane loop, in f32 and in bf16 (a
 /// bf16 input widened into scratch first, the op's f32 value rounded to bf16 as the op rounds
-/// it): the reference's bits, rows shorter and longer than a block (4096), one and two threads.
+/// it), a SiLU the whole row by one call of the runtime's SiLU loop of its type: the
+/// reference's bits, rows shorter and longer than a block (4096), one and two threads.
 #[test]
 fn elementwise_math_by_the_runtimes_loop_gives_the_reference_bits_in_f32_and_bf16() {
     use f16c_dialect::UnaryOp;
@@ -1198,7 +1199,12 @@ fn elementwise_math_by_the_runtimes_loop_gives_the_reference_bits_in_f32_and_bf1
                 let input = random(&TensorType::new(d, shape), &mut rng, -8.0, 8.0);
                 let want = reference::run(&g, std::slice::from_ref(&input)).unwrap();
                 for threads in [1, 2] {
-                    let got = Model::compile_graph(&g, threads).unwrap().run(std::slice::from_ref(&input)).unwrap();
+                    let model = Model::compile_graph(&g, threads).unwrap();
+                    if form == 0 {
+                        let plans: Vec<String> = model.executor().unwrap().manifest().kernels.iter().map(|k| k.plan.clone()).collect();
+                        assert!(plans.iter().any(|p| p.contains(&format!("x · sigmoid(x) in {d} by the runtime's 16-lane loop"))), "{d}: {plans:?}");
+                    }
+                    let got = model.run(std::slice::from_ref(&input)).unwrap();
                     same_bits(&got[0], &want[0]).unwrap_or_else(|e| panic!("{d} rows of {len}, form {form}, {threads} threads: {e}"));
                 }
             }

@@ -191,16 +191,23 @@ impl Expr {
     /// Whether the expression is exactly SiLU of its first input, all f32: `x · sigmoid(x)`
     /// (either operand order), reading no other input.
     pub fn is_silu(&self) -> bool {
+        self.silu_type() == Some(DType::F32)
+    }
+
+    /// The type of every value where the expression is exactly SiLU of its only input, all of
+    /// one type: `x · sigmoid(x)` (either operand order), each op rounded to that type.
+    pub fn silu_type(&self) -> Option<DType> {
         let n = self.inputs.len();
-        let [sig, mul] = self.ops.as_slice() else { return false };
-        n == 1
-            && self.inputs[0] == DType::F32
+        let [sig, mul] = self.ops.as_slice() else { return None };
+        let d = *self.inputs.first()?;
+        (n == 1
             && sig.kind == EwKind::Unary(UnaryOp::Sigmoid)
             && sig.args == [0]
             && mul.kind == EwKind::Binary(BinaryOp::Mul)
             && (mul.args == [0, n] || mul.args == [n, 0])
-            && sig.dtype == DType::F32
-            && mul.dtype == DType::F32
+            && sig.dtype == d
+            && mul.dtype == d)
+            .then_some(d)
     }
 
     /// True when every value is a float computed in f32 (f32, f16, bf16): such an expression

@@ -1440,6 +1440,9 @@ struct ElementwisePlan {
     /// time into scratch: the op, the libcall, and the input it reads in place (`None`: an
     /// argument the expression computes, computed for the block into scratch first).
     wide: Option<(usize, Libcall, Option<usize>)>,
+    /// (SiLU of the only input, contiguous, all f32 or all bf16) the whole row by one call of
+    /// the runtime's SiLU loop of that type, and the elements' bytes: nothing else is emitted.
+    silu: Option<(Libcall, usize)>,
     /// Bytes of scratch.
     scratch: usize,
 }
@@ -1488,14 +1491,28 @@ impl ElementwisePlan {
                 })
             })
             .flatten();
+        // SiLU in f32 or bf16 (EfficientNet-B0's between kernels that do not take it as an
+        // epilogue; in bf16 four lanes spent most of the time rounding): the runtime's loop.
+        let silu = match e.expr.silu_type() {
+            Some(d @ (DType::F32 | DType::BF16)) if e.inputs[0].strides[rank - 1] == 1 && inner >= WIDE_MATH_MIN && !narrowed => Some((if d == DType::F32 { Libcall::SiluArrayF32 } else { Libcall::SiluArrayBf16 }, d.byte_size())),
+            _ => None,
+        };
+        let (wide, widened_at) = if silu.is_some() { (None, vec![None; e.inputs.len()]) } else { (wide, widened_at) };
+        if silu.is_some() {
+            scratch = 0;
+        }
         if let Some((_, _, source)) = wide {
             scratch = WIDE_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
         }
-        ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, scratch }
+        ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, silu, scratch }
     }
 
     /// The plan in words (`--emit=kernels`, the profile).
     fn describe(&self) -> String {
+        if let Some((call, _)) = self.silu {
+            let d = if call == Libcall::SiluArrayBf16 { "bf16" } else { "f32" };
+            return format!("a row of {} per work item, x · sigmoid(x) in {d} by the runtime's 16-lane loop", self.inner);
+        }
         let mut s = format!("a row of {} per work item, {}", self.inner, if self.vector { "four lanes at a time" } else { "one value at a time" });
         let widened = self.widened_at.iter().filter(|w| w.is_some()).count();
         if widened > 0 {
@@ -1547,6 +1564,15 @@ struct EwRow {
 fn elementwise_row(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store: &EwStore, bases: &[Value], row: Value) -> Emitted {
     let (rank, inner) = (plan.rank, plan.inner);
     let mut offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
+    if let Some((call, bytes)) = plan.silu {
+        // The row in one call (in place where the output took the input's place).
+        let src = fx.addr(bases[0], offsets[0], bytes);
+        let out_off = fx.b.ins().imul_imm_s(row, inner as i64);
+        let dst = fx.addr(store.out, out_off, bytes);
+        let n = fx.i(inner as i64);
+        fx.libcall(call, &[src, dst, n]);
+        return Ok(());
+    }
     let mut bases = bases.to_vec();
     let mut dtypes: Vec<DType> = e.inputs.iter().map(|i| i.dtype).collect();
     for (k, at) in plan.widened_at.iter().enumerate() {
