@@ -100,32 +100,14 @@ libcalls! {
         unsafe { crate::ukernel::tiles::gemm_pairs_bf16(a, a_stride, b, b_stride, k, tiles, tiles_stride, micro_panels, panels, flags) }
     },
     SiluArrayF32 => |src: *const f32, dst: *mut f32, n: u64| -> u64 {
-        let silu = |x: f32| x * sigmoid(x);
-        if std::ptr::eq(src, dst) {
-            // SAFETY: the generated code passes `n` readable and writable f32 at `dst` (the
-            // Libcall's contract: in place).
-            let v = unsafe { std::slice::from_raw_parts_mut(dst, n as usize) };
-            map_wide_in_place(v, silu);
-        } else {
-            // SAFETY: `n` readable f32 at `src` and `n` writable f32 at `dst`, not overlapping
-            // (the Libcall's contract).
-            let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
-            map_wide(src, dst, silu);
-        }
+        // SAFETY: the generated code passes `n` elements at `src` and at `dst`, the same or not
+        // overlapping (the Libcall's contract).
+        unsafe { map_in_place_or_apart(src, dst, n as usize, |x: f32| x * sigmoid(x)) };
         n
     },
     SiluArrayBf16 => |src: *const u16, dst: *mut u16, n: u64| -> u64 {
-        if std::ptr::eq(src, dst) {
-            // SAFETY: the generated code passes `n` readable and writable bf16 at `dst` (the
-            // Libcall's contract: in place).
-            let v = unsafe { std::slice::from_raw_parts_mut(dst, n as usize) };
-            map_wide_in_place(v, silu_bf16);
-        } else {
-            // SAFETY: `n` readable bf16 at `src` and `n` writable bf16 at `dst`, not overlapping
-            // (the Libcall's contract).
-            let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n as usize), std::slice::from_raw_parts_mut(dst, n as usize)) };
-            map_wide(src, dst, silu_bf16);
-        }
+        // SAFETY: as SiluArrayF32's.
+        unsafe { map_in_place_or_apart(src, dst, n as usize, silu_bf16) };
         n
     },
     SoftmaxRowsF32 => |x: *const f32, y: *mut f32, rows: u64, len: u64, mask: *const f32, fill: *const f32| -> u64 {
@@ -599,6 +581,22 @@ fn exp_array(src: &[f32], dst: &mut [f32]) {
 /// `dst[i] = sigmoid(src[i])`, as [`exp_array`].
 fn sigmoid_array(src: &[f32], dst: &mut [f32]) {
     map_wide(src, dst, sigmoid);
+}
+
+/// `dst[i] = f(src[i])` for `n` elements ([`map_wide`]), in place where `dst` is `src`.
+///
+/// # Safety
+/// `n` readable elements at `src` and `n` writable ones at `dst`, which is `src` or does not
+/// overlap it.
+unsafe fn map_in_place_or_apart<T: Copy>(src: *const T, dst: *mut T, n: usize, f: impl Fn(T) -> T + Copy) {
+    if std::ptr::eq(src, dst) {
+        // SAFETY: the caller's: `n` readable and writable elements at `dst`.
+        map_wide_in_place(unsafe { std::slice::from_raw_parts_mut(dst, n) }, f);
+    } else {
+        // SAFETY: the caller's: not overlapping.
+        let (src, dst) = unsafe { (std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n)) };
+        map_wide(src, dst, f);
+    }
 }
 
 /// The bits of `x` rounded to bf16 as `half` rounds it (to nearest even; a NaN keeps its top
