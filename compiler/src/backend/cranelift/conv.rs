@@ -328,8 +328,9 @@ impl DepthwisePlan {
         // A SiLU epilogue (`x · sigmoid(x)`) whose `x` the row loop can finish: the loop
         // finishes `x` into the output row, one runtime call makes it `x · sigmoid(x)` in place.
         let bare = Contraction { epilogue: None, ..c.clone() };
-        let silu = micro.is_some() && !narrowed && c.epilogue.as_ref().is_some_and(|e| e.expr.is_silu()) && NativeFinish::of(&bare, finite, None, g.oc).is_some();
-        let native_finish = micro.and_then(|_| if silu { NativeFinish::of(&bare, finite, None, g.oc) } else { NativeFinish::of(c, finite, deferral.as_ref(), g.oc) });
+        let bare_finish = (micro.is_some() && !narrowed && c.epilogue.as_ref().is_some_and(|e| e.expr.is_silu())).then(|| NativeFinish::of(&bare, finite, None, g.oc)).flatten();
+        let silu = bare_finish.is_some();
+        let native_finish = if silu { bare_finish } else { micro.and_then(|_| NativeFinish::of(c, finite, deferral.as_ref(), g.oc)) };
         let widen_bias = native_finish.is_some() && c.bias.as_ref().is_some_and(|b| b.ty.dtype != DType::F32);
         let rows_offset = (stage_offset + stage_bytes).next_multiple_of(64);
         let params_offset = rows_offset + g.kh * 8;

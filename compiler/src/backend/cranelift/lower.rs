@@ -1457,6 +1457,16 @@ impl ElementwisePlan {
         let stageable = vector && inner <= STAGED_ROW_MAX;
         let deferral = if stageable { deferral(None, Some(&e.expr), &[]).filter(|d| f16_out || d.widen) } else { None };
         let narrowed = stageable && (f16_out || deferral.is_some());
+        // SiLU in f32 or bf16 (EfficientNet-B0's between kernels that do not take it as an
+        // epilogue; in bf16 four lanes spent most of the time rounding): the runtime's loop,
+        // nothing else.
+        let silu = match e.expr.silu_type() {
+            Some(d @ (DType::F32 | DType::BF16)) if e.inputs[0].strides[rank - 1] == 1 && inner >= WIDE_MATH_MIN && !narrowed => Some((if d == DType::F32 { Libcall::SiluArrayF32 } else { Libcall::SiluArrayBf16 }, d.byte_size())),
+            _ => None,
+        };
+        if silu.is_some() {
+            return ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at: vec![None; e.inputs.len()], wide: None, silu, scratch: 0 };
+        }
         let mut widened_at = vec![None; e.inputs.len()];
         let mut scratch = if narrowed { inner * 4 } else { 0 };
         if (8..=STAGED_ROW_MAX).contains(&inner) {
@@ -1491,20 +1501,10 @@ impl ElementwisePlan {
                 })
             })
             .flatten();
-        // SiLU in f32 or bf16 (EfficientNet-B0's between kernels that do not take it as an
-        // epilogue; in bf16 four lanes spent most of the time rounding): the runtime's loop.
-        let silu = match e.expr.silu_type() {
-            Some(d @ (DType::F32 | DType::BF16)) if e.inputs[0].strides[rank - 1] == 1 && inner >= WIDE_MATH_MIN && !narrowed => Some((if d == DType::F32 { Libcall::SiluArrayF32 } else { Libcall::SiluArrayBf16 }, d.byte_size())),
-            _ => None,
-        };
-        let (wide, widened_at) = if silu.is_some() { (None, vec![None; e.inputs.len()]) } else { (wide, widened_at) };
-        if silu.is_some() {
-            scratch = 0;
-        }
         if let Some((_, _, source)) = wide {
             scratch = WIDE_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
         }
-        ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, silu, scratch }
+        ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, silu: None, scratch }
     }
 
     /// The plan in words (`--emit=kernels`, the profile).

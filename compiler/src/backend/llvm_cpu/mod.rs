@@ -280,8 +280,8 @@ impl LlvmCpuBackend {
             layout.finish(program);
             layout.manifest(program, info, schedule.symbols, schedule.steps)
         });
-        for (k, (info, kernel)) in manifest.kernels.iter_mut().zip(&program.kernels).enumerate() {
-            info.plan = describe_banded(program, k, plans[k].describe(kernel), banded.iter().find(|b| (b.first..b.first + 3).contains(&k)));
+        for (k, info) in manifest.kernels.iter_mut().enumerate() {
+            info.plan = describe_banded(program, k, &plans[k], banded.iter().find(|b| (b.first..b.first + 3).contains(&k)));
         }
         let constants = if output == Output::Library {
             // A library carries its weights: those the runtime would widen at load, widened now.
@@ -313,15 +313,12 @@ impl LlvmCpuBackend {
     }
 }
 
-/// Kernel `k`'s plan in words, and the band it runs in (if any; the products' A, where the
-/// band widens it, widened band by band rather than once per run).
-fn describe_banded(program: &Program, k: usize, plan: String, band: Option<&bands::Band>) -> String {
+/// Kernel `k`'s plan in words, and the band it runs in (if any).
+fn describe_banded(program: &Program, k: usize, plan: &KernelPlan, band: Option<&bands::Band>) -> String {
+    let kernel = &program.kernels[k];
     match band {
-        Some(b) => {
-            let plan = if b.widens_products_a && k == b.first + 2 { plan.replace("; A widened to f32 once per run", "; A widened to f32 band by band") } else { plan };
-            format!("{plan}; {}", bands::describe(program, b))
-        }
-        None => plan,
+        Some(b) => format!("{}; {}", plan.describe(kernel, b.widens_products_a && k == b.first + 2), bands::describe(program, b)),
+        None => plan.describe(kernel, false),
     }
 }
 
@@ -697,9 +694,10 @@ impl LlvmCpuBackend {
     /// [`LlvmCpuBackend::compile`] does, read from the same functions (`--emit=kernels`, the
     /// artifact's kernel plans, `f16c-run --profile`).
     pub fn describe(&self, program: &Program, kernel: &Kernel) -> Option<String> {
-        let k = program.kernels.iter().position(|x| std::ptr::eq(x, kernel));
-        let band = k.and_then(|k| self.bands(program).into_iter().find(|b| (b.first..b.first + 3).contains(&k)));
-        Some(describe_banded(program, k.unwrap_or(usize::MAX), self.plan(program, kernel).describe(kernel), band.as_ref()))
+        let plan = self.plan(program, kernel);
+        let Some(k) = program.kernels.iter().position(|x| std::ptr::eq(x, kernel)) else { return Some(plan.describe(kernel, false)) };
+        let band = self.bands(program).into_iter().find(|b| (b.first..b.first + 3).contains(&k));
+        Some(describe_banded(program, k, &plan, band.as_ref()))
     }
 
     /// The attention chains this backend runs in bands ([`bands`]): both matmuls on the GEMM

@@ -187,8 +187,9 @@ impl LlvmCpuBackend {
 }
 
 impl KernelPlan {
-    /// The plan in words, for `kernel` (the kernel it was made for).
-    pub fn describe(&self, kernel: &Kernel) -> String {
+    /// The plan in words, for `kernel` (the kernel it was made for); `a_per_band`: a GEMM
+    /// whose widening of A runs band by band ([`crate::backend::bands::Band::widens_products_a`]).
+    pub fn describe(&self, kernel: &Kernel, a_per_band: bool) -> String {
         match (self, &kernel.kind) {
             (KernelPlan::Rows, KernelKind::Rows(r)) => {
                 // The emitter's tests, on each reduction's argument type.
@@ -207,7 +208,7 @@ impl KernelPlan {
             (KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
                 format!("depthwise: {lanes} channels × {} pixels of a row per work item, {} accumulators", depthwise::pixels(c), if *f16_acc { "f16" } else { "f32" })
             }
-            (KernelPlan::Gemm(g), KernelKind::Contraction(c)) => g.describe(c),
+            (KernelPlan::Gemm(g), KernelKind::Contraction(c)) => g.describe(c, a_per_band),
             (KernelPlan::Items(forms), kind) => {
                 let parts: Vec<String> = Items::of(kind).iter().zip(forms).map(|(items, form)| ItemsForm::describe(*form, items)).collect();
                 match kind {
@@ -221,8 +222,8 @@ impl KernelPlan {
 }
 
 impl GemmPlan {
-    /// The plan in words.
-    fn describe(&self, c: &crate::lower::Contraction) -> String {
+    /// The plan in words (A widened band by band rather than once per run where `a_per_band`).
+    fn describe(&self, c: &crate::lower::Contraction, a_per_band: bool) -> String {
         let mut s = format!("micro-kernel {}x{} ({} lanes), {}; B ", self.shape.mr, self.shape.nr, self.shape.lanes, self.multiply);
         match self.b_at_run_time {
             Some(dt) => s.push_str(&format!("computed at run time, packed per run ({dt})")),
@@ -238,7 +239,7 @@ impl GemmPlan {
         }
         match &self.a {
             AStaging::Padded { dtype, .. } => s.push_str(&format!("; A padded{} once per run", if *dtype != c.a.ty.dtype { " and widened to f32" } else { "" })),
-            AStaging::Widened => s.push_str("; A widened to f32 once per run"),
+            AStaging::Widened => s.push_str(if a_per_band { "; A widened to f32 band by band" } else { "; A widened to f32 once per run" }),
             AStaging::AsIs => {}
         }
         s
