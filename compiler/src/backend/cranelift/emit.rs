@@ -518,6 +518,25 @@ impl<'a> Fx<'a> {
         }
     }
 
+    /// The 4×4 transpose of four `F32X4` rows (as `I8X16`: lane `j` of result `i` is lane `i`
+    /// of row `j`), in eight of x86's interleaves: `punpck{l,h}dq`, then `punpck{l,h}qdq`.
+    pub fn transpose4(&mut self, rows: [Value; 4]) -> [Value; 4] {
+        use cranelift_codegen::ir::{types::I8X16, ConstantData};
+        let r = rows.map(|v| self.b.ins().bitcast(I8X16, lanes(), v));
+        // A shuffle taking four-byte lanes `pick` of (a ++ b).
+        let pick = |fx: &mut Self, a: Value, b: Value, pick: [u8; 4]| {
+            let bytes: Vec<u8> = pick.iter().flat_map(|&l| (0..4).map(move |i| l * 4 + i)).collect();
+            let mask = fx.b.func.dfg.immediates.push(ConstantData::from(bytes));
+            fx.b.ins().shuffle(a, b, mask)
+        };
+        let (low, high, low2, high2) = ([0, 4, 1, 5], [2, 6, 3, 7], [0, 1, 4, 5], [2, 3, 6, 7]);
+        let t0 = pick(self, r[0], r[1], low);
+        let t1 = pick(self, r[2], r[3], low);
+        let t2 = pick(self, r[0], r[1], high);
+        let t3 = pick(self, r[2], r[3], high);
+        [pick(self, t0, t1, low2), pick(self, t0, t1, high2), pick(self, t2, t3, low2), pick(self, t2, t3, high2)]
+    }
+
     /// Loads four consecutive elements starting at `index`.
     pub fn load4(&mut self, d: DType, base: Value, index: Value) -> Value {
         let p = self.addr(base, index, d.byte_size());

@@ -867,57 +867,273 @@ fn rows_in_place(c: &Contraction) -> bool {
     }
 }
 
-/// Packs columns `k0..k1` of rows `row0..row0 + a_panels · MR` of `A` (batch `bi`) into `scratch` as
-/// micro-panels `[panel][k1 - k0][MR]` of f32 values, zero for rows past `m` and for conv
-/// taps outside the input; or, `raw` (a bf16 A for the bf16 pair loops), as rows
-/// `[row][k1 - k0]` of A's own 16-bit values, copied sixteen bytes at a time. For a conv,
-/// `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
+/// Packs columns `k0..k1` of rows `row0..row0 + a_panels · MR` of `A` (batch `bi`) into `scratch`:
+/// as micro-panels `[panel][k1 - k0][MR]` of f32 values ([`pack_a_panels`]), or, `raw` (a bf16 A
+/// for the bf16 pair loops), as rows `[row][k1 - k0]` of A's own 16-bit values
+/// ([`pack_a_rows`]). For a conv, `k0..k1` is whole taps or part of one tap (see [`k_chunks`]).
 #[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), raw: bool, a_panels: usize) {
+    if raw {
+        pack_a_rows(fx, c, a, bi, row0, scratch, (k0, k1), a_panels * MR);
+    } else {
+        pack_a_panels(fx, c, (a, ad), bi, row0, scratch, (k0, k1), a_panels);
+    }
+}
+
+/// A conv chunk's taps and, per tap, its channels inside `k0..k1` and the column they go to:
+/// `(tap, first channel, end channel, destination column)`.
+fn chunk_taps(g: &ConvGeometry, (k0, k1): (usize, usize)) -> Vec<(usize, usize, usize, usize)> {
+    (k0 / g.ic..k1.div_ceil(g.ic))
+        .map(|tap| {
+            let c0 = k0.max(tap * g.ic) - tap * g.ic;
+            let c1 = k1.min((tap + 1) * g.ic) - tap * g.ic;
+            (tap, c0, c1, tap * g.ic + c0 - k0)
+        })
+        .collect()
+}
+
+/// A conv chunk's copies for a window inside the image, `(offset from the window's first
+/// element, destination column, length)`: its taps' runs, those that continue each other in A
+/// and in the panel merged (a row of taps with dilation 1, all channels each: the first
+/// convolution of an image network copies seven runs of 21 values, not 49 of three).
+fn window_runs(g: &ConvGeometry, taps: &[(usize, usize, usize, usize)]) -> Vec<(usize, usize, usize)> {
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for &(tap, c0, c1, dst0) in taps {
+        let (ky, kx) = (tap / g.kw, tap % g.kw);
+        let at = (ky * g.dilation[0] * g.iw + kx * g.dilation[1]) * g.ic + c0;
+        match runs.last_mut() {
+            Some((src, dst, len)) if *src + *len == at && *dst + *len == dst0 => *len += c1 - c0,
+            _ => runs.push((at, dst0, c1 - c0)),
+        }
+    }
+    runs
+}
+
+/// Conv output row `row`'s batch and its window's first input coordinates `(nb, y0, x0)`
+/// (outside the image where the window crosses its edge).
+fn window_of(fx: &mut Fx, g: &ConvGeometry, row: Value) -> (Value, Value, Value) {
+    // row = (n, oy, ox).
+    let ox = fx.b.ins().urem_imm_s(row, g.ow as i64);
+    let t = fx.b.ins().udiv_imm_s(row, g.ow as i64);
+    let oy = fx.b.ins().urem_imm_s(t, g.oh as i64);
+    let nb = fx.b.ins().udiv_imm_s(t, g.oh as i64);
+    let zero = fx.i(0);
+    let y0 = window_coord(fx, oy, zero, g.stride[0], g.dilation[0], g.pad[0]);
+    let x0 = window_coord(fx, ox, zero, g.stride[1], g.dilation[1], g.pad[2]);
+    (nb, y0, x0)
+}
+
+/// Whether the window starting at `(y0, x0)` lies inside the image.
+fn window_inside(fx: &mut Fx, g: &ConvGeometry, y0: Value, x0: Value) -> Value {
+    let (last_y, last_x) = ((g.kh - 1) * g.dilation[0], (g.kw - 1) * g.dilation[1]);
+    let ok = [(y0, g.ih, last_y), (x0, g.iw, last_x)].map(|(v, len, last)| {
+        let low = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, 0);
+        let high = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, len as i64 - last as i64);
+        fx.b.ins().band(low, high)
+    });
+    fx.b.ins().band(ok[0], ok[1])
+}
+
+/// [`pack_a`] as micro-panels `[panel][k1 - k0][MR]` of f32 values, zero for rows past `m` and
+/// for conv taps outside the input. Where a micro-panel's `MR` rows all read a run of A (a
+/// matmul's rows; a conv tap inside the image for every row) it copies four values of each
+/// row at a time and transposes them in registers ([`copy_panel`]): one scalar store per
+/// value was the largest cost of ResNet-50's 3×3 convolutions after the multiply. A panel
+/// whose rows' windows all lie inside the image (most of them) copies every run of taps
+/// ([`window_runs`]) from constant offsets of its rows' first pixels, with no test per tap:
+/// the first convolution of an image network, three channels per tap, spent more on those
+/// tests than on its copies. The other
+/// rows go one at a time ([`copy_lane`]).
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
+fn pack_a_panels(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), a_panels: usize) {
+    const { assert!(MR == LANES, "the in-register transpose is 4×4") };
+    let (m, k) = (c.m, k1 - k0);
+    fx.for_n(0, a_panels as i64, 1, &[], |fx, p, _| {
+        let at = fx.b.ins().imul_imm_s(p, (k * MR * 4) as i64);
+        let panel = fx.b.ins().iadd(scratch, at);
+        let first = fx.b.ins().imul_imm_s(p, MR as i64);
+        let first = fx.b.ins().iadd(row0, first);
+        let rows: [Value; MR] = std::array::from_fn(|i| fx.b.ins().iadd_imm_s(first, i as i64));
+        let inside = rows.map(|r| fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, r, m as i64));
+        // Row `first + i`'s lane of the panel.
+        let lane_at = |fx: &mut Fx, i: Value| {
+            let at = fx.b.ins().imul_imm_s(i, 4);
+            fx.b.ins().iadd(panel, at)
+        };
+        match &c.kind {
+            ContractionKind::MatMul => {
+                let src_of = |fx: &mut Fx, row: Value| {
+                    let s = fx.b.ins().imul_imm_s(bi, m as i64);
+                    let s = fx.b.ins().iadd(s, row);
+                    let s = fx.b.ins().imul_imm_s(s, c.k as i64);
+                    fx.b.ins().iadd_imm_s(s, k0 as i64)
+                };
+                // Rows run in order: the last one inside means all are.
+                fx.if_else(
+                    inside[MR - 1],
+                    |fx| {
+                        let srcs = rows.map(|r| src_of(fx, r));
+                        copy_panel(fx, (a, ad), srcs, panel, 0, k);
+                        vec![]
+                    },
+                    |fx| {
+                        fx.for_n(0, MR as i64, 1, &[], |fx, i, _| {
+                            let row = fx.b.ins().iadd(first, i);
+                            let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
+                            let lane = lane_at(fx, i);
+                            let src = src_of(fx, row);
+                            copy_lane(fx, (a, ad), ok, src, lane, 0, k);
+                            vec![]
+                        });
+                        vec![]
+                    },
+                );
+            }
+            ContractionKind::Conv(g) => {
+                let taps = chunk_taps(g, (k0, k1));
+                let windows = rows.map(|r| window_of(fx, g, r));
+                let mut whole = inside[MR - 1];
+                for &(_, y0, x0) in &windows {
+                    let w = window_inside(fx, g, y0, x0);
+                    whole = fx.b.ins().band(whole, w);
+                }
+                fx.if_else(
+                    whole,
+                    |fx| {
+                        let zero = fx.i(0);
+                        let firsts = windows.map(|(nb, y0, x0)| nhwc_index(fx, g, nb, y0, x0, zero));
+                        for (at, dst0, len) in window_runs(g, &taps) {
+                            let srcs = firsts.map(|f| fx.b.ins().iadd_imm_s(f, at as i64));
+                            copy_panel(fx, (a, ad), srcs, panel, dst0, len);
+                        }
+                        vec![]
+                    },
+                    |fx| {
+                        // Tap by tap: the panel's rows together where the tap is inside the
+                        // image for all of them, else one at a time.
+                        for &(tap, c0, c1, dst0) in &taps {
+                            let (ky, kx) = (tap / g.kw, tap % g.kw);
+                            let ch = fx.i(c0 as i64);
+                            let tap_of = |fx: &mut Fx, (nb, y0, x0): (Value, Value, Value), inside: Value| {
+                                let y = fx.b.ins().iadd_imm_s(y0, (ky * g.dilation[0]) as i64);
+                                let x = fx.b.ins().iadd_imm_s(x0, (kx * g.dilation[1]) as i64);
+                                let (ok_y, ok_x) = (in_range(fx, y, g.ih), in_range(fx, x, g.iw));
+                                let ok = fx.b.ins().band(ok_y, ok_x);
+                                let ok = fx.b.ins().band(ok, inside);
+                                (ok, nhwc_index(fx, g, nb, y, x, ch))
+                            };
+                            let at: [(Value, Value); MR] = std::array::from_fn(|i| tap_of(fx, windows[i], inside[i]));
+                            let mut all = at[0].0;
+                            for &(ok, _) in &at[1..] {
+                                all = fx.b.ins().band(all, ok);
+                            }
+                            fx.if_else(
+                                all,
+                                |fx| {
+                                    copy_panel(fx, (a, ad), at.map(|(_, src)| src), panel, dst0, c1 - c0);
+                                    vec![]
+                                },
+                                |fx| {
+                                    fx.for_n(0, MR as i64, 1, &[], |fx, i, _| {
+                                        let row = fx.b.ins().iadd(first, i);
+                                        let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
+                                        let window = window_of(fx, g, row);
+                                        let (ok, src) = tap_of(fx, window, ok);
+                                        let lane = lane_at(fx, i);
+                                        copy_lane(fx, (a, ad), ok, src, lane, dst0, c1 - c0);
+                                        vec![]
+                                    });
+                                    vec![]
+                                },
+                            );
+                        }
+                        vec![]
+                    },
+                );
+            }
+            _ => unreachable!("only GEMM contractions pack A"),
+        }
+        vec![]
+    });
+}
+
+/// Columns `dst0..dst0 + len` of the micro-panel at `panel` from the runs of `len` elements of
+/// A at `srcs`, one per row: four columns at a time as a vector load per row, a 4×4 transpose
+/// ([`Fx::transpose4`]) and four vector stores; the last `len % 4` columns value by value.
+fn copy_panel(fx: &mut Fx, (a, ad): (Value, DType), srcs: [Value; MR], panel: Value, dst0: usize, len: usize) {
+    let m = super::emit::mem();
+    let e = ad.byte_size();
+    let ptrs = srcs.map(|s| fx.addr(a, s, e));
+    let vec_end = len - len % LANES;
+    let column = |fx: &mut Fx, kk: Value| {
+        let at = fx.b.ins().imul_imm_s(kk, (MR * 4) as i64);
+        fx.b.ins().iadd(panel, at)
+    };
+    each_short(fx, 0, vec_end, LANES, |fx, kk| {
+        let rows = ptrs.map(|p| {
+            let q = fx.addr(p, kk, e);
+            fx.load4_at(ad, q, 0)
+        });
+        let cols = fx.transpose4(rows);
+        let to = column(fx, kk);
+        for (j, v) in cols.into_iter().enumerate() {
+            fx.b.ins().store(m, v, to, ((dst0 + j) * MR * 4) as i32);
+        }
+    });
+    each_short(fx, vec_end, len, 1, |fx, kk| {
+        let to = column(fx, kk);
+        for (i, &p) in ptrs.iter().enumerate() {
+            let q = fx.addr(p, kk, e);
+            let v = fx.load_at(ad, q, 0);
+            fx.b.ins().store(m, v, to, ((dst0 * MR + i) * 4) as i32);
+        }
+    });
+}
+
+/// Columns `dst0..dst0 + len` of one row's lane (at `lane`, stride `MR` values) of a
+/// micro-panel: from the run of A at `src` where `ok`, else zeros.
+fn copy_lane(fx: &mut Fx, (a, ad): (Value, DType), ok: Value, src: Value, lane: Value, dst0: usize, len: usize) {
+    let store = |fx: &mut Fx, kk: Value, v: Value| {
+        let at = fx.b.ins().imul_imm_s(kk, (MR * 4) as i64);
+        let p = fx.b.ins().iadd(lane, at);
+        fx.b.ins().store(super::emit::mem(), v, p, (dst0 * MR * 4) as i32);
+    };
+    fx.if_else(
+        ok,
+        |fx| {
+            copy_run(fx, ad, a, src, len, store);
+            vec![]
+        },
+        |fx| {
+            let z = fx.f(F32, 0.0);
+            each_short(fx, 0, len, 1, |fx, kk| store(fx, kk, z));
+            vec![]
+        },
+    );
+}
+
+/// [`pack_a`] as rows `[row][k1 - k0]` of A's own 16-bit values (a bf16 A for the bf16 pair
+/// loops), copied sixteen bytes at a time; zeros for rows past `m` and for conv taps outside
+/// the input.
+#[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
+fn pack_a_rows(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), rows: usize) {
     let m = c.m;
     let k = k1 - k0;
-    fx.for_n(0, (a_panels * MR) as i64, 1, &[], |fx, r, _| {
+    fx.for_n(0, rows as i64, 1, &[], |fx, r, _| {
         let row = fx.b.ins().iadd(row0, r);
-        let dbase = if raw {
-            // Destination of (r, kk): r * k + kk, two bytes each.
-            let at = fx.b.ins().imul_imm_s(r, (k * 2) as i64);
-            fx.b.ins().iadd(scratch, at)
-        } else {
-            // Destination of (r, kk): ((r / MR) * k + kk) * MR + r % MR.
-            let pn = fx.b.ins().udiv_imm_s(r, MR as i64);
-            let pr = fx.b.ins().urem_imm_s(r, MR as i64);
-            let dbase = fx.b.ins().imul_imm_s(pn, (k * MR) as i64);
-            let dbase = fx.b.ins().iadd(dbase, pr);
-            let dbase = fx.b.ins().imul_imm_s(dbase, 4);
-            fx.b.ins().iadd(scratch, dbase)
-        };
+        // Destination of (r, kk): r * k + kk, two bytes each.
+        let at = fx.b.ins().imul_imm_s(r, (k * 2) as i64);
+        let dbase = fx.b.ins().iadd(scratch, at);
         let inside = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
-        let store_f32 = |fx: &mut Fx, kk: Value, v: Value| {
-            let off = fx.b.ins().imul_imm_s(kk, (MR * 4) as i64);
-            let p = fx.b.ins().iadd(dbase, off);
-            fx.b.ins().store(super::emit::mem(), v, p, 0);
-        };
         // `len` values from element `src` of A to columns `dst0..`; zeros to columns `dst0..`.
         let copy = |fx: &mut Fx, src: Value, dst0: usize, len: usize| {
-            if raw {
-                let from = fx.addr(a, src, 2);
-                let to = fx.b.ins().iadd_imm_s(dbase, (dst0 * 2) as i64);
-                copy_bytes(fx, from, to, len * 2);
-            } else {
-                copy_run(fx, ad, a, src, len, |fx, kk, v| {
-                    let kk = fx.b.ins().iadd_imm_s(kk, dst0 as i64);
-                    store_f32(fx, kk, v)
-                });
-            }
+            let from = fx.addr(a, src, 2);
+            let to = fx.b.ins().iadd_imm_s(dbase, (dst0 * 2) as i64);
+            copy_bytes(fx, from, to, len * 2);
         };
         let zeros = |fx: &mut Fx, dst0: usize, len: usize| {
-            if raw {
-                let to = fx.b.ins().iadd_imm_s(dbase, (dst0 * 2) as i64);
-                zero_bytes(fx, to, len * 2);
-            } else {
-                let z = fx.f(F32, 0.0);
-                each_short(fx, dst0, dst0 + len, 1, |fx, kk| store_f32(fx, kk, z));
-            }
+            let to = fx.b.ins().iadd_imm_s(dbase, (dst0 * 2) as i64);
+            zero_bytes(fx, to, len * 2);
         };
         fx.if_else(
             inside,
@@ -931,48 +1147,41 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
                         copy(fx, src, 0, k);
                     }
                     ContractionKind::Conv(g) => {
-                        // row = (n, oy, ox); kk = (ky, kx, c).
-                        let ox = fx.b.ins().urem_imm_s(row, g.ow as i64);
-                        let t = fx.b.ins().udiv_imm_s(row, g.ow as i64);
-                        let oy = fx.b.ins().urem_imm_s(t, g.oh as i64);
-                        let nb = fx.b.ins().udiv_imm_s(t, g.oh as i64);
-                        // The chunk's taps and, per tap, its channels inside k0..k1 and where
-                        // they go.
-                        let taps: Vec<(usize, usize, usize, usize)> = (k0 / g.ic..k1.div_ceil(g.ic))
-                            .map(|tap| {
-                                let c0 = k0.max(tap * g.ic) - tap * g.ic;
-                                let c1 = k1.min((tap + 1) * g.ic) - tap * g.ic;
-                                (tap, c0, c1, tap * g.ic + c0 - k0)
-                            })
-                            .collect();
-                        // A row whose whole window lies in the image (most of them) copies
-                        // every tap from constant offsets of its window's first pixel, with no
-                        // test per tap: the first convolution of an image network, three
-                        // channels per tap, spent more on those tests than on its copies.
-                        let zero = fx.i(0);
-                        let y0 = window_coord(fx, oy, zero, g.stride[0], g.dilation[0], g.pad[0]);
-                        let x0 = window_coord(fx, ox, zero, g.stride[1], g.dilation[1], g.pad[2]);
-                        let (last_y, last_x) = ((g.kh - 1) * g.dilation[0], (g.kw - 1) * g.dilation[1]);
-                        let ok = [(y0, g.ih, last_y), (x0, g.iw, last_x)].map(|(v, len, last)| {
-                            let low = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, 0);
-                            let high = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, len as i64 - last as i64);
-                            fx.b.ins().band(low, high)
-                        });
-                        let whole = fx.b.ins().band(ok[0], ok[1]);
+                        let taps = chunk_taps(g, (k0, k1));
+                        let (nb, y0, x0) = window_of(fx, g, row);
+                        let whole = window_inside(fx, g, y0, x0);
                         fx.if_else(
                             whole,
                             |fx| {
+                                let zero = fx.i(0);
                                 let first = nhwc_index(fx, g, nb, y0, x0, zero);
-                                for &(tap, c0, c1, dst0) in &taps {
-                                    let (ky, kx) = (tap / g.kw, tap % g.kw);
-                                    let at = (ky * g.dilation[0] * g.iw + kx * g.dilation[1]) * g.ic + c0;
+                                for (at, dst0, len) in window_runs(g, &taps) {
                                     let src = fx.b.ins().iadd_imm_s(first, at as i64);
-                                    copy(fx, src, dst0, c1 - c0);
+                                    copy(fx, src, dst0, len);
                                 }
                                 vec![]
                             },
                             |fx| {
-                                pack_window_checked(fx, g, &taps, (nb, oy, ox), &copy, &zeros);
+                                for &(tap, c0, c1, dst0) in &taps {
+                                    let (ky, kx) = (tap / g.kw, tap % g.kw);
+                                    let y = fx.b.ins().iadd_imm_s(y0, (ky * g.dilation[0]) as i64);
+                                    let x = fx.b.ins().iadd_imm_s(x0, (kx * g.dilation[1]) as i64);
+                                    let (ok_y, ok_x) = (in_range(fx, y, g.ih), in_range(fx, x, g.iw));
+                                    let ok = fx.b.ins().band(ok_y, ok_x);
+                                    fx.if_else(
+                                        ok,
+                                        |fx| {
+                                            let ch = fx.i(c0 as i64);
+                                            let src = nhwc_index(fx, g, nb, y, x, ch);
+                                            copy(fx, src, dst0, c1 - c0);
+                                            vec![]
+                                        },
+                                        |fx| {
+                                            zeros(fx, dst0, c1 - c0);
+                                            vec![]
+                                        },
+                                    );
+                                }
                                 vec![]
                             },
                         );
@@ -982,55 +1191,12 @@ fn pack_a(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0
                 vec![]
             },
             |fx| {
-                if raw {
-                    zeros(fx, 0, k);
-                } else {
-                    let z = fx.f(F32, 0.0);
-                    fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
-                        store_f32(fx, kk, z);
-                        vec![]
-                    });
-                }
+                zeros(fx, 0, k);
                 vec![]
             },
         );
         vec![]
     });
-}
-
-/// [`pack_a`] of one conv row whose window crosses the image's edge: each tap tested, those
-/// outside stored as zeros. `taps`: (tap, first and end channel, destination column).
-fn pack_window_checked(
-    fx: &mut Fx,
-    g: &ConvGeometry,
-    taps: &[(usize, usize, usize, usize)],
-    (nb, oy, ox): (Value, Value, Value),
-    copy: &dyn Fn(&mut Fx, Value, usize, usize),
-    zeros: &dyn Fn(&mut Fx, usize, usize),
-) {
-    for &(tap, c0, c1, dst0) in taps {
-        let (ky, kx) = (tap / g.kw, tap % g.kw);
-        let kyv = fx.i(ky as i64);
-        let y = window_coord(fx, oy, kyv, g.stride[0], g.dilation[0], g.pad[0]);
-        let ok_y = in_range(fx, y, g.ih);
-        let kxv = fx.i(kx as i64);
-        let xx = window_coord(fx, ox, kxv, g.stride[1], g.dilation[1], g.pad[2]);
-        let ok_x = in_range(fx, xx, g.iw);
-        let ok = fx.b.ins().band(ok_y, ok_x);
-        fx.if_else(
-            ok,
-            |fx| {
-                let ch = fx.i(c0 as i64);
-                let src = nhwc_index(fx, g, nb, y, xx, ch);
-                copy(fx, src, dst0, c1 - c0);
-                vec![]
-            },
-            |fx| {
-                zeros(fx, dst0, c1 - c0);
-                vec![]
-            },
-        );
-    }
 }
 
 /// Copies `bytes` bytes from `from` to `to`: sixteen at a time, then eight, four, two.
