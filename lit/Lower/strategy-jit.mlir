@@ -173,8 +173,8 @@ func.func @layernorm(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
 // it; a smaller one is one work item.
 // RUN: %f16c compile %s --function=heads --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=HEADS
 // RUN: %f16c compile %s --function=small_heads --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SMALL-HEADS
-// HEADS: strategy: a slice of 256 per work item: element by element, the shortest non-contiguous dimension unrolled{{$}}
-// SMALL-HEADS: strategy: one work item: element by element, the shortest non-contiguous dimension unrolled{{$}}
+// HEADS: strategy: a slice of 256 per work item: contiguous runs, 64 bytes at a time{{$}}
+// SMALL-HEADS: strategy: one work item: contiguous runs, 64 bytes at a time{{$}}
 func.func @heads(%x: tensor<6x256x64xf32>) -> tensor<256x6x64xf32> {
   %y = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<6x256x64xf32>) -> tensor<256x6x64xf32>
   return %y : tensor<256x6x64xf32>
@@ -183,6 +183,35 @@ func.func @heads(%x: tensor<6x256x64xf32>) -> tensor<256x6x64xf32> {
 func.func @small_heads(%x: tensor<6x16x64xf32>) -> tensor<16x6x64xf32> {
   %y = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<6x16x64xf32>) -> tensor<16x6x64xf32>
   return %y : tensor<16x6x64xf32>
+}
+
+// A slice that is one contiguous run of at least 64 KiB (ResNet-50 drops its activations' last
+// row before a strided convolution: 3 MB) is cut into runs of at least 16 KiB, the smallest
+// that divides it (here 65536 f32 in 16 of 4096), shared by the threads; a transpose's rows
+// are not cut (above).
+// RUN: %f16c compile %s --function=contiguous_slice --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=RUN-SLICE
+// RUN-SLICE: move b0+0 strides=[1] -> +0 strides=[1] shape=[65536]
+// RUN-SLICE: strategy: a slice of 16 per work item: contiguous runs, 64 bytes at a time{{$}}
+func.func @contiguous_slice(%x: tensor<1x65x64x16xf32>) -> tensor<1x64x64x16xf32> {
+  %start = tosa.const_shape {values = dense<0> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %size = tosa.const_shape {values = dense<[1, 64, 64, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %y = tosa.slice %x, %start, %size : (tensor<1x65x64x16xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x64x64x16xf32>
+  return %y : tensor<1x64x64x16xf32>
+}
+
+// A float pool of at most 25 taps unrolls them, four channels at a time, where the window
+// lies inside the input (ResNet-50's 3x3 max pool: 0.76 -> 0.22 ms at two threads); a larger
+// window (a global average pool of 7x7) loops over its clipped window everywhere.
+// RUN: %f16c compile %s --function=pools --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=POOL
+// POOL: k0_max_pool2d: pool max kernel=[3, 3]
+// POOL: strategy: an output row per work item, four channels at a time, window clipped to the input where it crosses the edge, its taps unrolled where it lies inside{{$}}
+// POOL: k1_avg_pool2d: pool avg kernel=[7, 7]
+// POOL: strategy: an output row per work item, four channels at a time, window clipped to the input{{$}}
+func.func @pools(%x: tensor<1x14x14x8xf32>) -> tensor<1x1x1x8xf32> {
+  %m = tosa.max_pool2d %x {kernel = array<i64: 3, 3>, pad = array<i64: 1, 0, 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x14x14x8xf32>) -> tensor<1x7x7x8xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %a = tosa.avg_pool2d %m, %z, %z {acc_type = f32, kernel = array<i64: 7, 7>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x7x7x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x1x8xf32>
+  return %a : tensor<1x1x1x8xf32>
 }
 
 // A depthwise convolution followed by SiLU (EfficientNet's) takes it as its epilogue: the row

@@ -35,7 +35,7 @@ use super::conv::{in_range, nhwc_index, window_coord};
 use super::emit::{domain, Emitted, Fx};
 use super::epilogue::{finish_deferral, store_tile, Bases, Finite, Given, Staged};
 use super::legal::{KC, KU, LANES, MR, NR};
-use super::lower::{wide_math, wide_name, Context};
+use super::lower::{copy_bytes, wide_math, wide_name, Context};
 use super::narrow::{Deferral, Staging};
 #[cfg(doc)]
 use super::Loops;
@@ -1197,26 +1197,6 @@ fn pack_a_rows(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, s
         );
         vec![]
     });
-}
-
-/// Copies `bytes` bytes from `from` to `to`: sixteen at a time, then eight, four, two.
-fn copy_bytes(fx: &mut Fx, from: Value, to: Value, bytes: usize) {
-    use cranelift_codegen::ir::types::{I16, I32, I8X16};
-    let m = super::emit::mem();
-    let vec_end = bytes - bytes % 16;
-    each_short(fx, 0, vec_end, 16, |fx, at| {
-        let (src, dst) = (fx.b.ins().iadd(from, at), fx.b.ins().iadd(to, at));
-        let v = fx.b.ins().load(I8X16, m, src, 0);
-        fx.b.ins().store(m, v, dst, 0);
-    });
-    let mut at = vec_end;
-    for (ty, size) in [(I64, 8), (I32, 4), (I16, 2)] {
-        if bytes - at >= size {
-            let v = fx.b.ins().load(ty, m, from, at as i32);
-            fx.b.ins().store(m, v, to, at as i32);
-            at += size;
-        }
-    }
 }
 
 /// Stores `bytes` zero bytes at `to` (sixteen at a time, then eight, four, two).

@@ -323,7 +323,12 @@ impl<'p> Context<'p> {
             return Err(self.error("pooling input must be NHWC"));
         };
         let vector = domain(din) == F32 && domain(dout) == F32 && c >= LANES;
-        self.plan(format!("an output row per work item, {}, window clipped to the input", if vector { "four channels at a time" } else { "one channel at a time" }));
+        let unrolled = vector && !int && p.kernel[0] * p.kernel[1] <= POOL_UNROLLED_TAPS;
+        self.plan(format!(
+            "an output row per work item, {}, window clipped to the input{}",
+            if vector { "four channels at a time" } else { "one channel at a time" },
+            if unrolled { " where it crosses the edge, its taps unrolled where it lies inside" } else { "" }
+        ));
         let p = p.clone();
         let cost = (n * oh * ow * c * p.kernel[0] * p.kernel[1]) as f64;
         self.add("", n * oh, cost, move |fx| {
@@ -389,14 +394,48 @@ impl<'p> Context<'p> {
                         }
                     };
                     let vec_end = if vector { c - c % LANES } else { 0 };
-                    // Emitted only when it can run: an f64 window has no four-lane form.
-                    if vector {
+                    let clipped = |fx: &mut Fx| {
                         fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, ch, _| {
                             let v = window(fx, ch, F32X4);
                             let at = fx.b.ins().iadd(out_base, ch);
                             fx.store4(dout, dst, at, v);
                             vec![]
                         });
+                    };
+                    // Emitted only when it can run: an f64 window has no four-lane form.
+                    if unrolled {
+                        // A window inside the input (most of them): its taps unrolled at
+                        // constant offsets, no loop per tap.
+                        let inside = [(y0, ih, p.kernel[0]), (x0, iw, p.kernel[1])].map(|(v, len, k)| {
+                            let low = fx.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, v, 0);
+                            let high = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, v, len as i64 - k as i64);
+                            fx.b.ins().band(low, high)
+                        });
+                        let inside = fx.b.ins().band(inside[0], inside[1]);
+                        fx.if_else(
+                            inside,
+                            |fx| {
+                                let y = fx.b.ins().imul_imm_s(y0, (iw * c) as i64);
+                                let x = fx.b.ins().imul_imm_s(x0, c as i64);
+                                let first = fx.b.ins().iadd(in_base, y);
+                                let first = fx.b.ins().iadd(first, x);
+                                fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, ch, _| {
+                                    let at = fx.b.ins().iadd(first, ch);
+                                    let from = fx.addr(src, at, din.byte_size());
+                                    let v = whole_window(fx, &p, din, from, (iw, c));
+                                    let at = fx.b.ins().iadd(out_base, ch);
+                                    fx.store4(dout, dst, at, v);
+                                    vec![]
+                                });
+                                vec![]
+                            },
+                            |fx| {
+                                clipped(fx);
+                                vec![]
+                            },
+                        );
+                    } else if vector {
+                        clipped(fx);
                     }
                     fx.for_n(vec_end as i64, c as i64, 1, &[], |fx, ch, _| {
                         let v = window(fx, ch, domain(din));
@@ -425,13 +464,13 @@ impl<'p> Context<'p> {
         if let Some(most) = bulk.iter().flatten().map(|b| b.rows * b.inner).max() {
             self.layout.scratch(most * c.source.byte_size());
         }
-        let moves: Vec<&str> = bulk.iter().map(|b| if b.is_some() { "converted by the runtime a run at a time" } else { "element by element, the shortest non-contiguous dimension unrolled" }).collect();
+        let moves: Vec<&str> = c.moves.iter().zip(&bulk).map(|(m, b)| if b.is_some() { "converted by the runtime a run at a time" } else { how_moved(m, c.converts()) }).collect();
         // One move of bits, large enough to share: a slice of its outermost loop per work item
         // (the transposes around every attention moved 2 MB on one thread).
         if let ([m], [None], None) = (c.moves.as_slice(), bulk.as_slice(), c.fill) {
-            let order = loop_order(m);
+            let order = in_slices(loop_order(m), c.output.ty.dtype.byte_size());
             if order.shape.len() >= 2 && order.shape[0] >= 2 && bytes >= SPLIT_COPY_MIN_BYTES && !c.converts() {
-                self.plan(format!("a slice of {} per work item: element by element, the shortest non-contiguous dimension unrolled", order.shape[0]));
+                self.plan(format!("a slice of {} per work item: {}", order.shape[0], how_moved(&order, false)));
                 let (items, src_stride, dst_stride) = (order.shape[0], order.src_strides[0], order.dst_strides[0]);
                 return self.add("", items, bytes as f64, move |fx| {
                     let (src, dst) = (fx.buffer(order.src.0), fx.buffer(c.output.buffer.0));
@@ -633,6 +672,40 @@ fn neg_inf(fx: &mut Fx, ty: cranelift_codegen::ir::Type) -> Value {
 }
 
 /// The valid window offsets `[lo, hi)` for a window of `k` starting at `start` over `0..len`.
+/// The most taps of a pooling window [`whole_window`] unrolls (a 5×5 one).
+const POOL_UNROLLED_TAPS: usize = 25;
+
+/// Four channels of a float pooling window that lies inside the input, its first tap at
+/// `from` (an input of `iw × c` per row): the same values as the clipped loop's. A maximum
+/// is `maxps` per tap (`v > acc ? v : acc`: the earlier of equal values, as TOSA's `a >= b ? a
+/// : b`) with the lanes that met a NaN made the canonical NaN at the end, where the loop spent
+/// two compares and two selects per tap; an average sums from zero in the loop's order.
+fn whole_window(fx: &mut Fx, p: &Pool, din: DType, from: Value, (iw, c): (usize, usize)) -> Value {
+    let e = din.byte_size();
+    let offsets: Vec<i32> = (0..p.kernel[0]).flat_map(|ky| (0..p.kernel[1]).map(move |kx| ((ky * iw + kx) * c * e) as i32)).collect();
+    if p.avg {
+        let mut acc = zero(fx, F32X4);
+        for &off in &offsets {
+            let v = fx.load4_at(din, from, off);
+            acc = fx.b.ins().fadd(acc, v);
+        }
+        let count = fx.f(F32X4, offsets.len() as f32);
+        return fx.b.ins().fdiv(acc, count);
+    }
+    let mut acc = fx.load4_at(din, from, offsets[0]);
+    let mut nan = fx.b.ins().fcmp(FloatCC::Unordered, acc, acc);
+    for &off in &offsets[1..] {
+        let v = fx.load4_at(din, from, off);
+        let less = fx.b.ins().fcmp(FloatCC::LessThan, acc, v);
+        let mask = fx.b.ins().bitcast(F32X4, super::emit::lanes(), less);
+        acc = fx.b.ins().bitselect(mask, v, acc);
+        let u = fx.b.ins().fcmp(FloatCC::Unordered, v, v);
+        nan = fx.b.ins().bor(nan, u);
+    }
+    let q = fx.f(F32X4, f32::NAN);
+    fx.sel(nan, q, acc)
+}
+
 fn clip(fx: &mut Fx, start: Value, k: usize, len: usize) -> (Value, Value) {
     let zero = fx.i(0);
     let neg = fx.b.ins().ineg(start);
@@ -856,6 +929,34 @@ fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
     m
 }
 
+/// How [`copy_dims`] moves `m`'s elements, for the plan: contiguous runs of bits as bytes,
+/// others one at a time.
+fn how_moved(m: &crate::lower::Move, converts: bool) -> &'static str {
+    let o = loop_order(m);
+    let last = o.shape.len() - 1;
+    if !converts && o.src_strides[last] == 1 && o.dst_strides[last] == 1 {
+        "contiguous runs, 64 bytes at a time"
+    } else {
+        "element by element, the shortest non-contiguous dimension unrolled"
+    }
+}
+
+/// A one-dimensional move, contiguous on both sides and large enough to split, as slices of at
+/// least [`COPY_SLICE_BYTES`] (`[n / b, b]`, `b` the smallest such divisor of `n`) to share among
+/// threads: ResNet-50's 3 MB slice of its activations ran on one. Other moves as they are.
+fn in_slices(m: crate::lower::Move, elem: usize) -> crate::lower::Move {
+    let [n] = m.shape[..] else { return m };
+    if m.src_strides[0] != 1 || m.dst_strides[0] != 1 || n * elem < SPLIT_COPY_MIN_BYTES {
+        return m;
+    }
+    let Some(b) = (COPY_SLICE_BYTES.div_ceil(elem)..=n / 2).find(|b| n % b == 0) else { return m };
+    let b_stride = b as isize;
+    crate::lower::Move { shape: vec![n / b, b], src_strides: vec![b_stride, 1], dst_strides: vec![b_stride, 1], ..m }
+}
+
+/// The smallest slice [`in_slices`] cuts a contiguous move into.
+const COPY_SLICE_BYTES: usize = 1 << 14;
+
 /// The integer type that holds an element of `elem` bytes, moved as bits.
 fn bits_type(elem: usize) -> cranelift_codegen::ir::Type {
     match elem {
@@ -918,21 +1019,28 @@ fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, 
     });
 }
 
-/// Copies `n` bytes (a constant) from `from` to `to`: 16 at a time, then the rest.
+/// Copies `n` bytes (a constant) from `from` to `to`: 64 at a time (four 16-byte vectors) in a
+/// loop, then the rest in 16-, 8-, 4-, 2- and 1-byte moves at constant offsets.
 pub fn copy_bytes(fx: &mut Fx, from: Value, to: Value, n: usize) {
     let m = super::emit::mem();
-    let chunks = n / 16;
-    fx.for_n(0, chunks as i64, 1, &[], |fx, i, _| {
-        let off = fx.b.ins().imul_imm_s(i, 16);
-        let f = fx.b.ins().iadd(from, off);
-        let t = fx.b.ins().iadd(to, off);
-        let v = fx.b.ins().load(I8X16, m, f, 0);
-        fx.b.ins().store(m, v, t, 0);
+    let blocks = if n >= 128 { n / 64 } else { 0 };
+    fx.for_n(0, blocks as i64, 1, &[], |fx, i, _| {
+        let off = fx.b.ins().imul_imm_s(i, 64);
+        let (f, t) = (fx.b.ins().iadd(from, off), fx.b.ins().iadd(to, off));
+        for at in (0..64).step_by(16) {
+            let v = fx.b.ins().load(I8X16, m, f, at);
+            fx.b.ins().store(m, v, t, at);
+        }
         vec![]
     });
-    for b in chunks * 16..n {
-        let v = fx.b.ins().load(I8, m, from, b as i32);
-        fx.b.ins().store(m, v, to, b as i32);
+    let mut at = blocks * 64;
+    let tail = std::iter::repeat_n((I8X16, 16), (n - at) / 16).chain([(I64, 8), (I32, 4), (I16, 2), (I8, 1)]);
+    for (ty, size) in tail {
+        if n - at >= size {
+            let v = fx.b.ins().load(ty, m, from, at as i32);
+            fx.b.ins().store(m, v, to, at as i32);
+            at += size;
+        }
     }
 }
 
