@@ -4,7 +4,11 @@ padded tail), GPT-2 small (12 layers, 64 tokens; the logits of the last position
 EfficientNet-B0 at 224x224 (SiLU, squeeze-and-excite) and Whisper-tiny's encoder (80 mel bins x
 3,000 frames: two conv1d, then 4 layers of attention over 1,500 positions) and a ViT-S/16 at
 224x224 (torchvision's VisionTransformer with DeiT-S's sizes: 12 layers, 6 heads, hidden 384,
-197 tokens; the class token's features), as their library builds them from configs. The GPU check uses the first three.
+197 tokens; the class token's features), as their library builds them from configs; a
+Llama-style decoder (transformers' LlamaModel: 4 layers, hidden 512, 8 query heads sharing 4
+key/value heads, RoPE, SwiGLU, RMSNorm, 64 tokens; the logits of the last position) and a small
+U-Net (128x128, four levels of two 3x3 convolutions with batch norm and ReLU, max pooling down,
+bilinear upsampling up, skip concatenations), written here. The GPU check uses the first three.
 
 The weights must travel to a GPU machine inside the f16c artifacts, which may carry tens of MiB,
 so they are made to compress: every trained tensor (one whose default init is not a constant)
@@ -25,7 +29,7 @@ import zlib
 import numpy as np
 import torch
 
-NAMES = ["resnet50", "bert_base", "gpt2", "efficientnet_b0", "whisper_tiny_enc", "vit_s16"]
+NAMES = ["resnet50", "bert_base", "gpt2", "efficientnet_b0", "whisper_tiny_enc", "vit_s16", "llama_dec", "unet"]
 
 
 class Field(torch.nn.Module):
@@ -37,6 +41,39 @@ class Field(torch.nn.Module):
 
     def forward(self, *args):
         return self.pick(self.model(*args))
+
+
+class UNet(torch.nn.Module):
+    """A small U-Net: levels of `widths` channels, two 3x3 conv + batch norm + ReLU each, 2x2
+    max pooling down, bilinear upsampling (align_corners=False, torch-mlir's coordinate math
+    and gathers) up, the skip concatenated before each decoder level; a 1x1 conv to `out`."""
+
+    def __init__(self, widths=(32, 64, 128, 256), inp=3, out=2):
+        super().__init__()
+        nn = torch.nn
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+
+        self.down = nn.ModuleList()
+        c = inp
+        for w in widths:
+            self.down.append(block(c, w))
+            c = w
+        self.up = nn.ModuleList(block(widths[i] + widths[i + 1], widths[i]) for i in reversed(range(len(widths) - 1)))
+        self.head = nn.Conv2d(widths[0], out, 1)
+
+    def forward(self, x):
+        skips = []
+        for i, d in enumerate(self.down):
+            x = d(x)
+            if i < len(self.down) - 1:
+                skips.append(x)
+                x = torch.nn.functional.max_pool2d(x, 2)
+        for u in self.up:
+            x = torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+            x = u(torch.cat([skips.pop(), x], dim=1))
+        return self.head(x)
 
 
 def _scale(std):
@@ -100,6 +137,15 @@ def build(name):
         # class token's features are the output.
         net.heads = torch.nn.Identity()
         inputs = (torch.from_numpy(np.random.default_rng(6).standard_normal((1, 3, 224, 224)).astype(np.float32)),)
+    elif name == "llama_dec":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(vocab_size=8000, hidden_size=512, intermediate_size=1408, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=128, use_cache=False)
+        net = Field(LlamaForCausalLM(config), lambda o: o.logits[:, -1, :])
+        inputs = (torch.from_numpy(np.random.default_rng(7).integers(0, 8000, (1, 64))),)
+    elif name == "unet":
+        net = UNet()
+        inputs = (torch.from_numpy(np.random.default_rng(8).standard_normal((1, 3, 128, 128)).astype(np.float32)),)
     else:
         raise ValueError(f"unknown model {name!r}: one of {NAMES}")
     return compressible_(net).eval(), inputs

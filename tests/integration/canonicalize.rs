@@ -200,3 +200,35 @@ func.func @se(%x: tensor<1x5x6x8xf32>) -> tensor<1x5x6x8xf32> {
     let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
     assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
 }
+
+/// torch-mlir's bilinear upsampling (`tests/data/upsample_bilinear.mlir`, exactly as it
+/// exports `F.interpolate(x, scale_factor=2, mode="bilinear")`) computes each gather's indices
+/// as four coordinate vectors tiled to the output's size, concatenated, multiplied by the
+/// strides and summed. Canonicalize (folding off, as for a model too big to fold) makes each
+/// index a sum of broadcast products: no concat, no reduction, and the reference computes the
+/// same bits, which are PyTorch's within a few ulps.
+#[test]
+fn upsampling_indices_are_sums_of_broadcasts_with_the_same_bits() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data");
+    let (before, _) = parse_file(&dir.join("upsample_bilinear.mlir")).unwrap();
+    let count = |m: &f16c_dialect::Module, f: fn(&Op) -> bool| {
+        let g = &m.functions[0];
+        g.node_ids().filter(|&n| f(g.op(n))).count()
+    };
+    let is_concat = |op: &Op| matches!(op, Op::Concat { .. });
+    let is_sum = |op: &Op| matches!(op, Op::Reduce { kind: f16c_dialect::ReduceKind::Sum, .. });
+    assert_eq!((count(&before, is_concat), count(&before, is_sum)), (4, 4), "the export's four gathers, each with its concat and sum");
+    let mut after = before.clone();
+    let mut pm = PassManager::new();
+    pm.add(registry::create("canonicalize", "fold-constants=false").unwrap());
+    pm.run(&mut after, &mut std::io::sink()).unwrap();
+    assert_eq!((count(&after, is_concat), count(&after, is_sum)), (0, 0), "every index became a sum of products");
+    assert_eq!(count(&after, |op| matches!(op, Op::Gather)), 4);
+    let input = npy::read(&dir.join("upsample_bilinear.input.npy")).unwrap();
+    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
+    let b = reference::run(&after.functions[0], std::slice::from_ref(&input)).unwrap();
+    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+    let torch = npy::read(&dir.join("upsample_bilinear.out_f32.npy")).unwrap().to_f64_vec();
+    let err = b[0].to_f64_vec().iter().zip(&torch).fold(0f64, |e, (x, y)| e.max((x - y).abs()));
+    assert!(err < 1e-6, "{err:e} from PyTorch");
+}

@@ -5,7 +5,11 @@
 //!   semantics (the same code as the reference interpreter, so folding is exact under the
 //!   numeric contract) and replaced by a constant, if its result has at most
 //!   `max-fold-elements` elements. This turns `tosa.pow(2/π, 0.5)`, weight transposes and
-//!   shapes computed from constants into plain constants.
+//!   shapes computed from constants into plain constants. An op whose folded result would be
+//!   at least 65,536 elements and more than eight times its operands' (a tile or broadcast
+//!   of a few values) is not folded: it costs less computed where it is read than stored in
+//!   the artifact and in memory (a small U-Net's upsampling indices were 42 MB of tiled
+//!   constants).
 //! - **identities**: a reshape to its input's shape and a transpose by the identity
 //!   permutation are dropped.
 //! - **chains**: reshape of reshape becomes one reshape; transpose of transpose becomes one
@@ -58,6 +62,15 @@
 //!   `add` → `[1, 128, 3072]` → GELU); with the add on the matmul's own shape, the add and the
 //!   GELU after it are one group of elementwise ops and the matmul's epilogue. The same values,
 //!   so results are bit-identical.
+//! - **gather indices as sums**: `reduce_sum(mul(concat(p_0, …, p_{k-1}), s), axis)` on
+//!   integers, the concat along the last axis of parts one wide there, `s` a constant along
+//!   that axis (a reshape keeping the last axis may stand between the concat and the
+//!   multiply), becomes `p_0·s_0 + … + p_{k-1}·s_{k-1}` (a stride of one without a shift
+//!   multiplies by nothing), each part read through the tile that made it where that tile
+//!   only broadcasts. torch-mlir computes every gather index of a bilinear upsampling so (four
+//!   coordinate vectors tiled to the output's size, concatenated, times the strides, summed):
+//!   a small U-Net's index math took half its run (LLVM two threads 92 → 35 ms). Integer
+//!   adds and multiplies wrap, so the same bits.
 //! - **CSE**: identical ops on identical operands (constants included) are merged.
 //! - **DCE**: ops no function result depends on are removed.
 //!
@@ -148,6 +161,7 @@ impl Canonicalize {
                 || shrink_splats(g, id)
                 || all_masked_rows(g, id)
                 || rows_of_matmul(g, id)
+                || sum_of_concatenated_parts(g, id)
                 || unit_reshape_above_elementwise(g, id)
                 || (self.squares_and_cubes && square_or_cube(g, id))
                 || (self.sink_transposes && (self.sink_transpose(g, id) || self.sink_transpose_below_reduce(g, id)));
@@ -170,6 +184,9 @@ impl Canonicalize {
             return false;
         }
         if g.tensor_ty(id).is_some_and(|t| t.num_elements() > self.max_fold_elements) {
+            return false;
+        }
+        if expands(g, id, &operands) {
             return false;
         }
         let values: Vec<Value> = operands
@@ -433,6 +450,113 @@ fn rows_of_matmul(g: &mut Graph, id: NodeId) -> bool {
     g.set_operand(mm, 0, sliced);
     g.node_mut(mm).ty = ValueType::Tensor(TensorType::new(out.dtype, [batch, size[1] as usize, cols]));
     g.replace_all_uses(id, mm);
+    true
+}
+
+/// Whether folding `id` would expand its constant operands into a much larger constant: a
+/// result of at least [`EXPANSION_MIN`] elements and more than [`EXPANSION_RATIO`] times the
+/// elements of all its operands together (a tile or a broadcast of a few values). Such a
+/// value is cheaper computed when it is read than stored: torch-mlir's bilinear upsampling
+/// tiles four index vectors of 64 values to 524,288 each, per gather.
+fn expands(g: &Graph, id: NodeId, operands: &[NodeId]) -> bool {
+    let Some(out) = g.tensor_ty(id).map(|t| t.num_elements()) else { return false };
+    let given: usize = operands.iter().filter_map(|&o| g.tensor_ty(o)).map(|t| t.num_elements()).sum();
+    out >= EXPANSION_MIN && out > EXPANSION_RATIO * given.max(1)
+}
+
+/// The smallest folded result [`expands`] considers.
+const EXPANSION_MIN: usize = 1 << 16;
+
+/// How many times its operands' elements a folded result may hold before [`expands`] keeps
+/// the op.
+const EXPANSION_RATIO: usize = 8;
+
+/// `reduce_sum(mul(concat(p_0, …, p_{k-1}), s), axis)` at `id`, on integers, the concat along
+/// `axis` (the last) of parts one wide there and `s` a constant varying along that axis only
+/// (a reshape that keeps the last axis may stand between the concat and the multiply), becomes
+/// `p_0·s_0 + … + p_{k-1}·s_{k-1}`, each part read through the tile that made it where that
+/// tile only broadcasts (see the module comment). torch-mlir computes every gather index of a
+/// bilinear upsampling so: four coordinate vectors tiled to the output's size, concatenated,
+/// multiplied by the strides and summed; the sum is then one elementwise kernel of broadcast
+/// operands instead of a concat, a multiply and a reduction over four times the output.
+/// Integer adds and multiplies wrap, so the sum in another order is the same bits.
+fn sum_of_concatenated_parts(g: &mut Graph, id: NodeId) -> bool {
+    use f16c_dialect::{BinaryOp, ReduceKind};
+    let Op::Reduce { kind: ReduceKind::Sum, axis } = *g.op(id) else { return false };
+    let m = g.operands(id)[0];
+    let (Some(r_ty), Some(m_ty)) = (g.tensor_ty(id).cloned(), g.tensor_ty(m).cloned()) else { return false };
+    // (At most 32 bits: the strides pass through f64 exactly.)
+    let narrow_int = matches!(m_ty.dtype, f16c_dialect::DType::I8 | f16c_dialect::DType::I16 | f16c_dialect::DType::I32);
+    if !narrow_int || axis + 1 != m_ty.rank() || !matches!(g.op(m), Op::Binary(BinaryOp::Mul)) {
+        return false;
+    }
+    let ops = g.operands(m);
+    let (x, s, shift) = match (g.op(ops[0]), g.op(ops[1])) {
+        (_, Op::Const(_)) => (ops[0], ops[1], ops[2]),
+        (Op::Const(_), _) => (ops[1], ops[0], ops[2]),
+        _ => return false,
+    };
+    let k = m_ty.shape[axis];
+    let Op::Const(strides) = g.op(s) else { return false };
+    let along_axis = strides.shape().len() == m_ty.rank() && strides.shape().iter().enumerate().all(|(d, &n)| n == 1 || (d == axis && n == k));
+    if !along_axis || g.tensor_ty(x).map(|t| &t.shape) != Some(&m_ty.shape) {
+        return false;
+    }
+    let strides = strides.clone();
+    // The concat, read directly or through a reshape that keeps the last axis.
+    let c = if matches!(g.op(x), Op::Reshape) { g.operands(x)[0] } else { x };
+    let Some(c_ty) = g.tensor_ty(c).cloned() else { return false };
+    let Op::Concat { axis: c_axis } = *g.op(c) else { return false };
+    let parts = g.operands(c);
+    if c_axis + 1 != c_ty.rank() || c_ty.shape[c_axis] != k || parts.len() != k || c_ty.dtype != m_ty.dtype {
+        return false;
+    }
+    let mut part_shape = c_ty.shape.clone();
+    part_shape[c_axis] = 1;
+    // A part, or what its tile broadcasts (same rank, each dimension 1 or the part's).
+    let broadcast_source = |g: &Graph, p: NodeId| -> NodeId {
+        if !matches!(g.op(p), Op::Tile) {
+            return p;
+        }
+        let y = g.operands(p)[0];
+        let fits = g.tensor_ty(y).is_some_and(|t| t.rank() == part_shape.len() && t.shape.iter().zip(&part_shape).all(|(&a, &b)| a == 1 || a == b));
+        if fits { y } else { p }
+    };
+    let loc = g.location(id);
+    let values = strides.to_f64_vec();
+    let unshifted = matches!(g.op(shift), Op::Const(t) if t.to_f64_vec().iter().all(|&v| v == 0.0));
+    let mut sum: Option<(NodeId, Vec<usize>)> = None;
+    for (i, &p) in parts.iter().enumerate() {
+        let p = broadcast_source(g, p);
+        let Some(shape) = g.tensor_ty(p).map(|t| t.shape.clone()) else { return false };
+        let stride = values[if strides.len() == 1 { 0 } else { i }];
+        // (A stride of one with no shift multiplies by nothing.)
+        let term = if stride == 1.0 && unshifted {
+            p
+        } else {
+            let scalar = f16c_dialect::Tensor::splat(&TensorType::new(m_ty.dtype, vec![1; part_shape.len()]), stride);
+            let sc = g.add_constant(scalar, loc.clone());
+            g.add_node(Op::Binary(BinaryOp::Mul), ValueType::Tensor(TensorType::new(m_ty.dtype, shape.clone())), &[p, sc, shift], loc.clone())
+        };
+        sum = Some(match sum {
+            None => (term, shape),
+            Some((acc, acc_shape)) => {
+                let both: Vec<usize> = acc_shape.iter().zip(&shape).map(|(&a, &b)| a.max(b)).collect();
+                (g.add_node(Op::Binary(BinaryOp::Add), ValueType::Tensor(TensorType::new(m_ty.dtype, both.clone())), &[acc, term], loc.clone()), both)
+            }
+        });
+    }
+    let Some((mut acc, acc_shape)) = sum else { return false };
+    if acc_shape != part_shape {
+        let multiples: Vec<i64> = acc_shape.iter().zip(&part_shape).map(|(&a, &b)| (b / a) as i64).collect();
+        let mult = g.add_node(Op::ConstShape(multiples), ValueType::Shape(part_shape.len()), &[], loc.clone());
+        acc = g.add_node(Op::Tile, ValueType::Tensor(TensorType::new(m_ty.dtype, part_shape.clone())), &[acc, mult], loc.clone());
+    }
+    if part_shape != r_ty.shape {
+        let shape = g.add_node(Op::ConstShape(r_ty.shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(r_ty.rank()), &[], loc.clone());
+        acc = g.add_node(Op::Reshape, ValueType::Tensor(r_ty), &[acc, shape], loc);
+    }
+    g.replace_all_uses(id, acc);
     true
 }
 
