@@ -199,6 +199,22 @@ func.func @contiguous_slice(%x: tensor<1x65x64x16xf32>) -> tensor<1x64x64x16xf32
   return %y : tensor<1x64x64x16xf32>
 }
 
+// A transpose of 32-bit values whose source and destination are contiguous along different
+// dimensions, both multiples of four (NCHW -> NHWC), moves 4 x 4 tiles transposed in registers,
+// per work item four indices of the destination's contiguous dimension (channels) by every
+// index of the source's (pixels); with a dimension not a multiple of four (three channels) it
+// moves element by element.
+// RUN: %f16c compile %s --function=to_nhwc --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TILES
+// TILES: k0_transpose: copy 1 moves
+// TILES: strategy: a band of 4 x 256 per work item (4 bands), 4 x 4 tiles transposed in registers{{$}}
+// TILES: k1_transpose: copy 1 moves
+// TILES: strategy: one work item: element by element, the shortest non-contiguous dimension unrolled{{$}}
+func.func @to_nhwc(%x: tensor<1x16x16x16xf32>, %y: tensor<1x3x16x16xf32>) -> (tensor<1x16x16x16xf32>, tensor<1x16x16x3xf32>) {
+  %a = tosa.transpose %x {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x16x16x16xf32>) -> tensor<1x16x16x16xf32>
+  %b = tosa.transpose %y {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x3x16x16xf32>) -> tensor<1x16x16x3xf32>
+  return %a, %b : tensor<1x16x16x16xf32>, tensor<1x16x16x3xf32>
+}
+
 // A float pool of at most 25 taps unrolls them, four channels at a time, where the window
 // lies inside the input (ResNet-50's 3x3 max pool: 0.76 -> 0.22 ms at two threads); a larger
 // window (a global average pool of 7x7) loops over its clipped window everywhere.

@@ -465,6 +465,22 @@ impl<'p> Context<'p> {
             self.layout.scratch(most * c.source.byte_size());
         }
         let moves: Vec<&str> = c.moves.iter().zip(&bulk).map(|(m, b)| if b.is_some() { "converted by the runtime a run at a time" } else { how_moved(m, c.converts()) }).collect();
+        // A transpose of 32-bit values whose source and destination are contiguous along
+        // different dimensions of multiples of four: 4 x 4 tiles transposed in registers.
+        if let ([m], [None], None, false, 4) = (c.moves.as_slice(), bulk.as_slice(), c.fill, c.converts(), c.output.ty.dtype.byte_size()) {
+            if let Some(t) = TileTranspose::of(m) {
+                self.plan(format!("a band of 4 x {} per work item ({} bands), 4 x 4 tiles transposed in registers", m.shape[t.a], t.bands()));
+                let m = m.clone();
+                return self.add("", t.bands(), bytes as f64, move |fx| {
+                    let (src, dst) = (fx.buffer(m.src.0), fx.buffer(c.output.buffer.0));
+                    fx.for_items(|fx, item| {
+                        t.band(fx, &m, (src, dst), item);
+                        vec![]
+                    });
+                    Ok(())
+                });
+            }
+        }
         // One move of bits, large enough to share: a slice of its outermost loop per work item
         // (the transposes around every attention moved 2 MB on one thread).
         if let ([m], [None], None) = (c.moves.as_slice(), bulk.as_slice(), c.fill) {
@@ -927,6 +943,72 @@ fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
         m.shape.push(x);
     }
     m
+}
+
+/// A move that is a transpose of 32-bit values in 4 x 4 tiles: along dimension `a` the source
+/// is contiguous, along `b` the destination, both of a multiple of four; a work item (a band)
+/// is four indices of `b` and every index of `a`, at one index of the other dimensions. Each
+/// tile is four vector loads along `a`, [`Fx::transpose4`] and four vector stores along `b`
+/// (a U-Net's NCHW -> NHWC transposes moved one element per load and store).
+#[derive(Clone, Copy)]
+struct TileTranspose {
+    a: usize,
+    b: usize,
+    /// Work items: the other dimensions' indices times `b`'s in fours.
+    bands: usize,
+}
+
+impl TileTranspose {
+    fn of(m: &crate::lower::Move) -> Option<TileTranspose> {
+        let a = (0..m.shape.len()).find(|&d| m.src_strides[d] == 1 && m.dst_strides[d] != 1)?;
+        let b = (0..m.shape.len()).find(|&d| m.dst_strides[d] == 1 && m.src_strides[d] != 1)?;
+        let outer: usize = (0..m.shape.len()).filter(|&d| d != a && d != b).map(|d| m.shape[d]).product();
+        // The tile's rows and columns at constant byte offsets of an i32.
+        let offsets_fit = [m.src_strides[b], m.dst_strides[a]].iter().all(|&st| i32::try_from(st * 16).is_ok());
+        (m.shape[a] % 4 == 0 && m.shape[b] % 4 == 0 && m.shape[a] >= 8 && offsets_fit).then_some(TileTranspose { a, b, bands: outer * m.shape[b] / 4 })
+    }
+
+    fn bands(&self) -> usize {
+        self.bands
+    }
+
+    /// Band `item` of `m`: four indices of `b`, every index of `a`, in tiles.
+    fn band(&self, fx: &mut Fx, m: &crate::lower::Move, (src, dst): (Value, Value), item: Value) {
+        let (a, b) = (self.a, self.b);
+        let bands_b = m.shape[b] / 4;
+        // The band's start: its index of `b` (four at a time), then the other dimensions,
+        // innermost last, from the item number.
+        let mut rest = fx.b.ins().udiv_imm_s(item, bands_b as i64);
+        let bb = fx.b.ins().urem_imm_s(item, bands_b as i64);
+        let b0 = fx.b.ins().imul_imm_s(bb, 4);
+        let mut s = fx.b.ins().imul_imm_s(b0, m.src_strides[b] as i64);
+        let mut t = fx.b.ins().imul_imm_s(b0, m.dst_strides[b] as i64);
+        for d in (0..m.shape.len()).rev().filter(|&d| d != a && d != b) {
+            let i = fx.b.ins().urem_imm_s(rest, m.shape[d] as i64);
+            rest = fx.b.ins().udiv_imm_s(rest, m.shape[d] as i64);
+            let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
+            let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
+            s = fx.b.ins().iadd(s, si);
+            t = fx.b.ins().iadd(t, ti);
+        }
+        let s = fx.b.ins().iadd_imm_s(s, m.src_offset as i64);
+        let t = fx.b.ins().iadd_imm_s(t, m.dst_offset as i64);
+        let (from, to) = (fx.addr(src, s, 4), fx.addr(dst, t, 4));
+        let mem = super::emit::mem();
+        fx.for_n(0, m.shape[a] as i64, 4, &[], |fx, a0, _| {
+            // Rows r of the tile: four values along `a` at index b0 + r of `b`.
+            let at = fx.b.ins().imul_imm_s(a0, 4);
+            let p = fx.b.ins().iadd(from, at);
+            let rows: [Value; 4] = std::array::from_fn(|r| fx.b.ins().load(F32X4, mem, p, (r as isize * m.src_strides[b] * 4) as i32));
+            let cols = fx.transpose4(rows);
+            let at = fx.b.ins().imul_imm_s(a0, m.dst_strides[a] as i64 * 4);
+            let q = fx.b.ins().iadd(to, at);
+            for (l, v) in cols.into_iter().enumerate() {
+                fx.b.ins().store(mem, v, q, (l as isize * m.dst_strides[a] * 4) as i32);
+            }
+            vec![]
+        });
+    }
 }
 
 /// How [`copy_dims`] moves `m`'s elements, for the plan: contiguous runs of bits as bytes,

@@ -828,6 +828,52 @@ impl<'ctx> Ir<'ctx> {
         }
     }
 
+    /// Run `r` of a gather (no scatter): indices `r·run..(r + 1)·run` (of all `n·w`), each
+    /// copying its row of `c` values. Every index of the run is range-checked first, in a loop
+    /// without branches; an out-of-range one calls `fail` and the run writes nothing (as
+    /// [`Ir::gather_item`] writes nothing for its element).
+    pub fn gather_run(&mut self, g: &Gather, r: IntValue<'ctx>, run: usize, fail: impl FnOnce(&mut Self)) -> Result<(), String> {
+        let (&[_, k, c], &[_, w]) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice()) else {
+            return Err("gather takes [N,K,C] values and [N,W] indices".into());
+        };
+        let total = g.indices.ty.num_elements();
+        let (vals, idx, out) = (self.buffer(g.values.buffer.0), self.buffer(g.indices.buffer.0), self.buffer(g.output.buffer.0));
+        let lo = self.muli(r, run);
+        let hi = self.smin(self.addi(lo, run as i64), self.i64(total as i64));
+        let one = self.i64(1);
+        let bad = self.var(self.cx.bool_type().const_zero().into());
+        self.for_range(lo, hi, one, |ir, p| {
+            let index = ir.load(g.indices.ty.dtype, idx, p).into_int_value();
+            let out_of_range = ir.b.build_not(ir.in_range(index, k), "").built();
+            let any = ir.b.build_or(ir.get(bad).into_int_value(), out_of_range, "").built();
+            ir.set(bad, any.into());
+        });
+        let f = self.func();
+        let (err_bb, ok_bb, join) = (self.cx.append_basic_block(f, "bad_index"), self.cx.append_basic_block(f, "indices_ok"), self.cx.append_basic_block(f, "gathered"));
+        self.b.build_conditional_branch(self.get(bad).into_int_value(), err_bb, ok_bb).built();
+        self.b.position_at_end(err_bb);
+        fail(self);
+        self.b.build_unconditional_branch(join).built();
+        self.b.position_at_end(ok_bb);
+        let d = g.values.ty.dtype;
+        self.for_range(lo, hi, one, |ir, p| {
+            let index = ir.load(g.indices.ty.dtype, idx, p).into_int_value();
+            let row = ir.add(ir.muli(ir.divi(p, w), k), index);
+            if c == 1 {
+                ir.copy_element((d, d), vals, row, out, p);
+            } else {
+                let (from, to) = (ir.muli(row, c), ir.muli(p, c));
+                ir.for_range(ir.i64(0), ir.i64(c as i64), ir.i64(1), |ir, ch| {
+                    let (from, to) = (ir.add(from, ch), ir.add(to, ch));
+                    ir.copy_element((d, d), vals, from, out, to);
+                });
+            }
+        });
+        self.b.build_unconditional_branch(join).built();
+        self.b.position_at_end(join);
+        Ok(())
+    }
+
     /// Output element `i` of a gather; an out-of-range index calls `fail` (and writes nothing).
     pub fn gather_item(&mut self, g: &Gather, i: IntValue<'ctx>, fail: impl FnOnce(&mut Self)) -> Result<(), String> {
         let (&[_, k, c], &[_, _]) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice()) else {

@@ -481,6 +481,15 @@ impl<'ctx> Emitter<'_, 'ctx> {
                         Ok(())
                     })?;
                 }
+                (ItemsForm::GatherRuns, Items::Gather(g)) => {
+                    let total = g.indices.ty.num_elements();
+                    self.step(suffix, total.div_ceil(plan::GATHER_RUN), cost, |ir, r, params| {
+                        ir.gather_run(g, r, plan::GATHER_RUN, |ir| {
+                            let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
+                            ir.b.build_store(params.status, code).built();
+                        })
+                    })?;
+                }
                 (ItemsForm::Plain, items) => {
                     self.step(suffix, items.work(), cost, |ir, i, params| {
                         ir.item(items, i, params.scratch, |ir| {

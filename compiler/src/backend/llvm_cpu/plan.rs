@@ -81,6 +81,11 @@ pub enum AStaging {
     },
 }
 
+/// Indices of a gather per work item ([`ItemsForm::GatherRuns`]): one output element per item
+/// spent more on the item loop and its range test's branch than on the copy (a U-Net's
+/// upsampling gathers a million values four times per level).
+pub const GATHER_RUN: usize = 256;
+
 /// The form of one loop of work items ([`Items`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemsForm {
@@ -103,6 +108,8 @@ pub enum ItemsForm {
     TransposeTiles,
     /// A move of a copy: a row per item.
     CopyRows,
+    /// A gather: a run of [`GATHER_RUN`] indices per item, all checked before any is copied.
+    GatherRuns,
     /// One element (or pair, or output) per item ([`Ir::item`]).
     Plain,
 }
@@ -138,6 +145,7 @@ impl LlvmCpuBackend {
                 Items::Reduction(r) if rules.reduction(r, m.gemm.lanes) => ItemsForm::ReductionLanes { lanes: m.gemm.lanes },
                 Items::Move(copy, mv) if Ir::transposes_in_tiles_by(&rules, copy, mv) => ItemsForm::TransposeTiles,
                 Items::Move(..) => ItemsForm::CopyRows,
+                Items::Gather(g) if g.scatter.is_none() => ItemsForm::GatherRuns,
                 _ => ItemsForm::Plain,
             })
             .collect();
@@ -258,6 +266,7 @@ impl ItemsForm {
             (ItemsForm::ReductionLanes { lanes }, _) => format!("{lanes} neighbouring outputs per vector, each reduced in index order"),
             (ItemsForm::TransposeTiles, _) => "a band of tiles transposed in registers per work item".to_string(),
             (ItemsForm::CopyRows, _) => "a row per work item".to_string(),
+            (ItemsForm::GatherRuns, _) => format!("a run of {GATHER_RUN} indices per work item, all checked before the copies"),
             (_, Items::Pairs(_)) => "two neighbouring elements per work item".to_string(),
             (_, Items::Reduction(_)) => "one output per work item, reduced in index order".to_string(),
             (_, Items::Pool(_)) => "one output per work item".to_string(),
