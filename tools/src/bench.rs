@@ -43,7 +43,7 @@ pub fn command() -> Command {
              --aarch64 counts the instructions the AArch64 code executes under qemu-aarch64 (fp16\n\
              against f32, one call of the library's entry point; needs qemu-user,\n\
              gcc-aarch64-linux-gnu and a host C compiler for the counting plugin).\n\n\
-             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512\n  f16c bench --sizes=none --only=mobilenet --threads=1\n  f16c bench --aarch64 --sizes=256\n  f16c bench --write-networks=/tmp/nets\n  f16c bench --real target/gpu-models --threads=1 --peers=ort,openvino,torch\n\n\
+             Examples:\n  f16c bench\n  f16c bench --threads=1 --sizes=256,512\n  f16c bench --sizes=none --only=mobilenet --threads=1\n  f16c bench --aarch64 --sizes=256\n  f16c bench --write-networks=/tmp/nets\n  f16c bench --real target/gpu-models --threads=1 --peers=ort,openvino,iree,torch\n\n\
              --real DIR times the real-size models that scripts/gpu_models.py exports (NAME.tosa.mlir,\n\
              NAME.in0.npy.., NAME.torch.npy) on the JIT (f32, bf16) and the LLVM backend (f32, fp16,\n\
              bf16) and the peers on the same inputs at the same thread count (scripts/peers.py in\n\
@@ -78,8 +78,8 @@ pub fn command() -> Command {
             Arg::new("peers")
                 .long("peers")
                 .value_name("P,..")
-                .default_value("ort,openvino,torch")
-                .help("With --real: the peers run in the same run by scripts/peers.py: ort (onnxruntime f32 and its fp16 conversion), openvino (f32 and bf16 hints), torch (eager f32 and bf16), or 'none'"),
+                .default_value("ort,openvino,iree,torch")
+                .help("With --real: the peers run in the same run: ort (onnxruntime f32 and its fp16 conversion), openvino (f32 and bf16 hints), torch (eager f32 and bf16), all three by scripts/peers.py, and iree (IREE on the same TOSA, f32, from .venv/bin: bash scripts/setup.sh --iree), or 'none'"),
         )
         .arg(Arg::new("peer-python").long("peer-python").value_name("PY").default_value(".venv-export/bin/python").help("With --real: the Python that has the peers (scripts/exporter-venv)"))
         .arg(Arg::new("runs").long("runs").value_name("N").value_parser(clap::value_parser!(usize)).default_value("10").help("With --real: timed runs per configuration, after a warm-up"))

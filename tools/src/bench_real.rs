@@ -55,7 +55,7 @@ fn discover(dir: &Path, only: Option<&String>) -> anyhow::Result<Vec<String>> {
     names.sort();
     if names.is_empty() {
         bail!(
-            "no model in '{}' (NAME.tosa.mlir with NAME.in0.npy and NAME.torch.npy): export them with\n  scripts/exporter-venv && .venv-export/bin/python scripts/gpu_models.py {} resnet50 bert_base gpt2 efficientnet_b0 whisper_tiny_enc vit_s16",
+            "no model in '{}' (NAME.tosa.mlir with NAME.in0.npy and NAME.torch.npy): export them with\n  scripts/exporter-venv && .venv-export/bin/python scripts/gpu_models.py {} resnet50 bert_base gpt2 efficientnet_b0 whisper_tiny_enc vit_s16 llama_dec unet",
             dir.display(),
             dir.display()
         );
@@ -103,6 +103,12 @@ pub fn main(r: &Request) -> anyhow::Result<()> {
     for name in &names {
         let mut rows = f16c_side(r, name)?;
         rows.extend(peer_side(r, name));
+        if r.peers.iter().any(|p| p == "iree") {
+            match iree_side(r, name) {
+                Ok(t) => rows.push(t),
+                Err(e) => eprintln!("bench: {name}: iree skipped: {e:#}"),
+            }
+        }
         outln!("\n{name}")?;
         for t in &rows {
             outln!("  {:<16} {:<5} {:>10.2} [{:.2}-{:.2}]  error {:.2e}", t.side, t.precision, t.median_ms, t.min_ms, t.max_ms, t.error)?;
@@ -186,6 +192,35 @@ fn f16c_side(r: &Request, name: &str) -> anyhow::Result<Vec<Timing>> {
     Ok(rows)
 }
 
+/// IREE (`.venv/bin`, `bash scripts/setup.sh --iree`) on the same TOSA, f32, at the same
+/// thread count: the model after f16c's `canonicalize` only (IREE's TOSA input refuses what
+/// torch-mlir writes for the upsampling's index math, an i64 → f32 cast, before it folds),
+/// printed in the generic op form, compiled plain and with data tiling, the faster timed by
+/// `iree-benchmark-module` (the fastest of three repetitions: median, minimum and maximum are
+/// that one time) and its output checked against PyTorch's.
+fn iree_side(r: &Request, name: &str) -> anyhow::Result<Timing> {
+    let iree = crate::iree::Iree::find(Path::new(".venv/bin")).map_err(|e| anyhow::anyhow!(e))?;
+    let path = r.dir.join(format!("{name}.tosa.mlir"));
+    let source = std::fs::read_to_string(&path).with_context(|| format!("cannot read '{}'", path.display()))?;
+    let mut module = f16c_dialect::import::parse_module(&source, name).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?;
+    let mut pm = f16c_compiler::pass::PassManager::new();
+    pm.add(f16c_compiler::pass::registry::create("canonicalize", "").map_err(|e| anyhow::anyhow!("{e}"))?);
+    pm.run(&mut module, &mut std::io::sink()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let index = f16c_compiler::driver::choose_function(&module, None).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    let g = module.functions.swap_remove(index);
+    let mut inputs = Vec::new();
+    while let Ok(t) = f16c_runtime::npy::read(&r.dir.join(format!("{name}.in{}.npy", inputs.len()))) {
+        inputs.push(t);
+    }
+    eprintln!("bench: {name}: compiling and timing IREE");
+    let m = iree.measure(name, &g, &inputs, r.threads)?;
+    let want = f16c_runtime::npy::read(&r.dir.join(format!("{name}.torch.npy")))?;
+    let error = iree.output(name, m.variant, inputs.len()).map_or(f64::NAN, |o| error(&o, &want));
+    let ms = m.latency.as_secs_f64() * 1e3;
+    eprintln!("bench: {name}: IREE's faster variant: {} (compiled in {:.1} s)", m.variant, m.compile.as_secs_f64());
+    Ok(Timing { side: "iree".into(), precision: "f32".into(), median_ms: ms, min_ms: ms, max_ms: ms, error })
+}
+
 /// The peers' configurations of one model (`scripts/peers.py`), after f16c's (so that
 /// nothing of ours is resident while they run). A peer that cannot run is named on standard
 /// error and left out.
@@ -193,13 +228,17 @@ fn peer_side(r: &Request, name: &str) -> Vec<Timing> {
     if r.peers.is_empty() {
         return Vec::new();
     }
-    eprintln!("bench: {name}: running the peers ({})", r.peers.join(","));
+    let python: Vec<&str> = r.peers.iter().map(String::as_str).filter(|p| *p != "iree").collect();
+    if python.is_empty() {
+        return Vec::new();
+    }
+    eprintln!("bench: {name}: running the peers ({})", python.join(","));
     let out = Process::new(&r.python)
         .arg("scripts/peers.py")
         .arg(&r.dir)
         .arg(name)
         .arg("--peers")
-        .arg(r.peers.join(","))
+        .arg(python.join(","))
         .arg("--threads")
         .arg(r.threads.to_string())
         .arg("--runs")

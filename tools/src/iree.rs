@@ -88,6 +88,24 @@ impl Iree {
         }
         Ok(best.expect("at least one variant"))
     }
+
+    /// The first result of `name`'s module compiled as `variant` by [`Iree::measure`], run once
+    /// by `iree-run-module` on the inputs `measure` wrote.
+    pub fn output(&self, name: &str, variant: &str, inputs: usize) -> anyhow::Result<Tensor> {
+        let module = self.scratch.join(format!("{name}.{variant}.vmfb"));
+        let result = self.scratch.join(format!("{name}.out.npy"));
+        let out = Command::new(self.bin.join("iree-run-module"))
+            .arg(format!("--module={}", module.display()))
+            .args(["--device=local-task", "--function=forward"])
+            .args((0..inputs).map(|i| format!("--input=@{}", self.scratch.join(format!("{name}.{i}.npy")).display())))
+            .arg(format!("--output=@{}", result.display()))
+            .output()
+            .context("cannot run iree-run-module")?;
+        if !out.status.success() {
+            bail!("{name}: iree-run-module failed: {}", first_lines(&out.stderr));
+        }
+        f16c_runtime::npy::read(&result).with_context(|| format!("{name}: cannot read IREE's output"))
+    }
 }
 
 impl Drop for Iree {
