@@ -266,7 +266,7 @@ impl ItemsForm {
             (ItemsForm::ReductionLanes { lanes }, _) => format!("{lanes} neighbouring outputs per vector, each reduced in index order"),
             (ItemsForm::TransposeTiles, _) => "a band of tiles transposed in registers per work item".to_string(),
             (ItemsForm::CopyRows, _) => "a row per work item".to_string(),
-            (ItemsForm::GatherRuns, _) => format!("a run of {GATHER_RUN} indices per work item, all checked before the copies"),
+            (ItemsForm::GatherRuns, _) => format!("a run of {GATHER_RUN} indices per work item, all range-checked before the copies"),
             (_, Items::Pairs(_)) => "two neighbouring elements per work item".to_string(),
             (_, Items::Reduction(_)) => "one output per work item, reduced in index order".to_string(),
             (_, Items::Pool(_)) => "one output per work item".to_string(),
