@@ -215,6 +215,17 @@ func.func @to_nhwc(%x: tensor<1x16x16x16xf32>, %y: tensor<1x3x16x16xf32>) -> (te
   return %a, %b : tensor<1x16x16x16xf32>, tensor<1x16x16x3xf32>
 }
 
+// A gather copies about 256 values per work item, on the JIT and the LLVM backend alike: rows
+// of 64 values four indices per item, rows of 256 or more (BERT's embedding lookups) one, single
+// values runs of 256 (strategy-upsample.test).
+// RUN: %f16c compile %s --function=embedding --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROWS4
+// RUN: %f16c compile %s --function=embedding --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROWS4
+// ROWS4: strategy: a run of 4 indices per work item, all range-checked before the copies{{$}}
+func.func @embedding(%table: tensor<1x100x64xf32>, %ids: tensor<1x8xi32>) -> tensor<1x8x64xf32> {
+  %y = tosa.gather %table, %ids : (tensor<1x100x64xf32>, tensor<1x8xi32>) -> tensor<1x8x64xf32>
+  return %y : tensor<1x8x64xf32>
+}
+
 // A float pool of at most 25 taps unrolls them, four channels at a time, where the window
 // lies inside the input (ResNet-50's 3x3 max pool: 0.76 -> 0.22 ms at two threads); a larger
 // window (a global average pool of 7x7) loops over its clipped window everywhere.

@@ -467,6 +467,29 @@ pub struct Gather {
     pub output: Operand,
 }
 
+impl Gather {
+    /// Indices a CPU work item of a gather (not a scatter) takes, all range-checked before its
+    /// copies: enough for about [`GATHER_RUN_VALUES`] values (a U-Net's upsampling, one value
+    /// per index, ran one index per item and spent more on the item loop and the check's branch
+    /// than on the copy), at least one (an embedding lookup's rows of 768 stay one per item,
+    /// shared among the threads).
+    pub fn run(&self) -> usize {
+        let c = self.values.ty.shape.last().copied().unwrap_or(1).max(1);
+        (GATHER_RUN_VALUES / c).max(1)
+    }
+
+    /// [`Gather::run`] in words, for the CPU backends' plans.
+    pub fn run_in_words(&self) -> String {
+        match self.run() {
+            1 => "an index per work item, range-checked before its copy".to_string(),
+            n => format!("a run of {n} indices per work item, all range-checked before the copies"),
+        }
+    }
+}
+
+/// The values a CPU gather's work item copies ([`Gather::run`]).
+pub const GATHER_RUN_VALUES: usize = 256;
+
 /// A value of a [`Rows`] kernel: an input (`0..inputs.len()`), then one per stage.
 pub type RowValue = usize;
 

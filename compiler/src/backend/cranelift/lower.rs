@@ -544,7 +544,7 @@ impl<'p> Context<'p> {
         self.plan(if g.scatter.is_some() {
             "an output row per work item, its last index found, every index range-checked".to_string()
         } else {
-            format!("a run of {GATHER_RUN} indices per work item, all range-checked before the copies")
+            g.run_in_words()
         });
         if let Some(input) = g.scatter.clone() {
             // One output row (n, k) per work item: the last w with indices[n, w] = k gives the
@@ -584,12 +584,12 @@ impl<'p> Context<'p> {
         // branches, then the rows copied (one output row per work item spent more on the item
         // loop and the check's branch than on a four-byte copy: a U-Net's upsampling gathers a
         // million values four times per level).
-        let total = n * w;
-        self.add("", total.div_ceil(GATHER_RUN), (total * c) as f64, move |fx| {
+        let (total, run) = (n * w, g.run());
+        self.add("", total.div_ceil(run), (total * c) as f64, move |fx| {
             let (vals, idx, out) = (fx.buffer(g.values.buffer.0), fx.buffer(g.indices.buffer.0), fx.buffer(g.output.buffer.0));
             fx.for_items(|fx, item| {
-                let p0 = fx.b.ins().imul_imm_s(item, GATHER_RUN as i64);
-                let p1 = fx.b.ins().iadd_imm_s(p0, GATHER_RUN as i64);
+                let p0 = fx.b.ins().imul_imm_s(item, run as i64);
+                let p1 = fx.b.ins().iadd_imm_s(p0, run as i64);
                 let end = fx.i(total as i64);
                 let p1 = fx.b.ins().smin(p1, end);
                 let ok = fx.b.ins().iconst(I8, 0);
@@ -1033,9 +1033,6 @@ impl TileTranspose {
         });
     }
 }
-
-/// Indices of a gather per JIT work item.
-const GATHER_RUN: usize = 256;
 
 /// How [`copy_dims`] moves `m`'s elements, for the plan: contiguous runs of bits as bytes,
 /// others one at a time.

@@ -483,8 +483,8 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 }
                 (ItemsForm::GatherRuns, Items::Gather(g)) => {
                     let total = g.indices.ty.num_elements();
-                    self.step(suffix, total.div_ceil(plan::GATHER_RUN), cost, |ir, r, params| {
-                        ir.gather_run(g, r, plan::GATHER_RUN, |ir| {
+                    self.step(suffix, total.div_ceil(g.run()), cost, |ir, r, params| {
+                        ir.gather_run(g, r, g.run(), |ir| {
                             let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
                             ir.b.build_store(params.status, code).built();
                         })

@@ -81,11 +81,6 @@ pub enum AStaging {
     },
 }
 
-/// Indices of a gather per work item ([`ItemsForm::GatherRuns`]): one output element per item
-/// spent more on the item loop and its range test's branch than on the copy (a U-Net's
-/// upsampling gathers a million values four times per level).
-pub const GATHER_RUN: usize = 256;
-
 /// The form of one loop of work items ([`Items`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemsForm {
@@ -108,7 +103,8 @@ pub enum ItemsForm {
     TransposeTiles,
     /// A move of a copy: a row per item.
     CopyRows,
-    /// A gather: a run of [`GATHER_RUN`] indices per item, all checked before any is copied.
+    /// A gather: a run of indices per item ([`crate::lower::Gather::run`]), all checked before
+    /// any is copied.
     GatherRuns,
     /// One element (or pair, or output) per item ([`Ir::item`]).
     Plain,
@@ -266,7 +262,7 @@ impl ItemsForm {
             (ItemsForm::ReductionLanes { lanes }, _) => format!("{lanes} neighbouring outputs per vector, each reduced in index order"),
             (ItemsForm::TransposeTiles, _) => "a band of tiles transposed in registers per work item".to_string(),
             (ItemsForm::CopyRows, _) => "a row per work item".to_string(),
-            (ItemsForm::GatherRuns, _) => format!("a run of {GATHER_RUN} indices per work item, all range-checked before the copies"),
+            (ItemsForm::GatherRuns, Items::Gather(g)) => g.run_in_words(),
             (_, Items::Pairs(_)) => "two neighbouring elements per work item".to_string(),
             (_, Items::Reduction(_)) => "one output per work item, reduced in index order".to_string(),
             (_, Items::Pool(_)) => "one output per work item".to_string(),
