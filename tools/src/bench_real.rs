@@ -101,14 +101,16 @@ pub fn main(r: &Request) -> anyhow::Result<()> {
     )?;
     let mut summary = Vec::new();
     for name in &names {
-        let mut rows = f16c_side(r, name)?;
-        rows.extend(peer_side(r, name));
+        let model = Loaded::read(r, name)?;
+        let mut rows = f16c_side(r, name, &model)?;
         if r.peers.iter().any(|p| p == "iree") {
-            match iree_side(r, name) {
+            match iree_side(r, name, model) {
                 Ok(t) => rows.push(t),
                 Err(e) => eprintln!("bench: {name}: iree skipped: {e:#}"),
             }
         }
+        // (The parsed model is gone before the Python peers run.)
+        rows.extend(peer_side(r, name));
         outln!("\n{name}")?;
         for t in &rows {
             outln!("  {:<16} {:<5} {:>10.2} [{:.2}-{:.2}]  error {:.2e}", t.side, t.precision, t.median_ms, t.min_ms, t.max_ms, t.error)?;
@@ -151,20 +153,32 @@ pub fn main(r: &Request) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// f16c's configurations of one model: the JIT in f32 and bf16, the LLVM backend in f32, fp16
-/// and bf16. The file is parsed once; each precision's graph is prepared once and compiled by
-/// both backends that run it, each compiled form dropped before the next.
-fn f16c_side(r: &Request, name: &str) -> anyhow::Result<Vec<Timing>> {
-    let path = r.dir.join(format!("{name}.tosa.mlir"));
-    let module = {
+/// One model of `dir`, read once for f16c's configurations and IREE: the parsed file, its
+/// inputs and PyTorch's f32 output.
+struct Loaded {
+    module: f16c_dialect::Module,
+    inputs: Vec<Tensor>,
+    want: Tensor,
+}
+
+impl Loaded {
+    fn read(r: &Request, name: &str) -> anyhow::Result<Loaded> {
+        let path = r.dir.join(format!("{name}.tosa.mlir"));
         let source = std::fs::read_to_string(&path).with_context(|| format!("cannot read '{}'", path.display()))?;
-        f16c_dialect::import::parse_module(&source, name).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?
-    };
-    let mut inputs = Vec::new();
-    while let Ok(t) = f16c_runtime::npy::read(&r.dir.join(format!("{name}.in{}.npy", inputs.len()))) {
-        inputs.push(t);
+        let module = f16c_dialect::import::parse_module(&source, name).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?;
+        let mut inputs = Vec::new();
+        while let Ok(t) = f16c_runtime::npy::read(&r.dir.join(format!("{name}.in{}.npy", inputs.len()))) {
+            inputs.push(t);
+        }
+        let want = f16c_runtime::npy::read(&r.dir.join(format!("{name}.torch.npy")))?;
+        Ok(Loaded { module, inputs, want })
     }
-    let want = f16c_runtime::npy::read(&r.dir.join(format!("{name}.torch.npy")))?;
+}
+
+/// f16c's configurations of one model: the JIT in f32 and bf16, the LLVM backend in f32, fp16
+/// and bf16, from the model read once ([`Loaded`]); each precision's graph is prepared once and compiled by
+/// both backends that run it, each compiled form dropped before the next.
+fn f16c_side(r: &Request, name: &str, Loaded { module, inputs, want }: &Loaded) -> anyhow::Result<Vec<Timing>> {
     let mut rows = Vec::new();
     for (precision, sides) in [("fp32", &["jit", "llvm"][..]), ("bf16", &["jit", "llvm"][..]), ("fp16", &["llvm"][..])] {
         let options = CompileOptions { precision: precision.into(), threads: r.threads, ..CompileOptions::default() };
@@ -198,23 +212,17 @@ fn f16c_side(r: &Request, name: &str) -> anyhow::Result<Vec<Timing>> {
 /// printed in the generic op form, compiled plain and with data tiling, the faster timed by
 /// `iree-benchmark-module` (the fastest of three repetitions: median, minimum and maximum are
 /// that one time) and its output checked against PyTorch's.
-fn iree_side(r: &Request, name: &str) -> anyhow::Result<Timing> {
+fn iree_side(r: &Request, name: &str, Loaded { mut module, inputs, want }: Loaded) -> anyhow::Result<Timing> {
     let iree = crate::iree::Iree::find(Path::new(".venv/bin")).map_err(|e| anyhow::anyhow!(e))?;
-    let path = r.dir.join(format!("{name}.tosa.mlir"));
-    let source = std::fs::read_to_string(&path).with_context(|| format!("cannot read '{}'", path.display()))?;
-    let mut module = f16c_dialect::import::parse_module(&source, name).map_err(|d| anyhow::anyhow!(d.render(Some(&source))))?;
     let mut pm = f16c_compiler::pass::PassManager::new();
     pm.add(f16c_compiler::pass::registry::create("canonicalize", "").map_err(|e| anyhow::anyhow!("{e}"))?);
     pm.run(&mut module, &mut std::io::sink()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let index = f16c_compiler::driver::choose_function(&module, None).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     let g = module.functions.swap_remove(index);
-    let mut inputs = Vec::new();
-    while let Ok(t) = f16c_runtime::npy::read(&r.dir.join(format!("{name}.in{}.npy", inputs.len()))) {
-        inputs.push(t);
-    }
+    drop(module);
     eprintln!("bench: {name}: compiling and timing IREE");
     let m = iree.measure(name, &g, &inputs, r.threads)?;
-    let want = f16c_runtime::npy::read(&r.dir.join(format!("{name}.torch.npy")))?;
+    drop(g);
     let error = iree.output(name, m.variant, inputs.len()).map_or(f64::NAN, |o| error(&o, &want));
     let ms = m.latency.as_secs_f64() * 1e3;
     eprintln!("bench: {name}: IREE's faster variant: {} (compiled in {:.1} s)", m.variant, m.compile.as_secs_f64());

@@ -923,6 +923,16 @@ fn window_of(fx: &mut Fx, g: &ConvGeometry, row: Value) -> (Value, Value, Value)
     (nb, y0, x0)
 }
 
+/// The input coordinates `(y, x)` that tap `tap` of the window starting at `(y0, x0)` reads,
+/// and whether they lie inside the image.
+fn tap_input(fx: &mut Fx, g: &ConvGeometry, (y0, x0): (Value, Value), tap: usize) -> (Value, Value, Value) {
+    let (ky, kx) = (tap / g.kw, tap % g.kw);
+    let y = fx.b.ins().iadd_imm_s(y0, (ky * g.dilation[0]) as i64);
+    let x = fx.b.ins().iadd_imm_s(x0, (kx * g.dilation[1]) as i64);
+    let (ok_y, ok_x) = (in_range(fx, y, g.ih), in_range(fx, x, g.iw));
+    (fx.b.ins().band(ok_y, ok_x), y, x)
+}
+
 /// Whether the window starting at `(y0, x0)` lies inside the image.
 fn window_inside(fx: &mut Fx, g: &ConvGeometry, y0: Value, x0: Value) -> Value {
     let (last_y, last_x) = ((g.kh - 1) * g.dilation[0], (g.kw - 1) * g.dilation[1]);
@@ -1012,13 +1022,9 @@ fn pack_a_panels(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Valu
                         // Tap by tap: the panel's rows together where the tap is inside the
                         // image for all of them, else one at a time.
                         for &(tap, c0, c1, dst0) in &taps {
-                            let (ky, kx) = (tap / g.kw, tap % g.kw);
                             let ch = fx.i(c0 as i64);
                             let tap_of = |fx: &mut Fx, (nb, y0, x0): (Value, Value, Value), inside: Value| {
-                                let y = fx.b.ins().iadd_imm_s(y0, (ky * g.dilation[0]) as i64);
-                                let x = fx.b.ins().iadd_imm_s(x0, (kx * g.dilation[1]) as i64);
-                                let (ok_y, ok_x) = (in_range(fx, y, g.ih), in_range(fx, x, g.iw));
-                                let ok = fx.b.ins().band(ok_y, ok_x);
+                                let (ok, y, x) = tap_input(fx, g, (y0, x0), tap);
                                 let ok = fx.b.ins().band(ok, inside);
                                 (ok, nhwc_index(fx, g, nb, y, x, ch))
                             };
@@ -1163,11 +1169,7 @@ fn pack_a_rows(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, s
                             },
                             |fx| {
                                 for &(tap, c0, c1, dst0) in &taps {
-                                    let (ky, kx) = (tap / g.kw, tap % g.kw);
-                                    let y = fx.b.ins().iadd_imm_s(y0, (ky * g.dilation[0]) as i64);
-                                    let x = fx.b.ins().iadd_imm_s(x0, (kx * g.dilation[1]) as i64);
-                                    let (ok_y, ok_x) = (in_range(fx, y, g.ih), in_range(fx, x, g.iw));
-                                    let ok = fx.b.ins().band(ok_y, ok_x);
+                                    let (ok, y, x) = tap_input(fx, g, (y0, x0), tap);
                                     fx.if_else(
                                         ok,
                                         |fx| {
