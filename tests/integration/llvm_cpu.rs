@@ -190,3 +190,56 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
     assert!(plan.contains("A widened to f32 band by band"), "fp16: {plan}");
     same_as_whole("llvm fp16", &banded, &reference::run(g16, &inputs).unwrap()[0], 4.0 / 2048.0);
 }
+
+/// Gathers whose indices are sums of broadcast integer vectors (a U-Net's upsampling after
+/// canonicalize) add the parts as they read each index, on the JIT and on the LLVM backend:
+/// the plan says so, the values gathered are the reference's bits (whole rows of the sum per
+/// work item; parts of rows, three values per index, a batch of two), and an index out of
+/// range either way (a negative one; one past the end through wrapping i32 addition) is an
+/// error, not a read.
+#[test]
+fn gathers_sum_their_indices_as_they_read_them_with_the_same_bits() {
+    let (module, _) = parse_file(&std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/gather_summed_indices.mlir")).unwrap();
+    let ints = |shape: &[usize], f: &dyn Fn(usize) -> i32| Tensor::new(shape.to_vec(), f16c_dialect::Data::I32((0..shape.iter().product()).map(f).collect())).unwrap();
+    let values = |shape: &[usize]| {
+        let n: usize = shape.iter().product();
+        Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32 - 0.5).collect()).unwrap()
+    };
+    // (function, good inputs, the index parts replaced by ones that leave the range)
+    let rows = [values(&[1, 4096, 1]), ints(&[1058, 1], &|r| ((r * 37) % 64 * 64) as i32), ints(&[1, 62], &|c| ((c * 5) % 62) as i32)];
+    // One column of every row out of range (the two columns taken alone), or one whole row
+    // (four at a time).
+    let (mut rows_bad, mut row_bad) = (rows.clone(), rows.clone());
+    rows_bad[2] = ints(&[1, 62], &|c| if c == 61 { -1 } else { c as i32 });
+    row_bad[1] = ints(&[1058, 1], &|r| if r == 1000 { 4096 } else { 0 });
+    // Two of the parts carry i32::MIN: their sum wraps to the index only in i32.
+    let parts = [
+        values(&[2, 4096, 3]),
+        ints(&[2, 128, 1], &|h| ((h * 11) % 128 * 16) as i32),
+        ints(&[1, 1, 256], &|c| ((c % 16) as i32).wrapping_add(i32::MIN)),
+        ints(&[2, 1, 1], &|n| ((n % 2 * 2048) as i32).wrapping_add(i32::MIN)),
+    ];
+    let mut parts_bad = parts.clone();
+    parts_bad[1] = ints(&[2, 128, 1], &|h| if h == 5 { -100 } else { ((h * 11) % 128 * 16) as i32 });
+    for (name, good, bads) in [("rows", &rows[..], vec![&rows_bad[..], &row_bad[..]]), ("parts", &parts[..], vec![&parts_bad[..]])] {
+        let g = module.functions.iter().find(|f| f.name == name).unwrap();
+        let want = reference::run(g, good).unwrap();
+        assert!(bads.iter().all(|bad| reference::run(g, bad).is_err()), "{name}: the reference takes bad indices");
+        let llvm = LlvmCpuBackend.artifact(&driver::lower_for(g, &LlvmCpuBackend).unwrap()).unwrap();
+        let jit = driver::artifact(g, Target::X86_64).unwrap();
+        for (what, artifact) in [("llvm", llvm), ("jit", jit)] {
+            let gather = artifact.manifest.kernels.iter().find(|k| k.name.ends_with("_gather")).expect("a gather");
+            assert_eq!(artifact.manifest.kernels.len(), 1, "{name} {what}: the sum is part of the gather");
+            assert!(gather.plan.contains("computed as it is read"), "{name} {what}: {}", gather.plan);
+            for threads in [1, 2] {
+                let exec = loader::load(artifact.clone(), threads).unwrap();
+                let got = exec.run(good).unwrap();
+                f16c_tests::cases::same_bits(&got[0], &want[0]).unwrap_or_else(|e| panic!("{name} {what} {threads} threads: {e}"));
+                for bad in &bads {
+                    let e = exec.run(bad).unwrap_err().to_string();
+                    assert!(e.contains("an index is out of range"), "{name} {what}: {e}");
+                }
+            }
+        }
+    }
+}

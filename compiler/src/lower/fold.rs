@@ -1,13 +1,15 @@
-//! Folding a float cast into the kernel beside it. A cast kernel reads and writes a whole
-//! tensor to do what its neighbour can do at its store (a pooling or a copy that produces the
-//! cast's input) or at its load (a copy that is the only reader of the cast's result).
+//! Folding a kernel into the kernel beside it. A cast kernel reads and writes a whole tensor to
+//! do what its neighbour can do at its store (a pooling or a copy that produces the cast's
+//! input) or at its load (a copy that is the only reader of the cast's result); an integer sum
+//! that only a gather's indices read is computed by the gather as it reads each index.
 //!
 //! Results stay bit-identical: the neighbour computes the same value in the same type, and the
 //! one rounding the cast did is done by the neighbour instead (f16 → f32 is exact; f32 → f16
-//! and f32 → bf16 round to nearest even once, from the same f32 value).
+//! and f32 → bf16 round to nearest even once, from the same f32 value); integer addition wraps
+//! to the same bits in any order.
 
-use super::{Buffer, BufferId, BufferKind, Kernel, KernelKind, LowerOptions, Operand, dense_strides};
-use f16c_dialect::{DType, TensorType};
+use super::{Buffer, BufferId, BufferKind, EwKind, IndexSum, Kernel, KernelKind, LowerOptions, Operand, dense_strides};
+use f16c_dialect::{BinaryOp, DType, TensorType};
 
 /// Folds every float-to-float cast kernel of `kernels` (over `buffers`, with the function's
 /// `outputs`) that it can, then renumbers the kernels; runs before the arena is planned.
@@ -28,13 +30,74 @@ pub fn fold_casts(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Oper
         }
     }
     if folded > 0 {
-        for (i, k) in kernels.iter_mut().enumerate() {
-            if let Some((_, rest)) = k.name.split_once('_') {
-                k.name = format!("k{i}_{rest}");
-            }
-        }
+        renumber(kernels);
     }
     folded
+}
+
+/// Names the kernels `k{i}_…` by their places again.
+fn renumber(kernels: &mut [Kernel]) {
+    for (i, k) in kernels.iter_mut().enumerate() {
+        if let Some((_, rest)) = k.name.split_once('_') {
+            k.name = format!("k{i}_{rest}");
+        }
+    }
+}
+
+/// Folds every integer sum kernel whose only reader is a gather's indices into that gather
+/// ([`IndexSum`]: the gather adds the parts as it reads each index), then renumbers the
+/// kernels; runs before the arena is planned. The same integers (addition wraps in the
+/// indices' type in any order), so the same bits. Returns how many were folded.
+pub fn fold_index_sums(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand]) -> usize {
+    let mut folded = 0;
+    let mut e = 0;
+    while e < kernels.len() {
+        match index_sum_reader(kernels, buffers, outputs, e) {
+            Some(q) => {
+                let sum = kernels.remove(e);
+                let KernelKind::Elementwise(ew) = sum.kind else { unreachable!("index_sum_reader takes elementwise kernels") };
+                let gather = &mut kernels[q - 1];
+                let KernelKind::Gather(g) = &mut gather.kind else { unreachable!("index_sum_reader returns gathers") };
+                g.index_sum = Some(IndexSum { shape: ew.shape, parts: ew.inputs });
+                gather.nodes = [sum.nodes, std::mem::take(&mut gather.nodes)].concat();
+                folded += 1;
+            }
+            None => e += 1,
+        }
+    }
+    if folded > 0 {
+        renumber(kernels);
+    }
+    folded
+}
+
+/// The gather (its index in `kernels`) that kernel `e` can fold into: `e` sums integer inputs
+/// of the indices' type, each once (a tree of adds), into an intermediate that only that
+/// gather reads, as its indices.
+fn index_sum_reader(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand], e: usize) -> Option<usize> {
+    let KernelKind::Elementwise(ew) = &kernels[e].kind else { return None };
+    let d = ew.expr.result_dtype();
+    let adds = ew.expr.ops.iter().all(|op| matches!(op.kind, EwKind::Binary(BinaryOp::Add)) && op.dtype == d);
+    if !matches!(d, DType::I32 | DType::I64) || !adds || ew.inputs.iter().any(|i| i.dtype != d) {
+        return None;
+    }
+    // Every value but the result is an argument exactly once: the sum of the inputs.
+    let values = ew.inputs.len() + ew.expr.ops.len();
+    let mut uses = vec![0usize; values];
+    for a in ew.expr.ops.iter().flat_map(|op| &op.args) {
+        uses[*a] += 1;
+    }
+    if uses[..values - 1].iter().any(|&u| u != 1) || !matches!(buffers[ew.output.0].kind, BufferKind::Intermediate) || outputs.iter().any(|o| o.buffer == ew.output) {
+        return None;
+    }
+    let readers: Vec<usize> = (0..kernels.len()).filter(|&k| kernels[k].reads().contains(&ew.output)).collect();
+    let &[q] = readers.as_slice() else { return None };
+    match &kernels[q].kind {
+        KernelKind::Gather(g) if g.scatter.is_none() && g.index_sum.is_none() && g.indices.buffer == ew.output && g.indices.ty.dtype == d && g.values.buffer != ew.output => {
+            (ew.shape.iter().product::<usize>() == g.indices.ty.num_elements()).then_some(q)
+        }
+        _ => None,
+    }
 }
 
 /// A kernel that only casts its one input, read densely, from one float type to another.

@@ -458,13 +458,58 @@ impl Copy {
 pub struct Gather {
     /// Values `[n, k, c]` (a scatter's values_in).
     pub values: Operand,
-    /// Indices `[n, w]` (i32 or i64).
+    /// Indices `[n, w]` (i32 or i64); where `index_sum` is given, their type only (their
+    /// buffer is never written nor read).
     pub indices: Operand,
     /// A scatter's input `[n, w, c]`, whose rows replace the values' rows at the indices (the
     /// last of repeated indices wins); `None` for a gather.
     pub scatter: Option<Operand>,
     /// Output: `[n, w, c]` for a gather, `[n, k, c]` for a scatter.
     pub output: Operand,
+    /// The indices computed as they are read instead of loaded (a gather only; see
+    /// [`IndexSum`]).
+    pub index_sum: Option<IndexSum>,
+}
+
+/// Indices that a gather computes where it reads them: each the sum, wrapping in the indices'
+/// type, of parts read through their strides over `shape`, whose row-major order is the
+/// indices' order. torch-mlir's bilinear upsampling, after canonicalize, adds a row part to a
+/// column part, two broadcast vectors; stored, the sum was four bytes per value written by a
+/// kernel of its own and read back by the gather (a U-Net: twelve such kernels, the JIT's twelve
+/// milliseconds of 105).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexSum {
+    /// The iteration space (collapsed as an elementwise kernel's is).
+    pub shape: Vec<usize>,
+    /// The parts, each of the indices' type.
+    pub parts: Vec<Strided>,
+}
+
+impl IndexSum {
+    /// The rows of `shape` (all but its last dimension).
+    pub fn rows(&self) -> usize {
+        self.shape[..self.shape.len().saturating_sub(1)].iter().product()
+    }
+
+    /// The length of a row (the last dimension).
+    pub fn inner(&self) -> usize {
+        self.shape.last().copied().unwrap_or(1)
+    }
+}
+
+/// The work items of a gather whose indices are summed as they are read ([`Gather::sum_run`]):
+/// `rows` whole rows of the sum's space per item where a row is at most a run, else `cols`
+/// columns of one row; `segments` items per row (`1` for whole rows); `items` in all.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SumRun {
+    /// Rows per work item.
+    pub rows: usize,
+    /// Columns per work item (the whole row, or a part).
+    pub cols: usize,
+    /// Work items per row.
+    pub segments: usize,
+    /// Work items.
+    pub items: usize,
 }
 
 impl Gather {
@@ -478,8 +523,23 @@ impl Gather {
         (GATHER_RUN_VALUES / c).max(1)
     }
 
-    /// [`Gather::run`] in words, for the CPU backends' plans.
+    /// Where the indices are summed as they are read: about [`Gather::run`] indices per work
+    /// item in whole rows of the sum's space (the rows' parts found once per row), or a part
+    /// of one row where a row is longer.
+    pub fn sum_run(&self) -> Option<SumRun> {
+        let s = self.index_sum.as_ref()?;
+        let (run, inner) = (self.run(), s.inner().max(1));
+        let (rows, cols) = if inner <= run { (run / inner, inner) } else { (1, run) };
+        let segments = inner.div_ceil(cols);
+        Some(SumRun { rows, cols, segments, items: s.rows().div_ceil(rows) * segments })
+    }
+
+    /// [`Gather::run`] (or [`Gather::sum_run`]) in words, for the CPU backends' plans.
     pub fn run_in_words(&self) -> String {
+        if let (Some(s), Some(r)) = (&self.index_sum, self.sum_run()) {
+            let take = if r.segments == 1 { format!("{} row(s) of {} indices", r.rows, r.cols) } else { format!("{} indices of a row", r.cols) };
+            return format!("{take} per work item, each index the sum of {} parts computed as it is read, all range-checked before the copies", s.parts.len());
+        }
         match self.run() {
             1 => "an index per work item, range-checked before its copy".to_string(),
             n => format!("a run of {n} indices per work item, all range-checked before the copies"),
@@ -669,7 +729,10 @@ impl Kernel {
             KernelKind::Reduction(r) => vec![r.input.buffer],
             KernelKind::Pool(p) => vec![p.input.buffer],
             KernelKind::Copy(c) => c.moves.iter().map(|m| m.src).chain(c.fill).collect(),
-            KernelKind::Gather(g) => [Some(&g.values), Some(&g.indices), g.scatter.as_ref()].into_iter().flatten().map(|o| o.buffer).collect(),
+            KernelKind::Gather(g) => match &g.index_sum {
+                Some(sum) => std::iter::once(g.values.buffer).chain(sum.parts.iter().map(|p| p.buffer)).collect(),
+                None => [Some(&g.values), Some(&g.indices), g.scatter.as_ref()].into_iter().flatten().map(|o| o.buffer).collect(),
+            },
             KernelKind::Rows(r) => r.inputs.iter().map(|i| i.buffer).collect(),
         }
     }
@@ -1026,7 +1089,7 @@ impl<'g> Lowering<'g> {
                     }
                     let scatter = ops.get(2).map(|&o| self.operand(o));
                     let output = Operand { buffer: self.intermediate(id), ty: self.ty(id) };
-                    self.push(KernelKind::Gather(Gather { values, indices, scatter, output }), vec![id]);
+                    self.push(KernelKind::Gather(Gather { values, indices, scatter, output, index_sum: None }), vec![id]);
                 }
                 op => return Err(self.error(id, format!("no lowering for {}", op.mlir_name()))),
             }
@@ -1034,6 +1097,7 @@ impl<'g> Lowering<'g> {
         let inputs = g.inputs().iter().map(|&a| self.operand(a)).collect();
         let outputs: Vec<Operand> = g.outputs().iter().map(|&o| self.operand(o)).collect();
         fold::fold_casts(&mut self.kernels, &self.buffers, &outputs, self.options);
+        fold::fold_index_sums(&mut self.kernels, &self.buffers, &outputs);
         let plan = plan::plan(&self.buffers, &self.kernels, &outputs);
         Ok(Program { name: g.name.clone(), buffers: self.buffers, inputs, outputs, kernels: self.kernels, plan })
     }

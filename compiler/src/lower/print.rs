@@ -132,7 +132,15 @@ impl Display for Kernel {
             KernelKind::Gather(g) => {
                 writeln!(f, "{}: {} {at}", self.name, if g.scatter.is_some() { "scatter" } else { "gather" })?;
                 writeln!(f, "  values  {}", operand(&g.values))?;
-                writeln!(f, "  indices {}", operand(&g.indices))?;
+                match &g.index_sum {
+                    Some(sum) => {
+                        writeln!(f, "  indices {} summed as read over shape={:?}", g.indices.ty, sum.shape)?;
+                        for (i, p) in sum.parts.iter().enumerate() {
+                            writeln!(f, "    part{i} b{} {} strides={:?}", p.buffer.0, p.dtype, p.strides)?;
+                        }
+                    }
+                    None => writeln!(f, "  indices {}", operand(&g.indices))?,
+                }
                 if let Some(input) = &g.scatter {
                     writeln!(f, "  input   {}", operand(input))?;
                 }

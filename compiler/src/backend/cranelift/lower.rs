@@ -8,9 +8,9 @@ use crate::backend::layout::Layout;
 use crate::backend::{BackendError, BackendErrorKind};
 use f16c_core::abi::Libcall;
 use f16c_core::artifact::Step;
-use crate::lower::{Copy, Elementwise, Expr, Gather, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows};
+use crate::lower::{Copy, Elementwise, Expr, Gather, IndexSum, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows, SumRun};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::types::{F32, F32X4, F64, I16, I32, I64, I8, I8X16};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, I16, I32, I32X4, I64, I8, I8X16};
 use cranelift_codegen::ir::{Function, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilderContext;
 use f16c_dialect::{DType, ReduceKind};
@@ -580,11 +580,19 @@ impl<'p> Context<'p> {
                 Ok(())
             });
         }
+        let total = n * w;
+        let shape = GatherShape { n, k, w, row_bytes: c * elem };
+        if let (Some(sum), Some(r)) = (g.index_sum.clone(), g.sum_run()) {
+            return self.add("", r.items, (total * c) as f64, move |fx| {
+                gather_summed(fx, &g, &sum, r, shape);
+                Ok(())
+            });
+        }
         // A run of indices per work item: every index of the run checked in a loop without
         // branches, then the rows copied (one output row per work item spent more on the item
         // loop and the check's branch than on a four-byte copy: a U-Net's upsampling gathers a
         // million values four times per level).
-        let (total, run) = (n * w, g.run());
+        let run = g.run();
         self.add("", total.div_ceil(run), (total * c) as f64, move |fx| {
             let (vals, idx, out) = (fx.buffer(g.values.buffer.0), fx.buffer(g.indices.buffer.0), fx.buffer(g.output.buffer.0));
             fx.for_items(|fx, item| {
@@ -601,24 +609,174 @@ impl<'p> Context<'p> {
                 fx.fail_if(bad, 1);
                 fx.for_range(p0, p1, 1, &[], |fx, p, _| {
                     let i = fx.load(g.indices.ty.dtype, idx, p);
-                    let row = if n == 1 {
-                        i
-                    } else {
-                        let b = fx.b.ins().udiv_imm_s(p, w as i64);
-                        let row = fx.b.ins().imul_imm_s(b, k as i64);
-                        fx.b.ins().iadd(row, i)
-                    };
-                    let from = fx.b.ins().imul_imm_s(row, (c * elem) as i64);
-                    let from = fx.b.ins().iadd(vals, from);
-                    let to = fx.b.ins().imul_imm_s(p, (c * elem) as i64);
-                    let to = fx.b.ins().iadd(out, to);
-                    copy_bytes(fx, from, to, c * elem);
+                    shape.copy(fx, vals, out, p, i);
                     vec![]
                 });
                 vec![]
             });
             Ok(())
         })
+    }
+}
+
+/// The work items of a gather whose indices are summed as they are read
+/// ([`Gather::sum_run`]): whole rows of the sum's space (or part of one row), each row's parts
+/// found once; every index of the item checked before any value is copied, the indices summed
+/// again to copy rather than kept (a few loads from the cache). Where the indices are i32, a
+/// row of the values one 2- or 4-byte value and every part contiguous or constant along a row
+/// (a U-Net's upsampling), four indices at a time: summed, checked and taken apart in lanes.
+fn gather_summed(fx: &mut Fx, g: &Gather, sum: &IndexSum, r: SumRun, shape: GatherShape) {
+    let (vals, out) = (fx.buffer(g.values.buffer.0), fx.buffer(g.output.buffer.0));
+    let parts: Vec<Value> = sum.parts.iter().map(|p| fx.buffer(p.buffer.0)).collect();
+    let (rank, rows, inner, d) = (sum.shape.len(), sum.rows(), sum.inner(), g.indices.ty.dtype);
+    let lanes = d == DType::I32 && shape.n == 1 && matches!(shape.row_bytes, 2 | 4) && sum.parts.iter().all(|p| p.strides[rank - 1] <= 1);
+    let k = shape.k as i64;
+    fx.for_items(|fx, item| {
+        let rb = fx.b.ins().udiv_imm_s(item, r.segments as i64);
+        let seg = fx.b.ins().urem_imm_s(item, r.segments as i64);
+        let row0 = fx.b.ins().imul_imm_s(rb, r.rows as i64);
+        let row1 = fx.b.ins().iadd_imm_s(row0, r.rows as i64);
+        let last = fx.i(rows as i64);
+        let row1 = fx.b.ins().smin(row1, last);
+        let col0 = fx.b.ins().imul_imm_s(seg, r.cols as i64);
+        let col1 = fx.b.ins().iadd_imm_s(col0, r.cols as i64);
+        let end = fx.i(inner as i64);
+        let col1 = fx.b.ins().smin(col1, end);
+        // Columns col0..quads four at a time (where lanes), the rest one at a time.
+        let quads = if lanes {
+            let n = fx.b.ins().isub(col1, col0);
+            let n = fx.b.ins().band_imm_s(n, !3);
+            fx.b.ins().iadd(col0, n)
+        } else {
+            col0
+        };
+        let ok = fx.b.ins().iconst(I8, 0);
+        let bad = fx.for_range(row0, row1, 1, &[ok], |fx, row, acc| {
+            let at = SumRow::new(fx, sum, &parts, row, lanes);
+            let mut acc = acc[0];
+            if lanes {
+                let (none, kv) = (fx.k(I32X4, 0), fx.k(I32X4, k));
+                let m = fx.for_range(col0, quads, 4, &[none], |fx, j, m| {
+                    let v = at.four(fx, j);
+                    let outside = fx.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, v, kv);
+                    vec![fx.b.ins().bor(m[0], outside)]
+                })[0];
+                let any = fx.b.ins().vany_true(m);
+                acc = fx.b.ins().bor(acc, any);
+            }
+            fx.for_range(quads, col1, 1, &[acc], |fx, j, acc| {
+                let i = at.one(fx, j, d);
+                let outside = fx.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, i, k);
+                vec![fx.b.ins().bor(acc[0], outside)]
+            })
+        })[0];
+        fx.fail_if(bad, 1);
+        fx.for_range(row0, row1, 1, &[], |fx, row, _| {
+            let at = SumRow::new(fx, sum, &parts, row, lanes);
+            let first = fx.b.ins().imul_imm_s(row, inner as i64);
+            if lanes {
+                fx.for_range(col0, quads, 4, &[], |fx, j, _| {
+                    let v = at.four(fx, j);
+                    let p = fx.b.ins().iadd(first, j);
+                    for l in 0..4u8 {
+                        let i = fx.b.ins().extractlane(v, l);
+                        let i = fx.b.ins().uextend(I64, i);
+                        let p = fx.b.ins().iadd_imm_s(p, i64::from(l));
+                        shape.copy(fx, vals, out, p, i);
+                    }
+                    vec![]
+                });
+            }
+            fx.for_range(quads, col1, 1, &[], |fx, j, _| {
+                let i = at.one(fx, j, d);
+                let p = fx.b.ins().iadd(first, j);
+                shape.copy(fx, vals, out, p, i);
+                vec![]
+            });
+            vec![]
+        });
+        vec![]
+    });
+}
+
+/// One row of an [`IndexSum`]: each part's buffer, first element in the row and stride along
+/// it; for four lanes, the sum of the parts constant along the row, splatted.
+struct SumRow {
+    parts: Vec<(Value, Value, i64)>,
+    constant: Option<Value>,
+}
+
+impl SumRow {
+    fn new(fx: &mut Fx, sum: &IndexSum, bufs: &[Value], row: Value, lanes: bool) -> SumRow {
+        let rank = sum.shape.len();
+        let parts: Vec<(Value, Value, i64)> = sum.parts.iter().zip(bufs).map(|(p, &buf)| (buf, row_offset(fx, row, &sum.shape[..rank - 1], &p.strides[..rank - 1]), p.strides[rank - 1] as i64)).collect();
+        let constant = lanes.then(|| {
+            let mut c = fx.b.ins().iconst(I32, 0);
+            for &(buf, base, _) in parts.iter().filter(|p| p.2 == 0) {
+                let v = fx.load(DType::I32, buf, base);
+                let v = fx.b.ins().ireduce(I32, v);
+                c = fx.b.ins().iadd(c, v);
+            }
+            fx.b.ins().splat(I32X4, c)
+        });
+        SumRow { parts, constant }
+    }
+
+    /// The index at column `j`, wrapped to `d` and widened to i64.
+    fn one(&self, fx: &mut Fx, j: Value, d: DType) -> Value {
+        let mut acc = None;
+        for &(buf, base, stride) in &self.parts {
+            let s = fx.b.ins().imul_imm_s(j, stride);
+            let at = fx.b.ins().iadd(base, s);
+            let v = fx.load(d, buf, at);
+            acc = Some(acc.map_or(v, |a| fx.b.ins().iadd(a, v)));
+        }
+        let v = acc.expect("a sum has parts");
+        if d == DType::I32 {
+            let narrow = fx.b.ins().ireduce(I32, v);
+            fx.b.ins().sextend(I64, narrow)
+        } else {
+            v
+        }
+    }
+
+    /// The i32 indices at columns `j..j + 4` (every part contiguous or constant along the row).
+    fn four(&self, fx: &mut Fx, j: Value) -> Value {
+        let mut acc = self.constant.expect("four lanes were planned");
+        for &(buf, base, _) in self.parts.iter().filter(|p| p.2 == 1) {
+            let at = fx.b.ins().iadd(base, j);
+            let p = fx.addr(buf, at, 4);
+            let v = fx.b.ins().load(I32X4, super::emit::mem(), p, 0);
+            acc = fx.b.ins().iadd(acc, v);
+        }
+        acc
+    }
+}
+
+/// A gather's sizes: values `[n, k, c]`, indices `[n, w]`, and a row's bytes (`c` values).
+#[derive(Clone, Copy)]
+struct GatherShape {
+    n: usize,
+    k: usize,
+    w: usize,
+    row_bytes: usize,
+}
+
+impl GatherShape {
+    /// Copies the values' row `i` (checked) of batch `p / w` to output row `p`.
+    fn copy(self, fx: &mut Fx, vals: Value, out: Value, p: Value, i: Value) {
+        let row = if self.n == 1 {
+            i
+        } else {
+            let b = fx.b.ins().udiv_imm_s(p, self.w as i64);
+            let row = fx.b.ins().imul_imm_s(b, self.k as i64);
+            fx.b.ins().iadd(row, i)
+        };
+        let from = fx.b.ins().imul_imm_s(row, self.row_bytes as i64);
+        let from = fx.b.ins().iadd(vals, from);
+        let to = fx.b.ins().imul_imm_s(p, self.row_bytes as i64);
+        let to = fx.b.ins().iadd(out, to);
+        copy_bytes(fx, from, to, self.row_bytes);
     }
 }
 
@@ -1129,15 +1287,18 @@ fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, 
 pub fn copy_bytes(fx: &mut Fx, from: Value, to: Value, n: usize) {
     let m = super::emit::mem();
     let blocks = if n >= 128 { n / 64 } else { 0 };
-    fx.for_n(0, blocks as i64, 1, &[], |fx, i, _| {
-        let off = fx.b.ins().imul_imm_s(i, 64);
-        let (f, t) = (fx.b.ins().iadd(from, off), fx.b.ins().iadd(to, off));
-        for at in (0..64).step_by(16) {
-            let v = fx.b.ins().load(I8X16, m, f, at);
-            fx.b.ins().store(m, v, t, at);
-        }
-        vec![]
-    });
+    // (No loop where there are no blocks: a gather's four-byte rows ran an empty one per value.)
+    if blocks > 0 {
+        fx.for_n(0, blocks as i64, 1, &[], |fx, i, _| {
+            let off = fx.b.ins().imul_imm_s(i, 64);
+            let (f, t) = (fx.b.ins().iadd(from, off), fx.b.ins().iadd(to, off));
+            for at in (0..64).step_by(16) {
+                let v = fx.b.ins().load(I8X16, m, f, at);
+                fx.b.ins().store(m, v, t, at);
+            }
+            vec![]
+        });
+    }
     let mut at = blocks * 64;
     let tail = std::iter::repeat_n((I8X16, 16), (n - at) / 16).chain([(I64, 8), (I32, 4), (I16, 2), (I8, 1)]);
     for (ty, size) in tail {

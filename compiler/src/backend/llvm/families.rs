@@ -837,17 +837,103 @@ impl<'ctx> Ir<'ctx> {
             return Err("gather takes [N,K,C] values and [N,W] indices".into());
         };
         let total = g.indices.ty.num_elements();
-        let (vals, idx, out) = (self.buffer(g.values.buffer.0), self.buffer(g.indices.buffer.0), self.buffer(g.output.buffer.0));
+        let (vals, out) = (self.buffer(g.values.buffer.0), self.buffer(g.output.buffer.0));
         let lo = self.muli(r, run);
         let hi = self.smin(self.addi(lo, run as i64), self.i64(total as i64));
         let one = self.i64(1);
         let bad = self.var(self.cx.bool_type().const_zero().into());
         self.for_range(lo, hi, one, |ir, p| {
-            let index = ir.load(g.indices.ty.dtype, idx, p).into_int_value();
-            let out_of_range = ir.b.build_not(ir.in_range(index, k), "").built();
-            let any = ir.b.build_or(ir.get(bad).into_int_value(), out_of_range, "").built();
-            ir.set(bad, any.into());
+            let index = ir.gather_index(g, p, None);
+            ir.note_out_of_range(bad, index, k);
         });
+        self.branch_on_bad(bad, fail, |ir| {
+            ir.for_range(lo, hi, one, |ir, p| {
+                let index = ir.gather_index(g, p, None);
+                ir.gather_copy(g, (vals, out), p, index, (k, c, w));
+            });
+        });
+        Ok(())
+    }
+
+    /// Work item `item` of a gather whose indices are summed as they are read
+    /// ([`Gather::sum_run`]): its rows (or part of a row) of the sum's space, each row's parts
+    /// found once, every index checked before any value is copied as [`Ir::gather_run`] does.
+    pub fn gather_sum_run(&mut self, g: &Gather, item: IntValue<'ctx>, fail: impl FnOnce(&mut Self)) -> Result<(), String> {
+        let (&[_, k, c], &[_, w], Some(sum), Some(r)) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice(), &g.index_sum, g.sum_run()) else {
+            return Err("gather takes [N,K,C] values and [N,W] indices, summed as read".into());
+        };
+        let (vals, out) = (self.buffer(g.values.buffer.0), self.buffer(g.output.buffer.0));
+        let (rank, inner) = (sum.shape.len(), sum.inner());
+        let (rb, seg) = (self.divi(item, r.segments), self.remi(item, r.segments));
+        let row0 = self.muli(rb, r.rows);
+        let row1 = self.smin(self.addi(row0, r.rows as i64), self.i64(sum.rows() as i64));
+        let col0 = self.muli(seg, r.cols);
+        let col1 = self.smin(self.addi(col0, r.cols as i64), self.i64(inner as i64));
+        let one = self.i64(1);
+        // Each part's first element in row `row`.
+        let row_bases = |ir: &mut Self, row: IntValue<'ctx>| -> Vec<IntValue<'ctx>> { sum.parts.iter().map(|p| ir.strided_offset(row, &sum.shape[..rank - 1], &p.strides[..rank - 1])).collect() };
+        let bad = self.var(self.cx.bool_type().const_zero().into());
+        self.for_range(row0, row1, one, |ir, row| {
+            let bases = row_bases(ir, row);
+            ir.for_range(col0, col1, one, |ir, j| {
+                let index = ir.gather_index(g, j, Some(&bases));
+                ir.note_out_of_range(bad, index, k);
+            });
+        });
+        self.branch_on_bad(bad, fail, |ir| {
+            ir.for_range(row0, row1, one, |ir, row| {
+                let bases = row_bases(ir, row);
+                let first = ir.muli(row, inner);
+                ir.for_range(col0, col1, one, |ir, j| {
+                    let index = ir.gather_index(g, j, Some(&bases));
+                    let p = ir.add(first, j);
+                    ir.gather_copy(g, (vals, out), p, index, (k, c, w));
+                });
+            });
+        });
+        Ok(())
+    }
+
+    /// Index `p` of a gather's indices, widened to i64: loaded, or (summed as read) the sum of
+    /// its parts wrapped to the indices' type. With `row`, `p` is a column of the sum's space
+    /// and `row` each part's first element of its row.
+    fn gather_index(&mut self, g: &Gather, p: IntValue<'ctx>, row: Option<&[IntValue<'ctx>]>) -> IntValue<'ctx> {
+        let d = g.indices.ty.dtype;
+        let Some(sum) = &g.index_sum else {
+            let idx = self.buffer(g.indices.buffer.0);
+            return self.load(d, idx, p).into_int_value();
+        };
+        let mut acc: Option<IntValue<'ctx>> = None;
+        for (i, part) in sum.parts.iter().enumerate() {
+            let at = match row {
+                Some(bases) => self.add(bases[i], self.muli(p, part.strides[sum.shape.len() - 1])),
+                None => self.strided_offset(p, &sum.shape, &part.strides),
+            };
+            let base = self.buffer(part.buffer.0);
+            let v = self.load(d, base, at).into_int_value();
+            acc = Some(match acc {
+                Some(a) => self.add(a, v),
+                None => v,
+            });
+        }
+        let v = acc.expect("a sum has parts");
+        if d == DType::I32 {
+            let narrow = self.b.build_int_truncate(v, self.cx.i32_type(), "").built();
+            self.b.build_int_s_extend(narrow, self.cx.i64_type(), "").built()
+        } else {
+            v
+        }
+    }
+
+    /// `bad |= !(0 <= index < k)`.
+    fn note_out_of_range(&mut self, bad: Var<'ctx>, index: IntValue<'ctx>, k: usize) {
+        let out_of_range = self.b.build_not(self.in_range(index, k), "").built();
+        let any = self.b.build_or(self.get(bad).into_int_value(), out_of_range, "").built();
+        self.set(bad, any.into());
+    }
+
+    /// Calls `fail` where `bad` is set, else runs `copy`; continues after both.
+    fn branch_on_bad(&mut self, bad: Var<'ctx>, fail: impl FnOnce(&mut Self), copy: impl FnOnce(&mut Self)) {
         let f = self.func();
         let (err_bb, ok_bb, join) = (self.cx.append_basic_block(f, "bad_index"), self.cx.append_basic_block(f, "indices_ok"), self.cx.append_basic_block(f, "gathered"));
         self.b.build_conditional_branch(self.get(bad).into_int_value(), err_bb, ok_bb).built();
@@ -855,23 +941,24 @@ impl<'ctx> Ir<'ctx> {
         fail(self);
         self.b.build_unconditional_branch(join).built();
         self.b.position_at_end(ok_bb);
-        let d = g.values.ty.dtype;
-        self.for_range(lo, hi, one, |ir, p| {
-            let index = ir.load(g.indices.ty.dtype, idx, p).into_int_value();
-            let row = ir.add(ir.muli(ir.divi(p, w), k), index);
-            if c == 1 {
-                ir.copy_element((d, d), vals, row, out, p);
-            } else {
-                let (from, to) = (ir.muli(row, c), ir.muli(p, c));
-                ir.for_range(ir.i64(0), ir.i64(c as i64), ir.i64(1), |ir, ch| {
-                    let (from, to) = (ir.add(from, ch), ir.add(to, ch));
-                    ir.copy_element((d, d), vals, from, out, to);
-                });
-            }
-        });
+        copy(self);
         self.b.build_unconditional_branch(join).built();
         self.b.position_at_end(join);
-        Ok(())
+    }
+
+    /// Copies the values' row `index` (checked) of batch `p / w` to output row `p` (`c` values).
+    fn gather_copy(&mut self, g: &Gather, (vals, out): (PointerValue<'ctx>, PointerValue<'ctx>), p: IntValue<'ctx>, index: IntValue<'ctx>, (k, c, w): (usize, usize, usize)) {
+        let d = g.values.ty.dtype;
+        let row = self.add(self.muli(self.divi(p, w), k), index);
+        if c == 1 {
+            self.copy_element((d, d), vals, row, out, p);
+        } else {
+            let (from, to) = (self.muli(row, c), self.muli(p, c));
+            self.for_range(self.i64(0), self.i64(c as i64), self.i64(1), |ir, ch| {
+                let (from, to) = (ir.add(from, ch), ir.add(to, ch));
+                ir.copy_element((d, d), vals, from, out, to);
+            });
+        }
     }
 
     /// Output element `i` of a gather; an out-of-range index calls `fail` (and writes nothing).
@@ -880,8 +967,9 @@ impl<'ctx> Ir<'ctx> {
             return Err("gather takes [N,K,C] values and [N,W] indices".into());
         };
         let w = g.indices.ty.shape[1];
-        let (vals, idx, out) = (self.buffer(g.values.buffer.0), self.buffer(g.indices.buffer.0), self.buffer(g.output.buffer.0));
+        let (vals, out) = (self.buffer(g.values.buffer.0), self.buffer(g.output.buffer.0));
         if let Some(input) = &g.scatter {
+            let idx = self.buffer(g.indices.buffer.0);
             // Output element i of a scatter: the last w with indices[n, w] = k gives the row,
             // else values_in's element is kept. Every index of the batch is range-checked.
             let (row, ch) = (self.divi(i, c), self.remi(i, c));
@@ -921,7 +1009,7 @@ impl<'ctx> Ir<'ctx> {
         }
         let item = self.divi(i, c);
         let ch = self.remi(i, c);
-        let index = self.load(g.indices.ty.dtype, idx, item).into_int_value();
+        let index = self.gather_index(g, item, None);
         let bad = self.b.build_not(self.in_range(index, k), "").built();
         let f = self.func();
         let (err_bb, ok_bb) = (self.cx.append_basic_block(f, "bad_index"), self.cx.append_basic_block(f, "index_ok"));

@@ -481,6 +481,15 @@ impl<'ctx> Emitter<'_, 'ctx> {
                         Ok(())
                     })?;
                 }
+                (ItemsForm::GatherRuns, Items::Gather(g)) if g.index_sum.is_some() => {
+                    let items = g.sum_run().map_or(0, |r| r.items);
+                    self.step(suffix, items, cost, |ir, item, params| {
+                        ir.gather_sum_run(g, item, |ir| {
+                            let code = ir.i32(f16c_core::abi::Status::IndexOutOfRange as i32);
+                            ir.b.build_store(params.status, code).built();
+                        })
+                    })?;
+                }
                 (ItemsForm::GatherRuns, Items::Gather(g)) => {
                     let total = g.indices.ty.num_elements();
                     self.step(suffix, total.div_ceil(g.run()), cost, |ir, r, params| {
