@@ -124,6 +124,8 @@ func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
 // RUN: %f16c compile %s --function=silu --target=x86_64 --precision=bf16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=SILU-BF16
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=CAST-F16
 // SOFTMAX: strategy: 4 rows of 37 per work item, the softmax by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){{$}}
+// RUN: %f16c compile %s --function=softmax_bf16 --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX-BF16
+// SOFTMAX-BF16: strategy: 4 rows of 37 per work item, the softmax in bf16 (the difference and the result rounded to bf16, the rest in f32) by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side); a row whose maximum is the mask value filled{{$}}
 // SILU: strategy: a row of 1200 per work item, x · sigmoid(x) in f32 by the runtime's 16-lane loop{{$}}
 // SILU-BF16: strategy: a row of 1200 per work item, x · sigmoid(x) in bf16 by the runtime's 16-lane loop{{$}}
 // CAST-F16: k0_cast: elementwise shape=[256]
@@ -137,6 +139,26 @@ func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %y = tosa.mul %e, %r, %shift : (tensor<5x37xf32>, tensor<5x1xf32>, tensor<1xi8>) -> tensor<5x37xf32>
   return %y : tensor<5x37xf32>
+}
+
+// The softmax as the precision pass leaves it in bf16 (maximum and difference in bf16, the
+// rest in f32, the result rounded to bf16; PyTorch's all-masked test after the product): one
+// call of the runtime's bf16 loop per work item.
+func.func @softmax_bf16(%x: tensor<5x37xbf16>) -> tensor<5x37xbf16> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %mask = "tosa.const"() <{values = dense<0xFF80> : tensor<1x1xbf16>}> : () -> tensor<1x1xbf16>
+  %fill = "tosa.const"() <{values = dense<0.0> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<5x37xbf16>) -> tensor<5x1xbf16>
+  %d = tosa.sub %x, %m : (tensor<5x37xbf16>, tensor<5x1xbf16>) -> tensor<5x37xbf16>
+  %c = tosa.cast %d : (tensor<5x37xbf16>) -> tensor<5x37xf32>
+  %e = tosa.exp %c : (tensor<5x37xf32>) -> tensor<5x37xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
+  %r = tosa.reciprocal %s : (tensor<5x1xf32>) -> tensor<5x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<5x37xf32>, tensor<5x1xf32>, tensor<1xi8>) -> tensor<5x37xf32>
+  %t = tosa.equal %m, %mask : (tensor<5x1xbf16>, tensor<1x1xbf16>) -> tensor<5x1xi1>
+  %q = tosa.select %t, %fill, %p : (tensor<5x1xi1>, tensor<1x1xf32>, tensor<5x37xf32>) -> tensor<5x37xf32>
+  %y = tosa.cast %q : (tensor<5x37xf32>) -> tensor<5x37xbf16>
+  return %y : tensor<5x37xbf16>
 }
 
 func.func @silu(%x: tensor<4x300xf32>) -> tensor<4x300xf32> {

@@ -122,6 +122,18 @@ libcalls! {
         softmax_rows(x, y, len as usize, masked);
         rows
     },
+    SoftmaxRowsBf16 => |x: *const u16, y: *mut u16, rows: u64, len: u64, mask: *const u16, fill: *const f32, scratch: *mut f32| -> u64 {
+        let n = (rows * len) as usize;
+        // SAFETY: the generated code passes `rows · len` readable bf16 at `x`, as many writable
+        // bf16 at `y` and writable f32 at `scratch`, none overlapping, and `mask` and `fill`
+        // each null or one readable value (the Libcall's contract).
+        let (x, y, e, masked) = unsafe {
+            let masked = (!mask.is_null() && !fill.is_null()).then(|| (widen_bf16(*mask), *fill));
+            (std::slice::from_raw_parts(x, n), std::slice::from_raw_parts_mut(y, n), std::slice::from_raw_parts_mut(scratch, n), masked)
+        };
+        softmax_rows_bf16(x, y, e, len as usize, masked);
+        rows
+    },
     ;
     optional:
     GemmTiles => micro_kernel(Libcall::GemmTiles, crate::ukernel::tiles::avx2_entry),
@@ -438,6 +450,59 @@ mod tests {
         }
     }
 
+    /// The table's bf16 softmax loop gives, for rows of every length around its sixteen-value
+    /// blocks and groups of every size, the bits of the stages computed one by one in bf16 as
+    /// the reference does (`half`'s rounding): `m`, `bf16(x - m)`, its `exp` in f32, the sum
+    /// from +0 in index order, `bf16(e · (1 / s))`, the masked fill rounded to bf16; rows of
+    /// -inf, NaN and ties included.
+    #[test]
+    fn the_bf16_softmax_loop_gives_the_stage_by_stage_bits() {
+        let f = table()[Libcall::SoftmaxRowsBf16 as usize];
+        // SAFETY: the table's SoftmaxRowsBf16 entry has this signature (the macro defines it so).
+        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u16, *mut u16, u64, u64, *const u16, *const f32, *mut f32) -> u64>(f) };
+        let tosa_max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a >= b { a } else { b };
+        let round = |v: f32| bf16::from_f32(v);
+        let mut seed = 11u64;
+        for len in [1usize, 5, 15, 16, 17, 33, 64, 197] {
+            for rows in [1usize, 3, 4, 8, 9, 13] {
+                let mut x: Vec<bf16> = (0..rows * len)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        round(((seed >> 33) % 4000) as f32 / 37.0 - 50.0)
+                    })
+                    .collect();
+                x[..len].fill(bf16::NEG_INFINITY);
+                if rows > 2 {
+                    x[2 * len + len / 2] = bf16::NAN;
+                    x[len..2 * len].iter_mut().step_by(3).for_each(|v| *v = bf16::NEG_INFINITY);
+                }
+                for masked in [None, Some((bf16::NEG_INFINITY, 0.0f32))] {
+                    let mut want = vec![bf16::ZERO; x.len()];
+                    for (xr, wr) in x.chunks(len).zip(want.chunks_mut(len)) {
+                        let m = xr.iter().fold(f32::NEG_INFINITY, |a, &b| tosa_max(a, b.to_f32()));
+                        let e: Vec<f32> = xr.iter().map(|&v| f16c_core::math::exp_f32(round(v.to_f32() - m).to_f32())).collect();
+                        let s = e.iter().fold(0.0f32, |a, &b| a + b);
+                        let r = 1.0 / s;
+                        for (w, &ev) in wr.iter_mut().zip(&e) {
+                            *w = match masked {
+                                Some((mask, fill)) if m == mask.to_f32() => round(fill),
+                                _ => round(ev * r),
+                            };
+                        }
+                    }
+                    let mut got = vec![bf16::ONE; x.len()];
+                    let mut scratch = vec![0f32; x.len()];
+                    let (mask_value, fill_value) = masked.unwrap_or((bf16::ZERO, 0.0));
+                    let (mask, fill): (*const u16, *const f32) = if masked.is_some() { (&mask_value as *const bf16 as *const u16, &fill_value) } else { (std::ptr::null(), std::ptr::null()) };
+                    let n = call(x.as_ptr() as *const u16, got.as_mut_ptr() as *mut u16, rows as u64, len as u64, mask, fill, scratch.as_mut_ptr());
+                    assert_eq!(n, rows as u64);
+                    let bits = |v: &[bf16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{rows} rows of {len}, masked {masked:?}");
+                }
+            }
+        }
+    }
+
     /// The table's WidenF16 entry, called as generated code calls it.
     fn widen_entry() -> extern "C" fn(*const f16, *mut f32, u64) -> u64 {
         let f = table()[Libcall::WidenF16 as usize];
@@ -660,6 +725,76 @@ unsafe fn softmax_avx512(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f
 #[target_feature(enable = "avx2")]
 unsafe fn softmax_avx2(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
     softmax_loop(x, y, len, masked);
+}
+
+/// The softmax of the rows of `len` bf16 values of `x` into `y`, their `exp` in `e`
+/// ([`Libcall::SoftmaxRowsBf16`]), compiled for the widest vectors this CPU has.
+fn softmax_rows_bf16(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    widest!(softmax_bf16_avx512(x, y, e, len, masked), softmax_bf16_avx2(x, y, e, len, masked));
+    softmax_bf16_loop(x, y, e, len, masked);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_bf16_avx512(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_bf16_loop(x, y, e, len, masked);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn softmax_bf16_avx2(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_bf16_loop(x, y, e, len, masked);
+}
+
+/// [`softmax_rows_bf16`] itself, as [`softmax_loop`]: per row the widened values in `e`, their
+/// maximum, `exp(bf16(x - m))` into `e`; the group's sums; then `bf16(e · (1 / s))` or the
+/// all-masked fill.
+#[inline(always)]
+fn softmax_bf16_loop(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    if len == 0 {
+        return;
+    }
+    let groups = x.chunks(SOFTMAX_GROUP * len).zip(y.chunks_mut(SOFTMAX_GROUP * len)).zip(e.chunks_mut(SOFTMAX_GROUP * len));
+    for ((xs, ys), es) in groups {
+        let rows = xs.len() / len;
+        let mut maxima = [0f32; SOFTMAX_GROUP];
+        for ((m, xr), er) in maxima.iter_mut().zip(xs.chunks_exact(len)).zip(es.chunks_exact_mut(len)) {
+            for (w, &h) in er.iter_mut().zip(xr) {
+                *w = widen_bf16(h);
+            }
+            *m = row_max(er);
+            for w in er.iter_mut() {
+                *w = f16c_core::math::exp_f32(widen_bf16(bf16_bits(*w - *m)));
+            }
+        }
+        let sums = match rows {
+            8 => row_sums::<8>(es, len),
+            7 => row_sums::<7>(es, len),
+            6 => row_sums::<6>(es, len),
+            5 => row_sums::<5>(es, len),
+            4 => row_sums::<4>(es, len),
+            3 => row_sums::<3>(es, len),
+            2 => row_sums::<2>(es, len),
+            _ => row_sums::<1>(es, len),
+        };
+        for (((yr, er), &m), &s) in ys.chunks_exact_mut(len).zip(es.chunks_exact(len)).zip(&maxima).zip(&sums) {
+            match masked {
+                Some((mask, fill)) if m == mask => yr.fill(bf16_bits(fill)),
+                _ => {
+                    let r = 1.0 / s;
+                    for (v, &w) in yr.iter_mut().zip(er) {
+                        *v = bf16_bits(w * r);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A bf16 value's bits widened to the f32 it is (exactly).
+#[inline(always)]
+fn widen_bf16(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
 }
 
 /// Rows whose sums [`softmax_loop`] takes side by side (independent chains).

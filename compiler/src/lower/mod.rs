@@ -648,16 +648,54 @@ impl Rows {
             && map(5, EwKind::Binary(BinaryOp::Mul), &[n + 2, n + 4], true)
             && self.dtypes[..6].iter().all(|&d| d == DType::F32);
         if !core {
-            return None;
+            return self.softmax_bf16();
         }
         match self.stages.len() {
-            6 if n == 1 => Some(Softmax { masked: None }),
+            6 if n == 1 => Some(Softmax { masked: None, bf16: false }),
             8 if n == 3 && one_value(1) && one_value(2) => {
                 let test = map(6, EwKind::Binary(BinaryOp::Equal), &[n, 1], false) && map(7, EwKind::Select, &[n + 6, 2, n + 5], true) && self.dtypes[7] == DType::F32;
-                test.then_some(Softmax { masked: Some((1, 2)) })
+                test.then_some(Softmax { masked: Some((1, 2)), bf16: false })
             }
             _ => None,
         }
+    }
+
+    /// [`Rows::softmax`] as the precision pass leaves it in bf16: the maximum and the
+    /// subtraction in bf16, the rest in f32 from the difference widened, the result rounded to
+    /// bf16: `m = max(x)`, `d = bf16(x - m)`, `e = exp(f32(d))`, `y = bf16(e · (1 / Σ e))`; with
+    /// the all-masked test `m == a` (a bf16 scalar; wherever the graph's order puts it)
+    /// selecting `b` (an f32 scalar) before the rounding.
+    fn softmax_bf16(&self) -> Option<Softmax> {
+        let n = self.inputs.len();
+        let input = |v: RowValue, full: bool, d: DType| self.inputs.get(v).is_some_and(|i| i.full == full && i.per_row == full && i.dtype == d);
+        let map = |si: usize, kind: EwKind, args: &[RowValue], full: bool, d: DType| {
+            matches!(self.stages.get(si), Some(RowStage::Map { op, full: f }) if op.kind == kind && op.args == args && *f == full && op.dtype == d && self.dtypes[si] == d)
+        };
+        let masked = match (n, self.stages.len()) {
+            (1, 8) => false,
+            (3, 10) if input(1, false, DType::BF16) && input(2, false, DType::F32) => true,
+            _ => return None,
+        };
+        // The all-masked test wherever the graph's order put it; the other stages in order.
+        let test = (0..self.stages.len()).find(|&si| map(si, EwKind::Binary(BinaryOp::Equal), &[n, 1], false, DType::I1));
+        if masked != test.is_some() {
+            return None;
+        }
+        let order: Vec<usize> = (0..self.stages.len()).filter(|&si| Some(si) != test).collect();
+        let (at, v) = (|k: usize| order[k], |k: usize| n + order[k]);
+        let last = order.len() - 1;
+        let ok = input(0, true, DType::BF16)
+            && at(0) == 0
+            && matches!(self.stages[0], RowStage::Reduce { kind: ReduceKind::Max, arg: 0, dtype: DType::BF16 })
+            && map(at(1), EwKind::Binary(BinaryOp::Sub), &[0, v(0)], true, DType::BF16)
+            && map(at(2), EwKind::Cast, &[v(1)], true, DType::F32)
+            && map(at(3), EwKind::Unary(UnaryOp::Exp), &[v(2)], true, DType::F32)
+            && matches!(self.stages[at(4)], RowStage::Reduce { kind: ReduceKind::Sum, arg, dtype: DType::F32 } if arg == v(3))
+            && map(at(5), EwKind::Unary(UnaryOp::Reciprocal), &[v(4)], false, DType::F32)
+            && map(at(6), EwKind::Binary(BinaryOp::Mul), &[v(3), v(5)], true, DType::F32)
+            && test.is_none_or(|t| map(at(7), EwKind::Select, &[n + t, 2, v(6)], true, DType::F32))
+            && map(at(last), EwKind::Cast, &[v(last - 1)], true, DType::BF16);
+        ok.then_some(Softmax { masked: masked.then_some((1, 2)), bf16: true })
     }
 
     /// Whether value `v` is a full row (not a scalar per row).
@@ -675,6 +713,8 @@ pub struct Softmax {
     /// The all-masked test's inputs `(a, b)`: where a row's maximum equals `a`'s value, the
     /// row's result is `b`'s value.
     pub masked: Option<(RowValue, RowValue)>,
+    /// The bf16 form ([`Rows::softmax`]): bf16 rows in and out, `a` a bf16 scalar.
+    pub bf16: bool,
 }
 
 /// A kernel family with its description.

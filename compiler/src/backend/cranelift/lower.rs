@@ -282,7 +282,14 @@ impl<'p> Context<'p> {
     /// by side), the same stages and bits as the generic rows code.
     fn softmax(&mut self, r: &Rows, softmax: crate::lower::Softmax) -> Result<(), BackendError> {
         let masked = if softmax.masked.is_some() { "; a row whose maximum is the mask value filled" } else { "" };
-        self.plan(format!("{ROW_GROUP} rows of {} per work item, the softmax by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){masked}", r.len));
+        let (call, elem, form) = if softmax.bf16 {
+            // The rows' exp values in f32 in this thread's scratch.
+            self.layout.scratch(ROW_GROUP * r.len * 4);
+            (Libcall::SoftmaxRowsBf16, 2, "in bf16 (the difference and the result rounded to bf16, the rest in f32) ")
+        } else {
+            (Libcall::SoftmaxRowsF32, 4, "")
+        };
+        self.plan(format!("{ROW_GROUP} rows of {} per work item, the softmax {form}by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){masked}", r.len));
         let (rows, len, x, y) = (r.rows, r.len, r.inputs[0].buffer.0, r.output.0);
         let scalars = softmax.masked.map(|(a, b)| (r.inputs[a].buffer.0, r.inputs[b].buffer.0));
         let cost = (rows * len * (r.stages.len() + 1)) as f64;
@@ -298,10 +305,15 @@ impl<'p> Context<'p> {
                 let left = fx.b.ins().isub(total, first);
                 let group = fx.i(ROW_GROUP as i64);
                 let n = fx.b.ins().smin(left, group);
-                let at = fx.b.ins().imul_imm_s(first, (len * 4) as i64);
+                let at = fx.b.ins().imul_imm_s(first, (len * elem) as i64);
                 let (xp, yp) = (fx.b.ins().iadd(x, at), fx.b.ins().iadd(y, at));
                 let len = fx.i(len as i64);
-                fx.libcall(Libcall::SoftmaxRowsF32, &[xp, yp, n, len, mask, fill]);
+                if call == Libcall::SoftmaxRowsBf16 {
+                    let scratch = fx.scratch;
+                    fx.libcall(call, &[xp, yp, n, len, mask, fill, scratch]);
+                } else {
+                    fx.libcall(call, &[xp, yp, n, len, mask, fill]);
+                }
                 vec![]
             });
             Ok(())
@@ -1408,7 +1420,14 @@ impl RowsPlan {
             // A value of a fused run that no later stage reads stays in a register.
             let kept = v >= n_in && fused[v - n_in].is_none_or(|run| r.read_after(v, run.next()));
             if full_of(v) && (kept || widened) {
-                let t = if dtype_of(v) == DType::F64 { DType::F64 } else { DType::F32 };
+                // Floats in their compute type; an integer or boolean row (a test over rows of
+                // one value, where every value is full) as itself: stored as f32, a select read
+                // its i1 condition back as a float and Cranelift's lowering panicked.
+                let t = match dtype_of(v) {
+                    DType::F64 => DType::F64,
+                    d if d.is_float() => DType::F32,
+                    d => d,
+                };
                 *slot = Some((bytes, t));
                 bytes += (r.len * t.byte_size()).next_multiple_of(16);
             }
