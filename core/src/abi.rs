@@ -179,20 +179,24 @@ pub enum Libcall {
     /// is `src` or does not overlap it. The JIT's bf16 SiLU kernels call it per row, where
     /// Cranelift's four lanes spent most of the time rounding to bf16.
     SiluArrayBf16,
-    /// `uint64_t f(const uint16_t *x, uint16_t *y, uint64_t rows, uint64_t len, const uint16_t
-    /// *mask, const float *fill, float *scratch)`: the softmax of `rows` rows of `len` bf16
-    /// values as `Rows::softmax` describes it in bf16 (torch-mlir's softmax with the
-    /// precision pass's bf16 ends), stage for stage as the reference computes it: `m` the
-    /// row's TOSA maximum, `d = bf16(x - m)`, `e = exp(d)` in f32 with the contract's
-    /// [`crate::math::exp_f32`], `s` the sum of `e` in index order from +0, `y = bf16(e · (1 /
-    /// s))`; where `mask` is not null, a row whose `m` equals `*mask` gets `bf16(*fill)`
-    /// everywhere. Every rounding to nearest even, a NaN a quiet NaN. `scratch` holds
-    /// `rows · len` f32 (the `e` rows); `y` does not overlap `x`. In the runtime's widest
-    /// vectors; returns `rows`. The JIT's bf16 softmax kernels call it once per work item,
-    /// where Cranelift's four lanes took a Whisper encoder's bf16 softmax at five times the f32
-    /// loop's time.
+    /// `uint64_t f(const void *x, uint16_t *y, uint64_t rows, uint64_t len, const void *mask,
+    /// const float *fill, float *scratch, uint64_t flags)`: the softmax of `rows` rows of `len`
+    /// values into bf16 as `Rows::softmax` describes it, stage for stage as the reference
+    /// computes it. bf16 `x` and `mask` (flags 0: torch-mlir's softmax with the precision
+    /// pass's bf16 ends): `m` the row's TOSA maximum, `d = bf16(x - m)`, `e = exp(d)` in f32
+    /// with the contract's [`crate::math::exp_f32`], `s` the sum of `e` in index order from +0,
+    /// `y = bf16(e · (1 / s))`. f32 `x` and `mask` ([`SOFTMAX_F32_INPUT`]): the same with
+    /// `d = x - m` in f32 ([`Libcall::SoftmaxRowsF32`] rounded to bf16). Where `mask` is not
+    /// null, a row whose `m` equals `*mask` gets `bf16(*fill)` everywhere. Every rounding to
+    /// nearest even, a NaN a quiet NaN. `scratch` holds `rows · len` f32 (the `e` rows); `y`
+    /// does not overlap `x`. In the runtime's widest vectors; returns `rows`. The JIT's bf16
+    /// softmax kernels call it once per work item, where Cranelift's four lanes took a Whisper
+    /// encoder's bf16 softmax at five times the f32 loop's time.
     SoftmaxRowsBf16,
 }
+
+/// [`Libcall::SoftmaxRowsBf16`]'s flag: `x` and `mask` are f32, the difference not rounded.
+pub const SOFTMAX_F32_INPUT: i64 = 1;
 
 /// A runtime micro-kernel: a native loop that generated code calls through its [`Libcall`].
 /// The compiler picks one when it plans a kernel (its `requires` then join the code's); the
@@ -412,7 +416,7 @@ impl Libcall {
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),
             DepthwiseRow | DepthwiseRowAvx512 => (&[Ptr, Ptr, Ptr, Ptr], U64),
             SoftmaxRowsF32 => (&[Ptr, Ptr, U64, U64, Ptr, Ptr], U64),
-            SoftmaxRowsBf16 => (&[Ptr, Ptr, U64, U64, Ptr, Ptr, Ptr], U64),
+            SoftmaxRowsBf16 => (&[Ptr, Ptr, U64, U64, Ptr, Ptr, Ptr, U64], U64),
         }
     }
 

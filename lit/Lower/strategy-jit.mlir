@@ -125,6 +125,8 @@ func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=CAST-F16
 // SOFTMAX: strategy: 4 rows of 37 per work item, the softmax by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){{$}}
 // RUN: %f16c compile %s --function=softmax_bf16 --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX-BF16
+// RUN: %f16c compile %s --function=softmax_to_bf16 --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX-TO-BF16
+// SOFTMAX-TO-BF16: strategy: 4 rows of 37 per work item, the softmax in f32, the result rounded to bf16, by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){{$}}
 // SOFTMAX-BF16: strategy: 4 rows of 37 per work item, the softmax in bf16 (the difference and the result rounded to bf16, the rest in f32) by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side); a row whose maximum is the mask value filled{{$}}
 // SILU: strategy: a row of 1200 per work item, x · sigmoid(x) in f32 by the runtime's 16-lane loop{{$}}
 // SILU-BF16: strategy: a row of 1200 per work item, x · sigmoid(x) in bf16 by the runtime's 16-lane loop{{$}}
@@ -158,6 +160,19 @@ func.func @softmax_bf16(%x: tensor<5x37xbf16>) -> tensor<5x37xbf16> {
   %t = tosa.equal %m, %mask : (tensor<5x1xbf16>, tensor<1x1xbf16>) -> tensor<5x1xi1>
   %q = tosa.select %t, %fill, %p : (tensor<5x1xi1>, tensor<1x1xf32>, tensor<5x37xf32>) -> tensor<5x37xf32>
   %y = tosa.cast %q : (tensor<5x37xf32>) -> tensor<5x37xbf16>
+  return %y : tensor<5x37xbf16>
+}
+
+// An f32 softmax whose result is rounded to bf16 (a bf16 BERT's attention): the same loop.
+func.func @softmax_to_bf16(%x: tensor<5x37xf32>) -> tensor<5x37xbf16> {
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
+  %d = tosa.sub %x, %m : (tensor<5x37xf32>, tensor<5x1xf32>) -> tensor<5x37xf32>
+  %e = tosa.exp %d : (tensor<5x37xf32>) -> tensor<5x37xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
+  %r = tosa.reciprocal %s : (tensor<5x1xf32>) -> tensor<5x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %p = tosa.mul %e, %r, %shift : (tensor<5x37xf32>, tensor<5x1xf32>, tensor<1xi8>) -> tensor<5x37xf32>
+  %y = tosa.cast %p : (tensor<5x37xf32>) -> tensor<5x37xbf16>
   return %y : tensor<5x37xbf16>
 }
 

@@ -122,16 +122,24 @@ libcalls! {
         softmax_rows(x, y, len as usize, masked);
         rows
     },
-    SoftmaxRowsBf16 => |x: *const u16, y: *mut u16, rows: u64, len: u64, mask: *const u16, fill: *const f32, scratch: *mut f32| -> u64 {
+    SoftmaxRowsBf16 => |x: *const u8, y: *mut u16, rows: u64, len: u64, mask: *const u8, fill: *const f32, scratch: *mut f32, flags: u64| -> u64 {
         let n = (rows * len) as usize;
-        // SAFETY: the generated code passes `rows · len` readable bf16 at `x`, as many writable
-        // bf16 at `y` and writable f32 at `scratch`, none overlapping, and `mask` and `fill`
-        // each null or one readable value (the Libcall's contract).
-        let (x, y, e, masked) = unsafe {
-            let masked = (!mask.is_null() && !fill.is_null()).then(|| (widen_bf16(*mask), *fill));
-            (std::slice::from_raw_parts(x, n), std::slice::from_raw_parts_mut(y, n), std::slice::from_raw_parts_mut(scratch, n), masked)
-        };
-        softmax_rows_bf16(x, y, e, len as usize, masked);
+        let f32_input = flags as i64 & f16c_core::abi::SOFTMAX_F32_INPUT != 0;
+        // SAFETY: the generated code passes `rows · len` readable values at `x` (f32 with
+        // SOFTMAX_F32_INPUT, else bf16), as many writable bf16 at `y` and writable f32 at
+        // `scratch`, none overlapping, and `mask` (of `x`'s type) and `fill` each null or one
+        // readable value (the Libcall's contract).
+        unsafe {
+            let (y, e) = (std::slice::from_raw_parts_mut(y, n), std::slice::from_raw_parts_mut(scratch, n));
+            let fill = (!mask.is_null() && !fill.is_null()).then(|| *fill);
+            if f32_input {
+                let masked = fill.map(|f| (*mask.cast::<f32>(), f));
+                softmax_rows_to_bf16(std::slice::from_raw_parts(x.cast::<f32>(), n), |v| v, false, y, e, len as usize, masked);
+            } else {
+                let masked = fill.map(|f| (widen_bf16(*mask.cast::<u16>()), f));
+                softmax_rows_to_bf16(std::slice::from_raw_parts(x.cast::<u16>(), n), widen_bf16, true, y, e, len as usize, masked);
+            }
+        }
         rows
     },
     ;
@@ -451,15 +459,15 @@ mod tests {
     }
 
     /// The table's bf16 softmax loop gives, for rows of every length around its sixteen-value
-    /// blocks and groups of every size, the bits of the stages computed one by one in bf16 as
-    /// the reference does (`half`'s rounding): `m`, `bf16(x - m)`, its `exp` in f32, the sum
-    /// from +0 in index order, `bf16(e · (1 / s))`, the masked fill rounded to bf16; rows of
-    /// -inf, NaN and ties included.
+    /// blocks and groups of every size, the bits of the stages computed one by one as the
+    /// reference does (`half`'s rounding): `m`, `bf16(x - m)` (of bf16 input; `x - m` of f32),
+    /// its `exp` in f32, the sum from +0 in index order, `bf16(e · (1 / s))`, the masked fill
+    /// rounded to bf16; rows of -inf, NaN and ties included.
     #[test]
     fn the_bf16_softmax_loop_gives_the_stage_by_stage_bits() {
         let f = table()[Libcall::SoftmaxRowsBf16 as usize];
         // SAFETY: the table's SoftmaxRowsBf16 entry has this signature (the macro defines it so).
-        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u16, *mut u16, u64, u64, *const u16, *const f32, *mut f32) -> u64>(f) };
+        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u8, *mut u16, u64, u64, *const u8, *const f32, *mut f32, u64) -> u64>(f) };
         let tosa_max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a >= b { a } else { b };
         let round = |v: f32| bf16::from_f32(v);
         let mut seed = 11u64;
@@ -476,11 +484,14 @@ mod tests {
                     x[2 * len + len / 2] = bf16::NAN;
                     x[len..2 * len].iter_mut().step_by(3).for_each(|v| *v = bf16::NEG_INFINITY);
                 }
-                for masked in [None, Some((bf16::NEG_INFINITY, 0.0f32))] {
+                // The same values as f32 too (the f32 softmax rounded to bf16).
+                let x32: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
+                for (masked, f32_input) in [(None, false), (Some((bf16::NEG_INFINITY, 0.0f32)), false), (None, true), (Some((bf16::NEG_INFINITY, 0.0f32)), true)] {
                     let mut want = vec![bf16::ZERO; x.len()];
                     for (xr, wr) in x.chunks(len).zip(want.chunks_mut(len)) {
                         let m = xr.iter().fold(f32::NEG_INFINITY, |a, &b| tosa_max(a, b.to_f32()));
-                        let e: Vec<f32> = xr.iter().map(|&v| f16c_core::math::exp_f32(round(v.to_f32() - m).to_f32())).collect();
+                        let d = |v: bf16| if f32_input { v.to_f32() - m } else { round(v.to_f32() - m).to_f32() };
+                        let e: Vec<f32> = xr.iter().map(|&v| f16c_core::math::exp_f32(d(v))).collect();
                         let s = e.iter().fold(0.0f32, |a, &b| a + b);
                         let r = 1.0 / s;
                         for (w, &ev) in wr.iter_mut().zip(&e) {
@@ -493,11 +504,18 @@ mod tests {
                     let mut got = vec![bf16::ONE; x.len()];
                     let mut scratch = vec![0f32; x.len()];
                     let (mask_value, fill_value) = masked.unwrap_or((bf16::ZERO, 0.0));
-                    let (mask, fill): (*const u16, *const f32) = if masked.is_some() { (&mask_value as *const bf16 as *const u16, &fill_value) } else { (std::ptr::null(), std::ptr::null()) };
-                    let n = call(x.as_ptr() as *const u16, got.as_mut_ptr() as *mut u16, rows as u64, len as u64, mask, fill, scratch.as_mut_ptr());
+                    let mask32 = mask_value.to_f32();
+                    let mask: *const u8 = match (masked, f32_input) {
+                        (None, _) => std::ptr::null(),
+                        (Some(_), false) => (&mask_value as *const bf16).cast(),
+                        (Some(_), true) => (&mask32 as *const f32).cast(),
+                    };
+                    let fill: *const f32 = if masked.is_some() { &fill_value } else { std::ptr::null() };
+                    let (xp, flags): (*const u8, u64) = if f32_input { (x32.as_ptr().cast(), f16c_core::abi::SOFTMAX_F32_INPUT as u64) } else { (x.as_ptr().cast(), 0) };
+                    let n = call(xp, got.as_mut_ptr().cast(), rows as u64, len as u64, mask, fill, scratch.as_mut_ptr(), flags);
                     assert_eq!(n, rows as u64);
                     let bits = |v: &[bf16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&got), bits(&want), "{rows} rows of {len}, masked {masked:?}");
+                    assert_eq!(bits(&got), bits(&want), "{rows} rows of {len}, masked {masked:?}, f32 input {f32_input}");
                 }
             }
         }
@@ -727,30 +745,31 @@ unsafe fn softmax_avx2(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32
     softmax_loop(x, y, len, masked);
 }
 
-/// The softmax of the rows of `len` bf16 values of `x` into `y`, their `exp` in `e`
+/// The softmax of the rows of `len` values of `x` (widened by `widen`; the difference rounded
+/// to bf16 where `round_difference`) into bf16 `y`, their `exp` in `e`
 /// ([`Libcall::SoftmaxRowsBf16`]), compiled for the widest vectors this CPU has.
-fn softmax_rows_bf16(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    widest!(softmax_bf16_avx512(x, y, e, len, masked), softmax_bf16_avx2(x, y, e, len, masked));
-    softmax_bf16_loop(x, y, e, len, masked);
+fn softmax_rows_to_bf16<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    widest!(softmax_bf16_avx512(x, widen, round_difference, y, e, len, masked), softmax_bf16_avx2(x, widen, round_difference, y, e, len, masked));
+    softmax_bf16_loop(x, widen, round_difference, y, e, len, masked);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn softmax_bf16_avx512(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    softmax_bf16_loop(x, y, e, len, masked);
+unsafe fn softmax_bf16_avx512<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_bf16_loop(x, widen, round_difference, y, e, len, masked);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn softmax_bf16_avx2(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    softmax_bf16_loop(x, y, e, len, masked);
+unsafe fn softmax_bf16_avx2<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_bf16_loop(x, widen, round_difference, y, e, len, masked);
 }
 
-/// [`softmax_rows_bf16`] itself, as [`softmax_loop`]: per row the widened values in `e`, their
-/// maximum, `exp(bf16(x - m))` into `e`; the group's sums; then `bf16(e · (1 / s))` or the
-/// all-masked fill.
+/// [`softmax_rows_to_bf16`] itself, as [`softmax_loop`]: per row the widened values in `e`,
+/// their maximum, `exp(x - m)` (the difference rounded to bf16 where `round_difference`) into
+/// `e`; the group's sums; then `bf16(e · (1 / s))` or the all-masked fill.
 #[inline(always)]
-fn softmax_bf16_loop(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+fn softmax_bf16_loop<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
     if len == 0 {
         return;
     }
@@ -760,11 +779,17 @@ fn softmax_bf16_loop(x: &[u16], y: &mut [u16], e: &mut [f32], len: usize, masked
         let mut maxima = [0f32; SOFTMAX_GROUP];
         for ((m, xr), er) in maxima.iter_mut().zip(xs.chunks_exact(len)).zip(es.chunks_exact_mut(len)) {
             for (w, &h) in er.iter_mut().zip(xr) {
-                *w = widen_bf16(h);
+                *w = widen(h);
             }
             *m = row_max(er);
-            for w in er.iter_mut() {
-                *w = f16c_core::math::exp_f32(widen_bf16(bf16_bits(*w - *m)));
+            if round_difference {
+                for w in er.iter_mut() {
+                    *w = f16c_core::math::exp_f32(widen_bf16(bf16_bits(*w - *m)));
+                }
+            } else {
+                for w in er.iter_mut() {
+                    *w = f16c_core::math::exp_f32(*w - *m);
+                }
             }
         }
         let sums = match rows {

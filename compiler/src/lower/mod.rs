@@ -650,11 +650,17 @@ impl Rows {
         if !core {
             return self.softmax_bf16();
         }
+        // The f32 softmax, or (one more stage) its result rounded to bf16.
+        let rounded = |si: usize| {
+            matches!(self.stages.get(si), Some(RowStage::Map { op, full: true }) if op.kind == EwKind::Cast && op.args == [n + si - 1] && op.dtype == DType::BF16)
+                && self.stages.len() == si + 1
+        };
+        let form = |si: usize| if rounded(si) { Some(SoftmaxForm::F32ToBf16) } else { (self.stages.len() == si).then_some(SoftmaxForm::F32) };
         match self.stages.len() {
-            6 if n == 1 => Some(Softmax { masked: None, bf16: false }),
-            8 if n == 3 && one_value(1) && one_value(2) => {
+            6 | 7 if n == 1 => form(6).map(|form| Softmax { masked: None, form }),
+            8 | 9 if n == 3 && one_value(1) && one_value(2) => {
                 let test = map(6, EwKind::Binary(BinaryOp::Equal), &[n, 1], false) && map(7, EwKind::Select, &[n + 6, 2, n + 5], true) && self.dtypes[7] == DType::F32;
-                test.then_some(Softmax { masked: Some((1, 2)), bf16: false })
+                form(8).filter(|_| test).map(|form| Softmax { masked: Some((1, 2)), form })
             }
             _ => None,
         }
@@ -695,7 +701,7 @@ impl Rows {
             && map(at(6), EwKind::Binary(BinaryOp::Mul), &[v(3), v(5)], true, DType::F32)
             && test.is_none_or(|t| map(at(7), EwKind::Select, &[n + t, 2, v(6)], true, DType::F32))
             && map(at(last), EwKind::Cast, &[v(last - 1)], true, DType::BF16);
-        ok.then_some(Softmax { masked: masked.then_some((1, 2)), bf16: true })
+        ok.then_some(Softmax { masked: masked.then_some((1, 2)), form: SoftmaxForm::Bf16 })
     }
 
     /// Whether value `v` is a full row (not a scalar per row).
@@ -713,8 +719,20 @@ pub struct Softmax {
     /// The all-masked test's inputs `(a, b)`: where a row's maximum equals `a`'s value, the
     /// row's result is `b`'s value.
     pub masked: Option<(RowValue, RowValue)>,
-    /// The bf16 form ([`Rows::softmax`]): bf16 rows in and out, `a` a bf16 scalar.
-    pub bf16: bool,
+    /// Its types.
+    pub form: SoftmaxForm,
+}
+
+/// The types of a [`Softmax`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftmaxForm {
+    /// All f32.
+    F32,
+    /// All f32, the result rounded to bf16 (a bf16 model's attention whose scores stay f32).
+    F32ToBf16,
+    /// As the precision pass leaves it in bf16 ([`Rows::softmax`]): bf16 rows in and out, the
+    /// maximum and the difference in bf16, `a` a bf16 scalar.
+    Bf16,
 }
 
 /// A kernel family with its description.

@@ -282,13 +282,17 @@ impl<'p> Context<'p> {
     /// by side), the same stages and bits as the generic rows code.
     fn softmax(&mut self, r: &Rows, softmax: crate::lower::Softmax) -> Result<(), BackendError> {
         let masked = if softmax.masked.is_some() { "; a row whose maximum is the mask value filled" } else { "" };
-        let (call, elem, form) = if softmax.bf16 {
+        use crate::lower::SoftmaxForm;
+        // The libcall, the bytes of an input and of a result value, its flags, the words.
+        let (call, (x_bytes, y_bytes), flags, form) = match softmax.form {
+            SoftmaxForm::F32 => (Libcall::SoftmaxRowsF32, (4, 4), 0, ""),
+            SoftmaxForm::F32ToBf16 => (Libcall::SoftmaxRowsBf16, (4, 2), f16c_core::abi::SOFTMAX_F32_INPUT, "in f32, the result rounded to bf16, "),
+            SoftmaxForm::Bf16 => (Libcall::SoftmaxRowsBf16, (2, 2), 0, "in bf16 (the difference and the result rounded to bf16, the rest in f32) "),
+        };
+        if call == Libcall::SoftmaxRowsBf16 {
             // The rows' exp values in f32 in this thread's scratch.
             self.layout.scratch(ROW_GROUP * r.len * 4);
-            (Libcall::SoftmaxRowsBf16, 2, "in bf16 (the difference and the result rounded to bf16, the rest in f32) ")
-        } else {
-            (Libcall::SoftmaxRowsF32, 4, "")
-        };
+        }
         self.plan(format!("{ROW_GROUP} rows of {} per work item, the softmax {form}by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){masked}", r.len));
         let (rows, len, x, y) = (r.rows, r.len, r.inputs[0].buffer.0, r.output.0);
         let scalars = softmax.masked.map(|(a, b)| (r.inputs[a].buffer.0, r.inputs[b].buffer.0));
@@ -305,12 +309,12 @@ impl<'p> Context<'p> {
                 let left = fx.b.ins().isub(total, first);
                 let group = fx.i(ROW_GROUP as i64);
                 let n = fx.b.ins().smin(left, group);
-                let at = fx.b.ins().imul_imm_s(first, (len * elem) as i64);
-                let (xp, yp) = (fx.b.ins().iadd(x, at), fx.b.ins().iadd(y, at));
+                let (xa, ya) = (fx.b.ins().imul_imm_s(first, (len * x_bytes) as i64), fx.b.ins().imul_imm_s(first, (len * y_bytes) as i64));
+                let (xp, yp) = (fx.b.ins().iadd(x, xa), fx.b.ins().iadd(y, ya));
                 let len = fx.i(len as i64);
                 if call == Libcall::SoftmaxRowsBf16 {
-                    let scratch = fx.scratch;
-                    fx.libcall(call, &[xp, yp, n, len, mask, fill, scratch]);
+                    let (scratch, flags) = (fx.scratch, fx.i(flags));
+                    fx.libcall(call, &[xp, yp, n, len, mask, fill, scratch, flags]);
                 } else {
                     fx.libcall(call, &[xp, yp, n, len, mask, fill]);
                 }
