@@ -129,8 +129,10 @@ mod tests {
 }
 
 /// An x86-64 instruction-set level (`--cpu`): the psABI's levels, and v4 with AVX512-BF16.
-/// Parsed once, where the command line or the Python options are read; the backends read their
-/// rows for it (the Cranelift backend's `X86_LEVELS`, the LLVM backend's machines).
+/// Parsed once, where the command line or the Python options are read; its facts are here
+/// ([`X86Level::requires`], [`X86Level::fma`], [`X86Level::avx512`], [`X86Level::bf16_pairs`],
+/// the LLVM backend's [`X86Level::machine`]), and the backends read them (the Cranelift
+/// backend's `X86_LEVELS` are these facts in its terms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum X86Level {
     /// SSE4.2, POPCNT: no FMA, no AVX.
@@ -155,6 +157,62 @@ impl X86Level {
             X86Level::V4 => "x86-64-v4",
             X86Level::V4Bf16 => "x86-64-v4+bf16",
         }
+    }
+
+    /// The CPU features (the runtime's names, as in an artifact's `requires`) that code
+    /// compiled for this level may use, and so requires.
+    pub const fn requires(self) -> &'static [&'static str] {
+        const V3: &[&str] = &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c"];
+        const V4: &[&str] = &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl"];
+        const V4_BF16: &[&str] = &[
+            "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512bf16",
+        ];
+        match self {
+            X86Level::V2 => &["sse3", "ssse3", "sse41", "sse42", "popcnt"],
+            X86Level::V3 => V3,
+            X86Level::V4 => V4,
+            X86Level::V4Bf16 => V4_BF16,
+        }
+    }
+
+    /// Fused multiply-add (from v3).
+    pub const fn fma(self) -> bool {
+        !matches!(self, X86Level::V2)
+    }
+
+    /// AVX-512 F/BW/DQ/VL: 32 registers of sixteen f32 (from v4).
+    pub const fn avx512(self) -> bool {
+        matches!(self, X86Level::V4 | X86Level::V4Bf16)
+    }
+
+    /// bf16 pairs summed into f32 in one instruction (`VDPBF16PS`).
+    pub const fn bf16_pairs(self) -> bool {
+        matches!(self, X86Level::V4Bf16)
+    }
+
+    /// The LLVM backend's machine for this level; `None` for v2 (its micro-kernel assumes FMA).
+    pub const fn machine(self) -> Option<CpuMachine> {
+        let (cpu, features, gemm) = match self {
+            X86Level::V2 => return None,
+            // 16 ymm registers: 6 × 2 accumulators, two B vectors, one broadcast A.
+            X86Level::V3 => ("x86-64-v3", "", GemmShape { mr: 6, nr: 16, lanes: 8 }),
+            // 32 zmm registers: 12 × 2 accumulators of sixteen f32, two B vectors, one
+            // broadcast A.
+            X86Level::V4 => ("x86-64-v4", "-prefer-256-bit", GemmShape { mr: 12, nr: 32, lanes: 16 }),
+            X86Level::V4Bf16 => ("x86-64-v4", "+avx512bf16,-prefer-256-bit", GemmShape { mr: 12, nr: 32, lanes: 16 }),
+        };
+        Some(CpuMachine {
+            triple: "x86_64-unknown-linux-gnu",
+            cpu,
+            features,
+            requires: self.requires(),
+            native_bf16: false,
+            gemm,
+            fmlal: false,
+            fp16_fma: false,
+            fma_by_element: false,
+            dot_bf16: self.bf16_pairs(),
+        })
     }
 
     /// This machine's level: the highest whose features it has.
@@ -255,6 +313,28 @@ impl fmt::Display for BackendName {
 mod level_tests {
     use super::*;
 
+    /// Each x86-64 level's facts: what it requires grows level by level (code for a level runs
+    /// wherever a higher one's does), FMA from v3, AVX-512 from v4, bf16 pairs at v4+bf16 only;
+    /// the LLVM machines agree with them and v2 has none.
+    #[test]
+    fn x86_levels_grow_and_their_machines_agree() {
+        for w in X86Level::ALL.windows(2) {
+            assert!(w[0] < w[1] && w[0].requires().iter().all(|f| w[1].requires().contains(f)), "{} → {}", w[0], w[1]);
+        }
+        for level in X86Level::ALL {
+            assert_eq!(level.fma(), level.requires().contains(&"fma"), "{level}");
+            assert_eq!(level.avx512(), level.requires().contains(&"avx512f"), "{level}");
+            assert_eq!(level.bf16_pairs(), level.requires().contains(&"avx512bf16"), "{level}");
+            match level.machine() {
+                None => assert_eq!(level, X86Level::V2),
+                Some(m) => {
+                    assert_eq!((m.requires, m.dot_bf16), (level.requires(), level.bf16_pairs()), "{level}");
+                    assert_eq!(m.gemm.lanes, if level.avx512() { 16 } else { 8 }, "{level}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn cpu_spellings_round_trip_and_native_is_a_level() {
         for name in Cpu::names() {
@@ -264,5 +344,64 @@ mod level_tests {
         assert!(X86Level::ALL.contains(&Cpu::Native.level()));
         assert_eq!(BackendName::parse("llvm"), Some(BackendName::Llvm));
         assert_eq!(BackendName::parse("gcc"), None);
+    }
+}
+
+/// The register tile of a machine's contraction micro-kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmShape {
+    /// Rows of the output tile.
+    pub mr: usize,
+    /// Columns of the output tile (a multiple of `lanes`).
+    pub nr: usize,
+    /// f32 lanes of a vector register.
+    pub lanes: usize,
+}
+
+/// What the LLVM CPU backend compiles for: one row per x86-64 level ([`X86Level::machine`])
+/// and per AArch64 target ([`aarch64_machine`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CpuMachine {
+    /// The LLVM triple.
+    pub triple: &'static str,
+    /// The LLVM CPU name.
+    pub cpu: &'static str,
+    /// LLVM target features.
+    pub features: &'static str,
+    /// The features the runtime checks before loading the code (the runtime's names).
+    pub requires: &'static [&'static str],
+    /// f32 → bf16 is one instruction.
+    pub native_bf16: bool,
+    /// The contraction micro-kernel's register tile.
+    pub gemm: GemmShape,
+    /// fp16 × fp16 accumulates into f32 in one instruction (AArch64 `FMLAL`, `+fp16fml`).
+    pub fmlal: bool,
+    /// Native fp16 fused multiply-add (AArch64 `+fullfp16`): `--accumulate=f16` uses it.
+    pub fp16_fma: bool,
+    /// Multiply-adds take one operand from a lane of a vector register (AArch64 `FMLA` by
+    /// element): the micro-kernel loads a run of A values along `k` as one vector instead of
+    /// one value per step.
+    pub fma_by_element: bool,
+    /// bf16 × bf16 pairs summed into f32 in one instruction (x86 AVX512-BF16 `VDPBF16PS`):
+    /// bf16 contractions run on it.
+    pub dot_bf16: bool,
+}
+
+/// The LLVM backend's AArch64 machine: ARMv8.2-A with fp16 arithmetic, or (`bf16`) ARMv8.6-A
+/// with its bf16 conversions too. 32 NEON registers: 8 × 2 accumulators of four f32, the B
+/// row, the A values.
+pub const fn aarch64_machine(bf16: bool) -> CpuMachine {
+    let (features, requires): (&str, &[&str]) = if bf16 { ("+neon,+fullfp16,+fp16fml,+bf16", &["fp16", "fhm", "bf16"]) } else { ("+neon,+fullfp16,+fp16fml", &["fp16", "fhm"]) };
+    CpuMachine {
+        triple: "aarch64-unknown-linux-gnu",
+        cpu: "generic",
+        features,
+        requires,
+        native_bf16: bf16,
+        gemm: GemmShape { mr: 8, nr: 8, lanes: 4 },
+        fmlal: true,
+        fp16_fma: true,
+        fma_by_element: true,
+        dot_bf16: false,
     }
 }

@@ -112,13 +112,22 @@ impl Loops {
     }
 }
 
-/// What each x86-64 level (`--cpu`) lets this backend's code use, in [`X86Level::ALL`]'s order.
-pub const X86_LEVELS: [(X86Level, Options); 4] = [
-    (X86Level::V2, Options { fma: false, dot_bf16: false, loops: Loops::Generated }),
-    (X86Level::V3, Options { fma: true, dot_bf16: false, loops: Loops::Avx2 }),
-    (X86Level::V4, Options { fma: true, dot_bf16: false, loops: Loops::Avx512 }),
-    (X86Level::V4Bf16, Options { fma: true, dot_bf16: true, loops: Loops::Avx512 }),
-];
+/// What each x86-64 level (`--cpu`) lets this backend's code use, in [`X86Level::ALL`]'s order:
+/// the level's facts ([`X86Level::fma`], [`X86Level::avx512`], [`X86Level::bf16_pairs`]) in
+/// this backend's terms (the runtime's AVX-512 loops from v4, its AVX2 ones with FMA).
+pub const X86_LEVELS: [(X86Level, Options); 4] = [level_row(X86Level::V2), level_row(X86Level::V3), level_row(X86Level::V4), level_row(X86Level::V4Bf16)];
+
+/// [`X86_LEVELS`]' row for `level`.
+const fn level_row(level: X86Level) -> (X86Level, Options) {
+    let loops = if level.avx512() {
+        Loops::Avx512
+    } else if level.fma() {
+        Loops::Avx2
+    } else {
+        Loops::Generated
+    };
+    (level, Options { fma: level.fma(), dot_bf16: level.bf16_pairs(), loops })
+}
 
 impl Default for Options {
     /// What `--emit` prints without `--cpu`, on every machine: x86-64-v3 (FMA, the AVX2 loops).

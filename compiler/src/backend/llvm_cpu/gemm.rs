@@ -33,16 +33,7 @@ use inkwell::types::VectorType;
 use inkwell::values::{IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
 
-/// The register tile of a machine's micro-kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GemmShape {
-    /// Rows of the output tile.
-    pub mr: usize,
-    /// Columns of the output tile (a multiple of `lanes`).
-    pub nr: usize,
-    /// f32 lanes of a vector register.
-    pub lanes: usize,
-}
+pub use crate::target::GemmShape;
 
 /// Whether contraction `c` of `program` runs on the micro-kernel: a matmul or conv2d with
 /// float inputs, accumulated in f32, or in fp16 where `--accumulate=f16` allowed it (f32 all

@@ -45,33 +45,7 @@ use inkwell::values::{FunctionValue, IntValue, PointerValue};
 /// Prefix of every kernel symbol.
 pub const SYMBOL_PREFIX: &str = "f16c_";
 
-/// A CPU the backend compiles for, as data.
-#[derive(Debug)]
-pub struct CpuMachine {
-    /// The LLVM triple.
-    pub triple: &'static str,
-    /// The LLVM CPU name.
-    pub cpu: &'static str,
-    /// LLVM target features.
-    pub features: &'static str,
-    /// The features the runtime checks before loading the code (the runtime's names).
-    pub requires: &'static [&'static str],
-    /// f32 → bf16 is one instruction.
-    pub native_bf16: bool,
-    /// The contraction micro-kernel's register tile ([`gemm`]).
-    pub gemm: gemm::GemmShape,
-    /// fp16 × fp16 accumulates into f32 in one instruction (AArch64 `FMLAL`, `+fp16fml`).
-    pub fmlal: bool,
-    /// Native fp16 fused multiply-add (AArch64 `+fullfp16`): `--accumulate=f16` uses it.
-    pub fp16_fma: bool,
-    /// Multiply-adds take one operand from a lane of a vector register (AArch64 `FMLA` by
-    /// element): the micro-kernel loads a run of A values along `k` as one vector
-    /// ([`gemm::a_run`]) instead of one value per step.
-    pub fma_by_element: bool,
-    /// bf16 × bf16 pairs summed into f32 in one instruction (x86 AVX512-BF16 `VDPBF16PS`):
-    /// bf16 contractions run on it ([`gemm::dot`]).
-    pub dot_bf16: bool,
-}
+pub use crate::target::CpuMachine;
 
 /// The LLVM CPU backend for one target.
 #[derive(Debug)]
@@ -84,67 +58,24 @@ pub struct LlvmCpuBackend {
     pub machine: CpuMachine,
 }
 
-/// x86-64 ahead of time (`--target=x86_64 --backend=llvm`).
-pub static X86_64: LlvmCpuBackend = LlvmCpuBackend {
-    target: Target::X86_64,
-    name: "llvm-x86_64",
-    machine: CpuMachine {
-        triple: "x86_64-unknown-linux-gnu",
-        cpu: "x86-64-v3",
-        features: "",
-        requires: &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c"],
-        native_bf16: false,
-        // 16 ymm registers: 6 × 2 accumulators, two B vectors, one broadcast A.
-        gemm: gemm::GemmShape { mr: 6, nr: 16, lanes: 8 },
-        fmlal: false,
-        fp16_fma: false,
-        fma_by_element: false,
-        dot_bf16: false,
-    },
-};
+/// The machine of x86-64 level `level` (one that has one).
+const fn x86_machine(level: X86Level) -> CpuMachine {
+    match level.machine() {
+        Some(m) => m,
+        None => panic!("the LLVM backend has no machine for x86-64-v2"),
+    }
+}
 
-/// x86-64 with AVX-512 (`x86-64-v4`: AVX-512 F/BW/DQ/VL), 32 zmm registers: 12 × 2 accumulators
-/// of sixteen f32, two B vectors, one broadcast A.
-pub static X86_64_V4: LlvmCpuBackend = LlvmCpuBackend {
-    target: Target::X86_64,
-    name: "llvm-x86_64",
-    machine: CpuMachine {
-        triple: "x86_64-unknown-linux-gnu",
-        cpu: "x86-64-v4",
-        features: "-prefer-256-bit",
-        requires: &[
-            "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
-        ],
-        native_bf16: false,
-        gemm: gemm::GemmShape { mr: 12, nr: 32, lanes: 16 },
-        fmlal: false,
-        fp16_fma: false,
-        fma_by_element: false,
-        dot_bf16: false,
-    },
-};
+/// x86-64 ahead of time (`--target=x86_64 --backend=llvm`).
+pub static X86_64: LlvmCpuBackend = LlvmCpuBackend { target: Target::X86_64, name: "llvm-x86_64", machine: x86_machine(X86Level::V3) };
+
+/// x86-64 with AVX-512 (`x86-64-v4`: AVX-512 F/BW/DQ/VL).
+pub static X86_64_V4: LlvmCpuBackend = LlvmCpuBackend { target: Target::X86_64, name: "llvm-x86_64", machine: x86_machine(X86Level::V4) };
 
 /// `x86-64-v4` with AVX512-BF16 (Cooper Lake, Sapphire Rapids, Zen 4 and later): bf16
 /// contractions multiply bf16 pairs into f32 (`VDPBF16PS`, twice the f32 FMA's products per
 /// instruction).
-pub static X86_64_V4_BF16: LlvmCpuBackend = LlvmCpuBackend {
-    target: Target::X86_64,
-    name: "llvm-x86_64",
-    machine: CpuMachine {
-        triple: "x86_64-unknown-linux-gnu",
-        cpu: "x86-64-v4",
-        features: "+avx512bf16,-prefer-256-bit",
-        requires: &[
-            "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512bf16",
-        ],
-        native_bf16: false,
-        gemm: gemm::GemmShape { mr: 12, nr: 32, lanes: 16 },
-        fmlal: false,
-        fp16_fma: false,
-        fma_by_element: false,
-        dot_bf16: true,
-    },
-};
+pub static X86_64_V4_BF16: LlvmCpuBackend = LlvmCpuBackend { target: Target::X86_64, name: "llvm-x86_64", machine: x86_machine(X86Level::V4Bf16) };
 
 /// The LLVM x86-64 backend for a level (`native`: this machine's, [`X86Level::host`], at
 /// least `x86-64-v3`); `None` for `x86-64-v2`, which it has no machine for (its micro-kernel
@@ -162,24 +93,11 @@ pub fn x86_64(cpu: Cpu) -> Option<&'static LlvmCpuBackend> {
     }
 }
 
-/// 32 NEON registers: 8 × 2 accumulators of four f32, the B row, the A values.
-const NEON_TILE: gemm::GemmShape = gemm::GemmShape { mr: 8, nr: 8, lanes: 4 };
-
-/// An AArch64 CPU with `features` (the runtime checks `requires`).
-const fn neon(features: &'static str, requires: &'static [&'static str], native_bf16: bool) -> CpuMachine {
-    CpuMachine { triple: "aarch64-unknown-linux-gnu", cpu: "generic", features, requires, native_bf16, gemm: NEON_TILE, fmlal: true, fp16_fma: true, fma_by_element: true, dot_bf16: false }
-}
-
 /// AArch64 with fp16 arithmetic (ARMv8.2-A).
-pub static AARCH64: LlvmCpuBackend =
-    LlvmCpuBackend { target: Target::Aarch64 { bf16: false }, name: "llvm-aarch64", machine: neon("+neon,+fullfp16,+fp16fml", &["fp16", "fhm"], false) };
+pub static AARCH64: LlvmCpuBackend = LlvmCpuBackend { target: Target::Aarch64 { bf16: false }, name: "llvm-aarch64", machine: crate::target::aarch64_machine(false) };
 
 /// AArch64 with fp16 and bf16 (ARMv8.6-A `+bf16`).
-pub static AARCH64_BF16: LlvmCpuBackend = LlvmCpuBackend {
-    target: Target::Aarch64 { bf16: true },
-    name: "llvm-aarch64",
-    machine: neon("+neon,+fullfp16,+fp16fml,+bf16", &["fp16", "fhm", "bf16"], true),
-};
+pub static AARCH64_BF16: LlvmCpuBackend = LlvmCpuBackend { target: Target::Aarch64 { bf16: true }, name: "llvm-aarch64", machine: crate::target::aarch64_machine(true) };
 
 /// The backend for an AArch64 target.
 pub fn aarch64(bf16: bool) -> &'static LlvmCpuBackend {
