@@ -409,6 +409,23 @@ mod tests {
         }
     }
 
+    /// `rows` rows of `len` values `value(random)`: the first row all -inf, and (from three
+    /// rows) a NaN in the third and every third value of the second -inf.
+    fn softmax_rows_case(rows: usize, len: usize, seed: &mut u64, value: impl Fn(u64) -> f32) -> Vec<f32> {
+        let mut x: Vec<f32> = (0..rows * len)
+            .map(|_| {
+                *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                value(*seed >> 33)
+            })
+            .collect();
+        x[..len].fill(f32::NEG_INFINITY);
+        if rows > 2 {
+            x[2 * len + len / 2] = f32::NAN;
+            x[len..2 * len].iter_mut().step_by(3).for_each(|v| *v = f32::NEG_INFINITY);
+        }
+        x
+    }
+
     /// The table's softmax loop (the widest vectors this CPU has) gives, for rows of every
     /// length around its sixteen-value blocks and groups of every size, the bits of the
     /// stages computed one by one as the reference does: the maximum folded from -inf in index
@@ -422,17 +439,7 @@ mod tests {
         let mut seed = 7u64;
         for len in [1usize, 5, 15, 16, 17, 33, 64, 197] {
             for rows in [1usize, 3, 4, 8, 9, 13] {
-                let mut x: Vec<f32> = (0..rows * len)
-                    .map(|_| {
-                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        ((seed >> 33) % 2000) as f32 / 97.0 - 10.0
-                    })
-                    .collect();
-                x[..len].fill(f32::NEG_INFINITY);
-                if rows > 2 {
-                    x[2 * len + len / 2] = f32::NAN;
-                    x[len..2 * len].iter_mut().step_by(3).for_each(|v| *v = f32::NEG_INFINITY);
-                }
+                let x = softmax_rows_case(rows, len, &mut seed, |s| (s % 2000) as f32 / 97.0 - 10.0);
                 for masked in [None, Some((f32::NEG_INFINITY, 0.0f32))] {
                     let mut want = vec![0f32; x.len()];
                     for (xr, wr) in x.chunks(len).zip(want.chunks_mut(len)) {
@@ -473,17 +480,7 @@ mod tests {
         let mut seed = 11u64;
         for len in [1usize, 5, 15, 16, 17, 33, 64, 197] {
             for rows in [1usize, 3, 4, 8, 9, 13] {
-                let mut x: Vec<bf16> = (0..rows * len)
-                    .map(|_| {
-                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        round(((seed >> 33) % 4000) as f32 / 37.0 - 50.0)
-                    })
-                    .collect();
-                x[..len].fill(bf16::NEG_INFINITY);
-                if rows > 2 {
-                    x[2 * len + len / 2] = bf16::NAN;
-                    x[len..2 * len].iter_mut().step_by(3).for_each(|v| *v = bf16::NEG_INFINITY);
-                }
+                let x: Vec<bf16> = softmax_rows_case(rows, len, &mut seed, |s| (s % 4000) as f32 / 37.0 - 50.0).into_iter().map(round).collect();
                 // The same values as f32 too (the f32 softmax rounded to bf16).
                 let x32: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
                 for (masked, f32_input) in [(None, false), (Some((bf16::NEG_INFINITY, 0.0f32)), false), (None, true), (Some((bf16::NEG_INFINITY, 0.0f32)), true)] {
@@ -792,16 +789,7 @@ fn softmax_bf16_loop<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_di
                 }
             }
         }
-        let sums = match rows {
-            8 => row_sums::<8>(es, len),
-            7 => row_sums::<7>(es, len),
-            6 => row_sums::<6>(es, len),
-            5 => row_sums::<5>(es, len),
-            4 => row_sums::<4>(es, len),
-            3 => row_sums::<3>(es, len),
-            2 => row_sums::<2>(es, len),
-            _ => row_sums::<1>(es, len),
-        };
+        let sums = group_sums(es, len, rows);
         for (((yr, er), &m), &s) in ys.chunks_exact_mut(len).zip(es.chunks_exact(len)).zip(&maxima).zip(&sums) {
             match masked {
                 Some((mask, fill)) if m == mask => yr.fill(bf16_bits(fill)),
@@ -842,16 +830,7 @@ fn softmax_loop(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>
                 *e = f16c_core::math::exp_f32(v - *m);
             }
         }
-        let sums = match rows {
-            8 => row_sums::<8>(ys, len),
-            7 => row_sums::<7>(ys, len),
-            6 => row_sums::<6>(ys, len),
-            5 => row_sums::<5>(ys, len),
-            4 => row_sums::<4>(ys, len),
-            3 => row_sums::<3>(ys, len),
-            2 => row_sums::<2>(ys, len),
-            _ => row_sums::<1>(ys, len),
-        };
+        let sums = group_sums(ys, len, rows);
         for ((yr, &m), &s) in ys.chunks_exact_mut(len).zip(&maxima).zip(&sums) {
             match masked {
                 Some((mask, fill)) if m == mask => yr.fill(fill),
@@ -863,6 +842,21 @@ fn softmax_loop(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>
                 }
             }
         }
+    }
+}
+
+/// [`row_sums`] of the group's `rows` rows (at most [`SOFTMAX_GROUP`]).
+#[inline(always)]
+fn group_sums(ys: &[f32], len: usize, rows: usize) -> [f32; SOFTMAX_GROUP] {
+    match rows {
+        8 => row_sums::<8>(ys, len),
+        7 => row_sums::<7>(ys, len),
+        6 => row_sums::<6>(ys, len),
+        5 => row_sums::<5>(ys, len),
+        4 => row_sums::<4>(ys, len),
+        3 => row_sums::<3>(ys, len),
+        2 => row_sums::<2>(ys, len),
+        _ => row_sums::<1>(ys, len),
     }
 }
 
