@@ -78,7 +78,9 @@ fn index_sum_reader(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand],
     let KernelKind::Elementwise(ew) = &kernels[e].kind else { return None };
     let d = ew.expr.result_dtype();
     let adds = ew.expr.ops.iter().all(|op| matches!(op.kind, EwKind::Binary(BinaryOp::Add)) && op.dtype == d);
-    if !matches!(d, DType::I32 | DType::I64) || !adds || ew.inputs.iter().any(|i| i.dtype != d) {
+    // (The gathers' code walks the sum's rows: `collapse` leaves every elementwise kernel at
+    // least one dimension, which this holds to.)
+    if !matches!(d, DType::I32 | DType::I64) || !adds || ew.shape.is_empty() || ew.inputs.iter().any(|i| i.dtype != d) {
         return None;
     }
     // Every value but the result is an argument exactly once: the sum of the inputs.
