@@ -210,11 +210,22 @@ func.func @layernorm(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
 // it; a smaller one is one work item.
 // RUN: %f16c compile %s --function=heads --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=HEADS
 // RUN: %f16c compile %s --function=small_heads --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SMALL-HEADS
-// HEADS: strategy: a slice of 256 per work item: contiguous runs, 64 bytes at a time{{$}}
+// HEADS: strategy: one of 256 slices of the outermost loop per work item: contiguous runs, 64 bytes at a time{{$}}
 // SMALL-HEADS: strategy: one work item: contiguous runs, 64 bytes at a time{{$}}
 func.func @heads(%x: tensor<6x256x64xf32>) -> tensor<256x6x64xf32> {
   %y = tosa.transpose %x {perms = array<i32: 1, 0, 2>} : (tensor<6x256x64xf32>) -> tensor<256x6x64xf32>
   return %y : tensor<256x6x64xf32>
+}
+
+// A large transpose that converts as it moves (a bf16 model's NCHW input to NHWC: the cast
+// folds into the copy) is shared the same way.
+// RUN: %f16c compile %s --function=to_nhwc_bf16 --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CONVERT-SLICE
+// CONVERT-SLICE: copy 1 moves from f32
+// CONVERT-SLICE: strategy: one of 16384 slices of the outermost loop per work item: element by element, the shortest non-contiguous dimension unrolled{{$}}
+func.func @to_nhwc_bf16(%x: tensor<1x3x128x128xf32>) -> tensor<1x128x128x3xbf16> {
+  %t = tosa.transpose %x {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x3x128x128xf32>) -> tensor<1x128x128x3xf32>
+  %y = tosa.cast %t : (tensor<1x128x128x3xf32>) -> tensor<1x128x128x3xbf16>
+  return %y : tensor<1x128x128x3xbf16>
 }
 
 func.func @small_heads(%x: tensor<6x16x64xf32>) -> tensor<16x6x64xf32> {
@@ -228,7 +239,7 @@ func.func @small_heads(%x: tensor<6x16x64xf32>) -> tensor<16x6x64xf32> {
 // are not cut (above).
 // RUN: %f16c compile %s --function=contiguous_slice --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=RUN-SLICE
 // RUN-SLICE: move b0+0 strides=[1] -> +0 strides=[1] shape=[65536]
-// RUN-SLICE: strategy: a slice of 16 per work item: contiguous runs, 64 bytes at a time{{$}}
+// RUN-SLICE: strategy: one of 16 slices of the outermost loop per work item: contiguous runs, 64 bytes at a time{{$}}
 func.func @contiguous_slice(%x: tensor<1x65x64x16xf32>) -> tensor<1x64x64x16xf32> {
   %start = tosa.const_shape {values = dense<0> : tensor<4xindex>} : () -> !tosa.shape<4>
   %size = tosa.const_shape {values = dense<[1, 64, 64, 16]> : tensor<4xindex>} : () -> !tosa.shape<4>

@@ -1112,12 +1112,18 @@ fn a_gemms_silu_epilogue_computed_a_block_at_a_time_gives_the_unfused_bits() {
 #[test]
 fn large_transposes_split_into_work_items_copy_bits() {
     let mut rng = Rng(77);
-    for d in [DType::F32, DType::F16, DType::I8] {
+    // (A type, and the type a cast after the transpose makes of it: the cast folds into the
+    // copy, which converts as it moves.)
+    for (d, to) in [(DType::F32, None), (DType::F16, None), (DType::I8, None), (DType::F32, Some(DType::BF16))] {
         for (shape, perms) in [([6usize, 300, 64], [1usize, 0, 2]), ([3, 130, 70], [2, 0, 1]), ([2, 5, 4000], [1, 0, 2])] {
             let out: Vec<usize> = perms.iter().map(|&p| shape[p]).collect();
             let mut g = Graph::new("transpose");
             let x = g.add_input(TensorType::new(d, shape), loc());
             let o = g.add_node(Op::Transpose { perms: perms.to_vec() }, tensor_ty(d, &out), &[x], loc());
+            let o = match to {
+                Some(t) => g.add_node(Op::Cast, tensor_ty(t, &out), &[o], loc()),
+                None => o,
+            };
             g.add_output(o);
             let input = random(&TensorType::new(d, shape), &mut rng, -100.0, 100.0);
             let want = reference::run(&g, std::slice::from_ref(&input)).unwrap();

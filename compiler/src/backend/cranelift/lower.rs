@@ -497,23 +497,24 @@ impl<'p> Context<'p> {
                 });
             }
         }
-        // One move of bits, large enough to share: a slice of its outermost loop per work item
-        // (the transposes around every attention moved 2 MB on one thread).
+        // One move, large enough to share: a slice of its outermost loop per work item (the
+        // transposes around every attention moved 2 MB on one thread; a bf16 model's input,
+        // converted as it is transposed to NHWC, ran on one too).
         if let ([m], [None], None) = (c.moves.as_slice(), bulk.as_slice(), c.fill) {
             let order = in_slices(loop_order(m), c.output.ty.dtype.byte_size());
-            if order.shape.len() >= 2 && order.shape[0] >= 2 && bytes >= SPLIT_COPY_MIN_BYTES && !c.converts() {
-                self.plan(format!("a slice of {} per work item: {}", order.shape[0], how_moved(&order, false)));
+            if order.shape.len() >= 2 && order.shape[0] >= 2 && bytes >= SPLIT_COPY_MIN_BYTES {
+                self.plan(format!("one of {} slices of the outermost loop per work item: {}", order.shape[0], how_moved(&order, c.converts())));
                 let (items, src_stride, dst_stride) = (order.shape[0], order.src_strides[0], order.dst_strides[0]);
                 return self.add("", items, bytes as f64, move |fx| {
                     let (src, dst) = (fx.buffer(order.src.0), fx.buffer(c.output.buffer.0));
                     let elem = c.output.ty.dtype.byte_size();
-                    let ety = bits_type(elem);
+                    let how = if c.converts() { Element::Convert(c.source, c.output.ty.dtype) } else { Element::Bits(elem, bits_type(elem)) };
                     fx.for_items(|fx, item| {
                         let s = fx.b.ins().imul_imm_s(item, src_stride as i64);
                         let s = fx.b.ins().iadd_imm_s(s, order.src_offset as i64);
                         let t = fx.b.ins().imul_imm_s(item, dst_stride as i64);
                         let t = fx.b.ins().iadd_imm_s(t, order.dst_offset as i64);
-                        copy_dims(fx, &order, 1, s, t, src, dst, Element::Bits(elem, ety));
+                        copy_dims(fx, &order, 1, s, t, src, dst, how);
                         vec![]
                     });
                     Ok(())
