@@ -162,17 +162,20 @@ impl X86Level {
     /// The CPU features (the runtime's names, as in an artifact's `requires`) that code
     /// compiled for this level may use, and so requires.
     pub const fn requires(self) -> &'static [&'static str] {
-        const V3: &[&str] = &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c"];
-        const V4: &[&str] = &["sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl"];
-        const V4_BF16: &[&str] = &[
-            "sse3", "ssse3", "sse41", "sse42", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512bf16",
+        // Each level's features follow the lower level's: a level requires a prefix.
+        const FEATURES: [&str; 17] = [
+            "sse3", "ssse3", "sse41", "sse42", "popcnt", // v2
+            "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", // v3
+            "avx512f", "avx512bw", "avx512dq", "avx512vl", // v4
+            "avx512bf16",
         ];
-        match self {
-            X86Level::V2 => &["sse3", "ssse3", "sse41", "sse42", "popcnt"],
-            X86Level::V3 => V3,
-            X86Level::V4 => V4,
-            X86Level::V4Bf16 => V4_BF16,
-        }
+        let n = match self {
+            X86Level::V2 => 5,
+            X86Level::V3 => 12,
+            X86Level::V4 => 16,
+            X86Level::V4Bf16 => 17,
+        };
+        FEATURES.split_at(n).0
     }
 
     /// Fused multiply-add (from v3).

@@ -485,9 +485,9 @@ impl<'p> Context<'p> {
         // different dimensions of multiples of four: 4 x 4 tiles transposed in registers.
         if let ([m], [None], None, false, 4) = (c.moves.as_slice(), bulk.as_slice(), c.fill, c.converts(), c.output.ty.dtype.byte_size()) {
             if let Some(t) = TileTranspose::of(m) {
-                self.plan(format!("a band of 4 x {} per work item ({} bands), 4 x 4 tiles transposed in registers", m.shape[t.a], t.bands()));
+                self.plan(format!("a band of 4 x {} per work item ({} bands), 4 x 4 tiles transposed in registers", m.shape[t.a], t.bands));
                 let m = m.clone();
-                return self.add("", t.bands(), bytes as f64, move |fx| {
+                return self.add("", t.bands, bytes as f64, move |fx| {
                     let (src, dst) = (fx.buffer(m.src.0), fx.buffer(c.output.buffer.0));
                     fx.for_items(|fx, item| {
                         t.band(fx, &m, (src, dst), item);
@@ -855,13 +855,13 @@ fn split_long_row(e: &Elementwise) -> Option<Elementwise> {
 }
 
 /// `Σ coord_d · strides_d` for the row-major coordinates of `row` over `dims`.
-pub fn row_offset(fx: &mut Fx, row: Value, dims: &[usize], strides: &[usize]) -> Value {
+pub fn row_offset<S: crate::lower::Stride>(fx: &mut Fx, row: Value, dims: &[usize], strides: &[S]) -> Value {
     let mut off = fx.i(0);
     let mut rest = row;
     for d in (0..dims.len()).rev() {
-        if strides[d] != 0 {
+        if strides[d] != S::zero() {
             let c = if d == 0 { rest } else { fx.b.ins().urem_imm_s(rest, dims[d] as i64) };
-            let t = fx.b.ins().imul_imm_s(c, strides[d] as i64);
+            let t = fx.b.ins().imul_imm_s(c, strides[d].get());
             off = fx.b.ins().iadd(off, t);
         }
         if d > 0 {
@@ -1166,31 +1166,25 @@ impl TileTranspose {
         (m.shape[a] % 4 == 0 && m.shape[b] % 4 == 0 && m.shape[a] >= 8 && offsets_fit).then_some(TileTranspose { a, b, bands: outer * m.shape[b] / 4 })
     }
 
-    fn bands(&self) -> usize {
-        self.bands
-    }
-
     /// Band `item` of `m`: four indices of `b`, every index of `a`, in tiles.
     fn band(&self, fx: &mut Fx, m: &crate::lower::Move, (src, dst): (Value, Value), item: Value) {
         let (a, b) = (self.a, self.b);
         let bands_b = m.shape[b] / 4;
         // The band's start: its index of `b` (four at a time), then the other dimensions,
         // innermost last, from the item number.
-        let mut rest = fx.b.ins().udiv_imm_s(item, bands_b as i64);
+        let rest = fx.b.ins().udiv_imm_s(item, bands_b as i64);
         let bb = fx.b.ins().urem_imm_s(item, bands_b as i64);
         let b0 = fx.b.ins().imul_imm_s(bb, 4);
-        let mut s = fx.b.ins().imul_imm_s(b0, m.src_strides[b] as i64);
-        let mut t = fx.b.ins().imul_imm_s(b0, m.dst_strides[b] as i64);
-        for d in (0..m.shape.len()).rev().filter(|&d| d != a && d != b) {
-            let i = fx.b.ins().urem_imm_s(rest, m.shape[d] as i64);
-            rest = fx.b.ins().udiv_imm_s(rest, m.shape[d] as i64);
-            let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
-            let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
-            s = fx.b.ins().iadd(s, si);
-            t = fx.b.ins().iadd(t, ti);
-        }
-        let s = fx.b.ins().iadd_imm_s(s, m.src_offset as i64);
-        let t = fx.b.ins().iadd_imm_s(t, m.dst_offset as i64);
+        let others: Vec<usize> = (0..m.shape.len()).filter(|&d| d != a && d != b).collect();
+        let dims: Vec<usize> = others.iter().map(|&d| m.shape[d]).collect();
+        let at = |fx: &mut Fx, strides: &[isize], offset: usize| {
+            let picked: Vec<isize> = others.iter().map(|&d| strides[d]).collect();
+            let o = row_offset(fx, rest, &dims, &picked);
+            let along_b = fx.b.ins().imul_imm_s(b0, strides[b] as i64);
+            let o = fx.b.ins().iadd(o, along_b);
+            fx.b.ins().iadd_imm_s(o, offset as i64)
+        };
+        let (s, t) = (at(fx, &m.src_strides, m.src_offset), at(fx, &m.dst_strides, m.dst_offset));
         let (from, to) = (fx.addr(src, s, 4), fx.addr(dst, t, 4));
         let mem = super::emit::mem();
         fx.for_n(0, m.shape[a] as i64, 4, &[], |fx, a0, _| {
