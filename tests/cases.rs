@@ -1101,7 +1101,28 @@ pub fn math_function_cases() -> Vec<Case> {
             same_bits_and_nans(&want[0], &direct).unwrap_or_else(|e| panic!("{op:?}: the reference against the definition: {e}"));
             Case { name: format!("math_{op:?}").to_lowercase(), graph, inputs: vec![x.clone()], tolerance: Tolerance::Exact }
         })
+        .chain(std::iter::once(erf_of_bf16_case()))
         .collect()
+}
+
+/// `erf(cast(x))` of every bf16 value `x` (all 65,536 patterns, NaNs, infinities and subnormals
+/// included) widened to f32, as a bf16 GELU computes it: the LLVM CPU backends look it up in
+/// a table ([`f16c_compiler::lower::Expr::holds_bf16`]); rows of 32,771 so that the last few
+/// of each row take the one-value path and the rest the vector one.
+fn erf_of_bf16_case() -> Case {
+    let n = 32_771;
+    let mut values: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+    values.extend((0..2 * n - values.len()).map(|i| bf16::from_bits(0x4080 - 3 + i as u16)));
+    // The vector path's values where the scalar one takes the tail, and the other way round.
+    values.swap(n - 1, 0x4080);
+    values.swap(2 * n - 1, 0xff80);
+    let x = Tensor::new(vec![2, n], Data::BF16(values)).unwrap();
+    let mut g = Graph::new("erf_of_bf16");
+    let a = g.add_input(TensorType::new(DType::BF16, [2, n]), loc());
+    let wide = g.add_node(Op::Cast, tensor_ty(DType::F32, &[2, n]), &[a], loc());
+    let y = g.add_node(Op::Unary(UnaryOp::Erf), tensor_ty(DType::F32, &[2, n]), &[wide], loc());
+    g.add_output(y);
+    Case { name: "math_erf_of_bf16".into(), graph: g, inputs: vec![x], tolerance: Tolerance::Exact }
 }
 
 /// PyTorch's safe softmax (`tests/data/safe_softmax.mlir`, canonicalized: one row kernel with a

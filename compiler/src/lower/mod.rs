@@ -183,6 +183,22 @@ impl Expr {
         }
     }
 
+    /// Whether every value `v` takes is a bf16 value: `v` is of type bf16, or an f32 that is an
+    /// exact copy of one (a cast from bf16, its negation or absolute value). A function of such
+    /// a value has at most 65,536 arguments (a bf16 GELU's `erf(cast(x · 1/√2))`), which a
+    /// backend may look up rather than compute.
+    pub fn holds_bf16(&self, v: usize) -> bool {
+        let n = self.inputs.len();
+        match self.dtype(v) {
+            DType::BF16 => true,
+            DType::F32 if v >= n => {
+                let op = &self.ops[v - n];
+                matches!(op.kind, EwKind::Cast | EwKind::Unary(UnaryOp::Negate | UnaryOp::Abs)) && self.holds_bf16(op.args[0])
+            }
+            _ => false,
+        }
+    }
+
     /// The element type of the result.
     pub fn result_dtype(&self) -> DType {
         self.ops.last().map_or(self.inputs[0], |o| o.dtype)

@@ -84,7 +84,13 @@ impl<'ctx> Ir<'ctx> {
         let mut values = inputs;
         for op in &expr.ops {
             let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| values[a]).collect();
-            let v = self.ew(op, &args, &expr.arg_types(op))?;
+            let types = expr.arg_types(op);
+            let v = if self.erf_looks_up(op, &types) && expr.holds_bf16(op.args[0]) {
+                let r = self.erf_of_bf16(args[0]);
+                self.round_to(op.dtype, r)
+            } else {
+                self.ew(op, &args, &types)?
+            };
             values.push(v);
         }
         Ok(*values.last().expect("an expression has at least one value"))
@@ -107,6 +113,12 @@ impl<'ctx> Ir<'ctx> {
             EwKind::Rescale(r) => self.rescale(&r, d, op.dtype, args, op.zp).into(),
         };
         Ok(self.round_to(op.dtype, r))
+    }
+
+    /// Whether `op` is an f32 `erf` that [`Ir::erf_of_bf16`] computes where its argument holds
+    /// bf16 values ([`Expr::holds_bf16`]): on a CPU, whose math is the contract's.
+    fn erf_looks_up(&self, op: &EwOp, arg_types: &[DType]) -> bool {
+        self.math == MathImpl::RuntimeTable && matches!(op.kind, EwKind::Unary(UnaryOp::Erf)) && arg_types == [DType::F32]
     }
 
     /// Which ops [`Ir::ew`] computes on f32 lanes ([`LaneRules::op`]).

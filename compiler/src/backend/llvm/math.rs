@@ -9,9 +9,20 @@
 
 use super::{Built, Ir};
 use f16c_core::math::{self as m};
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::module::Linkage;
 use inkwell::types::{BasicTypeEnum, VectorType};
-use inkwell::values::{BasicValueEnum, FloatValue};
-use inkwell::FloatPredicate;
+use inkwell::values::{BasicValueEnum, FloatValue, PointerValue};
+use inkwell::{FloatPredicate, IntPredicate};
+
+/// The name of each CPU module's table of [`m::erf_f32`] at bf16 values ([`Ir::erf_of_bf16`]).
+const ERF_BF16_TABLE: &str = "f16c.erf.bf16";
+
+/// The table's last index: the top half of [`m::ERF_ONE`]'s bits (4.0, a bf16 value), whose
+/// erf, and every larger value's, is 1.
+const ERF_BF16_LAST: u32 = m::ERF_ONE.to_bits() >> 16;
+
+const _: () = assert!(m::ERF_ONE.to_bits() & 0xffff == 0, "ERF_ONE is a bf16 value");
 
 /// One f32 or a vector of f32 lanes.
 type F<'ctx> = BasicValueEnum<'ctx>;
@@ -231,6 +242,73 @@ impl<'ctx> Ir<'ctx> {
         let v = self.fsel(below_one, small, far);
         let v = self.lane_intr("copysign", &[v, x]);
         self.nan_passes(x, v)
+    }
+
+    /// [`m::erf_f32`] of f32 values (one, or lanes) that are bf16 values ([`Expr::holds_bf16`]),
+    /// looked up: erf is odd and the contract computes it on `|x|` and then copies the sign, so
+    /// a table of its values at the non-negative bf16 values below [`m::ERF_ONE`] (16,513 f32,
+    /// 66 KB, made once per module by the same Rust function the reference calls) indexed by
+    /// the top half of `|x|`'s bits gives the same bits; from `ERF_ONE` up (∞ included) the
+    /// last entry, 1; a NaN passes as the contract passes it. One gather (`vgatherdps`) for
+    /// sixteen lanes in place of two divisions, an `exp` and two polynomials: a bf16 GELU's
+    /// erf is most of its cost in a matmul's epilogue.
+    ///
+    /// [`Expr::holds_bf16`]: crate::lower::Expr::holds_bf16
+    pub fn erf_of_bf16(&self, x: F<'ctx>) -> F<'ctx> {
+        let table = self.erf_bf16_table();
+        let bits: F = self.b.build_bit_cast(x, self.int_like(x), "").built();
+        let top: F = ints!(self, build_right_shift, bits, self.ki(x, 16), false);
+        let index: F = ints!(self, build_and, top, self.ki(x, 0x7fff));
+        let last = self.ki(x, ERF_BF16_LAST as i32);
+        let inside: F = match (index, last) {
+            (BasicValueEnum::IntValue(i), BasicValueEnum::IntValue(l)) => self.b.build_int_compare(IntPredicate::ULT, i, l, "").built().into(),
+            (BasicValueEnum::VectorValue(i), BasicValueEnum::VectorValue(l)) => self.b.build_int_compare(IntPredicate::ULT, i, l, "").built().into(),
+            (i, l) => unreachable!("compare of {i:?} and {l:?}"),
+        };
+        let index = self.fsel(inside, index, last);
+        let f32t = self.cx.f32_type();
+        let magnitude: F = match index {
+            BasicValueEnum::IntValue(i) => {
+                // SAFETY: `i` is at most ERF_BF16_LAST, the table's last index.
+                let at = unsafe { self.b.build_in_bounds_gep(f32t, table, &[i], "") }.built();
+                self.b.build_load(f32t, at, "").built()
+            }
+            BasicValueEnum::VectorValue(i) => {
+                let n = i.get_type().get_size();
+                let i64v = self.cx.i64_type().vec_type(n);
+                let base = self.b.build_ptr_to_int(table, self.cx.i64_type(), "").built();
+                let one = self.b.build_insert_element(i64v.get_poison(), base, self.i64(0), "").built();
+                let base = self.b.build_shuffle_vector(one, i64v.get_poison(), self.cx.i32_type().vec_type(n).const_zero(), "").built();
+                let offset = self.b.build_int_mul(self.b.build_int_z_extend(i, i64v, "").built(), VectorType::const_vector(&vec![self.cx.i64_type().const_int(4, false); n as usize]), "").built();
+                let ptrs = self.b.build_int_to_ptr(self.b.build_int_add(base, offset, "").built(), self.ptr_ty().vec_type(n), "").built();
+                let all = VectorType::const_vector(&vec![self.cx.bool_type().const_all_ones(); n as usize]);
+                let ty = f32t.vec_type(n);
+                // LLVM 22's form: the alignment an attribute of the addresses, not an argument.
+                let args: [BasicValueEnum; 3] = [ptrs.into(), all.into(), ty.get_poison().into()];
+                let f = self.declare(&format!("llvm.masked.gather.v{n}f32.v{n}p0"), Some(ty.into()), &args.map(|a| a.get_type()));
+                let call = self.b.build_call(f, &args.map(|a| a.into()), "").built();
+                call.add_attribute(AttributeLoc::Param(0), self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id("align"), 4));
+                call.try_as_basic_value().basic().expect("a gather returns its values")
+            }
+            v => unreachable!("erf of {v:?}"),
+        };
+        let v = self.lane_intr("copysign", &[magnitude, x]);
+        self.nan_passes(x, v)
+    }
+
+    /// The module's table of [`Ir::erf_of_bf16`], made on first use.
+    fn erf_bf16_table(&self) -> PointerValue<'ctx> {
+        if let Some(g) = self.module.get_global(ERF_BF16_TABLE) {
+            return g.as_pointer_value();
+        }
+        let f32t = self.cx.f32_type();
+        let values: Vec<FloatValue> = (0..=ERF_BF16_LAST).map(|i| f32t.const_float(f64::from(m::erf_f32(f32::from_bits(i << 16))))).collect();
+        let table = f32t.const_array(&values);
+        let g = self.module.add_global(table.get_type(), None, ERF_BF16_TABLE);
+        g.set_initializer(&table);
+        g.set_constant(true);
+        g.set_linkage(Linkage::Private);
+        g.as_pointer_value()
     }
 
     /// The contract's sigmoid, `1 / (1 + exp(-x))` (the scalar path's operations).
