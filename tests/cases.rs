@@ -408,6 +408,24 @@ fn inputs_for(g: &Graph, rng: &mut Rng, lo: f32, hi: f32) -> Vec<Tensor> {
     g.inputs().iter().map(|&i| random(g.tensor_ty(i).unwrap(), rng, lo, hi)).collect()
 }
 
+/// Matmuls whose B is an input (computed at run time, as attention's keys and values are):
+/// the CPU backends pack B per run, the LLVM one whole panels of a row-major B a row per vector
+/// (two rows interleaved in bf16 pairs), and the last panel of a B whose columns do not fill
+/// it (197 = 6 · 32 + 5 on AVX-512, 40, 31) element by element, with zeros past the end; the
+/// tiles' columns past `n` are masked off. f32, fp16 and bf16; `k` even and odd.
+pub fn run_time_b_cases() -> Vec<Case> {
+    let mut rng = Rng(0x5eed_b);
+    let mut cases = Vec::new();
+    for d in [DType::F32, DType::F16, DType::BF16] {
+        for (m, k, n) in [(13, 64, 197), (5, 6, 40), (3, 64, 64), (14, 9, 31), (12, 33, 48)] {
+            let graph = matmul_graph(2, m, k, n, d);
+            let inputs = inputs_for(&graph, &mut rng, -1.0, 1.0);
+            cases.push(Case { name: format!("run_time_b_{d}_{m}x{k}x{n}"), graph, inputs, tolerance: Tolerance::Contraction(k) });
+        }
+    }
+    cases
+}
+
 fn dname(d: DType) -> String {
     d.to_string()
 }
@@ -1101,28 +1119,30 @@ pub fn math_function_cases() -> Vec<Case> {
             same_bits_and_nans(&want[0], &direct).unwrap_or_else(|e| panic!("{op:?}: the reference against the definition: {e}"));
             Case { name: format!("math_{op:?}").to_lowercase(), graph, inputs: vec![x.clone()], tolerance: Tolerance::Exact }
         })
-        .chain(std::iter::once(erf_of_bf16_case()))
+        .chain([UnaryOp::Erf, UnaryOp::Exp].map(of_bf16_case))
         .collect()
 }
 
-/// `erf(cast(x))` of every bf16 value `x` (all 65,536 patterns, NaNs, infinities and subnormals
-/// included) widened to f32, as a bf16 GELU computes it: the LLVM CPU backends look it up in
-/// a table ([`f16c_compiler::lower::Expr::holds_bf16`]); rows of 32,771 so that the last few
-/// of each row take the one-value path and the rest the vector one.
-fn erf_of_bf16_case() -> Case {
+/// `op(cast(x))` of every bf16 value `x` (all 65,536 patterns, NaNs, infinities and subnormals
+/// included) widened to f32, as a bf16 GELU computes its erf and a bf16 softmax its exp: the
+/// LLVM CPU backends look these up in a table ([`f16c_compiler::lower::Expr::holds_bf16`]);
+/// rows of 32,771 so that the last few of each row take the one-value path and the rest the
+/// vector one (the tables' ends and the infinities among both).
+fn of_bf16_case(op: UnaryOp) -> Case {
     let n = 32_771;
     let mut values: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
     values.extend((0..2 * n - values.len()).map(|i| bf16::from_bits(0x4080 - 3 + i as u16)));
     // The vector path's values where the scalar one takes the tail, and the other way round.
-    values.swap(n - 1, 0x4080);
-    values.swap(2 * n - 1, 0xff80);
+    for (tail, special) in [(n - 1, 0x4080), (n - 2, 0x42b2), (n - 3, 0xc2d0), (2 * n - 1, 0xff80), (2 * n - 2, 0x7f80), (2 * n - 3, 0x8000)] {
+        values.swap(tail, special);
+    }
     let x = Tensor::new(vec![2, n], Data::BF16(values)).unwrap();
-    let mut g = Graph::new("erf_of_bf16");
+    let mut g = Graph::new("of_bf16");
     let a = g.add_input(TensorType::new(DType::BF16, [2, n]), loc());
     let wide = g.add_node(Op::Cast, tensor_ty(DType::F32, &[2, n]), &[a], loc());
-    let y = g.add_node(Op::Unary(UnaryOp::Erf), tensor_ty(DType::F32, &[2, n]), &[wide], loc());
+    let y = g.add_node(Op::Unary(op), tensor_ty(DType::F32, &[2, n]), &[wide], loc());
     g.add_output(y);
-    Case { name: "math_erf_of_bf16".into(), graph: g, inputs: vec![x], tolerance: Tolerance::Exact }
+    Case { name: format!("math_{op:?}_of_bf16").to_lowercase(), graph: g, inputs: vec![x], tolerance: Tolerance::Exact }
 }
 
 /// PyTorch's safe softmax (`tests/data/safe_softmax.mlir`, canonicalized: one row kernel with a

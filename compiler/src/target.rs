@@ -390,6 +390,15 @@ pub struct CpuMachine {
     pub dot_bf16: bool,
 }
 
+impl CpuMachine {
+    /// Loads and stores of some lanes of a vector under a mask are native (AVX-512's mask
+    /// registers, for every element size): a tile's columns past a matrix's last one are
+    /// masked off rather than the ones inside finished one at a time.
+    pub fn masked_lanes(&self) -> bool {
+        self.requires.contains(&"avx512bw")
+    }
+}
+
 /// The LLVM backend's AArch64 machine: ARMv8.2-A with fp16 arithmetic, or (`bf16`) ARMv8.6-A
 /// with its bf16 conversions too. 32 NEON registers: 8 × 2 accumulators of four f32, the B
 /// row, the A values.

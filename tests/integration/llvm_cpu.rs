@@ -67,6 +67,27 @@ fn every_parity_case_matches_the_reference() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Matmuls whose B is computed at run time ([`f16c_tests::cases::run_time_b_cases`]): packed
+/// per run a row per vector where a panel lies inside B, element by element where it does not,
+/// at every x86-64 level this machine runs (x86-64-v4: sixteen lanes, the columns past `n`
+/// masked off; x86-64-v4+bf16: the bf16 cases in pairs).
+#[test]
+fn run_time_b_panels_give_the_reference_results() {
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    use f16c_compiler::target::{Cpu, X86Level};
+    let mut failures = Vec::new();
+    let levels = [X86Level::V3, X86Level::V4, X86Level::V4Bf16].into_iter().filter(|&l| l <= X86Level::host());
+    let cases = f16c_tests::cases::run_time_b_cases();
+    for level in levels {
+        let backend = x86_64(Cpu::Level(level)).expect("a level");
+        for case in &cases {
+            let want = reference::run(&case.graph, &case.inputs).unwrap();
+            failures.extend(case.failures(run_on(backend, &case.graph, &case.inputs), &want, 0).into_iter().map(|f| format!("{level}: {f}")));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 #[test]
 fn every_model_matches_the_reference() {
     for name in MODELS {

@@ -150,6 +150,20 @@ pub struct EwOp {
     pub zp: (i64, i64),
 }
 
+/// Whether every value `v` of an expression or a rows kernel takes is a bf16 value: `v` is of
+/// type bf16, or an f32 that is an exact copy of one (a cast from bf16, its negation or absolute
+/// value); `dtype` gives a value's type, `op` the elementwise op computing it (none for an input
+/// or a reduction). A function of such a value has at most 65,536 arguments (a bf16 GELU's
+/// `erf(cast(x · 1/√2))`, a bf16 softmax's `exp(cast(x − max))`), which a backend may look up
+/// rather than compute.
+pub fn holds_bf16<'a>(v: usize, dtype: &dyn Fn(usize) -> DType, op: &dyn Fn(usize) -> Option<&'a EwOp>) -> bool {
+    match (dtype(v), op(v)) {
+        (DType::BF16, _) => true,
+        (DType::F32, Some(computed)) => matches!(computed.kind, EwKind::Cast | EwKind::Unary(UnaryOp::Negate | UnaryOp::Abs)) && holds_bf16(computed.args[0], dtype, op),
+        _ => false,
+    }
+}
+
 /// A fused elementwise expression over an iteration space.
 ///
 /// Values `0..inputs.len()` are the inputs, value `inputs.len() + i` is `ops[i]`'s result;
@@ -183,20 +197,10 @@ impl Expr {
         }
     }
 
-    /// Whether every value `v` takes is a bf16 value: `v` is of type bf16, or an f32 that is an
-    /// exact copy of one (a cast from bf16, its negation or absolute value). A function of such
-    /// a value has at most 65,536 arguments (a bf16 GELU's `erf(cast(x · 1/√2))`), which a
-    /// backend may look up rather than compute.
+    /// Whether every value `v` takes is a bf16 value ([`holds_bf16`]).
     pub fn holds_bf16(&self, v: usize) -> bool {
         let n = self.inputs.len();
-        match self.dtype(v) {
-            DType::BF16 => true,
-            DType::F32 if v >= n => {
-                let op = &self.ops[v - n];
-                matches!(op.kind, EwKind::Cast | EwKind::Unary(UnaryOp::Negate | UnaryOp::Abs)) && self.holds_bf16(op.args[0])
-            }
-            _ => false,
-        }
+        holds_bf16(v, &|v| self.dtype(v), &|v| v.checked_sub(n).and_then(|i| self.ops.get(i)))
     }
 
     /// The element type of the result.
@@ -640,6 +644,24 @@ impl Rows {
                 RowStage::Reduce { arg, .. } => *arg == v,
                 RowStage::Map { op, .. } => op.args.contains(&v),
             })
+    }
+
+    /// The element type of row value `v`.
+    pub fn dtype(&self, v: RowValue) -> DType {
+        match self.inputs.get(v) {
+            Some(input) => input.dtype,
+            None => self.dtypes[v - self.inputs.len()],
+        }
+    }
+
+    /// Whether every value row value `v` takes is a bf16 value ([`holds_bf16`]).
+    pub fn holds_bf16(&self, v: RowValue) -> bool {
+        let n = self.inputs.len();
+        let op = |v: RowValue| match v.checked_sub(n).and_then(|s| self.stages.get(s)) {
+            Some(RowStage::Map { op, .. }) => Some(op),
+            _ => None,
+        };
+        holds_bf16(v, &|v| self.dtype(v), &op)
     }
 
     /// The softmax this kernel is, stage for stage, if it is one: `m = reduce_max(x)`,

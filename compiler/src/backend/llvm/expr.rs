@@ -7,6 +7,7 @@
 //!
 //! Math functions (exp, log, tanh, erf, pow) go through the target's [`MathImpl`].
 
+use super::math::Bf16Table;
 use super::{Built, Ir, MathImpl};
 use crate::lower::{EwKind, EwOp, Expr};
 use f16c_core::abi::Libcall;
@@ -85,12 +86,7 @@ impl<'ctx> Ir<'ctx> {
         for op in &expr.ops {
             let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| values[a]).collect();
             let types = expr.arg_types(op);
-            let v = if self.erf_looks_up(op, &types) && expr.holds_bf16(op.args[0]) {
-                let r = self.erf_of_bf16(args[0]);
-                self.round_to(op.dtype, r)
-            } else {
-                self.ew(op, &args, &types)?
-            };
+            let v = self.ew_of(op, &args, &types, expr.holds_bf16(op.args[0]))?;
             values.push(v);
         }
         Ok(*values.last().expect("an expression has at least one value"))
@@ -115,10 +111,17 @@ impl<'ctx> Ir<'ctx> {
         Ok(self.round_to(op.dtype, r))
     }
 
-    /// Whether `op` is an f32 `erf` that [`Ir::erf_of_bf16`] computes where its argument holds
-    /// bf16 values ([`Expr::holds_bf16`]): on a CPU, whose math is the contract's.
-    fn erf_looks_up(&self, op: &EwOp, arg_types: &[DType]) -> bool {
-        self.math == MathImpl::RuntimeTable && matches!(op.kind, EwKind::Unary(UnaryOp::Erf)) && arg_types == [DType::F32]
+    /// [`Ir::ew`], where `bf16_arg` says whether the op's first argument holds bf16 values
+    /// ([`Expr::holds_bf16`], [`crate::lower::Rows::holds_bf16`]): on a CPU, whose math is the
+    /// contract's, an f32 `erf` or `exp` of them is looked up ([`Ir::lookup_bf16`]).
+    pub fn ew_of(&mut self, op: &EwOp, args: &[BasicValueEnum<'ctx>], arg_types: &[DType], bf16_arg: bool) -> Result<BasicValueEnum<'ctx>, String> {
+        match Bf16Table::of(op) {
+            Some(f) if bf16_arg && self.math == MathImpl::RuntimeTable && arg_types == [DType::F32] => {
+                let r = self.lookup_bf16(f, args[0]);
+                Ok(self.round_to(op.dtype, r))
+            }
+            _ => self.ew(op, args, arg_types),
+        }
     }
 
     /// Which ops [`Ir::ew`] computes on f32 lanes ([`LaneRules::op`]).

@@ -1377,7 +1377,7 @@ impl<'ctx> Ir<'ctx> {
     /// fused epilogue and the store, for the output at global row `grow` (over all batches) and
     /// column `col`. Shared by every contraction strategy (SIMT, tensor cores).
     pub fn contraction_finish(&mut self, c: &Contraction, acc: BasicValueEnum<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>) -> Result<(), String> {
-        self.finish_at(c, acc, grow, col, None)
+        self.finish_at(c, acc, grow, col, None, None)
     }
 
     /// Can [`Ir::contraction_finish_lanes`] finish `c`? f32 or f16 accumulators and results
@@ -1397,17 +1397,27 @@ impl<'ctx> Ir<'ctx> {
     /// computes and stores exactly what the scalar finish does for its column. Only for a
     /// contraction of [`Ir::contraction_finishes_in_lanes`].
     pub fn contraction_finish_lanes(&mut self, c: &Contraction, acc: VectorValue<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>) -> Result<(), String> {
-        self.finish_at(c, acc.into(), grow, col, Some(acc.get_type().get_size()))
+        self.finish_at(c, acc.into(), grow, col, Some(acc.get_type().get_size()), None)
+    }
+
+    /// [`Ir::contraction_finish_lanes`] of the first `count` lanes only (a vector that the
+    /// matrix's last column ends in): their inputs read and their results stored under a
+    /// mask, the other lanes' elements untouched.
+    pub fn contraction_finish_first_lanes(&mut self, c: &Contraction, acc: VectorValue<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>, count: IntValue<'ctx>) -> Result<(), String> {
+        let n = acc.get_type().get_size();
+        let mask = self.first_lanes(n, count);
+        self.finish_at(c, acc.into(), grow, col, Some(n), Some(mask))
     }
 
     /// The finish of one output (`lanes`: `None`) or of `lanes` consecutive columns.
-    fn finish_at(&mut self, c: &Contraction, acc: BasicValueEnum<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>, lanes: Option<u32>) -> Result<(), String> {
+    /// `mask`: the lanes to read inputs for and store (all, for `None`).
+    fn finish_at(&mut self, c: &Contraction, acc: BasicValueEnum<'ctx>, grow: IntValue<'ctx>, col: IntValue<'ctx>, lanes: Option<u32>, mask: Option<VectorValue<'ctx>>) -> Result<(), String> {
         let mut x = acc;
         if let Some(bias) = &c.bias {
             let base = self.buffer(bias.buffer.0);
             let per_column = bias.ty.num_elements() != 1;
             let at = if per_column { col } else { self.i64(0) };
-            let bv = self.operand(bias.ty.dtype, base, at, lanes, per_column);
+            let bv = self.operand(bias.ty.dtype, base, at, lanes, per_column, mask);
             let bv = self.convert(bias.ty.dtype, c.acc, bv)?;
             x = match (x, bv) {
                 (BasicValueEnum::VectorValue(a), BasicValueEnum::VectorValue(b)) => self.b.build_float_add(a, b, "").built().into(),
@@ -1423,14 +1433,15 @@ impl<'ctx> Ir<'ctx> {
                 let row_off = self.strided_offset(grow, rows_shape, &input.row_strides);
                 let at = self.add(row_off, self.muli(col, input.col_stride));
                 let base = self.buffer(input.buffer.0);
-                args.push(self.operand(input.dtype, base, at, lanes, input.col_stride != 0));
+                args.push(self.operand(input.dtype, base, at, lanes, input.col_stride != 0, mask));
             }
             v = self.eval(expr, args)?;
         }
         let out = self.buffer(c.out.buffer.0);
         let at = self.add(self.muli(grow, c.n), col);
-        match v {
-            BasicValueEnum::VectorValue(v) => self.store_lanes(c.out.ty.dtype, out, at, v),
+        match (v, mask) {
+            (BasicValueEnum::VectorValue(v), Some(mask)) => self.store_lanes_masked(c.out.ty.dtype, out, at, v, mask),
+            (BasicValueEnum::VectorValue(v), None) => self.store_lanes(c.out.ty.dtype, out, at, v),
             _ => self.store(c.out.ty.dtype, out, at, v),
         }
         Ok(())
@@ -1438,8 +1449,9 @@ impl<'ctx> Ir<'ctx> {
 
     /// Element `at` of a `d` buffer in its domain: one value (`lanes`: `None`), `lanes`
     /// consecutive ones (`per_lane`), or one value in every lane.
-    fn operand(&mut self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, lanes: Option<u32>, per_lane: bool) -> BasicValueEnum<'ctx> {
+    fn operand(&mut self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, lanes: Option<u32>, per_lane: bool, mask: Option<VectorValue<'ctx>>) -> BasicValueEnum<'ctx> {
         match lanes {
+            Some(_) if per_lane && mask.is_some() => self.load_lanes_masked(d, base, at, mask.expect("checked")).into(),
             Some(n) if per_lane => self.load_lanes(d, base, at, n).into(),
             Some(n) => {
                 let one = self.load(d, base, at).into_float_value();
@@ -1716,7 +1728,7 @@ impl<'ctx> Ir<'ctx> {
                         let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
                         for row_scalars in scalars.iter_mut() {
                             let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| row_scalars[a].expect("scalar arguments come first")).collect();
-                            row_scalars[n_in + e] = Some(self.ew(op, &args, &types)?);
+                            row_scalars[n_in + e] = Some(self.ew_of(op, &args, &types, r.holds_bf16(op.args[0]))?);
                         }
                     }
                     let in_memory = |a: RowValue| if a < n_in { r.inputs[a].full } else { a < n_in + si && matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
@@ -1738,7 +1750,7 @@ impl<'ctx> Ir<'ctx> {
                                         (None, false) => row_scalars[a].expect("a scalar argument"),
                                     });
                                 }
-                                let y = match ir.ew(op, &args, &types) {
+                                let y = match ir.ew_of(op, &args, &types, r.holds_bf16(op.args[0])) {
                                     Ok(y) => y,
                                     Err(e) => {
                                         failure = Err(e);

@@ -15,14 +15,52 @@ use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValueEnum, FloatValue, PointerValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
-/// The name of each CPU module's table of [`m::erf_f32`] at bf16 values ([`Ir::erf_of_bf16`]).
-const ERF_BF16_TABLE: &str = "f16c.erf.bf16";
+/// A contract function that CPU modules look up at bf16 arguments ([`Ir::lookup_bf16`]): a
+/// table of its f32 values (made by the Rust function the reference calls) indexed by the top
+/// half of the argument's bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bf16Table {
+    /// [`m::erf_f32`]: odd (the contract computes it on `|x|` and copies the sign), so its
+    /// values at the non-negative bf16 values up to [`m::ERF_ONE`] (16,513 f32, 66 KB), where
+    /// it reaches 1 and stays (∞ included).
+    Erf,
+    /// [`m::exp_f32`], which clamps its argument to `[EXP_MIN, EXP_MAX]` (both bf16 values):
+    /// its values at the non-negative bf16 values up to `EXP_MAX`, then at the negative ones
+    /// down to `EXP_MIN` (34,180 f32, 137 KB; a softmax reads the second half).
+    Exp,
+}
 
-/// The table's last index: the top half of [`m::ERF_ONE`]'s bits (4.0, a bf16 value), whose
-/// erf, and every larger value's, is 1.
-const ERF_BF16_LAST: u32 = m::ERF_ONE.to_bits() >> 16;
+/// The last index of the [`Bf16Table::Erf`] table: the top half of [`m::ERF_ONE`]'s bits.
+const ERF_LAST: u32 = m::ERF_ONE.to_bits() >> 16;
 
-const _: () = assert!(m::ERF_ONE.to_bits() & 0xffff == 0, "ERF_ONE is a bf16 value");
+/// The last magnitude index of the [`Bf16Table::Exp`] table's halves: `EXP_MAX`'s and
+/// `EXP_MIN`'s.
+const EXP_LAST: (u32, u32) = (m::EXP_MAX.to_bits() >> 16, (m::EXP_MIN.to_bits() >> 16) & 0x7fff);
+
+const _: () = assert!(
+    m::ERF_ONE.to_bits() & 0xffff == 0 && m::EXP_MAX.to_bits() & 0xffff == 0 && m::EXP_MIN.to_bits() & 0xffff == 0 && m::EXP_MIN < 0.0 && m::EXP_MAX > 0.0,
+    "the tables' ends are bf16 values on either side of zero"
+);
+
+impl Bf16Table {
+    /// The table: `f` at each index's bf16 value.
+    fn values(self) -> Vec<f32> {
+        let at = |bits: u32| f32::from_bits(bits << 16);
+        match self {
+            Bf16Table::Erf => (0..=ERF_LAST).map(|i| m::erf_f32(at(i))).collect(),
+            Bf16Table::Exp => (0..=EXP_LAST.0).map(|i| m::exp_f32(at(i))).chain((0..=EXP_LAST.1).map(|i| m::exp_f32(at(i | 0x8000)))).collect(),
+        }
+    }
+
+    /// The function `op` computes where the table holds it: an f32 `erf` or `exp`.
+    pub fn of(op: &crate::lower::EwOp) -> Option<Bf16Table> {
+        match op.kind {
+            crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Erf) => Some(Bf16Table::Erf),
+            crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp) => Some(Bf16Table::Exp),
+            _ => None,
+        }
+    }
+}
 
 /// One f32 or a vector of f32 lanes.
 type F<'ctx> = BasicValueEnum<'ctx>;
@@ -244,32 +282,41 @@ impl<'ctx> Ir<'ctx> {
         self.nan_passes(x, v)
     }
 
-    /// [`m::erf_f32`] of f32 values (one, or lanes) that are bf16 values ([`Expr::holds_bf16`]),
-    /// looked up: erf is odd and the contract computes it on `|x|` and then copies the sign, so
-    /// a table of its values at the non-negative bf16 values below [`m::ERF_ONE`] (16,513 f32,
-    /// 66 KB, made once per module by the same Rust function the reference calls) indexed by
-    /// the top half of `|x|`'s bits gives the same bits; from `ERF_ONE` up (∞ included) the
-    /// last entry, 1; a NaN passes as the contract passes it. One gather (`vgatherdps`) for
-    /// sixteen lanes in place of two divisions, an `exp` and two polynomials: a bf16 GELU's
-    /// erf is most of its cost in a matmul's epilogue.
+    /// `f` of f32 values (one, or lanes) that are bf16 values ([`Expr::holds_bf16`]), looked up
+    /// in the module's table of `f` ([`Bf16Table`]), with the contract's bits: one gather
+    /// (`vgatherdps`) for sixteen lanes in place of a division or two, an `exp` and
+    /// polynomials (a bf16 GELU's erf was most of its matmul epilogue, a bf16 softmax's exp a
+    /// third of its row kernel). A NaN passes as the contract passes it.
     ///
     /// [`Expr::holds_bf16`]: crate::lower::Expr::holds_bf16
-    pub fn erf_of_bf16(&self, x: F<'ctx>) -> F<'ctx> {
-        let table = self.erf_bf16_table();
+    pub fn lookup_bf16(&self, f: Bf16Table, x: F<'ctx>) -> F<'ctx> {
+        let table = self.bf16_table(f);
         let bits: F = self.b.build_bit_cast(x, self.int_like(x), "").built();
         let top: F = ints!(self, build_right_shift, bits, self.ki(x, 16), false);
-        let index: F = ints!(self, build_and, top, self.ki(x, 0x7fff));
-        let last = self.ki(x, ERF_BF16_LAST as i32);
-        let inside: F = match (index, last) {
-            (BasicValueEnum::IntValue(i), BasicValueEnum::IntValue(l)) => self.b.build_int_compare(IntPredicate::ULT, i, l, "").built().into(),
-            (BasicValueEnum::VectorValue(i), BasicValueEnum::VectorValue(l)) => self.b.build_int_compare(IntPredicate::ULT, i, l, "").built().into(),
-            (i, l) => unreachable!("compare of {i:?} and {l:?}"),
+        let magnitude: F = ints!(self, build_and, top, self.ki(x, 0x7fff));
+        let below = |v: F<'ctx>, last: u32| -> F<'ctx> {
+            let last = self.ki(x, last as i32);
+            let inside: F = match (v, last) {
+                (BasicValueEnum::IntValue(i), BasicValueEnum::IntValue(l)) => self.b.build_int_compare(IntPredicate::ULT, i, l, "").built().into(),
+                (BasicValueEnum::VectorValue(i), BasicValueEnum::VectorValue(l)) => self.b.build_int_compare(IntPredicate::ULT, i, l, "").built().into(),
+                (i, l) => unreachable!("compare of {i:?} and {l:?}"),
+            };
+            self.fsel(inside, v, last)
         };
-        let index = self.fsel(inside, index, last);
+        let index = match f {
+            Bf16Table::Erf => below(magnitude, ERF_LAST),
+            Bf16Table::Exp => {
+                // Non-negative values from 0, negative ones after them.
+                let negative = self.fcmp(FloatPredicate::OLT, x, self.k(x, 0.0));
+                let low = below(magnitude, EXP_LAST.1);
+                let low: F = ints!(self, build_int_add, low, self.ki(x, EXP_LAST.0 as i32 + 1));
+                self.fsel(negative, low, below(magnitude, EXP_LAST.0))
+            }
+        };
         let f32t = self.cx.f32_type();
-        let magnitude: F = match index {
+        let v: F = match index {
             BasicValueEnum::IntValue(i) => {
-                // SAFETY: `i` is at most ERF_BF16_LAST, the table's last index.
+                // SAFETY: `i` is at most the table's last index.
                 let at = unsafe { self.b.build_in_bounds_gep(f32t, table, &[i], "") }.built();
                 self.b.build_load(f32t, at, "").built()
             }
@@ -285,26 +332,33 @@ impl<'ctx> Ir<'ctx> {
                 let ty = f32t.vec_type(n);
                 // LLVM 22's form: the alignment an attribute of the addresses, not an argument.
                 let args: [BasicValueEnum; 3] = [ptrs.into(), all.into(), ty.get_poison().into()];
-                let f = self.declare(&format!("llvm.masked.gather.v{n}f32.v{n}p0"), Some(ty.into()), &args.map(|a| a.get_type()));
-                let call = self.b.build_call(f, &args.map(|a| a.into()), "").built();
+                let gather = self.declare(&format!("llvm.masked.gather.v{n}f32.v{n}p0"), Some(ty.into()), &args.map(|a| a.get_type()));
+                let call = self.b.build_call(gather, &args.map(|a| a.into()), "").built();
                 call.add_attribute(AttributeLoc::Param(0), self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id("align"), 4));
                 call.try_as_basic_value().basic().expect("a gather returns its values")
             }
-            v => unreachable!("erf of {v:?}"),
+            v => unreachable!("a table lookup of {v:?}"),
         };
-        let v = self.lane_intr("copysign", &[magnitude, x]);
+        let v = match f {
+            Bf16Table::Erf => self.lane_intr("copysign", &[v, x]),
+            Bf16Table::Exp => v,
+        };
         self.nan_passes(x, v)
     }
 
-    /// The module's table of [`Ir::erf_of_bf16`], made on first use.
-    fn erf_bf16_table(&self) -> PointerValue<'ctx> {
-        if let Some(g) = self.module.get_global(ERF_BF16_TABLE) {
+    /// The module's table of `f` ([`Ir::lookup_bf16`]), made on first use.
+    fn bf16_table(&self, f: Bf16Table) -> PointerValue<'ctx> {
+        let name = match f {
+            Bf16Table::Erf => "f16c.erf.bf16",
+            Bf16Table::Exp => "f16c.exp.bf16",
+        };
+        if let Some(g) = self.module.get_global(name) {
             return g.as_pointer_value();
         }
         let f32t = self.cx.f32_type();
-        let values: Vec<FloatValue> = (0..=ERF_BF16_LAST).map(|i| f32t.const_float(f64::from(m::erf_f32(f32::from_bits(i << 16))))).collect();
+        let values: Vec<FloatValue> = f.values().into_iter().map(|v| f32t.const_float(f64::from(v))).collect();
         let table = f32t.const_array(&values);
-        let g = self.module.add_global(table.get_type(), None, ERF_BF16_TABLE);
+        let g = self.module.add_global(table.get_type(), None, name);
         g.set_initializer(&table);
         g.set_constant(true);
         g.set_linkage(Linkage::Private);

@@ -532,6 +532,67 @@ impl<'ctx> Ir<'ctx> {
         v.into_vector_value()
     }
 
+    /// Stores vector `v` from element `at` of `base` (elements of `v`'s element type).
+    pub fn store_vector(&self, v: VectorValue<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32) {
+        let p = self.gep(v.get_type().get_element_type(), base, at);
+        let s = self.b.build_store(p, v).built();
+        s.set_alignment(align).expect("a power of two");
+    }
+
+    /// [`Ir::load_vector`] of the lanes where `mask` holds, zero in the others, whose elements
+    /// are not read (`llvm.masked.load`: the part of a vector past a matrix's last column).
+    pub fn load_vector_masked(&self, ty: VectorType<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32, mask: VectorValue<'ctx>) -> VectorValue<'ctx> {
+        let p = self.gep(ty.get_element_type(), base, at);
+        let name = format!("llvm.masked.load.v{}{}.p0", ty.get_size(), Self::element_suffix(ty));
+        let args: [BasicValueEnum; 3] = [p.into(), mask.into(), ty.const_zero().into()];
+        let f = self.declare(&name, Some(ty.into()), &args.map(|a| a.get_type()));
+        let call = self.b.build_call(f, &args.map(|a| a.into()), "").built();
+        // LLVM 22's form: the alignment an attribute of the address, not an argument.
+        call.add_attribute(inkwell::attributes::AttributeLoc::Param(0), self.align_attribute(align));
+        call.try_as_basic_value().basic().expect("a load returns its value").into_vector_value()
+    }
+
+    /// Stores the lanes of `v` where `mask` holds from element `at` (`llvm.masked.store`: the
+    /// others' elements are not touched).
+    pub fn store_vector_masked(&self, v: VectorValue<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32, mask: VectorValue<'ctx>) {
+        let ty = v.get_type();
+        let p = self.gep(ty.get_element_type(), base, at);
+        let name = format!("llvm.masked.store.v{}{}.p0", ty.get_size(), Self::element_suffix(ty));
+        let args: [BasicValueEnum; 3] = [v.into(), p.into(), mask.into()];
+        let f = self.declare(&name, None, &args.map(|a| a.get_type()));
+        let call = self.b.build_call(f, &args.map(|a| a.into()), "").built();
+        call.add_attribute(inkwell::attributes::AttributeLoc::Param(1), self.align_attribute(align));
+    }
+
+    /// The `align` attribute of `bytes`.
+    fn align_attribute(&self, bytes: u32) -> inkwell::attributes::Attribute {
+        self.cx.create_enum_attribute(inkwell::attributes::Attribute::get_named_enum_kind_id("align"), u64::from(bytes))
+    }
+
+    /// An intrinsic's name suffix for `ty`'s elements (`f32`, `f16`, `bf16`, `i16`, …).
+    fn element_suffix(ty: VectorType<'ctx>) -> String {
+        match ty.get_element_type() {
+            BasicTypeEnum::IntType(t) => format!("i{}", t.get_bit_width()),
+            BasicTypeEnum::FloatType(t) => match t.print_to_string().to_string().as_str() {
+                "float" => "f32".into(),
+                "half" => "f16".into(),
+                "bfloat" => "bf16".into(),
+                "double" => "f64".into(),
+                other => unreachable!("a vector of {other}"),
+            },
+            t => unreachable!("a vector of {t:?}"),
+        }
+    }
+
+    /// The lanes `0..count` of `n`: lane `j` holds where `j < count`.
+    pub fn first_lanes(&self, n: u32, count: IntValue<'ctx>) -> VectorValue<'ctx> {
+        let iota = VectorType::const_vector(&(0..n).map(|j| self.cx.i64_type().const_int(u64::from(j), false)).collect::<Vec<_>>());
+        let i64v = self.cx.i64_type().vec_type(n);
+        let one = self.b.build_insert_element(i64v.get_poison(), count, self.i64(0), "").built();
+        let counts = self.b.build_shuffle_vector(one, i64v.get_poison(), self.cx.i32_type().vec_type(n).const_zero(), "").built();
+        self.b.build_int_compare(IntPredicate::SLT, iota, counts, "").built()
+    }
+
     /// `x` in every lane of `ty`.
     pub fn splat(&self, ty: VectorType<'ctx>, x: FloatValue<'ctx>) -> VectorValue<'ctx> {
         let one = self.b.build_insert_element(ty.get_poison(), x, self.i64(0), "").built();
@@ -556,6 +617,19 @@ impl<'ctx> Ir<'ctx> {
         } else {
             self.b.build_float_ext(v, f32v, "").built()
         }
+    }
+
+    /// [`Ir::load_lanes`] of the lanes where `mask` holds (zero elsewhere, not read).
+    pub fn load_lanes_masked(&self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, mask: VectorValue<'ctx>) -> VectorValue<'ctx> {
+        let ty = self.storage(d).into_float_type().vec_type(mask.get_type().get_size());
+        let v = self.load_vector_masked(ty, base, at, d.byte_size() as u32, mask);
+        self.f32_lanes(v)
+    }
+
+    /// [`Ir::store_lanes`] of the lanes where `mask` holds (the others' elements untouched).
+    pub fn store_lanes_masked(&self, d: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, v: VectorValue<'ctx>, mask: VectorValue<'ctx>) {
+        let v = if d == DType::F32 { v } else { self.narrow_lanes(v, d) };
+        self.store_vector_masked(v, base, at, d.byte_size() as u32, mask);
     }
 
     /// Stores f32 lanes `v`, already rounded to `d` (f32, f16 or bf16), as `d` from element

@@ -66,12 +66,56 @@ pub fn run_time_b_type(machine: &CpuMachine, c: &Contraction) -> DType {
 
 /// Work item `item` (batch `item / panels`, panel `item % panels`) of packing a B computed at
 /// run time as [`pack`] lays out a constant one, into slot `dst` of type `dt` (converted
-/// exactly: the same type, or f32); `pairs` as for [`pack`].
+/// exactly: the same type, or f32); `pairs` as for [`pack`]. A row-major B's panels that lie
+/// inside the matrix move a row of the panel as one vector (two rows interleaved for pairs);
+/// the last panel of a matrix whose columns it does not fill, and a column-major B, element by
+/// element.
 pub fn pack_panel<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, dt): (usize, DType), pairs: bool, item: IntValue<'ctx>) {
     let panels = c.n.div_ceil(shape.nr);
     let (bb, p) = (ir.divi(item, panels), ir.remi(item, panels));
-    let (src, out, db) = (ir.buffer(c.b.buffer.0), ir.buffer(dst), c.b.ty.dtype);
     let first = ir.muli(ir.add(ir.muli(bb, panels), p), c.k * shape.nr);
+    let whole_panels = c.n / shape.nr;
+    if c.b_layout == MatrixLayout::RowMajor && whole_panels > 0 && (dt == c.b.ty.dtype || dt == DType::F32) {
+        let whole = ir.icmp(IntPredicate::SLT, p, ir.i64(whole_panels as i64));
+        ir.if_else(whole, |ir| pack_rows(ir, c, shape, (dst, dt), pairs, (bb, p, first)), |ir| pack_elements(ir, c, shape, (dst, dt), pairs, (bb, p, first)));
+    } else {
+        pack_elements(ir, c, shape, (dst, dt), pairs, (bb, p, first));
+    }
+}
+
+/// [`pack_panel`] of panel `p` of batch `bb` (packed from element `first`) inside a row-major
+/// B: each row's `nr` values one vector load (widened to f32 where `dt` is), or with `pairs`
+/// rows `2q` and `2q + 1` loaded and interleaved into one vector, `2q`'s values in the upper
+/// halves.
+fn pack_rows<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, dt): (usize, DType), pairs: bool, (bb, p, first): (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>)) {
+    let (src, out, db, nr) = (ir.buffer(c.b.buffer.0), ir.buffer(dst), c.b.ty.dtype, shape.nr);
+    let ty = ir.storage(db).into_float_type().vec_type(nr as u32);
+    let row_at = |ir: &mut Ir<'ctx>, kk: IntValue<'ctx>| ir.add(ir.muli(ir.add(ir.muli(bb, c.k), kk), c.n), ir.muli(p, nr));
+    let align = db.byte_size() as u32;
+    if pairs {
+        let interleave = VectorType::const_vector(&(0..nr).flat_map(|j| [j, nr + j]).map(|i| ir.cx.i32_type().const_int(i as u64, false)).collect::<Vec<_>>());
+        ir.for_n(0, c.k / 2, |ir, q| {
+            let kk = ir.muli(q, 2);
+            let upper = row_at(ir, kk);
+            let upper = ir.load_vector(ty, src, upper, align);
+            let lower = row_at(ir, ir.addi(kk, 1));
+            let lower = ir.load_vector(ty, src, lower, align);
+            let pair = ir.b.build_shuffle_vector(lower, upper, interleave, "").built();
+            ir.store_vector(pair, out, ir.add(first, ir.muli(kk, nr)), align);
+        });
+    } else {
+        ir.for_n(0, c.k, |ir, kk| {
+            let at = row_at(ir, kk);
+            let row = ir.load_vector(ty, src, at, align);
+            let row = if dt == db { row } else { ir.f32_lanes(row) };
+            ir.store_vector(row, out, ir.add(first, ir.muli(kk, nr)), dt.byte_size() as u32);
+        });
+    }
+}
+
+/// [`pack_panel`] element by element, zero past `n`.
+fn pack_elements<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, dt): (usize, DType), pairs: bool, (bb, p, first): (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>)) {
+    let (src, out, db) = (ir.buffer(c.b.buffer.0), ir.buffer(dst), c.b.ty.dtype);
     ir.for_n(0, c.k, |ir, kk| {
         let odd = pairs.then(|| ir.remi(kk, 2));
         let row = ir.add(first, ir.muli(odd.map_or(kk, |odd| ir.sub(kk, odd)), shape.nr));
@@ -478,6 +522,9 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
         }
         Ok(())
     };
+    // On AVX-512 the columns of a vector past the matrix's last one are masked off (a mask
+    // register per load and store); elsewhere the columns inside finish one at a time.
+    let masked_edge = machine.masked_lanes();
     let edge = |ir: &mut Ir<'ctx>| {
         if ir.contraction_finishes_in_lanes(c) {
             // The rows inside the matrix finish a vector at a time, as inside tiles do; on the
@@ -499,6 +546,9 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                             let full = ir.icmp(IntPredicate::SLE, ir.addi(col, lanes as i64), ir.i64(c.n as i64));
                             let (a, b) = ir.if_else(full, |ir| ir.contraction_finish_lanes(c, x, grow, col), |ir| {
                                 let count = ir.smax(ir.sub(ir.i64(c.n as i64), col), ir.i64(0));
+                                if masked_edge {
+                                    return ir.contraction_finish_first_lanes(c, x, grow, col, count);
+                                }
                                 let mut done = Ok(());
                                 ir.for_range(ir.i64(0), count, ir.i64(1), |ir, j| {
                                     let e = ir.b.build_extract_element(x, j, "").built();
