@@ -57,7 +57,7 @@ pub fn packs_at_run_time(program: &Program, c: &Contraction) -> bool {
 /// The type a B packed at run time is packed in: its own bf16 for [`dot`], fp16 for fp16
 /// accumulation, else f32 (widened as it is packed).
 pub fn run_time_b_type(machine: &CpuMachine, c: &Contraction) -> DType {
-    if dot(machine, c) || accumulates_f16(machine, c) || uses_fmlal(machine, c) {
+    if dot(machine, c, true) || accumulates_f16(machine, c) || uses_fmlal(machine, c) {
         c.b.ty.dtype
     } else {
         DType::F32
@@ -73,7 +73,7 @@ pub fn run_time_b_type(machine: &CpuMachine, c: &Contraction) -> DType {
 pub fn pack_panel<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, dt): (usize, DType), pairs: bool, item: IntValue<'ctx>) {
     let panels = c.n.div_ceil(shape.nr);
     let (bb, p) = (ir.divi(item, panels), ir.remi(item, panels));
-    let first = ir.muli(ir.add(ir.muli(bb, panels), p), c.k * shape.nr);
+    let first = ir.muli(ir.add(ir.muli(bb, panels), p), packed_k(c, pairs) * shape.nr);
     let whole_panels = c.n / shape.nr;
     if c.b_layout == MatrixLayout::RowMajor && whole_panels > 0 && (dt == c.b.ty.dtype || dt == DType::F32) {
         let whole = ir.icmp(IntPredicate::SLT, p, ir.i64(whole_panels as i64));
@@ -103,6 +103,13 @@ fn pack_rows<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, d
             let pair = ir.b.build_shuffle_vector(lower, upper, interleave, "").built();
             ir.store_vector(pair, out, ir.add(first, ir.muli(kk, nr)), align);
         });
+        if c.k % 2 == 1 {
+            // The last row alone, +0 beside each value.
+            let upper = row_at(ir, ir.i64(c.k as i64 - 1));
+            let upper = ir.load_vector(ty, src, upper, align);
+            let pair = ir.b.build_shuffle_vector(ty.const_zero(), upper, interleave, "").built();
+            ir.store_vector(pair, out, ir.addi(first, ((c.k - 1) * nr) as i64), align);
+        }
     } else {
         ir.for_n(0, c.k, |ir, kk| {
             let at = row_at(ir, kk);
@@ -137,6 +144,14 @@ fn pack_elements<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (ds
             ir.store(dt, out, to, v);
         }
     });
+    if pairs && c.k % 2 == 1 {
+        // The last pair's second row: +0.
+        for j in 0..shape.nr {
+            let to = ir.addi(first, ((c.k - 1) * shape.nr + 2 * j) as i64);
+            let zero = ir.storage(dt).into_float_type().const_zero();
+            ir.store(dt, out, to, zero.into());
+        }
+    }
 }
 
 /// The fp16-accumulating tile: eight rows of two `<8 x half>` vectors (16 of the 32 NEON
@@ -226,18 +241,27 @@ const B_CACHED_MAX: usize = 1 << 20;
 
 /// Whether `c` multiplies bf16 pairs on `machine` ([`CpuMachine::dot_bf16`]): bf16 A and B,
 /// f32 accumulation, and every run of A values along `k` ([`Ir::contraction_runs`]) of even
-/// length from an even step, so that a pair never straddles two runs: a matmul with `k` even,
+/// length from an even step, so that a pair never straddles two runs: a matmul with `k` even
+/// or B computed at run time (`run_time_b`: its packed panels end in a padded pair),
 /// a convolution whose kernel rows (undilated along x) or taps hold an even number of values
 /// and whose padding, if any, may be multiplied (the tiles then read a padded copy).
-pub fn dot(machine: &CpuMachine, c: &Contraction) -> bool {
+pub fn dot(machine: &CpuMachine, c: &Contraction, run_time_b: bool) -> bool {
     let pairs = match &c.kind {
-        ContractionKind::MatMul => c.k % 2 == 0,
+        // An odd `k` ends in a pair of A's last value and −0 against B's last row and +0 (the
+        // product −0 leaves every sum as it is), where B is packed per run ([`pack_panel`]).
+        ContractionKind::MatMul => c.k % 2 == 0 || run_time_b,
         ContractionKind::Conv(g) if g.pad != [0; 4] && c.padding_hazard => false,
         ContractionKind::Conv(g) if g.dilation[1] == 1 => (g.kw * g.ic) % 2 == 0,
         ContractionKind::Conv(g) => g.ic % 2 == 0,
         _ => false,
     };
     machine.dot_bf16 && pairs && c.acc == DType::F32 && c.a.ty.dtype == DType::BF16 && c.b.ty.dtype == DType::BF16
+}
+
+/// The rows of B a packed panel holds: `k`, or with `pairs` `k` rounded up to even (an odd
+/// `k`'s last pair padded with +0).
+pub fn packed_k(c: &Contraction, pairs: bool) -> usize {
+    if pairs { c.k.next_multiple_of(2) } else { c.k }
 }
 
 /// B packed into panels of `nr` columns: element `((batch · panels + p) · k + kk) · nr + j` is
@@ -269,8 +293,8 @@ pub fn uses_fmlal(machine: &CpuMachine, c: &Contraction) -> bool {
 /// tiles (every target but FMLAL's and fp16 accumulation's): converting each A value inside
 /// the tile loop costs more than the multiply-adds it feeds (measured on x86-64: fp16 GEMM at
 /// 0.28× of f32).
-pub fn widens_a(machine: &CpuMachine, c: &Contraction) -> bool {
-    c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && !dot(machine, c)
+pub fn widens_a(machine: &CpuMachine, c: &Contraction, run_time_b: bool) -> bool {
+    c.a.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && !dot(machine, c, run_time_b)
 }
 
 /// The most A values along `k` a tile of `c` reads as one vector on a machine with
@@ -289,9 +313,9 @@ const WIDEN_B_REUSE: usize = 3;
 /// before the tiles, where at least [`WIDEN_B_REUSE`] tiles read each value: otherwise every
 /// tile converts each B row again (x86-64: two `vcvtph2ps` per 24 FMAs of the 12 × 32 tile,
 /// fp16 GEMM at 0.77× of f32 at 1024³). The packed weight stays 16-bit in the artifact.
-pub fn widens_b(machine: &CpuMachine, c: &Contraction, shape: GemmShape) -> bool {
+pub fn widens_b(machine: &CpuMachine, c: &Contraction, shape: GemmShape, run_time_b: bool) -> bool {
     let reuse = c.batch * c.m.div_ceil(shape.mr) / b_batches(c);
-    c.b.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && !dot(machine, c) && reuse >= WIDEN_B_REUSE
+    c.b.ty.dtype.is_low_float() && !uses_fmlal(machine, c) && !accumulates_f16(machine, c) && !dot(machine, c, run_time_b) && reuse >= WIDEN_B_REUSE
 }
 
 /// The geometry of `c`'s input zero-padded once per run, when `c` is a convolution with
@@ -352,7 +376,7 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
 /// On a machine with multiply-adds by element, a matmul and a convolution without padding
 /// read A a run of up to [`a_run`] values along `k` at a time (one vector load per row and
 /// run, each value then taken from its lane); `a_slack` elements past A's end may be read.
-pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), rows_fastest: bool, t: IntValue<'ctx>) -> Result<(), String> {
+pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), (pairs, rows_fastest): (bool, bool), t: IntValue<'ctx>) -> Result<(), String> {
     let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
@@ -368,7 +392,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     let acc: Vec<Var<'ctx>> = (0..mr * per_row).map(|_| ir.var(acc_ty.const_zero().into())).collect();
     let b = ir.buffer(packed);
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
-    let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), c.k * nr);
+    let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), packed_k(c, pairs) * nr);
     let fmlal = uses_fmlal(machine, c);
     // One B row at step `kk`: `per_row` vectors of the accumulators' type, or for FMLAL the
     // whole row as one `<8 x half>`.
@@ -397,7 +421,6 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     };
     let by_element = machine.fma_by_element && (fmlal || f16_acc || da == DType::F32);
     let run = a_run(machine, c);
-    let pairs = dot(machine, c);
     if pairs {
         // bf16 pairs: per pair of steps, `per_row` B vectors of sixteen pairs (the packed rows,
         // interleaved) and each row's two A values as one 32-bit pair, its halves swapped (step
@@ -405,13 +428,23 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
         let bf32 = ir.cx.bf16_type().vec_type(2 * lanes as u32);
         let i32v = ir.cx.i32_type().vec_type(lanes as u32);
         let ran = ir.contraction_runs(c, 2, |ir, step, len| {
-            debug_assert_eq!(len, 2, "dot() checked that runs have even lengths");
+            debug_assert!(len == 2 || matches!(c.kind, ContractionKind::MatMul), "dot() checked that runs have even lengths");
             let row_at = ir.add(panel, ir.muli(step.kk, nr));
             let brow: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(bf32, b, ir.addi(row_at, (2 * v * lanes) as i64), 2)).collect();
             for (r, row) in a_rows.iter().enumerate() {
-                let pair = ir.contraction_a_run(c, row, &step, 2);
-                let bits = ir.b.build_bit_cast(pair, ir.cx.i32_type(), "").built().into_int_value();
-                let swapped = ir.intrinsic("llvm.fshl.i32", ir.cx.i32_type().into(), &[bits.into(), bits.into(), ir.cx.i32_type().const_int(16, false).into()]).into_int_value();
+                let i32t = ir.cx.i32_type();
+                let swapped = if len == 2 {
+                    let pair = ir.contraction_a_run(c, row, &step, 2);
+                    let bits = ir.b.build_bit_cast(pair, i32t, "").built().into_int_value();
+                    ir.intrinsic("llvm.fshl.i32", i32t.into(), &[bits.into(), bits.into(), i32t.const_int(16, false).into()]).into_int_value()
+                } else {
+                    // An odd `k`'s last value, upper, and −0 (against B's padding +0).
+                    let a = ir.contraction_a_run(c, row, &step, 1);
+                    let bits = ir.b.build_bit_cast(a, ir.cx.i16_type(), "").built().into_int_value();
+                    let wide = ir.b.build_int_z_extend(bits, i32t, "").built();
+                    let upper = ir.b.build_left_shift(wide, i32t.const_int(16, false), "").built();
+                    ir.b.build_or(upper, i32t.const_int(0x8000, false), "").built()
+                };
                 let one = ir.b.build_insert_element(i32v.get_poison(), swapped, ir.i64(0), "").built();
                 let splat = ir.b.build_shuffle_vector(one, i32v.get_poison(), ir.cx.i32_type().vec_type(lanes as u32).const_zero(), "").built();
                 let a = ir.b.build_bit_cast(splat, bf32, "").built();

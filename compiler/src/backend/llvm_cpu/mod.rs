@@ -269,8 +269,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 // panel per work item, in the type the tiles read.
                 let panels = c.n.div_ceil(shape.nr);
                 let batches = gemm::b_batches(&c);
-                let slot = self.layout.temporary(k, batches * panels * c.k * shape.nr * dt.byte_size());
-                let elements = (batches * panels * c.k * shape.nr) as f64;
+                let rows = gemm::packed_k(&c, pairs);
+                let slot = self.layout.temporary(k, batches * panels * rows * shape.nr * dt.byte_size());
+                let elements = (batches * panels * rows * shape.nr) as f64;
                 let b = c.clone();
                 self.step("_pack_b", batches * panels, elements, |ir, item, _| {
                     gemm::pack_panel(ir, &b, shape, (slot, dt), pairs, item);
@@ -325,7 +326,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             AStaging::AsIs => {}
         }
         let rows_fastest = plan.rows_fastest;
-        self.step("", gemm::work(&c, shape), cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack), rows_fastest, t))
+        self.step("", gemm::work(&c, shape), cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack), (pairs, rows_fastest), t))
     }
 
     /// A step converting the `elements` values of type `from` in slot `src` to f32 in a new
@@ -652,7 +653,7 @@ impl LlvmCpuBackend {
                     _ => 1,
                 };
                 let rows = bands::lcm(bands::lcm(tiles(chain.first), tiles(chain.first + 2)), super::llvm::families::ROW_GROUP);
-                let widens = matches!(&program.kernels[chain.first + 2].kind, KernelKind::Contraction(c) if gemm::widens_a(m, c));
+                let widens = matches!(&program.kernels[chain.first + 2].kind, KernelKind::Contraction(c) if gemm::widens_a(m, c, gemm::packs_at_run_time(program, c)));
                 chain.band(rows).map(|b| bands::Band { widens_products_a: widens, ..b })
             })
             .collect()

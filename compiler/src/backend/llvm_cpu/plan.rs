@@ -152,7 +152,8 @@ impl LlvmCpuBackend {
     fn gemm_plan(&self, program: &Program, c: &crate::lower::Contraction) -> GemmPlan {
         let m = &self.machine;
         let shape = gemm::shape(m, c);
-        let pairs = gemm::dot(m, c);
+        let run_time_b = gemm::packs_at_run_time(program, c);
+        let pairs = gemm::dot(m, c, run_time_b);
         let multiply = if pairs {
             "bf16 pairs on VDPBF16PS into f32"
         } else if gemm::uses_fmlal(m, c) {
@@ -163,17 +164,17 @@ impl LlvmCpuBackend {
             "f32 FMA"
         };
         // The tiles read B in the type it is packed in (a run-time B's may differ).
-        let b_at_run_time = gemm::packs_at_run_time(program, c).then(|| gemm::run_time_b_type(m, c));
+        let b_at_run_time = run_time_b.then(|| gemm::run_time_b_type(m, c));
         let mut packed = c.clone();
         if let Some(dt) = b_at_run_time {
             packed.b.ty.dtype = dt;
         }
-        let widen_b = match (gemm::widens_b(m, &packed, shape), b_at_run_time) {
+        let widen_b = match (gemm::widens_b(m, &packed, shape, run_time_b), b_at_run_time) {
             (false, _) => WidenB::No,
             (true, None) => WidenB::AtLoad,
             (true, Some(_)) => WidenB::PerRun,
         };
-        let a_dtype = if gemm::widens_a(m, c) { DType::F32 } else { c.a.ty.dtype };
+        let a_dtype = if gemm::widens_a(m, c, run_time_b) { DType::F32 } else { c.a.ty.dtype };
         let a = match gemm::padded_input(c) {
             // A run read as one vector may read past the last pixel's channels.
             Some(geometry) => AStaging::Padded { geometry, dtype: a_dtype, slack: if m.fma_by_element { gemm::a_run(m, c) } else { 0 } },
