@@ -25,7 +25,7 @@
 //! and bit-identical for fp16 inputs, whose products are exact in f32.
 
 use super::CpuMachine;
-use crate::backend::llvm::families::TileAt;
+use crate::backend::llvm::families::{ARow, TileAt};
 use crate::backend::llvm::{Built, Ir, Var};
 use crate::lower::{BufferKind, Contraction, ContractionKind, ConvGeometry, MatrixLayout, Program};
 use f16c_dialect::DType;
@@ -103,7 +103,7 @@ fn pack_rows<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, d
             let pair = ir.b.build_shuffle_vector(lower, upper, interleave, "").built();
             ir.store_vector(pair, out, ir.add(first, ir.muli(kk, nr)), align);
         });
-        if c.k % 2 == 1 {
+        if !c.k.is_multiple_of(2) {
             // The last row alone, +0 beside each value.
             let upper = row_at(ir, ir.i64(c.k as i64 - 1));
             let upper = ir.load_vector(ty, src, upper, align);
@@ -144,7 +144,7 @@ fn pack_elements<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (ds
             ir.store(dt, out, to, v);
         }
     });
-    if pairs && c.k % 2 == 1 {
+    if pairs && !c.k.is_multiple_of(2) {
         // The last pair's second row: +0.
         for j in 0..shape.nr {
             let to = ir.addi(first, ((c.k - 1) * shape.nr + 2 * j) as i64);
@@ -249,7 +249,7 @@ pub fn dot(machine: &CpuMachine, c: &Contraction, run_time_b: bool) -> bool {
     let pairs = match &c.kind {
         // An odd `k` ends in a pair of A's last value and −0 against B's last row and +0 (the
         // product −0 leaves every sum as it is), where B is packed per run ([`pack_panel`]).
-        ContractionKind::MatMul => c.k % 2 == 0 || run_time_b,
+        ContractionKind::MatMul => c.k.is_multiple_of(2) || run_time_b,
         ContractionKind::Conv(g) if g.pad != [0; 4] && c.padding_hazard => false,
         ContractionKind::Conv(g) if g.dilation[1] == 1 => (g.kw * g.ic) % 2 == 0,
         ContractionKind::Conv(g) => g.ic % 2 == 0,
@@ -371,7 +371,8 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
     );
 }
 
-/// Tile `t` of `c`, B read from the packed panels in slot `packed`.
+/// Tile `t` of `c`, B read from the packed panels in slot `packed`, in bf16 pairs where
+/// `pairs` (the plan's).
 ///
 /// On a machine with multiply-adds by element, a matmul and a convolution without padding
 /// read A a run of up to [`a_run`] values along `k` at a time (one vector load per row and
@@ -379,59 +380,101 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
 pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), (pairs, rows_fastest): (bool, bool), t: IntValue<'ctx>) -> Result<(), String> {
     let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
-    let (da, db) = (c.a.ty.dtype, c.b.ty.dtype);
-    let panels = c.n.div_ceil(nr);
     let TileAt { bi, row0, col0, rows } = ir.tile_in_order(c, t, (mr, nr), rows_fastest);
     let tn = ir.divi(col0, nr);
     let a_rows = ir.contraction_rows(c, &rows, bi);
     let f16_acc = accumulates_f16(machine, c);
-    let f32v = ir.cx.f32_type().vec_type(lanes as u32);
-    let h8 = ir.cx.f16_type().vec_type(8);
-    let per_row = nr / lanes;
-    let acc_ty = if f16_acc { h8 } else { f32v };
-    let acc: Vec<Var<'ctx>> = (0..mr * per_row).map(|_| ir.var(acc_ty.const_zero().into())).collect();
+    let acc_ty = if f16_acc { ir.cx.f16_type().vec_type(8) } else { ir.cx.f32_type().vec_type(lanes as u32) };
+    let acc: Vec<Var<'ctx>> = (0..mr * (nr / lanes)).map(|_| ir.var(acc_ty.const_zero().into())).collect();
     let b = ir.buffer(packed);
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
-    let panel = ir.muli(ir.add(ir.muli(b_batch, panels), tn), packed_k(c, pairs) * nr);
-    let fmlal = uses_fmlal(machine, c);
-    // One B row at step `kk`: `per_row` vectors of the accumulators' type, or for FMLAL the
-    // whole row as one `<8 x half>`.
-    let b_row = |ir: &mut Ir<'ctx>, kk: IntValue<'ctx>| -> Vec<VectorValue<'ctx>> {
-        let row_at = ir.add(panel, ir.muli(kk, nr));
-        if fmlal {
-            return vec![ir.load_vector(h8, b, row_at, 2)];
+    let panel = ir.muli(ir.add(ir.muli(b_batch, c.n.div_ceil(nr)), tn), packed_k(c, pairs) * nr);
+    let tile = Tile { c, shape, acc, a_rows, b, panel, f16_acc, fmlal: uses_fmlal(machine, c) };
+    let by_element = machine.fma_by_element && (tile.fmlal || f16_acc || c.a.ty.dtype == DType::F32);
+    let ran = if pairs {
+        tile.pair_steps(ir)?;
+        true
+    } else {
+        by_element && tile.run_steps(ir, a_run(machine, c), a_slack)
+    };
+    if !ran {
+        tile.single_steps(ir);
+    }
+    tile.finish(ir, (bi, row0, col0), machine.masked_lanes())
+}
+
+/// One tile of [`tile`] being emitted: its contraction, register tile and accumulators, the
+/// A rows it reads and where its B panel starts.
+struct Tile<'a, 'ctx> {
+    c: &'a Contraction,
+    shape: GemmShape,
+    /// `mr` rows of `nr / lanes` accumulator vectors, row-major.
+    acc: Vec<Var<'ctx>>,
+    a_rows: Vec<ARow<'ctx>>,
+    /// The packed B and the first element of this tile's panel.
+    b: PointerValue<'ctx>,
+    panel: IntValue<'ctx>,
+    /// fp16 accumulators ([`accumulates_f16`]); FMLAL ([`uses_fmlal`]).
+    f16_acc: bool,
+    fmlal: bool,
+}
+
+impl<'ctx> Tile<'_, 'ctx> {
+    /// Accumulator vectors per row.
+    fn per_row(&self) -> usize {
+        self.shape.nr / self.shape.lanes
+    }
+
+    fn f32v(&self, ir: &Ir<'ctx>) -> VectorType<'ctx> {
+        ir.cx.f32_type().vec_type(self.shape.lanes as u32)
+    }
+
+    fn h8(ir: &Ir<'ctx>) -> VectorType<'ctx> {
+        ir.cx.f16_type().vec_type(8)
+    }
+
+    /// One B row at step `kk`: `per_row` vectors of the accumulators' type, or for FMLAL the
+    /// whole row as one `<8 x half>`.
+    fn b_row(&self, ir: &mut Ir<'ctx>, kk: IntValue<'ctx>) -> Vec<VectorValue<'ctx>> {
+        let (nr, lanes, db) = (self.shape.nr, self.shape.lanes, self.c.b.ty.dtype);
+        let row_at = ir.add(self.panel, ir.muli(kk, nr));
+        if self.fmlal {
+            return vec![ir.load_vector(Self::h8(ir), self.b, row_at, 2)];
         }
-        (0..per_row)
+        (0..self.per_row())
             .map(|v| {
                 let at = ir.addi(row_at, (v * lanes) as i64);
-                let raw = ir.load_vector(ir.storage(db).into_float_type().vec_type(lanes as u32), b, at, db.byte_size() as u32);
-                if f16_acc { raw } else { ir.f32_lanes(raw) }
+                let raw = ir.load_vector(ir.storage(db).into_float_type().vec_type(lanes as u32), self.b, at, db.byte_size() as u32);
+                if self.f16_acc { raw } else { ir.f32_lanes(raw) }
             })
             .collect()
-    };
-    // FMLAL/FMLAL2: the low/high half of the `<8 x half>` B row `brow` times `a8` (one A value
-    // splat, taken by element) into row `r`'s two f32 accumulators, where `inside`.
-    let fmlal_row = |ir: &mut Ir<'ctx>, r: usize, brow: VectorValue<'ctx>, a8: VectorValue<'ctx>, inside: Option<IntValue<'ctx>>| {
+    }
+
+    /// FMLAL/FMLAL2: the low/high half of the `<8 x half>` B row `brow` times `a8` (one A value
+    /// splat, taken by element) into row `r`'s two f32 accumulators, where `inside`.
+    fn fmlal_row(&self, ir: &mut Ir<'ctx>, r: usize, brow: VectorValue<'ctx>, a8: VectorValue<'ctx>, inside: Option<IntValue<'ctx>>) {
+        let f32v = self.f32v(ir);
         for (v, name) in ["llvm.aarch64.neon.fmlal.v4f32.v8f16", "llvm.aarch64.neon.fmlal2.v4f32.v8f16"].iter().enumerate() {
-            let x = acc[r * per_row + v];
+            let x = self.acc[r * self.per_row() + v];
             let s = ir.intrinsic(name, f32v.into(), &[ir.get(x), brow.into(), a8.into()]);
             let s = ir.accumulate(inside, s, ir.get(x));
             ir.set(x, s);
         }
-    };
-    let by_element = machine.fma_by_element && (fmlal || f16_acc || da == DType::F32);
-    let run = a_run(machine, c);
-    if pairs {
-        // bf16 pairs: per pair of steps, `per_row` B vectors of sixteen pairs (the packed rows,
-        // interleaved) and each row's two A values as one 32-bit pair, its halves swapped (step
-        // `2q` upper, as B's), broadcast; one VDPBF16PS per accumulator.
+    }
+
+    /// bf16 pairs: per pair of steps, `per_row` B vectors of sixteen pairs (the packed rows,
+    /// interleaved) and each row's two A values as one 32-bit pair, its halves swapped (step
+    /// `2q` upper, as B's), broadcast; one VDPBF16PS per accumulator.
+    fn pair_steps(&self, ir: &mut Ir<'ctx>) -> Result<(), String> {
+        let (c, nr, lanes, per_row) = (self.c, self.shape.nr, self.shape.lanes, self.per_row());
         let bf32 = ir.cx.bf16_type().vec_type(2 * lanes as u32);
         let i32v = ir.cx.i32_type().vec_type(lanes as u32);
+        let f32v = self.f32v(ir);
         let ran = ir.contraction_runs(c, 2, |ir, step, len| {
             debug_assert!(len == 2 || matches!(c.kind, ContractionKind::MatMul), "dot() checked that runs have even lengths");
-            let row_at = ir.add(panel, ir.muli(step.kk, nr));
-            let brow: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(bf32, b, ir.addi(row_at, (2 * v * lanes) as i64), 2)).collect();
-            for (r, row) in a_rows.iter().enumerate() {
+            let row_at = ir.add(self.panel, ir.muli(step.kk, nr));
+            let brow: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(bf32, self.b, ir.addi(row_at, (2 * v * lanes) as i64), 2)).collect();
+            for (r, row) in self.a_rows.iter().enumerate() {
                 let i32t = ir.cx.i32_type();
                 let swapped = if len == 2 {
                     let pair = ir.contraction_a_run(c, row, &step, 2);
@@ -449,54 +492,62 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                 let splat = ir.b.build_shuffle_vector(one, i32v.get_poison(), ir.cx.i32_type().vec_type(lanes as u32).const_zero(), "").built();
                 let a = ir.b.build_bit_cast(splat, bf32, "").built();
                 for (v, bv) in brow.iter().enumerate() {
-                    let x = acc[r * per_row + v];
+                    let x = self.acc[r * per_row + v];
                     let s = ir.intrinsic(&format!("llvm.x86.avx512bf16.dpbf16ps.{}", lanes * 32), f32v.into(), &[ir.get(x), (*bv).into(), a]);
                     ir.set(x, s);
                 }
             }
         });
-        if ran.is_none() {
-            return Err("bf16 pairs on a convolution whose steps do not run in pairs (dot() should have refused it)".into());
-        }
+        ran.ok_or_else(|| "bf16 pairs on a convolution whose steps do not run in pairs (dot() should have refused it)".into())
     }
-    let ran = pairs
-        || by_element
-        && ir
-            .contraction_runs(c, run, |ir, step, len| {
-                let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| b_row(ir, ir.addi(step.kk, j as i64))).collect();
-                // The whole run's vector where reading past its end is allowed.
-                let load = if len < run && a_slack >= run { run } else { len };
-                let width = if fmlal { 8 } else { lanes };
-                let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); width]);
-                for (r, row) in a_rows.iter().enumerate() {
-                    let a = ir.contraction_a_run(c, row, &step, load as u32);
-                    for (j, brow) in brows.iter().enumerate() {
-                        let aj = ir.b.build_shuffle_vector(a, a.get_type().get_poison(), lane(j), "").built();
-                        if fmlal {
-                            fmlal_row(ir, r, brow[0], aj, None);
-                            continue;
-                        }
-                        for (v, bv) in brow.iter().enumerate() {
-                            let x = acc[r * per_row + v];
-                            let s = ir.intrinsic(&format!("llvm.fma.v{lanes}{}", if f16_acc { "f16" } else { "f32" }), acc_ty.into(), &[aj.into(), (*bv).into(), ir.get(x)]);
-                            ir.set(x, s);
-                        }
+
+    /// Multiply-adds by element: runs of up to `run` A values along `k` read as one vector
+    /// each. Whether the contraction's steps run so ([`Ir::contraction_runs`]; else nothing
+    /// was emitted).
+    fn run_steps(&self, ir: &mut Ir<'ctx>, run: usize, a_slack: usize) -> bool {
+        let (c, lanes, per_row) = (self.c, self.shape.lanes, self.per_row());
+        let acc_ty = if self.f16_acc { Self::h8(ir) } else { self.f32v(ir) };
+        ir.contraction_runs(c, run, |ir, step, len| {
+            let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| self.b_row(ir, ir.addi(step.kk, j as i64))).collect();
+            // The whole run's vector where reading past its end is allowed.
+            let load = if len < run && a_slack >= run { run } else { len };
+            let width = if self.fmlal { 8 } else { lanes };
+            let lane = |j: usize| VectorType::const_vector(&vec![ir.cx.i32_type().const_int(j as u64, false); width]);
+            for (r, row) in self.a_rows.iter().enumerate() {
+                let a = ir.contraction_a_run(c, row, &step, load as u32);
+                for (j, brow) in brows.iter().enumerate() {
+                    let aj = ir.b.build_shuffle_vector(a, a.get_type().get_poison(), lane(j), "").built();
+                    if self.fmlal {
+                        self.fmlal_row(ir, r, brow[0], aj, None);
+                        continue;
+                    }
+                    for (v, bv) in brow.iter().enumerate() {
+                        let x = self.acc[r * per_row + v];
+                        let s = ir.intrinsic(&format!("llvm.fma.v{lanes}{}", if self.f16_acc { "f16" } else { "f32" }), acc_ty.into(), &[aj.into(), (*bv).into(), ir.get(x)]);
+                        ir.set(x, s);
                     }
                 }
-            })
-            .is_some();
-    if !ran {
+            }
+        })
+        .is_some()
+    }
+
+    /// One step of `k` at a time: each row's A value broadcast (or, for FMLAL, the tile's
+    /// eight in one vector), a padded convolution's taps outside the image skipped.
+    fn single_steps(&self, ir: &mut Ir<'ctx>) {
+        let (c, lanes, per_row) = (self.c, self.shape.lanes, self.per_row());
+        let (h8, f32v) = (Self::h8(ir), self.f32v(ir));
         ir.contraction_k(c, |ir, step| {
             let kk = step.kk;
-            if f16_acc {
+            if self.f16_acc {
                 // Fast mode: products and sums in fp16, eight lanes per FMLA.
-                let brows = b_row(ir, kk);
-                for (r, row) in a_rows.iter().enumerate() {
+                let brows = self.b_row(ir, kk);
+                for (r, row) in self.a_rows.iter().enumerate() {
                     let (a, inside) = ir.contraction_a(c, row, &step);
                     let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
                     let a8 = ir.splat(h8, a);
                     for (v, brow) in brows.iter().enumerate() {
-                        let x = acc[r * per_row + v];
+                        let x = self.acc[r * per_row + v];
                         let s = ir.intrinsic("llvm.fma.v8f16", h8.into(), &[a8.into(), (*brow).into(), ir.get(x)]);
                         let s = ir.accumulate(inside, s, ir.get(x));
                         ir.set(x, s);
@@ -504,13 +555,13 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                 }
                 return;
             }
-            if fmlal {
+            if self.fmlal {
                 // The tile's eight A values at this k in one vector, so that each FMLAL takes its
                 // row's value by element (no broadcast per row).
-                let brow = b_row(ir, kk)[0];
+                let brow = self.b_row(ir, kk)[0];
                 let mut avec = h8.get_poison();
                 let mut insides = Vec::new();
-                for (r, row) in a_rows.iter().enumerate() {
+                for (r, row) in self.a_rows.iter().enumerate() {
                     let (a, inside) = ir.contraction_a(c, row, &step);
                     let a = ir.b.build_float_trunc(a.into_float_value(), ir.cx.f16_type(), "").built();
                     avec = ir.b.build_insert_element(avec, a, ir.i64(r as i64), "").built();
@@ -520,17 +571,17 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
                     let lane = ir.cx.i32_type().const_int(r as u64, false);
                     let mask = VectorType::const_vector(&[lane; 8]);
                     let a8 = ir.b.build_shuffle_vector(avec, h8.get_poison(), mask, "").built();
-                    fmlal_row(ir, r, brow, a8, inside);
+                    self.fmlal_row(ir, r, brow, a8, inside);
                 }
                 return;
             }
-            let bvecs = b_row(ir, kk);
-            for (r, row) in a_rows.iter().enumerate() {
+            let bvecs = self.b_row(ir, kk);
+            for (r, row) in self.a_rows.iter().enumerate() {
                 let (a, inside) = ir.contraction_a(c, row, &step);
-                let a = ir.convert(da, DType::F32, a).expect("float to float").into_float_value();
+                let a = ir.convert(c.a.ty.dtype, DType::F32, a).expect("float to float").into_float_value();
                 let av = ir.splat(f32v, a);
                 for (v, bv) in bvecs.iter().enumerate() {
-                    let x = acc[r * per_row + v];
+                    let x = self.acc[r * per_row + v];
                     let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
                     let s = ir.accumulate(inside, s, ir.get(x));
                     ir.set(x, s);
@@ -538,80 +589,87 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
             }
         });
     }
-    // The accumulators in f32 (which holds every fp16 value).
-    let wide = |ir: &mut Ir<'ctx>, x: Var<'ctx>| {
-        let v = ir.get(x).into_vector_value();
+
+    /// Accumulator `i` in f32 lanes (which hold every fp16 value).
+    fn wide(&self, ir: &mut Ir<'ctx>, i: usize) -> VectorValue<'ctx> {
+        let v = ir.get(self.acc[i]).into_vector_value();
         ir.f32_lanes(v)
-    };
-    // A tile inside the matrix finishes a vector at a time; one on its right or bottom edge
-    // output by output (tested only where m or n is not a multiple of the tile).
-    let in_lanes = |ir: &mut Ir<'ctx>| -> Result<(), String> {
-        for r in 0..mr {
-            let grow = ir.add(ir.muli(bi, c.m), ir.addi(row0, r as i64));
-            for v in 0..per_row {
-                let x = wide(ir, acc[r * per_row + v]);
-                ir.contraction_finish_lanes(c, x, grow, ir.addi(col0, (v * lanes) as i64))?;
+    }
+
+    /// The finish of the tile at `(bi, row0, col0)`: inside the matrix a vector at a time; on
+    /// its right or bottom edge ([`Tile::edge_finish`]) only what lies inside (tested only
+    /// where `m` or `n` is not a multiple of the tile).
+    fn finish(&self, ir: &mut Ir<'ctx>, (bi, row0, col0): (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>), masked_edge: bool) -> Result<(), String> {
+        let (c, GemmShape { mr, nr, lanes }, per_row) = (self.c, self.shape, self.per_row());
+        let in_lanes = |ir: &mut Ir<'ctx>| -> Result<(), String> {
+            for r in 0..mr {
+                let grow = ir.add(ir.muli(bi, c.m), ir.addi(row0, r as i64));
+                for v in 0..per_row {
+                    let x = self.wide(ir, r * per_row + v);
+                    ir.contraction_finish_lanes(c, x, grow, ir.addi(col0, (v * lanes) as i64))?;
+                }
             }
+            Ok(())
+        };
+        let mut edges = Vec::new();
+        if !c.m.is_multiple_of(mr) {
+            edges.push(ir.icmp(IntPredicate::SLE, ir.addi(row0, mr as i64), ir.i64(c.m as i64)));
+        }
+        if !c.n.is_multiple_of(nr) {
+            edges.push(ir.icmp(IntPredicate::SLE, ir.addi(col0, nr as i64), ir.i64(c.n as i64)));
+        }
+        let inside = edges.into_iter().reduce(|a, b| ir.and(a, b));
+        ir.finish_in_lanes_inside(c, inside, in_lanes, |ir| self.edge_finish(ir, (bi, row0, col0), masked_edge))
+    }
+
+    /// [`Tile::finish`] on the matrix's edge. Where the finish runs in lanes, the rows inside
+    /// the matrix finish a vector at a time, as inside tiles do; a vector the matrix's last
+    /// column ends in finishes under a mask where `masked_edge` (AVX-512's mask registers),
+    /// else its columns inside one at a time, in a loop. (Output by output and unrolled, a
+    /// bf16 tile's finish, each output with its inline rounding, was most of a convolution's
+    /// code and optimisation time.)
+    fn edge_finish(&self, ir: &mut Ir<'ctx>, (bi, row0, col0): (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>), masked_edge: bool) -> Result<(), String> {
+        let (c, GemmShape { mr, nr, lanes }, per_row) = (self.c, self.shape, self.per_row());
+        if !ir.contraction_finishes_in_lanes(c) {
+            return ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
+                let v = self.wide(ir, r * per_row + j / lanes);
+                ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built()
+            });
+        }
+        for r in 0..mr {
+            let row = ir.addi(row0, r as i64);
+            let ok = ir.icmp(IntPredicate::SLT, row, ir.i64(c.m as i64));
+            let mut failure = Ok(());
+            ir.if_then(ok, |ir| {
+                let grow = ir.add(ir.muli(bi, c.m), row);
+                for v in 0..per_row {
+                    let col = ir.addi(col0, (v * lanes) as i64);
+                    let x = self.wide(ir, r * per_row + v);
+                    let done = if c.n.is_multiple_of(nr) {
+                        ir.contraction_finish_lanes(c, x, grow, col)
+                    } else {
+                        let full = ir.icmp(IntPredicate::SLE, ir.addi(col, lanes as i64), ir.i64(c.n as i64));
+                        let (a, b) = ir.if_else(full, |ir| ir.contraction_finish_lanes(c, x, grow, col), |ir| {
+                            let count = ir.smax(ir.sub(ir.i64(c.n as i64), col), ir.i64(0));
+                            if masked_edge {
+                                return ir.contraction_finish_first_lanes(c, x, grow, col, count);
+                            }
+                            let mut done = Ok(());
+                            ir.for_range(ir.i64(0), count, ir.i64(1), |ir, j| {
+                                let e = ir.b.build_extract_element(x, j, "").built();
+                                done = ir.contraction_finish(c, e, grow, ir.add(col, j));
+                            });
+                            done
+                        });
+                        a.and(b)
+                    };
+                    if let Err(e) = done {
+                        failure = Err(e);
+                    }
+                }
+            });
+            failure?;
         }
         Ok(())
-    };
-    // On AVX-512 the columns of a vector past the matrix's last one are masked off (a mask
-    // register per load and store); elsewhere the columns inside finish one at a time.
-    let masked_edge = machine.masked_lanes();
-    let edge = |ir: &mut Ir<'ctx>| {
-        if ir.contraction_finishes_in_lanes(c) {
-            // The rows inside the matrix finish a vector at a time, as inside tiles do; on the
-            // right edge a vector the matrix ends in finishes its columns inside one at a time,
-            // in a loop. (Output by output and unrolled, a bf16 tile's finish, each output with
-            // its inline rounding, was most of a convolution's code and optimisation time.)
-            for r in 0..mr {
-                let row = ir.addi(row0, r as i64);
-                let ok = ir.icmp(IntPredicate::SLT, row, ir.i64(c.m as i64));
-                let mut failure = Ok(());
-                ir.if_then(ok, |ir| {
-                    let grow = ir.add(ir.muli(bi, c.m), row);
-                    for v in 0..per_row {
-                        let col = ir.addi(col0, (v * lanes) as i64);
-                        let x = wide(ir, acc[r * per_row + v]);
-                        let done = if c.n.is_multiple_of(nr) {
-                            ir.contraction_finish_lanes(c, x, grow, col)
-                        } else {
-                            let full = ir.icmp(IntPredicate::SLE, ir.addi(col, lanes as i64), ir.i64(c.n as i64));
-                            let (a, b) = ir.if_else(full, |ir| ir.contraction_finish_lanes(c, x, grow, col), |ir| {
-                                let count = ir.smax(ir.sub(ir.i64(c.n as i64), col), ir.i64(0));
-                                if masked_edge {
-                                    return ir.contraction_finish_first_lanes(c, x, grow, col, count);
-                                }
-                                let mut done = Ok(());
-                                ir.for_range(ir.i64(0), count, ir.i64(1), |ir, j| {
-                                    let e = ir.b.build_extract_element(x, j, "").built();
-                                    done = ir.contraction_finish(c, e, grow, ir.add(col, j));
-                                });
-                                done
-                            });
-                            a.and(b)
-                        };
-                        if let Err(e) = done {
-                            failure = Err(e);
-                        }
-                    }
-                });
-                failure?;
-            }
-            return Ok(());
-        }
-        ir.contraction_tile_finish(c, bi, row0, col0, (mr, nr), |ir, r, j| {
-            let v = wide(ir, acc[r * per_row + j / lanes]);
-            ir.b.build_extract_element(v, ir.i64((j % lanes) as i64), "").built()
-        })
-    };
-    let mut edges = Vec::new();
-    if !c.m.is_multiple_of(mr) {
-        edges.push(ir.icmp(IntPredicate::SLE, ir.addi(row0, mr as i64), ir.i64(c.m as i64)));
     }
-    if !c.n.is_multiple_of(nr) {
-        edges.push(ir.icmp(IntPredicate::SLE, ir.addi(col0, nr as i64), ir.i64(c.n as i64)));
-    }
-    let inside = edges.into_iter().reduce(|a, b| ir.and(a, b));
-    ir.finish_in_lanes_inside(c, inside, in_lanes, edge)
 }
