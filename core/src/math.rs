@@ -158,6 +158,60 @@ pub fn erf_f32(x: f32) -> f32 {
     }
 }
 
+/// The last index of [`erf_bf16_table`]: the top half of [`ERF_ONE`]'s bits (4.0, a bf16
+/// value), where erf reaches 1 and stays.
+pub const ERF_BF16_LAST: u32 = ERF_ONE.to_bits() >> 16;
+
+/// The last magnitude indices of [`exp_bf16_table`]'s halves: [`EXP_MAX`]'s and
+/// [`EXP_MIN`]'s (both bf16 values).
+pub const EXP_BF16_LAST: (u32, u32) = (EXP_MAX.to_bits() >> 16, (EXP_MIN.to_bits() >> 16) & 0x7fff);
+
+const _: () = assert!(
+    ERF_ONE.to_bits() & 0xffff == 0 && EXP_MAX.to_bits() & 0xffff == 0 && EXP_MIN.to_bits() & 0xffff == 0 && EXP_MIN < 0.0 && EXP_MAX > 0.0,
+    "the tables' ends are bf16 values on either side of zero"
+);
+
+/// [`erf_f32`] at the non-negative bf16 values up to [`ERF_ONE`] (16,513 f32), indexed by the
+/// top half of the value's bits: erf is odd here (computed on `|x|`, the sign copied), so
+/// `erf_f32(x)` of a bf16 value `x` is the entry at `min(|x| bits >> 16, ERF_BF16_LAST)` with
+/// `x`'s sign, a NaN aside (it passes as `x + x`).
+pub fn erf_bf16_table() -> Vec<f32> {
+    (0..=ERF_BF16_LAST).map(|i| erf_f32(f32::from_bits(i << 16))).collect()
+}
+
+/// [`exp_f32`] at the bf16 values in `[EXP_MIN, EXP_MAX]` (34,180 f32): the non-negative ones
+/// from 0, then the negative ones; [`exp_bf16_index`] finds a value's entry (exp clamps its
+/// argument to that range first).
+pub fn exp_bf16_table() -> Box<[f32; EXP_BF16_LEN]> {
+    let at = |bits: u32| exp_f32(f32::from_bits(bits << 16));
+    let values: Vec<f32> = (0..=EXP_BF16_LAST.0).map(at).chain((0..=EXP_BF16_LAST.1).map(|i| at(i | 0x8000))).collect();
+    values.into_boxed_slice().try_into().expect("EXP_BF16_LEN values")
+}
+
+/// The entries of [`exp_bf16_table`].
+pub const EXP_BF16_LEN: usize = (EXP_BF16_LAST.0 + EXP_BF16_LAST.1 + 2) as usize;
+
+/// [`exp_f32`] of the bf16 value whose bits are `h`, from `table` ([`exp_bf16_table`]): its
+/// entry, or for a NaN the NaN quieted as `exp_f32` passes it.
+#[inline(always)]
+pub fn exp_bf16(table: &[f32; EXP_BF16_LEN], h: u16) -> f32 {
+    let x = f32::from_bits(u32::from(h) << 16);
+    let v = table[exp_bf16_index(h)];
+    if h & 0x7fff > 0x7f80 { x + x } else { v }
+}
+
+/// The entry of [`exp_bf16_table`] for the bf16 value whose bits are `h` (a NaN's entry is
+/// some entry: `exp_f32` of a NaN is the NaN itself, quieted).
+#[inline(always)]
+pub fn exp_bf16_index(h: u16) -> usize {
+    let magnitude = u32::from(h & 0x7fff);
+    if h & 0x8000 == 0 {
+        magnitude.min(EXP_BF16_LAST.0) as usize
+    } else {
+        (EXP_BF16_LAST.0 + 1 + magnitude.min(EXP_BF16_LAST.1)) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +271,19 @@ mod tests {
         for f in [exp_f32, tanh_f32, erf_f32] {
             assert_eq!(f(nan).to_bits(), 0x7fc0_0001);
             assert_eq!(f(-f32::NAN).to_bits(), (-f32::NAN).to_bits());
+        }
+    }
+
+    /// The bf16 tables give `exp_f32` and `erf_f32` bit for bit at every bf16 value, NaNs,
+    /// infinities, subnormals and the clamped ranges included.
+    #[test]
+    fn the_bf16_tables_give_the_functions_at_every_bf16_value() {
+        let (exp, erf) = (exp_bf16_table(), erf_bf16_table());
+        for h in 0..=u16::MAX {
+            let x = f32::from_bits(u32::from(h) << 16);
+            assert_eq!(exp_bf16(&exp, h).to_bits(), exp_f32(x).to_bits(), "exp of {x} ({h:#06x})");
+            let e = if x.is_nan() { x + x } else { erf[(u32::from(h & 0x7fff).min(ERF_BF16_LAST)) as usize].copysign(x) };
+            assert_eq!(e.to_bits(), erf_f32(x).to_bits(), "erf of {x} ({h:#06x})");
         }
     }
 }

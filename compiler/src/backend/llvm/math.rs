@@ -30,25 +30,18 @@ pub enum Bf16Table {
     Exp,
 }
 
-/// The last index of the [`Bf16Table::Erf`] table: the top half of [`m::ERF_ONE`]'s bits.
-const ERF_LAST: u32 = m::ERF_ONE.to_bits() >> 16;
+/// The last index of the [`Bf16Table::Erf`] table ([`m::erf_bf16_table`]).
+const ERF_LAST: u32 = m::ERF_BF16_LAST;
 
-/// The last magnitude index of the [`Bf16Table::Exp`] table's halves: `EXP_MAX`'s and
-/// `EXP_MIN`'s.
-const EXP_LAST: (u32, u32) = (m::EXP_MAX.to_bits() >> 16, (m::EXP_MIN.to_bits() >> 16) & 0x7fff);
-
-const _: () = assert!(
-    m::ERF_ONE.to_bits() & 0xffff == 0 && m::EXP_MAX.to_bits() & 0xffff == 0 && m::EXP_MIN.to_bits() & 0xffff == 0 && m::EXP_MIN < 0.0 && m::EXP_MAX > 0.0,
-    "the tables' ends are bf16 values on either side of zero"
-);
+/// The last magnitude index of the [`Bf16Table::Exp`] table's halves ([`m::exp_bf16_table`]).
+const EXP_LAST: (u32, u32) = m::EXP_BF16_LAST;
 
 impl Bf16Table {
     /// The table: `f` at each index's bf16 value.
     fn values(self) -> Vec<f32> {
-        let at = |bits: u32| f32::from_bits(bits << 16);
         match self {
-            Bf16Table::Erf => (0..=ERF_LAST).map(|i| m::erf_f32(at(i))).collect(),
-            Bf16Table::Exp => (0..=EXP_LAST.0).map(|i| m::exp_f32(at(i))).chain((0..=EXP_LAST.1).map(|i| m::exp_f32(at(i | 0x8000)))).collect(),
+            Bf16Table::Erf => m::erf_bf16_table(),
+            Bf16Table::Exp => m::exp_bf16_table().to_vec(),
         }
     }
 
