@@ -1119,30 +1119,36 @@ pub fn math_function_cases() -> Vec<Case> {
             same_bits_and_nans(&want[0], &direct).unwrap_or_else(|e| panic!("{op:?}: the reference against the definition: {e}"));
             Case { name: format!("math_{op:?}").to_lowercase(), graph, inputs: vec![x.clone()], tolerance: Tolerance::Exact }
         })
-        .chain([UnaryOp::Erf, UnaryOp::Exp].map(of_bf16_case))
+        .chain([UnaryOp::Erf, UnaryOp::Exp].into_iter().flat_map(|op| [DType::BF16, DType::F16].map(|d| of_half_case(op, d))))
         .collect()
 }
 
-/// `op(cast(x))` of every bf16 value `x` (all 65,536 patterns, NaNs, infinities and subnormals
-/// included) widened to f32, as a bf16 GELU computes its erf and a bf16 softmax its exp: the
-/// LLVM CPU backends look these up in a table ([`f16c_compiler::lower::Expr::holds_bf16`]);
-/// rows of 32,771 so that the last few of each row take the one-value path and the rest the
-/// vector one (the tables' ends and the infinities among both).
-fn of_bf16_case(op: UnaryOp) -> Case {
+/// `op(cast(x))` of every value `x` of the 16-bit float type `d` (all 65,536 patterns, NaNs,
+/// infinities and subnormals included) widened to f32, as a bf16 or fp16 GELU computes its erf
+/// and a softmax its exp: the LLVM CPU backends look these up in a table
+/// ([`f16c_compiler::lower::Expr::holds_half`]); rows of 32,771 so that the last few of each
+/// row take the one-value path and the rest the vector one (the tables' ends and the
+/// infinities among both).
+fn of_half_case(op: UnaryOp, d: DType) -> Case {
     let n = 32_771;
-    let mut values: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
-    values.extend((0..2 * n - values.len()).map(|i| bf16::from_bits(0x4080 - 3 + i as u16)));
-    // The vector path's values where the scalar one takes the tail, and the other way round.
-    for (tail, special) in [(n - 1, 0x4080), (n - 2, 0x42b2), (n - 3, 0xc2d0), (2 * n - 1, 0xff80), (2 * n - 2, 0x7f80), (2 * n - 3, 0x8000)] {
-        values.swap(tail, special);
+    let bits: Vec<u16> = (0..=u16::MAX).chain((0..2 * n - 65_536).map(|i| 0x4080 - 3 + i as u16)).collect();
+    let mut bits = bits;
+    // The vector path's values where the scalar one takes the tail, and the other way round:
+    // the ends of the erf and exp tables in both types, infinities, -0.
+    for (tail, special) in [(n - 1, 0x4080), (n - 2, 0x42b2), (n - 3, 0xc2d0), (n - 4, 0x4400), (n - 5, 0x5590), (2 * n - 1, 0xff80), (2 * n - 2, 0x7f80), (2 * n - 3, 0x8000), (2 * n - 4, 0xd680), (2 * n - 5, 0xfc00)] {
+        bits.swap(tail, special);
     }
-    let x = Tensor::new(vec![2, n], Data::BF16(values)).unwrap();
-    let mut g = Graph::new("of_bf16");
-    let a = g.add_input(TensorType::new(DType::BF16, [2, n]), loc());
+    let data = match d {
+        DType::BF16 => Data::BF16(bits.into_iter().map(bf16::from_bits).collect()),
+        _ => Data::F16(bits.into_iter().map(f16::from_bits).collect()),
+    };
+    let x = Tensor::new(vec![2, n], data).unwrap();
+    let mut g = Graph::new("of_half");
+    let a = g.add_input(TensorType::new(d, [2, n]), loc());
     let wide = g.add_node(Op::Cast, tensor_ty(DType::F32, &[2, n]), &[a], loc());
     let y = g.add_node(Op::Unary(op), tensor_ty(DType::F32, &[2, n]), &[wide], loc());
     g.add_output(y);
-    Case { name: format!("math_{op:?}_of_bf16").to_lowercase(), graph: g, inputs: vec![x], tolerance: Tolerance::Exact }
+    Case { name: format!("math_{op:?}_of_{d}").to_lowercase(), graph: g, inputs: vec![x], tolerance: Tolerance::Exact }
 }
 
 /// PyTorch's safe softmax (`tests/data/safe_softmax.mlir`, canonicalized: one row kernel with a

@@ -158,57 +158,99 @@ pub fn erf_f32(x: f32) -> f32 {
     }
 }
 
-/// The last index of [`erf_bf16_table`]: the top half of [`ERF_ONE`]'s bits (4.0, a bf16
-/// value), where erf reaches 1 and stays.
-pub const ERF_BF16_LAST: u32 = ERF_ONE.to_bits() >> 16;
+/// A 16-bit float type (bf16 or IEEE fp16) whose values index the tables of [`erf_table`] and
+/// [`exp_table`]: a function of an f32 that holds such a value has at most 65,536 arguments,
+/// which a backend may look up rather than compute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Half16 {
+    /// bf16: an f32's top half.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+}
 
-/// The last magnitude indices of [`exp_bf16_table`]'s halves: [`EXP_MAX`]'s and
-/// [`EXP_MIN`]'s (both bf16 values).
-pub const EXP_BF16_LAST: (u32, u32) = (EXP_MAX.to_bits() >> 16, (EXP_MIN.to_bits() >> 16) & 0x7fff);
+impl Half16 {
+    /// The value whose bits are `h`, exactly.
+    pub fn to_f32(self, h: u16) -> f32 {
+        match self {
+            Half16::Bf16 => f32::from_bits(u32::from(h) << 16),
+            Half16::F16 => half::f16::from_bits(h).to_f32(),
+        }
+    }
+
+    /// The bits of `v`, one of this type's values.
+    const fn bits(self, v: f32) -> u32 {
+        match self {
+            Half16::Bf16 => v.to_bits() >> 16,
+            Half16::F16 => half::f16::from_f32_const(v).to_bits() as u32,
+        }
+    }
+
+    /// The last index of [`erf_table`]: [`ERF_ONE`]'s bits, where erf reaches 1 and stays.
+    pub const fn erf_last(self) -> u32 {
+        self.bits(ERF_ONE)
+    }
+
+    /// The last magnitude indices of [`exp_table`]'s halves: [`EXP_MAX`]'s and [`EXP_MIN`]'s
+    /// (values of both types).
+    pub const fn exp_last(self) -> (u32, u32) {
+        (self.bits(EXP_MAX), self.bits(EXP_MIN) & 0x7fff)
+    }
+}
 
 const _: () = assert!(
     ERF_ONE.to_bits() & 0xffff == 0 && EXP_MAX.to_bits() & 0xffff == 0 && EXP_MIN.to_bits() & 0xffff == 0 && EXP_MIN < 0.0 && EXP_MAX > 0.0,
-    "the tables' ends are bf16 values on either side of zero"
+    "the tables' ends are bf16 values (and so fp16 ones) on either side of zero"
 );
 
-/// [`erf_f32`] at the non-negative bf16 values up to [`ERF_ONE`] (16,513 f32), indexed by the
-/// top half of the value's bits: erf is odd here (computed on `|x|`, the sign copied), so
-/// `erf_f32(x)` of a bf16 value `x` is the entry at `min(|x| bits >> 16, ERF_BF16_LAST)` with
-/// `x`'s sign, a NaN aside (it passes as `x + x`).
-pub fn erf_bf16_table() -> Vec<f32> {
-    (0..=ERF_BF16_LAST).map(|i| erf_f32(f32::from_bits(i << 16))).collect()
+/// [`erf_f32`] at the non-negative values of `t` up to [`ERF_ONE`] (16,513 f32 for bf16,
+/// 17,409 for fp16), indexed by their bits: erf is odd here (computed on `|x|`, the sign
+/// copied), so `erf_f32(x)` of such a value `x` is the entry at `min(|x|'s bits,
+/// t.erf_last())` with `x`'s sign, a NaN aside ([`erf_at`]).
+pub fn erf_table(t: Half16) -> Vec<f32> {
+    (0..=t.erf_last()).map(|i| erf_f32(t.to_f32(i as u16))).collect()
 }
 
-/// [`exp_f32`] at the bf16 values in `[EXP_MIN, EXP_MAX]` (34,180 f32): the non-negative ones
-/// from 0, then the negative ones; [`exp_bf16_index`] finds a value's entry (exp clamps its
-/// argument to that range first).
-pub fn exp_bf16_table() -> Box<[f32; EXP_BF16_LEN]> {
-    let at = |bits: u32| exp_f32(f32::from_bits(bits << 16));
-    let values: Vec<f32> = (0..=EXP_BF16_LAST.0).map(at).chain((0..=EXP_BF16_LAST.1).map(|i| at(i | 0x8000))).collect();
-    values.into_boxed_slice().try_into().expect("EXP_BF16_LEN values")
+/// [`erf_f32`] of the value of `t` whose bits are `h`, from `table` ([`erf_table`]): what a
+/// backend's lookup computes.
+pub fn erf_at(table: &[f32], t: Half16, h: u16) -> f32 {
+    let x = t.to_f32(h);
+    if x.is_nan() {
+        x + x
+    } else {
+        table[u32::from(h & 0x7fff).min(t.erf_last()) as usize].copysign(x)
+    }
 }
 
-/// The entries of [`exp_bf16_table`].
-pub const EXP_BF16_LEN: usize = (EXP_BF16_LAST.0 + EXP_BF16_LAST.1 + 2) as usize;
-
-/// [`exp_f32`] of the bf16 value whose bits are `h`, from `table` ([`exp_bf16_table`]): its
-/// entry, or for a NaN the NaN quieted as `exp_f32` passes it.
-#[inline(always)]
-pub fn exp_bf16(table: &[f32; EXP_BF16_LEN], h: u16) -> f32 {
-    let x = f32::from_bits(u32::from(h) << 16);
-    let v = table[exp_bf16_index(h)];
-    if h & 0x7fff > 0x7f80 { x + x } else { v }
+/// [`exp_f32`] at the values of `t` in `[EXP_MIN, EXP_MAX]` (34,180 f32 for bf16, 44,050 for
+/// fp16): the non-negative ones from 0, then the negative ones; [`exp_index`] finds a value's
+/// entry (exp clamps its argument to that range first).
+pub fn exp_table(t: Half16) -> Vec<f32> {
+    let (pos, neg) = t.exp_last();
+    let at = |h: u32| exp_f32(t.to_f32(h as u16));
+    (0..=pos).map(at).chain((0..=neg).map(|i| at(i | 0x8000))).collect()
 }
 
-/// The entry of [`exp_bf16_table`] for the bf16 value whose bits are `h` (a NaN's entry is
-/// some entry: `exp_f32` of a NaN is the NaN itself, quieted).
-#[inline(always)]
-pub fn exp_bf16_index(h: u16) -> usize {
+/// The entry of [`exp_table`] for the value of `t` whose bits are `h` (a NaN's entry is some
+/// entry: `exp_f32` of a NaN is the NaN itself, quieted).
+pub fn exp_index(t: Half16, h: u16) -> usize {
+    let (pos, neg) = t.exp_last();
     let magnitude = u32::from(h & 0x7fff);
     if h & 0x8000 == 0 {
-        magnitude.min(EXP_BF16_LAST.0) as usize
+        magnitude.min(pos) as usize
     } else {
-        (EXP_BF16_LAST.0 + 1 + magnitude.min(EXP_BF16_LAST.1)) as usize
+        (pos + 1 + magnitude.min(neg)) as usize
+    }
+}
+
+/// [`exp_f32`] of the value of `t` whose bits are `h`, from `table` ([`exp_table`]): its entry,
+/// or for a NaN the NaN quieted as `exp_f32` passes it; what a backend's lookup computes.
+pub fn exp_at(table: &[f32], t: Half16, h: u16) -> f32 {
+    let x = t.to_f32(h);
+    if x.is_nan() {
+        x + x
+    } else {
+        table[exp_index(t, h)]
     }
 }
 
@@ -274,16 +316,19 @@ mod tests {
         }
     }
 
-    /// The bf16 tables give `exp_f32` and `erf_f32` bit for bit at every bf16 value, NaNs,
-    /// infinities, subnormals and the clamped ranges included.
+    /// The tables give `exp_f32` and `erf_f32` bit for bit at every bf16 and every fp16 value,
+    /// NaNs, infinities, subnormals and the clamped ranges included.
     #[test]
-    fn the_bf16_tables_give_the_functions_at_every_bf16_value() {
-        let (exp, erf) = (exp_bf16_table(), erf_bf16_table());
-        for h in 0..=u16::MAX {
-            let x = f32::from_bits(u32::from(h) << 16);
-            assert_eq!(exp_bf16(&exp, h).to_bits(), exp_f32(x).to_bits(), "exp of {x} ({h:#06x})");
-            let e = if x.is_nan() { x + x } else { erf[(u32::from(h & 0x7fff).min(ERF_BF16_LAST)) as usize].copysign(x) };
-            assert_eq!(e.to_bits(), erf_f32(x).to_bits(), "erf of {x} ({h:#06x})");
+    fn the_16_bit_tables_give_the_functions_at_every_value() {
+        for t in [Half16::Bf16, Half16::F16] {
+            let (exp, erf) = (exp_table(t), erf_table(t));
+            for h in 0..=u16::MAX {
+                let x = t.to_f32(h);
+                assert_eq!(exp_at(&exp, t, h).to_bits(), exp_f32(x).to_bits(), "{t:?}: exp of {x} ({h:#06x})");
+                assert_eq!(erf_at(&erf, t, h).to_bits(), erf_f32(x).to_bits(), "{t:?}: erf of {x} ({h:#06x})");
+            }
         }
+        assert_eq!((exp_table(Half16::Bf16).len(), exp_table(Half16::F16).len()), (34_180, 44_050));
+        assert_eq!((erf_table(Half16::Bf16).len(), erf_table(Half16::F16).len()), (16_513, 17_409));
     }
 }

@@ -150,17 +150,17 @@ pub struct EwOp {
     pub zp: (i64, i64),
 }
 
-/// Whether every value `v` of an expression or a rows kernel takes is a bf16 value: `v` is of
-/// type bf16, or an f32 that is an exact copy of one (a cast from bf16, its negation or absolute
-/// value); `dtype` gives a value's type, `op` the elementwise op computing it (none for an input
-/// or a reduction). A function of such a value has at most 65,536 arguments (a bf16 GELU's
-/// `erf(cast(x · 1/√2))`, a bf16 softmax's `exp(cast(x − max))`), which a backend may look up
-/// rather than compute.
-pub fn holds_bf16<'a>(v: usize, dtype: &dyn Fn(usize) -> DType, op: &dyn Fn(usize) -> Option<&'a EwOp>) -> bool {
+/// The 16-bit float type (bf16 or f16) every value `v` of an expression or a rows kernel is a
+/// value of, if any: `v` is of that type, or an f32 that is an exact copy of one (a cast from
+/// it, its negation or absolute value); `dtype` gives a value's type, `op` the elementwise op
+/// computing it (none for an input or a reduction). A function of such a value has at most
+/// 65,536 arguments (a bf16 or fp16 GELU's `erf(cast(x · 1/√2))`, a softmax's
+/// `exp(cast(x − max))`), which a backend may look up rather than compute.
+pub fn holds_half<'a>(v: usize, dtype: &dyn Fn(usize) -> DType, op: &dyn Fn(usize) -> Option<&'a EwOp>) -> Option<DType> {
     match (dtype(v), op(v)) {
-        (DType::BF16, _) => true,
-        (DType::F32, Some(computed)) => matches!(computed.kind, EwKind::Cast | EwKind::Unary(UnaryOp::Negate | UnaryOp::Abs)) && holds_bf16(computed.args[0], dtype, op),
-        _ => false,
+        (d @ (DType::BF16 | DType::F16), _) => Some(d),
+        (DType::F32, Some(computed)) if matches!(computed.kind, EwKind::Cast | EwKind::Unary(UnaryOp::Negate | UnaryOp::Abs)) => holds_half(computed.args[0], dtype, op),
+        _ => None,
     }
 }
 
@@ -197,10 +197,10 @@ impl Expr {
         }
     }
 
-    /// Whether every value `v` takes is a bf16 value ([`holds_bf16`]).
-    pub fn holds_bf16(&self, v: usize) -> bool {
+    /// The 16-bit float type every value `v` takes is a value of ([`holds_half`]).
+    pub fn holds_half(&self, v: usize) -> Option<DType> {
         let n = self.inputs.len();
-        holds_bf16(v, &|v| self.dtype(v), &|v| v.checked_sub(n).and_then(|i| self.ops.get(i)))
+        holds_half(v, &|v| self.dtype(v), &|v| v.checked_sub(n).and_then(|i| self.ops.get(i)))
     }
 
     /// The element type of the result.
@@ -654,14 +654,14 @@ impl Rows {
         }
     }
 
-    /// Whether every value row value `v` takes is a bf16 value ([`holds_bf16`]).
-    pub fn holds_bf16(&self, v: RowValue) -> bool {
+    /// The 16-bit float type every value row value `v` takes is a value of ([`holds_half`]).
+    pub fn holds_half(&self, v: RowValue) -> Option<DType> {
         let n = self.inputs.len();
         let op = |v: RowValue| match v.checked_sub(n).and_then(|s| self.stages.get(s)) {
             Some(RowStage::Map { op, .. }) => Some(op),
             _ => None,
         };
-        holds_bf16(v, &|v| self.dtype(v), &op)
+        holds_half(v, &|v| self.dtype(v), &op)
     }
 
     /// The softmax this kernel is, stage for stage, if it is one: `m = reduce_max(x)`,

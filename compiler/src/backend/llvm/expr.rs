@@ -7,7 +7,7 @@
 //!
 //! Math functions (exp, log, tanh, erf, pow) go through the target's [`MathImpl`].
 
-use super::math::Bf16Table;
+use super::math::HalfTable;
 use super::{Built, Ir, MathImpl};
 use crate::lower::{EwKind, EwOp, Expr};
 use f16c_core::abi::Libcall;
@@ -86,7 +86,7 @@ impl<'ctx> Ir<'ctx> {
         for op in &expr.ops {
             let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| values[a]).collect();
             let types = expr.arg_types(op);
-            let v = self.ew_of(op, &args, &types, expr.holds_bf16(op.args[0]))?;
+            let v = self.ew_of(op, &args, &types, expr.holds_half(op.args[0]))?;
             values.push(v);
         }
         Ok(*values.last().expect("an expression has at least one value"))
@@ -111,13 +111,16 @@ impl<'ctx> Ir<'ctx> {
         Ok(self.round_to(op.dtype, r))
     }
 
-    /// [`Ir::ew`], where `bf16_arg` says whether the op's first argument holds bf16 values
-    /// ([`Expr::holds_bf16`], [`crate::lower::Rows::holds_bf16`]): on a CPU, whose math is the
-    /// contract's, an f32 `erf` or `exp` of them is looked up ([`Ir::lookup_bf16`]).
-    pub fn ew_of(&mut self, op: &EwOp, args: &[BasicValueEnum<'ctx>], arg_types: &[DType], bf16_arg: bool) -> Result<BasicValueEnum<'ctx>, String> {
-        match Bf16Table::of(op) {
-            Some(f) if bf16_arg && self.math == MathImpl::RuntimeTable && arg_types == [DType::F32] => {
-                let r = self.lookup_bf16(f, args[0]);
+    /// [`Ir::ew`], where `held` is the 16-bit float type the op's first argument holds values
+    /// of ([`Expr::holds_half`], [`crate::lower::Rows::holds_half`]): on a CPU, whose math is
+    /// the contract's, an f32 `erf` of bf16 or fp16 values, or `exp` of bf16 ones, is looked up
+    /// ([`Ir::lookup_half`]). (The `exp` of fp16 values, a softmax's, measured slower looked
+    /// up than computed: ViT-S/16's fp16 softmaxes 4.3–4.6 → 4.7–5.3 ms, each value converted
+    /// to its fp16 bits first.)
+    pub fn ew_of(&mut self, op: &EwOp, args: &[BasicValueEnum<'ctx>], arg_types: &[DType], held: Option<DType>) -> Result<BasicValueEnum<'ctx>, String> {
+        match (HalfTable::of(op), held) {
+            (Some(f), Some(t)) if self.math == MathImpl::RuntimeTable && arg_types == [DType::F32] && (t == DType::BF16 || f == HalfTable::Erf) => {
+                let r = self.lookup_half(f, t, args[0]);
                 Ok(self.round_to(op.dtype, r))
             }
             _ => self.ew(op, args, arg_types),

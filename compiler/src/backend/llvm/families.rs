@@ -1728,7 +1728,7 @@ impl<'ctx> Ir<'ctx> {
                         let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
                         for row_scalars in scalars.iter_mut() {
                             let args: Vec<BasicValueEnum> = op.args.iter().map(|&a| row_scalars[a].expect("scalar arguments come first")).collect();
-                            row_scalars[n_in + e] = Some(self.ew_of(op, &args, &types, r.holds_bf16(op.args[0]))?);
+                            row_scalars[n_in + e] = Some(self.ew_of(op, &args, &types, r.holds_half(op.args[0]))?);
                         }
                     }
                     let in_memory = |a: RowValue| if a < n_in { r.inputs[a].full } else { a < n_in + si && matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
@@ -1750,7 +1750,7 @@ impl<'ctx> Ir<'ctx> {
                                         (None, false) => row_scalars[a].expect("a scalar argument"),
                                     });
                                 }
-                                let y = match ir.ew_of(op, &args, &types, r.holds_bf16(op.args[0])) {
+                                let y = match ir.ew_of(op, &args, &types, r.holds_half(op.args[0])) {
                                     Ok(y) => y,
                                     Err(e) => {
                                         failure = Err(e);

@@ -9,49 +9,44 @@
 
 use super::{Built, Ir};
 use f16c_core::math::{self as m};
+use f16c_dialect::DType;
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::module::Linkage;
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValueEnum, FloatValue, PointerValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
-/// A contract function that CPU modules look up at bf16 arguments ([`Ir::lookup_bf16`]): a
-/// table of its f32 values (made by the Rust function the reference calls) indexed by the top
-/// half of the argument's bits.
+/// A contract function that CPU modules look up at bf16 or fp16 arguments
+/// ([`Ir::lookup_half`]): a table of its f32 values at the type's values (made by
+/// `f16c_core::math`, by the Rust function the reference calls) indexed by their bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bf16Table {
-    /// [`m::erf_f32`]: odd (the contract computes it on `|x|` and copies the sign), so its
-    /// values at the non-negative bf16 values up to [`m::ERF_ONE`] (16,513 f32, 66 KB), where
-    /// it reaches 1 and stays (∞ included).
+pub enum HalfTable {
+    /// [`m::erf_f32`] ([`m::erf_table`]): odd, so its values at the non-negative values up to
+    /// [`m::ERF_ONE`], where it reaches 1 and stays (∞ included); 66–68 KB.
     Erf,
-    /// [`m::exp_f32`], which clamps its argument to `[EXP_MIN, EXP_MAX]` (both bf16 values):
-    /// its values at the non-negative bf16 values up to `EXP_MAX`, then at the negative ones
-    /// down to `EXP_MIN` (34,180 f32, 137 KB; a softmax reads the second half).
+    /// [`m::exp_f32`] ([`m::exp_table`]), which clamps its argument to `[EXP_MIN, EXP_MAX]`:
+    /// its values at the non-negative values up to `EXP_MAX`, then at the negative ones down
+    /// to `EXP_MIN` (137 KB for bf16, 176 KB for fp16; a softmax reads the second half).
     Exp,
 }
 
-/// The last index of the [`Bf16Table::Erf`] table ([`m::erf_bf16_table`]).
-const ERF_LAST: u32 = m::ERF_BF16_LAST;
-
-/// The last magnitude index of the [`Bf16Table::Exp`] table's halves ([`m::exp_bf16_table`]).
-const EXP_LAST: (u32, u32) = m::EXP_BF16_LAST;
-
-impl Bf16Table {
-    /// The table: `f` at each index's bf16 value.
-    fn values(self) -> Vec<f32> {
-        match self {
-            Bf16Table::Erf => m::erf_bf16_table(),
-            Bf16Table::Exp => m::exp_bf16_table().to_vec(),
-        }
-    }
-
-    /// The function `op` computes where the table holds it: an f32 `erf` or `exp`.
-    pub fn of(op: &crate::lower::EwOp) -> Option<Bf16Table> {
+impl HalfTable {
+    /// The function `op` computes where a table holds it: an f32 `erf` or `exp`.
+    pub fn of(op: &crate::lower::EwOp) -> Option<HalfTable> {
         match op.kind {
-            crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Erf) => Some(Bf16Table::Erf),
-            crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp) => Some(Bf16Table::Exp),
+            crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Erf) => Some(HalfTable::Erf),
+            crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp) => Some(HalfTable::Exp),
             _ => None,
         }
+    }
+}
+
+/// The table type of a 16-bit float `DType`.
+fn half16(t: DType) -> m::Half16 {
+    match t {
+        DType::BF16 => m::Half16::Bf16,
+        DType::F16 => m::Half16::F16,
+        other => unreachable!("a table of {other} values"),
     }
 }
 
@@ -275,18 +270,35 @@ impl<'ctx> Ir<'ctx> {
         self.nan_passes(x, v)
     }
 
-    /// `f` of f32 values (one, or lanes) that are bf16 values ([`Expr::holds_bf16`]), looked up
-    /// in the module's table of `f` ([`Bf16Table`]), with the contract's bits: one gather
-    /// (`vgatherdps`) for sixteen lanes in place of a division or two, an `exp` and
-    /// polynomials (a bf16 GELU's erf was most of its matmul epilogue, a bf16 softmax's exp a
-    /// third of its row kernel). A NaN passes as the contract passes it.
+    /// `f` of f32 values (one, or lanes) that are values of the 16-bit float type `t` (bf16 or
+    /// f16, [`Expr::holds_half`]), looked up in the module's table of `f` ([`HalfTable`]) by
+    /// their bits in `t` (bf16: the top half of the f32's; f16: the exact `fptrunc`), with the
+    /// contract's bits: one gather (`vgatherdps`) for sixteen lanes in place of a division or
+    /// two, an `exp` and polynomials (a GELU's erf was most of its matmul epilogue, a
+    /// softmax's exp a third of its row kernel). A NaN passes as the contract passes it.
     ///
-    /// [`Expr::holds_bf16`]: crate::lower::Expr::holds_bf16
-    pub fn lookup_bf16(&self, f: Bf16Table, x: F<'ctx>) -> F<'ctx> {
-        let table = self.bf16_table(f);
-        let bits: F = self.b.build_bit_cast(x, self.int_like(x), "").built();
-        let top: F = ints!(self, build_right_shift, bits, self.ki(x, 16), false);
-        let magnitude: F = ints!(self, build_and, top, self.ki(x, 0x7fff));
+    /// [`Expr::holds_half`]: crate::lower::Expr::holds_half
+    pub fn lookup_half(&self, f: HalfTable, t: DType, x: F<'ctx>) -> F<'ctx> {
+        let ty = half16(t);
+        let table = self.half_table(f, ty);
+        let bits: F = match (t, x) {
+            (DType::F16, BasicValueEnum::VectorValue(v)) => {
+                let n = v.get_type().get_size();
+                let h = self.b.build_float_trunc(v, self.cx.f16_type().vec_type(n), "").built();
+                let h = self.b.build_bit_cast(h, self.cx.i16_type().vec_type(n), "").built().into_vector_value();
+                self.b.build_int_z_extend(h, self.cx.i32_type().vec_type(n), "").built().into()
+            }
+            (DType::F16, BasicValueEnum::FloatValue(v)) => {
+                let h = self.b.build_float_trunc(v, self.cx.f16_type(), "").built();
+                let h = self.b.build_bit_cast(h, self.cx.i16_type(), "").built().into_int_value();
+                self.b.build_int_z_extend(h, self.cx.i32_type(), "").built().into()
+            }
+            _ => {
+                let bits: F = self.b.build_bit_cast(x, self.int_like(x), "").built();
+                ints!(self, build_right_shift, bits, self.ki(x, 16), false)
+            }
+        };
+        let magnitude: F = ints!(self, build_and, bits, self.ki(x, 0x7fff));
         let below = |v: F<'ctx>, last: u32| -> F<'ctx> {
             let last = self.ki(x, last as i32);
             let inside: F = match (v, last) {
@@ -297,13 +309,14 @@ impl<'ctx> Ir<'ctx> {
             self.fsel(inside, v, last)
         };
         let index = match f {
-            Bf16Table::Erf => below(magnitude, ERF_LAST),
-            Bf16Table::Exp => {
+            HalfTable::Erf => below(magnitude, ty.erf_last()),
+            HalfTable::Exp => {
                 // Non-negative values from 0, negative ones after them.
+                let (pos, neg) = ty.exp_last();
                 let negative = self.fcmp(FloatPredicate::OLT, x, self.k(x, 0.0));
-                let low = below(magnitude, EXP_LAST.1);
-                let low: F = ints!(self, build_int_add, low, self.ki(x, EXP_LAST.0 as i32 + 1));
-                self.fsel(negative, low, below(magnitude, EXP_LAST.0))
+                let low = below(magnitude, neg);
+                let low: F = ints!(self, build_int_add, low, self.ki(x, pos as i32 + 1));
+                self.fsel(negative, low, below(magnitude, pos))
             }
         };
         let f32t = self.cx.f32_type();
@@ -333,25 +346,26 @@ impl<'ctx> Ir<'ctx> {
             v => unreachable!("a table lookup of {v:?}"),
         };
         let v = match f {
-            Bf16Table::Erf => self.lane_intr("copysign", &[v, x]),
-            Bf16Table::Exp => v,
+            HalfTable::Erf => self.lane_intr("copysign", &[v, x]),
+            HalfTable::Exp => v,
         };
         self.nan_passes(x, v)
     }
 
-    /// The module's table of `f` ([`Ir::lookup_bf16`]), made on first use.
-    fn bf16_table(&self, f: Bf16Table) -> PointerValue<'ctx> {
-        let name = match f {
-            Bf16Table::Erf => "f16c.erf.bf16",
-            Bf16Table::Exp => "f16c.exp.bf16",
-        };
-        if let Some(g) = self.module.get_global(name) {
+    /// The module's table of `f` at the values of `t` ([`Ir::lookup_half`]), made on first use.
+    fn half_table(&self, f: HalfTable, t: m::Half16) -> PointerValue<'ctx> {
+        let name = format!("f16c.{}.{}", if f == HalfTable::Erf { "erf" } else { "exp" }, if t == m::Half16::Bf16 { "bf16" } else { "f16" });
+        if let Some(g) = self.module.get_global(&name) {
             return g.as_pointer_value();
         }
+        let values = match f {
+            HalfTable::Erf => m::erf_table(t),
+            HalfTable::Exp => m::exp_table(t),
+        };
         let f32t = self.cx.f32_type();
-        let values: Vec<FloatValue> = f.values().into_iter().map(|v| f32t.const_float(f64::from(v))).collect();
+        let values: Vec<FloatValue> = values.into_iter().map(|v| f32t.const_float(f64::from(v))).collect();
         let table = f32t.const_array(&values);
-        let g = self.module.add_global(table.get_type(), None, name);
+        let g = self.module.add_global(table.get_type(), None, &name);
         g.set_initializer(&table);
         g.set_constant(true);
         g.set_linkage(Linkage::Private);
