@@ -152,195 +152,250 @@ struct Frag {
 /// in its entry block).
 pub fn emit<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, tile: Tile, shape: &MmaShape, kernel_name: &str) -> Result<(), String> {
     debug_assert!(shape.m == 16 && shape.n == 16 && shape.k == 16);
-    let Tile { bm, bn, warps_n, .. } = tile;
-    let threads = tile.threads();
-    let (fm, fn_) = tile.frags();
-    let (a_tile, b_tile, ldb_row, ldc) = (tile.a_tile(), tile.b_tile(), tile.ldb_row(), tile.ldc());
-    let (a_per_thread, b_per_thread) = (bm * BK / threads, BK * bn / threads);
-    let frag = Frag { name: if shape.input == DType::BF16 { "bf16" } else { "f16" } };
-    let i16t = ir.cx.i16_type();
-    let shared = AddressSpace::from(3u16);
-    let global = |name: &str, ty: BasicTypeEnum<'ctx>| {
-        let g = ir.module.add_global(ty, Some(shared), &format!("{kernel_name}_{name}"));
+    let k = WmmaKernel::new(ir, c, tile, shape, kernel_name);
+    let zero = ir.i64(0);
+    k.load_tile(ir, zero);
+    k.store_tile(ir, zero);
+    barrier(ir);
+    let (lo, hi, one) = (ir.i64(0), ir.i64(c.k.div_ceil(BK) as i64), ir.i64(1));
+    ir.for_range(lo, hi, one, |ir, t| {
+        let next = ir.addi(t, 1);
+        let has_next = ir.icmp(inkwell::IntPredicate::SLT, next, hi);
+        ir.if_then(has_next, |ir| k.load_tile(ir, next));
+        let buf = ir.remi(t, 2);
+        k.multiply(ir, buf);
+        ir.if_then(has_next, |ir| {
+            let other = ir.remi(next, 2);
+            k.store_tile(ir, other);
+        });
+        barrier(ir);
+    });
+    k.finish(ir)
+}
+
+/// One WMMA kernel being emitted ([`emit`]): its contraction and tile, the shared buffers, the
+/// thread's coordinates, the staging registers and the accumulators.
+struct WmmaKernel<'a, 'ctx> {
+    c: &'a Contraction,
+    tile: Tile,
+    frag: Frag,
+    /// Fragments per warp, down and across.
+    fm: usize,
+    fn_: usize,
+    threads: usize,
+    /// The A and B staging widths ([`vector_widths`]).
+    va: usize,
+    vb: usize,
+    /// Shared memory: the double-buffered A and B tiles; the accumulator tile (the A tiles'
+    /// place, reused after the last k tile).
+    a_s: PointerValue<'ctx>,
+    b_s: PointerValue<'ctx>,
+    c_s: PointerValue<'ctx>,
+    /// The thread, the block's first column and row, the batch, the warp's sub-tile.
+    tid: IntValue<'ctx>,
+    col0: IntValue<'ctx>,
+    row0: IntValue<'ctx>,
+    bi: IntValue<'ctx>,
+    warp_row: IntValue<'ctx>,
+    warp_col: IntValue<'ctx>,
+    /// A and B in global memory.
+    a: PointerValue<'ctx>,
+    b: PointerValue<'ctx>,
+    /// The thread's staged chunks of A and B.
+    a_regs: Vec<Var<'ctx>>,
+    b_regs: Vec<Var<'ctx>>,
+    /// Eight f32 per fragment of the warp's sub-tile, row-major.
+    acc: Vec<Vec<Var<'ctx>>>,
+}
+
+impl<'a, 'ctx> WmmaKernel<'a, 'ctx> {
+    fn new(ir: &mut Ir<'ctx>, c: &'a Contraction, tile: Tile, shape: &MmaShape, kernel_name: &str) -> Self {
+        let Tile { bm, bn, warps_n, .. } = tile;
+        let threads = tile.threads();
+        let (fm, fn_) = tile.frags();
+        let (a_per_thread, b_per_thread) = (bm * BK / threads, BK * bn / threads);
+        let frag = Frag { name: if shape.input == DType::BF16 { "bf16" } else { "f16" } };
+        let i16t = ir.cx.i16_type();
+        let shared = AddressSpace::from(3u16);
+        // One shared buffer: the double-buffered A and B tiles, reused by the accumulator tile
+        // once the last k tile has been multiplied (a barrier separates the two uses).
+        let ty: BasicTypeEnum = i16t.array_type((tile.shared_bytes() / 2) as u32).into();
+        let g = ir.module.add_global(ty, Some(shared), &format!("{kernel_name}_smem"));
         g.set_initializer(&ty.const_zero());
         g.set_alignment(128);
         g.set_linkage(inkwell::module::Linkage::Internal);
-        g.as_pointer_value()
-    };
-    // One shared buffer: the double-buffered A and B tiles, reused by the accumulator tile
-    // once the last k tile has been multiplied (a barrier separates the two uses).
-    let smem = global("smem", i16t.array_type((tile.shared_bytes() / 2) as u32).into());
-    let a_s = smem;
-    let b_s = ir.gep(i16t.into(), smem, ir.i64((2 * a_tile) as i64));
-    let c_s = smem;
+        let smem = g.as_pointer_value();
+        let b_s = ir.gep(i16t.into(), smem, ir.i64((2 * tile.a_tile()) as i64));
+        let tid = sreg(ir, "tid.x");
+        let col0 = ir.muli(sreg(ir, "ctaid.x"), bn);
+        let row0 = ir.muli(sreg(ir, "ctaid.y"), bm);
+        let bi = sreg(ir, "ctaid.z");
+        let warp = ir.divi(tid, 32);
+        let (warp_r, warp_c) = (ir.divi(warp, warps_n), ir.remi(warp, warps_n));
+        // The first row and column of the warp's sub-tile.
+        let (warp_row, warp_col) = (ir.muli(warp_r, fm * 16), ir.muli(warp_c, fn_ * 16));
+        let a = ir.buffer(c.a.buffer.0);
+        let b = ir.buffer(c.b.buffer.0);
+        // Staging moves `VECTOR` elements (16 bytes) per load where the rows allow it, else one.
+        let (va, vb) = vector_widths(c);
+        let a_regs: Vec<Var> = (0..a_per_thread / va).map(|_| ir.var(chunk_type(ir, va).const_zero())).collect();
+        let b_regs: Vec<Var> = (0..b_per_thread / vb).map(|_| ir.var(chunk_type(ir, vb).const_zero())).collect();
+        let f32t = ir.cx.f32_type();
+        let acc: Vec<Vec<Var>> = (0..fm * fn_).map(|_| (0..8).map(|_| ir.var(f32t.const_zero().into())).collect()).collect();
+        WmmaKernel { c, tile, frag, fm, fn_, threads, va, vb, a_s: smem, b_s, c_s: smem, tid, col0, row0, bi, warp_row, warp_col, a, b, a_regs, b_regs, acc }
+    }
 
-    let tid = sreg(ir, "tid.x");
-    let col0 = ir.muli(sreg(ir, "ctaid.x"), bn);
-    let row0 = ir.muli(sreg(ir, "ctaid.y"), bm);
-    let bi = sreg(ir, "ctaid.z");
-    let warp = ir.divi(tid, 32);
-    let (warp_r, warp_c) = (ir.divi(warp, warps_n), ir.remi(warp, warps_n));
-    // The first row and column of the warp's sub-tile.
-    let (warp_row, warp_col) = (ir.muli(warp_r, fm * 16), ir.muli(warp_c, fn_ * 16));
+    /// The tile coordinates of a thread's chunk `e` of A: (row, k).
+    fn a_chunk(&self, ir: &Ir<'ctx>, e: IntValue<'ctx>) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        (ir.divi(e, BK / self.va), ir.muli(ir.remi(e, BK / self.va), self.va))
+    }
 
-    let a = ir.buffer(c.a.buffer.0);
-    let b = ir.buffer(c.b.buffer.0);
-    let k_tiles = c.k.div_ceil(BK);
-    // Staging moves `VECTOR` elements (16 bytes) per load where the rows allow it, else one.
-    let (va, vb) = vector_widths(c);
-    let a_regs: Vec<Var> = (0..a_per_thread / va).map(|_| ir.var(chunk_type(ir, va).const_zero())).collect();
-    let b_regs: Vec<Var> = (0..b_per_thread / vb).map(|_| ir.var(chunk_type(ir, vb).const_zero())).collect();
-    // The tile coordinates of a thread's chunk `e` of A: (row, k), of B: (k, column).
-    let a_chunk = |ir: &Ir<'ctx>, e: IntValue<'ctx>| (ir.divi(e, BK / va), ir.muli(ir.remi(e, BK / va), va));
-    let b_chunk = |ir: &Ir<'ctx>, e: IntValue<'ctx>| match c.b_layout {
-        MatrixLayout::RowMajor => (ir.divi(e, bn / vb), ir.muli(ir.remi(e, bn / vb), vb)),
-        MatrixLayout::ColMajor => (ir.muli(ir.remi(e, BK / vb), vb), ir.divi(e, BK / vb)),
-    };
+    /// The tile coordinates of a thread's chunk `e` of B: (k, column).
+    fn b_chunk(&self, ir: &Ir<'ctx>, e: IntValue<'ctx>) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        let vb = self.vb;
+        match self.c.b_layout {
+            MatrixLayout::RowMajor => (ir.divi(e, self.tile.bn / vb), ir.muli(ir.remi(e, self.tile.bn / vb), vb)),
+            MatrixLayout::ColMajor => (ir.muli(ir.remi(e, BK / vb), vb), ir.divi(e, BK / vb)),
+        }
+    }
 
-    // Global → registers for k tile `t` (an i64 value).
-    let load_tile = |ir: &mut Ir<'ctx>, t: IntValue<'ctx>| {
+    /// Global → registers for k tile `t` (an i64 value).
+    fn load_tile(&self, ir: &mut Ir<'ctx>, t: IntValue<'ctx>) {
+        let c = self.c;
         let k0 = ir.muli(t, BK);
-        for (j, reg) in a_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * threads) as i64);
-            let (r, kk) = a_chunk(ir, e);
-            let (row, kg) = (ir.add(row0, r), ir.add(k0, kk));
+        for (j, reg) in self.a_regs.iter().enumerate() {
+            let e = ir.addi(self.tid, (j * self.threads) as i64);
+            let (r, kk) = self.a_chunk(ir, e);
+            let (row, kg) = (ir.add(self.row0, r), ir.add(k0, kk));
             let ok = ir.and(ir.in_range(row, c.m), ir.in_range(kg, c.k));
-            let v = gather_a(ir, c, a, bi, row, kg, ok, va);
+            let v = gather_a(ir, c, self.a, self.bi, row, kg, ok, self.va);
             ir.set(*reg, v);
         }
-        for (j, reg) in b_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * threads) as i64);
-            let (kk, col) = b_chunk(ir, e);
-            let (kg, colg) = (ir.add(k0, kk), ir.add(col0, col));
+        for (j, reg) in self.b_regs.iter().enumerate() {
+            let e = ir.addi(self.tid, (j * self.threads) as i64);
+            let (kk, col) = self.b_chunk(ir, e);
+            let (kg, colg) = (ir.add(k0, kk), ir.add(self.col0, col));
             let ok = ir.and(ir.in_range(kg, c.k), ir.in_range(colg, c.n));
             let at = match c.b_layout {
-                MatrixLayout::RowMajor => ir.add(ir.muli(bi, c.k * c.n), ir.add(ir.muli(kg, c.n), colg)),
+                MatrixLayout::RowMajor => ir.add(ir.muli(self.bi, c.k * c.n), ir.add(ir.muli(kg, c.n), colg)),
                 MatrixLayout::ColMajor => ir.add(ir.muli(colg, c.k), kg),
             };
-            let v = predicated_load(ir, b, at, ok, vb);
+            let v = predicated_load(ir, self.b, at, ok, self.vb);
             ir.set(*reg, v);
         }
-    };
-    // Registers → shared buffer `buf` (an i64 value, 0 or 1).
-    let store_tile = |ir: &mut Ir<'ctx>, buf: IntValue<'ctx>| {
-        let a_base = ir.muli(buf, a_tile);
-        for (j, reg) in a_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * threads) as i64);
-            let (r, kk) = a_chunk(ir, e);
+    }
+
+    /// Registers → shared buffer `buf` (an i64 value, 0 or 1).
+    fn store_tile(&self, ir: &mut Ir<'ctx>, buf: IntValue<'ctx>) {
+        let a_base = ir.muli(buf, self.tile.a_tile());
+        for (j, reg) in self.a_regs.iter().enumerate() {
+            let e = ir.addi(self.tid, (j * self.threads) as i64);
+            let (r, kk) = self.a_chunk(ir, e);
             let at = ir.add(a_base, ir.add(ir.muli(r, LDA), kk));
             let v = ir.get(*reg);
-            store_chunk(ir, a_s, at, v, va);
+            store_chunk(ir, self.a_s, at, v, self.va);
         }
-        let b_base = ir.muli(buf, b_tile);
-        for (j, reg) in b_regs.iter().enumerate() {
-            let e = ir.addi(tid, (j * threads) as i64);
-            let (kk, col) = b_chunk(ir, e);
-            let at = match c.b_layout {
-                MatrixLayout::RowMajor => ir.add(ir.muli(kk, ldb_row), col),
+        let b_base = ir.muli(buf, self.tile.b_tile());
+        for (j, reg) in self.b_regs.iter().enumerate() {
+            let e = ir.addi(self.tid, (j * self.threads) as i64);
+            let (kk, col) = self.b_chunk(ir, e);
+            let at = match self.c.b_layout {
+                MatrixLayout::RowMajor => ir.add(ir.muli(kk, self.tile.ldb_row()), col),
                 MatrixLayout::ColMajor => ir.add(ir.muli(col, LDA), kk),
             };
             let at = ir.add(b_base, at);
             let v = ir.get(*reg);
-            store_chunk(ir, b_s, at, v, vb);
+            store_chunk(ir, self.b_s, at, v, self.vb);
         }
-    };
+    }
 
-    let f32t = ir.cx.f32_type();
-    let acc: Vec<Vec<Var>> = (0..fm * fn_).map(|_| (0..8).map(|_| ir.var(f32t.const_zero().into())).collect()).collect();
-
-    let zero = ir.i64(0);
-    load_tile(ir, zero);
-    store_tile(ir, zero);
-    barrier(ir);
-    let (lo, hi, one) = (ir.i64(0), ir.i64(k_tiles as i64), ir.i64(1));
-    let b_layout = c.b_layout;
-    ir.for_range(lo, hi, one, |ir, t| {
-        let next = ir.addi(t, 1);
-        let has_next = ir.icmp(inkwell::IntPredicate::SLT, next, hi);
-        ir.if_then(has_next, |ir| load_tile(ir, next));
-        let buf = ir.remi(t, 2);
+    /// The k tile in shared buffer `buf` multiplied into the accumulators, sixteen steps of
+    /// `k` at a time: the warp's A and B fragments, then one `mma` per fragment pair.
+    fn multiply(&self, ir: &mut Ir<'ctx>, buf: IntValue<'ctx>) {
+        let (fm, fn_, b_layout) = (self.fm, self.fn_, self.c.b_layout);
+        let (a_tile, b_tile, ldb_row) = (self.tile.a_tile(), self.tile.b_tile(), self.tile.ldb_row());
         for kk in (0..BK).step_by(16) {
             let a_frags: Vec<Vec<BasicValueEnum>> = (0..fm)
                 .map(|i| {
-                    let at = ir.add(ir.muli(buf, a_tile), ir.addi(ir.muli(ir.addi(warp_row, (i * 16) as i64), LDA), kk as i64));
-                    load_frag(ir, &frag, "a.row", a_s, at, LDA)
+                    let at = ir.add(ir.muli(buf, a_tile), ir.addi(ir.muli(ir.addi(self.warp_row, (i * 16) as i64), LDA), kk as i64));
+                    load_frag(ir, &self.frag, "a.row", self.a_s, at, LDA)
                 })
                 .collect();
             let b_frags: Vec<Vec<BasicValueEnum>> = (0..fn_)
                 .map(|j| {
-                    let colw = ir.addi(warp_col, (j * 16) as i64);
+                    let colw = ir.addi(self.warp_col, (j * 16) as i64);
                     let (at, ld, layout) = match b_layout {
                         MatrixLayout::RowMajor => (ir.add(ir.muli(ir.i64(kk as i64), ldb_row), colw), ldb_row, "b.row"),
                         MatrixLayout::ColMajor => (ir.addi(ir.muli(colw, LDA), kk as i64), LDA, "b.col"),
                     };
                     let at = ir.add(ir.muli(buf, b_tile), at);
-                    load_frag(ir, &frag, layout, b_s, at, ld)
+                    load_frag(ir, &self.frag, layout, self.b_s, at, ld)
                 })
                 .collect();
-            for i in 0..fm {
-                for j in 0..fn_ {
-                    let cur: Vec<BasicValueEnum> = acc[i * fn_ + j].iter().map(|v| ir.get(*v)).collect();
-                    let d = mma(ir, &frag, b_layout, &a_frags[i], &b_frags[j], &cur);
-                    for (v, x) in acc[i * fn_ + j].iter().zip(d) {
+            for (i, a_frag) in a_frags.iter().enumerate() {
+                for (j, b_frag) in b_frags.iter().enumerate() {
+                    let acc = &self.acc[i * fn_ + j];
+                    let cur: Vec<BasicValueEnum> = acc.iter().map(|v| ir.get(*v)).collect();
+                    let d = mma(ir, &self.frag, b_layout, a_frag, b_frag, &cur);
+                    for (v, x) in acc.iter().zip(d) {
                         ir.set(*v, x);
                     }
                 }
             }
         }
-        ir.if_then(has_next, |ir| {
-            let other = ir.remi(next, 2);
-            store_tile(ir, other);
-        });
-        barrier(ir);
-    });
+    }
 
-    // Accumulators → shared, then each thread finishes outputs of the tile: in passes of
-    // `c_rows` rows when the whole f32 tile does not fit (each warp stores the fragments of the
-    // pass's rows; whole warps take part or not, as `wmma.store` needs).
-    let c_rows = tile.c_rows();
-    let mut failure = Ok(());
-    for pass in 0..bm / c_rows {
-        let first = (pass * c_rows) as i64;
-        for i in 0..fm {
-            for j in 0..fn_ {
-                let r = ir.addi(warp_row, (i * 16) as i64);
-                let cc = ir.addi(warp_col, (j * 16) as i64);
-                let accs: Vec<BasicValueEnum> = acc[i * fn_ + j].iter().map(|v| ir.get(*v)).collect();
-                let store = |ir: &mut Ir<'ctx>| {
-                    let at = ir.add(ir.muli(ir.addi(r, -first), ldc), cc);
-                    let p = ir.gep(f32t.into(), c_s, at);
-                    let mut args: Vec<BasicValueEnum> = vec![p.into()];
-                    args.extend(accs.iter().copied());
-                    args.push(ir.i32(ldc as i32).into());
-                    ir.call("llvm.nvvm.wmma.m16n16k16.store.d.row.stride.f32.p3", None, &args);
-                };
-                if c_rows == bm {
-                    store(ir);
-                } else {
-                    let mine = ir.and(ir.icmp(inkwell::IntPredicate::SGE, r, ir.i64(first)), ir.icmp(inkwell::IntPredicate::SLT, r, ir.i64(first + c_rows as i64)));
-                    ir.if_then(mine, store);
+    /// Accumulators → shared, then each thread finishes outputs of the tile: in passes of
+    /// `c_rows` rows when the whole f32 tile does not fit (each warp stores the fragments of
+    /// the pass's rows; whole warps take part or not, as `wmma.store` needs).
+    fn finish(&self, ir: &mut Ir<'ctx>) -> Result<(), String> {
+        let (c, Tile { bm, bn, .. }, fm, fn_, threads) = (self.c, self.tile, self.fm, self.fn_, self.threads);
+        let (ldc, c_rows) = (self.tile.ldc(), self.tile.c_rows());
+        let f32t = ir.cx.f32_type();
+        let mut failure = Ok(());
+        for pass in 0..bm / c_rows {
+            let first = (pass * c_rows) as i64;
+            for i in 0..fm {
+                for j in 0..fn_ {
+                    let r = ir.addi(self.warp_row, (i * 16) as i64);
+                    let cc = ir.addi(self.warp_col, (j * 16) as i64);
+                    let accs: Vec<BasicValueEnum> = self.acc[i * fn_ + j].iter().map(|v| ir.get(*v)).collect();
+                    let store = |ir: &mut Ir<'ctx>| {
+                        let at = ir.add(ir.muli(ir.addi(r, -first), ldc), cc);
+                        let p = ir.gep(f32t.into(), self.c_s, at);
+                        let mut args: Vec<BasicValueEnum> = vec![p.into()];
+                        args.extend(accs.iter().copied());
+                        args.push(ir.i32(ldc as i32).into());
+                        ir.call("llvm.nvvm.wmma.m16n16k16.store.d.row.stride.f32.p3", None, &args);
+                    };
+                    if c_rows == bm {
+                        store(ir);
+                    } else {
+                        let mine = ir.and(ir.icmp(inkwell::IntPredicate::SGE, r, ir.i64(first)), ir.icmp(inkwell::IntPredicate::SLT, r, ir.i64(first + c_rows as i64)));
+                        ir.if_then(mine, store);
+                    }
                 }
             }
-        }
-        barrier(ir);
-        ir.for_n(0, c_rows * bn / threads, |ir, j| {
-            let e = ir.add(tid, ir.muli(j, threads));
-            let (r, cc) = (ir.divi(e, bn), ir.remi(e, bn));
-            let (row, col) = (ir.add(row0, ir.addi(r, first)), ir.add(col0, cc));
-            let ok = ir.and(ir.in_range(row, c.m), ir.in_range(col, c.n));
-            ir.if_then(ok, |ir| {
-                let v = ir.b.build_load(f32t, ir.gep(f32t.into(), c_s, ir.add(ir.muli(r, ldc), cc)), "").built();
-                let grow = ir.add(ir.muli(bi, c.m), row);
-                if let Err(e) = ir.contraction_finish(c, v, grow, col) {
-                    failure = Err(e);
-                }
-            });
-        });
-        if pass + 1 < bm / c_rows {
             barrier(ir);
+            ir.for_n(0, c_rows * bn / threads, |ir, j| {
+                let e = ir.add(self.tid, ir.muli(j, threads));
+                let (r, cc) = (ir.divi(e, bn), ir.remi(e, bn));
+                let (row, col) = (ir.add(self.row0, ir.addi(r, first)), ir.add(self.col0, cc));
+                let ok = ir.and(ir.in_range(row, c.m), ir.in_range(col, c.n));
+                ir.if_then(ok, |ir| {
+                    let v = ir.b.build_load(f32t, ir.gep(f32t.into(), self.c_s, ir.add(ir.muli(r, ldc), cc)), "").built();
+                    let grow = ir.add(ir.muli(self.bi, c.m), row);
+                    if let Err(e) = ir.contraction_finish(c, v, grow, col) {
+                        failure = Err(e);
+                    }
+                });
+            });
+            if pass + 1 < bm / c_rows {
+                barrier(ir);
+            }
         }
+        failure
     }
-    failure
 }
 
 /// Elements per staging load (16 bytes): A's rows must hold whole chunks (a matmul's `k`, a
