@@ -10,7 +10,6 @@
 use super::{Built, Ir};
 use f16c_core::math::{self as m};
 use f16c_dialect::DType;
-use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::module::Linkage;
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValueEnum, FloatValue, PointerValue};
@@ -336,12 +335,7 @@ impl<'ctx> Ir<'ctx> {
                 let ptrs = self.b.build_int_to_ptr(self.b.build_int_add(base, offset, "").built(), self.ptr_ty().vec_type(n), "").built();
                 let all = VectorType::const_vector(&vec![self.cx.bool_type().const_all_ones(); n as usize]);
                 let ty = f32t.vec_type(n);
-                // LLVM 22's form: the alignment an attribute of the addresses, not an argument.
-                let args: [BasicValueEnum; 3] = [ptrs.into(), all.into(), ty.get_poison().into()];
-                let gather = self.declare(&format!("llvm.masked.gather.v{n}f32.v{n}p0"), Some(ty.into()), &args.map(|a| a.get_type()));
-                let call = self.b.build_call(gather, &args.map(|a| a.into()), "").built();
-                call.add_attribute(AttributeLoc::Param(0), self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id("align"), 4));
-                call.try_as_basic_value().basic().expect("a gather returns its values")
+                self.masked_call(&format!("llvm.masked.gather.v{n}f32.v{n}p0"), Some(ty.into()), &[ptrs.into(), all.into(), ty.get_poison().into()], (0, 4)).expect("a gather returns its values")
             }
             v => unreachable!("a table lookup of {v:?}"),
         };

@@ -544,12 +544,7 @@ impl<'ctx> Ir<'ctx> {
     pub fn load_vector_masked(&self, ty: VectorType<'ctx>, base: PointerValue<'ctx>, at: IntValue<'ctx>, align: u32, mask: VectorValue<'ctx>) -> VectorValue<'ctx> {
         let p = self.gep(ty.get_element_type(), base, at);
         let name = format!("llvm.masked.load.v{}{}.p0", ty.get_size(), Self::element_suffix(ty));
-        let args: [BasicValueEnum; 3] = [p.into(), mask.into(), ty.const_zero().into()];
-        let f = self.declare(&name, Some(ty.into()), &args.map(|a| a.get_type()));
-        let call = self.b.build_call(f, &args.map(|a| a.into()), "").built();
-        // LLVM 22's form: the alignment an attribute of the address, not an argument.
-        call.add_attribute(inkwell::attributes::AttributeLoc::Param(0), self.align_attribute(align));
-        call.try_as_basic_value().basic().expect("a load returns its value").into_vector_value()
+        self.masked_call(&name, Some(ty.into()), &[p.into(), mask.into(), ty.const_zero().into()], (0, align)).expect("a load returns its value").into_vector_value()
     }
 
     /// Stores the lanes of `v` where `mask` holds from element `at` (`llvm.masked.store`: the
@@ -558,15 +553,20 @@ impl<'ctx> Ir<'ctx> {
         let ty = v.get_type();
         let p = self.gep(ty.get_element_type(), base, at);
         let name = format!("llvm.masked.store.v{}{}.p0", ty.get_size(), Self::element_suffix(ty));
-        let args: [BasicValueEnum; 3] = [v.into(), p.into(), mask.into()];
-        let f = self.declare(&name, None, &args.map(|a| a.get_type()));
-        let call = self.b.build_call(f, &args.map(|a| a.into()), "").built();
-        call.add_attribute(inkwell::attributes::AttributeLoc::Param(1), self.align_attribute(align));
+        self.masked_call(&name, None, &[v.into(), p.into(), mask.into()], (1, align));
     }
 
-    /// The `align` attribute of `bytes`.
-    fn align_attribute(&self, bytes: u32) -> inkwell::attributes::Attribute {
-        self.cx.create_enum_attribute(inkwell::attributes::Attribute::get_named_enum_kind_id("align"), u64::from(bytes))
+    /// Calls the masked memory intrinsic `name` (`llvm.masked.load`/`store`/`gather`) on
+    /// `args`, its addresses (argument `addresses.0`) aligned to `addresses.1` bytes: LLVM 22's
+    /// form, the alignment an attribute of the addresses rather than an argument.
+    pub fn masked_call(&self, name: &str, ret: Option<BasicTypeEnum<'ctx>>, args: &[BasicValueEnum<'ctx>], (addresses, align): (u32, u32)) -> Option<BasicValueEnum<'ctx>> {
+        let types: Vec<BasicTypeEnum> = args.iter().map(|a| a.get_type()).collect();
+        let f = self.declare(name, ret, &types);
+        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        let call = self.b.build_call(f, &args, "").built();
+        let attribute = self.cx.create_enum_attribute(inkwell::attributes::Attribute::get_named_enum_kind_id("align"), u64::from(align));
+        call.add_attribute(inkwell::attributes::AttributeLoc::Param(addresses), attribute);
+        call.try_as_basic_value().basic()
     }
 
     /// An intrinsic's name suffix for `ty`'s elements (`f32`, `f16`, `bf16`, `i16`, …).
