@@ -3,7 +3,9 @@ suite (issue 44, item 1): RoPE (Llama's rotary embedding: cos/sin of positions t
 frequencies, `rotate_half` by slices and a concat), attention with a boolean mask (PyTorch's
 `scaled_dot_product_attention` with `attn_mask`: torch-mlir writes the mask as a select of
 -inf, then the all-masked row test) and a quantized linear layer (`fake_quantize_per_tensor_affine`
-on the input and the weight: round, clamp, scale). Fixed seeds; each block's TOSA exactly as
+on the input and the weight: round, clamp, scale) and a U-Net decoder level (a convolution's
+output upsampled bilinearly, concatenated with the skip and convolved: torch-mlir's NCHW
+transposes around the convolutions, coordinate math and gathers). Fixed seeds; each block's TOSA exactly as
 `torch_mlir.fx.export_and_import(..., output_type="tosa")` prints it, its inputs and PyTorch's
 f32 outputs, into tests/data/blocks/ (committed: a few KB each; CI does not run this).
 
@@ -56,6 +58,24 @@ class QuantizedLinear(torch.nn.Module):
         return torch.nn.functional.linear(xq, wq, self.lin.bias)
 
 
+class UpLevel(torch.nn.Module):
+    """One level of a U-Net: conv + ReLU (the skip), 2x2 max pooling, conv + ReLU, bilinear
+    upsampling by 2 (align_corners=False), the skip concatenated before it, a last conv."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.enc = nn.Conv2d(3, 8, 3, padding=1)
+        self.mid = nn.Conv2d(8, 6, 3, padding=1)
+        self.dec = nn.Conv2d(14, 4, 3, padding=1)
+
+    def forward(self, x):
+        skip = torch.relu(self.enc(x))
+        y = torch.relu(self.mid(torch.nn.functional.max_pool2d(skip, 2)))
+        y = torch.nn.functional.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False)
+        return self.dec(torch.cat([skip, y], dim=1))
+
+
 def blocks():
     torch.manual_seed(44)
     yield "rope", Rope(), [torch.randn(1, 4, 16, 32)]
@@ -65,6 +85,7 @@ def blocks():
     mask[..., 5, :] = False
     yield "masked_attention", MaskedAttention(), [q, k, v, mask]
     yield "quantized_linear", QuantizedLinear(), [torch.randn(4, 32) * 3]
+    yield "unet_level", UpLevel(), [torch.randn(1, 3, 10, 12)]
 
 
 def main():

@@ -164,6 +164,7 @@ def export(name, out):
     importers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(importers)
     net, inputs = build(name)
+    os.makedirs(out, exist_ok=True)
     with torch.no_grad():
         np.save(os.path.join(out, f"{name}.torch.npy"), net(*inputs).numpy())
     importers.from_torch(net, inputs, path=os.path.join(out, f"{name}.tosa.mlir"))

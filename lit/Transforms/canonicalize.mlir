@@ -358,3 +358,28 @@ func.func @lone(%x: tensor<1x4x8xf32>) -> tensor<4x8xf32> {
   %r = tosa.reshape %m, %s2 : (tensor<1x4x8xf32>, !tosa.shape<2>) -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// A concatenation of NHWC values transposed to NCHW, transposed back for the next convolution
+// (a U-Net's skip and upsampled value): the concat takes the NHWC values along their channels
+// and no transpose is left. A bilinear interpolation `a + (b - a)·w` reads each transposed
+// tap twice: the transposes still sink through it.
+// CHECK-LABEL: func.func @concat_channels_last
+// CHECK-NOT: tosa.transpose
+// CHECK: tosa.concat %arg0, %{{.*}} {axis = 3 : i32} : (tensor<1x4x5x8xf32>, tensor<1x4x5x6xf32>) -> tensor<1x4x5x14xf32>
+// CHECK-NOT: tosa.transpose
+// NOFOLD-LABEL: func.func @concat_channels_last
+func.func @concat_channels_last(%skip: tensor<1x4x5x8xf32>, %a: tensor<1x4x5x6xf32>, %b: tensor<1x4x5x6xf32>) -> tensor<1x4x5x14xf32> {
+  %w = "tosa.const"() <{values = dense<[[[[0.25], [0.75], [0.25], [0.75]]]]> : tensor<1x1x4x1xf32>}> : () -> tensor<1x1x4x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %ts = tosa.transpose %skip {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x5x8xf32>) -> tensor<1x8x4x5xf32>
+  %ta = tosa.transpose %a {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x5x6xf32>) -> tensor<1x6x4x5xf32>
+  %tb = tosa.transpose %b {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x4x5x6xf32>) -> tensor<1x6x4x5xf32>
+  %d = tosa.sub %tb, %ta : (tensor<1x6x4x5xf32>, tensor<1x6x4x5xf32>) -> tensor<1x6x4x5xf32>
+  %m = tosa.mul %d, %w, %shift : (tensor<1x6x4x5xf32>, tensor<1x1x4x1xf32>, tensor<1xi8>) -> tensor<1x6x4x5xf32>
+  %up = tosa.add %ta, %m : (tensor<1x6x4x5xf32>, tensor<1x6x4x5xf32>) -> tensor<1x6x4x5xf32>
+  %cat = tosa.concat %ts, %up {axis = 1 : i32} : (tensor<1x8x4x5xf32>, tensor<1x6x4x5xf32>) -> tensor<1x14x4x5xf32>
+  %back = tosa.transpose %cat {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x14x4x5xf32>) -> tensor<1x4x5x14xf32>
+  return %back : tensor<1x4x5x14xf32>
+}

@@ -201,6 +201,29 @@ func.func @se(%x: tensor<1x5x6x8xf32>) -> tensor<1x5x6x8xf32> {
     assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
 }
 
+/// A U-Net decoder level as torch-mlir exports it (`tests/data/blocks/unet_level.mlir`: NCHW
+/// transposes around every convolution, the upsampled value gathered one value per index from
+/// an NCHW copy, concatenated with the skip in NCHW): canonicalize gathers whole pixels from the
+/// NHWC value and sinks the transposes through the interpolation and the concatenation, so the
+/// only transposes left are the input's and the output's; the reference's bits are the same.
+#[test]
+fn a_unet_level_upsamples_and_concatenates_channels_last_with_the_same_bits() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/blocks");
+    let (before, _) = parse_file(&dir.join("unet_level.mlir")).unwrap();
+    let canonical = after(&before, &["canonicalize"]);
+    let g = &canonical.functions[0];
+    let transposes = g.node_ids().filter(|&n| matches!(g.op(n), Op::Transpose { .. })).count();
+    assert_eq!(transposes, 2, "only the input's and the output's transposes are left");
+    let gathered: Vec<Vec<usize>> = g.node_ids().filter(|&n| matches!(g.op(n), Op::Gather)).map(|n| g.tensor_ty(g.operands(n)[0]).unwrap().shape.clone()).collect();
+    assert_eq!(gathered, vec![vec![1, 30, 6]; 4], "four gathers of whole pixels (six channels) from the 5×6 NHWC value");
+    let concat_axes: Vec<usize> = g.node_ids().filter_map(|n| match g.op(n) { Op::Concat { axis } => Some(*axis), _ => None }).collect();
+    assert_eq!(concat_axes, vec![3], "the skip and the upsampled value concatenated along NHWC's channels");
+    let input = npy::read(&dir.join("unet_level.in0.npy")).unwrap();
+    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
+    let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
+    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+}
+
 /// torch-mlir's bilinear upsampling (`tests/data/upsample_bilinear.mlir`, exactly as it
 /// exports `F.interpolate(x, scale_factor=2, mode="bilinear")`) computes each gather's indices
 /// as four coordinate vectors tiled to the output's size, concatenated, multiplied by the

@@ -62,7 +62,7 @@ fn wrong_input_shape_is_a_clear_error() {
 
 /// The blocks torch-mlir exports for the real-size models' parts (`scripts/export_blocks.py`:
 /// Llama's RoPE, attention with a boolean mask and an all-masked row, an int8 fake-quantized
-/// linear layer), exactly as it prints them: they import, verify, export to MLIR that mlir-opt
+/// linear layer, a U-Net decoder level with its bilinear upsampling), exactly as it prints them: they import, verify, export to MLIR that mlir-opt
 /// accepts, and match PyTorch's f32 output on the reference, the JIT and the LLVM x86-64
 /// backend in f32, and on the JIT in fp16 and bf16 within those types' bounds.
 #[test]
@@ -71,7 +71,7 @@ fn exported_blocks_match_pytorch_on_every_cpu_path() {
     use f16c_compiler::backend::Backend;
     use f16c_jit::{CompileOptions, Model};
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/blocks");
-    for name in ["rope", "masked_attention", "quantized_linear"] {
+    for name in ["rope", "masked_attention", "quantized_linear", "unet_level"] {
         let path = dir.join(format!("{name}.mlir"));
         let inputs: Vec<_> = (0..)
             .map(|i| dir.join(format!("{name}.in{i}.npy")))

@@ -23,7 +23,9 @@
 //!   `reduce(transpose(x, P), a)`, becomes `transpose(reduce(x, P[a]), P)`: each output sums
 //!   the same values in the same order, and the transpose moves the smaller result
 //!   (EfficientNet's 16 squeeze-and-excite poolings transposed their whole input to NCHW to
-//!   sum it). A transpose that moves only axes of size 1 becomes a reshape. Sunk far enough, a
+//!   sum it). A concatenation of transposes by the same `P` becomes the transpose of the
+//!   concatenation along `P[axis]` (a U-Net's skip and upsampled values, NHWC both, were
+//!   transposed to NCHW to be concatenated). A transpose that moves only axes of size 1 becomes a reshape. Sunk far enough, a
 //!   transpose meets its inverse and both disappear: this
 //!   removes the NCHW↔NHWC transposes torch-mlir writes around every convolution, whose batch
 //!   norm and activation then sit next to the convolution (and fuse into its epilogue). The
@@ -71,6 +73,13 @@
 //!   coordinate vectors tiled to the output's size, concatenated, times the strides, summed):
 //!   a small U-Net's index math took half its run (LLVM two threads 92 → 35 ms). Integer
 //!   adds and multiplies wrap, so the same bits.
+//! - **gathers of whole pixels**: a gather of single values from an NHWC value transposed to
+//!   NCHW and flattened (torch-mlir's bilinear upsampling: `gather(reshape(transpose(x)) :
+//!   [1, C·H·W, 1], i)`) whose indices, evaluated at compile time, keep each value's channel
+//!   (`i[c, o] = c·H·W + f(o)`) becomes a gather of all `C` channels of each pixel from `x` as it
+//!   lies, by the `OH·OW` indices `f`, transposed to NCHW after (the transpose then sinks through
+//!   the interpolation and the concatenation to the next convolution). The same values, so
+//!   results are bit-identical.
 //! - **CSE**: identical ops on identical operands (constants included) are merged.
 //! - **DCE**: ops no function result depends on are removed.
 //!
@@ -164,7 +173,11 @@ impl Canonicalize {
                 || sum_of_concatenated_parts(g, id)
                 || unit_reshape_above_elementwise(g, id)
                 || (self.squares_and_cubes && square_or_cube(g, id))
-                || (self.sink_transposes && (self.sink_transpose(g, id) || self.sink_transpose_below_reduce(g, id)));
+                || (self.sink_transposes
+                    && (self.sink_transpose(g, id)
+                        || self.sink_transpose_below_reduce(g, id)
+                        || sink_transpose_below_concat(g, id)
+                        || gather_channels_last(g, id)));
         }
         if self.cse {
             changed |= cse(g);
@@ -215,10 +228,12 @@ impl Canonicalize {
     /// Whether transpose `x`, read by several ops, may sink through each of them: every user
     /// is a reduction, or an elementwise op (not a rescale) of `x`'s size whose other data
     /// operands are constants, small values ([`Canonicalize::follows`]), `x` itself, or other
-    /// such users of `x` (SiLU's `x · sigmoid(x)`): once the first user has moved `x` below
+    /// such users of `x` (SiLU's `x · sigmoid(x)`), or values about to be transposes by the
+    /// same permutation ([`Canonicalize::becomes_transposed`]): once the first user has moved `x` below
     /// itself, the next sees transposes only, and `x` goes unused. A user that could not
     /// follow would leave `x` behind and add a transpose.
     fn sinks_with_all_users(&self, g: &Graph, x: NodeId) -> bool {
+        let Op::Transpose { perms } = g.op(x) else { return false };
         let users: Vec<NodeId> = g.users(x).into_iter().map(|(u, _)| u).collect();
         if g.outputs().contains(&x) || users.len() > 4 {
             return false;
@@ -238,8 +253,28 @@ impl Canonicalize {
             let operands = g.operands(u);
             (0..operands.len()).filter(|p| !op.side_operands().contains(p)).all(|pos| {
                 let o = operands[pos];
-                o == x || users.contains(&o) || self.follows(g, o, full)
+                o == x || users.contains(&o) || self.follows(g, o, full) || self.becomes_transposed(g, o, perms, full, BECOMES_TRANSPOSED_DEPTH)
             })
+        })
+    }
+
+    /// Whether `o` is, or will be once the transposes below it have sunk, a transpose by
+    /// `perms` of a value of `full` elements: such a transpose, or an elementwise op of that
+    /// size (at most `depth` deep) whose data operands all are or [`Canonicalize::follows`].
+    /// A bilinear interpolation `a + (b − a)·w` reads `a` twice: when the transpose above `a`
+    /// sinks, `(b − a)·w` is about to sink too.
+    fn becomes_transposed(&self, g: &Graph, o: NodeId, perms: &[usize], full: usize, depth: usize) -> bool {
+        let op = g.op(o);
+        if let Op::Transpose { perms: p } = op {
+            return p == perms;
+        }
+        if depth == 0 || !op.is_elementwise() || matches!(op, Op::Rescale(_)) || g.outputs().contains(&o) || g.tensor_ty(o).map(|t| t.num_elements()) != Some(full) {
+            return false;
+        }
+        let operands = g.operands(o);
+        (0..operands.len()).filter(|p| !op.side_operands().contains(p)).all(|pos| {
+            let d = operands[pos];
+            self.follows(g, d, full) || self.becomes_transposed(g, d, perms, full, depth - 1)
         })
     }
 
@@ -340,6 +375,153 @@ impl Canonicalize {
         true
     }
 }
+
+/// `concat(transpose(x_0, P), …, transpose(x_k, P), axis)` at `id` becomes
+/// `transpose(concat(x_0, …, x_k, P[axis]), P)` when every operand is a transpose by the same
+/// `P` that nothing else reads: a U-Net's skip connection and its upsampled input, both NHWC
+/// values torch-mlir transposes to NCHW to concatenate them, are then concatenated as they lie
+/// and the transpose meets the next convolution's inverse one. The same values, moved.
+fn sink_transpose_below_concat(g: &mut Graph, id: NodeId) -> bool {
+    let Op::Concat { axis } = *g.op(id) else { return false };
+    let operands = g.operands(id);
+    let Some(out) = g.tensor_ty(id).cloned() else { return false };
+    let mut perms: Option<Vec<usize>> = None;
+    for &x in &operands {
+        let Op::Transpose { perms: p } = g.op(x) else { return false };
+        let only_here = g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x);
+        if !only_here || perms.as_ref().is_some_and(|q| q != p) {
+            return false;
+        }
+        perms = Some(p.clone());
+    }
+    let Some(perms) = perms else { return false };
+    if perms.len() != out.rank() || axis >= perms.len() {
+        return false;
+    }
+    for (pos, &x) in operands.iter().enumerate() {
+        let inner = g.operands(x)[0];
+        g.set_operand(id, pos, inner);
+    }
+    let mut shape = vec![0; perms.len()];
+    for (i, &p) in perms.iter().enumerate() {
+        shape[p] = out.shape[i];
+    }
+    g.node_mut(id).op = Op::Concat { axis: perms[axis] };
+    g.node_mut(id).ty = ValueType::Tensor(TensorType::new(out.dtype, shape));
+    transpose_below(g, id, perms, out);
+    true
+}
+
+/// The NCHW → NHWC permutation torch-mlir's convolutions write before their input, and the
+/// NHWC → NCHW one after their output.
+const TO_NCHW: [usize; 4] = [0, 3, 1, 2];
+
+/// A gather of single values from an NHWC value transposed to NCHW and flattened, whose
+/// indices (computed from constants) keep each value's channel, at `id`, becomes a gather of
+/// whole pixels (all their channels) from the NHWC value as it lies, transposed to NCHW after:
+/// torch-mlir's bilinear upsampling, `gather(reshape(transpose(x)) : [1, C·H·W, 1], i)` with
+/// `i[c, o] = c·H·W + f(o)` and every user a reshape to `[1, C, OH, OW]`, becomes
+/// `transpose(reshape(gather(reshape(x) : [1, H·W, C], f)))`. Each index then copies `C`
+/// neighbouring values instead of one, and the transpose after it sinks through the
+/// interpolation and the concatenation to meet the next convolution's (a U-Net's upsampling
+/// ran as NHWC → NCHW transposes, gathers of one value per index and NCHW → NHWC transposes).
+/// The indices are evaluated at compile time (they depend on the static shapes only) and
+/// checked for every channel; `f` is stored (`OH·OW` values). The same values are moved, so
+/// results are bit-identical.
+fn gather_channels_last(g: &mut Graph, id: NodeId) -> bool {
+    if !matches!(g.op(id), Op::Gather) {
+        return false;
+    }
+    let [values, indices] = g.operands(id)[..] else { return false };
+    let (Some(v_ty), Some(out)) = (g.tensor_ty(values).cloned(), g.tensor_ty(id).cloned()) else { return false };
+    if v_ty.shape.len() != 3 || v_ty.shape[0] != 1 || v_ty.shape[2] != 1 || !matches!(g.op(values), Op::Reshape) {
+        return false;
+    }
+    let y = g.operands(values)[0];
+    let Op::Transpose { perms } = g.op(y) else { return false };
+    if perms[..] != TO_NCHW {
+        return false;
+    }
+    let x = g.operands(y)[0];
+    let Some(x_ty) = g.tensor_ty(x).cloned() else { return false };
+    let [1, h, w, c] = x_ty.shape[..] else { return false };
+    let wn = out.shape[1];
+    if c < 2 || wn % c != 0 {
+        return false;
+    }
+    // The output's spatial shape, from its users (each a reshape to [1, C, OH, OW]).
+    let users: Vec<NodeId> = g.users(id).into_iter().map(|(u, _)| u).collect();
+    let mut spatial: Option<(usize, usize)> = None;
+    for &u in &users {
+        let Some(t) = g.tensor_ty(u) else { return false };
+        let [1, uc, oh, ow] = t.shape[..] else { return false };
+        if !matches!(g.op(u), Op::Reshape) || uc != c || oh * ow * c != wn || spatial.is_some_and(|s| s != (oh, ow)) {
+            return false;
+        }
+        spatial = Some((oh, ow));
+    }
+    let Some((oh, ow)) = spatial else { return false };
+    if g.outputs().contains(&id) {
+        return false;
+    }
+    let mut budget = CONSTANT_NODES;
+    let Some(Value::Tensor(idx)) = constant_value(g, indices, &mut HashMap::new(), &mut budget) else { return false };
+    let idx = idx.to_i64_vec();
+    let (s, plane) = (oh * ow, (h * w) as i64);
+    let f: Vec<i64> = idx[..s].to_vec();
+    let keeps_channel = idx.len() == wn
+        && f.iter().all(|&v| (0..plane).contains(&v))
+        && (0..c).all(|ch| idx[ch * s..(ch + 1) * s].iter().zip(&f).all(|(&v, &fv)| v == fv + ch as i64 * plane));
+    if !keeps_channel {
+        return false;
+    }
+    let loc = g.location(id);
+    let shape_node = |g: &mut Graph, shape: &[usize]| g.add_node(Op::ConstShape(shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(shape.len()), &[], loc.clone());
+    let i_ty = g.tensor_ty(indices).expect("a gather's indices are a tensor").dtype;
+    let pixels_shape = shape_node(g, &[1, h * w, c]);
+    let pixels = g.add_node(Op::Reshape, ValueType::Tensor(TensorType::new(x_ty.dtype, vec![1, h * w, c])), &[x, pixels_shape], loc.clone());
+    let f = f16c_dialect::Tensor::new(vec![1, s], f16c_dialect::Data::from_i64(f, i_ty)).expect("OH·OW indices");
+    let f = g.add_constant(f, loc.clone());
+    let gathered = g.add_node(Op::Gather, ValueType::Tensor(TensorType::new(out.dtype, vec![1, s, c])), &[pixels, f], loc.clone());
+    let nhwc_shape = shape_node(g, &[1, oh, ow, c]);
+    let nhwc = g.add_node(Op::Reshape, ValueType::Tensor(TensorType::new(out.dtype, vec![1, oh, ow, c])), &[gathered, nhwc_shape], loc.clone());
+    let nchw = g.add_node(Op::Transpose { perms: TO_NCHW.to_vec() }, ValueType::Tensor(TensorType::new(out.dtype, vec![1, c, oh, ow])), &[nhwc], loc);
+    for u in users {
+        g.replace_all_uses(u, nchw);
+    }
+    true
+}
+
+/// At most this many ops are evaluated by one [`constant_value`].
+const CONSTANT_NODES: usize = 256;
+
+/// The value of `id` where it is computed from constants only (every op evaluated with the
+/// op semantics, as [`Canonicalize::fold`] would, but kept out of the graph); `None` where an
+/// argument feeds it, an op cannot be evaluated, or more than `budget` ops would be.
+fn constant_value(g: &Graph, id: NodeId, memo: &mut HashMap<NodeId, Value>, budget: &mut usize) -> Option<Value> {
+    if let Some(v) = memo.get(&id) {
+        return Some(v.clone());
+    }
+    let v = match g.op(id) {
+        Op::Const(t) => Value::Tensor(t.clone()),
+        Op::ConstShape(s) => Value::Shape(s.clone()),
+        Op::Arg(_) => return None,
+        op => {
+            *budget = budget.checked_sub(1)?;
+            let mut values = Vec::new();
+            for o in g.operands(id) {
+                values.push(constant_value(g, o, memo, budget)?);
+            }
+            let refs: Vec<&Value> = values.iter().collect();
+            eval(op, &refs, g.ty(id)).ok()?
+        }
+    };
+    memo.insert(id, v.clone());
+    Some(v)
+}
+
+/// How deep [`Canonicalize::becomes_transposed`] looks.
+const BECOMES_TRANSPOSED_DEPTH: usize = 4;
 
 /// Puts a transpose by `perms` (of type `out`) after `id`, which already computes the
 /// untransposed value: every use of `id` (results included) moves to the transpose, which then
