@@ -1002,6 +1002,23 @@ pub fn parity_cases() -> Vec<Case> {
             let o = g.add_node(Op::Gather, t(&[2, 3, n]), &[v, idx], loc());
             g.add_output(o);
             add(format!("gather_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
+            // Two gathers of rows read only by an interpolation `a + (b − a)·w` (a bilinear
+            // upsampling's form): at n = 17 the reader picks the rows from the values itself
+            // (the gathers fold into it: vectors of a row and the rest one at a time).
+            let mut g = Graph::new("gather_lerp");
+            let v = g.add_input(TensorType::new(d, [1, 6, n]), loc());
+            let i0 = constant(&mut g, Tensor::new(vec![1, 8], Data::I32(vec![0, 0, 1, 2, 2, 3, 5, 4])).unwrap());
+            let i1 = constant(&mut g, Tensor::new(vec![1, 8], Data::I32(vec![1, 0, 2, 3, 1, 4, 5, 5])).unwrap());
+            let a = g.add_node(Op::Gather, t(&[1, 8, n]), &[v, i0], loc());
+            let b = g.add_node(Op::Gather, t(&[1, 8, n]), &[v, i1], loc());
+            let w = constant(&mut g, Tensor::from_f32(vec![1, 8, 1], vec![0.25, 0.75, 0.5, 0.125, 1.0, 0.0, 0.375, 0.625]).unwrap());
+            let w = if d == DType::F32 { w } else { g.add_node(Op::Cast, t(&[1, 8, 1]), &[w], loc()) };
+            let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
+            let diff = g.add_node(Op::Binary(BinaryOp::Sub), t(&[1, 8, n]), &[b, a], loc());
+            let m = g.add_node(Op::Binary(BinaryOp::Mul), t(&[1, 8, n]), &[diff, w, shift], loc());
+            let o = g.add_node(Op::Binary(BinaryOp::Add), t(&[1, 8, n]), &[a, m], loc());
+            g.add_output(o);
+            add(format!("gather_lerp_{}_n{n}", dname(d)), g, &mut rng, -2.0, 2.0, Tolerance::Exact);
             // Scatter with a repeated index (the last row wins) and rows left as they were.
             let mut g = Graph::new("scatter");
             let v = g.add_input(TensorType::new(d, [2, 5, n]), loc());

@@ -1,14 +1,16 @@
 //! Folding a kernel into the kernel beside it. A cast kernel reads and writes a whole tensor to
 //! do what its neighbour can do at its store (a pooling or a copy that produces the cast's
 //! input) or at its load (a copy that is the only reader of the cast's result); an integer sum
-//! that only a gather's indices read is computed by the gather as it reads each index.
+//! that only a gather's indices read is computed by the gather as it reads each index; a gather
+//! by constant indices whose only readers are elementwise kernels reading whole rows is done by
+//! those readers, each picking its rows from the gather's values as it reads them.
 //!
 //! Results stay bit-identical: the neighbour computes the same value in the same type, and the
 //! one rounding the cast did is done by the neighbour instead (f16 → f32 is exact; f32 → f16
 //! and f32 → bf16 round to nearest even once, from the same f32 value); integer addition wraps
 //! to the same bits in any order.
 
-use super::{Buffer, BufferId, BufferKind, EwKind, IndexSum, Kernel, KernelKind, LowerOptions, Operand, dense_strides};
+use super::{Buffer, BufferId, BufferKind, EwKind, IndexSum, Kernel, KernelKind, LowerOptions, Operand, RowLookup, dense_strides};
 use f16c_dialect::{BinaryOp, DType, TensorType};
 
 /// Folds every float-to-float cast kernel of `kernels` (over `buffers`, with the function's
@@ -69,6 +71,80 @@ pub fn fold_index_sums(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &
         renumber(kernels);
     }
     folded
+}
+
+/// Folds every gather by constant indices, all in range, whose result only elementwise kernels
+/// read, and each a row at a time, into those readers ([`RowLookup`]: the reader picks the row
+/// of the gather's values as it reads it), then renumbers the kernels; runs before the arena is
+/// planned. The gathered result was written and read back once per value (a U-Net's bilinear
+/// upsampling: four gathers of every output pixel's channels, then the interpolation reading
+/// the four); the reader now reads the values directly. The same values, so the same bits.
+/// Returns how many were folded.
+pub fn fold_gathers(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand]) -> usize {
+    let mut folded = 0;
+    let mut q = 0;
+    while q < kernels.len() {
+        let Some((lookup, readers)) = gather_lookup(kernels, buffers, outputs, q) else {
+            q += 1;
+            continue;
+        };
+        let gather = kernels.remove(q);
+        let KernelKind::Gather(g) = gather.kind else { unreachable!("gather_lookup takes gathers") };
+        for (n, &r) in readers.iter().enumerate() {
+            let reader = &mut kernels[r - 1];
+            let KernelKind::Elementwise(e) = &mut reader.kind else { unreachable!("gather_lookup returns elementwise readers") };
+            for input in e.inputs.iter_mut().filter(|i| i.buffer == g.output.buffer) {
+                input.buffer = g.values.buffer;
+                input.rows = Some(lookup.clone());
+            }
+            // The gather's op with its first reader, in evaluation order.
+            if n == 0 {
+                reader.nodes = [gather.nodes.clone(), std::mem::take(&mut reader.nodes)].concat();
+            }
+        }
+        folded += 1;
+    }
+    if folded > 0 {
+        renumber(kernels);
+    }
+    folded
+}
+
+/// The row lookup that replaces gather `q` and the kernels (indices into `kernels`, after `q`)
+/// that read its result, where [`fold_gathers`] applies: a gather (not a scatter) `[n, w, len]`
+/// of `len` ≥ 2 by constant indices each in `0..k`, an intermediate result read only by
+/// elementwise kernels whose innermost dimension is `len`, reading it contiguously along that
+/// dimension from whole rows (every other stride a multiple of `len`).
+fn gather_lookup(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand], q: usize) -> Option<(RowLookup, Vec<usize>)> {
+    let KernelKind::Gather(g) = &kernels[q].kind else { return None };
+    let (&[n, k, len], &[_, w]) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice()) else { return None };
+    let out = g.output.buffer;
+    if g.scatter.is_some() || g.index_sum.is_some() || len < 2 || !matches!(buffers[out.0].kind, BufferKind::Intermediate) || outputs.iter().any(|o| o.buffer == out) {
+        return None;
+    }
+    let BufferKind::Constant(bytes) = &buffers[g.indices.buffer.0].kind else { return None };
+    let size = g.indices.ty.dtype.byte_size();
+    if bytes.len() != n * w * size {
+        return None;
+    }
+    let in_range = bytes.chunks_exact(size).all(|b| {
+        let v = if size == 4 { i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64 } else { i64::from_le_bytes(b.try_into().expect("8 bytes")) };
+        (0..k as i64).contains(&v)
+    });
+    let readers: Vec<usize> = (0..kernels.len()).filter(|&r| kernels[r].reads().contains(&out)).collect();
+    let whole_rows = |r: usize| match &kernels[r].kind {
+        KernelKind::Elementwise(e) => {
+            let rank = e.shape.len();
+            rank >= 2
+                && e.shape[rank - 1] == len
+                && e.inputs.iter().filter(|i| i.buffer == out).all(|i| i.rows.is_none() && i.strides[rank - 1] == 1 && i.strides[..rank - 1].iter().all(|s| s % len == 0))
+        }
+        _ => false,
+    };
+    if !in_range || readers.is_empty() || readers.iter().any(|&r| r <= q || !whole_rows(r)) {
+        return None;
+    }
+    Some((RowLookup { indices: g.indices.buffer, dtype: g.indices.ty.dtype, len, n, w, k }, readers))
 }
 
 /// The gather (its index in `kernels`) that kernel `e` can fold into: `e` sums integer inputs

@@ -248,6 +248,30 @@ pub struct Strided {
     pub dtype: DType,
     /// Element stride per dimension of the iteration space.
     pub strides: Vec<usize>,
+    /// The rows of `buffer` are picked by a table of row indices (an elementwise kernel's
+    /// input only: a gather folded into its reader, [`fold::fold_gathers`]): the element at
+    /// offset `o` of the strided view is element `o % len` of row `(r / w) · k + indices[r]`
+    /// of `buffer`, where `r = o / len`.
+    pub rows: Option<RowLookup>,
+}
+
+/// How an elementwise input reads a gather's result from the gather's values
+/// ([`Strided::rows`]): the gather `[n, w, len]` of `values [n, k, len]` by constant indices
+/// `[n, w]`, every one in range (checked when it was folded).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowLookup {
+    /// The indices (a constant `[n, w]`).
+    pub indices: BufferId,
+    /// Their type (i32 or i64).
+    pub dtype: DType,
+    /// Values per row.
+    pub len: usize,
+    /// Batches.
+    pub n: usize,
+    /// Indices per batch.
+    pub w: usize,
+    /// Rows of the values per batch.
+    pub k: usize,
 }
 
 /// A fused elementwise kernel. The iteration space is `shape` (dimensions that are contiguous
@@ -821,7 +845,7 @@ impl Kernel {
                 }
                 r
             }
-            KernelKind::Elementwise(e) => e.inputs.iter().map(|i| i.buffer).collect(),
+            KernelKind::Elementwise(e) => e.inputs.iter().flat_map(|i| std::iter::once(i.buffer).chain(i.rows.as_ref().map(|l| l.indices))).collect(),
             KernelKind::Reduction(r) => vec![r.input.buffer],
             KernelKind::Pool(p) => vec![p.input.buffer],
             KernelKind::Copy(c) => c.moves.iter().map(|m| m.src).chain(c.fill).collect(),
@@ -1194,6 +1218,7 @@ impl<'g> Lowering<'g> {
         let outputs: Vec<Operand> = g.outputs().iter().map(|&o| self.operand(o)).collect();
         fold::fold_casts(&mut self.kernels, &self.buffers, &outputs, self.options);
         fold::fold_index_sums(&mut self.kernels, &self.buffers, &outputs);
+        fold::fold_gathers(&mut self.kernels, &self.buffers, &outputs);
         let plan = plan::plan(&self.buffers, &self.kernels, &outputs);
         Ok(Program { name: g.name.clone(), buffers: self.buffers, inputs, outputs, kernels: self.kernels, plan })
     }
@@ -1539,7 +1564,7 @@ impl<'g> Lowering<'g> {
         let inputs = input_nodes
             .iter()
             .zip(strides)
-            .map(|(&n, strides)| Strided { buffer: self.of[&n], dtype: self.ty(n).dtype, strides })
+            .map(|(&n, strides)| Strided { buffer: self.of[&n], dtype: self.ty(n).dtype, strides, rows: None })
             .collect();
         let output = self.intermediate(root);
         self.push(KernelKind::Elementwise(Elementwise { shape, inputs, expr, output }), members.to_vec());

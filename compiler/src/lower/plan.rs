@@ -62,7 +62,7 @@ fn in_place_inputs(buffers: &[Buffer], kernel: &Kernel) -> Vec<usize> {
         dense[d] = step;
         step *= e.shape[d];
     }
-    let identity = |s: &super::Strided| s.dtype.byte_size() == size && s.strides.len() == dense.len() && (0..dense.len()).all(|d| e.shape[d] == 1 || s.strides[d] == dense[d]);
+    let identity = |s: &super::Strided| s.rows.is_none() && s.dtype.byte_size() == size && s.strides.len() == dense.len() && (0..dense.len()).all(|d| e.shape[d] == 1 || s.strides[d] == dense[d]);
     e.inputs
         .iter()
         .map(|s| s.buffer)

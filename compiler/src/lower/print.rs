@@ -99,7 +99,11 @@ impl Display for Kernel {
             KernelKind::Elementwise(e) => {
                 writeln!(f, "{}: elementwise shape={:?} {at}", self.name, e.shape)?;
                 for (i, input) in e.inputs.iter().enumerate() {
-                    writeln!(f, "  in{i} b{} {} strides={:?}", input.buffer.0, input.dtype, input.strides)?;
+                    write!(f, "  in{i} b{} {} strides={:?}", input.buffer.0, input.dtype, input.strides)?;
+                    match &input.rows {
+                        Some(l) => writeln!(f, " rows of {} picked by b{} (a gather folded in)", l.len, l.indices.0)?,
+                        None => writeln!(f)?,
+                    }
                 }
                 writeln!(f, "  {}", expr_text(&e.expr))?;
                 writeln!(f, "  out b{} {}", e.output.0, e.expr.result_dtype())

@@ -854,6 +854,22 @@ fn split_long_row(e: &Elementwise) -> Option<Elementwise> {
     Some(Elementwise { shape: vec![n / c, c], inputs, ..e.clone() })
 }
 
+/// Where elementwise input `i` holds the first element `at` of a row: `at`, or for rows
+/// picked by a table ([`crate::lower::Strided::rows`]: a gather folded into its reader, whose
+/// rows are the kernel's) the start of the values' row the table gives row `at / len`.
+fn row_looked_up(fx: &mut Fx, i: &crate::lower::Strided, at: Value) -> Value {
+    let Some(l) = &i.rows else { return at };
+    let r = fx.b.ins().udiv_imm_s(at, l.len as i64);
+    let table = fx.buffer(l.indices.0);
+    let mut row = fx.load(l.dtype, table, r);
+    if l.n > 1 {
+        let batch = fx.b.ins().udiv_imm_s(r, l.w as i64);
+        let first = fx.b.ins().imul_imm_s(batch, l.k as i64);
+        row = fx.b.ins().iadd(row, first);
+    }
+    fx.b.ins().imul_imm_s(row, l.len as i64)
+}
+
 /// `Σ coord_d · strides_d` for the row-major coordinates of `row` over `dims`.
 pub fn row_offset<S: crate::lower::Stride>(fx: &mut Fx, row: Value, dims: &[usize], strides: &[S]) -> Value {
     let mut off = fx.i(0);
@@ -1955,7 +1971,14 @@ struct EwRow {
 /// as the plan allows, then one at a time, then (staged) narrowed.
 fn elementwise_row(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store: &EwStore, bases: &[Value], row: Value) -> Emitted {
     let (rank, inner) = (plan.rank, plan.inner);
-    let mut offsets: Vec<Value> = e.inputs.iter().map(|i| row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1])).collect();
+    let mut offsets: Vec<Value> = e
+        .inputs
+        .iter()
+        .map(|i| {
+            let at = row_offset(fx, row, &e.shape[..rank - 1], &i.strides[..rank - 1]);
+            row_looked_up(fx, i, at)
+        })
+        .collect();
     if let Some((call, bytes)) = plan.silu {
         // The row in one call (in place where the output took the input's place).
         let src = fx.addr(bases[0], offsets[0], bytes);

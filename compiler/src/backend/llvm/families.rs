@@ -228,11 +228,25 @@ impl<'ctx> Ir<'ctx> {
     // Elementwise
     // -----------------------------------------------------------------------------------------
 
+    /// Where `input` of an elementwise kernel holds element `at` of its strided view: `at`, or
+    /// for rows picked by a table ([`crate::lower::Strided::rows`]) element `at % len` of the
+    /// values' row that the table gives row `at / len` (division and remainder by constants;
+    /// a row kernel asks once per row, at its first element).
+    pub fn input_element(&mut self, input: &crate::lower::Strided, at: IntValue<'ctx>) -> IntValue<'ctx> {
+        let Some(l) = &input.rows else { return at };
+        let r = self.divi(at, l.len);
+        let table = self.buffer(l.indices.0);
+        let index = self.load(l.dtype, table, r).into_int_value();
+        let row = if l.n == 1 { index } else { self.add(self.muli(self.divi(r, l.w), l.k), index) };
+        self.add(self.muli(row, l.len), self.remi(at, l.len))
+    }
+
     /// Output element `i` of a fused elementwise kernel.
     pub fn elementwise_item(&mut self, e: &Elementwise, i: IntValue<'ctx>) -> Result<(), String> {
         let mut args = Vec::with_capacity(e.inputs.len());
         for input in &e.inputs {
             let at = self.strided_offset(i, &e.shape, &input.strides);
+            let at = self.input_element(input, at);
             let base = self.buffer(input.buffer.0);
             args.push(self.load(input.dtype, base, at));
         }
@@ -261,10 +275,14 @@ impl<'ctx> Ir<'ctx> {
     pub fn elementwise_row(&mut self, e: &Elementwise, r: IntValue<'ctx>, lanes: usize) -> Result<(), String> {
         let rank = e.shape.len();
         let len = e.shape[rank - 1];
+        // (A row picked by a table lies whole in one row of the values: `fold_gathers`.)
         let starts: Vec<(PointerValue<'ctx>, IntValue<'ctx>, i64)> = e
             .inputs
             .iter()
-            .map(|input| (self.buffer(input.buffer.0), self.strided_offset(r, &e.shape[..rank - 1], &input.strides[..rank - 1]), input.strides[rank - 1] as i64))
+            .map(|input| {
+                let start = self.strided_offset(r, &e.shape[..rank - 1], &input.strides[..rank - 1]);
+                (self.buffer(input.buffer.0), self.input_element(input, start), input.strides[rank - 1] as i64)
+            })
             .collect();
         let out = self.buffer(e.output.0);
         let first = self.muli(r, len);
@@ -328,7 +346,9 @@ impl<'ctx> Ir<'ctx> {
         let first = self.muli(i, 2);
         let mut args = [Vec::new(), Vec::new()];
         for input in &e.inputs {
+            // (Both elements of a pair lie in one row: rows are of even length.)
             let at = self.strided_offset(first, &e.shape, &input.strides);
+            let at = self.input_element(input, at);
             let base = self.buffer(input.buffer.0);
             let inner = input.strides[rank - 1];
             for (k, args) in args.iter_mut().enumerate() {
