@@ -176,8 +176,9 @@ pub struct Compiled {
     /// code.
     pub first_body: usize,
     /// Functions whose instruction order is their schedule: compile them without Cranelift's
-    /// optimizer (`opt_level=none`), which would reorder and merge their loads. The GEMM
-    /// micro-kernels are.
+    /// optimizer (`opt_level=none`), which would reorder and merge their loads. The generated
+    /// GEMM micro-kernels are (functions 0 and 1, emitted only where the code calls them:
+    /// [`Loops::Generated`]).
     pub keep_order: Vec<usize>,
     /// Calls in execution order.
     pub steps: Vec<Step>,
@@ -259,8 +260,9 @@ impl Compiled {
         let builder = cranelift_object::ObjectBuilder::new(isa, "f16c", cranelift_module::default_libcall_names())
             .map_err(|e| codegen(format!("{e:?}")))?;
         let mut module = cranelift_object::ObjectModule::new(builder);
-        // The micro-kernels (the first functions) are called only from inside the object.
-        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if i < gemm::AForm::ALL.len() || i >= self.first_body { Linkage::Local } else { Linkage::Export }, None))?;
+        // The generated micro-kernels (the first functions, where there are any) are called
+        // only from inside the object.
+        crate::timing::phase("cranelift codegen", || self.define_functions(&mut module, &*as_written, |i| if self.keep_order.contains(&i) || i >= self.first_body { Linkage::Local } else { Linkage::Export }, None))?;
         let bytes = module.finish().emit().map_err(|e| codegen(format!("writing the object file: {e}")))?;
         Ok((bytes, requires))
     }
@@ -569,8 +571,11 @@ pub fn frontend_config() -> TargetFrontendConfig {
 /// Compiles a lowered program to CLIF. The program must be legal ([`legal::legal`]).
 pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> {
     let mut cx = lower::Context::new(program, options);
-    for form in gemm::AForm::ALL {
-        let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma, form);
+    // The generated micro-kernels, where the GEMMs call no runtime loop (a CPU without AVX2):
+    // functions 0 and 1, which the tiles call by index. Elsewhere nothing calls them.
+    let generated = if options.loops == Loops::Generated { gemm::AForm::ALL.len() } else { 0 };
+    for form in &gemm::AForm::ALL[..generated] {
+        let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma, *form);
         cx.functions.push((form.name().to_string(), micro));
     }
     crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
@@ -589,9 +594,9 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
         }
     }
     let first_body = functions.len();
-    let (functions, keys) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, gemm::AForm::ALL.len()));
+    let (functions, keys) = crate::timing::phase("cranelift shared bodies", || share::share_bodies(functions, generated));
     let calls_micro_kernels = !micro_kernels.is_empty();
-    Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..gemm::AForm::ALL.len()).collect(), steps, requires, calls_micro_kernels, bands, plans })
+    Ok(Compiled { layout, functions, keys, first_body, keep_order: (0..generated).collect(), steps, requires, calls_micro_kernels, bands, plans })
 }
 
 /// Builds one kernel function with `body`.
