@@ -41,6 +41,9 @@ pub struct Context<'p> {
     /// contractions): recorded from the values it emits with (`--emit=kernels`, the
     /// artifact's kernel plans, `f16c-run --profile`).
     pub plans: Vec<Option<String>>,
+    /// Whether [`Context::add`] builds the functions; without, the kernels are only planned
+    /// (their plans, scratch and layout decided as for the code, no CLIF built: `--emit=kernels`).
+    pub emit: bool,
 }
 
 impl<'p> Context<'p> {
@@ -58,6 +61,7 @@ impl<'p> Context<'p> {
             micro_kernels: Vec::new(),
             bands: super::gemm::bands(program),
             plans: vec![None; program.kernels.len()],
+            emit: true,
         }
     }
 
@@ -97,6 +101,9 @@ impl<'p> Context<'p> {
 
     /// Adds a function and the step that runs it.
     pub fn add(&mut self, suffix: &str, work: usize, cost: f64, body: impl FnOnce(&mut Fx) -> Result<(), String>) -> Result<(), BackendError> {
+        if !self.emit {
+            return Ok(());
+        }
         let name = format!("{}{suffix}", self.program.kernels[self.current].name);
         let f = super::build_function(&name, &mut self.fctx, body).map_err(|m| self.error(m))?;
         self.functions.push((name, f));

@@ -193,14 +193,28 @@ pub struct Compiled {
     pub plans: Vec<Option<String>>,
 }
 
+/// Kernel `k`'s plan: how it runs (`plans`, the planner's words), and the band it runs in.
+fn plan_of(program: &Program, plans: &[Option<String>], bands: &[crate::backend::bands::Band], k: usize) -> Option<String> {
+    let band = bands.iter().find(|b| (b.first..b.first + 3).contains(&k)).map(|b| crate::backend::bands::describe(program, b));
+    match (&plans[k], band) {
+        (Some(p), Some(b)) => Some(format!("{p}; {b}")),
+        (p, b) => p.clone().or(b),
+    }
+}
+
+/// Every kernel's plan ([`Compiled::plan`]) without building any code: the kernels go through
+/// the same planning as for [`compile`], which then builds nothing.
+pub fn plans(program: &Program, options: &Options) -> BackendResult<Vec<Option<String>>> {
+    let mut cx = lower::Context::new(program, options);
+    cx.emit = false;
+    (0..program.kernels.len()).try_for_each(|k| cx.kernel(k))?;
+    Ok((0..program.kernels.len()).map(|k| plan_of(program, &cx.plans, &cx.bands, k)).collect())
+}
+
 impl Compiled {
     /// Kernel `k`'s plan: how it runs, and the band it runs in.
     pub fn plan(&self, program: &Program, k: usize) -> Option<String> {
-        let band = self.bands.iter().find(|b| (b.first..b.first + 3).contains(&k)).map(|b| crate::backend::bands::describe(program, b));
-        match (&self.plans[k], band) {
-            (Some(p), Some(b)) => Some(format!("{p}; {b}")),
-            (p, b) => p.clone().or(b),
-        }
+        plan_of(program, &self.plans, &self.bands, k)
     }
 
     /// A comment header: the kernels, the arena (with its liveness lower bound), the weight
@@ -469,16 +483,16 @@ impl Backend for CraneliftBackend {
         legal::legal(kernel).map(|()| crate::backend::KernelConfig::default())
     }
 
-    /// The plans the emitter records as it builds the program's CLIF at the `--cpu` level
-    /// (without one, x86-64-v3: what `--emit` prints on every machine); a program it cannot
-    /// build has none.
+    /// The plans of the kernels at the `--cpu` level (without one, x86-64-v3: what `--emit`
+    /// prints on every machine), made by the planning the code is built from, without building
+    /// it ([`plans`]); a program it cannot plan has none.
     fn configure_all(&self, program: &Program) -> Vec<Result<crate::backend::KernelConfig, Unsupported>> {
         let checked: Vec<Result<crate::backend::KernelConfig, Unsupported>> = program.kernels.iter().map(|k| self.configure(program, k)).collect();
         if checked.iter().any(Result::is_err) {
             return checked;
         }
-        match compile(program, &self.printed()) {
-            Ok(c) => (0..program.kernels.len()).map(|k| Ok(crate::backend::KernelConfig { plan: c.plan(program, k) })).collect(),
+        match plans(program, &self.printed()) {
+            Ok(plans) => plans.into_iter().map(|plan| Ok(crate::backend::KernelConfig { plan })).collect(),
             Err(_) => checked,
         }
     }
