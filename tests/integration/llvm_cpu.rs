@@ -274,67 +274,41 @@ fn gathers_sum_their_indices_as_they_read_them_with_the_same_bits() {
 fn convolutions_read_the_value_their_input_was_sliced_from() {
     use f16c_compiler::lower::{lower, KernelKind};
     let weights = |n: usize| (0..n).map(|i| format!("{:.3}", ((i * 37 % 23) as f32 - 11.0) / 16.0)).collect::<Vec<_>>().join(", ");
-    let text = format!(
-        r#"
-func.func @sliced(%x: tensor<1x8x8x8xf32>) -> tensor<1x4x4x6xf32> {{
-  %w0 = "tosa.const"() <{{values = dense<[{w1}]> : tensor<48xf32>}}> : () -> tensor<48xf32>
-  %ws = tosa.const_shape {{values = dense<[6, 1, 1, 8]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %w = tosa.reshape %w0, %ws : (tensor<48xf32>, !tosa.shape<4>) -> tensor<6x1x1x8xf32>
-  %b = "tosa.const"() <{{values = dense<0.25> : tensor<6xf32>}}> : () -> tensor<6xf32>
-  %z = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
-  %at = tosa.const_shape {{values = dense<[0, 0, 0, 0]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %rows = tosa.const_shape {{values = dense<[1, 7, 8, 8]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %cols = tosa.const_shape {{values = dense<[1, 7, 7, 8]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %s1 = tosa.slice %x, %at, %rows : (tensor<1x8x8x8xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x7x8x8xf32>
-  %s2 = tosa.slice %s1, %at, %cols : (tensor<1x7x8x8xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x7x7x8xf32>
-  %y = tosa.conv2d %s2, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : (tensor<1x7x7x8xf32>, tensor<6x1x1x8xf32>, tensor<6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x6xf32>
-  return %y : tensor<1x4x4x6xf32>
-}}
-func.func @presliced(%x: tensor<1x7x7x8xf32>) -> tensor<1x4x4x6xf32> {{
-  %w0 = "tosa.const"() <{{values = dense<[{w1}]> : tensor<48xf32>}}> : () -> tensor<48xf32>
-  %ws = tosa.const_shape {{values = dense<[6, 1, 1, 8]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %w = tosa.reshape %w0, %ws : (tensor<48xf32>, !tosa.shape<4>) -> tensor<6x1x1x8xf32>
-  %b = "tosa.const"() <{{values = dense<0.25> : tensor<6xf32>}}> : () -> tensor<6xf32>
-  %z = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
-  %y = tosa.conv2d %x, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : (tensor<1x7x7x8xf32>, tensor<6x1x1x8xf32>, tensor<6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x6xf32>
-  return %y : tensor<1x4x4x6xf32>
-}}
-func.func @dw_sliced(%x: tensor<1x8x8x8xf32>) -> tensor<1x3x3x8xf32> {{
-  %w0 = "tosa.const"() <{{values = dense<[{w2}]> : tensor<72xf32>}}> : () -> tensor<72xf32>
-  %ws = tosa.const_shape {{values = dense<[3, 3, 8, 1]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %w = tosa.reshape %w0, %ws : (tensor<72xf32>, !tosa.shape<4>) -> tensor<3x3x8x1xf32>
-  %b = "tosa.const"() <{{values = dense<0.5> : tensor<8xf32>}}> : () -> tensor<8xf32>
-  %z = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
-  %at = tosa.const_shape {{values = dense<[0, 0, 0, 0]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %n = tosa.const_shape {{values = dense<[1, 7, 7, 8]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %s = tosa.slice %x, %at, %n : (tensor<1x8x8x8xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x7x7x8xf32>
-  %y = tosa.depthwise_conv2d %s, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : (tensor<1x7x7x8xf32>, tensor<3x3x8x1xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x3x8xf32>
-  return %y : tensor<1x3x3x8xf32>
-}}
-func.func @dw_presliced(%x: tensor<1x7x7x8xf32>) -> tensor<1x3x3x8xf32> {{
-  %w0 = "tosa.const"() <{{values = dense<[{w2}]> : tensor<72xf32>}}> : () -> tensor<72xf32>
-  %ws = tosa.const_shape {{values = dense<[3, 3, 8, 1]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %w = tosa.reshape %w0, %ws : (tensor<72xf32>, !tosa.shape<4>) -> tensor<3x3x8x1xf32>
-  %b = "tosa.const"() <{{values = dense<0.5> : tensor<8xf32>}}> : () -> tensor<8xf32>
-  %z = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
-  %y = tosa.depthwise_conv2d %x, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : (tensor<1x7x7x8xf32>, tensor<3x3x8x1xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x3x8xf32>
-  return %y : tensor<1x3x3x8xf32>
-}}
-func.func @kept(%x: tensor<1x9x9x8xf32>) -> tensor<1x4x4x6xf32> {{
-  %w0 = "tosa.const"() <{{values = dense<[{w1}]> : tensor<48xf32>}}> : () -> tensor<48xf32>
-  %ws = tosa.const_shape {{values = dense<[6, 1, 1, 8]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %w = tosa.reshape %w0, %ws : (tensor<48xf32>, !tosa.shape<4>) -> tensor<6x1x1x8xf32>
-  %b = "tosa.const"() <{{values = dense<0.25> : tensor<6xf32>}}> : () -> tensor<6xf32>
-  %z = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
-  %at = tosa.const_shape {{values = dense<[0, 0, 0, 0]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %n = tosa.const_shape {{values = dense<[1, 7, 7, 8]> : tensor<4xindex>}} : () -> !tosa.shape<4>
-  %s = tosa.slice %x, %at, %n : (tensor<1x9x9x8xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<1x7x7x8xf32>
-  %y = tosa.conv2d %s, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : (tensor<1x7x7x8xf32>, tensor<6x1x1x8xf32>, tensor<6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x6xf32>
-  return %y : tensor<1x4x4x6xf32>
-}}"#,
-        w1 = weights(48),
-        w2 = weights(72)
-    );
+    // The weight (through a reshape: the parser takes a flat literal), bias and zero points,
+    // then the convolution of `x` and the return, of a 1 × 1 conv2d and a 3 × 3 depthwise one.
+    let constants = |n: usize, shape: &str, dims: &str, bias: &str| {
+        format!(
+            "  %w0 = \"tosa.const\"() <{{values = dense<[{}]> : tensor<{n}xf32>}}> : () -> tensor<{n}xf32>\n  %ws = tosa.const_shape {{values = dense<[{dims}]> : tensor<4xindex>}} : () -> !tosa.shape<4>\n  %w = tosa.reshape %w0, %ws : (tensor<{n}xf32>, !tosa.shape<4>) -> tensor<{shape}xf32>\n  %b = \"tosa.const\"() <{{values = dense<0.25> : tensor<{bias}xf32>}}> : () -> tensor<{bias}xf32>\n  %z = \"tosa.const\"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>\n",
+            weights(n)
+        )
+    };
+    let conv = |x: &str| {
+        format!(
+            "{}  %y = tosa.conv2d {x}, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : (tensor<1x7x7x8xf32>, tensor<6x1x1x8xf32>, tensor<6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x4x6xf32>\n  return %y : tensor<1x4x4x6xf32>\n}}\n",
+            constants(48, "6x1x1x8", "6, 1, 1, 8", "6")
+        )
+    };
+    let depthwise = |x: &str| {
+        format!(
+            "{}  %y = tosa.depthwise_conv2d {x}, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : (tensor<1x7x7x8xf32>, tensor<3x3x8x1xf32>, tensor<8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x3x3x8xf32>\n  return %y : tensor<1x3x3x8xf32>\n}}\n",
+            constants(72, "3x3x8x1", "3, 3, 8, 1", "8")
+        )
+    };
+    // Slices from the origin to `size`, of `x` of type `from`, as torch-mlir writes them.
+    let slice = |name: &str, x: &str, from: &str, size: &str| {
+        format!(
+            "  %at_{name} = tosa.const_shape {{values = dense<[0, 0, 0, 0]> : tensor<4xindex>}} : () -> !tosa.shape<4>\n  %n_{name} = tosa.const_shape {{values = dense<[{}]> : tensor<4xindex>}} : () -> !tosa.shape<4>\n  %{name} = tosa.slice {x}, %at_{name}, %n_{name} : (tensor<{from}xf32>, !tosa.shape<4>, !tosa.shape<4>) -> tensor<{size}xf32>\n",
+            size.replace('x', ", ")
+        )
+    };
+    let text = [
+        format!("func.func @sliced(%x: tensor<1x8x8x8xf32>) -> tensor<1x4x4x6xf32> {{\n{}{}{}", slice("s1", "%x", "1x8x8x8", "1x7x8x8"), slice("s2", "%s1", "1x7x8x8", "1x7x7x8"), conv("%s2")),
+        format!("func.func @presliced(%x: tensor<1x7x7x8xf32>) -> tensor<1x4x4x6xf32> {{\n{}", conv("%x")),
+        format!("func.func @dw_sliced(%x: tensor<1x8x8x8xf32>) -> tensor<1x3x3x8xf32> {{\n{}{}", slice("s", "%x", "1x8x8x8", "1x7x7x8"), depthwise("%s")),
+        format!("func.func @dw_presliced(%x: tensor<1x7x7x8xf32>) -> tensor<1x3x3x8xf32> {{\n{}", depthwise("%x")),
+        format!("func.func @kept(%x: tensor<1x9x9x8xf32>) -> tensor<1x4x4x6xf32> {{\n{}{}", slice("s", "%x", "1x9x9x8", "1x7x7x8"), conv("%s")),
+    ]
+    .concat();
     let module = f16c_dialect::import::parse_module(&text, "sliced.mlir").unwrap();
     let f = |name: &str| module.functions.iter().find(|g| g.name == name).unwrap();
     let copies = |name: &str| lower(f(name)).unwrap().kernels.iter().filter(|k| matches!(k.kind, KernelKind::Copy(_))).count();
