@@ -224,6 +224,41 @@ fn a_unet_level_upsamples_and_concatenates_channels_last_with_the_same_bits() {
     assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
 }
 
+/// A conv1d's activation as torch-mlir writes it (Whisper's stem): the conv2d's NHWC output
+/// transposed to NCHW, its unit height dropped by a reshape, a GELU, the height added back
+/// and the transpose to NHWC for the next convolution. The reshapes of transposes become
+/// transposes of reshapes, which sink through the GELU and cancel: no transpose is left, and
+/// the reference's bits are the same.
+#[test]
+fn a_conv1d_activation_keeps_no_transpose_and_the_same_bits() {
+    let text = r#"
+func.func @stem(%x: tensor<1x1x6x4xf32>) -> tensor<1x1x6x4xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %h = "tosa.const"() <{values = dense<0.70710677> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %s3 = tosa.const_shape {values = dense<[1, 4, 6]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 4, 1, 6]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %t = tosa.transpose %x {perms = array<i32: 0, 3, 1, 2>} : (tensor<1x1x6x4xf32>) -> tensor<1x4x1x6xf32>
+  %r = tosa.reshape %t, %s3 : (tensor<1x4x1x6xf32>, !tosa.shape<3>) -> tensor<1x4x6xf32>
+  %m = tosa.mul %r, %h, %shift : (tensor<1x4x6xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x4x6xf32>
+  %e = tosa.erf %m : (tensor<1x4x6xf32>) -> tensor<1x4x6xf32>
+  %a = tosa.add %e, %one : (tensor<1x4x6xf32>, tensor<1x1x1xf32>) -> tensor<1x4x6xf32>
+  %g = tosa.mul %r, %a, %shift : (tensor<1x4x6xf32>, tensor<1x4x6xf32>, tensor<1xi8>) -> tensor<1x4x6xf32>
+  %b = tosa.reshape %g, %s4 : (tensor<1x4x6xf32>, !tosa.shape<4>) -> tensor<1x4x1x6xf32>
+  %back = tosa.transpose %b {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x4x1x6xf32>) -> tensor<1x1x6x4xf32>
+  return %back : tensor<1x1x6x4xf32>
+}"#;
+    let before = f16c_dialect::import::parse_module(text, "stem.mlir").unwrap();
+    let canonical = after(&before, &["canonicalize"]);
+    let g = &canonical.functions[0];
+    assert!(!g.node_ids().any(|n| matches!(g.op(n), Op::Transpose { .. })), "no transpose is left");
+    let values: Vec<f32> = (0..24).map(|i| ((i * 7919 % 29) as f32 - 14.0) / 5.0).collect();
+    let input = f16c_dialect::Tensor::from_f32(vec![1, 1, 6, 4], values).unwrap();
+    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
+    let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
+    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+}
+
 /// torch-mlir's bilinear upsampling (`tests/data/upsample_bilinear.mlir`, exactly as it
 /// exports `F.interpolate(x, scale_factor=2, mode="bilinear")`) computes each gather's indices
 /// as four coordinate vectors tiled to the output's size, concatenated, multiplied by the

@@ -30,6 +30,10 @@
 //!   removes the NCHW↔NHWC transposes torch-mlir writes around every convolution, whose batch
 //!   norm and activation then sit next to the convolution (and fuse into its epilogue). The
 //!   values are moved, never recomputed differently, so results are bit-identical.
+//! - **reshapes of transposes**: a reshape that only adds or drops dimensions of size 1, of a
+//!   transpose nothing else reads, becomes a transpose of a reshape, so that the transpose can
+//!   sink on (torch-mlir's conv1d is a conv2d over a unit height between an NCHW transpose and a
+//!   reshape dropping the height).
 //! - **splats shrink**: a splat constant (every element the same) that `tosa.select` or a
 //!   binary op broadcasts keeps at full size only the dimensions no other operand gives; the
 //!   rest become 1 (`select(dense<true> : 1x6x1500x1500, a, b)` with full-size `a` reads a
@@ -873,7 +877,7 @@ fn simplify(g: &mut Graph, id: NodeId) -> bool {
                 g.set_operand(id, 0, inner);
                 return true;
             }
-            false
+            transpose_above_unit_reshape(g, id)
         }
         Op::Transpose { perms: outer } => {
             let src = operands[0];
@@ -890,6 +894,57 @@ fn simplify(g: &mut Graph, id: NodeId) -> bool {
         }
         _ => false,
     }
+}
+
+/// `reshape(transpose(x, P))` at `id`, where the reshape only adds or drops dimensions of size
+/// 1, nothing else reads the transpose and only elementwise ops or transposes read the reshape,
+/// becomes `transpose(reshape(x), Q)`: `x` takes the
+/// reshape's rank with its own dimensions of more than one element, in its order, where the
+/// result has its, and `Q` puts them in the result's order. The transpose then moves on through
+/// the elementwise ops below (torch-mlir writes a conv1d as a conv2d over a unit height, NHWC,
+/// between a transpose to NCHW and a reshape dropping the height: Whisper's stem's GELUs sat
+/// between four transposes that now cancel). The same elements in the same order, moved once.
+fn transpose_above_unit_reshape(g: &mut Graph, id: NodeId) -> bool {
+    let t = g.operands(id)[0];
+    let Op::Transpose { perms } = g.op(t) else { return false };
+    let perms = perms.clone();
+    let x = g.operands(t)[0];
+    let (Some(x_ty), Some(t_ty), Some(out)) = (g.tensor_ty(x).cloned(), g.tensor_ty(t).cloned(), g.tensor_ty(id).cloned()) else { return false };
+    let only_here = g.users(t).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&t);
+    // Only where the transpose can go on: into elementwise ops, or into another transpose.
+    // (Moved in front of a matmul it gains nothing, and its copy would be scheduled later: an
+    // attention's key transpose between the softmax and the product, out of its bands.)
+    let onward = g.users(id).iter().all(|&(u, _)| g.op(u).is_elementwise() || matches!(g.op(u), Op::Transpose { .. })) && !g.outputs().contains(&id);
+    let wide = |shape: &[usize]| shape.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+    if !only_here || !onward || wide(&t_ty.shape) != wide(&out.shape) || t_ty.shape == out.shape {
+        return false;
+    }
+    // The transpose's wide axes in its (the result's) order, each by the axis of `x` it is.
+    let from: Vec<usize> = (0..t_ty.rank()).filter(|&i| t_ty.shape[i] != 1).map(|i| perms[i]).collect();
+    let mut in_x_order = from.clone();
+    in_x_order.sort_unstable();
+    // Where the result's wide axes are; `x`'s go there, in `x`'s order.
+    let slots: Vec<usize> = (0..out.rank()).filter(|&i| out.shape[i] != 1).collect();
+    let mut shape = vec![1; out.rank()];
+    for (slot, &a) in slots.iter().zip(&in_x_order) {
+        shape[*slot] = x_ty.shape[a];
+    }
+    // Result axis slots[j] is x's axis from[j], which sits at slots[position of from[j]].
+    let mut q = vec![usize::MAX; out.rank()];
+    for (j, &slot) in slots.iter().enumerate() {
+        let k = in_x_order.iter().position(|&a| a == from[j]).expect("a wide axis of x");
+        q[slot] = slots[k];
+    }
+    let mut units = (0..out.rank()).filter(|i| !slots.contains(i));
+    for v in q.iter_mut().filter(|v| **v == usize::MAX) {
+        *v = units.next().expect("as many unit axes on both sides");
+    }
+    let loc = g.location(id);
+    let s = g.add_node(Op::ConstShape(shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(shape.len()), &[], loc.clone());
+    let r = g.add_node(Op::Reshape, ValueType::Tensor(TensorType::new(out.dtype, shape)), &[x, s], loc.clone());
+    let new = g.add_node(Op::Transpose { perms: q }, ValueType::Tensor(out), &[r], loc);
+    g.replace_all_uses(id, new);
+    true
 }
 
 /// A reshape or `tosa.identity` always qualifies when types match (checked by the caller); a
