@@ -601,8 +601,10 @@ pub fn resize_extent(ih: usize, iw: usize, scale: &[i64], offset: &[i64], border
     Ok((out[0], out[1]))
 }
 
-/// Output size of a convolution or pooling window along one axis.
-fn conv_out(input: usize, pad: usize, kernel: usize, stride: usize, dilation: usize) -> Option<usize> {
+/// Output size of a convolution or pooling window along one axis: `input` with `pad` (both
+/// sides together), a window of `kernel` taps `dilation` apart, every `stride`; `None` where the
+/// window does not fit or the stride is 0.
+pub fn conv_out(input: usize, pad: usize, kernel: usize, stride: usize, dilation: usize) -> Option<usize> {
     let span = (kernel.checked_sub(1)?) * dilation + 1;
     let padded = input + pad;
     (padded >= span && stride > 0).then(|| (padded - span) / stride + 1)

@@ -84,6 +84,13 @@ fn torch_layout_transposes_cancel_around_convolutions() {
 }
 
 /// Runs `passes` (name, options) on a copy of `m`.
+/// Asserts that the reference gives `after` (a rewrite of `before`) the same result bits.
+fn same_reference_bits(before: &f16c_dialect::Graph, after: &f16c_dialect::Graph, inputs: &[f16c_dialect::Tensor]) {
+    let a = reference::run(before, inputs).unwrap();
+    let b = reference::run(after, inputs).unwrap();
+    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+}
+
 fn after(m: &f16c_dialect::Module, passes: &[&str]) -> f16c_dialect::Module {
     let mut m = m.clone();
     let mut pm = PassManager::new();
@@ -139,9 +146,7 @@ fn safe_softmax_tests_the_row_maximum_with_the_same_bits() {
     let g = &after.functions[0];
     assert!(!g.node_ids().any(|n| matches!(g.op(n), Op::Reduce { kind: f16c_dialect::ReduceKind::All, .. } | Op::Cast)), "the f64 test is gone");
     let input = f16c_tests::cases::safe_softmax_case().inputs.remove(0);
-    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
-    let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
-    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+    same_reference_bits(&before.functions[0], g, std::slice::from_ref(&input));
     let program = f16c_compiler::lower::lower(g).unwrap();
     assert_eq!(program.kernels.len(), 1, "one row kernel:\n{program}");
 }
@@ -168,9 +173,7 @@ func.func @head(%x: tensor<1x16x32xf32>, %wt: tensor<1x32x24xf32>) -> tensor<1x2
     assert_eq!(rows, vec![vec![1, 1, 24]], "one row of the matmul is computed");
     let values = |n: usize, seed: usize| (0..n).map(|i| ((i * 37 + seed) % 101) as f32 / 7.0 - 7.0).collect::<Vec<f32>>();
     let inputs = [f16c_dialect::Tensor::from_f32(vec![1, 16, 32], values(16 * 32, 0)).unwrap(), f16c_dialect::Tensor::from_f32(vec![1, 32, 24], values(32 * 24, 11)).unwrap()];
-    let a = reference::run(&before.functions[0], &inputs).unwrap();
-    let b = reference::run(g, &inputs).unwrap();
-    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+    same_reference_bits(&before.functions[0], g, &inputs);
 }
 
 /// Squeeze-and-excite as torch-mlir writes it (EfficientNet's 16 blocks): the NCHW transpose
@@ -196,9 +199,7 @@ func.func @se(%x: tensor<1x5x6x8xf32>) -> tensor<1x5x6x8xf32> {
     // Values of mixed magnitude and sign, so that a different summation order would show.
     let values: Vec<f32> = (0..240).map(|i| ((i * 7919 % 241) as f32 - 120.0) * if i % 3 == 0 { 1e3 } else { 1e-2 }).collect();
     let input = f16c_dialect::Tensor::from_f32(vec![1, 5, 6, 8], values).unwrap();
-    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
-    let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
-    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+    same_reference_bits(&before.functions[0], g, std::slice::from_ref(&input));
 }
 
 /// A U-Net decoder level as torch-mlir exports it (`tests/data/blocks/unet_level.mlir`: NCHW
@@ -219,9 +220,7 @@ fn a_unet_level_upsamples_and_concatenates_channels_last_with_the_same_bits() {
     let concat_axes: Vec<usize> = g.node_ids().filter_map(|n| match g.op(n) { Op::Concat { axis } => Some(*axis), _ => None }).collect();
     assert_eq!(concat_axes, vec![3], "the skip and the upsampled value concatenated along NHWC's channels");
     let input = npy::read(&dir.join("unet_level.in0.npy")).unwrap();
-    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
-    let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
-    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+    same_reference_bits(&before.functions[0], g, std::slice::from_ref(&input));
 }
 
 /// A conv1d's activation as torch-mlir writes it (Whisper's stem): the conv2d's NHWC output
@@ -254,9 +253,7 @@ func.func @stem(%x: tensor<1x1x6x4xf32>) -> tensor<1x1x6x4xf32> {
     assert!(!g.node_ids().any(|n| matches!(g.op(n), Op::Transpose { .. })), "no transpose is left");
     let values: Vec<f32> = (0..24).map(|i| ((i * 7919 % 29) as f32 - 14.0) / 5.0).collect();
     let input = f16c_dialect::Tensor::from_f32(vec![1, 1, 6, 4], values).unwrap();
-    let a = reference::run(&before.functions[0], std::slice::from_ref(&input)).unwrap();
-    let b = reference::run(g, std::slice::from_ref(&input)).unwrap();
-    assert_eq!(a[0].data().to_le_bytes(), b[0].data().to_le_bytes(), "the rewrite changed the result");
+    same_reference_bits(&before.functions[0], g, std::slice::from_ref(&input));
 }
 
 /// torch-mlir's bilinear upsampling (`tests/data/upsample_bilinear.mlir`, exactly as it

@@ -65,10 +65,7 @@ fn unsliced_input(g: &Graph, id: NodeId) -> Option<NodeId> {
         x = s[0];
     }
     let whole = g.tensor_ty(x)?;
-    let fits = |axis: usize| {
-        let span = (w.shape[kernel[axis]] - 1) * attrs.dilation[axis] + 1;
-        whole.shape[1 + axis] >= span && (whole.shape[1 + axis] - span) / attrs.stride[axis] + 1 == out.shape[1 + axis]
-    };
+    let fits = |axis: usize| f16c_dialect::verify::conv_out(whole.shape[1 + axis], 0, w.shape[kernel[axis]], attrs.stride[axis], attrs.dilation[axis]) == Some(out.shape[1 + axis]);
     (x != ops[0] && fits(0) && fits(1)).then_some(x)
 }
 

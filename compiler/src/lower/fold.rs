@@ -123,14 +123,9 @@ fn gather_lookup(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand], q:
         return None;
     }
     let BufferKind::Constant(bytes) = &buffers[g.indices.buffer.0].kind else { return None };
-    let size = g.indices.ty.dtype.byte_size();
-    if bytes.len() != n * w * size {
-        return None;
-    }
-    let in_range = bytes.chunks_exact(size).all(|b| {
-        let v = if size == 4 { i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64 } else { i64::from_le_bytes(b.try_into().expect("8 bytes")) };
-        (0..k as i64).contains(&v)
-    });
+    let data = f16c_dialect::Data::from_le_bytes(g.indices.ty.dtype, bytes)?;
+    let indices = f16c_dialect::Tensor::new(vec![n * w], data).ok()?;
+    let in_range = indices.to_i64_vec().iter().all(|v| (0..k as i64).contains(v));
     let readers: Vec<usize> = (0..kernels.len()).filter(|&r| kernels[r].reads().contains(&out)).collect();
     let whole_rows = |r: usize| match &kernels[r].kind {
         KernelKind::Elementwise(e) => {

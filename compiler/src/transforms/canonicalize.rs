@@ -303,7 +303,7 @@ impl Canonicalize {
         let x = g.operands(id)[0];
         let Op::Transpose { perms } = g.op(x) else { return false };
         let perms = perms.clone();
-        let only_here = g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x);
+        let only_here = read_only_by(g, x, id);
         if !(only_here || self.sinks_with_all_users(g, x)) || axis >= perms.len() {
             return false;
         }
@@ -340,7 +340,7 @@ impl Canonicalize {
                 // A transposed operand that `id` broadcasts would make the moved transpose
                 // bigger than the one it replaces.
                 Op::Transpose { perms: p } => {
-                    let only_here = g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x);
+                    let only_here = read_only_by(g, x, id);
                     let full = g.tensor_ty(x).is_some_and(|t| t.shape == out.shape);
                     if !(only_here || self.sinks_with_all_users(g, x)) || !full || perms.as_ref().is_some_and(|q| q != p) {
                         return false;
@@ -392,8 +392,7 @@ fn sink_transpose_below_concat(g: &mut Graph, id: NodeId) -> bool {
     let mut perms: Option<Vec<usize>> = None;
     for &x in &operands {
         let Op::Transpose { perms: p } = g.op(x) else { return false };
-        let only_here = g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x);
-        if !only_here || perms.as_ref().is_some_and(|q| q != p) {
+        if !read_only_by(g, x, id) || perms.as_ref().is_some_and(|q| q != p) {
             return false;
         }
         perms = Some(p.clone());
@@ -480,15 +479,12 @@ fn gather_channels_last(g: &mut Graph, id: NodeId) -> bool {
         return false;
     }
     let loc = g.location(id);
-    let shape_node = |g: &mut Graph, shape: &[usize]| g.add_node(Op::ConstShape(shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(shape.len()), &[], loc.clone());
     let i_ty = g.tensor_ty(indices).expect("a gather's indices are a tensor").dtype;
-    let pixels_shape = shape_node(g, &[1, h * w, c]);
-    let pixels = g.add_node(Op::Reshape, ValueType::Tensor(TensorType::new(x_ty.dtype, vec![1, h * w, c])), &[x, pixels_shape], loc.clone());
+    let pixels = add_reshape(g, x, TensorType::new(x_ty.dtype, vec![1, h * w, c]), loc.clone());
     let f = f16c_dialect::Tensor::new(vec![1, s], f16c_dialect::Data::from_i64(f, i_ty)).expect("OH·OW indices");
     let f = g.add_constant(f, loc.clone());
     let gathered = g.add_node(Op::Gather, ValueType::Tensor(TensorType::new(out.dtype, vec![1, s, c])), &[pixels, f], loc.clone());
-    let nhwc_shape = shape_node(g, &[1, oh, ow, c]);
-    let nhwc = g.add_node(Op::Reshape, ValueType::Tensor(TensorType::new(out.dtype, vec![1, oh, ow, c])), &[gathered, nhwc_shape], loc.clone());
+    let nhwc = add_reshape(g, gathered, TensorType::new(out.dtype, vec![1, oh, ow, c]), loc.clone());
     let nchw = g.add_node(Op::Transpose { perms: TO_NCHW.to_vec() }, ValueType::Tensor(TensorType::new(out.dtype, vec![1, c, oh, ow])), &[nhwc], loc);
     for u in users {
         g.replace_all_uses(u, nchw);
@@ -522,6 +518,18 @@ fn constant_value(g: &Graph, id: NodeId, memo: &mut HashMap<NodeId, Value>, budg
     };
     memo.insert(id, v.clone());
     Some(v)
+}
+
+/// A reshape of `x` to `ty` (its shape operand a new `tosa.const_shape`), at `loc`.
+fn add_reshape(g: &mut Graph, x: NodeId, ty: TensorType, loc: f16c_dialect::Location) -> NodeId {
+    let shape = g.add_node(Op::ConstShape(ty.shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(ty.rank()), &[], loc.clone());
+    g.add_node(Op::Reshape, ValueType::Tensor(ty), &[x, shape], loc)
+}
+
+/// Whether `id` is the only op that reads `x`, and `x` is no function result: a rewrite at
+/// `id` may then take `x`'s place.
+fn read_only_by(g: &Graph, x: NodeId, id: NodeId) -> bool {
+    g.users(x).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&x)
 }
 
 /// How deep [`Canonicalize::becomes_transposed`] looks.
@@ -739,8 +747,7 @@ fn sum_of_concatenated_parts(g: &mut Graph, id: NodeId) -> bool {
         acc = g.add_node(Op::Tile, ValueType::Tensor(TensorType::new(m_ty.dtype, part_shape.clone())), &[acc, mult], loc.clone());
     }
     if part_shape != r_ty.shape {
-        let shape = g.add_node(Op::ConstShape(r_ty.shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(r_ty.rank()), &[], loc.clone());
-        acc = g.add_node(Op::Reshape, ValueType::Tensor(r_ty), &[acc, shape], loc);
+        acc = add_reshape(g, acc, r_ty, loc);
     }
     g.replace_all_uses(id, acc);
     true
@@ -800,8 +807,7 @@ fn unit_reshape_above_elementwise(g: &mut Graph, id: NodeId) -> bool {
     let loc = g.location(e);
     for (pos, ty) in shapes {
         let x = operands[pos];
-        let shape = g.add_node(Op::ConstShape(ty.shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(ty.rank()), &[], loc.clone());
-        let r = g.add_node(Op::Reshape, ValueType::Tensor(ty), &[x, shape], loc.clone());
+        let r = add_reshape(g, x, ty, loc.clone());
         g.set_operand(e, pos, r);
     }
     g.node_mut(e).ty = ValueType::Tensor(TensorType::new(from.dtype, to.shape.clone()));
@@ -852,8 +858,7 @@ fn moves_unit_axes_only(g: &mut Graph, id: NodeId, perms: &[usize]) -> bool {
     if kept.windows(2).any(|w| w[0] > w[1]) {
         return false;
     }
-    let shape = g.add_node(Op::ConstShape(out.shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(out.rank()), &[], g.location(id));
-    let reshape = g.add_node(Op::Reshape, ValueType::Tensor(out), &[g.operands(id)[0], shape], g.location(id));
+    let reshape = add_reshape(g, g.operands(id)[0], out, g.location(id));
     g.replace_all_uses(id, reshape);
     true
 }
@@ -910,7 +915,7 @@ fn transpose_above_unit_reshape(g: &mut Graph, id: NodeId) -> bool {
     let perms = perms.clone();
     let x = g.operands(t)[0];
     let (Some(x_ty), Some(t_ty), Some(out)) = (g.tensor_ty(x).cloned(), g.tensor_ty(t).cloned(), g.tensor_ty(id).cloned()) else { return false };
-    let only_here = g.users(t).iter().all(|&(u, _)| u == id) && !g.outputs().contains(&t);
+    let only_here = read_only_by(g, t, id);
     // Only where the transpose can go on: into elementwise ops, or into another transpose.
     // (Moved in front of a matmul it gains nothing, and its copy would be scheduled later: an
     // attention's key transpose between the softmax and the product, out of its bands.)
@@ -940,8 +945,7 @@ fn transpose_above_unit_reshape(g: &mut Graph, id: NodeId) -> bool {
         *v = units.next().expect("as many unit axes on both sides");
     }
     let loc = g.location(id);
-    let s = g.add_node(Op::ConstShape(shape.iter().map(|&d| d as i64).collect()), ValueType::Shape(shape.len()), &[], loc.clone());
-    let r = g.add_node(Op::Reshape, ValueType::Tensor(TensorType::new(out.dtype, shape)), &[x, s], loc.clone());
+    let r = add_reshape(g, x, TensorType::new(out.dtype, shape), loc.clone());
     let new = g.add_node(Op::Transpose { perms: q }, ValueType::Tensor(out), &[r], loc);
     g.replace_all_uses(id, new);
     true
