@@ -212,6 +212,52 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
     same_as_whole("llvm fp16", &banded, &reference::run(g16, &inputs).unwrap()[0], 4.0 / 2048.0);
 }
 
+/// An attention as torch-mlir writes it (`tests/data/attention_heads.mlir`), heads split from and
+/// joined into the tokens' rows by transposes: on the LLVM backend the queries' and values' transposes fold into the matmuls
+/// that read them (A, and B packed per run, through views of the projections' rows) and the
+/// products write the joined rows themselves (the output through a view); the keys' transpose,
+/// whose rows a view would read across, stays a copy. The plan says so, and the results are
+/// the bits of the same program lowered with every copy (on one thread and two, banded), the
+/// reference's within the reduction tolerance.
+#[test]
+fn head_transposes_fold_into_the_matmuls_with_the_same_bits() {
+    use f16c_compiler::lower::{lower_with, KernelKind};
+    let (module, _) = parse_file(&std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/attention_heads.mlir")).unwrap();
+    let g = &module.functions[0];
+    let values = |shape: &[usize], seed: u32| {
+        let n: usize = shape.iter().product();
+        Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 8) as f32 / (1 << 24) as f32 * 6.0 - 3.0).collect()).unwrap()
+    };
+    let inputs = [values(&[1, 24, 32], 1), values(&[1, 36, 32], 2)];
+    let folded = driver::lower_for(g, &LlvmCpuBackend).unwrap();
+    let copies = |p: &f16c_compiler::lower::Program| p.kernels.iter().filter(|k| matches!(k.kind, KernelKind::Copy(_))).count();
+    let views: Vec<_> = folded.kernels.iter().filter_map(|k| if let KernelKind::Contraction(c) = &k.kind { Some(c.views) } else { None }).collect();
+    assert_eq!(views.len(), 2);
+    let (scores, products) = (views[0], views[1]);
+    let a = scores.a.expect("the queries through a view");
+    // Query (h, t, j) is x's element t·32 + h·16 + j.
+    assert_eq!((a.offset, a.batch, a.row, a.col), (0, 16, 32, 1));
+    assert!(scores.b.is_none() && scores.out.is_none(), "{scores:?}");
+    let (b, out) = (products.b.expect("the values through a view"), products.out.expect("the joined rows through a view"));
+    assert_eq!((b.batch, b.row, out.batch, out.row), (16, 32, 16, 32));
+    assert_eq!(copies(&folded), 1, "the keys' transpose stays:\n{folded}");
+    let options = LlvmCpuBackend.lowering();
+    let plain = lower_with(g, f16c_compiler::lower::LowerOptions { contraction_views: false, ..options }).unwrap();
+    assert_eq!(copies(&plain), 4, "{plain}");
+    let folded_artifact = LlvmCpuBackend.artifact(&folded).unwrap();
+    let plan = &folded_artifact.manifest.kernels.iter().rev().find(|k| k.plan.contains("bands")).expect("banded").plan;
+    assert!(plan.contains("B, the output through a view (a copy folded in)"), "{plan}");
+    let plain_artifact = LlvmCpuBackend.artifact(&plain).unwrap();
+    let want = reference::run(g, &inputs).unwrap();
+    for threads in [1, 2] {
+        let got = loader::load(folded_artifact.clone(), threads).unwrap().run(&inputs).unwrap();
+        let with_copies = loader::load(plain_artifact.clone(), threads).unwrap().run(&inputs).unwrap();
+        f16c_tests::cases::same_bits_and_nans(&got[0], &with_copies[0]).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        let err = max_rel_to_peak(&got[0], &want[0]);
+        assert!(err <= 1e-5, "{threads} threads: {err:e} from the reference");
+    }
+}
+
 /// Gathers whose indices are sums of broadcast integer vectors (a U-Net's upsampling after
 /// canonicalize) add the parts as they read each index, on the JIT and on the LLVM backend:
 /// the plan says so, the values gathered are the reference's bits (whole rows of the sum per

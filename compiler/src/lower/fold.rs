@@ -10,7 +10,7 @@
 //! and f32 → bf16 round to nearest even once, from the same f32 value); integer addition wraps
 //! to the same bits in any order.
 
-use super::{Buffer, BufferId, BufferKind, EwKind, IndexSum, Kernel, KernelKind, LowerOptions, Operand, RowLookup, dense_strides};
+use super::{Buffer, BufferId, BufferKind, ContractionKind, EwKind, IndexSum, Kernel, KernelKind, LowerOptions, MatrixLayout, Operand, RowLookup, View, dense_strides};
 use f16c_dialect::{BinaryOp, DType, TensorType};
 
 /// Folds every float-to-float cast kernel of `kernels` (over `buffers`, with the function's
@@ -108,6 +108,159 @@ pub fn fold_gathers(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Op
         renumber(kernels);
     }
     folded
+}
+
+/// Folds every copy that [`view_fold`] finds into the matmul beside it, then renumbers the
+/// kernels; runs before the arena is planned. An attention's head transposes (torch-mlir's
+/// `[tokens, heads·d] → [heads, tokens, d]` of the queries and values, and back for the
+/// products) wrote and read a whole tensor each to give the matmul dense operands; the matmul
+/// now reads its A and packs its B through a [`View`] of the copy's source, and writes its
+/// output through a view of the copy's destination. The same elements, so the same bits.
+/// Returns how many were folded.
+pub fn fold_views(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand]) -> usize {
+    let mut folded = 0;
+    let mut k = 0;
+    while k < kernels.len() {
+        let Some((q, side, view)) = view_fold(kernels, buffers, outputs, k) else {
+            k += 1;
+            continue;
+        };
+        let copy = kernels.remove(k);
+        let KernelKind::Copy(cp) = copy.kind else { unreachable!("view_fold takes copies") };
+        let q = if q > k { q - 1 } else { q };
+        let matmul = &mut kernels[q];
+        let KernelKind::Contraction(c) = &mut matmul.kind else { unreachable!("view_fold returns contractions") };
+        match side {
+            Side::A => {
+                c.a.buffer = cp.moves[0].src;
+                c.views.a = Some(view);
+            }
+            Side::B => {
+                c.b.buffer = cp.moves[0].src;
+                c.views.b = Some(view);
+            }
+            Side::Out => {
+                c.out.buffer = cp.output.buffer;
+                c.views.out = Some(view);
+            }
+        }
+        // The copy's op with the matmul, in evaluation order.
+        matmul.nodes = match side {
+            Side::A | Side::B => [copy.nodes, std::mem::take(&mut matmul.nodes)].concat(),
+            Side::Out => [std::mem::take(&mut matmul.nodes), copy.nodes].concat(),
+        };
+        folded += 1;
+    }
+    if folded > 0 {
+        renumber(kernels);
+    }
+    folded
+}
+
+/// Which operand of a matmul a copy folds into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    A,
+    B,
+    Out,
+}
+
+/// Where copy `k` folds into a matmul ([`fold_views`]): the matmul's index, the operand, and
+/// the view. The copy is one move, copies bits (no fill, no conversion) and writes its whole
+/// output, an intermediate; either its result is read only by one matmul, as its A (f32, a
+/// view whose rows are contiguous) or as its B computed at run time (row-major, contiguous
+/// rows), or it is the only reader of a matmul's result (an intermediate, read back densely
+/// in some order of its dimensions) and writes it with contiguous rows.
+fn view_fold(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand], k: usize) -> Option<(usize, Side, View)> {
+    let KernelKind::Copy(cp) = &kernels[k].kind else { return None };
+    let [mv] = cp.moves.as_slice() else { return None };
+    let elements = cp.output.ty.num_elements();
+    if cp.fill.is_some() || cp.converts() || mv.shape.iter().product::<usize>() != elements || elements == 0 {
+        return None;
+    }
+    let intermediate = |b: BufferId| matches!(buffers[b.0].kind, BufferKind::Intermediate) && !outputs.iter().any(|o| o.buffer == b);
+    let readers = |b: BufferId| -> Vec<usize> { (0..kernels.len()).filter(|&r| kernels[r].reads().contains(&b)).collect() };
+    let contraction = |q: usize| match &kernels[q].kind {
+        KernelKind::Contraction(c) if matches!(c.kind, ContractionKind::MatMul) => Some(c),
+        _ => None,
+    };
+    let view = |strides: &[isize], offset: usize| -> Option<View> {
+        let s: Vec<usize> = strides.iter().map(|&s| usize::try_from(s).ok()).collect::<Option<_>>()?;
+        (s[2] == 1).then_some(View { offset, batch: s[0], row: s[1], col: 1 })
+    };
+    // Into the reader: the move's destination is the copy's output, dense in the move's order.
+    let out = cp.output.buffer;
+    let dense_dst = mv.dst_offset == 0 && mv.dst_strides == dense_strides(&mv.shape).iter().map(|&s| s as isize).collect::<Vec<_>>();
+    if dense_dst && intermediate(out) {
+        if let &[q] = readers(out).as_slice() {
+            if let Some(c) = contraction(q).filter(|_| q > k && kernels[q].reads().iter().filter(|&&b| b == out).count() == 1) {
+                let found = if c.a.buffer == out && c.views.a.is_none() && c.a.ty.dtype == DType::F32 && c.a_row_stride == Some(c.k) {
+                    restride(&mv.shape, &mv.src_strides, &[c.batch, c.m, c.k]).and_then(|s| view(&s, mv.src_offset)).map(|v| (Side::A, v))
+                } else if c.b.buffer == out && c.views.b.is_none() && !c.b_constant && c.b_layout == MatrixLayout::RowMajor {
+                    restride(&mv.shape, &mv.src_strides, &[c.batch, c.k, c.n]).and_then(|s| view(&s, mv.src_offset)).map(|v| (Side::B, v))
+                } else {
+                    None
+                };
+                if let Some((side, v)) = found {
+                    return Some((q, side, v));
+                }
+            }
+        }
+    }
+    // Into the writer: the move reads the matmul's result whole, in some order of its dimensions.
+    let src = mv.src;
+    if mv.src_offset != 0 || !intermediate(src) || readers(src) != [k] {
+        return None;
+    }
+    let p = (0..k).rev().find(|&p| kernels[p].writes() == src)?;
+    let c = contraction(p)?;
+    if c.views.out.is_some() || c.out.ty.dtype != cp.source {
+        return None;
+    }
+    // The move's dimensions from the outermost of the source: its dense order.
+    let mut dims: Vec<(usize, isize, isize)> = mv.shape.iter().zip(&mv.src_strides).zip(&mv.dst_strides).filter(|((&d, _), _)| d != 1).map(|((&d, &s), &t)| (d, s, t)).collect();
+    dims.sort_by_key(|&(_, s, _)| std::cmp::Reverse(s));
+    let sizes: Vec<usize> = dims.iter().map(|d| d.0).collect();
+    let dense = dense_strides(&sizes);
+    if dims.iter().zip(&dense).any(|(d, &s)| d.1 != s as isize) {
+        return None;
+    }
+    let dst: Vec<isize> = dims.iter().map(|d| d.2).collect();
+    let s = restride(&sizes, &dst, &[c.batch, c.m, c.n])?;
+    Some((p, Side::Out, view(&s, mv.dst_offset)?))
+}
+
+/// Strides over `target` that address the elements that `shape` with `strides` does, in the
+/// same (row-major) order, where there are such (the same number of elements; a view reshaped
+/// without a copy): the source's dimensions that lie contiguously in each other are merged, and
+/// each such run is split into `target`'s dimensions, which must fill it exactly.
+pub fn restride(shape: &[usize], strides: &[isize], target: &[usize]) -> Option<Vec<isize>> {
+    if shape.iter().product::<usize>() != target.iter().product::<usize>() {
+        return None;
+    }
+    let dims: Vec<(usize, isize)> = shape.iter().zip(strides).filter(|(&d, _)| d != 1).map(|(&d, &s)| (d, s)).collect();
+    let mut out = vec![0isize; target.len()];
+    let (mut t, mut i) = (target.len(), dims.len());
+    while i > 0 {
+        // Source dimensions j..i lie contiguously in each other: one run of `run` elements.
+        let base = dims[i - 1].1;
+        let (mut j, mut run) = (i - 1, dims[i - 1].0);
+        while j > 0 && dims[j - 1].1 == dims[j].1 * dims[j].0 as isize {
+            j -= 1;
+            run *= dims[j].0;
+        }
+        let mut have = 1usize;
+        while t > 0 && (have < run || target[t - 1] == 1) {
+            out[t - 1] = base * have as isize;
+            have *= target[t - 1];
+            t -= 1;
+        }
+        if have != run {
+            return None;
+        }
+        i = j;
+    }
+    target[..t].iter().all(|&d| d == 1).then_some(out)
 }
 
 /// The row lookup that replaces gather `q` and the kernels (indices into `kernels`, after `q`)
@@ -234,7 +387,7 @@ mod tests {
     use super::super::{lower_with, KernelKind, LowerOptions};
     use f16c_dialect::{DType, Graph, Location, Op, TensorType, ValueType};
 
-    const COPIES: LowerOptions = LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false };
+    const COPIES: LowerOptions = LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false, contraction_views: false };
 
     fn ty(d: DType, shape: &[usize]) -> ValueType {
         ValueType::Tensor(TensorType::new(d, shape))
@@ -271,6 +424,42 @@ mod tests {
                 _ => k.name.clone(),
             })
             .collect()
+    }
+
+    /// Every element's offset, in row-major order of `shape`.
+    fn offsets(shape: &[usize], strides: &[isize]) -> Vec<isize> {
+        let mut all = vec![0isize];
+        for (&d, &s) in shape.iter().zip(strides) {
+            all = all.iter().flat_map(|&o| (0..d as isize).map(move |i| o + i * s)).collect();
+        }
+        all
+    }
+
+    #[test]
+    fn restride_reshapes_a_strided_view_where_no_copy_is_needed() {
+        use super::restride;
+        let cases: [(&[usize], &[isize], &[usize]); 6] = [
+            // An attention's head split: [heads, tokens, d] of [tokens, heads·d] rows.
+            (&[12, 128, 64], &[64, 768, 1], &[12, 128, 64]),
+            // The merged form a transpose's move takes (heads and d in one dimension).
+            (&[768, 128], &[1, 768], &[12, 64, 128]),
+            // Unit dimensions on either side.
+            (&[1, 6, 1, 1500, 64], &[0, 64, 7, 384, 1], &[6, 1500, 64]),
+            (&[6, 1500, 64], &[64, 384, 1], &[1, 6, 1, 1500, 64]),
+            // A slice of fused rows, merged.
+            (&[64, 768], &[2304, 1], &[1, 64, 768]),
+            (&[4, 6], &[6, 1], &[24]),
+        ];
+        for (shape, strides, target) in cases {
+            let s = restride(shape, strides, target).unwrap_or_else(|| panic!("{shape:?} {strides:?} as {target:?}"));
+            assert_eq!(offsets(target, &s), offsets(shape, strides), "{shape:?} {strides:?} as {target:?}: {s:?}");
+        }
+        // A transpose seen whole, a split across a run's boundary, a different count: none.
+        assert_eq!(restride(&[4, 6], &[1, 4], &[24]), None);
+        assert_eq!(restride(&[4, 6], &[12, 1], &[3, 8]), None);
+        assert_eq!(restride(&[4, 6], &[6, 1], &[25]), None);
+        // Splitting a transposed dimension is fine: [6, 4] of strides [1, 6] as [2, 3, 4].
+        assert_eq!(restride(&[6, 4], &[1, 6], &[2, 3, 4]), Some(vec![3, 1, 6]));
     }
 
     #[test]

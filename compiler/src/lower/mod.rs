@@ -418,6 +418,42 @@ pub struct Contraction {
     /// zeros (with finite weights, multiplying them changes nothing: a sum that starts at +0
     /// never becomes −0, and adding ±0 leaves it as it is).
     pub padding_hazard: bool,
+    /// Where a matmul's A, its B (computed at run time) and its output lie in their buffers
+    /// when a copy beside it (an attention's head transposes) was folded in
+    /// ([`fold::fold_views`]); `None`: dense, as the operand's type says.
+    pub views: Views,
+}
+
+/// [`Contraction::views`]: a [`View`] per operand that has one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Views {
+    /// A as `[batch][m][k]` (its `col` is 1).
+    pub a: Option<View>,
+    /// B as `[batch][k][n]` (row-major B only; its `col` is 1).
+    pub b: Option<View>,
+    /// The output as `[batch][m][n]` (its `col` is 1).
+    pub out: Option<View>,
+}
+
+impl Views {
+    /// Whether any operand has a view.
+    pub fn any(&self) -> bool {
+        self.a.is_some() || self.b.is_some() || self.out.is_some()
+    }
+}
+
+/// A `[batch][rows][cols]` matrix inside a buffer: element `(b, i, j)` at
+/// `offset + b·batch + i·row + j·col`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct View {
+    /// The element at `(0, 0, 0)`.
+    pub offset: usize,
+    /// Element stride between batches.
+    pub batch: usize,
+    /// Element stride between rows.
+    pub row: usize,
+    /// Element stride between columns.
+    pub col: usize,
 }
 
 /// A reduction along one axis: input viewed as `[outer, len, inner]`.
@@ -930,6 +966,10 @@ pub struct LowerOptions {
     /// `x · (erf(x / √2) + 1) / 2`): the JIT finishes a block of such a GEMM's tiles, or a
     /// depthwise convolution's row, at a time, the math by the runtime's sixteen-lane loop.
     pub wide_math_epilogues: bool,
+    /// Fold a copy that only moves a matmul's A or run-time B into place, or only moves its
+    /// output, into the matmul ([`fold::fold_views`]): the backend reads and writes operands
+    /// through [`View`]s.
+    pub contraction_views: bool,
 }
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks) with
@@ -1219,6 +1259,9 @@ impl<'g> Lowering<'g> {
         fold::fold_casts(&mut self.kernels, &self.buffers, &outputs, self.options);
         fold::fold_index_sums(&mut self.kernels, &self.buffers, &outputs);
         fold::fold_gathers(&mut self.kernels, &self.buffers, &outputs);
+        if self.options.contraction_views {
+            fold::fold_views(&mut self.kernels, &self.buffers, &outputs);
+        }
         let plan = plan::plan(&self.buffers, &self.kernels, &outputs);
         Ok(Program { name: g.name.clone(), buffers: self.buffers, inputs, outputs, kernels: self.kernels, plan })
     }
@@ -1646,7 +1689,7 @@ impl<'g> Lowering<'g> {
         };
         let result = out_ty.dtype;
         self.push(
-            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi, zp, padding_hazard: false }),
+            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi, zp, padding_hazard: false, views: Views::default() }),
             nodes,
         );
         Ok(())

@@ -81,10 +81,14 @@ impl Display for Kernel {
                         g.n, g.ih, g.iw, g.ic, g.oh, g.ow, g.oc, g.kh, g.kw, g.stride, g.dilation, g.pad
                     )?;
                 }
-                let stride = c.a_row_stride.map_or(" implicit-im2col".to_string(), |s| format!(" row-stride={s}"));
+                let view = |v: Option<super::View>| v.map_or(String::new(), |v| format!(" view +{} strides=[{}, {}, {}]", v.offset, v.batch, v.row, v.col));
+                let stride = match (c.views.a, c.a_row_stride) {
+                    (Some(v), _) => view(Some(v)),
+                    (None, s) => s.map_or(" implicit-im2col".to_string(), |s| format!(" row-stride={s}")),
+                };
                 writeln!(f, "  a  {}{stride}", operand(&c.a))?;
                 let layout = if c.b_layout == MatrixLayout::RowMajor { "row-major" } else { "col-major" };
-                writeln!(f, "  b  {} {layout}{}", operand(&c.b), if c.b_constant { " constant" } else { "" })?;
+                writeln!(f, "  b  {} {layout}{}{}", operand(&c.b), if c.b_constant { " constant" } else { "" }, view(c.views.b))?;
                 if let Some(b) = &c.bias {
                     writeln!(f, "  bias {}", operand(b))?;
                 }
@@ -94,7 +98,7 @@ impl Display for Kernel {
                         writeln!(f, "    in{} b{} {} row-strides={:?} col-stride={}", i + 1, input.buffer.0, input.dtype, input.row_strides, input.col_stride)?;
                     }
                 }
-                writeln!(f, "  out {}", operand(&c.out))
+                writeln!(f, "  out {}{}", operand(&c.out), view(c.views.out))
             }
             KernelKind::Elementwise(e) => {
                 writeln!(f, "{}: elementwise shape={:?} {at}", self.name, e.shape)?;

@@ -69,6 +69,8 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
         KernelKind::Contraction(c) if c.padding_hazard => {
             unsupported("a convolution whose padding meets an inf or NaN weight (this backend multiplies the padding's zeros; --backend=llvm skips them as TOSA does)".into())
         }
+        // (Its lowering folds no copy into a matmul: `LowerOptions::contraction_views`.)
+        KernelKind::Contraction(c) if c.views.any() => unsupported("a matmul reading or writing an operand through a view (the LLVM CPU backends do)".into()),
         KernelKind::Contraction(c) if c.a.ty.dtype.is_int() && c.b.ty.dtype.is_int() => Ok(()),
         KernelKind::Contraction(c) => {
             for t in [c.a.ty.dtype, c.b.ty.dtype] {

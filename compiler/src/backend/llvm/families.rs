@@ -1177,11 +1177,14 @@ impl<'ctx> Ir<'ctx> {
         let init = self.reduce_init(f16c_dialect::ReduceKind::Sum, c.acc);
         let acc: Vec<Var<'ctx>> = (0..TILE * TILE).map(|_| self.var(init)).collect();
         let a_rows = self.contraction_rows(c, &rows, bi);
+        // B's rows lie `b_row` elements apart (a view's rows, else `n`).
+        let b_row = c.views.b.map_or(c.n, |v| v.row);
         let b_col_base: Vec<IntValue> = cols
             .iter()
-            .map(|&col| match c.b_layout {
-                crate::lower::MatrixLayout::RowMajor => self.add(self.muli(bi, c.k * c.n), col),
-                crate::lower::MatrixLayout::ColMajor => self.muli(col, c.k),
+            .map(|&col| match (c.b_layout, c.views.b) {
+                (crate::lower::MatrixLayout::RowMajor, Some(v)) => self.addi(self.add(self.muli(bi, v.batch), self.muli(col, v.col)), v.offset as i64),
+                (crate::lower::MatrixLayout::RowMajor, None) => self.add(self.muli(bi, c.k * c.n), col),
+                (crate::lower::MatrixLayout::ColMajor, _) => self.muli(col, c.k),
             })
             .collect();
         self.contraction_k(c, |ir, step| {
@@ -1197,7 +1200,7 @@ impl<'ctx> Ir<'ctx> {
                 .iter()
                 .map(|&base| {
                     let at = match c.b_layout {
-                        crate::lower::MatrixLayout::RowMajor => ir.add(base, ir.muli(kk, c.n)),
+                        crate::lower::MatrixLayout::RowMajor => ir.add(base, ir.muli(kk, b_row)),
                         crate::lower::MatrixLayout::ColMajor => ir.add(base, kk),
                     };
                     let v = ir.load(db, b, at);
@@ -1288,8 +1291,14 @@ impl<'ctx> Ir<'ctx> {
                     ARow { start, image, y0, x0 }
                 }
                 _ => {
-                    let stride = c.a_row_stride.unwrap_or(c.k);
-                    ARow { start: Some(at(self, self.add(self.muli(bi, c.m * stride), self.muli(row, stride)))), image: zero, y0: zero, x0: zero }
+                    let start = match c.views.a {
+                        Some(v) => self.addi(self.add(self.muli(bi, v.batch), self.muli(row, v.row)), v.offset as i64),
+                        None => {
+                            let stride = c.a_row_stride.unwrap_or(c.k);
+                            self.add(self.muli(bi, c.m * stride), self.muli(row, stride))
+                        }
+                    };
+                    ARow { start: Some(at(self, start)), image: zero, y0: zero, x0: zero }
                 }
             })
             .collect()
@@ -1458,7 +1467,13 @@ impl<'ctx> Ir<'ctx> {
             v = self.eval(expr, args)?;
         }
         let out = self.buffer(c.out.buffer.0);
-        let at = self.add(self.muli(grow, c.n), col);
+        let at = match c.views.out {
+            Some(view) => {
+                let (bi, row) = (self.divi(grow, c.m), self.remi(grow, c.m));
+                self.addi(self.add(self.add(self.muli(bi, view.batch), self.muli(row, view.row)), col), view.offset as i64)
+            }
+            None => self.add(self.muli(grow, c.n), col),
+        };
         match (v, mask) {
             (BasicValueEnum::VectorValue(v), Some(mask)) => self.store_lanes_masked(c.out.ty.dtype, out, at, v, mask),
             (BasicValueEnum::VectorValue(v), None) => self.store_lanes(c.out.ty.dtype, out, at, v),

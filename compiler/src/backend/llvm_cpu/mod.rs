@@ -317,6 +317,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 c.kind = crate::lower::ContractionKind::Conv(g.clone());
             }
             AStaging::Widened => {
+                if c.views.a.is_some() {
+                    return Err(format!("{}: an A read through a view cannot be widened in rows", self.name));
+                }
                 let len = c.k;
                 let wide = self.widen_rows("_widen_a", (c.a.buffer.0, c.a.ty.dtype), c.a.ty.num_elements() / len.max(1), len)?;
                 self.schedule.widened_a.insert(k, (wide, len * 4));
@@ -584,7 +587,8 @@ impl Backend for LlvmCpuBackend {
 
     fn lowering(&self) -> crate::lower::LowerOptions {
         // fcvtn/fcvtl and vcvtps2ph/vcvtph2ps: a conversion costs an instruction in a copy.
-        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: true, plain_epilogues: false, wide_math_epilogues: false }
+        // Matmul operands through views: an attention's head transposes are folded in.
+        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: true, plain_epilogues: false, wide_math_epilogues: false, contraction_views: true }
     }
 
     /// Legal but for reductions between floats and integers; the plan is [`LlvmCpuBackend::plan`]'s

@@ -247,6 +247,10 @@ impl GemmPlan {
             AStaging::Widened => s.push_str(if a_per_band { "; A widened to f32 band by band" } else { "; A widened to f32 once per run" }),
             AStaging::AsIs => {}
         }
+        let views: Vec<&str> = [(c.views.a, "A"), (c.views.b, "B"), (c.views.out, "the output")].into_iter().filter_map(|(v, name)| v.map(|_| name)).collect();
+        if !views.is_empty() {
+            s.push_str(&format!("; {} through a view (a copy folded in)", views.join(", ")));
+        }
         s
     }
 }
