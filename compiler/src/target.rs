@@ -397,6 +397,13 @@ impl CpuMachine {
     pub fn masked_lanes(&self) -> bool {
         self.requires.contains(&"avx512bw")
     }
+
+    /// `y · 2^k` with one rounding is one instruction (AVX-512 `vscalefps`, what LLVM makes of
+    /// `llvm.ldexp`): the contract's `exp` scales by it rather than by two built powers of two
+    /// (the same bits: both round the exact product once).
+    pub fn scales_in_one(&self) -> bool {
+        self.requires.contains(&"avx512f")
+    }
 }
 
 /// The LLVM backend's AArch64 machine: ARMv8.2-A with fp16 arithmetic, or (`bf16`) ARMv8.6-A

@@ -205,6 +205,11 @@ impl<'ctx> Ir<'ctx> {
         let t = self.fsub(t, lo);
         let t = self.fadd(t, hi);
         let y = self.fadd(c(1.0), t);
+        if self.ldexp_in_one {
+            if let Some(e) = self.scalef_lanes(y, k) {
+                return e;
+            }
+        }
         // k is an integer in [-150, 128], NaN only where x is (that lane is replaced): made 0
         // there, a plain conversion vectorises (`vcvttps2dq`) where the saturating one was
         // taken apart lane by lane (`vcvttss2si` and two tests each).
@@ -215,10 +220,39 @@ impl<'ctx> Ir<'ctx> {
             (BasicValueEnum::VectorValue(v), BasicTypeEnum::VectorType(t)) => self.b.build_float_to_signed_int(v, t, "").built().into(),
             (v, t) => unreachable!("conversion of {v:?} to {t:?}"),
         };
+        if self.ldexp_in_one {
+            // y · 2^k rounded once, as the two steps below round it once (y · 2^(k/2) is exact).
+            let name = match Self::lanes_of(x) {
+                Some(n) => format!("llvm.ldexp.v{n}f32.v{n}i32"),
+                None => "llvm.ldexp.f32.i32".into(),
+            };
+            return self.intrinsic(&name, y.get_type(), &[y, ki]);
+        }
         let a: F = ints!(self, build_right_shift, ki, self.ki(x, 1), true);
         let rest: F = ints!(self, build_int_sub, ki, a);
         let e = self.fmul(y, self.pow2_bits(a));
         self.fmul(e, self.pow2_bits(rest))
+    }
+
+    /// `y · 2^k` rounded once for `k` an integral f32 (NaN only in lanes the caller replaces),
+    /// where `y` is a vector of 4, 8 or 16 lanes: AVX-512's `vscalefps` on `k` itself, without
+    /// the conversions to and from integers that `llvm.ldexp` takes. `None` for a scalar (the
+    /// loop vectoriser widens `llvm.ldexp`, not a target's intrinsic).
+    fn scalef_lanes(&self, y: F<'ctx>, k: F<'ctx>) -> Option<F<'ctx>> {
+        let n = Self::lanes_of(y)?;
+        let (name, mask): (&str, inkwell::values::IntValue<'ctx>) = match n {
+            16 => ("llvm.x86.avx512.mask.scalef.ps.512", self.cx.i16_type().const_all_ones()),
+            8 => ("llvm.x86.avx512.mask.scalef.ps.256", self.cx.i8_type().const_all_ones()),
+            4 => ("llvm.x86.avx512.mask.scalef.ps.128", self.cx.i8_type().const_all_ones()),
+            _ => return None,
+        };
+        let zero = y.get_type().const_zero();
+        let mut args: Vec<F<'ctx>> = vec![y, k, zero, mask.into()];
+        if n == 16 {
+            // _MM_FROUND_CUR_DIRECTION: round to nearest even, as every f32 operation here.
+            args.push(self.i32(4).into());
+        }
+        Some(self.intrinsic(name, y.get_type(), &args))
     }
 
     /// [`m::exp_f32`].

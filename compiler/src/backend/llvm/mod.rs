@@ -81,6 +81,9 @@ pub struct Ir<'ctx> {
     /// bf16 lanes round through [`deferred::call`] (filled in after optimisation) rather than
     /// inline: CPU modules, whose pipeline [`machine::optimize`] and [`parts`] finish.
     pub defer_bf16: bool,
+    /// `y · 2^k` is `llvm.ldexp`, one instruction on this CPU ([`crate::target::CpuMachine::scales_in_one`]),
+    /// rather than two multiplications by powers of two built from their bits.
+    pub ldexp_in_one: bool,
     func: Option<FunctionValue<'ctx>>,
     entry: Option<BasicBlock<'ctx>>,
     /// The buffer table parameter of the current function.
@@ -113,7 +116,7 @@ impl<'ctx> Var<'ctx> {
 impl<'ctx> Ir<'ctx> {
     /// An empty module for `triple` with `data_layout`.
     pub fn new(cx: &'ctx Context, name: &str, math: MathImpl) -> Self {
-        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, native_bf16: false, defer_bf16: false, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new(), local_slots: None }
+        Ir { cx, module: cx.create_module(name), b: cx.create_builder(), math, buffer_space: 0, native_bf16: false, defer_bf16: false, ldexp_in_one: false, func: None, entry: None, bufs: None, rt: None, buffers: HashMap::new(), local_slots: None }
     }
 
     /// Starts function `f`: positions the builder in a new entry block; `bufs` is its buffer

@@ -143,6 +143,7 @@ impl LlvmCpuBackend {
         let cx = Context::create();
         let mut ir = Ir::new(&cx, &program.name, MathImpl::RuntimeTable);
         ir.native_bf16 = self.machine.native_bf16;
+        ir.ldexp_in_one = self.machine.scales_in_one();
         ir.defer_bf16 = true;
         let mut layout = Layout::new(program);
         let mut schedule = Schedule::default();
