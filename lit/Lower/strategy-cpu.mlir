@@ -90,6 +90,21 @@ func.func @softmax(%x: tensor<5x37xf32>, %x2: tensor<3x300xf32>) -> (tensor<5x37
   return %y, %y2 : tensor<5x37xf32>, tensor<3x300xf32>
 }
 
+// Where rows are long (256 or more) and many (64 groups or more), twelve per work item: twelve
+// rows' sums side by side keep both adders busy where four waited on an add's latency.
+// RUN: %f16c compile %s --function=long_rows --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=LONG
+// LONG: strategy: 12 rows of 256 per work item, each row's sums in index order
+func.func @long_rows(%x: tensor<768x256xf32>) -> tensor<768x256xf32> {
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<768x256xf32>) -> tensor<768x1xf32>
+  %d = tosa.sub %x, %m : (tensor<768x256xf32>, tensor<768x1xf32>) -> tensor<768x256xf32>
+  %e = tosa.exp %d : (tensor<768x256xf32>) -> tensor<768x256xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<768x256xf32>) -> tensor<768x1xf32>
+  %r = tosa.reciprocal %s : (tensor<768x1xf32>) -> tensor<768x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.mul %e, %r, %shift : (tensor<768x256xf32>, tensor<768x1xf32>, tensor<1xi8>) -> tensor<768x256xf32>
+  return %y : tensor<768x256xf32>
+}
+
 // SiLU after a matmul reads the matmul's result twice: the LLVM backend finishes it in the
 // matmul's tiles (the contract's sigmoid on 16 lanes); the JIT takes it as the epilogue of an
 // f32 GEMM too (LowerOptions::wide_math_epilogues), the block stored as x and made x · sigmoid(x)

@@ -258,6 +258,45 @@ fn head_transposes_fold_into_the_matmuls_with_the_same_bits() {
     }
 }
 
+/// Long rows, many of them, run twelve per work item (`families::row_group`): a softmax and a
+/// layer norm's mean and variance over 775 rows of 300 (the last group repeats the last row)
+/// give the reference's bits, the sums in each row's index order.
+#[test]
+fn long_rows_twelve_at_a_time_give_the_reference_bits() {
+    let text = r#"
+func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %n = "tosa.const"() <{values = dense<0.00333333> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<775x300xf32>) -> tensor<775x1xf32>
+  %d = tosa.sub %x, %m : (tensor<775x300xf32>, tensor<775x1xf32>) -> tensor<775x300xf32>
+  %e = tosa.exp %d : (tensor<775x300xf32>) -> tensor<775x300xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<775x300xf32>) -> tensor<775x1xf32>
+  %r = tosa.reciprocal %s : (tensor<775x1xf32>) -> tensor<775x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<775x300xf32>, tensor<775x1xf32>, tensor<1xi8>) -> tensor<775x300xf32>
+  %t = tosa.reduce_sum %p {axis = 1 : i32} : (tensor<775x300xf32>) -> tensor<775x1xf32>
+  %mean = tosa.mul %t, %n, %shift : (tensor<775x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<775x1xf32>
+  %c = tosa.sub %p, %mean : (tensor<775x300xf32>, tensor<775x1xf32>) -> tensor<775x300xf32>
+  %q = tosa.mul %c, %c, %shift : (tensor<775x300xf32>, tensor<775x300xf32>, tensor<1xi8>) -> tensor<775x300xf32>
+  %v = tosa.reduce_sum %q {axis = 1 : i32} : (tensor<775x300xf32>) -> tensor<775x1xf32>
+  %y = tosa.mul %c, %v, %shift : (tensor<775x300xf32>, tensor<775x1xf32>, tensor<1xi8>) -> tensor<775x300xf32>
+  return %y : tensor<775x300xf32>
+}
+"#;
+    let module = f16c_dialect::import::parse_module(text, "rows.mlir").unwrap();
+    let g = &module.functions[0];
+    let n = 775 * 300;
+    let x = Tensor::from_f32(vec![775, 300], (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32) * 20.0 - 10.0).collect()).unwrap();
+    let program = driver::lower_for(g, &LlvmCpuBackend).unwrap();
+    let artifact = LlvmCpuBackend.artifact(&program).unwrap();
+    let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
+    assert!(plans.iter().any(|p| p.starts_with("12 rows of 300 per work item")), "{plans:?}");
+    let want = reference::run(g, std::slice::from_ref(&x)).unwrap();
+    for threads in [1, 2] {
+        let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+        f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+    }
+}
+
 /// Gathers whose indices are sums of broadcast integer vectors (a U-Net's upsampling after
 /// canonicalize) add the parts as they read each index, on the JIT and on the LLVM backend:
 /// the plan says so, the values gathered are the reference's bits (whole rows of the sum per

@@ -645,7 +645,7 @@ impl LlvmCpuBackend {
     /// The attention chains this backend runs in bands ([`bands`]): both matmuls on the GEMM
     /// tiles, the products' left operand read as it is or (fp16/bf16) widened by a step that
     /// runs band by band too; a band's rows a multiple of both tiles' rows and of
-    /// [`ROW_GROUP`] (`super::llvm::families::ROW_GROUP`), so that each kernel's items for a
+    /// the rows kernel's group (`super::llvm::families::row_group`), so that each kernel's items for a
     /// band are consecutive.
     fn bands(&self, program: &Program) -> Vec<bands::Band> {
         let m = &self.machine;
@@ -657,7 +657,11 @@ impl LlvmCpuBackend {
                     KernelKind::Contraction(c) => gemm::shape(m, c).mr,
                     _ => 1,
                 };
-                let rows = bands::lcm(bands::lcm(tiles(chain.first), tiles(chain.first + 2)), super::llvm::families::ROW_GROUP);
+                let group = match &program.kernels[chain.first + 1].kind {
+                    KernelKind::Rows(r) => super::llvm::families::row_group(r),
+                    _ => super::llvm::families::ROW_GROUP,
+                };
+                let rows = bands::lcm(bands::lcm(tiles(chain.first), tiles(chain.first + 2)), group);
                 let widens = matches!(&program.kernels[chain.first + 2].kind, KernelKind::Contraction(c) if gemm::widens_a(m, c, gemm::packs_at_run_time(program, c)));
                 chain.band(rows).map(|b| bands::Band { widens_products_a: widens, ..b })
             })

@@ -5,7 +5,7 @@
 //! is what runs.
 
 use super::{depthwise, gemm, LlvmCpuBackend, POOL_LANES};
-use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS, ROW_GROUP};
+use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
 use crate::backend::llvm::Ir;
 use crate::lower::{ConvGeometry, Kernel, KernelKind, Program};
 use f16c_dialect::DType;
@@ -13,7 +13,7 @@ use f16c_dialect::DType;
 /// How one kernel runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelPlan {
-    /// [`ROW_GROUP`] rows of a rows kernel per work item, their reductions' chains interleaved.
+    /// `row_group` rows of a rows kernel per work item, their reductions' chains interleaved.
     Rows,
     /// A depthwise convolution: `lanes` channels × a run of a row's pixels per work item, in
     /// fp16 accumulators where `f16_acc`.
@@ -208,7 +208,7 @@ impl KernelPlan {
                     String::new()
                 };
                 let loops = row_loops(r);
-                format!("{ROW_GROUP} rows of {} per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in {loops} loop{}{chains}", r.len, if loops == 1 { "" } else { "s" })
+                format!("{} rows of {} per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in {loops} loop{}{chains}", crate::backend::llvm::families::row_group(r), r.len, if loops == 1 { "" } else { "s" })
             }
             (KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
                 format!("depthwise: {lanes} channels × {} pixels of a row per work item, {} accumulators", depthwise::pixels(c), if *f16_acc { "f16" } else { "f32" })
