@@ -185,7 +185,10 @@ pub fn shape(machine: &CpuMachine, c: &Contraction) -> GemmShape {
             F16_TILE
         }
     } else {
-        GemmShape { mr: tile_rows(machine.gemm.mr, c.m), ..machine.gemm }
+        match machine.gemm_wide {
+            Some(wide) if c.m >= GemmShape::WIDE_MIN_ROWS && c.n.is_multiple_of(wide.nr) => wide,
+            _ => GemmShape { mr: tile_rows(machine.gemm.mr, c.m), ..machine.gemm },
+        }
     }
 }
 
