@@ -15,6 +15,12 @@ use f16c_runtime::{loader, npy};
 use f16c_tests::cases::{parity_cases, vector_edge_cases};
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 
+/// Values spread over [-3, 3) by a multiplicative hash of their index and `seed`.
+fn values(shape: &[usize], seed: u32) -> Tensor {
+    let n: usize = shape.iter().product();
+    Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 8) as f32 / (1 << 24) as f32 * 6.0 - 3.0).collect()).unwrap()
+}
+
 fn run(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
     run_on(&LlvmCpuBackend, g, inputs)
 }
@@ -172,10 +178,6 @@ func.func @forward(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<
     let mut module = f16c_dialect::import::parse_module(text, "bands.mlir").unwrap();
     let f32_graph = module.functions[0].clone();
     let g = &f32_graph;
-    let values = |shape: &[usize], seed: u32| {
-        let n: usize = shape.iter().product();
-        Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 8) as f32 / (1 << 24) as f32 * 6.0 - 3.0).collect()).unwrap()
-    };
     let inputs = [values(&[2, 24, 16], 1), values(&[2, 16, 36], 2), values(&[2, 36, 8], 3)];
     // The banded artifact's results against the same steps run whole, on one and two threads,
     // and against the reference's (`want`) within `tol`.
@@ -224,10 +226,6 @@ fn head_transposes_fold_into_the_matmuls_with_the_same_bits() {
     use f16c_compiler::lower::{lower_with, KernelKind};
     let (module, _) = parse_file(&std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/attention_heads.mlir")).unwrap();
     let g = &module.functions[0];
-    let values = |shape: &[usize], seed: u32| {
-        let n: usize = shape.iter().product();
-        Tensor::from_f32(shape.to_vec(), (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 8) as f32 / (1 << 24) as f32 * 6.0 - 3.0).collect()).unwrap()
-    };
     let inputs = [values(&[1, 24, 32], 1), values(&[1, 36, 32], 2)];
     let folded = driver::lower_for(g, &LlvmCpuBackend).unwrap();
     let copies = |p: &f16c_compiler::lower::Program| p.kernels.iter().filter(|k| matches!(k.kind, KernelKind::Copy(_))).count();
