@@ -17,24 +17,49 @@ use f16c_dialect::{BinaryOp, DType, TensorType};
 /// `outputs`) that it can, then renumbers the kernels; runs before the arena is planned.
 /// Returns how many were folded.
 pub fn fold_casts(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand], options: LowerOptions) -> usize {
+    fold_each(kernels, |kernels, c| {
+        let Some(into) = float_cast(&kernels[c]).and_then(|cast| fold((kernels, buffers, outputs), c, cast, options)) else { return false };
+        let cast = kernels.remove(c);
+        // The ops in evaluation order: the cast runs after its producer, before its reader.
+        take_nodes(&mut kernels[if into > c { into - 1 } else { into }], cast.nodes, into > c);
+        true
+    })
+}
+
+/// `fold_at(kernels, k)` at each kernel in turn: where it folds kernel `k` into another
+/// (removing it, and returning `true`), the next kernel takes its place and is tried next;
+/// then the kernels are renumbered if any was folded. Returns how many were.
+fn fold_each(kernels: &mut Vec<Kernel>, mut fold_at: impl FnMut(&mut Vec<Kernel>, usize) -> bool) -> usize {
     let mut folded = 0;
-    let mut c = 0;
-    while c < kernels.len() {
-        match float_cast(&kernels[c]).and_then(|cast| fold((kernels, buffers, outputs), c, cast, options)) {
-            Some(into) => {
-                let cast = kernels.remove(c);
-                let kernel = &mut kernels[if into > c { into - 1 } else { into }];
-                // The ops in evaluation order: the cast runs after its producer, before its reader.
-                kernel.nodes = if into > c { [cast.nodes, std::mem::take(&mut kernel.nodes)].concat() } else { [std::mem::take(&mut kernel.nodes), cast.nodes].concat() };
-                folded += 1;
-            }
-            None => c += 1,
+    let mut k = 0;
+    while k < kernels.len() {
+        if fold_at(kernels, k) {
+            folded += 1;
+        } else {
+            k += 1;
         }
     }
     if folded > 0 {
         renumber(kernels);
     }
     folded
+}
+
+/// Gives `into` the ops of a kernel folded into it, in evaluation order: before its own
+/// (`before`: the folded kernel ran first) or after them.
+fn take_nodes(into: &mut Kernel, nodes: Vec<f16c_dialect::NodeId>, before: bool) {
+    let own = std::mem::take(&mut into.nodes);
+    into.nodes = if before { [nodes, own].concat() } else { [own, nodes].concat() };
+}
+
+/// The kernels that read buffer `b`, in order.
+fn readers(kernels: &[Kernel], b: BufferId) -> Vec<usize> {
+    (0..kernels.len()).filter(|&r| kernels[r].reads().contains(&b)).collect()
+}
+
+/// Whether `b` is an intermediate no result is: only kernels see it.
+fn intermediate(buffers: &[Buffer], outputs: &[Operand], b: BufferId) -> bool {
+    matches!(buffers[b.0].kind, BufferKind::Intermediate) && !outputs.iter().any(|o| o.buffer == b)
 }
 
 /// Names the kernels `k{i}_…` by their places again.
@@ -51,26 +76,16 @@ fn renumber(kernels: &mut [Kernel]) {
 /// kernels; runs before the arena is planned. The same integers (addition wraps in the
 /// indices' type in any order), so the same bits. Returns how many were folded.
 pub fn fold_index_sums(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand]) -> usize {
-    let mut folded = 0;
-    let mut e = 0;
-    while e < kernels.len() {
-        match index_sum_reader(kernels, buffers, outputs, e) {
-            Some(q) => {
-                let sum = kernels.remove(e);
-                let KernelKind::Elementwise(ew) = sum.kind else { unreachable!("index_sum_reader takes elementwise kernels") };
-                let gather = &mut kernels[q - 1];
-                let KernelKind::Gather(g) = &mut gather.kind else { unreachable!("index_sum_reader returns gathers") };
-                g.index_sum = Some(IndexSum { shape: ew.shape, parts: ew.inputs });
-                gather.nodes = [sum.nodes, std::mem::take(&mut gather.nodes)].concat();
-                folded += 1;
-            }
-            None => e += 1,
-        }
-    }
-    if folded > 0 {
-        renumber(kernels);
-    }
-    folded
+    fold_each(kernels, |kernels, e| {
+        let Some(q) = index_sum_reader(kernels, buffers, outputs, e) else { return false };
+        let sum = kernels.remove(e);
+        let KernelKind::Elementwise(ew) = sum.kind else { unreachable!("index_sum_reader takes elementwise kernels") };
+        let gather = &mut kernels[q - 1];
+        let KernelKind::Gather(g) = &mut gather.kind else { unreachable!("index_sum_reader returns gathers") };
+        g.index_sum = Some(IndexSum { shape: ew.shape, parts: ew.inputs });
+        take_nodes(gather, sum.nodes, true);
+        true
+    })
 }
 
 /// Folds every gather by constant indices, all in range, whose result only elementwise kernels
@@ -81,33 +96,21 @@ pub fn fold_index_sums(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &
 /// the four); the reader now reads the values directly. The same values, so the same bits.
 /// Returns how many were folded.
 pub fn fold_gathers(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand]) -> usize {
-    let mut folded = 0;
-    let mut q = 0;
-    while q < kernels.len() {
-        let Some((lookup, readers)) = gather_lookup(kernels, buffers, outputs, q) else {
-            q += 1;
-            continue;
-        };
+    fold_each(kernels, |kernels, q| {
+        let Some((lookup, readers)) = gather_lookup(kernels, buffers, outputs, q) else { return false };
         let gather = kernels.remove(q);
         let KernelKind::Gather(g) = gather.kind else { unreachable!("gather_lookup takes gathers") };
-        for (n, &r) in readers.iter().enumerate() {
-            let reader = &mut kernels[r - 1];
-            let KernelKind::Elementwise(e) = &mut reader.kind else { unreachable!("gather_lookup returns elementwise readers") };
+        for &r in &readers {
+            let KernelKind::Elementwise(e) = &mut kernels[r - 1].kind else { unreachable!("gather_lookup returns elementwise readers") };
             for input in e.inputs.iter_mut().filter(|i| i.buffer == g.output.buffer) {
                 input.buffer = g.values.buffer;
                 input.rows = Some(lookup.clone());
             }
-            // The gather's op with its first reader, in evaluation order.
-            if n == 0 {
-                reader.nodes = [gather.nodes.clone(), std::mem::take(&mut reader.nodes)].concat();
-            }
         }
-        folded += 1;
-    }
-    if folded > 0 {
-        renumber(kernels);
-    }
-    folded
+        // The gather's op with its first reader, in evaluation order.
+        take_nodes(&mut kernels[readers[0] - 1], gather.nodes, true);
+        true
+    })
 }
 
 /// Folds every copy that [`view_fold`] finds into the matmul beside it, then renumbers the
@@ -118,13 +121,8 @@ pub fn fold_gathers(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Op
 /// output through a view of the copy's destination. The same elements, so the same bits.
 /// Returns how many were folded.
 pub fn fold_views(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand]) -> usize {
-    let mut folded = 0;
-    let mut k = 0;
-    while k < kernels.len() {
-        let Some((q, side, view)) = view_fold(kernels, buffers, outputs, k) else {
-            k += 1;
-            continue;
-        };
+    fold_each(kernels, |kernels, k| {
+        let Some((q, side, view)) = view_fold(kernels, buffers, outputs, k) else { return false };
         let copy = kernels.remove(k);
         let KernelKind::Copy(cp) = copy.kind else { unreachable!("view_fold takes copies") };
         let q = if q > k { q - 1 } else { q };
@@ -145,16 +143,9 @@ pub fn fold_views(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Oper
             }
         }
         // The copy's op with the matmul, in evaluation order.
-        matmul.nodes = match side {
-            Side::A | Side::B => [copy.nodes, std::mem::take(&mut matmul.nodes)].concat(),
-            Side::Out => [std::mem::take(&mut matmul.nodes), copy.nodes].concat(),
-        };
-        folded += 1;
-    }
-    if folded > 0 {
-        renumber(kernels);
-    }
-    folded
+        take_nodes(matmul, copy.nodes, side != Side::Out);
+        true
+    })
 }
 
 /// Which operand of a matmul a copy folds into.
@@ -178,8 +169,8 @@ fn view_fold(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand], k: usi
     if cp.fill.is_some() || cp.converts() || mv.shape.iter().product::<usize>() != elements || elements == 0 {
         return None;
     }
-    let intermediate = |b: BufferId| matches!(buffers[b.0].kind, BufferKind::Intermediate) && !outputs.iter().any(|o| o.buffer == b);
-    let readers = |b: BufferId| -> Vec<usize> { (0..kernels.len()).filter(|&r| kernels[r].reads().contains(&b)).collect() };
+    let intermediate = |b: BufferId| intermediate(buffers, outputs, b);
+    let readers = |b: BufferId| readers(kernels, b);
     let contraction = |q: usize| match &kernels[q].kind {
         KernelKind::Contraction(c) if matches!(c.kind, ContractionKind::MatMul) => Some(c),
         _ => None,
@@ -272,14 +263,14 @@ fn gather_lookup(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand], q:
     let KernelKind::Gather(g) = &kernels[q].kind else { return None };
     let (&[n, k, len], &[_, w]) = (g.values.ty.shape.as_slice(), g.indices.ty.shape.as_slice()) else { return None };
     let out = g.output.buffer;
-    if g.scatter.is_some() || g.index_sum.is_some() || len < 2 || !matches!(buffers[out.0].kind, BufferKind::Intermediate) || outputs.iter().any(|o| o.buffer == out) {
+    if g.scatter.is_some() || g.index_sum.is_some() || len < 2 || !intermediate(buffers, outputs, out) {
         return None;
     }
     let BufferKind::Constant(bytes) = &buffers[g.indices.buffer.0].kind else { return None };
     let data = f16c_dialect::Data::from_le_bytes(g.indices.ty.dtype, bytes)?;
     let indices = f16c_dialect::Tensor::new(vec![n * w], data).ok()?;
     let in_range = indices.to_i64_vec().iter().all(|v| (0..k as i64).contains(v));
-    let readers: Vec<usize> = (0..kernels.len()).filter(|&r| kernels[r].reads().contains(&out)).collect();
+    let readers = readers(kernels, out);
     let whole_rows = |r: usize| match &kernels[r].kind {
         KernelKind::Elementwise(e) => {
             let rank = e.shape.len();
@@ -313,10 +304,10 @@ fn index_sum_reader(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand],
     for a in ew.expr.ops.iter().flat_map(|op| &op.args) {
         uses[*a] += 1;
     }
-    if uses[..values - 1].iter().any(|&u| u != 1) || !matches!(buffers[ew.output.0].kind, BufferKind::Intermediate) || outputs.iter().any(|o| o.buffer == ew.output) {
+    if uses[..values - 1].iter().any(|&u| u != 1) || !intermediate(buffers, outputs, ew.output) {
         return None;
     }
-    let readers: Vec<usize> = (0..kernels.len()).filter(|&k| kernels[k].reads().contains(&ew.output)).collect();
+    let readers = readers(kernels, ew.output);
     let &[q] = readers.as_slice() else { return None };
     match &kernels[q].kind {
         KernelKind::Gather(g) if g.scatter.is_none() && g.index_sum.is_none() && g.indices.buffer == ew.output && g.indices.ty.dtype == d && g.values.buffer != ew.output => {
@@ -345,8 +336,8 @@ fn float_cast(k: &Kernel) -> Option<Cast> {
 
 /// Folds cast kernel `c` into a neighbour; returns the neighbour's index (before `c` is removed).
 fn fold((kernels, buffers, outputs): (&mut [Kernel], &[Buffer], &[Operand]), c: usize, cast: Cast, options: LowerOptions) -> Option<usize> {
-    let intermediate = |b: BufferId| matches!(buffers[b.0].kind, BufferKind::Intermediate) && !outputs.iter().any(|o| o.buffer == b);
-    let readers = |b: BufferId| -> Vec<usize> { (0..kernels.len()).filter(|&k| kernels[k].reads().contains(&b)).collect() };
+    let intermediate = |b: BufferId| intermediate(buffers, outputs, b);
+    let readers = |b: BufferId| readers(kernels, b);
     // The kernel that produces the cast's input, when the cast is that input's only reader.
     let producer = if intermediate(cast.input) && readers(cast.input) == [c] { (0..c).rev().find(|&k| kernels[k].writes() == cast.input) } else { None };
     // The only reader of the cast's result.

@@ -1196,12 +1196,12 @@ impl<'ctx> Ir<'ctx> {
         let a_rows = self.contraction_rows(c, &rows, bi);
         // B's rows lie `b_row` elements apart (a view's rows, else `n`).
         let b_row = c.views.b.map_or(c.n, |v| v.row);
+        let b_first = self.contraction_b_row(c, bi, self.i64(0));
         let b_col_base: Vec<IntValue> = cols
             .iter()
-            .map(|&col| match (c.b_layout, c.views.b) {
-                (crate::lower::MatrixLayout::RowMajor, Some(v)) => self.addi(self.add(self.muli(bi, v.batch), self.muli(col, v.col)), v.offset as i64),
-                (crate::lower::MatrixLayout::RowMajor, None) => self.add(self.muli(bi, c.k * c.n), col),
-                (crate::lower::MatrixLayout::ColMajor, _) => self.muli(col, c.k),
+            .map(|&col| match c.b_layout {
+                crate::lower::MatrixLayout::RowMajor => self.add(b_first, col),
+                crate::lower::MatrixLayout::ColMajor => self.muli(col, c.k),
             })
             .collect();
         self.contraction_k(c, |ir, step| {
@@ -1289,6 +1289,20 @@ impl<'ctx> Ir<'ctx> {
         Ok(())
     }
 
+    /// Where row `kk` of batch `bb` of a row-major B starts: in the matrix, or where its view
+    /// says (a view's rows are contiguous).
+    pub fn contraction_b_row(&self, c: &Contraction, bb: IntValue<'ctx>, kk: IntValue<'ctx>) -> IntValue<'ctx> {
+        match c.views.b {
+            Some(v) => self.view_at(v, bb, kk),
+            None => self.muli(self.add(self.muli(bb, c.k), kk), c.n),
+        }
+    }
+
+    /// Where row `i` of batch `b` of a matrix read or written through view `v` starts.
+    pub fn view_at(&self, v: crate::lower::View, b: IntValue<'ctx>, i: IntValue<'ctx>) -> IntValue<'ctx> {
+        self.addi(self.add(self.muli(b, v.batch), self.muli(i, v.row)), v.offset as i64)
+    }
+
     /// What an A row of a matmul or conv2d needs along `k`, for tile rows `rows` (clamped to
     /// the matrix) of batch `bi`: where the row starts, or for a padded conv the row's image
     /// and top-left input pixel (implicit im2col).
@@ -1309,7 +1323,7 @@ impl<'ctx> Ir<'ctx> {
                 }
                 _ => {
                     let start = match c.views.a {
-                        Some(v) => self.addi(self.add(self.muli(bi, v.batch), self.muli(row, v.row)), v.offset as i64),
+                        Some(v) => self.view_at(v, bi, row),
                         None => {
                             let stride = c.a_row_stride.unwrap_or(c.k);
                             self.add(self.muli(bi, c.m * stride), self.muli(row, stride))
@@ -1487,7 +1501,7 @@ impl<'ctx> Ir<'ctx> {
         let at = match c.views.out {
             Some(view) => {
                 let (bi, row) = (self.divi(grow, c.m), self.remi(grow, c.m));
-                self.addi(self.add(self.add(self.muli(bi, view.batch), self.muli(row, view.row)), col), view.offset as i64)
+                self.add(self.view_at(view, bi, row), col)
             }
             None => self.add(self.muli(grow, c.n), col),
         };

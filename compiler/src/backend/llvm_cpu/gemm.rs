@@ -90,7 +90,7 @@ pub fn pack_panel<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (d
 fn pack_rows<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, dt): (usize, DType), pairs: bool, (bb, p, first): (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>)) {
     let (src, out, db, nr) = (ir.buffer(c.b.buffer.0), ir.buffer(dst), c.b.ty.dtype, shape.nr);
     let ty = ir.storage(db).into_float_type().vec_type(nr as u32);
-    let row_at = |ir: &mut Ir<'ctx>, kk: IntValue<'ctx>| ir.add(b_row_start(ir, c, bb, kk), ir.muli(p, nr));
+    let row_at = |ir: &mut Ir<'ctx>, kk: IntValue<'ctx>| ir.add(ir.contraction_b_row(c, bb, kk), ir.muli(p, nr));
     let align = db.byte_size() as u32;
     if pairs {
         let interleave = VectorType::const_vector(&(0..nr).flat_map(|j| [j, nr + j]).map(|i| ir.cx.i32_type().const_int(i as u64, false)).collect::<Vec<_>>());
@@ -120,15 +120,6 @@ fn pack_rows<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, d
     }
 }
 
-/// Where row `kk` of batch `bb` of a row-major B starts: in the matrix, or in the buffer a
-/// view says (its rows contiguous).
-fn b_row_start<'ctx>(ir: &Ir<'ctx>, c: &Contraction, bb: IntValue<'ctx>, kk: IntValue<'ctx>) -> IntValue<'ctx> {
-    match c.views.b {
-        Some(v) => ir.addi(ir.add(ir.muli(bb, v.batch), ir.muli(kk, v.row)), v.offset as i64),
-        None => ir.muli(ir.add(ir.muli(bb, c.k), kk), c.n),
-    }
-}
-
 /// [`pack_panel`] element by element, zero past `n`.
 fn pack_elements<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (dst, dt): (usize, DType), pairs: bool, (bb, p, first): (IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>)) {
     let (src, out, db) = (ir.buffer(c.b.buffer.0), ir.buffer(dst), c.b.ty.dtype);
@@ -138,7 +129,7 @@ fn pack_elements<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, shape: GemmShape, (ds
         for j in 0..shape.nr {
             let col = ir.addi(ir.muli(p, shape.nr), j as i64);
             let from = match c.b_layout {
-                MatrixLayout::RowMajor => ir.add(b_row_start(ir, c, bb, kk), col),
+                MatrixLayout::RowMajor => ir.add(ir.contraction_b_row(c, bb, kk), col),
                 MatrixLayout::ColMajor => ir.add(ir.muli(col, c.k), kk),
             };
             let inside = ir.icmp(IntPredicate::SLT, col, ir.i64(c.n as i64));
