@@ -934,7 +934,7 @@ fn casts_folded_into_copies_and_pools_match_the_reference_on_cranelift() {
     let (mut copies, mut pools) = (0, 0);
     let folded = |name: &str| name.starts_with("transpose_last2") || name.contains("_pool_f32_to_");
     for case in f16c_tests::cases::parity_cases().into_iter().filter(|c| folded(&c.name)) {
-        let program = lower_with(&case.graph, LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false, contraction_views: false }).unwrap();
+        let program = lower_with(&case.graph, LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false, contraction_views: false, concatenated_inputs: false }).unwrap();
         for k in &program.kernels {
             match &k.kind {
                 KernelKind::Copy(c) if c.converts() => copies += 1,

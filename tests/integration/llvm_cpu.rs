@@ -256,6 +256,53 @@ fn head_transposes_fold_into_the_matmuls_with_the_same_bits() {
     }
 }
 
+/// A U-Net decoder level as torch-mlir exports it (`tests/data/blocks/unet_level.mlir`): the
+/// upsampled value and the skip connection concatenated along the channels, then a 3 × 3
+/// convolution with padding. On the LLVM backend the concatenation folds into the convolution,
+/// which pads its two parts into one input (f32 as they lie; bf16 widened to f32 on the way);
+/// the results are the bits of the same program lowered with the copy (one thread and two).
+/// An i8 convolution of a concatenation (`tests/data/concat_conv_i8.mlir`), which runs in the
+/// backend's own loops, not on the micro-kernel, concatenates the parts first: the reference's
+/// integers.
+#[test]
+fn a_concatenation_pads_into_the_convolution_with_the_same_bits() {
+    use f16c_compiler::lower::{lower_with, KernelKind};
+    let data = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data");
+    let input = npy::read(&data.join("blocks/unet_level.in0.npy")).unwrap();
+    let parts = |p: &f16c_compiler::lower::Program| -> Vec<usize> { p.kernels.iter().filter_map(|k| if let KernelKind::Contraction(c) = &k.kind { Some(c.a_parts.len()) } else { None }).filter(|&n| n > 0).collect() };
+    let copies = |p: &f16c_compiler::lower::Program| p.kernels.iter().filter(|k| matches!(k.kind, KernelKind::Copy(_))).count();
+    for precision in [Precision::Fp32, Precision::Bf16] {
+        let (mut module, _) = parse_file(&data.join("blocks/unet_level.mlir")).unwrap();
+        driver::prepare(&mut module, &Options::new(Target::X86_64).with_precision(precision), &[]).unwrap();
+        let g = &module.functions[0];
+        let folded = driver::lower_for(g, &LlvmCpuBackend).unwrap();
+        let plain = lower_with(g, f16c_compiler::lower::LowerOptions { concatenated_inputs: false, ..LlvmCpuBackend.lowering() }).unwrap();
+        assert_eq!(parts(&folded), [2], "{precision:?}:\n{folded}");
+        assert_eq!(copies(&folded) + 1, copies(&plain), "{precision:?}: the concatenation's copy goes:\n{folded}");
+        let folded_artifact = LlvmCpuBackend.artifact(&folded).unwrap();
+        let plan = &folded_artifact.manifest.kernels.iter().find(|k| k.plan.contains("parts")).expect("a plan that says so").plan;
+        assert!(plan.contains("A padded") && plan.contains("once per run from its 2 parts (a concatenation folded in)"), "{precision:?}: {plan}");
+        let plain_artifact = LlvmCpuBackend.artifact(&plain).unwrap();
+        for threads in [1, 2] {
+            let got = loader::load(folded_artifact.clone(), threads).unwrap().run(std::slice::from_ref(&input)).unwrap();
+            let with_copy = loader::load(plain_artifact.clone(), threads).unwrap().run(std::slice::from_ref(&input)).unwrap();
+            f16c_tests::cases::same_bits_and_nans(&got[0], &with_copy[0]).unwrap_or_else(|e| panic!("{precision:?}, {threads} threads: {e}"));
+        }
+    }
+    let (module, _) = parse_file(&data.join("concat_conv_i8.mlir")).unwrap();
+    let g = &module.functions[0];
+    let program = driver::lower_for(g, &LlvmCpuBackend).unwrap();
+    assert_eq!(parts(&program), [2], "{program}");
+    let artifact = LlvmCpuBackend.artifact(&program).unwrap();
+    assert!(artifact.manifest.symbols.iter().any(|s| s.ends_with("conv2d_concat_a")), "a step that concatenates the parts first: {:?}", artifact.manifest.symbols);
+    let x = values(&[1, 6, 7, 5], 7);
+    let want = reference::run(g, std::slice::from_ref(&x)).unwrap();
+    for threads in [1, 2] {
+        let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+        assert_eq!(got[0], want[0], "{threads} threads");
+    }
+}
+
 /// Long rows, many of them, run twelve per work item (`families::row_group`): a softmax and a
 /// layer norm's mean and variance over 775 rows of 300 (the last group repeats the last row)
 /// give the reference's bits, the sums in each row's index order.

@@ -148,6 +148,66 @@ pub fn fold_views(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Oper
     })
 }
 
+/// Folds every copy that [`concat_fold`] finds into the convolution that reads it, then
+/// renumbers the kernels; runs before the arena is planned. A U-Net's skip connections
+/// (torch-mlir's `concat` of the upsampled value and the encoder's, along the channels) were
+/// written whole by the copy, then read whole again as the next convolution padded its input;
+/// the convolution now pads the parts into its input directly ([`super::Contraction::a_parts`]).
+/// The same elements, so the same bits. Returns how many were folded.
+pub fn fold_concats(kernels: &mut Vec<Kernel>, buffers: &[Buffer], outputs: &[Operand]) -> usize {
+    fold_each(kernels, |kernels, k| {
+        let Some((q, parts)) = concat_fold(kernels, buffers, outputs, k) else { return false };
+        let copy = kernels.remove(k);
+        let conv = &mut kernels[q - 1];
+        let KernelKind::Contraction(c) = &mut conv.kind else { unreachable!("concat_fold returns contractions") };
+        c.a.buffer = parts[0].buffer;
+        c.a_parts = parts;
+        take_nodes(conv, copy.nodes, true);
+        true
+    })
+}
+
+/// Where copy `k` folds into a convolution ([`fold_concats`]): the convolution's index and the
+/// parts. The copy concatenates two or more dense sources along the last dimension of its
+/// output (no fill, no conversion; each move a whole source, in order), an intermediate read
+/// only by a later convolution with padding, as its input alone, whose padding multiplies no
+/// non-finite weight (the backend pads such an input once per run).
+fn concat_fold(kernels: &[Kernel], buffers: &[Buffer], outputs: &[Operand], k: usize) -> Option<(usize, Vec<Operand>)> {
+    let KernelKind::Copy(cp) = &kernels[k].kind else { return None };
+    let out = cp.output.buffer;
+    let (dtype, shape) = (cp.output.ty.dtype, &cp.output.ty.shape);
+    let channels = *shape.last()?;
+    if cp.fill.is_some() || cp.converts() || cp.moves.len() < 2 || channels == 0 || !intermediate(buffers, outputs, out) {
+        return None;
+    }
+    let pixels = cp.output.ty.num_elements() / channels;
+    let as_isize = |s: Vec<usize>| s.into_iter().map(|s| s as isize).collect::<Vec<_>>();
+    let mut parts = Vec::with_capacity(cp.moves.len());
+    let mut at = 0;
+    for mv in &cp.moves {
+        let c = *mv.shape.last()?;
+        let mut wide = mv.shape.clone();
+        *wide.last_mut()? = channels;
+        let whole = mv.shape.iter().product::<usize>() == pixels * c && buffers[mv.src.0].bytes == pixels * c * dtype.byte_size();
+        if c == 0 || !whole || mv.src == out || mv.src_offset != 0 || mv.dst_offset != at || mv.src_strides != as_isize(dense_strides(&mv.shape)) || mv.dst_strides != as_isize(dense_strides(&wide)) {
+            return None;
+        }
+        let mut part = shape.clone();
+        *part.last_mut()? = c;
+        parts.push(Operand { buffer: mv.src, ty: TensorType::new(dtype, part) });
+        at += c;
+    }
+    if at != channels {
+        return None;
+    }
+    let &[q] = readers(kernels, out).as_slice() else { return None };
+    let KernelKind::Contraction(c) = &kernels[q].kind else { return None };
+    let ContractionKind::Conv(g) = &c.kind else { return None };
+    let alone = kernels[q].reads().iter().filter(|&&b| b == out).count() == 1;
+    let input = c.a.buffer == out && c.a.ty == cp.output.ty && c.a_parts.is_empty() && c.a_row_stride.is_none();
+    (q > k && alone && input && g.ic == channels && g.pad != [0; 4] && !c.padding_hazard).then_some((q, parts))
+}
+
 /// Which operand of a matmul a copy folds into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Side {
@@ -378,7 +438,7 @@ mod tests {
     use super::super::{lower_with, KernelKind, LowerOptions};
     use f16c_dialect::{DType, Graph, Location, Op, TensorType, ValueType};
 
-    const COPIES: LowerOptions = LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false, contraction_views: false };
+    const COPIES: LowerOptions = LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: false, wide_math_epilogues: false, contraction_views: false, concatenated_inputs: false };
 
     fn ty(d: DType, shape: &[usize]) -> ValueType {
         ValueType::Tensor(TensorType::new(d, shape))
@@ -424,6 +484,48 @@ mod tests {
             all = all.iter().flat_map(|&o| (0..d as isize).map(move |i| o + i * s)).collect();
         }
         all
+    }
+
+    /// Two values concatenated along `axis`, then a 3 × 3 convolution with padding `pad`; the
+    /// concatenation also returned where `escape`.
+    fn concat_conv(axis: usize, pad: usize, escape: bool) -> Graph {
+        let (cat, w_in) = if axis == 3 { ("1x4x5x5", "5") } else { ("1x4x10x3", "3") };
+        let (y, second) = if axis == 3 { ("1x4x5x2", "1x4x5x2") } else { ("1x4x5x3", "1x4x5x3") };
+        let ow = if axis == 3 { 5 + 2 * pad - 2 } else { 10 + 2 * pad - 2 };
+        let out = format!("1x{}x{ow}x2", 4 + 2 * pad - 2);
+        let (results, ret) = if escape { (format!("tensor<{out}xf32>, tensor<{cat}xf32>"), format!("%c, %cat : tensor<{out}xf32>, tensor<{cat}xf32>")) } else { (format!("tensor<{out}xf32>"), format!("%c : tensor<{out}xf32>")) };
+        let text = format!(
+            r#"func.func @f(%x: tensor<1x4x5x3xf32>, %y: tensor<{y}xf32>) -> ({results}) {{
+  %a = tosa.abs %x : (tensor<1x4x5x3xf32>) -> tensor<1x4x5x3xf32>
+  %b = tosa.abs %y : (tensor<{second}xf32>) -> tensor<{second}xf32>
+  %cat = tosa.concat %a, %b {{axis = {axis} : i32}} : (tensor<1x4x5x3xf32>, tensor<{second}xf32>) -> tensor<{cat}xf32>
+  %w = "tosa.const"() <{{values = dense<0.5> : tensor<2x3x3x{w_in}xf32>}}> : () -> tensor<2x3x3x{w_in}xf32>
+  %bias = "tosa.const"() <{{values = dense<0.0> : tensor<2xf32>}}> : () -> tensor<2xf32>
+  %z = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %cat, %w, %bias, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: {pad}, {pad}, {pad}, {pad}>, stride = array<i64: 1, 1>}} : (tensor<{cat}xf32>, tensor<2x3x3x{w_in}xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<{out}xf32>
+  return {ret}
+}}"#
+        );
+        let module = f16c_dialect::import::parse_module(&text, "concat.mlir").unwrap_or_else(|d| panic!("{d}\n{text}"));
+        module.functions.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn a_channel_concatenation_folds_only_into_the_padded_convolution_that_alone_reads_it() {
+        let options = LowerOptions { concatenated_inputs: true, ..COPIES };
+        let parts = |g: &Graph, options: LowerOptions| -> (usize, Vec<usize>) {
+            let p = lower_with(g, options).unwrap();
+            let copies = p.kernels.iter().filter(|k| matches!(k.kind, KernelKind::Copy(_))).count();
+            let parts = p.kernels.iter().filter_map(|k| if let KernelKind::Contraction(c) = &k.kind { Some(c.a_parts.iter().map(|p| p.ty.shape[3]).collect::<Vec<_>>()) } else { None }).next().unwrap();
+            (copies, parts)
+        };
+        assert_eq!(parts(&concat_conv(3, 1, false), options), (0, vec![3, 2]));
+        // Without the option; without padding (the convolution reads its input in place);
+        // along the width; the concatenation a result too.
+        assert_eq!(parts(&concat_conv(3, 1, false), COPIES), (1, vec![]));
+        assert_eq!(parts(&concat_conv(3, 0, false), options), (1, vec![]));
+        assert_eq!(parts(&concat_conv(2, 1, false), options), (1, vec![]));
+        assert_eq!(parts(&concat_conv(3, 1, true), options), (1, vec![]));
     }
 
     #[test]

@@ -422,6 +422,11 @@ pub struct Contraction {
     /// when a copy beside it (an attention's head transposes) was folded in
     /// ([`fold::fold_views`]); `None`: dense, as the operand's type says.
     pub views: Views,
+    /// (A convolution with padding) its input as the concatenation, along the channels, of
+    /// these parts (each dense `[n, h, w, c_i]`), where the copy that concatenated them was
+    /// folded in ([`fold::fold_concats`]): `a` then names the first part's buffer with the whole
+    /// input's type, and the backend pads the parts into one input. Empty: `a` is the input.
+    pub a_parts: Vec<Operand>,
 }
 
 /// [`Contraction::views`]: a [`View`] per operand that has one.
@@ -875,6 +880,7 @@ impl Kernel {
         match &self.kind {
             KernelKind::Contraction(c) => {
                 let mut r = vec![c.a.buffer, c.b.buffer];
+                r.extend(c.a_parts.iter().skip(1).map(|p| p.buffer));
                 r.extend(c.bias.as_ref().map(|b| b.buffer));
                 if let Some(e) = &c.epilogue {
                     r.extend(e.inputs.iter().map(|i| i.buffer));
@@ -970,6 +976,9 @@ pub struct LowerOptions {
     /// output, into the matmul ([`fold::fold_views`]): the backend reads and writes operands
     /// through [`View`]s.
     pub contraction_views: bool,
+    /// Fold a copy that only concatenates a padded convolution's input along its channels into
+    /// the convolution ([`fold::fold_concats`]): the backend pads the parts into one input.
+    pub concatenated_inputs: bool,
 }
 
 /// Lowers a verified graph (run the verifier first: lowering relies on its shape checks) with
@@ -1261,6 +1270,9 @@ impl<'g> Lowering<'g> {
         fold::fold_gathers(&mut self.kernels, &self.buffers, &outputs);
         if self.options.contraction_views {
             fold::fold_views(&mut self.kernels, &self.buffers, &outputs);
+        }
+        if self.options.concatenated_inputs {
+            fold::fold_concats(&mut self.kernels, &self.buffers, &outputs);
         }
         let plan = plan::plan(&self.buffers, &self.kernels, &outputs);
         Ok(Program { name: g.name.clone(), buffers: self.buffers, inputs, outputs, kernels: self.kernels, plan })
@@ -1689,7 +1701,7 @@ impl<'g> Lowering<'g> {
         };
         let result = out_ty.dtype;
         self.push(
-            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi, zp, padding_hazard: false, views: Views::default() }),
+            KernelKind::Contraction(Contraction { kind, batch, m, n, k, acc, a, a_row_stride, b, b_layout, b_constant, bias, out, result, epilogue: epi, zp, padding_hazard: false, views: Views::default(), a_parts: Vec::new() }),
             nodes,
         );
         Ok(())

@@ -87,6 +87,9 @@ impl Display for Kernel {
                     (None, s) => s.map_or(" implicit-im2col".to_string(), |s| format!(" row-stride={s}")),
                 };
                 writeln!(f, "  a  {}{stride}", operand(&c.a))?;
+                if !c.a_parts.is_empty() {
+                    writeln!(f, "     the concatenation of {} along the channels", c.a_parts.iter().map(operand).collect::<Vec<_>>().join(", "))?;
+                }
                 let layout = if c.b_layout == MatrixLayout::RowMajor { "row-major" } else { "col-major" };
                 writeln!(f, "  b  {} {layout}{}{}", operand(&c.b), if c.b_constant { " constant" } else { "" }, view(c.views.b))?;
                 if let Some(b) = &c.bias {

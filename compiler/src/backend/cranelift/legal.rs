@@ -71,6 +71,8 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
         }
         // (Its lowering folds no copy into a matmul: `LowerOptions::contraction_views`.)
         KernelKind::Contraction(c) if c.views.any() => unsupported("a matmul reading or writing an operand through a view (the LLVM CPU backends do)".into()),
+        // (Nor a concatenation into a convolution: `LowerOptions::concatenated_inputs`.)
+        KernelKind::Contraction(c) if !c.a_parts.is_empty() => unsupported("a convolution padding a concatenation of its input's parts (the LLVM CPU backends do)".into()),
         KernelKind::Contraction(c) if c.a.ty.dtype.is_int() && c.b.ty.dtype.is_int() => Ok(()),
         KernelKind::Contraction(c) => {
             for t in [c.a.ty.dtype, c.b.ty.dtype] {

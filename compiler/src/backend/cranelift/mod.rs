@@ -505,7 +505,7 @@ impl Backend for CraneliftBackend {
     /// model) is folded into it: the copy moves the elements into scratch and has the runtime
     /// convert them in bulk ([`lower`]'s `copy`).
     fn lowering(&self) -> crate::lower::LowerOptions {
-        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: true, wide_math_epilogues: true, contraction_views: false }
+        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: false, plain_epilogues: true, wide_math_epilogues: true, contraction_views: false, concatenated_inputs: false }
     }
 
     fn forms(&self) -> &'static [Emit] {

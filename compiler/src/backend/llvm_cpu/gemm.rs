@@ -333,7 +333,9 @@ pub fn padded_input(c: &Contraction) -> Option<ConvGeometry> {
 }
 
 /// Row `r` (image, padded y) of `c`'s input padded to `to` ([`padded_input`]) into slot `dst`
-/// as `dtype`: zeros in the padding, the input's row (converted) between.
+/// as `dtype`: zeros in the padding, the input's row (converted) between, each pixel's
+/// channels from each of [`Contraction::a_parts`] in turn where the input is their
+/// concatenation.
 pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst, dtype): (usize, DType), r: IntValue<'ctx>) {
     let ContractionKind::Conv(g) = &c.kind else { unreachable!("padded_input() is Some for convolutions only") };
     let (from, src, dst) = (c.a.ty.dtype, ir.buffer(c.a.buffer.0), ir.buffer(dst));
@@ -355,8 +357,29 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
         ir.in_range(y, g.ih),
         |ir| {
             zeros(ir, 0, left);
-            let at = ir.muli(ir.add(ir.muli(image, g.ih), y), row);
-            if from == dtype {
+            let pixel = ir.muli(ir.add(ir.muli(image, g.ih), y), g.iw);
+            let at = ir.muli(pixel, g.ic);
+            if !c.a_parts.is_empty() {
+                // A concatenation folded in: each pixel's channels from each part in turn.
+                let parts: Vec<_> = c.a_parts.iter().map(|p| (ir.buffer(p.buffer.0), *p.ty.shape.last().expect("a part has channels"))).collect();
+                ir.for_n(0, g.iw, |ir, x| {
+                    let (src_pixel, dst_pixel) = (ir.add(pixel, x), ir.add(out, ir.addi(ir.muli(x, g.ic), left as i64)));
+                    let mut channel = 0;
+                    for &(part, n) in &parts {
+                        let (first, to) = (ir.muli(src_pixel, n), ir.addi(dst_pixel, channel as i64));
+                        if from == dtype {
+                            let (f, t) = (element(ir, part, first), element(ir, dst, to));
+                            ir.b.build_memcpy(t, 1, f, 1, ir.i64((n * bytes) as i64)).built();
+                        } else {
+                            ir.for_n(0, n, |ir, i| {
+                                let v = ir.load(from, part, ir.add(first, i));
+                                ir.store(dtype, dst, ir.add(to, i), v);
+                            });
+                        }
+                        channel += n;
+                    }
+                });
+            } else if from == dtype {
                 // Same type: the row's bits, one constant-length copy (vector loads and stores),
                 // not a trip through f32 (bf16 may round in software).
                 let (f, t) = (element(ir, src, at), element(ir, dst, ir.addi(out, left as i64)));

@@ -173,6 +173,13 @@ impl LlvmCpuBackend {
                     emit.schedule.add(emit.ir, name, depthwise::work(c, lanes), cost, k, |ir, i, _| depthwise::item(ir, c, lanes, f16_acc, i)).map_err(failed)?;
                 }
                 (KernelPlan::Gemm(g), KernelKind::Contraction(c)) => emit.gemm(&self.machine, g, c).map_err(failed)?,
+                (KernelPlan::Items(forms), KernelKind::Contraction(c)) if !c.a_parts.is_empty() => {
+                    // A concatenation folded into a convolution these loops run: made first.
+                    let mut c = c.clone();
+                    c.a.buffer = crate::lower::BufferId(emit.concatenate(&c.a_parts).map_err(failed)?);
+                    c.a_parts.clear();
+                    emit.items(forms, &KernelKind::Contraction(c), self.machine.gemm.lanes).map_err(failed)?
+                }
                 (KernelPlan::Items(forms), kind) => emit.items(forms, kind, self.machine.gemm.lanes).map_err(failed)?,
                 (plan, _) => return Err(failed(format!("plan {plan:?} made for another kind of kernel"))),
             }
@@ -315,6 +322,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
                     Ok(())
                 })?;
                 c.a = crate::lower::Operand { buffer: crate::lower::BufferId(padded), ty: f16c_dialect::TensorType::new(*dtype, [g.n, g.ih, g.iw, g.ic]) };
+                c.a_parts.clear();
                 c.kind = crate::lower::ContractionKind::Conv(g.clone());
             }
             AStaging::Widened => {
@@ -331,6 +339,31 @@ impl<'ctx> Emitter<'_, 'ctx> {
         }
         let rows_fastest = plan.rows_fastest;
         self.step("", gemm::work(&c, shape), cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack), (pairs, rows_fastest), t))
+    }
+
+    /// A step concatenating `parts` (each dense `[.., c_i]`, of one type) along their last
+    /// dimension into a new temporary of the kernel, a pixel per work item; returns its slot.
+    fn concatenate(&mut self, parts: &[crate::lower::Operand]) -> Result<usize, String> {
+        let dtype = parts[0].ty.dtype;
+        let channels: Vec<usize> = parts.iter().map(|p| *p.ty.shape.last().expect("a part has channels")).collect();
+        let width: usize = channels.iter().sum();
+        let pixels = parts[0].ty.num_elements() / channels[0].max(1);
+        let whole = self.layout.temporary(self.k, pixels * width * dtype.byte_size());
+        let sources: Vec<usize> = parts.iter().map(|p| p.buffer.0).collect();
+        self.step("_concat_a", pixels, (pixels * width) as f64, |ir, p, _| {
+            let dst = ir.buffer(whole);
+            let mut at = ir.muli(p, width);
+            for (&src, &n) in sources.iter().zip(&channels) {
+                let (src, first) = (ir.buffer(src), ir.muli(p, n));
+                ir.for_n(0, n, |ir, i| {
+                    let v = ir.load(dtype, src, ir.add(first, i));
+                    ir.store(dtype, dst, ir.add(at, i), v);
+                });
+                at = ir.addi(at, n as i64);
+            }
+            Ok(())
+        })?;
+        Ok(whole)
     }
 
     /// A step converting the `elements` values of type `from` in slot `src` to f32 in a new
@@ -589,7 +622,7 @@ impl Backend for LlvmCpuBackend {
     fn lowering(&self) -> crate::lower::LowerOptions {
         // fcvtn/fcvtl and vcvtps2ph/vcvtph2ps: a conversion costs an instruction in a copy.
         // Matmul operands through views: an attention's head transposes are folded in.
-        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: true, plain_epilogues: false, wide_math_epilogues: false, contraction_views: true }
+        crate::lower::LowerOptions { converting_copies: true, multi_read_epilogues: true, plain_epilogues: false, wide_math_epilogues: false, contraction_views: true, concatenated_inputs: true }
     }
 
     /// Legal but for reductions between floats and integers; the plan is [`LlvmCpuBackend::plan`]'s

@@ -218,6 +218,7 @@ impl KernelPlan {
                 let parts: Vec<String> = Items::of(kind).iter().zip(forms).map(|(items, form)| ItemsForm::describe(*form, items)).collect();
                 match kind {
                     KernelKind::Copy(c) if c.fill.is_some() => format!("the output filled an element per work item, then {}", parts[1..].join("; ")),
+                    KernelKind::Contraction(c) if !c.a_parts.is_empty() => format!("its input's {} parts concatenated a pixel per work item (a concatenation folded in), then {}", c.a_parts.len(), parts.join("; ")),
                     _ => parts.join("; "),
                 }
             }
@@ -243,7 +244,10 @@ impl GemmPlan {
             s.push_str("; a column panel's tiles one after the other");
         }
         match &self.a {
-            AStaging::Padded { dtype, .. } => s.push_str(&format!("; A padded{} once per run", if *dtype != c.a.ty.dtype { " and widened to f32" } else { "" })),
+            AStaging::Padded { dtype, .. } => {
+                let parts = if c.a_parts.is_empty() { String::new() } else { format!(" from its {} parts (a concatenation folded in)", c.a_parts.len()) };
+                s.push_str(&format!("; A padded{} once per run{parts}", if *dtype != c.a.ty.dtype { " and widened to f32" } else { "" }))
+            }
             AStaging::Widened => s.push_str(if a_per_band { "; A widened to f32 band by band" } else { "; A widened to f32 once per run" }),
             AStaging::AsIs => {}
         }

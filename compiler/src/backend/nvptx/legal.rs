@@ -64,6 +64,8 @@ pub fn legal(kernel: &Kernel) -> Result<(), Unsupported> {
         KernelKind::Contraction(c) if c.epilogue.as_ref().is_some_and(|e| math_in_f64(&e.expr)) => f64_math(),
         // (Its lowering folds no copy into a matmul: `LowerOptions::contraction_views`.)
         KernelKind::Contraction(c) if c.views.any() => Err(Unsupported("a matmul reading or writing an operand through a view (the LLVM CPU backends do)".into())),
+        // (Nor a concatenation into a convolution: `LowerOptions::concatenated_inputs`.)
+        KernelKind::Contraction(c) if !c.a_parts.is_empty() => Err(Unsupported("a convolution padding a concatenation of its input's parts (the LLVM CPU backends do)".into())),
         KernelKind::Reduction(r) if r.kind.is_some() && r.input.ty.dtype.is_float() != r.output.ty.dtype.is_float() => {
             Err(Unsupported(format!("a reduction from {} to {}", r.input.ty.dtype, r.output.ty.dtype)))
         }
