@@ -6,6 +6,7 @@ use super::epilogue::{finish, finish_deferral, Bases, Columns, Finite};
 use super::gemm::widen_run;
 use super::legal::LANES;
 use super::lower::{row_offset, Context};
+use super::plan::Planner;
 use super::narrow::{Deferral, Staging};
 use crate::backend::BackendError;
 use crate::lower::{Contraction, ContractionKind, ConvGeometry, EwKind};
@@ -33,12 +34,8 @@ impl Context<'_> {
     /// where the epilogue is only the bias and constant bounds ([`NativeFinish`]); otherwise
     /// its sums, into the staging area or scratch, which the generated code then finishes
     /// channel vector by channel vector.
-    pub(super) fn depthwise(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
-        let finite = Finite::of(self.program, c);
-        let plan = DepthwisePlan::new(self, c, g, &finite);
+    pub(super) fn depthwise(&mut self, c: &Contraction, plan: DepthwisePlan, finite: Finite) -> Result<(), BackendError> {
         self.layout.scratch(plan.scratch_bytes);
-        let text = plan.describe(self);
-        self.plan(text);
         let c = c.clone();
         let g = &plan.g;
         let (items, cost) = (g.n * g.oh, 2.0 * (g.n * g.oh * g.ow * g.oc * g.kh * g.kw) as f64);
@@ -48,12 +45,8 @@ impl Context<'_> {
         })
     }
 
-    pub(super) fn transpose_conv(&mut self, c: &Contraction, g: ConvGeometry) -> Result<(), BackendError> {
-        if c.epilogue.is_some() {
-            return Err(self.error("a transpose convolution with a fused epilogue"));
-        }
-        let finite = Finite::of(self.program, c);
-        self.plan("an output row per work item, its taps gathered (no micro-kernel)".to_string());
+    pub(super) fn transpose_conv(&mut self, c: &Contraction, finite: Finite) -> Result<(), BackendError> {
+        let ContractionKind::TransposeConv(g) = c.kind.clone() else { return Err(self.error("a transpose convolution's plan for another contraction")) };
         let c = c.clone();
         let cost = 2.0 * (g.n * g.ih * g.iw * g.oc * g.kh * g.kw * g.ic) as f64;
         self.add("", g.n * g.oh, cost, move |fx| {
@@ -131,10 +124,6 @@ impl Context<'_> {
     /// reference's order, plus the bias, wrapped to the result type; taps in the padding are
     /// skipped. Exact, so bit-identical to the reference. Scalar: no packing, no vectors.
     pub(super) fn integer(&mut self, c: &Contraction) -> Result<(), BackendError> {
-        if c.epilogue.is_some() {
-            return Err(self.error("an integer contraction with a fused epilogue"));
-        }
-        self.plan("an output row per work item, integer multiply-adds (no micro-kernel)".to_string());
         let c = c.clone();
         let cost = (c.batch * c.m * c.n * c.k) as f64;
         self.add("", c.batch * c.m, cost, move |fx| {
@@ -254,7 +243,7 @@ impl Context<'_> {
 }
 
 /// A depthwise convolution's decisions, made before its code is emitted.
-struct DepthwisePlan {
+pub(super) struct DepthwisePlan {
     g: ConvGeometry,
     /// Output channels per input channel.
     mult: usize,
@@ -275,7 +264,7 @@ struct DepthwisePlan {
     deferral: Option<Deferral>,
     narrowed: bool,
     /// The runtime's row loop (channel multiplier 1), and what of the finish it does.
-    micro: Option<Libcall>,
+    pub(super) micro: Option<Libcall>,
     native_finish: Option<NativeFinish>,
     /// An f16/bf16 bias widened for the row loop.
     widen_bias: bool,
@@ -297,7 +286,7 @@ struct DepthwisePlan {
 }
 
 impl DepthwisePlan {
-    fn new(cx: &Context<'_>, c: &Contraction, g: ConvGeometry, finite: &Finite) -> DepthwisePlan {
+    pub(super) fn new(cx: &Planner<'_>, c: &Contraction, g: ConvGeometry, finite: &Finite) -> DepthwisePlan {
         let mult = g.oc / g.ic.max(1);
         let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
         let vector = mult == 1 && g.oc >= LANES && domain(c.out.ty.dtype) == F32 && vector_epilogue;
@@ -382,16 +371,16 @@ impl DepthwisePlan {
         }
     }
 
-    /// The plan in words; records the micro-kernel the code calls.
-    fn describe(&self, cx: &mut Context<'_>) -> String {
+    /// The plan in words, the row loop's in `micro` (after a space).
+    pub(super) fn describe(&self, micro: &str) -> String {
         let g = &self.g;
-        let loop_text = if let Some(lc) = self.micro {
+        let loop_text = if self.micro.is_some() {
             let finish = match (&self.native_finish, self.silu) {
                 (Some(_), true) => "the loop finishing x, SiLU's x · sigmoid(x) by the runtime's 16-lane loop on the row in place",
                 (Some(_), false) => "the loop finishing it",
                 (None, _) => "the finish generated",
             };
-            format!("a row of {} pixels per work item by{}, {finish}", g.ow, cx.micro_kernel(lc, " "))
+            format!("a row of {} pixels per work item by{micro}, {finish}", g.ow)
         } else {
             format!("a row of {} pixels per work item, channel multiplier {}, generated", g.ow, self.mult)
         };

@@ -36,6 +36,7 @@ use super::emit::{domain, Emitted, Fx};
 use super::epilogue::{finish_deferral, store_tile, Bases, Finite, Given, Staged};
 use super::legal::{KC, KU, LANES, MR, NR};
 use super::lower::{copy_bytes, wide_math, wide_name, Context};
+use super::plan::Planner;
 use super::narrow::{Deferral, Staging};
 #[cfg(doc)]
 use super::Loops;
@@ -48,30 +49,13 @@ use f16c_core::abi::Libcall;
 use f16c_dialect::DType;
 
 impl Context<'_> {
-    pub fn contraction(&mut self, c: &Contraction) -> Result<(), BackendError> {
-        if domain(c.a.ty.dtype) == I64 && domain(c.b.ty.dtype) == I64 {
-            return self.integer(c);
-        }
-        if domain(c.a.ty.dtype) != F32 || domain(c.b.ty.dtype) != F32 {
-            return Err(self.error(format!("{} contractions are not supported (f32, f16 and bf16 are)", c.a.ty.dtype)));
-        }
-        match &c.kind {
-            ContractionKind::MatMul | ContractionKind::Conv(_) => self.gemm(c),
-            ContractionKind::Depthwise(g) => self.depthwise(c, g.clone()),
-            ContractionKind::TransposeConv(g) => self.transpose_conv(c, g.clone()),
-        }
-    }
-
-    fn gemm(&mut self, c: &Contraction) -> Result<(), BackendError> {
-        let finite = Finite::of(self.program, c);
-        let plan = GemmPlan::new(self, c, &finite);
+    /// A matmul or convolution as `plan` says ([`GemmPlan`], [`Context::gemv`]).
+    pub(super) fn gemm(&mut self, c: &Contraction, plan: GemmPlan, finite: Finite) -> Result<(), BackendError> {
         let b_slot = self.gemm_b(c, &plan, finite.weight)?;
         if plan.gemv {
-            return self.gemv(c, b_slot, plan.packed_dt, finite);
+            return self.gemv(c, b_slot, (plan.packed_dt, plan.gemv_loop), finite);
         }
         self.layout.scratch(plan.scratch_bytes);
-        let text = plan.describe(self, c);
-        self.plan(text);
         let (c, cost) = (c.clone(), 2.0 * (c.batch * c.m * c.n * c.k) as f64);
         self.add("", plan.items(), cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
@@ -135,7 +119,7 @@ impl Context<'_> {
 /// A GEMM's decisions, made from the contraction and the backend's options before any of its
 /// code is emitted; the emitters below only read them, and [`GemmPlan::describe`] prints them.
 #[derive(Clone, Debug)]
-struct GemmPlan {
+pub(super) struct GemmPlan {
     /// Batches.
     batch: usize,
     /// Rows of A per work item (a band's rows where the GEMM runs in bands).
@@ -147,13 +131,15 @@ struct GemmPlan {
     /// The reduction's chunks.
     chunks: Vec<(usize, usize)>,
     /// A one-row matmul ([`Context::gemv`]).
-    gemv: bool,
+    pub(super) gemv: bool,
+    /// (A one-row matmul) the runtime's loop it calls (`None`: generated code).
+    pub(super) gemv_loop: Option<Libcall>,
     /// bf16 A and B multiplied in pairs (`VDPBF16PS`).
-    dot: bool,
+    pub(super) dot: bool,
     /// A narrow constant B widened once per run into the kernel's temporary.
     widen_once: bool,
     /// B's type as the compute step reads it.
-    packed_dt: DType,
+    pub(super) packed_dt: DType,
     /// Micro-panels of [`MR`] rows per row block.
     a_panels: usize,
     /// (fp16 A) the bound on the span of A a row block widens at once.
@@ -179,7 +165,7 @@ struct GemmPlan {
     /// Elements between two staged rows.
     stage_stride: usize,
     /// The runtime micro-kernel the multiply calls (`None`: the generated one per tile).
-    micro: Option<Libcall>,
+    pub(super) micro: Option<Libcall>,
     /// (f32 result) an epilogue op, a sigmoid, erf, tanh or exp of the contraction's value,
     /// computed for the whole block by the runtime's sixteen-lane loop: the op and the libcall.
     wide: Option<(usize, Libcall)>,
@@ -201,9 +187,9 @@ struct GemmPlan {
 }
 
 impl GemmPlan {
-    fn new(cx: &Context<'_>, c: &Contraction, finite: &Finite) -> GemmPlan {
+    pub(super) fn new(cx: &Planner<'_>, kernel: usize, c: &Contraction, finite: &Finite) -> GemmPlan {
         let (batch, m, n, k) = (c.batch, c.m, c.n, c.k);
-        let mc = cx.row_block(m);
+        let mc = cx.row_block(kernel, m);
         let panels = n.div_ceil(NR);
         let packed_elems = batch * panels * k * NR;
         let bdt = c.b.ty.dtype;
@@ -295,6 +281,7 @@ impl GemmPlan {
             panels,
             chunks,
             gemv,
+            gemv_loop: if gemv { cx.loops.gemv() } else { None },
             dot,
             widen_once,
             packed_dt,
@@ -327,12 +314,8 @@ impl GemmPlan {
         self.batch * self.blocks * self.groups
     }
 
-    /// The plan in words (`--emit=kernels`, the profile); records the micro-kernel the code calls.
-    fn describe(&self, cx: &mut Context<'_>, c: &Contraction) -> String {
-        let multiply = match self.micro {
-            Some(lc) => format!("{}{}", if self.dot { "" } else { multiply_plan(cx.fma) }, cx.micro_kernel(lc, if self.dot { "" } else { " on " })),
-            None => format!("{} on the generated 4x8 micro-kernel", multiply_plan(cx.fma)),
-        };
+    /// The plan in words (`--emit=kernels`, the profile), its multiply's in `multiply`.
+    pub(super) fn describe(&self, c: &Contraction, multiply: &str) -> String {
         let bdt = c.b.ty.dtype;
         let b_text = b_plan(c, bdt, self.widen_once && bdt != DType::F32);
         let a_text = match (self.a_form, self.band.is_some()) {
@@ -812,13 +795,13 @@ fn pack_b_constant(c: &Contraction, bytes: &[u8], dst: &mut [u8], chunks: &[(usi
 }
 
 /// A plan's words for the multiply of an f32 contraction.
-fn multiply_plan(fma: bool) -> &'static str {
+pub(super) fn multiply_plan(fma: bool) -> &'static str {
     if fma { "f32 FMA" } else { "f32 multiply and add" }
 }
 
 /// A plan's words for `c`'s B: packed at compile time in `packed` (then `widened` to f32 once
 /// per run, or not), or computed and packed (in f32) at run time.
-fn b_plan(c: &Contraction, packed: DType, widened: bool) -> String {
+pub(super) fn b_plan(c: &Contraction, packed: DType, widened: bool) -> String {
     match (c.b_constant, widened) {
         (true, false) => format!("B packed at compile time ({packed})"),
         (true, true) => format!("B packed at compile time ({packed}), widened to f32 once per run"),
@@ -1602,7 +1585,7 @@ impl Context<'_> {
     /// are read in place (a bf16 one widened as it is loaded), an fp16 one widened
     /// [`GEMV_KC`] rows at a time into scratch by the runtime ([`widen_run`]). The GEMM would
     /// run one item, three quarters of its 4-row micro-kernel on padding.
-    fn gemv(&mut self, c: &Contraction, b_slot: usize, packed_dt: DType, finite: Finite) -> Result<(), BackendError> {
+    fn gemv(&mut self, c: &Contraction, b_slot: usize, (packed_dt, micro): (DType, Option<Libcall>), finite: Finite) -> Result<(), BackendError> {
         let (batch, n, k) = (c.batch, c.n, c.k);
         let panels = n.div_ceil(NR);
         let groups = panels.div_ceil(GEMV_ITEM);
@@ -1615,13 +1598,7 @@ impl Context<'_> {
         // Then, for an fp16 B, its widened chunks: GEMV_KC rows of GEMV_PANELS panels.
         let chunk_bytes = if packed_dt == DType::F16 { GEMV_PANELS * GEMV_KC * NR * 4 } else { 0 };
         self.layout.scratch(tile_bytes + a_bytes + chunk_bytes);
-        let micro = self.loops.gemv();
-        let multiply = match micro {
-            Some(lc) => format!("{}{}", multiply_plan(self.fma), self.micro_kernel(lc, " on ")),
-            None => format!("{}, generated ({GEMV_PANELS} panels at a time)", multiply_plan(self.fma)),
-        };
-        self.plan(format!("one row against {GEMV_ITEM} panels of {NR} columns per work item, {multiply}; {}", b_plan(c, packed_dt, false)));
-        let (c, fma) = (c.clone(), self.fma);
+        let (c, fma) = (c.clone(), self.planner.fma);
         let cost = 2.0 * (batch * n * k) as f64;
         self.add("", batch * groups, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
@@ -1824,8 +1801,8 @@ const STAGE_BLOCK_MAX: usize = 32 << 10;
 
 /// B panels the generated one-row loop computes at a time: 4 × 8 columns, eight independent
 /// f32x4 FMA chains.
-const GEMV_PANELS: usize = 4;
+pub(super) const GEMV_PANELS: usize = 4;
 
 /// B panels per work item of the one-row matmul (a multiple of [`GEMV_PANELS`]): the native
 /// loop keeps one 8-lane chain per panel, and eight hide the FMA latency.
-const GEMV_ITEM: usize = 8;
+pub(super) const GEMV_ITEM: usize = 8;

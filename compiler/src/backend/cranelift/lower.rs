@@ -4,6 +4,7 @@ use super::emit::{domain, Emitted, Fx};
 use super::gemm::ROW_GROUP;
 use super::narrow::{deferral, Deferral, Staging};
 use super::legal::LANES;
+use super::plan::{CopyForm, CopyPlan, KernelPlan, Planner, PoolPlan, ReductionPlan, SoftmaxPlan};
 use crate::backend::layout::Layout;
 use crate::backend::{BackendError, BackendErrorKind};
 use f16c_core::abi::Libcall;
@@ -25,25 +26,14 @@ pub struct Context<'p> {
     pub fctx: FunctionBuilderContext,
     /// The kernel being compiled.
     pub current: usize,
-    /// Whether multiply-adds fuse (the host has FMA), as in the GEMM micro-kernel.
-    pub fma: bool,
-    /// Whether bf16 GEMMs may multiply in bf16 pairs (the host has AVX512-BF16).
-    pub dot_bf16: bool,
-    /// The runtime's loops the contractions call ([`super::Loops`]), chosen here.
-    pub loops: super::Loops,
+    /// What the plans are made from, and the options' facts the emitters read.
+    pub planner: Planner<'p>,
     /// The runtime micro-kernels the code calls ([`f16c_core::abi::MICRO_KERNELS`]): the code
     /// requires their features.
     pub micro_kernels: Vec<f16c_core::abi::Libcall>,
-    /// The attention chains run in bands ([`crate::backend::bands`]): their matmuls take a
-    /// band's rows per work item instead of [`super::legal::MC`].
-    pub bands: Vec<crate::backend::bands::Band>,
-    /// Per kernel, how the emitter runs it, in words, where it decided something (the
-    /// contractions): recorded from the values it emits with (`--emit=kernels`, the
-    /// artifact's kernel plans, `f16c-run --profile`).
+    /// Per kernel, its plan in words (`--emit=kernels`, the artifact's kernel plans,
+    /// `f16c-run --profile`).
     pub plans: Vec<Option<String>>,
-    /// Whether [`Context::add`] builds the functions; without, the kernels are only planned
-    /// (their plans, scratch and layout decided as for the code, no CLIF built: `--emit=kernels`).
-    pub emit: bool,
 }
 
 impl<'p> Context<'p> {
@@ -55,41 +45,9 @@ impl<'p> Context<'p> {
             steps: Vec::new(),
             fctx: FunctionBuilderContext::new(),
             current: 0,
-            fma: options.fma,
-            dot_bf16: options.dot_bf16,
-            loops: options.loops,
+            planner: Planner::new(program, options),
             micro_kernels: Vec::new(),
-            bands: super::gemm::bands(program),
             plans: vec![None; program.kernels.len()],
-            emit: true,
-        }
-    }
-
-    /// Records that the code calls micro-kernel `lc`, and returns its words for a plan after
-    /// `joint` (" on ", " by ").
-    pub fn micro_kernel(&mut self, lc: f16c_core::abi::Libcall, joint: &str) -> String {
-        if !self.micro_kernels.contains(&lc) {
-            self.micro_kernels.push(lc);
-        }
-        f16c_core::abi::MicroKernel::of(lc).map_or_else(String::new, |m| format!("{joint}{}", m.what))
-    }
-
-    /// Records the current kernel's plan.
-    pub fn plan(&mut self, text: String) {
-        self.plans[self.current] = Some(text);
-    }
-
-    /// Rows per work item of the current kernel's GEMM of `m` rows: a band's where it runs in
-    /// bands, else at most [`super::legal::MC`], the rows shared evenly among that many blocks
-    /// (a multiple of [`super::legal::MR`]): 197 rows as 52, 52, 52 and 41 rather than 64, 64,
-    /// 64 and 5, so that each thread's share of the blocks is its share of the rows (two
-    /// threads took 128 and 69 rows of a ViT's GEMMs).
-    pub fn row_block(&self, m: usize) -> usize {
-        let k = self.current;
-        let (most, mr) = (super::legal::MC, super::legal::MR);
-        match self.bands.iter().find(|b| b.first == k || b.first + 2 == k) {
-            Some(b) => b.rows,
-            None => m.div_ceil(m.div_ceil(most).max(1)).next_multiple_of(mr).clamp(mr, most),
         }
     }
 
@@ -101,9 +59,6 @@ impl<'p> Context<'p> {
 
     /// Adds a function and the step that runs it.
     pub fn add(&mut self, suffix: &str, work: usize, cost: f64, body: impl FnOnce(&mut Fx) -> Result<(), String>) -> Result<(), BackendError> {
-        if !self.emit {
-            return Ok(());
-        }
         let name = format!("{}{suffix}", self.program.kernels[self.current].name);
         let f = super::build_function(&name, &mut self.fctx, body).map_err(|m| self.error(m))?;
         self.functions.push((name, f));
@@ -111,17 +66,29 @@ impl<'p> Context<'p> {
         Ok(())
     }
 
+    /// Kernel `k`: its plan ([`Planner::plan`]), then its code as the plan says.
     pub fn kernel(&mut self, k: usize) -> Result<(), BackendError> {
         self.current = k;
-        let kernel = &self.program.kernels[k];
-        match &kernel.kind {
-            KernelKind::Elementwise(e) => self.elementwise(e),
-            KernelKind::Contraction(c) => self.contraction(c),
-            KernelKind::Reduction(r) => self.reduction(r),
-            KernelKind::Pool(p) => self.pool(p),
-            KernelKind::Copy(c) => self.copy(c),
-            KernelKind::Gather(g) => self.gather(g),
-            KernelKind::Rows(r) => self.rows(r),
+        let program = self.program;
+        let kernel = &program.kernels[k];
+        let plan = self.planner.plan(k).map_err(|m| self.error(m))?;
+        self.plans[k] = Some(plan.describe(&self.planner, kernel));
+        if let Some(lc) = plan.micro_kernel().filter(|lc| !self.micro_kernels.contains(lc)) {
+            self.micro_kernels.push(lc);
+        }
+        match (plan, &kernel.kind) {
+            (KernelPlan::Gemm(p, finite), KernelKind::Contraction(c)) => self.gemm(c, *p, finite),
+            (KernelPlan::Depthwise(p, finite), KernelKind::Contraction(c)) => self.depthwise(c, *p, finite),
+            (KernelPlan::TransposeConv(finite), KernelKind::Contraction(c)) => self.transpose_conv(c, finite),
+            (KernelPlan::Integer, KernelKind::Contraction(c)) => self.integer(c),
+            (KernelPlan::Elementwise(p, split), KernelKind::Elementwise(e)) => self.elementwise(split.as_ref().unwrap_or(e), *p),
+            (KernelPlan::Reduction(p), KernelKind::Reduction(r)) => self.reduction(r, p),
+            (KernelPlan::Pool(p), KernelKind::Pool(pool)) => self.pool(pool, p),
+            (KernelPlan::Copy(p), KernelKind::Copy(c)) => self.copy(c, p),
+            (KernelPlan::Gather, KernelKind::Gather(g)) => self.gather(g),
+            (KernelPlan::Rows(p), KernelKind::Rows(r)) => self.rows(r, *p),
+            (KernelPlan::Softmax(p), KernelKind::Rows(r)) => self.softmax(r, p),
+            _ => Err(self.error("a plan made for another kind of kernel")),
         }
     }
 
@@ -129,13 +96,10 @@ impl<'p> Context<'p> {
     // Elementwise
     // -----------------------------------------------------------------------------------------
 
-    fn elementwise(&mut self, e: &Elementwise) -> Result<(), BackendError> {
-        let split = split_long_row(e);
-        let e = split.as_ref().unwrap_or(e);
-        let plan = ElementwisePlan::new(e);
+    /// An elementwise kernel (`e`, split into rows where its plan split it) as `plan` says.
+    fn elementwise(&mut self, e: &Elementwise, plan: ElementwisePlan) -> Result<(), BackendError> {
         let cost = (plan.rows * plan.inner * (e.expr.ops.len() + 1)) as f64;
         self.layout.scratch(plan.scratch);
-        self.plan(plan.describe());
         let e = e.clone();
         self.add("", plan.rows, cost, move |fx| {
             let out = fx.buffer(e.output.0);
@@ -151,27 +115,11 @@ impl<'p> Context<'p> {
     // time where the inner dimension allows.
     // -----------------------------------------------------------------------------------------
 
-    fn reduction(&mut self, r: &Reduction) -> Result<(), BackendError> {
+    /// A reduction as `plan` says ([`ReductionPlan`]).
+    fn reduction(&mut self, r: &Reduction, plan: ReductionPlan) -> Result<(), BackendError> {
         let (din, dout) = (r.input.ty.dtype, r.output.ty.dtype);
         let (len, inner) = (r.len, r.inner);
-        let f32_domain = domain(din) == F32 && domain(dout) == F32;
-        let vector = f32_domain && inner >= LANES && r.kind.is_some_and(|k| !matches!(k, ReduceKind::All | ReduceKind::Any));
-        if r.kind.is_some() && domain(din) != domain(dout) {
-            return Err(self.error(format!("reduction from {din} to {dout} is not supported")));
-        }
-        // Work items: an outer index and a block of REDUCE_BLOCK neighbouring outputs, whose
-        // chains (four vectors where the outputs are in lanes) run side by side: one chain of
-        // four lanes waited on each add (the squeeze-and-excite means of an EfficientNet-B0
-        // took five times the LLVM backend's time), and a batch-1 reduction (one outer index)
-        // ran on one thread. Every output is still reduced in index order.
-        let full = if vector { inner / REDUCE_BLOCK } else { 0 };
-        let rest = full * REDUCE_BLOCK < inner;
-        let blocks = full + usize::from(rest);
-        self.plan(if vector {
-            format!("an outer index and {REDUCE_BLOCK} neighbouring outputs per work item, {} chains of {LANES} lanes side by side, each output reduced in index order", REDUCE_BLOCK / LANES)
-        } else {
-            "an outer index per work item, one output at a time, reduced in index order".to_string()
-        });
+        let (vector, full, rest, blocks) = (plan.vector, plan.full, plan.rest, plan.blocks());
         let r = r.clone();
         self.add("", r.outer * blocks, (r.outer * len * inner) as f64, move |fx| {
             let (src, dst) = (fx.buffer(r.input.buffer.0), fx.buffer(r.output.buffer.0));
@@ -264,13 +212,9 @@ impl<'p> Context<'p> {
     // at a time where they compute in f32, a row at a time.
     // -----------------------------------------------------------------------------------------
 
-    fn rows(&mut self, r: &Rows) -> Result<(), BackendError> {
-        if let Some(softmax) = r.softmax() {
-            return self.softmax(r, softmax);
-        }
-        let plan = RowsPlan::new(r);
+    /// A rows kernel as `plan` says ([`RowsPlan`]).
+    fn rows(&mut self, r: &Rows, plan: RowsPlan) -> Result<(), BackendError> {
         self.layout.scratch(ROW_GROUP * plan.stride);
-        self.plan(plan.describe(r));
         let r = r.clone();
         let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
         self.add("", r.rows.div_ceil(ROW_GROUP), cost, move |fx| {
@@ -287,20 +231,12 @@ impl<'p> Context<'p> {
     /// A softmax ([`Rows::softmax`]): each work item's rows by the runtime's loop
     /// ([`Libcall::SoftmaxRowsF32`]: sixteen lanes where Cranelift has four, the rows' sums side
     /// by side), the same stages and bits as the generic rows code.
-    fn softmax(&mut self, r: &Rows, softmax: crate::lower::Softmax) -> Result<(), BackendError> {
-        let masked = if softmax.masked.is_some() { "; a row whose maximum is the mask value filled" } else { "" };
-        use crate::lower::SoftmaxForm;
-        // The libcall, the bytes of an input and of a result value, its flags, the words.
-        let (call, (x_bytes, y_bytes), flags, form) = match softmax.form {
-            SoftmaxForm::F32 => (Libcall::SoftmaxRowsF32, (4, 4), 0, ""),
-            SoftmaxForm::F32ToBf16 => (Libcall::SoftmaxRowsBf16, (4, 2), f16c_core::abi::SOFTMAX_F32_INPUT, "in f32, the result rounded to bf16, "),
-            SoftmaxForm::Bf16 => (Libcall::SoftmaxRowsBf16, (2, 2), 0, "in bf16 (the difference and the result rounded to bf16, the rest in f32) "),
-        };
+    fn softmax(&mut self, r: &Rows, plan: SoftmaxPlan) -> Result<(), BackendError> {
+        let (softmax, call, (x_bytes, y_bytes), flags) = (plan.softmax, plan.call, plan.bytes, plan.flags);
         if call == Libcall::SoftmaxRowsBf16 {
             // The rows' exp values in f32 in this thread's scratch.
             self.layout.scratch(ROW_GROUP * r.len * 4);
         }
-        self.plan(format!("{ROW_GROUP} rows of {} per work item, the softmax {form}by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){masked}", r.len));
         let (rows, len, x, y) = (r.rows, r.len, r.inputs[0].buffer.0, r.output.0);
         let scalars = softmax.masked.map(|(a, b)| (r.inputs[a].buffer.0, r.inputs[b].buffer.0));
         let cost = (rows * len * (r.stages.len() + 1)) as f64;
@@ -336,22 +272,13 @@ impl<'p> Context<'p> {
     // four channels at a time.
     // -----------------------------------------------------------------------------------------
 
-    fn pool(&mut self, p: &Pool) -> Result<(), BackendError> {
+    /// A pooling kernel as `plan` says ([`PoolPlan`]).
+    fn pool(&mut self, p: &Pool, plan: PoolPlan) -> Result<(), BackendError> {
         let (din, dout) = (p.input.ty.dtype, p.output.ty.dtype);
-        if domain(din) == I8 {
-            return Err(self.error("pooling is not defined on i1"));
-        }
-        let int = domain(din) == I64;
+        let (int, vector, unrolled) = (plan.int, plan.vector, plan.unrolled);
         let (&[n, ih, iw, c], &[_, oh, ow, _]) = (p.input.ty.shape.as_slice(), p.output.ty.shape.as_slice()) else {
             return Err(self.error("pooling input must be NHWC"));
         };
-        let vector = domain(din) == F32 && domain(dout) == F32 && c >= LANES;
-        let unrolled = vector && !int && p.kernel[0] * p.kernel[1] <= POOL_UNROLLED_TAPS;
-        self.plan(format!(
-            "an output row per work item, {}, window clipped to the input{}",
-            if vector { "four channels at a time" } else { "one channel at a time" },
-            if unrolled { " where it crosses the edge, its taps unrolled where it lies inside" } else { "" }
-        ));
         let p = p.clone();
         let cost = (n * oh * ow * c * p.kernel[0] * p.kernel[1]) as f64;
         self.add("", n * oh, cost, move |fx| {
@@ -479,21 +406,17 @@ impl<'p> Context<'p> {
     // Data movement: bit copies (never a rounding), contiguous rows copied 16 bytes at a time.
     // -----------------------------------------------------------------------------------------
 
-    fn copy(&mut self, c: &Copy) -> Result<(), BackendError> {
+    /// A copy as `plan` says ([`CopyPlan`]).
+    fn copy(&mut self, c: &Copy, plan: CopyPlan) -> Result<(), BackendError> {
         let c = c.clone();
         let bytes = c.output.ty.byte_size();
-        // An f32 ↔ f16 conversion: runs of the output staged in scratch ([`Bulk`]).
-        let bulk: Vec<Option<Bulk>> = c.moves.iter().map(|m| Bulk::of(m, c.source, c.output.ty.dtype)).collect();
-        if let Some(most) = bulk.iter().flatten().map(|b| b.rows * b.inner).max() {
+        if let Some(most) = plan.staged() {
             self.layout.scratch(most * c.source.byte_size());
         }
-        let moves: Vec<&str> = c.moves.iter().zip(&bulk).map(|(m, b)| if b.is_some() { "converted by the runtime a run at a time" } else { how_moved(m, c.converts()) }).collect();
-        // A transpose of 32-bit values whose source and destination are contiguous along
-        // different dimensions of multiples of four: 4 x 4 tiles transposed in registers.
-        if let ([m], [None], None, false, 4) = (c.moves.as_slice(), bulk.as_slice(), c.fill, c.converts(), c.output.ty.dtype.byte_size()) {
-            if let Some(t) = TileTranspose::of(m) {
-                self.plan(format!("a band of 4 x {} per work item ({} bands), 4 x 4 tiles transposed in registers", m.shape[t.a], t.bands));
-                let m = m.clone();
+        let bulk = plan.bulk;
+        match plan.form {
+            CopyForm::Tiles(t) => {
+                let m = c.moves[0].clone();
                 return self.add("", t.bands, bytes as f64, move |fx| {
                     let (src, dst) = (fx.buffer(m.src.0), fx.buffer(c.output.buffer.0));
                     fx.for_items(|fx, item| {
@@ -503,14 +426,7 @@ impl<'p> Context<'p> {
                     Ok(())
                 });
             }
-        }
-        // One move, large enough to share: a slice of its outermost loop per work item (the
-        // transposes around every attention moved 2 MB on one thread; a bf16 model's input,
-        // converted as it is transposed to NHWC, ran on one too).
-        if let ([m], [None], None) = (c.moves.as_slice(), bulk.as_slice(), c.fill) {
-            let order = in_slices(loop_order(m), c.output.ty.dtype.byte_size());
-            if order.shape.len() >= 2 && order.shape[0] >= 2 && bytes >= SPLIT_COPY_MIN_BYTES {
-                self.plan(format!("one of {} slices of the outermost loop per work item: {}", order.shape[0], how_moved(&order, c.converts())));
+            CopyForm::Slices(order) => {
                 let (items, src_stride, dst_stride) = (order.shape[0], order.src_strides[0], order.dst_strides[0]);
                 return self.add("", items, bytes as f64, move |fx| {
                     let (src, dst) = (fx.buffer(order.src.0), fx.buffer(c.output.buffer.0));
@@ -527,8 +443,8 @@ impl<'p> Context<'p> {
                     Ok(())
                 });
             }
+            CopyForm::Whole => {}
         }
-        self.plan(format!("one work item{}: {}", if c.fill.is_some() { ", the output filled first" } else { "" }, moves.join("; ")));
         self.add("", 1, bytes as f64, move |fx| {
             let dst = fx.buffer(c.output.buffer.0);
             let elem = c.output.ty.dtype.byte_size();
@@ -565,11 +481,6 @@ impl<'p> Context<'p> {
             return Err(self.error("gather takes [N,K,C] values and [N,W] indices"));
         };
         let elem = g.values.ty.dtype.byte_size();
-        self.plan(if g.scatter.is_some() {
-            "an output row per work item, its last index found, every index range-checked".to_string()
-        } else {
-            g.run_in_words()
-        });
         if let Some(input) = g.scatter.clone() {
             // One output row (n, k) per work item: the last w with indices[n, w] = k gives the
             // row, else values_in's row is kept. Every index is range-checked.
@@ -851,7 +762,7 @@ const SPLIT_ROW_MAX: usize = 8192;
 /// and one row was all the work there was (EfficientNet-B0's SiLU kernels ran on one thread of
 /// two). `None` where it is not such a kernel or no length divides it. The same elements, the
 /// same bits.
-fn split_long_row(e: &Elementwise) -> Option<Elementwise> {
+pub(super) fn split_long_row(e: &Elementwise) -> Option<Elementwise> {
     let &[n] = e.shape.as_slice() else { return None };
     if n <= SPLIT_ROW_MAX {
         return None;
@@ -910,7 +821,7 @@ fn neg_inf(fx: &mut Fx, ty: cranelift_codegen::ir::Type) -> Value {
 
 /// The valid window offsets `[lo, hi)` for a window of `k` starting at `start` over `0..len`.
 /// The most taps of a pooling window [`whole_window`] unrolls (a 5×5 one).
-const POOL_UNROLLED_TAPS: usize = 25;
+pub(super) const POOL_UNROLLED_TAPS: usize = 25;
 
 /// Four channels of a float pooling window that lies inside the input, its first tap at
 /// `from` (an input of `iw × c` per row): the same values as the clipped loop's. A maximum
@@ -1051,10 +962,10 @@ fn int_average(fx: &mut Fx, acc: Value, count: Value, out_zp: i64, d: f16c_diale
 /// it), rather than element by element in software. The move's dimensions from `dim` on are
 /// dense in the output, `inner` elements per index of `dim`; a run is `rows` indices of `dim`.
 #[derive(Clone, Copy, Debug)]
-struct Bulk {
+pub(super) struct Bulk {
     dim: usize,
-    inner: usize,
-    rows: usize,
+    pub(super) inner: usize,
+    pub(super) rows: usize,
     /// Narrow (f32 source) or widen (f16 source).
     narrow: bool,
 }
@@ -1065,7 +976,7 @@ impl Bulk {
     /// Fewest elements per runtime call: shorter runs keep the element-by-element copy.
     const RUN_MIN: usize = 32;
 
-    fn of(m: &crate::lower::Move, source: DType, out: DType) -> Option<Bulk> {
+    pub(super) fn of(m: &crate::lower::Move, source: DType, out: DType) -> Option<Bulk> {
         let narrow = match (source, out) {
             (DType::F32, DType::F16) => true,
             (DType::F16, DType::F32) => false,
@@ -1149,7 +1060,7 @@ const UNROLLED_MAX: usize = 16;
 /// `m` with its dimensions in the order [`copy_dims`] loops over them best: where the innermost
 /// is not contiguous on both sides (a transpose's), the shortest dimension of at most
 /// [`UNROLLED_MAX`] indices moved innermost, to be unrolled.
-fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
+pub(super) fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
     let last = m.shape.len() - 1;
     let mut m = m.clone();
     if m.src_strides[last] == 1 && m.dst_strides[last] == 1 {
@@ -1172,15 +1083,15 @@ fn loop_order(m: &crate::lower::Move) -> crate::lower::Move {
 /// tile is four vector loads along `a`, [`Fx::transpose4`] and four vector stores along `b`
 /// (a U-Net's NCHW -> NHWC transposes moved one element per load and store).
 #[derive(Clone, Copy)]
-struct TileTranspose {
-    a: usize,
+pub(super) struct TileTranspose {
+    pub(super) a: usize,
     b: usize,
     /// Work items: the other dimensions' indices times `b`'s in fours.
-    bands: usize,
+    pub(super) bands: usize,
 }
 
 impl TileTranspose {
-    fn of(m: &crate::lower::Move) -> Option<TileTranspose> {
+    pub(super) fn of(m: &crate::lower::Move) -> Option<TileTranspose> {
         let a = (0..m.shape.len()).find(|&d| m.src_strides[d] == 1 && m.dst_strides[d] != 1)?;
         let b = (0..m.shape.len()).find(|&d| m.dst_strides[d] == 1 && m.src_strides[d] != 1)?;
         let outer: usize = (0..m.shape.len()).filter(|&d| d != a && d != b).map(|d| m.shape[d]).product();
@@ -1228,7 +1139,7 @@ impl TileTranspose {
 
 /// How [`copy_dims`] moves `m`'s elements, for the plan: contiguous runs of bits as bytes,
 /// others one at a time.
-fn how_moved(m: &crate::lower::Move, converts: bool) -> &'static str {
+pub(super) fn how_moved(m: &crate::lower::Move, converts: bool) -> &'static str {
     let o = loop_order(m);
     let last = o.shape.len() - 1;
     if !converts && o.src_strides[last] == 1 && o.dst_strides[last] == 1 {
@@ -1241,7 +1152,7 @@ fn how_moved(m: &crate::lower::Move, converts: bool) -> &'static str {
 /// A one-dimensional move, contiguous on both sides and large enough to split, as slices of at
 /// least [`COPY_SLICE_BYTES`] (`[n / b, b]`, `b` the smallest such divisor of `n`) to share among
 /// threads: ResNet-50's 3 MB slice of its activations ran on one. Other moves as they are.
-fn in_slices(m: crate::lower::Move, elem: usize) -> crate::lower::Move {
+pub(super) fn in_slices(m: crate::lower::Move, elem: usize) -> crate::lower::Move {
     let [n] = m.shape[..] else { return m };
     if m.src_strides[0] != 1 || m.dst_strides[0] != 1 || n * elem < SPLIT_COPY_MIN_BYTES {
         return m;
@@ -1266,7 +1177,7 @@ fn bits_type(elem: usize) -> cranelift_codegen::ir::Type {
 
 /// The smallest copy of bits the JIT splits into work items (a slice of its outermost loop
 /// each).
-const SPLIT_COPY_MIN_BYTES: usize = 1 << 16;
+pub(super) const SPLIT_COPY_MIN_BYTES: usize = 1 << 16;
 
 /// Nested loops over a move's dimensions (in [`loop_order`]); the innermost contiguous case
 /// copies bytes, a short innermost dimension is unrolled (every element at a constant offset).
@@ -1347,7 +1258,7 @@ pub fn copy_bytes(fx: &mut Fx, from: Value, to: Value, n: usize) {
 
 /// A row kernel's decisions (a group of [`ROW_GROUP`] rows per work item), made before its
 /// code is emitted: where each full value lives.
-struct RowsPlan {
+pub(super) struct RowsPlan {
     /// Inputs, and the last value (the result).
     n_in: usize,
     last: usize,
@@ -1419,7 +1330,7 @@ impl FusedRun {
 }
 
 impl RowsPlan {
-    fn new(r: &Rows) -> RowsPlan {
+    pub(super) fn new(r: &Rows) -> RowsPlan {
         let n_in = r.inputs.len();
         let last = n_in + r.stages.len() - 1;
         let dtype_of = |v: RowValue| if v < n_in { r.inputs[v].dtype } else { r.dtypes[v - n_in] };
@@ -1460,7 +1371,7 @@ impl RowsPlan {
     }
 
     /// The plan in words (`--emit=kernels`, the profile).
-    fn describe(&self, r: &Rows) -> String {
+    pub(super) fn describe(&self, r: &Rows) -> String {
         let reductions = r.stages.iter().filter(|s| matches!(s, RowStage::Reduce { .. })).count();
         let mut s = format!("{ROW_GROUP} rows of {} per work item, {} stages ({reductions} reductions), the group's rows interleaved", r.len, r.stages.len());
         let widened = (0..self.n_in).filter(|&k| self.slots[k].is_some()).count();
@@ -1827,14 +1738,14 @@ pub fn wide_name(call: Libcall) -> &'static str {
 }
 
 /// Neighbouring outputs of a reduction per work item, their chains side by side.
-const REDUCE_BLOCK: usize = 4 * LANES;
+pub(super) const REDUCE_BLOCK: usize = 4 * LANES;
 
 /// The longest row staged or widened in scratch (64 KiB in f32).
 const STAGED_ROW_MAX: usize = 1 << 14;
 
 /// An elementwise kernel's decisions (a row of the innermost dimension per work item), made
 /// before its code is emitted.
-struct ElementwisePlan {
+pub(super) struct ElementwisePlan {
     rank: usize,
     /// The row's length, and the rows.
     inner: usize,
@@ -1863,7 +1774,7 @@ struct ElementwisePlan {
 }
 
 impl ElementwisePlan {
-    fn new(e: &Elementwise) -> ElementwisePlan {
+    pub(super) fn new(e: &Elementwise) -> ElementwisePlan {
         let rank = e.shape.len();
         let inner = e.shape[rank - 1];
         let rows: usize = e.shape[..rank - 1].iter().product();
@@ -1923,7 +1834,7 @@ impl ElementwisePlan {
     }
 
     /// The plan in words (`--emit=kernels`, the profile).
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         if let Some((call, _)) = self.silu {
             let d = if call == Libcall::SiluArrayBf16 { "bf16" } else { "f32" };
             return format!("a row of {} per work item, x · sigmoid(x) in {d} by the runtime's 16-lane loop", self.inner);

@@ -32,6 +32,7 @@ mod gemm;
 pub mod legal;
 mod lower;
 mod math;
+mod plan;
 pub mod narrow;
 mod share;
 mod softfloat;
@@ -202,13 +203,16 @@ fn plan_of(program: &Program, plans: &[Option<String>], bands: &[crate::backend:
     }
 }
 
-/// Every kernel's plan ([`Compiled::plan`]) without building any code: the kernels go through
-/// the same planning as for [`compile`], which then builds nothing.
+/// Every kernel's plan ([`Compiled::plan`]) without building any code: the plans
+/// [`compile`] emits from ([`plan::Planner`]), in words.
 pub fn plans(program: &Program, options: &Options) -> BackendResult<Vec<Option<String>>> {
-    let mut cx = lower::Context::new(program, options);
-    cx.emit = false;
-    (0..program.kernels.len()).try_for_each(|k| cx.kernel(k))?;
-    Ok((0..program.kernels.len()).map(|k| plan_of(program, &cx.plans, &cx.bands, k)).collect())
+    let planner = plan::Planner::new(program, options);
+    let mut plans = Vec::with_capacity(program.kernels.len());
+    for (k, kernel) in program.kernels.iter().enumerate() {
+        let plan = planner.plan(k).map_err(|m| BackendError::at(kernel, NAME, BackendErrorKind::Codegen(m)))?;
+        plans.push(Some(plan.describe(&planner, kernel)));
+    }
+    Ok((0..program.kernels.len()).map(|k| plan_of(program, &plans, &planner.bands, k)).collect())
 }
 
 impl Compiled {
@@ -477,15 +481,15 @@ impl Backend for CraneliftBackend {
         NAME
     }
 
-    /// Legality ([`legal::legal`]); the plans are made per kernel as the program's CLIF is
-    /// built ([`Backend::configure_all`] builds it to show them), so none here.
+    /// Legality ([`legal::legal`]); the plans need the whole program (the attention chains
+    /// that run in bands), so [`Backend::configure_all`] makes them ([`plan::Planner`]).
     fn configure(&self, _program: &Program, kernel: &Kernel) -> Result<crate::backend::KernelConfig, Unsupported> {
         legal::legal(kernel).map(|()| crate::backend::KernelConfig::default())
     }
 
     /// The plans of the kernels at the `--cpu` level (without one, x86-64-v3: what `--emit`
-    /// prints on every machine), made by the planning the code is built from, without building
-    /// it ([`plans`]); a program it cannot plan has none.
+    /// prints on every machine), the plans the code is built from, made without building it
+    /// ([`plans`]); a program it cannot plan has none.
     fn configure_all(&self, program: &Program) -> Vec<Result<crate::backend::KernelConfig, Unsupported>> {
         let checked: Vec<Result<crate::backend::KernelConfig, Unsupported>> = program.kernels.iter().map(|k| self.configure(program, k)).collect();
         if checked.iter().any(Result::is_err) {
@@ -593,7 +597,8 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
         cx.functions.push((form.name().to_string(), micro));
     }
     crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
-    let lower::Context { mut layout, functions, mut steps, micro_kernels, bands, plans, .. } = cx;
+    let lower::Context { mut layout, functions, mut steps, micro_kernels, planner, plans, .. } = cx;
+    let bands = planner.bands;
     // Attention's scores, softmax and products band by band (the same items, reordered).
     for band in &bands {
         crate::backend::bands::interleave(&mut steps, band);
