@@ -10,6 +10,8 @@
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=W-F16
 // RUN: %f16c compile %s --function=activations --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ACT
 // RUN: %f16c compile %s --function=conv --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CONV
+// RUN: %f16c compile %s --function=conv_rows --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CONV-ROWS
+// RUN: %f16c compile %s --function=conv_rows --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=CONV-ROWS-V2
 // RUN: %f16c compile %s --function=row --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROW
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=DW-F16
@@ -58,7 +60,8 @@ func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tens
 }
 
 // A padded 3 × 3 convolution: its rows are windows of the input, gathered into a packed A
-// chunk by chunk of the reduction (implicit im2col).
+// chunk by chunk of the reduction (implicit im2col): output rows of 8 pixels are too short for
+// a row block of window rows (below).
 // CONV: k{{[0-9]+}}_conv2d: contraction conv2d batch=1 m=64 n=4 k=72
 // CONV: strategy: tiles 4x8, 64 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A packed per chunk{{$}}
 func.func @conv(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x4xf32> {
@@ -67,6 +70,20 @@ func.func @conv(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x4xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<4x3x3x8xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x8x8x4xf32>
   return %c : tensor<1x8x8x4xf32>
+}
+
+// Output rows of 16 pixels: a row block is one output row, and each chunk of the reduction
+// (a window row's 3 × 8 values) is read in place from the input, padded once per run in a step
+// of its own, its rows 8 values apart: nothing is packed. The generated loops (x86-64-v2) pack.
+// CONV-ROWS: k{{[0-9]+}}_conv2d: contraction conv2d batch=1 m=64 n=4 k=72
+// CONV-ROWS: strategy: tiles 4x8, 16 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place as window rows of the input padded once per run, k in 3 chunks{{$}}
+// CONV-ROWS-V2: strategy: tiles 4x8, 64 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A packed per chunk{{$}}
+func.func @conv_rows(%x: tensor<1x4x16x8xf32>) -> tensor<1x4x16x4xf32> {
+  %w = "tosa.const"() <{values = dense<0.125> : tensor<4x3x3x8xf32>}> : () -> tensor<4x3x3x8xf32>
+  %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.conv2d %x, %w, %b, %z, %z {acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x16x8xf32>, tensor<4x3x3x8xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x16x4xf32>
+  return %c : tensor<1x4x16x4xf32>
 }
 
 // A matmul of one row (a classifier at batch 1): the row against several panels per item.

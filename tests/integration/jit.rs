@@ -744,6 +744,72 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
     }
 }
 
+/// An f32 convolution of `images` images `h` × `w` × `c` by `o` filters `kh` × `kw` (bias,
+/// ReLU fused).
+#[allow(clippy::too_many_arguments, reason = "a convolution's geometry")]
+fn conv_window_rows(images: usize, (h, w, c): (usize, usize, usize), (o, kh, kw): (usize, usize, usize), pad: [usize; 4], stride: [usize; 2], dilation: [usize; 2], rng: &mut Rng) -> Graph {
+    use f16c_dialect::ConvAttrs;
+    let d = DType::F32;
+    let mut g = Graph::new("conv_window_rows");
+    let x = g.add_input(TensorType::new(d, [images, h, w, c]), loc());
+    let wv = constant(&mut g, random(&TensorType::new(d, [o, kh, kw, c]), rng, -1.0, 1.0));
+    let bv = constant(&mut g, random(&TensorType::new(d, [o]), rng, -1.0, 1.0));
+    let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
+    let oh = (h + pad[0] + pad[1] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
+    let ow = (w + pad[2] + pad[3] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
+    let a = ConvAttrs { pad, stride, dilation, acc: d };
+    let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[images, oh, ow, o]), &[x, wv, bv, z1, z2], loc());
+    let y = g.add_node(Op::Clamp { min: 0.0, max: f64::from(f32::MAX) }, tensor_ty(d, &[images, oh, ow, o]), &[y], loc());
+    g.add_output(y);
+    g
+}
+
+/// An f32 convolution whose output rows are a whole number of micro-panels reads A's rows in
+/// place as window rows of its input (padded once per run where it has padding), a chunk per
+/// window row (or part of one): its plan says so, and its bits are those of the generated
+/// micro-kernels, which pack A (strides, dilation down, asymmetric padding, no padding, two
+/// images, one input channel, window rows longer than a chunk, a 1 × 3 window over one row as
+/// torch-mlir's conv1d, at stride 1 and 2). Where no row block of 16 to 64 rows (a multiple of
+/// four) divides its output's rows exactly, it packs A.
+#[test]
+fn convolutions_read_window_rows_in_place_with_the_packed_bits() {
+    use f16c_compiler::backend::cranelift::{plans, Loops, Options, CRANELIFT};
+    let host = Options::host().unwrap();
+    if host.loops == Loops::Generated {
+        eprintln!("this CPU has no native GEMM loop: no window rows to compare");
+        return;
+    }
+    let host = Options { dot_bf16: false, ..host };
+    let generated = Options { loops: Loops::Generated, ..host };
+    let mut rng = Rng(41);
+    #[allow(clippy::type_complexity, reason = "a table of geometries")]
+    let cases: [(usize, (usize, usize, usize), (usize, usize, usize), [usize; 4], [usize; 2], [usize; 2], bool); 8] = [
+        (1, (9, 16, 5), (12, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1], true),
+        (2, (11, 33, 3), (8, 3, 3), [1, 0, 0, 1], [2, 2], [1, 1], true),
+        (1, (10, 18, 20), (40, 3, 3), [0; 4], [1, 1], [2, 1], true),
+        (1, (7, 16, 1), (4, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1], true),
+        (1, (6, 16, 130), (9, 2, 3), [1, 1, 1, 1], [1, 1], [1, 1], true),
+        (1, (1, 24, 16), (24, 1, 3), [0, 0, 1, 1], [1, 1], [1, 1], true),
+        (1, (1, 49, 16), (24, 1, 3), [0, 0, 1, 0], [1, 2], [1, 1], true),
+        (1, (9, 8, 5), (12, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1], false),
+    ];
+    for (images, input, filters, pad, stride, dilation, windows) in cases {
+        let what = format!("conv images={images} input={input:?} filters={filters:?} pad={pad:?} stride={stride:?} dilation={dilation:?}");
+        let g = conv_window_rows(images, input, filters, pad, stride, dilation, &mut rng);
+        let program = f16c_compiler::driver::lower_for(&g, &CRANELIFT).unwrap();
+        let plan = plans(&program, &host).unwrap().into_iter().flatten().find(|p| p.starts_with("tiles")).expect("a GEMM plan");
+        assert_eq!(plan.contains("window rows"), windows, "{what}: {plan}");
+        assert_eq!(plan.contains("padded once per run"), windows && pad != [0; 4], "{what}: {plan}");
+        let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
+        check(&what, &g, &inputs, Some(contraction_tolerance(filters.1 * filters.2 * input.2, false)));
+        for threads in [1, 2] {
+            let native = Model::compile_graph_with(&g, threads, &host).unwrap().run(&inputs).unwrap();
+            let packed = Model::compile_graph_with(&g, threads, &generated).unwrap().run(&inputs).unwrap();
+            assert_eq!(native[0].data().to_le_bytes(), packed[0].data().to_le_bytes(), "{what}, {threads} threads: not the packed GEMM's bits");
+        }
+    }
+}
+
 /// A depthwise convolution (channel multiplier 1, 3×3, padding 1) with its bias and, by
 /// `finish`, nothing more, a ReLU6 as `maximum`/`minimum` with one-element constants (as
 /// torch-mlir writes it), one as a clamp, or a residual add first.
