@@ -173,18 +173,18 @@ impl CopyPlan {
         let bulk: Vec<Option<Bulk>> = c.moves.iter().map(|m| Bulk::of(m, c.source, c.output.ty.dtype)).collect();
         let plain = bulk.iter().all(Option::is_none) && c.fill.is_none();
         let form = match c.moves.as_slice() {
-            // A transpose of 32-bit values whose source and destination are contiguous along
-            // different dimensions of multiples of four: 4 x 4 tiles transposed in registers.
-            [m] if plain && !c.converts() && c.output.ty.dtype.byte_size() == 4 && TileTranspose::of(m).is_some() => CopyForm::Tiles(TileTranspose::of(m).expect("checked")),
-            // One move, large enough to share: a slice of its outermost loop per work item
-            // (the transposes around every attention moved 2 MB on one thread; a bf16 model's
-            // input, converted as it is transposed to NHWC, ran on one too).
             [m] if plain => {
+                // A transpose of 32-bit values whose source and destination are contiguous along
+                // different dimensions of multiples of four: 4 x 4 tiles transposed in registers.
+                let tiles = (!c.converts() && c.output.ty.dtype.byte_size() == 4).then(|| TileTranspose::of(m)).flatten();
+                // One move, large enough to share: a slice of its outermost loop per work item
+                // (the transposes around every attention moved 2 MB on one thread; a bf16
+                // model's input, converted as it is transposed to NHWC, ran on one too).
                 let order = in_slices(loop_order(m), c.output.ty.dtype.byte_size());
-                if order.shape.len() >= 2 && order.shape[0] >= 2 && c.output.ty.byte_size() >= SPLIT_COPY_MIN_BYTES {
-                    CopyForm::Slices(order)
-                } else {
-                    CopyForm::Whole
+                match tiles {
+                    Some(t) => CopyForm::Tiles(t),
+                    None if order.shape.len() >= 2 && order.shape[0] >= 2 && c.output.ty.byte_size() >= SPLIT_COPY_MIN_BYTES => CopyForm::Slices(order),
+                    None => CopyForm::Whole,
                 }
             }
             _ => CopyForm::Whole,

@@ -364,20 +364,7 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
                 let parts: Vec<_> = c.a_parts.iter().map(|p| (ir.buffer(p.buffer.0), *p.ty.shape.last().expect("a part has channels"))).collect();
                 ir.for_n(0, g.iw, |ir, x| {
                     let (src_pixel, dst_pixel) = (ir.add(pixel, x), ir.add(out, ir.addi(ir.muli(x, g.ic), left as i64)));
-                    let mut channel = 0;
-                    for &(part, n) in &parts {
-                        let (first, to) = (ir.muli(src_pixel, n), ir.addi(dst_pixel, channel as i64));
-                        if from == dtype {
-                            let (f, t) = (element(ir, part, first), element(ir, dst, to));
-                            ir.b.build_memcpy(t, 1, f, 1, ir.i64((n * bytes) as i64)).built();
-                        } else {
-                            ir.for_n(0, n, |ir, i| {
-                                let v = ir.load(from, part, ir.add(first, i));
-                                ir.store(dtype, dst, ir.add(to, i), v);
-                            });
-                        }
-                        channel += n;
-                    }
+                    copy_parts(ir, &parts, src_pixel, (dst, dst_pixel), (from, dtype));
                 });
             } else if from == dtype {
                 // Same type: the row's bits, one constant-length copy (vector loads and stores),
@@ -395,6 +382,28 @@ pub fn pad_row<'ctx>(ir: &mut Ir<'ctx>, c: &Contraction, to: &ConvGeometry, (dst
         },
         |ir| zeros(ir, 0, to.iw * g.ic),
     );
+}
+
+/// Pixel `pixel`'s channels of each of `parts` (a buffer and its channels, of type `from`) in
+/// turn, to element `to` of `dst` on as `dtype`: their bits, one constant-length copy per part,
+/// where the types are the same (vector loads and stores, not a trip through f32), else
+/// converted one by one.
+pub fn copy_parts<'ctx>(ir: &mut Ir<'ctx>, parts: &[(PointerValue<'ctx>, usize)], pixel: IntValue<'ctx>, (dst, to): (PointerValue<'ctx>, IntValue<'ctx>), (from, dtype): (DType, DType)) {
+    let (bytes, byte_ty) = (dtype.byte_size(), ir.cx.i8_type());
+    let mut at = to;
+    for &(part, n) in parts {
+        let first = ir.muli(pixel, n);
+        if from == dtype {
+            let (f, t) = (ir.gep(byte_ty.into(), part, ir.muli(first, bytes)), ir.gep(byte_ty.into(), dst, ir.muli(at, bytes)));
+            ir.b.build_memcpy(t, 1, f, 1, ir.i64((n * bytes) as i64)).built();
+        } else {
+            ir.for_n(0, n, |ir, i| {
+                let v = ir.load(from, part, ir.add(first, i));
+                ir.store(dtype, dst, ir.add(at, i), v);
+            });
+        }
+        at = ir.addi(at, n as i64);
+    }
 }
 
 /// Tile `t` of `c`, B read from the packed panels in slot `packed`, in bf16 pairs where

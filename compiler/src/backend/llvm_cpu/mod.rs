@@ -349,18 +349,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
         let width: usize = channels.iter().sum();
         let pixels = parts[0].ty.num_elements() / channels[0].max(1);
         let whole = self.layout.temporary(self.k, pixels * width * dtype.byte_size());
-        let sources: Vec<usize> = parts.iter().map(|p| p.buffer.0).collect();
         self.step("_concat_a", pixels, (pixels * width) as f64, |ir, p, _| {
-            let dst = ir.buffer(whole);
-            let mut at = ir.muli(p, width);
-            for (&src, &n) in sources.iter().zip(&channels) {
-                let (src, first) = (ir.buffer(src), ir.muli(p, n));
-                ir.for_n(0, n, |ir, i| {
-                    let v = ir.load(dtype, src, ir.add(first, i));
-                    ir.store(dtype, dst, ir.add(at, i), v);
-                });
-                at = ir.addi(at, n as i64);
-            }
+            let sources: Vec<_> = parts.iter().zip(&channels).map(|(part, &n)| (ir.buffer(part.buffer.0), n)).collect();
+            let (dst, at) = (ir.buffer(whole), ir.muli(p, width));
+            gemm::copy_parts(ir, &sources, p, (dst, at), (dtype, dtype));
             Ok(())
         })?;
         Ok(whole)
