@@ -10,7 +10,7 @@
 // RUN: %f16c compile %s --function=activations --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ACT
 // RUN: %f16c compile %s --function=activations --target=x86_64 --backend=llvm --cpu=x86-64-v4+bf16 --precision=bf16 --emit=kernels | FileCheck %s --check-prefix=ACT-PAIRS
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW
-// RUN: %f16c compile %s --function=softmax --target=x86_64 --backend=llvm --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROWS
+// RUN: %f16c compile %s --function=softmax --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROWS
 // RUN: %f16c compile %s --function=weight --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 -o %t.f16c
 // RUN: %f16c-run %t.f16c --input %inputs/x_4x64_f32.npy --output %t.npy --profile 2>&1 | FileCheck %s --check-prefix=PROFILE
 
@@ -69,10 +69,11 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 
 // A softmax's rows, four per work item: each row's sum in index order, the four rows' chains
 // interleaved; the elementwise stages in two loops over the row (sub and exp before the sum,
-// the scaling after it); the maximum in eight chains of its own where the row is long enough
-// (37), and in four vector chains of sixteen lanes where it fills them twice (a row of 300).
-// ROWS: strategy: 4 rows of 37 per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in 2 loops, maxima/minima in 8 chains
-// ROWS: strategy: 4 rows of 300 per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in 2 loops, maxima/minima in 4 chains of 16 lanes
+// the scaling after it), sixteen lanes at a time on AVX-512 (every value f32); the maximum in
+// eight chains of its own where the row is long enough (37), and in four vector chains of
+// sixteen lanes where it fills them twice (a row of 300).
+// ROWS: strategy: 4 rows of 37 per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in 2 loops, 16 lanes at a time, maxima/minima in 8 chains
+// ROWS: strategy: 4 rows of 300 per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in 2 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes
 func.func @softmax(%x: tensor<5x37xf32>, %x2: tensor<3x300xf32>) -> (tensor<5x37xf32>, tensor<3x300xf32>) {
   %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<5x37xf32>) -> tensor<5x1xf32>
   %d = tosa.sub %x, %m : (tensor<5x37xf32>, tensor<5x1xf32>) -> tensor<5x37xf32>
@@ -90,10 +91,15 @@ func.func @softmax(%x: tensor<5x37xf32>, %x2: tensor<3x300xf32>) -> (tensor<5x37
   return %y, %y2 : tensor<5x37xf32>, tensor<3x300xf32>
 }
 
-// Where rows are long (256 or more) and many (64 groups or more), twelve per work item: twelve
-// rows' sums side by side keep both adders busy where four waited on an add's latency.
+// Where rows are long (256 or more) and many (64 groups or more), twelve per work item: on
+// AVX-512 their sums side by side in the lanes of one vector (each block of sixteen elements of
+// the twelve rows transposed in registers, one vector add per column: each lane is its row's
+// chain in index order); on AVX2 (eight lanes) twelve scalar chains, which keep both adders
+// busy where four waited on an add's latency.
 // RUN: %f16c compile %s --function=long_rows --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=LONG
-// LONG: strategy: 12 rows of 256 per work item, each row's sums in index order
+// RUN: %f16c compile %s --function=long_rows --target=x86_64 --backend=llvm --cpu=x86-64-v3 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=LONG-V3
+// LONG: strategy: 12 rows of 256 per work item, each row's sums in index order, sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 2 loops, 16 lanes at a time
+// LONG-V3: strategy: 12 rows of 256 per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in 2 loops, 8 lanes at a time
 func.func @long_rows(%x: tensor<768x256xf32>) -> tensor<768x256xf32> {
   %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<768x256xf32>) -> tensor<768x1xf32>
   %d = tosa.sub %x, %m : (tensor<768x256xf32>, tensor<768x1xf32>) -> tensor<768x256xf32>

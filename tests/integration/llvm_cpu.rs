@@ -305,7 +305,10 @@ fn a_concatenation_pads_into_the_convolution_with_the_same_bits() {
 
 /// Long rows, many of them, run twelve per work item (`families::row_group`): a softmax and a
 /// layer norm's mean and variance over 775 rows of 300 (the last group repeats the last row)
-/// give the reference's bits, the sums in each row's index order.
+/// give the reference's bits, the sums in each row's index order — on AVX-512 the twelve rows'
+/// sums side by side in one vector's lanes (blocks of sixteen transposed in registers, the
+/// last twelve elements of each row one by one) and the elementwise runs sixteen lanes at a
+/// time (`families::RowVectors`).
 #[test]
 fn long_rows_twelve_at_a_time_give_the_reference_bits() {
     let text = r#"
@@ -331,14 +334,24 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
     let g = &module.functions[0];
     let n = 775 * 300;
     let x = Tensor::from_f32(vec![775, 300], (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32) * 20.0 - 10.0).collect()).unwrap();
-    let program = driver::lower_for(g, &LlvmCpuBackend).unwrap();
-    let artifact = LlvmCpuBackend.artifact(&program).unwrap();
-    let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
-    assert!(plans.iter().any(|p| p.starts_with("12 rows of 300 per work item")), "{plans:?}");
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    use f16c_compiler::target::{Cpu, X86Level};
     let want = reference::run(g, std::slice::from_ref(&x)).unwrap();
-    for threads in [1, 2] {
-        let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
-        f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+    // AVX2 (eight lanes: twelve scalar chains) and, where this machine has it, AVX-512 (the
+    // sums side by side).
+    let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
+    let native = x86_64(Cpu::Native).expect("a level");
+    let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
+    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time"), (v4, "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time")];
+    for (backend, plan) in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
+        let program = driver::lower_for(g, backend).unwrap();
+        let artifact = backend.artifact(&program).unwrap();
+        let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
+        assert!(plans.iter().any(|p| p.starts_with("12 rows of 300 per work item") && p.contains(plan)), "{plans:?}");
+        for threads in [1, 2] {
+            let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+            f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{plan}, {threads} threads: {e}"));
+        }
     }
 }
 

@@ -15,11 +15,12 @@
 //! | depthwise, transpose conv | one output element, its taps in the reference's order | `batch·m·n` |
 //! | rows | one row shared by a group of threads ([`RowShare`]), stages in order, full values in a per-row temporary | rows |
 
+use super::expr::LaneRules;
 use super::{Built, Ir, Var};
 
 /// Rows and columns of the output tile a register-blocked contraction work item computes.
 pub const TILE: usize = 4;
-use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
+use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, EwKind, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
 use f16c_dialect::{DType, ReduceKind};
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
@@ -213,6 +214,67 @@ pub fn row_group(r: &Rows) -> usize {
         ROW_GROUP_LONG
     } else {
         ROW_GROUP
+    }
+}
+
+/// Where a group of rows of a rows kernel uses vectors ([`Ir::rows_group`], decided by the
+/// CPU backend's plan with [`RowVectors::of`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowVectors {
+    /// The machine's f32 lanes.
+    pub lanes: usize,
+    /// The first stages of the runs of elementwise stages computed `lanes` elements at a time:
+    /// every full stage of the run an f32 op of f32 values that [`LaneRules::op`] computes on
+    /// lanes, none looked up in a table (the contract's `exp` then takes AVX-512's `vscalefps`
+    /// directly, where the loop vectoriser widened `llvm.ldexp` through two conversions and a
+    /// NaN select: the Whisper encoder's softmaxes ...).
+    pub runs: Vec<usize>,
+    /// The sums computed side by side, the group's rows in the lanes of one vector: f32 sums
+    /// of f32 values over rows at least `lanes` long, the group filling more than half of a
+    /// vector. Blocks of `lanes` elements of each row are transposed in registers so that lane
+    /// `q` adds row `q`'s elements in index order (the bits of a chain per row) at one vector
+    /// add per block column, where a chain per row took one scalar add per element.
+    pub sums: Vec<usize>,
+}
+
+impl RowVectors {
+    /// The vectors a group of [`row_group`] rows of `r` uses on a machine of `lanes` f32 lanes
+    /// whose lanes follow `rules`.
+    pub fn of(r: &Rows, rules: &LaneRules, lanes: usize) -> RowVectors {
+        let n_in = r.inputs.len();
+        let group = row_group(r);
+        let mut v = RowVectors { lanes, ..RowVectors::default() };
+        if lanes < 2 || r.len < lanes {
+            return v;
+        }
+        let mut si = 0;
+        while si < r.stages.len() {
+            if let RowStage::Reduce { kind, arg, .. } = r.stages[si] {
+                let fits = lanes.is_power_of_two() && group <= lanes && 2 * group > lanes;
+                if kind == ReduceKind::Sum && r.dtype(arg) == DType::F32 && (arg >= n_in || r.inputs[arg].full) && fits {
+                    v.sums.push(si);
+                }
+                si += 1;
+                continue;
+            }
+            let end = r.run_end(si);
+            let fulls = r.stages[si..end].iter().any(|st| matches!(st, RowStage::Map { full: true, .. }));
+            let full = |v: RowValue| if v < n_in { r.inputs[v].full } else { matches!(r.stages[v - n_in], RowStage::Map { full: true, .. }) };
+            let in_lanes = r.stages[si..end].iter().enumerate().all(|(e, st)| match st {
+                // A select on a row's scalar condition (PyTorch's all-masked test) picks a vector.
+                RowStage::Map { op, full: true } if op.kind == EwKind::Select => !full(op.args[0]) && r.dtypes[si + e] == DType::F32 && op.args[1..].iter().all(|&a| r.dtype(a) == DType::F32),
+                RowStage::Map { op, full: true } => {
+                    let types: Vec<DType> = op.args.iter().map(|&a| r.dtype(a)).collect();
+                    r.dtypes[si + e] == DType::F32 && types.iter().all(|&d| d == DType::F32) && rules.op(op, &types) && r.holds_half(op.args[0]).is_none()
+                }
+                _ => true,
+            });
+            if fulls && in_lanes {
+                v.runs.push(si);
+            }
+            si = end;
+        }
+        v
     }
 }
 
@@ -1569,7 +1631,7 @@ impl<'ctx> Ir<'ctx> {
                 ir.reduce_sequential(kind, d, r.len, load)
             }
         };
-        self.rows_with(r, row, temp, RowShare { start: zero, step: one, reduce: &mut reduce })
+        self.rows_with(r, row, temp, RowShare { start: zero, step: one, reduce: &mut reduce, vectors: None })
     }
 
     /// Bytes of scratch [`Ir::rows_group`] needs: a row's temporary per row of the group, each
@@ -1588,8 +1650,9 @@ impl<'ctx> Ir<'ctx> {
     /// each row's in index order (its own chain: the same bits), so that the rows' chains
     /// overlap instead of waiting on one add (or compare) per element. A group past the last
     /// row repeats the last row, which writes the same values again. `scratch`:
-    /// [`Ir::rows_group_temp_bytes`].
-    pub fn rows_group(&mut self, r: &Rows, g: IntValue<'ctx>, scratch: PointerValue<'ctx>) -> Result<(), String> {
+    /// [`Ir::rows_group_temp_bytes`]. Where `vectors` says, runs of elementwise stages go
+    /// several elements at a time and sums side by side.
+    pub fn rows_group(&mut self, r: &Rows, g: IntValue<'ctx>, scratch: PointerValue<'ctx>, vectors: &RowVectors) -> Result<(), String> {
         let group = row_group(r);
         let first = self.muli(g, group);
         let last = self.i64(r.rows as i64 - 1);
@@ -1598,7 +1661,7 @@ impl<'ctx> Ir<'ctx> {
         let temps: Vec<PointerValue<'ctx>> = (0..group).map(|q| self.byte_offset(scratch, self.i64((q * stride) as i64))).collect();
         let (zero, one) = (self.i64(0), self.i64(1));
         let mut unused = |ir: &mut Self, kind: ReduceKind, d: DType, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>| ir.reduce_sequential(kind, d, r.len, load);
-        self.rows_many(r, &rows, &temps, RowShare { start: zero, step: one, reduce: &mut unused })
+        self.rows_many(r, &rows, &temps, RowShare { start: zero, step: one, reduce: &mut unused, vectors: Some(vectors) })
     }
 
     /// A float maximum or minimum of `len` elements `load(j)`, bit for bit what
@@ -1689,6 +1752,42 @@ impl<'ctx> Ir<'ctx> {
         self.get(result)
     }
 
+    /// The f32 sums of `len` contiguous f32 values at each of `rows` (base, first element), each
+    /// in index order from +0 ([`RowVectors::sums`]): blocks of `lanes` elements of every row
+    /// (rows past the last: poison lanes, never read) transposed in registers, so that column
+    /// `i` holds each row's element `i` of the block in the row's lane and one vector add per
+    /// column steps every row's chain; the last `len % lanes` elements row by row.
+    fn sums_side_by_side(&mut self, rows: &[(PointerValue<'ctx>, IntValue<'ctx>)], len: usize, lanes: usize) -> Vec<BasicValueEnum<'ctx>> {
+        let f32t = self.cx.f32_type();
+        let vty = f32t.vec_type(lanes as u32);
+        let acc = self.var(vty.const_zero().into());
+        let blocks = len / lanes;
+        self.for_range(self.i64(0), self.i64(blocks as i64), self.i64(1), |ir, b| {
+            let j0 = ir.muli(b, lanes);
+            let block: Vec<VectorValue<'ctx>> = (0..lanes)
+                .map(|q| match rows.get(q) {
+                    Some(&(base, at)) => ir.load_lanes(DType::F32, base, ir.add(at, j0), lanes as u32),
+                    None => vty.get_poison(),
+                })
+                .collect();
+            let mut sum = ir.get(acc).into_vector_value();
+            for column in ir.transpose_vectors(block) {
+                sum = ir.b.build_float_add(sum, column, "").built();
+            }
+            ir.set(acc, sum.into());
+        });
+        let total = self.get(acc).into_vector_value();
+        let accs: Vec<Var<'ctx>> = (0..rows.len()).map(|q| self.var(self.b.build_extract_element(total, self.i64(q as i64), "").built())).collect();
+        self.for_n(blocks * lanes, len, |ir, j| {
+            for (&(base, at), &a) in rows.iter().zip(&accs) {
+                let x = ir.load(DType::F32, base, ir.add(at, j)).into_float_value();
+                let next = ir.b.build_float_add(ir.get(a).into_float_value(), x, "").built();
+                ir.set(a, next.into());
+            }
+        });
+        accs.iter().map(|&a| self.get(a)).collect()
+    }
+
     /// `len` elements `load(j)` reduced in index order (the reference's), in the domain of `d`.
     pub fn reduce_sequential(&mut self, kind: ReduceKind, d: DType, len: usize, load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let acc = self.var(self.reduce_init(kind, d));
@@ -1766,6 +1865,14 @@ impl<'ctx> Ir<'ctx> {
                         scalars[q][v] = Some(self.round_to(*dtype, a));
                     }
                 }
+                RowStage::Reduce { arg, dtype, .. } if share.vectors.is_some_and(|vs| vs.sums.contains(&si)) => {
+                    let lanes = share.vectors.map_or(1, |vs| vs.lanes);
+                    let places: Vec<(PointerValue<'ctx>, IntValue<'ctx>)> = (0..rows.len()).map(|q| place(self, q, *arg)).map(|(base, at, _)| (base, at)).collect();
+                    let sums = self.sums_side_by_side(&places, len, lanes);
+                    for (q, s) in sums.into_iter().enumerate() {
+                        scalars[q][v] = Some(self.round_to(*dtype, s));
+                    }
+                }
                 RowStage::Reduce { kind, arg, dtype } => {
                     let places: Vec<(PointerValue<'ctx>, IntValue<'ctx>, DType)> = (0..rows.len()).map(|q| place(self, q, *arg)).collect();
                     let accs: Vec<Var<'ctx>> = places.iter().map(|_| self.var(self.reduce_init(*kind, dtypes[*arg]))).collect();
@@ -1799,10 +1906,51 @@ impl<'ctx> Ir<'ctx> {
                         }
                     }
                     let in_memory = |a: RowValue| if a < n_in { r.inputs[a].full } else { a < n_in + si && matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
+                    let lanes = share.vectors.map_or(1, |vs| vs.lanes);
+                    let whole = if share.vectors.is_some_and(|vs| vs.runs.contains(&si)) { len / lanes * lanes } else { 0 };
                     for (q, row_scalars) in scalars.iter().enumerate() {
                         let mut failure = Ok(());
+                        if whole > 0 {
+                            // `lanes` elements at a time, each lane what the loop below computes.
+                            let vty = self.cx.f32_type().vec_type(lanes as u32);
+                            self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
+                                let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
+                                for &(fv, op) in &fulls {
+                                    let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                                    let select = op.kind == EwKind::Select;
+                                    let mut args = Vec::with_capacity(op.args.len());
+                                    for (n, &a) in op.args.iter().enumerate() {
+                                        args.push(match (here[a], in_memory(a)) {
+                                            (Some(x), _) => x,
+                                            (None, true) => {
+                                                let (base, at0, t) = place(ir, q, a);
+                                                ir.load_lanes(t, base, ir.add(at0, j), lanes as u32).into()
+                                            }
+                                            // (A select's condition stays the row's scalar.)
+                                            (None, false) if select && n == 0 => row_scalars[a].expect("a scalar condition"),
+                                            (None, false) => ir.splat(vty, row_scalars[a].expect("a scalar argument").into_float_value()).into(),
+                                        });
+                                    }
+                                    let y = if select { Ok(ir.select(args[0].into_int_value(), args[1], args[2])) } else { ir.ew(op, &args, &types) };
+                                    let y = match y {
+                                        Ok(y) => y,
+                                        Err(e) => {
+                                            failure = Err(e);
+                                            return;
+                                        }
+                                    };
+                                    if read_after(fv) {
+                                        let (obase, oat, ot) = place(ir, q, fv);
+                                        ir.store_lanes(ot, obase, ir.add(oat, j), y.into_vector_value());
+                                    }
+                                    here[fv] = Some(y);
+                                }
+                            });
+                            std::mem::replace(&mut failure, Ok(()))?;
+                        }
                         let end = self.i64(len as i64);
-                        self.for_range(share.start, end, share.step, |ir, j| {
+                        let start = if whole > 0 { self.i64(whole as i64) } else { share.start };
+                        self.for_range(start, end, share.step, |ir, j| {
                             let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
                             for &(fv, op) in &fulls {
                                 let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
@@ -1866,6 +2014,9 @@ pub struct RowShare<'a, 'ctx> {
     /// Reduces the row (`load(j)` reads element `j`) in the domain of the given type.
     #[allow(clippy::type_complexity, reason = "a callback used in one place, clearer spelled out than named")]
     pub reduce: &'a mut dyn FnMut(&mut Ir<'ctx>, ReduceKind, DType, &dyn Fn(&mut Ir<'ctx>, IntValue<'ctx>) -> BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx>,
+    /// Where this thread, computing whole rows one element after the next (`start` 0, `step`
+    /// 1), uses vectors.
+    pub vectors: Option<&'a RowVectors>,
 }
 
 /// Whether value `v` of `r` (a stage's) is read after the run of elementwise stages that

@@ -159,13 +159,13 @@ impl LlvmCpuBackend {
             let failed = |m: String| codegen(Some(kernel), m);
             let mut emit = Emitter { ir: &mut ir, schedule: &mut schedule, layout: &mut layout, k, name };
             match (plan, &kernel.kind) {
-                (KernelPlan::Rows, KernelKind::Rows(r)) => {
+                (KernelPlan::Rows(vectors), KernelKind::Rows(r)) => {
                     // Rows a few at a time, their reductions' chains interleaved; the rows'
                     // temporaries are the thread's scratch.
                     emit.layout.scratch(Ir::rows_group_temp_bytes(r));
                     let cost = (r.rows * r.len * (r.stages.len() + 1)) as f64;
                     let name = emit.name.clone();
-                    emit.schedule.add(emit.ir, name, Ir::rows_groups(r), cost, k, |ir, g, params| ir.rows_group(r, g, params.scratch)).map_err(failed)?;
+                    emit.schedule.add(emit.ir, name, Ir::rows_groups(r), cost, k, |ir, g, params| ir.rows_group(r, g, params.scratch, vectors)).map_err(failed)?;
                 }
                 (&KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
                     let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;

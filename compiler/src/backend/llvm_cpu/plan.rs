@@ -5,7 +5,7 @@
 //! is what runs.
 
 use super::{depthwise, gemm, LlvmCpuBackend, POOL_LANES};
-use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
+use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, RowVectors, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
 use crate::backend::llvm::Ir;
 use crate::lower::{ConvGeometry, Kernel, KernelKind, Program};
 use f16c_dialect::DType;
@@ -13,8 +13,9 @@ use f16c_dialect::DType;
 /// How one kernel runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelPlan {
-    /// `row_group` rows of a rows kernel per work item, their reductions' chains interleaved.
-    Rows,
+    /// `row_group` rows of a rows kernel per work item, their reductions' chains interleaved;
+    /// runs of elementwise stages and sums in vectors where these say.
+    Rows(RowVectors),
     /// A depthwise convolution: `lanes` channels × a run of a row's pixels per work item, in
     /// fp16 accumulators where `f16_acc`.
     Depthwise {
@@ -115,7 +116,7 @@ impl LlvmCpuBackend {
     pub fn plan(&self, program: &Program, kernel: &Kernel) -> KernelPlan {
         let m = &self.machine;
         match &kernel.kind {
-            KernelKind::Rows(_) => return KernelPlan::Rows,
+            KernelKind::Rows(r) => return KernelPlan::Rows(RowVectors::of(r, &self.lane_rules(), m.gemm.lanes)),
             KernelKind::Contraction(c) => {
                 let lanes = depthwise::lanes(m, c);
                 if depthwise::applies(c, lanes) {
@@ -196,7 +197,7 @@ impl KernelPlan {
     /// whose widening of A runs band by band ([`crate::backend::bands::Band::widens_products_a`]).
     pub fn describe(&self, kernel: &Kernel, a_per_band: bool) -> String {
         match (self, &kernel.kind) {
-            (KernelPlan::Rows, KernelKind::Rows(r)) => {
+            (KernelPlan::Rows(vectors), KernelKind::Rows(r)) => {
                 // The emitter's tests, on each reduction's argument type.
                 let arg_type = |a: usize| if a < r.inputs.len() { r.inputs[a].dtype } else { r.dtypes[a - r.inputs.len()] };
                 let extrema = |test: fn(f16c_dialect::ReduceKind, DType, usize) -> bool| r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind, arg, .. } if test(*kind, arg_type(*arg), r.len)));
@@ -207,8 +208,20 @@ impl KernelPlan {
                 } else {
                     String::new()
                 };
+                let group = crate::backend::llvm::families::row_group(r);
+                let lanes = vectors.lanes;
+                let sum_stages = r.stages.iter().filter(|st| matches!(st, crate::lower::RowStage::Reduce { kind: f16c_dialect::ReduceKind::Sum, .. })).count();
+                let sums = match vectors.sums.len() {
+                    0 => "the rows' chains interleaved".to_string(),
+                    n => format!("{}sums side by side in the lanes of a vector (blocks of {lanes} elements of each row transposed in registers)", if n == sum_stages { "" } else { "some " }),
+                };
                 let loops = row_loops(r);
-                format!("{} rows of {} per work item, each row's sums in index order, the rows' chains interleaved, elementwise stages in {loops} loop{}{chains}", crate::backend::llvm::families::row_group(r), r.len, if loops == 1 { "" } else { "s" })
+                let vector = match vectors.runs.len() {
+                    0 => String::new(),
+                    n if n == loops => format!(", {lanes} lanes at a time"),
+                    n => format!(" ({n} of them {lanes} lanes at a time)"),
+                };
+                format!("{group} rows of {} per work item, each row's sums in index order, {sums}, elementwise stages in {loops} loop{}{vector}{chains}", r.len, if loops == 1 { "" } else { "s" })
             }
             (KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
                 format!("depthwise: {lanes} channels × {} pixels of a row per work item, {} accumulators", depthwise::pixels(c), if *f16_acc { "f16" } else { "f32" })

@@ -120,7 +120,7 @@ pub fn emit<'ctx>(ir: &mut Ir<'ctx>, r: &Rows, kernel_name: &str, temp: Option<(
             v
         };
         let step = ir.i64(THREADS as i64);
-        if let Err(e) = ir.rows_with(r, row, row_temp, RowShare { start: tid, step, reduce: &mut reduce }) {
+        if let Err(e) = ir.rows_with(r, row, row_temp, RowShare { start: tid, step, reduce: &mut reduce, vectors: None }) {
             failure = Err(e);
         }
         // The next row's stages must not overwrite a slot this row still reads.
