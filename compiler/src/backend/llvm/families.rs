@@ -224,10 +224,12 @@ pub struct RowVectors {
     /// The machine's f32 lanes.
     pub lanes: usize,
     /// The first stages of the runs of elementwise stages computed `lanes` elements at a time:
-    /// every full stage of the run an f32 op of f32 values that [`LaneRules::op`] computes on
-    /// lanes, none looked up in a table (the contract's `exp` then takes AVX-512's `vscalefps`
-    /// directly, where the loop vectoriser widened `llvm.ldexp` through two conversions and a
-    /// NaN select: the Whisper encoder's softmaxes ...).
+    /// every full stage of the run an op that [`LaneRules::op`] computes on f32 lanes (f32,
+    /// f16 and bf16 values, rounded lane by lane; a function of 16-bit values looked up, a
+    /// `vgatherdps` per vector), or a select on the row's scalar condition. (The contract's
+    /// `exp` then takes AVX-512's `vscalefps` directly, where the loop vectoriser widened
+    /// `llvm.ldexp` through two conversions and a NaN select, and bf16 runs, which it left
+    /// scalar, are vectors.)
     pub runs: Vec<usize>,
     /// The sums computed side by side, the group's rows in the lanes of one vector: f32 sums
     /// of f32 values over rows at least `lanes` long, the group filling more than half of a
@@ -260,12 +262,15 @@ impl RowVectors {
             let end = r.run_end(si);
             let fulls = r.stages[si..end].iter().any(|st| matches!(st, RowStage::Map { full: true, .. }));
             let full = |v: RowValue| if v < n_in { r.inputs[v].full } else { matches!(r.stages[v - n_in], RowStage::Map { full: true, .. }) };
+            // A value in f32 lanes: f32, or f16/bf16 rounded lane by lane (kept as f32 in the
+            // row's temporary, widened exactly as an input is loaded).
+            let lane = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16) && rules.rounds(d);
             let in_lanes = r.stages[si..end].iter().enumerate().all(|(e, st)| match st {
                 // A select on a row's scalar condition (PyTorch's all-masked test) picks a vector.
-                RowStage::Map { op, full: true } if op.kind == EwKind::Select => !full(op.args[0]) && r.dtypes[si + e] == DType::F32 && op.args[1..].iter().all(|&a| r.dtype(a) == DType::F32),
+                RowStage::Map { op, full: true } if op.kind == EwKind::Select => !full(op.args[0]) && lane(r.dtypes[si + e]) && op.args[1..].iter().all(|&a| lane(r.dtype(a))),
                 RowStage::Map { op, full: true } => {
                     let types: Vec<DType> = op.args.iter().map(|&a| r.dtype(a)).collect();
-                    r.dtypes[si + e] == DType::F32 && types.iter().all(|&d| d == DType::F32) && rules.op(op, &types) && r.holds_half(op.args[0]).is_none()
+                    lane(r.dtypes[si + e]) && types.iter().all(|&d| lane(d)) && rules.op(op, &types)
                 }
                 _ => true,
             });
@@ -1752,6 +1757,41 @@ impl<'ctx> Ir<'ctx> {
         self.get(result)
     }
 
+    /// A reduction of each of a group's rows, `len` contiguous values of the type each place
+    /// says (base, first element, stored type), in the domain of `d`: maxima and minima in
+    /// chains of their own per row ([`Ir::reduce_extremum_lanes`], [`Ir::reduce_extremum`]: a
+    /// maximum's chain waits on a compare and two selects), sums side by side in vectors of
+    /// `side` lanes where the plan says so ([`Ir::sums_side_by_side`]), else the rows' chains
+    /// interleaved in one loop, each row's in index order.
+    fn rows_reduce_group(&mut self, kind: ReduceKind, d: DType, places: &[(PointerValue<'ctx>, IntValue<'ctx>, DType)], len: usize, side: Option<usize>) -> Vec<BasicValueEnum<'ctx>> {
+        if extremum_in_chains(kind, d, len) {
+            return places
+                .iter()
+                .map(|&(base, at0, t)| {
+                    let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
+                    if t == d && extremum_in_lanes(kind, d, len) {
+                        self.reduce_extremum_lanes(kind, len, (base, at0, t), &load)
+                    } else {
+                        self.reduce_extremum(kind, d, len, &load)
+                    }
+                })
+                .collect();
+        }
+        if let Some(lanes) = side {
+            let rows: Vec<(PointerValue<'ctx>, IntValue<'ctx>)> = places.iter().map(|&(base, at, _)| (base, at)).collect();
+            return self.sums_side_by_side(&rows, len, lanes);
+        }
+        let accs: Vec<Var<'ctx>> = places.iter().map(|_| self.var(self.reduce_init(kind, d))).collect();
+        self.for_n(0, len, |ir, j| {
+            for (&(base, at0, t), &acc) in places.iter().zip(&accs) {
+                let x = ir.load(t, base, ir.add(at0, j));
+                let next = ir.reduce_step(kind, ir.get(acc), x);
+                ir.set(acc, next);
+            }
+        });
+        accs.iter().map(|&acc| self.get(acc)).collect()
+    }
+
     /// The f32 sums of `len` contiguous f32 values at each of `rows` (base, first element), each
     /// in index order from +0 ([`RowVectors::sums`]): blocks of `lanes` elements of every row
     /// (rows past the last: poison lanes, never read) transposed in registers, so that column
@@ -1851,40 +1891,10 @@ impl<'ctx> Ir<'ctx> {
                     let a = (share.reduce)(self, *kind, dtypes[*arg], &load);
                     scalars[0][v] = Some(self.round_to(*dtype, a));
                 }
-                RowStage::Reduce { kind, arg, dtype } if extremum_in_chains(*kind, dtypes[*arg], len) => {
-                    // A maximum's chain waits on a compare and two selects: each row's in eight
-                    // chains of its own.
-                    for q in 0..rows.len() {
-                        let (base, at0, t) = place(self, q, *arg);
-                        let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
-                        let a = if t == dtypes[*arg] && extremum_in_lanes(*kind, dtypes[*arg], len) {
-                            self.reduce_extremum_lanes(*kind, len, (base, at0, t), &load)
-                        } else {
-                            self.reduce_extremum(*kind, dtypes[*arg], len, &load)
-                        };
-                        scalars[q][v] = Some(self.round_to(*dtype, a));
-                    }
-                }
-                RowStage::Reduce { arg, dtype, .. } if share.vectors.is_some_and(|vs| vs.sums.contains(&si)) => {
-                    let lanes = share.vectors.map_or(1, |vs| vs.lanes);
-                    let places: Vec<(PointerValue<'ctx>, IntValue<'ctx>)> = (0..rows.len()).map(|q| place(self, q, *arg)).map(|(base, at, _)| (base, at)).collect();
-                    let sums = self.sums_side_by_side(&places, len, lanes);
-                    for (q, s) in sums.into_iter().enumerate() {
-                        scalars[q][v] = Some(self.round_to(*dtype, s));
-                    }
-                }
                 RowStage::Reduce { kind, arg, dtype } => {
                     let places: Vec<(PointerValue<'ctx>, IntValue<'ctx>, DType)> = (0..rows.len()).map(|q| place(self, q, *arg)).collect();
-                    let accs: Vec<Var<'ctx>> = places.iter().map(|_| self.var(self.reduce_init(*kind, dtypes[*arg]))).collect();
-                    self.for_n(0, len, |ir, j| {
-                        for (&(base, at0, t), &acc) in places.iter().zip(&accs) {
-                            let x = ir.load(t, base, ir.add(at0, j));
-                            let next = ir.reduce_step(*kind, ir.get(acc), x);
-                            ir.set(acc, next);
-                        }
-                    });
-                    for (q, &acc) in accs.iter().enumerate() {
-                        let a = self.get(acc);
+                    let side = share.vectors.filter(|vs| vs.sums.contains(&si)).map(|vs| vs.lanes);
+                    for (q, a) in self.rows_reduce_group(*kind, dtypes[*arg], &places, len, side).into_iter().enumerate() {
                         scalars[q][v] = Some(self.round_to(*dtype, a));
                     }
                 }
@@ -1909,85 +1919,62 @@ impl<'ctx> Ir<'ctx> {
                     let lanes = share.vectors.map_or(1, |vs| vs.lanes);
                     let whole = if share.vectors.is_some_and(|vs| vs.runs.contains(&si)) { len / lanes * lanes } else { 0 };
                     for (q, row_scalars) in scalars.iter().enumerate() {
-                        let mut failure = Ok(());
-                        if whole > 0 {
-                            // `lanes` elements at a time, each lane what the loop below computes.
-                            let vty = self.cx.f32_type().vec_type(lanes as u32);
-                            self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
-                                let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
-                                for &(fv, op) in &fulls {
-                                    let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
-                                    let select = op.kind == EwKind::Select;
-                                    let mut args = Vec::with_capacity(op.args.len());
-                                    for (n, &a) in op.args.iter().enumerate() {
-                                        args.push(match (here[a], in_memory(a)) {
-                                            (Some(x), _) => x,
-                                            (None, true) => {
-                                                let (base, at0, t) = place(ir, q, a);
-                                                ir.load_lanes(t, base, ir.add(at0, j), lanes as u32).into()
-                                            }
-                                            // (A select's condition stays the row's scalar.)
-                                            (None, false) if select && n == 0 => row_scalars[a].expect("a scalar condition"),
-                                            (None, false) => ir.splat(vty, row_scalars[a].expect("a scalar argument").into_float_value()).into(),
-                                        });
-                                    }
-                                    let y = if select { Ok(ir.select(args[0].into_int_value(), args[1], args[2])) } else { ir.ew(op, &args, &types) };
-                                    let y = match y {
-                                        Ok(y) => y,
-                                        Err(e) => {
-                                            failure = Err(e);
-                                            return;
-                                        }
-                                    };
-                                    if read_after(fv) {
-                                        let (obase, oat, ot) = place(ir, q, fv);
-                                        ir.store_lanes(ot, obase, ir.add(oat, j), y.into_vector_value());
-                                    }
-                                    here[fv] = Some(y);
-                                }
-                            });
-                            std::mem::replace(&mut failure, Ok(()))?;
-                        }
-                        let end = self.i64(len as i64);
-                        let start = if whole > 0 { self.i64(whole as i64) } else { share.start };
-                        self.for_range(start, end, share.step, |ir, j| {
+                        // Element `j` of every full stage of the run, or with `vector` the
+                        // `lanes` elements from `j`, each lane what the scalar code computes.
+                        let step = |ir: &mut Self, j: IntValue<'ctx>, vector: bool| -> Result<(), String> {
+                            let vty = ir.cx.f32_type().vec_type(lanes as u32);
                             let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
                             for &(fv, op) in &fulls {
                                 let types: Vec<DType> = op.args.iter().map(|&a| dtypes[a]).collect();
+                                let select = vector && op.kind == EwKind::Select;
                                 let mut args = Vec::with_capacity(op.args.len());
-                                for &a in &op.args {
+                                for (n, &a) in op.args.iter().enumerate() {
                                     args.push(match (here[a], in_memory(a)) {
                                         (Some(x), _) => x,
                                         (None, true) => {
                                             let (base, at0, t) = place(ir, q, a);
-                                            ir.load(t, base, ir.add(at0, j))
+                                            if vector { ir.load_lanes(t, base, ir.add(at0, j), lanes as u32).into() } else { ir.load(t, base, ir.add(at0, j)) }
                                         }
-                                        (None, false) => row_scalars[a].expect("a scalar argument"),
+                                        // (A select's condition stays the row's scalar.)
+                                        (None, false) if !vector || select && n == 0 => row_scalars[a].expect("a scalar argument"),
+                                        (None, false) => ir.splat(vty, row_scalars[a].expect("a scalar argument").into_float_value()).into(),
                                     });
                                 }
-                                let y = match ir.ew_of(op, &args, &types, r.holds_half(op.args[0])) {
-                                    Ok(y) => y,
-                                    Err(e) => {
-                                        failure = Err(e);
-                                        return;
-                                    }
-                                };
-                                if !in_register(fv) {
+                                let y = if select { ir.select(args[0].into_int_value(), args[1], args[2]) } else { ir.ew_of(op, &args, &types, r.holds_half(op.args[0]))? };
+                                if !vector && !in_register(fv) {
                                     // Through memory, as stored and read back.
                                     let (obase, oat, ot) = place(ir, q, fv);
                                     ir.store(ot, obase, ir.add(oat, j), y);
                                     here[fv] = Some(ir.load(ot, obase, ir.add(oat, j)));
                                     continue;
                                 }
-                                if y.get_type() != ir.storage(if dtypes[fv] == DType::F64 { DType::F64 } else { DType::F32 }) {
-                                    failure = Err(format!("row value {fv} of type {} computed as {}", dtypes[fv], y.get_type()));
-                                    return;
+                                if !vector && y.get_type() != ir.storage(if dtypes[fv] == DType::F64 { DType::F64 } else { DType::F32 }) {
+                                    return Err(format!("row value {fv} of type {} computed as {}", dtypes[fv], y.get_type()));
                                 }
                                 if read_after(fv) {
                                     let (obase, oat, ot) = place(ir, q, fv);
-                                    ir.store(ot, obase, ir.add(oat, j), y);
+                                    if vector {
+                                        ir.store_lanes(ot, obase, ir.add(oat, j), y.into_vector_value());
+                                    } else {
+                                        ir.store(ot, obase, ir.add(oat, j), y);
+                                    }
                                 }
                                 here[fv] = Some(y);
+                            }
+                            Ok(())
+                        };
+                        let mut failure = Ok(());
+                        if whole > 0 {
+                            self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
+                                if let Err(e) = step(ir, j, true) {
+                                    failure = Err(e);
+                                }
+                            });
+                        }
+                        let start = if whole > 0 { self.i64(whole as i64) } else { share.start };
+                        self.for_range(start, self.i64(len as i64), share.step, |ir, j| {
+                            if let Err(e) = step(ir, j, false) {
+                                failure = Err(e);
                             }
                         });
                         failure?;
