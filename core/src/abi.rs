@@ -193,6 +193,14 @@ pub enum Libcall {
     /// softmax kernels call it once per work item, where Cranelift's four lanes took a Whisper
     /// encoder's bf16 softmax at five times the f32 loop's time.
     SoftmaxRowsBf16,
+    /// `uint64_t f(const uint16_t *src, uint16_t *dst, uint64_t n)`: [`Libcall::SiluArrayBf16`]
+    /// for IEEE fp16 values: `s = f16(sigmoid(x))`, then `f16(x · s)` (each widened exactly,
+    /// computed in f32, rounded to nearest even by F16C's `vcvtps2ph` as `half` rounds; a NaN
+    /// stays a NaN), for `n` elements; returns `n`. `dst` is `src` or does not overlap it. A
+    /// runtime micro-kernel ([`MICRO_KERNELS`]: AVX2, FMA and F16C): the JIT's fp16 SiLU
+    /// kernels call it per row, where Cranelift's four lanes took EfficientNet-B0's fp16 SiLUs
+    /// (torch-mlir's `sigmoid` and `mul`, between a convolution and the next) 18.7 of its 33 ms.
+    SiluArrayF16,
 }
 
 /// [`Libcall::SoftmaxRowsBf16`]'s flag: `x` and `mask` are f32, the difference not rounded.
@@ -215,7 +223,7 @@ pub struct MicroKernel {
 /// an artifact whose code calls them records the version it was compiled against
 /// ([`crate::artifact::Manifest::micro_kernels`]) and a runtime of another version refuses it.
 /// Changing or adding a micro-kernel changes this version, not the artifact format's.
-pub const MICRO_KERNEL_VERSION: u32 = 1;
+pub const MICRO_KERNEL_VERSION: u32 = 2;
 
 /// The features of the AVX2 loops.
 const AVX2: &[&str] = &["avx2", "fma", "f16c"];
@@ -224,13 +232,14 @@ const AVX512: &[&str] = &["avx2", "fma", "f16c", "avx512f"];
 
 /// Every runtime micro-kernel, one row each: what the compiler may choose from and what the
 /// runtime provides. A new one is a row here, its [`Libcall`], and its loop in the runtime.
-pub const MICRO_KERNELS: [MicroKernel; 6] = [
+pub const MICRO_KERNELS: [MicroKernel; 7] = [
     MicroKernel { libcall: Libcall::GemmTiles, what: "the runtime's AVX2 loop (12x8 or 4x24 per pass)", requires: AVX2 },
     MicroKernel { libcall: Libcall::GemmTilesAvx512, what: "the runtime's AVX-512 loop (12x16 or 4x48 per pass)", requires: AVX512 },
     MicroKernel { libcall: Libcall::GemvPanels, what: "the runtime's AVX2 one-row loop", requires: AVX2 },
     MicroKernel { libcall: Libcall::DepthwiseRow, what: "the runtime's AVX2 loop", requires: AVX2 },
     MicroKernel { libcall: Libcall::DepthwiseRowAvx512, what: "the runtime's AVX-512 loop", requires: AVX512 },
     MicroKernel { libcall: Libcall::GemmPairsBf16, what: "bf16 pairs on VDPBF16PS into f32 (the runtime's loop)", requires: &["avx512bf16"] },
+    MicroKernel { libcall: Libcall::SiluArrayF16, what: "the runtime's F16C loop", requires: AVX2 },
 ];
 
 impl MicroKernel {
@@ -363,7 +372,7 @@ pub mod tiles {
 
 impl Libcall {
     /// Every libcall, in table order: `rt[lc as usize]` is `lc`'s function.
-    pub const ALL: [Libcall; 34] = [
+    pub const ALL: [Libcall; 35] = [
         Libcall::ExpF32,
         Libcall::LogF32,
         Libcall::TanhF32,
@@ -398,6 +407,7 @@ impl Libcall {
         Libcall::SiluArrayF32,
         Libcall::SiluArrayBf16,
         Libcall::SoftmaxRowsBf16,
+        Libcall::SiluArrayF16,
     ];
 
     /// The C parameter types and result type.
@@ -410,7 +420,7 @@ impl Libcall {
             ExpF64 | LogF64 | TanhF64 | ErfF64 | SinF64 | CosF64 => (&[F64], F64),
             PowF64 => (&[F64, F64], F64),
             F64ToF16 | F64ToBf16 => (&[F64], F32),
-            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 | SiluArrayF32 | SiluArrayBf16 => (&[Ptr, Ptr, U64], U64),
+            WidenF16 | NarrowF16 | NarrowF16Canonical | ExpArrayF32 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 | SiluArrayF32 | SiluArrayBf16 | SiluArrayF16 => (&[Ptr, Ptr, U64], U64),
             RoundF16 => (&[Ptr, Ptr, U64, U64], U64),
             GemmTiles | GemmTilesAvx512 | GemmPairsBf16 => (&[Ptr, U64, Ptr, U64, U64, Ptr, U64, U64, U64, U64], U64),
             GemvPanels => (&[Ptr, Ptr, U64, U64, Ptr, U64, U64], U64),

@@ -139,6 +139,8 @@ func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
 // RUN: %f16c compile %s --function=softmax --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX
 // RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SILU
 // RUN: %f16c compile %s --function=silu --target=x86_64 --precision=bf16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=SILU-BF16
+// RUN: %f16c compile %s --function=silu --target=x86_64 --precision=fp16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=SILU-F16
+// RUN: %f16c compile %s --function=silu --target=x86_64 --cpu=x86-64-v2 --precision=fp16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=SILU-F16-V2
 // RUN: %f16c compile %s --function=weight --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=CAST-F16
 // SOFTMAX: strategy: 4 rows of 37 per work item, the softmax by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){{$}}
 // RUN: %f16c compile %s --function=softmax_bf16 --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=SOFTMAX-BF16
@@ -147,6 +149,11 @@ func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
 // SOFTMAX-BF16: strategy: 4 rows of 37 per work item, the softmax in bf16 (the difference and the result rounded to bf16, the rest in f32) by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side); a row whose maximum is the mask value filled{{$}}
 // SILU: strategy: a row of 1200 per work item, x · sigmoid(x) in f32 by the runtime's 16-lane loop{{$}}
 // SILU-BF16: strategy: a row of 1200 per work item, x · sigmoid(x) in bf16 by the runtime's 16-lane loop{{$}}
+// An fp16 SiLU on the runtime's F16C micro-kernel (a CPU with AVX2, FMA and F16C: the code
+// then requires them); without them (x86-64-v2), four generated lanes between the runtime's
+// widening and rounding.
+// SILU-F16: strategy: a row of 1200 per work item, x · sigmoid(x) in f16 by the runtime's F16C loop{{$}}
+// SILU-F16-V2: strategy: a row of 1200 per work item, four lanes at a time; 1 f16 input row(s) widened by the runtime; staged in f32, rounded and narrowed by the runtime{{$}}
 // CAST-F16: k0_cast: elementwise shape=[256]
 // CAST-F16: strategy: a row of 256 per work item, four lanes at a time; staged in f32, rounded and narrowed by the runtime{{$}}
 func.func @softmax(%x: tensor<5x37xf32>) -> tensor<5x37xf32> {

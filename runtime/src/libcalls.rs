@@ -149,6 +149,99 @@ libcalls! {
     GemvPanels => micro_kernel(Libcall::GemvPanels, crate::ukernel::tiles::gemv_entry),
     DepthwiseRow => micro_kernel(Libcall::DepthwiseRow, crate::ukernel::depthwise::avx2_entry),
     DepthwiseRowAvx512 => micro_kernel(Libcall::DepthwiseRowAvx512, crate::ukernel::depthwise::avx512_entry),
+    SiluArrayF16 => micro_kernel(Libcall::SiluArrayF16, silu_f16_entry),
+}
+
+/// [`Libcall::SiluArrayF16`]'s function (null on another architecture; the table holds it only
+/// on a CPU with AVX2, FMA and F16C).
+fn silu_f16_entry() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    return silu_array_f16 as extern "C" fn(*const u16, *mut u16, u64) -> u64 as usize;
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
+/// [`Libcall::SiluArrayF16`]: whole blocks by [`silu_f16_blocks`] in the widest vectors this
+/// CPU has, the rest one by one with `half`'s conversions (the same roundings).
+#[cfg(target_arch = "x86_64")]
+extern "C" fn silu_array_f16(src: *const u16, dst: *mut u16, n: u64) -> u64 {
+    let n = n as usize;
+    // SAFETY: the table holds this function only on a CPU with AVX2, FMA and F16C; the
+    // generated code passes `n` elements at `src` and at `dst`, the same or not overlapping.
+    let done = unsafe {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            silu_f16_avx512(src, dst, n)
+        } else {
+            silu_f16_avx2(src, dst, n)
+        }
+    };
+    for i in done..n {
+        // SAFETY: as above; element `i` is read before it is written.
+        unsafe { *dst.add(i) = silu_f16(*src.add(i)) };
+    }
+    n as u64
+}
+
+/// SiLU of an fp16 value as the reference computes it in fp16: `s = f16(sigmoid(x))`, then
+/// `f16(x · s)`.
+fn silu_f16(h: u16) -> u16 {
+    let x = f16::from_bits(h).to_f32();
+    let s = f16::from_f32(sigmoid(x)).to_f32();
+    f16::from_f32(x * s).to_bits()
+}
+
+/// [`silu_f16_blocks`] compiled for AVX-512 (the sigmoid sixteen lanes at a time).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+unsafe fn silu_f16_avx512(src: *const u16, dst: *mut u16, n: usize) -> usize {
+    // SAFETY: the caller's.
+    unsafe { silu_f16_blocks(src, dst, n) }
+}
+
+/// [`silu_f16_blocks`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn silu_f16_avx2(src: *const u16, dst: *mut u16, n: usize) -> usize {
+    // SAFETY: the caller's.
+    unsafe { silu_f16_blocks(src, dst, n) }
+}
+
+/// Values of a block of [`silu_f16_blocks`].
+#[cfg(target_arch = "x86_64")]
+const SILU_F16_BLOCK: usize = 64;
+
+/// The whole blocks of [`SILU_F16_BLOCK`] fp16 values of [`silu_f16`]: each block widened
+/// by F16C into f32 (exactly), the contract's sigmoid over the block (a loop LLVM vectorises),
+/// rounded to f16 and back, the product rounded to f16 (`vcvtps2ph` to nearest even, as
+/// `half`); returns how many values it computed. A block is read whole before it is written
+/// (in place or apart).
+///
+/// # Safety
+/// AVX2, FMA and F16C; `n` elements at `src` and `dst`, the same or not overlapping.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn silu_f16_blocks(src: *const u16, dst: *mut u16, n: usize) -> usize {
+    use std::arch::x86_64::*;
+    let whole = n - n % SILU_F16_BLOCK;
+    let (mut x, mut s) = ([0f32; SILU_F16_BLOCK], [0f32; SILU_F16_BLOCK]);
+    for b in (0..whole).step_by(SILU_F16_BLOCK) {
+        // SAFETY: b + SILU_F16_BLOCK <= n elements at `src` and `dst`; unaligned loads and
+        // stores of eight values within the block arrays.
+        unsafe {
+            for i in (0..SILU_F16_BLOCK).step_by(8) {
+                _mm256_storeu_ps(x.as_mut_ptr().add(i), _mm256_cvtph_ps(_mm_loadu_si128(src.add(b + i).cast::<__m128i>())));
+            }
+            for (s, &x) in s.iter_mut().zip(&x) {
+                *s = sigmoid(x);
+            }
+            for i in (0..SILU_F16_BLOCK).step_by(8) {
+                let s = _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(s.as_ptr().add(i))));
+                let y = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(_mm256_loadu_ps(x.as_ptr().add(i)), s));
+                _mm_storeu_si128(dst.add(b + i).cast::<__m128i>(), y);
+            }
+        }
+    }
+    whole
 }
 
 /// Micro-kernel `lc`'s entry ([`f16c_core::abi::MICRO_KERNELS`]): `entry()` where this CPU has
@@ -365,6 +458,42 @@ mod tests {
             }
         };
         let mut out = vec![0f32; x.len()];
+        assert_eq!(call(x.as_ptr(), out.as_mut_ptr(), x.len() as u64), x.len() as u64);
+        check(&out, "out of place");
+        let mut inplace = x.clone();
+        call(inplace.as_ptr(), inplace.as_mut_ptr(), inplace.len() as u64);
+        check(&inplace, "in place");
+    }
+
+    /// The fp16 SiLU loop (where this CPU has it) gives, for every fp16 value, in place and
+    /// not, the reference's bits: the sigmoid rounded to fp16 by `half`, the product rounded to
+    /// fp16 by `half` (a NaN for a NaN); a count that is not a multiple of its block.
+    #[test]
+    fn the_f16_silu_loop_gives_the_references_bits() {
+        let f = table()[Libcall::SiluArrayF16 as usize];
+        if f == 0 {
+            eprintln!("no fp16 SiLU loop on this CPU: nothing to test");
+            return;
+        }
+        // SAFETY: the table's SiluArrayF16 entry has this signature.
+        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u16, *mut u16, u64) -> u64>(f) };
+        let mut x: Vec<u16> = (0..=u16::MAX).collect();
+        x.extend(0..37u16);
+        let want: Vec<f16> = x
+            .iter()
+            .map(|&h| {
+                let v = f16::from_bits(h).to_f32();
+                let s = f16::from_f32(1.0 / (1.0 + f16c_core::math::exp_f32(-v)));
+                f16::from_f32(v * s.to_f32())
+            })
+            .collect();
+        let check = |got: &[u16], how: &str| {
+            for ((&g, w), &v) in got.iter().zip(&want).zip(&x) {
+                let g = f16::from_bits(g);
+                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{how}: silu({v:#06x}) = {:#06x}, want {:#06x}", g.to_bits(), w.to_bits());
+            }
+        };
+        let mut out = vec![0u16; x.len()];
         assert_eq!(call(x.as_ptr(), out.as_mut_ptr(), x.len() as u64), x.len() as u64);
         check(&out, "out of place");
         let mut inplace = x.clone();

@@ -1774,7 +1774,8 @@ pub(super) struct ElementwisePlan {
 }
 
 impl ElementwisePlan {
-    pub(super) fn new(e: &Elementwise) -> ElementwisePlan {
+    /// The plan of `e`; `silu_f16`: the runtime's fp16 SiLU loop where the code may call it.
+    pub(super) fn new(e: &Elementwise, silu_f16: Option<Libcall>) -> ElementwisePlan {
         let rank = e.shape.len();
         let inner = e.shape[rank - 1];
         let rows: usize = e.shape[..rank - 1].iter().product();
@@ -1783,11 +1784,13 @@ impl ElementwisePlan {
         let stageable = vector && inner <= STAGED_ROW_MAX;
         let deferral = if stageable { deferral(None, Some(&e.expr), &[]).filter(|d| f16_out || d.widen) } else { None };
         let narrowed = stageable && (f16_out || deferral.is_some());
-        // SiLU in f32 or bf16 (EfficientNet-B0's between kernels that do not take it as an
-        // epilogue; in bf16 four lanes spent most of the time rounding): the runtime's loop,
-        // nothing else.
+        // SiLU in f32, bf16 or fp16 (EfficientNet-B0's between kernels that do not take it as
+        // an epilogue; in bf16 and fp16 four lanes spent most of the time rounding): the
+        // runtime's loop, nothing else (fp16's a micro-kernel, where the CPU has F16C).
+        let contiguous = e.inputs[0].strides[rank - 1] == 1 && inner >= WIDE_MATH_MIN;
         let silu = match e.expr.silu_type() {
-            Some(d @ (DType::F32 | DType::BF16)) if e.inputs[0].strides[rank - 1] == 1 && inner >= WIDE_MATH_MIN && !narrowed => Some((if d == DType::F32 { Libcall::SiluArrayF32 } else { Libcall::SiluArrayBf16 }, d.byte_size())),
+            Some(d @ (DType::F32 | DType::BF16)) if contiguous && !narrowed => Some((if d == DType::F32 { Libcall::SiluArrayF32 } else { Libcall::SiluArrayBf16 }, d.byte_size())),
+            Some(DType::F16) if contiguous => silu_f16.map(|lc| (lc, 2)),
             _ => None,
         };
         if silu.is_some() {
@@ -1833,11 +1836,20 @@ impl ElementwisePlan {
         ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, silu: None, scratch }
     }
 
+    /// The runtime micro-kernel the kernel calls ([`f16c_core::abi::MICRO_KERNELS`]), if any.
+    pub(super) fn micro_kernel(&self) -> Option<Libcall> {
+        self.silu.map(|(lc, _)| lc).filter(|&lc| f16c_core::abi::MicroKernel::of(lc).is_some())
+    }
+
     /// The plan in words (`--emit=kernels`, the profile).
     pub(super) fn describe(&self) -> String {
         if let Some((call, _)) = self.silu {
-            let d = if call == Libcall::SiluArrayBf16 { "bf16" } else { "f32" };
-            return format!("a row of {} per work item, x · sigmoid(x) in {d} by the runtime's 16-lane loop", self.inner);
+            let (d, by) = match call {
+                Libcall::SiluArrayBf16 => ("bf16", "the runtime's 16-lane loop".to_string()),
+                Libcall::SiluArrayF16 => ("f16", f16c_core::abi::MicroKernel::of(call).map_or_else(String::new, |m| m.what.to_string())),
+                _ => ("f32", "the runtime's 16-lane loop".to_string()),
+            };
+            return format!("a row of {} per work item, x · sigmoid(x) in {d} by {by}", self.inner);
         }
         let mut s = format!("a row of {} per work item, {}", self.inner, if self.vector { "four lanes at a time" } else { "one value at a time" });
         let widened = self.widened_at.iter().filter(|w| w.is_some()).count();

@@ -102,6 +102,11 @@ impl Loops {
         (self != Loops::Generated).then_some(f16c_core::abi::Libcall::GemvPanels)
     }
 
+    /// An fp16 SiLU's ([`f16c_core::abi::Libcall::SiluArrayF16`]: AVX2, FMA and F16C).
+    pub fn silu_f16(self) -> Option<f16c_core::abi::Libcall> {
+        (self != Loops::Generated).then_some(f16c_core::abi::Libcall::SiluArrayF16)
+    }
+
     /// A depthwise convolution's (channel multiplier 1).
     pub fn depthwise(self) -> Option<f16c_core::abi::Libcall> {
         use f16c_core::abi::Libcall::*;

@@ -230,7 +230,7 @@ impl<'p> Planner<'p> {
             KernelKind::Contraction(c) => return self.contraction(k, c),
             KernelKind::Elementwise(e) => {
                 let split = split_long_row(e);
-                let plan = ElementwisePlan::new(split.as_ref().unwrap_or(e));
+                let plan = ElementwisePlan::new(split.as_ref().unwrap_or(e), self.loops.silu_f16());
                 KernelPlan::Elementwise(Box::new(plan), split)
             }
             KernelKind::Reduction(r) => KernelPlan::Reduction(ReductionPlan::new(r)?),
@@ -273,6 +273,7 @@ impl KernelPlan {
             KernelPlan::Gemm(p, _) if p.gemv => p.gemv_loop,
             KernelPlan::Gemm(p, _) => p.micro,
             KernelPlan::Depthwise(p, _) => p.micro,
+            KernelPlan::Elementwise(p, _) => p.micro_kernel(),
             _ => None,
         }
     }
