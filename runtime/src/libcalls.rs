@@ -150,6 +150,33 @@ libcalls! {
     DepthwiseRow => micro_kernel(Libcall::DepthwiseRow, crate::ukernel::depthwise::avx2_entry),
     DepthwiseRowAvx512 => micro_kernel(Libcall::DepthwiseRowAvx512, crate::ukernel::depthwise::avx512_entry),
     SiluArrayF16 => micro_kernel(Libcall::SiluArrayF16, silu_f16_entry),
+    SoftmaxRowsF16 => micro_kernel(Libcall::SoftmaxRowsF16, || softmax_rows_f16 as SoftmaxLowFn as usize),
+}
+
+/// The signature of [`Libcall::SoftmaxRowsBf16`] and [`Libcall::SoftmaxRowsF16`].
+type SoftmaxLowFn = extern "C" fn(*const u8, *mut u16, u64, u64, *const u8, *const f32, *mut f32, u64) -> u64;
+
+/// [`Libcall::SoftmaxRowsF16`]: [`Libcall::SoftmaxRowsBf16`]'s rows with fp16 in place of bf16
+/// (fp16 `x` and `mask`, or f32 ones with [`f16c_core::abi::SOFTMAX_F32_INPUT`]).
+extern "C" fn softmax_rows_f16(x: *const u8, y: *mut u16, rows: u64, len: u64, mask: *const u8, fill: *const f32, scratch: *mut f32, flags: u64) -> u64 {
+    let n = (rows * len) as usize;
+    let f32_input = flags as i64 & f16c_core::abi::SOFTMAX_F32_INPUT != 0;
+    // SAFETY: the generated code passes `rows · len` readable values at `x` (f32 with
+    // SOFTMAX_F32_INPUT, else fp16), as many writable fp16 at `y` and writable f32 at
+    // `scratch`, none overlapping, and `mask` (of `x`'s type) and `fill` each null or one
+    // readable value (the Libcall's contract).
+    unsafe {
+        let (y, e) = (std::slice::from_raw_parts_mut(y, n), std::slice::from_raw_parts_mut(scratch, n));
+        let fill = (!mask.is_null() && !fill.is_null()).then(|| *fill);
+        if f32_input {
+            let masked = fill.map(|f| (*mask.cast::<f32>(), f));
+            softmax_rows_to_low::<Fp16, _>(std::slice::from_raw_parts(x.cast::<f32>(), n), |v| v, false, y, e, len as usize, masked);
+        } else {
+            let masked = fill.map(|f| (widen_f16_bits(*mask.cast::<u16>()), f));
+            softmax_rows_to_low::<Fp16, _>(std::slice::from_raw_parts(x.cast::<u16>(), n), widen_f16_bits, true, y, e, len as usize, masked);
+        }
+    }
+    rows
 }
 
 /// [`Libcall::SiluArrayF16`]'s function (null on another architecture; the table holds it only
@@ -601,49 +628,94 @@ mod tests {
     /// rounded to bf16; rows of -inf, NaN and ties included.
     #[test]
     fn the_bf16_softmax_loop_gives_the_stage_by_stage_bits() {
-        let f = table()[Libcall::SoftmaxRowsBf16 as usize];
-        // SAFETY: the table's SoftmaxRowsBf16 entry has this signature (the macro defines it so).
-        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u8, *mut u16, u64, u64, *const u8, *const f32, *mut f32, u64) -> u64>(f) };
-        let tosa_max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a >= b { a } else { b };
-        let round = |v: f32| bf16::from_f32(v);
-        let mut seed = 11u64;
-        for len in [1usize, 5, 15, 16, 17, 33, 64, 197] {
-            for rows in [1usize, 3, 4, 8, 9, 13] {
-                let x: Vec<bf16> = softmax_rows_case(rows, len, &mut seed, |s| (s % 4000) as f32 / 37.0 - 50.0).into_iter().map(round).collect();
-                // The same values as f32 too (the f32 softmax rounded to bf16).
-                let x32: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
-                for (masked, f32_input) in [(None, false), (Some((bf16::NEG_INFINITY, 0.0f32)), false), (None, true), (Some((bf16::NEG_INFINITY, 0.0f32)), true)] {
-                    let mut want = vec![bf16::ZERO; x.len()];
-                    for (xr, wr) in x.chunks(len).zip(want.chunks_mut(len)) {
-                        let m = xr.iter().fold(f32::NEG_INFINITY, |a, &b| tosa_max(a, b.to_f32()));
-                        let d = |v: bf16| if f32_input { v.to_f32() - m } else { round(v.to_f32() - m).to_f32() };
-                        let e: Vec<f32> = xr.iter().map(|&v| f16c_core::math::exp_f32(d(v))).collect();
-                        let s = e.iter().fold(0.0f32, |a, &b| a + b);
-                        let r = 1.0 / s;
-                        for (w, &ev) in wr.iter_mut().zip(&e) {
-                            *w = match masked {
-                                Some((mask, fill)) if m == mask.to_f32() => round(fill),
-                                _ => round(ev * r),
-                            };
+        softmax_low_loop_gives_the_stage_by_stage_bits!(Libcall::SoftmaxRowsBf16, bf16);
+    }
+
+    /// The same of the fp16 softmax loop (where this CPU has it), with fp16 in place of bf16
+    /// and values that reach fp16's subnormals and its largest finite ones.
+    #[test]
+    fn the_f16_softmax_loop_gives_the_stage_by_stage_bits() {
+        if table()[Libcall::SoftmaxRowsF16 as usize] == 0 {
+            eprintln!("no fp16 softmax loop on this CPU: nothing to test");
+            return;
+        }
+        softmax_low_loop_gives_the_stage_by_stage_bits!(Libcall::SoftmaxRowsF16, f16);
+    }
+
+    /// The body of the two tests above, for the libcall `$lc` of the 16-bit type `$t`.
+    macro_rules! softmax_low_loop_gives_the_stage_by_stage_bits {
+        ($lc:expr, $t:ty) => {{
+            let f = table()[$lc as usize];
+            // SAFETY: the table's entry has this signature (the macro defines it so).
+            let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u8, *mut u16, u64, u64, *const u8, *const f32, *mut f32, u64) -> u64>(f) };
+            let tosa_max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a >= b { a } else { b };
+            let round = |v: f32| <$t>::from_f32(v);
+            let mut seed = 11u64;
+            for len in [1usize, 5, 15, 16, 17, 33, 64, 197] {
+                for rows in [1usize, 3, 4, 8, 9, 13] {
+                    let x: Vec<$t> = softmax_rows_case(rows, len, &mut seed, |s| (s % 4000) as f32 / 37.0 - 50.0).into_iter().map(round).collect();
+                    // The same values as f32 too (the f32 softmax rounded to the low type).
+                    let x32: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
+                    for (masked, f32_input) in [(None, false), (Some((<$t>::NEG_INFINITY, 0.0f32)), false), (None, true), (Some((<$t>::NEG_INFINITY, 0.0f32)), true)] {
+                        let mut want = vec![<$t>::ZERO; x.len()];
+                        for (xr, wr) in x.chunks(len).zip(want.chunks_mut(len)) {
+                            let m = xr.iter().fold(f32::NEG_INFINITY, |a, &b| tosa_max(a, b.to_f32()));
+                            let d = |v: $t| if f32_input { v.to_f32() - m } else { round(v.to_f32() - m).to_f32() };
+                            let e: Vec<f32> = xr.iter().map(|&v| f16c_core::math::exp_f32(d(v))).collect();
+                            let s = e.iter().fold(0.0f32, |a, &b| a + b);
+                            let r = 1.0 / s;
+                            for (w, &ev) in wr.iter_mut().zip(&e) {
+                                *w = match masked {
+                                    Some((mask, fill)) if m == mask.to_f32() => round(fill),
+                                    _ => round(ev * r),
+                                };
+                            }
                         }
+                        let mut got = vec![<$t>::ONE; x.len()];
+                        let mut scratch = vec![0f32; x.len()];
+                        let (mask_value, fill_value) = masked.unwrap_or((<$t>::ZERO, 0.0));
+                        let mask32 = mask_value.to_f32();
+                        let mask: *const u8 = match (masked, f32_input) {
+                            (None, _) => std::ptr::null(),
+                            (Some(_), false) => (&mask_value as *const $t).cast(),
+                            (Some(_), true) => (&mask32 as *const f32).cast(),
+                        };
+                        let fill: *const f32 = if masked.is_some() { &fill_value } else { std::ptr::null() };
+                        let (xp, flags): (*const u8, u64) = if f32_input { (x32.as_ptr().cast(), f16c_core::abi::SOFTMAX_F32_INPUT as u64) } else { (x.as_ptr().cast(), 0) };
+                        let n = call(xp, got.as_mut_ptr().cast(), rows as u64, len as u64, mask, fill, scratch.as_mut_ptr(), flags);
+                        assert_eq!(n, rows as u64);
+                        let bits = |v: &[$t]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&got), bits(&want), "{rows} rows of {len}, masked {masked:?}, f32 input {f32_input}");
                     }
-                    let mut got = vec![bf16::ONE; x.len()];
-                    let mut scratch = vec![0f32; x.len()];
-                    let (mask_value, fill_value) = masked.unwrap_or((bf16::ZERO, 0.0));
-                    let mask32 = mask_value.to_f32();
-                    let mask: *const u8 = match (masked, f32_input) {
-                        (None, _) => std::ptr::null(),
-                        (Some(_), false) => (&mask_value as *const bf16).cast(),
-                        (Some(_), true) => (&mask32 as *const f32).cast(),
-                    };
-                    let fill: *const f32 = if masked.is_some() { &fill_value } else { std::ptr::null() };
-                    let (xp, flags): (*const u8, u64) = if f32_input { (x32.as_ptr().cast(), f16c_core::abi::SOFTMAX_F32_INPUT as u64) } else { (x.as_ptr().cast(), 0) };
-                    let n = call(xp, got.as_mut_ptr().cast(), rows as u64, len as u64, mask, fill, scratch.as_mut_ptr(), flags);
-                    assert_eq!(n, rows as u64);
-                    let bits = |v: &[bf16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&got), bits(&want), "{rows} rows of {len}, masked {masked:?}, f32 input {f32_input}");
                 }
             }
+        }};
+    }
+    use softmax_low_loop_gives_the_stage_by_stage_bits;
+
+    /// The fp16 rounding and widening the softmax loop vectorises are `half`'s: every fp16
+    /// value widens to its f32, and f32 values around every fp16 rounding boundary (each fp16
+    /// value's bits shifted into place with every pattern of the bits below, halfway points,
+    /// the subnormal and overflow ranges, NaNs with payloads, infinities) round alike.
+    #[test]
+    fn fp16_rounding_in_selects_is_halfs() {
+        for h in 0..=u16::MAX {
+            let (got, want) = (widen_f16_bits(h), f16::from_bits(h).to_f32());
+            assert!(got.to_bits() == want.to_bits(), "{h:#06x}: {got:e} vs {want:e}");
+        }
+        let mut values: Vec<f32> = (0..=u32::MAX / 4093).map(|i| f32::from_bits(i.wrapping_mul(4093))).collect();
+        for h in 0..=u16::MAX {
+            let v = f16::from_bits(h).to_f32();
+            if v.is_finite() {
+                for d in [0u32, 1, 0xfff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x7ff, 0x800, 0x801] {
+                    values.push(f32::from_bits(v.to_bits().wrapping_add(d)));
+                    values.push(f32::from_bits(v.to_bits().wrapping_sub(d)));
+                }
+            }
+        }
+        values.extend([65504.0, 65519.99, 65520.0, 1e-8, 2.9802322e-8, 5.9604645e-8, f32::from_bits(0x7f80_0001), f32::from_bits(0xffc1_2345), f32::INFINITY, f32::NEG_INFINITY, -0.0]);
+        for v in values {
+            assert_eq!(f16_bits(v), f16::from_f32(v).to_bits(), "{:#010x} ({v:e})", v.to_bits());
         }
     }
 
@@ -875,27 +947,72 @@ unsafe fn softmax_avx2(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32
 /// to bf16 where `round_difference`) into bf16 `y`, their `exp` in `e`
 /// ([`Libcall::SoftmaxRowsBf16`]), compiled for the widest vectors this CPU has.
 fn softmax_rows_to_bf16<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    widest!(softmax_bf16_avx512(x, widen, round_difference, y, e, len, masked), softmax_bf16_avx2(x, widen, round_difference, y, e, len, masked));
-    softmax_bf16_loop(x, widen, round_difference, y, e, len, masked);
+    softmax_rows_to_low::<Bf16, X>(x, widen, round_difference, y, e, len, masked);
+}
+
+/// A 16-bit float type's rounding of an f32 (to its bits) and exact widening (of its bits), in
+/// selects and integer arithmetic that LLVM vectorises.
+trait LowFloat {
+    /// `x` rounded to nearest even, as `half` rounds it.
+    fn round(x: f32) -> u16;
+    /// The value of bits `h`, exactly.
+    fn widen(h: u16) -> f32;
+}
+
+/// bf16 ([`bf16_bits`], [`widen_bf16`]).
+struct Bf16;
+
+impl LowFloat for Bf16 {
+    #[inline(always)]
+    fn round(x: f32) -> u16 {
+        bf16_bits(x)
+    }
+    #[inline(always)]
+    fn widen(h: u16) -> f32 {
+        widen_bf16(h)
+    }
+}
+
+/// IEEE fp16 ([`f16_bits`], [`widen_f16_bits`]).
+struct Fp16;
+
+impl LowFloat for Fp16 {
+    #[inline(always)]
+    fn round(x: f32) -> u16 {
+        f16_bits(x)
+    }
+    #[inline(always)]
+    fn widen(h: u16) -> f32 {
+        widen_f16_bits(h)
+    }
+}
+
+/// The softmax of rows into a 16-bit float type `L` ([`Libcall::SoftmaxRowsBf16`],
+/// [`Libcall::SoftmaxRowsF16`]), compiled for the widest vectors this CPU has.
+fn softmax_rows_to_low<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    widest!(softmax_low_avx512::<L, X>(x, widen, round_difference, y, e, len, masked), softmax_low_avx2::<L, X>(x, widen, round_difference, y, e, len, masked));
+    softmax_low_loop::<L, X>(x, widen, round_difference, y, e, len, masked);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn softmax_bf16_avx512<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    softmax_bf16_loop(x, widen, round_difference, y, e, len, masked);
+unsafe fn softmax_low_avx512<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_low_loop::<L, X>(x, widen, round_difference, y, e, len, masked);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn softmax_bf16_avx2<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    softmax_bf16_loop(x, widen, round_difference, y, e, len, masked);
+unsafe fn softmax_low_avx2<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_low_loop::<L, X>(x, widen, round_difference, y, e, len, masked);
 }
 
-/// [`softmax_rows_to_bf16`] itself, as [`softmax_loop`]: per row the widened values in `e`,
-/// their maximum, `exp(x - m)` (the difference rounded to bf16 where `round_difference`) into
-/// `e`; the group's sums; then `bf16(e · (1 / s))` or the all-masked fill.
+/// [`softmax_rows_to_low`] itself, as [`softmax_loop`]: per row the widened values in `e`,
+/// their maximum, `exp(x - m)` (the difference rounded to the low type where
+/// `round_difference`) into `e`; the group's sums; then `low(e · (1 / s))` or the all-masked
+/// fill.
 #[inline(always)]
-fn softmax_bf16_loop<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+fn softmax_low_loop<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    let (round, widen_low) = (L::round, L::widen);
     if len == 0 {
         return;
     }
@@ -910,7 +1027,7 @@ fn softmax_bf16_loop<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_di
             *m = row_max(er);
             if round_difference {
                 for w in er.iter_mut() {
-                    *w = f16c_core::math::exp_f32(widen_bf16(bf16_bits(*w - *m)));
+                    *w = f16c_core::math::exp_f32(widen_low(round(*w - *m)));
                 }
             } else {
                 for w in er.iter_mut() {
@@ -921,16 +1038,69 @@ fn softmax_bf16_loop<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_di
         let sums = group_sums(es, len, rows);
         for (((yr, er), &m), &s) in ys.chunks_exact_mut(len).zip(es.chunks_exact(len)).zip(&maxima).zip(&sums) {
             match masked {
-                Some((mask, fill)) if m == mask => yr.fill(bf16_bits(fill)),
+                Some((mask, fill)) if m == mask => yr.fill(round(fill)),
                 _ => {
                     let r = 1.0 / s;
                     for (v, &w) in yr.iter_mut().zip(er) {
-                        *v = bf16_bits(w * r);
+                        *v = round(w * r);
                     }
                 }
             }
         }
     }
+}
+
+/// The bits of `x` rounded to IEEE fp16 as `half` rounds it (to nearest even, subnormals
+/// included; beyond the largest finite value infinity; a NaN keeps its top payload bits and
+/// becomes quiet), in selects and integer arithmetic LLVM vectorises.
+#[inline(always)]
+fn f16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = (b >> 16) & 0x8000;
+    let exp = (b >> 23) & 0xff;
+    let man = b & 0x7f_ffff;
+    // Infinity or NaN.
+    let special = sign | 0x7c00 | if man != 0 { 0x200 } else { 0 } | (man >> 13);
+    // The exponent in fp16's bias.
+    let e = exp as i32 - 112;
+    // Normal: the top ten mantissa bits, up where the rest is above half, or half and odd (a
+    // carry may reach the exponent, or infinity).
+    let up = |m: u32, bit: u32| m & bit != 0 && m & (3 * bit - 1) != 0;
+    let normal = (sign | ((e.max(0) as u32) << 10) | (man >> 13)) + u32::from(up(man, 0x1000));
+    // Subnormal: the mantissa with its leading one shifted by 14 - e (14 to 24; beyond, zero).
+    let shift = (14 - e).clamp(1, 31) as u32;
+    let m = man | 0x80_0000;
+    let subnormal = sign | ((m >> shift) + u32::from(up(m, 1 << (shift - 1))));
+    let r = if exp == 0xff {
+        special
+    } else if e >= 31 {
+        sign | 0x7c00
+    } else if e > 0 {
+        normal
+    } else if shift > 24 {
+        sign
+    } else {
+        subnormal
+    };
+    r as u16
+}
+
+/// An fp16 value's bits widened to the f32 it is (exactly), in selects LLVM vectorises.
+#[inline(always)]
+fn widen_f16_bits(h: u16) -> f32 {
+    let h = u32::from(h);
+    let sign = (h & 0x8000) << 16;
+    let (exp, man) = ((h >> 10) & 0x1f, h & 0x3ff);
+    let bits = if exp == 0x1f {
+        // Infinity, or a NaN made quiet with its payload (as `half` and `vcvtph2ps` widen it).
+        0x7f80_0000 | (man << 13) | if man != 0 { 0x40_0000 } else { 0 }
+    } else if exp != 0 {
+        ((exp + 112) << 23) | (man << 13)
+    } else {
+        // A subnormal (or zero): man · 2^-24, exact in f32.
+        (man as f32 * f32::from_bits(0x3380_0000)).to_bits()
+    };
+    f32::from_bits(sign | bits)
 }
 
 /// A bf16 value's bits widened to the f32 it is (exactly).

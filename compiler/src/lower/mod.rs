@@ -751,7 +751,7 @@ impl Rows {
             && map(5, EwKind::Binary(BinaryOp::Mul), &[n + 2, n + 4], true)
             && self.dtypes[..6].iter().all(|&d| d == DType::F32);
         if !core {
-            return self.softmax_bf16();
+            return self.softmax_low(DType::BF16).or_else(|| self.softmax_low(DType::F16));
         }
         // The f32 softmax, or (one more stage) its result rounded to bf16.
         let rounded = |si: usize| {
@@ -769,12 +769,12 @@ impl Rows {
         }
     }
 
-    /// [`Rows::softmax`] as the precision pass leaves it in bf16: the maximum and the
-    /// subtraction in bf16, the rest in f32 from the difference widened, the result rounded to
-    /// bf16: `m = max(x)`, `d = bf16(x - m)`, `e = exp(f32(d))`, `y = bf16(e · (1 / Σ e))`; with
-    /// the all-masked test `m == a` (a bf16 scalar; wherever the graph's order puts it)
-    /// selecting `b` (an f32 scalar) before the rounding.
-    fn softmax_bf16(&self) -> Option<Softmax> {
+    /// [`Rows::softmax`] as the precision pass leaves it in bf16 or fp16 (`low`): the maximum
+    /// and the subtraction in the low type, the rest in f32 from the difference widened, the
+    /// result rounded to the low type: `m = max(x)`, `d = low(x - m)`, `e = exp(f32(d))`,
+    /// `y = low(e · (1 / Σ e))`; with the all-masked test `m == a` (a scalar of the low type;
+    /// wherever the graph's order puts it) selecting `b` (an f32 scalar) before the rounding.
+    fn softmax_low(&self, low: DType) -> Option<Softmax> {
         let n = self.inputs.len();
         let input = |v: RowValue, full: bool, d: DType| self.inputs.get(v).is_some_and(|i| i.full == full && i.per_row == full && i.dtype == d);
         let map = |si: usize, kind: EwKind, args: &[RowValue], full: bool, d: DType| {
@@ -782,7 +782,7 @@ impl Rows {
         };
         let masked = match (n, self.stages.len()) {
             (1, 8) => false,
-            (3, 10) if input(1, false, DType::BF16) && input(2, false, DType::F32) => true,
+            (3, 10) if input(1, false, low) && input(2, false, DType::F32) => true,
             _ => return None,
         };
         // The all-masked test wherever the graph's order put it; the other stages in order.
@@ -793,18 +793,19 @@ impl Rows {
         let order: Vec<usize> = (0..self.stages.len()).filter(|&si| Some(si) != test).collect();
         let (at, v) = (|k: usize| order[k], |k: usize| n + order[k]);
         let last = order.len() - 1;
-        let ok = input(0, true, DType::BF16)
+        let ok = input(0, true, low)
             && at(0) == 0
-            && matches!(self.stages[0], RowStage::Reduce { kind: ReduceKind::Max, arg: 0, dtype: DType::BF16 })
-            && map(at(1), EwKind::Binary(BinaryOp::Sub), &[0, v(0)], true, DType::BF16)
+            && matches!(self.stages[0], RowStage::Reduce { kind: ReduceKind::Max, arg: 0, dtype } if dtype == low)
+            && map(at(1), EwKind::Binary(BinaryOp::Sub), &[0, v(0)], true, low)
             && map(at(2), EwKind::Cast, &[v(1)], true, DType::F32)
             && map(at(3), EwKind::Unary(UnaryOp::Exp), &[v(2)], true, DType::F32)
             && matches!(self.stages[at(4)], RowStage::Reduce { kind: ReduceKind::Sum, arg, dtype: DType::F32 } if arg == v(3))
             && map(at(5), EwKind::Unary(UnaryOp::Reciprocal), &[v(4)], false, DType::F32)
             && map(at(6), EwKind::Binary(BinaryOp::Mul), &[v(3), v(5)], true, DType::F32)
             && test.is_none_or(|t| map(at(7), EwKind::Select, &[n + t, 2, v(6)], true, DType::F32))
-            && map(at(last), EwKind::Cast, &[v(last - 1)], true, DType::BF16);
-        ok.then_some(Softmax { masked: masked.then_some((1, 2)), form: SoftmaxForm::Bf16 })
+            && map(at(last), EwKind::Cast, &[v(last - 1)], true, low);
+        let form = if low == DType::BF16 { SoftmaxForm::Bf16 } else { SoftmaxForm::F16 };
+        ok.then_some(Softmax { masked: masked.then_some((1, 2)), form })
     }
 
     /// Whether value `v` is a full row (not a scalar per row).
@@ -836,6 +837,8 @@ pub enum SoftmaxForm {
     /// As the precision pass leaves it in bf16 ([`Rows::softmax`]): bf16 rows in and out, the
     /// maximum and the difference in bf16, `a` a bf16 scalar.
     Bf16,
+    /// The same in IEEE fp16.
+    F16,
 }
 
 /// A kernel family with its description.

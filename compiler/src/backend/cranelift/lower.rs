@@ -233,7 +233,9 @@ impl<'p> Context<'p> {
     /// by side), the same stages and bits as the generic rows code.
     fn softmax(&mut self, r: &Rows, plan: SoftmaxPlan) -> Result<(), BackendError> {
         let (softmax, call, (x_bytes, y_bytes), flags) = (plan.softmax, plan.call, plan.bytes, plan.flags);
-        if call == Libcall::SoftmaxRowsBf16 {
+        // The loops into bf16 and fp16 keep the rows' exp values in scratch.
+        let low = matches!(call, Libcall::SoftmaxRowsBf16 | Libcall::SoftmaxRowsF16);
+        if low {
             // The rows' exp values in f32 in this thread's scratch.
             self.layout.scratch(ROW_GROUP * r.len * 4);
         }
@@ -255,7 +257,7 @@ impl<'p> Context<'p> {
                 let (xa, ya) = (fx.b.ins().imul_imm_s(first, (len * x_bytes) as i64), fx.b.ins().imul_imm_s(first, (len * y_bytes) as i64));
                 let (xp, yp) = (fx.b.ins().iadd(x, xa), fx.b.ins().iadd(y, ya));
                 let len = fx.i(len as i64);
-                if call == Libcall::SoftmaxRowsBf16 {
+                if low {
                     let (scratch, flags) = (fx.scratch, fx.i(flags));
                     fx.libcall(call, &[xp, yp, n, len, mask, fill, scratch, flags]);
                 } else {

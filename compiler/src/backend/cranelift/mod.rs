@@ -107,6 +107,11 @@ impl Loops {
         (self != Loops::Generated).then_some(f16c_core::abi::Libcall::SiluArrayF16)
     }
 
+    /// An fp16 softmax's ([`f16c_core::abi::Libcall::SoftmaxRowsF16`]).
+    pub fn softmax_f16(self) -> Option<f16c_core::abi::Libcall> {
+        (self != Loops::Generated).then_some(f16c_core::abi::Libcall::SoftmaxRowsF16)
+    }
+
     /// A depthwise convolution's (channel multiplier 1).
     pub fn depthwise(self) -> Option<f16c_core::abi::Libcall> {
         use f16c_core::abi::Libcall::*;

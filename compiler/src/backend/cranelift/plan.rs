@@ -110,13 +110,16 @@ pub struct SoftmaxPlan {
 }
 
 impl SoftmaxPlan {
-    fn new(softmax: Softmax) -> SoftmaxPlan {
+    /// The plan of `softmax` where the code's loops are `loops`; `None` for an fp16 one without
+    /// the runtime's fp16 loop (a micro-kernel: the generic rows code runs it).
+    fn new(softmax: Softmax, loops: super::Loops) -> Option<SoftmaxPlan> {
         let (call, bytes, flags) = match softmax.form {
             SoftmaxForm::F32 => (Libcall::SoftmaxRowsF32, (4, 4), 0),
             SoftmaxForm::F32ToBf16 => (Libcall::SoftmaxRowsBf16, (4, 2), f16c_core::abi::SOFTMAX_F32_INPUT),
             SoftmaxForm::Bf16 => (Libcall::SoftmaxRowsBf16, (2, 2), 0),
+            SoftmaxForm::F16 => (loops.softmax_f16()?, (2, 2), 0),
         };
-        SoftmaxPlan { softmax, call, bytes, flags }
+        Some(SoftmaxPlan { softmax, call, bytes, flags })
     }
 }
 
@@ -242,8 +245,8 @@ impl<'p> Planner<'p> {
                 };
                 KernelPlan::Gather
             }
-            KernelKind::Rows(r) => match r.softmax() {
-                Some(softmax) => KernelPlan::Softmax(SoftmaxPlan::new(softmax)),
+            KernelKind::Rows(r) => match r.softmax().and_then(|softmax| SoftmaxPlan::new(softmax, self.loops)) {
+                Some(plan) => KernelPlan::Softmax(plan),
                 None => KernelPlan::Rows(Box::new(RowsPlan::new(r))),
             },
         })
@@ -274,6 +277,7 @@ impl KernelPlan {
             KernelPlan::Gemm(p, _) => p.micro,
             KernelPlan::Depthwise(p, _) => p.micro,
             KernelPlan::Elementwise(p, _) => p.micro_kernel(),
+            KernelPlan::Softmax(p) => f16c_core::abi::MicroKernel::of(p.call).map(|m| m.libcall),
             _ => None,
         }
     }
@@ -311,6 +315,7 @@ impl KernelPlan {
                     SoftmaxForm::F32 => "",
                     SoftmaxForm::F32ToBf16 => "in f32, the result rounded to bf16, ",
                     SoftmaxForm::Bf16 => "in bf16 (the difference and the result rounded to bf16, the rest in f32) ",
+                    SoftmaxForm::F16 => "in f16 (the difference and the result rounded to f16, the rest in f32) ",
                 };
                 format!("{} rows of {} per work item, the softmax {form}by the runtime's sixteen-lane loop (each row's sum in index order, the rows' side by side){masked}", super::gemm::ROW_GROUP, r.len)
             }
