@@ -1309,7 +1309,8 @@ fn erf_gelu(g: &mut Graph, y: f16c_dialect::NodeId, d: DType, shape: &[usize], s
 /// exp, sum and product in f32, the result rounded to bf16; with PyTorch's all-masked test
 /// right after the difference or after the product, as the graph's order puts it), or an f32
 /// softmax whose result is rounded to bf16 (a bf16 BERT's attention), is one call of the
-/// runtime's `SoftmaxRowsBf16` per work item, with the reference's bits: rows around the
+/// runtime's `SoftmaxRowsBf16` per work item (in fp16, of `SoftmaxRowsF16`, where this CPU
+/// has the micro-kernel), with the reference's bits: rows around the
 /// runtime's sixteen lanes, a row of -inf (masked: filled; else NaN), a NaN. Rows of one
 /// value stay on the generic rows code (every value is then a full row: the test's i1 row was
 /// kept in scratch as f32, and Cranelift panicked on the select reading it back).
@@ -1317,7 +1318,9 @@ fn erf_gelu(g: &mut Graph, y: f16c_dialect::NodeId, d: DType, shape: &[usize], s
 fn bf16_softmaxes_run_on_the_runtime_loop_with_the_reference_bits() {
     let mut rng = Rng(37);
     let rows = 9;
-    for input in [DType::BF16, DType::F32] {
+    // (input type, result type): as the precision pass leaves a softmax in bf16 or fp16, or
+    // f32 rounded to bf16.
+    for (input, out) in [(DType::BF16, DType::BF16), (DType::F32, DType::BF16), (DType::F16, DType::F16)] {
         for &n in &[1usize, 7, 16, 17, 197] {
             for masked in [None, Some("after the difference"), Some("after the product")] {
                 let mut g = Graph::new("softmax_bf16");
@@ -1326,6 +1329,7 @@ fn bf16_softmaxes_run_on_the_runtime_loop_with_the_reference_bits() {
                 let shift = constant(&mut g, Tensor::new(vec![1], Data::I8(vec![0])).unwrap());
                 let mask = match input {
                     DType::BF16 => Data::BF16(vec![bf16::NEG_INFINITY]),
+                    DType::F16 => Data::F16(vec![f16::NEG_INFINITY]),
                     _ => Data::F32(vec![f32::NEG_INFINITY]),
                 };
                 let mask = constant(&mut g, Tensor::new(vec![1, 1], mask).unwrap());
@@ -1334,7 +1338,7 @@ fn bf16_softmaxes_run_on_the_runtime_loop_with_the_reference_bits() {
                 let s = g.add_node(Op::Binary(BinaryOp::Sub), full(input), &[x, m], loc());
                 let test = |g: &mut Graph| g.add_node(Op::Binary(BinaryOp::Equal), one(DType::I1), &[m, mask], loc());
                 let early = (masked == Some("after the difference")).then(|| test(&mut g));
-                let c = if input == DType::BF16 { g.add_node(Op::Cast, full(DType::F32), &[s], loc()) } else { s };
+                let c = if input != DType::F32 { g.add_node(Op::Cast, full(DType::F32), &[s], loc()) } else { s };
                 let e = g.add_node(Op::Unary(f16c_dialect::UnaryOp::Exp), full(DType::F32), &[c], loc());
                 let sum = g.add_node(Op::Reduce { kind: ReduceKind::Sum, axis: 1 }, one(DType::F32), &[e], loc());
                 let r = g.add_node(Op::Unary(f16c_dialect::UnaryOp::Reciprocal), one(DType::F32), &[sum], loc());
@@ -1346,15 +1350,20 @@ fn bf16_softmaxes_run_on_the_runtime_loop_with_the_reference_bits() {
                     }
                     None => p,
                 };
-                let y = g.add_node(Op::Cast, full(DType::BF16), &[p], loc());
+                let y = g.add_node(Op::Cast, full(out), &[p], loc());
                 g.add_output(y);
                 let what = format!("{input} n={n} masked {masked:?}");
                 let artifact = f16c_compiler::driver::artifact(&g, f16c_compiler::target::Target::X86_64).unwrap();
                 let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
                 // (Rows of one value: every value is the row's scalar; the generic rows code. The
                 // f32 form's test comes after the product only.)
-                let form = if input == DType::BF16 { "the softmax in bf16" } else { "the softmax in f32, the result rounded to bf16" };
-                if n > 1 && (input == DType::BF16 || masked != Some("after the difference")) {
+                let form = match input {
+                    DType::BF16 => "the softmax in bf16",
+                    DType::F16 => "the softmax in f16",
+                    _ => "the softmax in f32, the result rounded to bf16",
+                };
+                let f16_loop = input != DType::F16 || f16c_runtime::libcalls::available(f16c_core::abi::Libcall::SoftmaxRowsF16);
+                if n > 1 && f16_loop && (input != DType::F32 || masked != Some("after the difference")) {
                     assert!(plans.len() == 1 && plans[0].contains(form), "{what}: {plans:?}");
                     assert_eq!(plans[0].contains("mask value filled"), masked.is_some(), "{what}: {plans:?}");
                 }
@@ -1363,6 +1372,7 @@ fn bf16_softmaxes_run_on_the_runtime_loop_with_the_reference_bits() {
                 values[2 * n + n / 2] = f64::NAN;
                 let data = match input {
                     DType::BF16 => Data::BF16(values.iter().map(|&v| bf16::from_f64(v)).collect()),
+                    DType::F16 => Data::F16(values.iter().map(|&v| f16::from_f64(v)).collect()),
                     _ => Data::F32(values.iter().map(|&v| v as f32).collect()),
                 };
                 check(&what, &g, &[Tensor::new(vec![rows, n], data).unwrap()], None);
