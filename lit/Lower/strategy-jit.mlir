@@ -12,6 +12,7 @@
 // RUN: %f16c compile %s --function=conv --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CONV
 // RUN: %f16c compile %s --function=conv_rows --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CONV-ROWS
 // RUN: %f16c compile %s --function=conv_rows --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=CONV-ROWS-V2
+// RUN: %f16c compile %s --function=conv_rows --target=x86_64 --precision=fp16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=CONV-ROWS-F16
 // RUN: %f16c compile %s --function=row --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ROW
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW
 // RUN: %f16c compile %s --function=depthwise --target=x86_64 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=DW-F16
@@ -78,6 +79,8 @@ func.func @conv(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x4xf32> {
 // CONV-ROWS: k{{[0-9]+}}_conv2d: contraction conv2d batch=1 m=64 n=4 k=72
 // CONV-ROWS: strategy: tiles 4x8, 16 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place as window rows of the input padded once per run, k in 3 chunks{{$}}
 // CONV-ROWS-V2: strategy: tiles 4x8, 64 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A packed per chunk{{$}}
+// An fp16 input is widened to f32 in the same step that pads it.
+// CONV-ROWS-F16: strategy: tiles 4x8, 16 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f16), widened to f32 once per run; A's rows read in place as window rows of the input padded and widened to f32 once per run, k in 3 chunks{{$}}
 func.func @conv_rows(%x: tensor<1x4x16x8xf32>) -> tensor<1x4x16x4xf32> {
   %w = "tosa.const"() <{values = dense<0.125> : tensor<4x3x3x8xf32>}> : () -> tensor<4x3x3x8xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>

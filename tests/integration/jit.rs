@@ -747,9 +747,9 @@ fn the_native_gemm_loop_gives_the_generated_micro_kernels_bits() {
 /// An f32 convolution of `images` images `h` × `w` × `c` by `o` filters `kh` × `kw` (bias,
 /// ReLU fused).
 #[allow(clippy::too_many_arguments, reason = "a convolution's geometry")]
-fn conv_window_rows(images: usize, (h, w, c): (usize, usize, usize), (o, kh, kw): (usize, usize, usize), pad: [usize; 4], stride: [usize; 2], dilation: [usize; 2], rng: &mut Rng) -> Graph {
+#[allow(clippy::too_many_arguments, reason = "a convolution's geometry and type")]
+fn conv_window_rows(d: DType, images: usize, (h, w, c): (usize, usize, usize), (o, kh, kw): (usize, usize, usize), pad: [usize; 4], stride: [usize; 2], dilation: [usize; 2], rng: &mut Rng) -> Graph {
     use f16c_dialect::ConvAttrs;
-    let d = DType::F32;
     let mut g = Graph::new("conv_window_rows");
     let x = g.add_input(TensorType::new(d, [images, h, w, c]), loc());
     let wv = constant(&mut g, random(&TensorType::new(d, [o, kh, kw, c]), rng, -1.0, 1.0));
@@ -757,17 +757,17 @@ fn conv_window_rows(images: usize, (h, w, c): (usize, usize, usize), (o, kh, kw)
     let (z1, z2) = (zero(&mut g, d), zero(&mut g, d));
     let oh = (h + pad[0] + pad[1] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
     let ow = (w + pad[2] + pad[3] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
-    let a = ConvAttrs { pad, stride, dilation, acc: d };
+    let a = ConvAttrs { pad, stride, dilation, acc: DType::F32 };
     let y = g.add_node(Op::Conv2d(a), tensor_ty(d, &[images, oh, ow, o]), &[x, wv, bv, z1, z2], loc());
-    let y = g.add_node(Op::Clamp { min: 0.0, max: f64::from(f32::MAX) }, tensor_ty(d, &[images, oh, ow, o]), &[y], loc());
+    let y = g.add_node(Op::Clamp { min: 0.0, max: if d == DType::F16 { 65504.0 } else { f64::from(f32::MAX) } }, tensor_ty(d, &[images, oh, ow, o]), &[y], loc());
     g.add_output(y);
     g
 }
 
-/// An f32 convolution whose output rows are a whole number of micro-panels reads A's rows in
-/// place as window rows of its input (padded once per run where it has padding), a chunk per
-/// window row (or part of one): its plan says so, and its bits are those of the generated
-/// micro-kernels, which pack A (strides, dilation down, asymmetric padding, no padding, two
+/// An f32 or fp16 convolution whose output rows are a whole number of micro-panels reads A's
+/// rows in place as window rows of its input (padded once per run where it has padding; an
+/// fp16 one widened to f32 in the same step), a chunk per window row (or part of one): its plan
+/// says so, and its bits are those of the generated micro-kernels, which pack A (strides, dilation down, asymmetric padding, no padding, two
 /// images, one input channel, window rows longer than a chunk, a 1 × 3 window over one row as
 /// torch-mlir's conv1d, at stride 1 and 2). Where no row block of 16 to 64 rows (a multiple of
 /// four) divides its output's rows exactly, it packs A.
@@ -793,15 +793,20 @@ fn convolutions_read_window_rows_in_place_with_the_packed_bits() {
         (1, (1, 49, 16), (24, 1, 3), [0, 0, 1, 0], [1, 2], [1, 1], true),
         (1, (9, 8, 5), (12, 3, 3), [1, 1, 1, 1], [1, 1], [1, 1], false),
     ];
-    for (images, input, filters, pad, stride, dilation, windows) in cases {
-        let what = format!("conv images={images} input={input:?} filters={filters:?} pad={pad:?} stride={stride:?} dilation={dilation:?}");
-        let g = conv_window_rows(images, input, filters, pad, stride, dilation, &mut rng);
+    for (d, (images, input, filters, pad, stride, dilation, windows)) in [DType::F32, DType::F16].into_iter().flat_map(|d| cases.map(|case| (d, case))) {
+        let what = format!("{d} conv images={images} input={input:?} filters={filters:?} pad={pad:?} stride={stride:?} dilation={dilation:?}");
+        let g = conv_window_rows(d, images, input, filters, pad, stride, dilation, &mut rng);
         let program = f16c_compiler::driver::lower_for(&g, &CRANELIFT).unwrap();
         let plan = plans(&program, &host).unwrap().into_iter().flatten().find(|p| p.starts_with("tiles")).expect("a GEMM plan");
         assert_eq!(plan.contains("window rows"), windows, "{what}: {plan}");
-        assert_eq!(plan.contains("padded once per run"), windows && pad != [0; 4], "{what}: {plan}");
+        let staged = match (d, pad != [0; 4]) {
+            (DType::F16, true) => "padded and widened to f32 once per run",
+            (DType::F16, false) => "widened to f32 once per run",
+            _ => "padded once per run",
+        };
+        assert_eq!(plan.contains(staged), windows && (pad != [0; 4] || d == DType::F16), "{what}: {plan}");
         let inputs = inputs_for(&g, &mut rng, -1.0, 1.0);
-        check(&what, &g, &inputs, Some(contraction_tolerance(filters.1 * filters.2 * input.2, false)));
+        check(&what, &g, &inputs, Some(contraction_tolerance(filters.1 * filters.2 * input.2, d != DType::F32)));
         for threads in [1, 2] {
             let native = Model::compile_graph_with(&g, threads, &host).unwrap().run(&inputs).unwrap();
             let packed = Model::compile_graph_with(&g, threads, &generated).unwrap().run(&inputs).unwrap();

@@ -56,10 +56,12 @@ impl Context<'_> {
             return self.gemv(c, b_slot, (plan.packed_dt, plan.gemv_loop), finite);
         }
         self.layout.scratch(plan.scratch_bytes);
-        // Window rows of a padded input: the input padded once per run, a step of its own.
+        // Window rows of a padded or fp16 input: the input padded and widened once per run, a
+        // step of its own; the rows read the f32 temporary.
         let mut c = c.clone();
-        if let Some(w) = plan.windows.as_ref().filter(|w| w.padded.is_some()) {
+        if let Some(w) = plan.windows.as_ref().filter(|w| w.staged()) {
             c.a.buffer = crate::lower::BufferId(self.pad_input(&c, w)?);
+            c.a.ty.dtype = DType::F32;
         }
         let c = &c;
         let (c, cost) = (c.clone(), 2.0 * (c.batch * c.m * c.n * c.k) as f64);
@@ -234,7 +236,7 @@ impl GemmPlan {
         // (fp16 A) The span of A a row block reads, widened in one runtime call per block
         // (F16C) so that packing reads f32: packing widened each value in software, three
         // channels per tap for the first conv of an image network.
-        let band = (c.a.ty.dtype == DType::F16).then(|| a_band_bound(c, mc, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
+        let band = (c.a.ty.dtype == DType::F16 && windows.is_none()).then(|| a_band_bound(c, mc, a_panels * MR)).filter(|&n| n <= A_BAND_MAX);
         // A whose rows lie in memory as the GEMM's rows, in f32 (or widened so), every
         // micro-panel full: the micro-kernel reads them in place and nothing is packed.
         // (bf16 pairs) A's bf16 rows in place: the runtime pairs them as it reads them.
@@ -334,6 +336,8 @@ impl GemmPlan {
         let bdt = c.b.ty.dtype;
         let b_text = b_plan(c, bdt, self.widen_once && bdt != DType::F32);
         let a_text = match (self.a_form, self.band.is_some()) {
+            _ if self.windows.as_ref().is_some_and(|w| w.padded.is_some() && w.widen) => "A's rows read in place as window rows of the input padded and widened to f32 once per run",
+            _ if self.windows.as_ref().is_some_and(|w| w.widen) => "A's rows read in place as window rows of the input widened to f32 once per run",
             _ if self.windows.as_ref().is_some_and(|w| w.padded.is_some()) => "A's rows read in place as window rows of the input padded once per run",
             _ if self.windows.is_some() => "A's rows read in place as window rows of the input",
             (AForm::Rows, true) => "A's rows read in place, widened to f32 per row block",
@@ -376,6 +380,9 @@ pub(super) struct WindowRows {
     /// The padded input's height and width, where the input has padding (padded once per run
     /// into a temporary of the kernel).
     padded: Option<(usize, usize)>,
+    /// (fp16 A) the input widened to f32 once per run into a temporary of the kernel (padded
+    /// too where it has padding), which the rows then read.
+    widen: bool,
     /// Rows per row block: the largest multiple of [`MR`] up to [`MC`] that divides the
     /// output's width (at least [`WINDOW_ROWS_MIN`]).
     rows: usize,
@@ -390,13 +397,18 @@ impl WindowRows {
     /// which reads rows in place).
     fn of(c: &Contraction, runtime_loop: bool) -> Option<WindowRows> {
         let ContractionKind::Conv(g) = &c.kind else { return None };
-        if !runtime_loop || c.a.ty.dtype != DType::F32 || c.batch != 1 || g.dilation[1] != 1 || rows_in_place(c) || c.padding_hazard {
+        if !runtime_loop || !matches!(c.a.ty.dtype, DType::F32 | DType::F16) || !c.a_parts.is_empty() || c.batch != 1 || g.dilation[1] != 1 || rows_in_place(c) || c.padding_hazard {
             return None;
         }
         let rows = (1..=MC / MR).rev().map(|i| i * MR).find(|r| g.ow.is_multiple_of(*r)).filter(|&r| r >= WINDOW_ROWS_MIN)?;
         let [top, bottom, left, right] = g.pad;
         let padded = (g.pad != [0; 4]).then_some((g.ih + top + bottom, g.iw + left + right));
-        Some(WindowRows { g: g.clone(), padded, rows })
+        Some(WindowRows { g: g.clone(), padded, widen: c.a.ty.dtype == DType::F16, rows })
+    }
+
+    /// Whether a step first writes the input as the rows read it (padded, or widened to f32).
+    fn staged(&self) -> bool {
+        self.padded.is_some() || self.widen
     }
 
     /// The input's height and width as the rows read it.
@@ -439,12 +451,15 @@ impl WindowRows {
 }
 
 impl Context<'_> {
-    /// A step padding `c`'s f32 input as `w` reads it into a new temporary of the kernel, a
-    /// padded row per work item (zeros in the padding); returns the temporary's slot.
+    /// A step writing `c`'s input as `w` reads it into a new temporary of the kernel: padded
+    /// (zeros in the padding) and, from fp16, widened to f32 (the runtime's F16C loop), a row
+    /// of the padded input per work item; returns the temporary's slot.
     fn pad_input(&mut self, c: &Contraction, w: &WindowRows) -> Result<usize, BackendError> {
         let g = w.g.clone();
         let (ihp, iwp) = w.dims();
+        let widen = w.widen;
         let (row_bytes, in_row_bytes, left) = (iwp * g.ic * 4, g.iw * g.ic * 4, g.pad[2] * g.ic * 4);
+        let src_row_bytes = if widen { g.iw * g.ic * 2 } else { in_row_bytes };
         let slot = self.layout.temporary(self.current, g.n * ihp * row_bytes);
         let (src, top) = (c.a.buffer.0, g.pad[0]);
         self.add("_pad_a", g.n * ihp, (g.n * ihp * iwp * g.ic) as f64, move |fx| {
@@ -463,9 +478,14 @@ impl Context<'_> {
                         let row = fx.b.ins().imul_imm_s(image, g.ih as i64);
                         let row = fx.b.ins().iadd(row, y);
                         let d = fx.b.ins().iadd_imm_s(dst, left as i64);
-                        let s = fx.b.ins().imul_imm_s(row, in_row_bytes as i64);
+                        let s = fx.b.ins().imul_imm_s(row, src_row_bytes as i64);
                         let s = fx.b.ins().iadd(from, s);
-                        copy_bytes(fx, s, d, in_row_bytes);
+                        if widen {
+                            let n = fx.i((g.iw * g.ic) as i64);
+                            fx.libcall(Libcall::WidenF16, &[s, d, n]);
+                        } else {
+                            copy_bytes(fx, s, d, in_row_bytes);
+                        }
                         let d = fx.b.ins().iadd_imm_s(dst, (left + in_row_bytes) as i64);
                         zero_bytes(fx, d, row_bytes - left - in_row_bytes);
                         vec![]
