@@ -157,7 +157,9 @@ libcalls! {
 type SoftmaxLowFn = extern "C" fn(*const u8, *mut u16, u64, u64, *const u8, *const f32, *mut f32, u64) -> u64;
 
 /// [`Libcall::SoftmaxRowsF16`]: [`Libcall::SoftmaxRowsBf16`]'s rows with fp16 in place of bf16
-/// (fp16 `x` and `mask`, or f32 ones with [`f16c_core::abi::SOFTMAX_F32_INPUT`]).
+/// (fp16 `x` and `mask`, or f32 ones with [`f16c_core::abi::SOFTMAX_F32_INPUT`]); fp16 rows are
+/// widened, the differences rounded and the results narrowed by F16C ([`widen_f16`],
+/// [`round_f16_in_place`], [`narrow_f16`]: the table holds it on a CPU with F16C).
 extern "C" fn softmax_rows_f16(x: *const u8, y: *mut u16, rows: u64, len: u64, mask: *const u8, fill: *const f32, scratch: *mut f32, flags: u64) -> u64 {
     let n = (rows * len) as usize;
     let f32_input = flags as i64 & f16c_core::abi::SOFTMAX_F32_INPUT != 0;
@@ -170,10 +172,10 @@ extern "C" fn softmax_rows_f16(x: *const u8, y: *mut u16, rows: u64, len: u64, m
         let fill = (!mask.is_null() && !fill.is_null()).then(|| *fill);
         if f32_input {
             let masked = fill.map(|f| (*mask.cast::<f32>(), f));
-            softmax_rows_to_low::<Fp16, _>(std::slice::from_raw_parts(x.cast::<f32>(), n), |v| v, false, y, e, len as usize, masked);
+            softmax_rows_to_low::<Fp16, f32>(std::slice::from_raw_parts(x.cast::<f32>(), n), |xr, er| er.copy_from_slice(xr), false, y, e, len as usize, masked);
         } else {
-            let masked = fill.map(|f| (widen_f16_bits(*mask.cast::<u16>()), f));
-            softmax_rows_to_low::<Fp16, _>(std::slice::from_raw_parts(x.cast::<u16>(), n), widen_f16_bits, true, y, e, len as usize, masked);
+            let masked = fill.map(|f| (f16::from_bits(*mask.cast::<u16>()).to_f32(), f));
+            softmax_rows_to_low::<Fp16, f16>(std::slice::from_raw_parts(x.cast::<f16>(), n), widen_f16, true, y, e, len as usize, masked);
         }
     }
     rows
@@ -693,32 +695,6 @@ mod tests {
     }
     use softmax_low_loop_gives_the_stage_by_stage_bits;
 
-    /// The fp16 rounding and widening the softmax loop vectorises are `half`'s: every fp16
-    /// value widens to its f32, and f32 values around every fp16 rounding boundary (each fp16
-    /// value's bits shifted into place with every pattern of the bits below, halfway points,
-    /// the subnormal and overflow ranges, NaNs with payloads, infinities) round alike.
-    #[test]
-    fn fp16_rounding_in_selects_is_halfs() {
-        for h in 0..=u16::MAX {
-            let (got, want) = (widen_f16_bits(h), f16::from_bits(h).to_f32());
-            assert!(got.to_bits() == want.to_bits(), "{h:#06x}: {got:e} vs {want:e}");
-        }
-        let mut values: Vec<f32> = (0..=u32::MAX / 4093).map(|i| f32::from_bits(i.wrapping_mul(4093))).collect();
-        for h in 0..=u16::MAX {
-            let v = f16::from_bits(h).to_f32();
-            if v.is_finite() {
-                for d in [0u32, 1, 0xfff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x7ff, 0x800, 0x801] {
-                    values.push(f32::from_bits(v.to_bits().wrapping_add(d)));
-                    values.push(f32::from_bits(v.to_bits().wrapping_sub(d)));
-                }
-            }
-        }
-        values.extend([65504.0, 65519.99, 65520.0, 1e-8, 2.9802322e-8, 5.9604645e-8, f32::from_bits(0x7f80_0001), f32::from_bits(0xffc1_2345), f32::INFINITY, f32::NEG_INFINITY, -0.0]);
-        for v in values {
-            assert_eq!(f16_bits(v), f16::from_f32(v).to_bits(), "{:#010x} ({v:e})", v.to_bits());
-        }
-    }
-
     /// The table's WidenF16 entry, called as generated code calls it.
     fn widen_entry() -> extern "C" fn(*const f16, *mut f32, u64) -> u64 {
         let f = table()[Libcall::WidenF16 as usize];
@@ -947,19 +923,26 @@ unsafe fn softmax_avx2(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32
 /// to bf16 where `round_difference`) into bf16 `y`, their `exp` in `e`
 /// ([`Libcall::SoftmaxRowsBf16`]), compiled for the widest vectors this CPU has.
 fn softmax_rows_to_bf16<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    softmax_rows_to_low::<Bf16, X>(x, widen, round_difference, y, e, len, masked);
+    let widen_row = move |xr: &[X], er: &mut [f32]| {
+        for (w, &h) in er.iter_mut().zip(xr) {
+            *w = widen(h);
+        }
+    };
+    softmax_rows_to_low::<Bf16, X>(x, widen_row, round_difference, y, e, len, masked);
 }
 
-/// A 16-bit float type's rounding of an f32 (to its bits) and exact widening (of its bits), in
-/// selects and integer arithmetic that LLVM vectorises.
+/// A 16-bit float type's roundings of rows of f32 values, as the softmax loop into it needs them.
 trait LowFloat {
-    /// `x` rounded to nearest even, as `half` rounds it.
+    /// `x` rounded to nearest even, as `half` rounds it (its bits).
     fn round(x: f32) -> u16;
-    /// The value of bits `h`, exactly.
-    fn widen(h: u16) -> f32;
+    /// Each value of `v` rounded to the type (and kept as the f32 it is).
+    fn round_row(v: &mut [f32]);
+    /// `dst[i]` the bits of `src[i] · r` rounded to the type (`src` is the caller's scratch,
+    /// which this may overwrite).
+    fn narrow_row(src: &mut [f32], r: f32, dst: &mut [u16]);
 }
 
-/// bf16 ([`bf16_bits`], [`widen_bf16`]).
+/// bf16: [`bf16_bits`] and [`widen_bf16`], element by element in selects LLVM vectorises.
 struct Bf16;
 
 impl LowFloat for Bf16 {
@@ -968,51 +951,97 @@ impl LowFloat for Bf16 {
         bf16_bits(x)
     }
     #[inline(always)]
-    fn widen(h: u16) -> f32 {
-        widen_bf16(h)
+    fn round_row(v: &mut [f32]) {
+        for w in v.iter_mut() {
+            *w = widen_bf16(bf16_bits(*w));
+        }
+    }
+    #[inline(always)]
+    fn narrow_row(src: &mut [f32], r: f32, dst: &mut [u16]) {
+        for (d, &w) in dst.iter_mut().zip(src.iter()) {
+            *d = bf16_bits(w * r);
+        }
     }
 }
 
-/// IEEE fp16 ([`f16_bits`], [`widen_f16_bits`]).
+/// IEEE fp16: F16C's `vcvtps2ph` and `vcvtph2ps` eight values at a time ([`round_f16_in_place`],
+/// [`narrow_f16`]: `half`'s rounding), the rest by `half`.
 struct Fp16;
 
 impl LowFloat for Fp16 {
     #[inline(always)]
     fn round(x: f32) -> u16 {
-        f16_bits(x)
+        f16::from_f32(x).to_bits()
     }
     #[inline(always)]
-    fn widen(h: u16) -> f32 {
-        widen_f16_bits(h)
+    fn round_row(v: &mut [f32]) {
+        round_f16_in_place(v);
     }
+    #[inline(always)]
+    fn narrow_row(src: &mut [f32], r: f32, dst: &mut [u16]) {
+        for w in src.iter_mut() {
+            *w *= r;
+        }
+        // SAFETY: `f16` is a transparent `u16`.
+        narrow_f16(src, unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<f16>(), dst.len()) });
+    }
+}
+
+/// `v[i]` rounded to f16 and widened back, in place: F16C eight at a time where the CPU has
+/// it, `half` for the rest.
+fn round_f16_in_place(v: &mut [f32]) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if has_f16c() {
+        // SAFETY: the CPU has F16C (and so AVX).
+        done = unsafe { round_f16_in_place_f16c(v) };
+    }
+    for w in &mut v[done..] {
+        *w = f16::from_f32(*w).to_f32();
+    }
+}
+
+/// The whole blocks of eight of [`round_f16_in_place`] on a CPU with F16C; returns how many.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn round_f16_in_place_f16c(v: &mut [f32]) -> usize {
+    use std::arch::x86_64::*;
+    let whole = v.len() - v.len() % 8;
+    for i in (0..whole).step_by(8) {
+        // SAFETY: i + 8 <= len; unaligned loads and stores.
+        unsafe {
+            let p = v.as_mut_ptr().add(i);
+            _mm256_storeu_ps(p, _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(p))));
+        }
+    }
+    whole
 }
 
 /// The softmax of rows into a 16-bit float type `L` ([`Libcall::SoftmaxRowsBf16`],
 /// [`Libcall::SoftmaxRowsF16`]), compiled for the widest vectors this CPU has.
-fn softmax_rows_to_low<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+fn softmax_rows_to_low<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(&[X], &mut [f32]) + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
     widest!(softmax_low_avx512::<L, X>(x, widen, round_difference, y, e, len, masked), softmax_low_avx2::<L, X>(x, widen, round_difference, y, e, len, masked));
     softmax_low_loop::<L, X>(x, widen, round_difference, y, e, len, masked);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn softmax_low_avx512<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+unsafe fn softmax_low_avx512<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(&[X], &mut [f32]) + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
     softmax_low_loop::<L, X>(x, widen, round_difference, y, e, len, masked);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn softmax_low_avx2<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+unsafe fn softmax_low_avx2<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(&[X], &mut [f32]) + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
     softmax_low_loop::<L, X>(x, widen, round_difference, y, e, len, masked);
 }
 
-/// [`softmax_rows_to_low`] itself, as [`softmax_loop`]: per row the widened values in `e`,
-/// their maximum, `exp(x - m)` (the difference rounded to the low type where
+/// [`softmax_rows_to_low`] itself, as [`softmax_loop`]: per row the values widened into `e`
+/// (`widen`), their maximum, `exp(x - m)` (the difference rounded to the low type where
 /// `round_difference`) into `e`; the group's sums; then `low(e · (1 / s))` or the all-masked
 /// fill.
 #[inline(always)]
-fn softmax_low_loop<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    let (round, widen_low) = (L::round, L::widen);
+fn softmax_low_loop<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(&[X], &mut [f32]) + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
     if len == 0 {
         return;
     }
@@ -1021,13 +1050,15 @@ fn softmax_low_loop<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Co
         let rows = xs.len() / len;
         let mut maxima = [0f32; SOFTMAX_GROUP];
         for ((m, xr), er) in maxima.iter_mut().zip(xs.chunks_exact(len)).zip(es.chunks_exact_mut(len)) {
-            for (w, &h) in er.iter_mut().zip(xr) {
-                *w = widen(h);
-            }
+            widen(xr, er);
             *m = row_max(er);
             if round_difference {
                 for w in er.iter_mut() {
-                    *w = f16c_core::math::exp_f32(widen_low(round(*w - *m)));
+                    *w -= *m;
+                }
+                L::round_row(er);
+                for w in er.iter_mut() {
+                    *w = f16c_core::math::exp_f32(*w);
                 }
             } else {
                 for w in er.iter_mut() {
@@ -1036,71 +1067,13 @@ fn softmax_low_loop<L: LowFloat, X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Co
             }
         }
         let sums = group_sums(es, len, rows);
-        for (((yr, er), &m), &s) in ys.chunks_exact_mut(len).zip(es.chunks_exact(len)).zip(&maxima).zip(&sums) {
+        for (((yr, er), &m), &s) in ys.chunks_exact_mut(len).zip(es.chunks_exact_mut(len)).zip(&maxima).zip(&sums) {
             match masked {
-                Some((mask, fill)) if m == mask => yr.fill(round(fill)),
-                _ => {
-                    let r = 1.0 / s;
-                    for (v, &w) in yr.iter_mut().zip(er) {
-                        *v = round(w * r);
-                    }
-                }
+                Some((mask, fill)) if m == mask => yr.fill(L::round(fill)),
+                _ => L::narrow_row(er, 1.0 / s, yr),
             }
         }
     }
-}
-
-/// The bits of `x` rounded to IEEE fp16 as `half` rounds it (to nearest even, subnormals
-/// included; beyond the largest finite value infinity; a NaN keeps its top payload bits and
-/// becomes quiet), in selects and integer arithmetic LLVM vectorises.
-#[inline(always)]
-fn f16_bits(x: f32) -> u16 {
-    let b = x.to_bits();
-    let sign = (b >> 16) & 0x8000;
-    let exp = (b >> 23) & 0xff;
-    let man = b & 0x7f_ffff;
-    // Infinity or NaN.
-    let special = sign | 0x7c00 | if man != 0 { 0x200 } else { 0 } | (man >> 13);
-    // The exponent in fp16's bias.
-    let e = exp as i32 - 112;
-    // Normal: the top ten mantissa bits, up where the rest is above half, or half and odd (a
-    // carry may reach the exponent, or infinity).
-    let up = |m: u32, bit: u32| m & bit != 0 && m & (3 * bit - 1) != 0;
-    let normal = (sign | ((e.max(0) as u32) << 10) | (man >> 13)) + u32::from(up(man, 0x1000));
-    // Subnormal: the mantissa with its leading one shifted by 14 - e (14 to 24; beyond, zero).
-    let shift = (14 - e).clamp(1, 31) as u32;
-    let m = man | 0x80_0000;
-    let subnormal = sign | ((m >> shift) + u32::from(up(m, 1 << (shift - 1))));
-    let r = if exp == 0xff {
-        special
-    } else if e >= 31 {
-        sign | 0x7c00
-    } else if e > 0 {
-        normal
-    } else if shift > 24 {
-        sign
-    } else {
-        subnormal
-    };
-    r as u16
-}
-
-/// An fp16 value's bits widened to the f32 it is (exactly), in selects LLVM vectorises.
-#[inline(always)]
-fn widen_f16_bits(h: u16) -> f32 {
-    let h = u32::from(h);
-    let sign = (h & 0x8000) << 16;
-    let (exp, man) = ((h >> 10) & 0x1f, h & 0x3ff);
-    let bits = if exp == 0x1f {
-        // Infinity, or a NaN made quiet with its payload (as `half` and `vcvtph2ps` widen it).
-        0x7f80_0000 | (man << 13) | if man != 0 { 0x40_0000 } else { 0 }
-    } else if exp != 0 {
-        ((exp + 112) << 23) | (man << 13)
-    } else {
-        // A subnormal (or zero): man · 2^-24, exact in f32.
-        (man as f32 * f32::from_bits(0x3380_0000)).to_bits()
-    };
-    f32::from_bits(sign | bits)
 }
 
 /// A bf16 value's bits widened to the f32 it is (exactly).

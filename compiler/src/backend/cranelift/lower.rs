@@ -1768,6 +1768,8 @@ pub(super) struct ElementwisePlan {
     /// time into scratch: the op, the libcall, and the input it reads in place (`None`: an
     /// argument the expression computes, computed for the block into scratch first).
     wide: Option<(usize, Libcall, Option<usize>)>,
+    /// The scratch offset of `wide`'s blocks (after the staged row and the widened inputs).
+    wide_at: usize,
     /// (SiLU of the only input, contiguous, all f32 or all bf16) the whole row by one call of
     /// the runtime's SiLU loop of that type, and the elements' bytes: nothing else is emitted.
     silu: Option<(Libcall, usize)>,
@@ -1796,7 +1798,7 @@ impl ElementwisePlan {
             _ => None,
         };
         if silu.is_some() {
-            return ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at: vec![None; e.inputs.len()], wide: None, silu, scratch: 0 };
+            return ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at: vec![None; e.inputs.len()], wide: None, wide_at: 0, silu, scratch: 0 };
         }
         let mut widened_at = vec![None; e.inputs.len()];
         let mut scratch = if narrowed { inner * 4 } else { 0 };
@@ -1808,8 +1810,10 @@ impl ElementwisePlan {
                 }
             }
         }
-        // (Four lanes of the inline erf cost a ViT-S/16 GELU 14 of its 140 ms.)
-        let wide: Option<(usize, Libcall, Option<usize>)> = (vector && !narrowed && scratch == 0 && inner >= WIDE_MATH_MIN)
+        // (Four lanes of the inline erf cost a ViT-S/16 GELU 14 of its 140 ms; in fp16, whose
+        // row is staged and whose inputs are widened into scratch first, the Whisper encoder's
+        // GELUs 56 of its 592 ms.)
+        let wide: Option<(usize, Libcall, Option<usize>)> = (vector && inner >= WIDE_MATH_MIN)
             .then(|| {
                 e.expr.ops.iter().enumerate().find_map(|(i, op)| {
                     let call = wide_math(op)?;
@@ -1832,10 +1836,11 @@ impl ElementwisePlan {
                 })
             })
             .flatten();
+        let wide_at = scratch;
         if let Some((_, _, source)) = wide {
-            scratch = WIDE_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
+            scratch += WIDE_BLOCK * 4 * if source.is_some() { 1 } else { 2 };
         }
-        ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, silu: None, scratch }
+        ElementwisePlan { rank, inner, rows, vector, deferral, narrowed, widened_at, wide, wide_at, silu: None, scratch }
     }
 
     /// The runtime micro-kernel the kernel calls ([`f16c_core::abi::MICRO_KERNELS`]), if any.
@@ -2008,10 +2013,11 @@ fn elementwise_lanes(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store
     // The ops up to the one computing the argument (a computed one).
     let upto = crate::lower::Expr { inputs: e.expr.inputs.clone(), ops: e.expr.ops[..x.saturating_sub(e.inputs.len()) + 1].to_vec() };
     let block = |fx: &mut Fx, b0: Value, len: usize| -> Emitted {
+        let area = fx.b.ins().iadd_imm_s(fx.scratch, plan.wide_at as i64);
         let (src, dst) = match source {
             Some(x) => {
                 let at = fx.b.ins().iadd(r.offsets[x], b0);
-                (fx.addr(r.bases[x], at, 4), fx.scratch)
+                (fx.addr(r.bases[x], at, 4), area)
             }
             None => {
                 fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
@@ -2019,10 +2025,10 @@ fn elementwise_lanes(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store
                     let args = lane_args(fx, col);
                     // An input (bf16, widened as loaded) or the value the ops compute.
                     let a = if x < e.inputs.len() { args[x] } else { eval_with(fx, &upto, args, None)? };
-                    fx.store4(DType::F32, fx.scratch, j, a);
+                    fx.store4(DType::F32, area, j, a);
                     Ok(vec![])
                 })?;
-                (fx.scratch, fx.b.ins().iadd_imm_s(fx.scratch, (WIDE_BLOCK * 4) as i64))
+                (area, fx.b.ins().iadd_imm_s(area, (WIDE_BLOCK * 4) as i64))
             }
         };
         let n = fx.i(len as i64);
