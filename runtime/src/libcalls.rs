@@ -123,24 +123,8 @@ libcalls! {
         rows
     },
     SoftmaxRowsBf16 => |x: *const u8, y: *mut u16, rows: u64, len: u64, mask: *const u8, fill: *const f32, scratch: *mut f32, flags: u64| -> u64 {
-        let n = (rows * len) as usize;
-        let f32_input = flags as i64 & f16c_core::abi::SOFTMAX_F32_INPUT != 0;
-        // SAFETY: the generated code passes `rows · len` readable values at `x` (f32 with
-        // SOFTMAX_F32_INPUT, else bf16), as many writable bf16 at `y` and writable f32 at
-        // `scratch`, none overlapping, and `mask` (of `x`'s type) and `fill` each null or one
-        // readable value (the Libcall's contract).
-        unsafe {
-            let (y, e) = (std::slice::from_raw_parts_mut(y, n), std::slice::from_raw_parts_mut(scratch, n));
-            let fill = (!mask.is_null() && !fill.is_null()).then(|| *fill);
-            if f32_input {
-                let masked = fill.map(|f| (*mask.cast::<f32>(), f));
-                softmax_rows_to_bf16(std::slice::from_raw_parts(x.cast::<f32>(), n), |v| v, false, y, e, len as usize, masked);
-            } else {
-                let masked = fill.map(|f| (widen_bf16(*mask.cast::<u16>()), f));
-                softmax_rows_to_bf16(std::slice::from_raw_parts(x.cast::<u16>(), n), widen_bf16, true, y, e, len as usize, masked);
-            }
-        }
-        rows
+        // SAFETY: the generated code passes the operands by the Libcall's contract.
+        unsafe { softmax_rows_low::<Bf16>(x, y, rows, len, mask, fill, scratch, flags) }
     },
     ;
     optional:
@@ -157,25 +141,34 @@ libcalls! {
 type SoftmaxLowFn = extern "C" fn(*const u8, *mut u16, u64, u64, *const u8, *const f32, *mut f32, u64) -> u64;
 
 /// [`Libcall::SoftmaxRowsF16`]: [`Libcall::SoftmaxRowsBf16`]'s rows with fp16 in place of bf16
-/// (fp16 `x` and `mask`, or f32 ones with [`f16c_core::abi::SOFTMAX_F32_INPUT`]); fp16 rows are
-/// widened, the differences rounded and the results narrowed by F16C ([`widen_f16`],
-/// [`round_f16_in_place`], [`narrow_f16`]: the table holds it on a CPU with F16C).
+/// (the table holds it on a CPU with F16C, which its row conversions use).
 extern "C" fn softmax_rows_f16(x: *const u8, y: *mut u16, rows: u64, len: u64, mask: *const u8, fill: *const f32, scratch: *mut f32, flags: u64) -> u64 {
+    // SAFETY: the generated code passes the operands by the Libcall's contract.
+    unsafe { softmax_rows_low::<Fp16>(x, y, rows, len, mask, fill, scratch, flags) }
+}
+
+/// The softmax libcalls into a 16-bit type `L` ([`Libcall::SoftmaxRowsBf16`],
+/// [`Libcall::SoftmaxRowsF16`]): `rows` rows of `len` values of `x` (of `L`, or f32 with
+/// [`f16c_core::abi::SOFTMAX_F32_INPUT`]) into `y`, the rows' exp values in `scratch`; `mask`
+/// (of `x`'s type) and `fill` null or the all-masked test's values. Returns `rows`.
+///
+/// # Safety
+/// `rows · len` readable values at `x`, as many writable ones at `y` and writable f32 at
+/// `scratch`, none overlapping; `mask` and `fill` each null or one readable value.
+#[allow(clippy::too_many_arguments, reason = "the libcall's C signature")]
+unsafe fn softmax_rows_low<L: LowFloat>(x: *const u8, y: *mut u16, rows: u64, len: u64, mask: *const u8, fill: *const f32, scratch: *mut f32, flags: u64) -> u64 {
     let n = (rows * len) as usize;
     let f32_input = flags as i64 & f16c_core::abi::SOFTMAX_F32_INPUT != 0;
-    // SAFETY: the generated code passes `rows · len` readable values at `x` (f32 with
-    // SOFTMAX_F32_INPUT, else fp16), as many writable fp16 at `y` and writable f32 at
-    // `scratch`, none overlapping, and `mask` (of `x`'s type) and `fill` each null or one
-    // readable value (the Libcall's contract).
+    // SAFETY: the caller's.
     unsafe {
         let (y, e) = (std::slice::from_raw_parts_mut(y, n), std::slice::from_raw_parts_mut(scratch, n));
         let fill = (!mask.is_null() && !fill.is_null()).then(|| *fill);
         if f32_input {
             let masked = fill.map(|f| (*mask.cast::<f32>(), f));
-            softmax_rows_to_low::<Fp16, f32>(std::slice::from_raw_parts(x.cast::<f32>(), n), |xr, er| er.copy_from_slice(xr), false, y, e, len as usize, masked);
+            softmax_rows_to_low::<L, f32>(std::slice::from_raw_parts(x.cast::<f32>(), n), |xr, er| er.copy_from_slice(xr), false, y, e, len as usize, masked);
         } else {
-            let masked = fill.map(|f| (f16::from_bits(*mask.cast::<u16>()).to_f32(), f));
-            softmax_rows_to_low::<Fp16, f16>(std::slice::from_raw_parts(x.cast::<f16>(), n), widen_f16, true, y, e, len as usize, masked);
+            let masked = fill.map(|f| (L::widen(*mask.cast::<L::Stored>()), f));
+            softmax_rows_to_low::<L, L::Stored>(std::slice::from_raw_parts(x.cast::<L::Stored>(), n), L::widen_row, true, y, e, len as usize, masked);
         }
     }
     rows
@@ -499,66 +492,50 @@ mod tests {
     /// fp16 by `half` (a NaN for a NaN); a count that is not a multiple of its block.
     #[test]
     fn the_f16_silu_loop_gives_the_references_bits() {
-        let f = table()[Libcall::SiluArrayF16 as usize];
-        if f == 0 {
+        if table()[Libcall::SiluArrayF16 as usize] == 0 {
             eprintln!("no fp16 SiLU loop on this CPU: nothing to test");
             return;
         }
-        // SAFETY: the table's SiluArrayF16 entry has this signature.
-        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u16, *mut u16, u64) -> u64>(f) };
-        let mut x: Vec<u16> = (0..=u16::MAX).collect();
-        x.extend(0..37u16);
-        let want: Vec<f16> = x
-            .iter()
-            .map(|&h| {
-                let v = f16::from_bits(h).to_f32();
-                let s = f16::from_f32(1.0 / (1.0 + f16c_core::math::exp_f32(-v)));
-                f16::from_f32(v * s.to_f32())
-            })
-            .collect();
-        let check = |got: &[u16], how: &str| {
-            for ((&g, w), &v) in got.iter().zip(&want).zip(&x) {
-                let g = f16::from_bits(g);
-                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{how}: silu({v:#06x}) = {:#06x}, want {:#06x}", g.to_bits(), w.to_bits());
-            }
-        };
-        let mut out = vec![0u16; x.len()];
-        assert_eq!(call(x.as_ptr(), out.as_mut_ptr(), x.len() as u64), x.len() as u64);
-        check(&out, "out of place");
-        let mut inplace = x.clone();
-        call(inplace.as_ptr(), inplace.as_mut_ptr(), inplace.len() as u64);
-        check(&inplace, "in place");
+        silu_low_loop_gives_the_references_bits!(Libcall::SiluArrayF16, f16, (0..=u16::MAX).chain(0..37));
     }
+
+    /// The body of the two SiLU loop tests: libcall `$lc` of the 16-bit type `$t` on the bits
+    /// `$values`, in place and not, against `half`'s roundings of the sigmoid and the product.
+    macro_rules! silu_low_loop_gives_the_references_bits {
+        ($lc:expr, $t:ty, $values:expr) => {{
+            // SAFETY: the table's entry has this signature (the macro defines it so).
+            let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u16, *mut u16, u64) -> u64>(table()[$lc as usize]) };
+            let x: Vec<u16> = $values.collect();
+            let want: Vec<$t> = x
+                .iter()
+                .map(|&h| {
+                    let v = <$t>::from_bits(h).to_f32();
+                    let s = <$t>::from_f32(1.0 / (1.0 + f16c_core::math::exp_f32(-v)));
+                    <$t>::from_f32(v * s.to_f32())
+                })
+                .collect();
+            let check = |got: &[u16], how: &str| {
+                for ((&g, w), &v) in got.iter().zip(&want).zip(&x) {
+                    let g = <$t>::from_bits(g);
+                    assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{how}: silu({v:#06x}) = {:#06x}, want {:#06x}", g.to_bits(), w.to_bits());
+                }
+            };
+            let mut out = vec![0u16; x.len()];
+            assert_eq!(call(x.as_ptr(), out.as_mut_ptr(), x.len() as u64), x.len() as u64);
+            check(&out, "out of place");
+            let mut inplace = x.clone();
+            call(inplace.as_ptr(), inplace.as_mut_ptr(), inplace.len() as u64);
+            check(&inplace, "in place");
+        }};
+    }
+    use silu_low_loop_gives_the_references_bits;
 
     /// The bf16 SiLU loop gives, for every bf16 value, in place and not, the reference's bits:
     /// the sigmoid rounded to bf16 by `half`, the product rounded to bf16 by `half` (a NaN for
     /// a NaN); and its rounding is `half`'s for f32 patterns around every rounding boundary.
     #[test]
     fn the_bf16_silu_loop_gives_the_references_bits() {
-        let f = table()[Libcall::SiluArrayBf16 as usize];
-        // SAFETY: the table's SiluArrayBf16 entry has this signature (the macro defines it so).
-        let call = unsafe { std::mem::transmute::<usize, extern "C" fn(*const u16, *mut u16, u64) -> u64>(f) };
-        let x: Vec<u16> = (0..=u16::MAX).collect();
-        let want: Vec<bf16> = x
-            .iter()
-            .map(|&h| {
-                let v = bf16::from_bits(h).to_f32();
-                let s = bf16::from_f32(1.0 / (1.0 + f16c_core::math::exp_f32(-v)));
-                bf16::from_f32(v * s.to_f32())
-            })
-            .collect();
-        let check = |got: &[u16], how: &str| {
-            for ((&g, w), &v) in got.iter().zip(&want).zip(&x) {
-                let g = bf16::from_bits(g);
-                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{how}: silu({v:#06x}) = {:#06x}, want {:#06x}", g.to_bits(), w.to_bits());
-            }
-        };
-        let mut out = vec![0u16; x.len()];
-        assert_eq!(call(x.as_ptr(), out.as_mut_ptr(), x.len() as u64), x.len() as u64);
-        check(&out, "out of place");
-        let mut inplace = x.clone();
-        call(inplace.as_ptr(), inplace.as_mut_ptr(), inplace.len() as u64);
-        check(&inplace, "in place");
+        silu_low_loop_gives_the_references_bits!(Libcall::SiluArrayBf16, bf16, 0..=u16::MAX);
         for hi in (0..=u16::MAX).step_by(7) {
             for lo in [0u32, 1, 0x7fff, 0x8000, 0x8001, 0xffff, 0x4000, 0xc000] {
                 let v = f32::from_bits(u32::from(hi) << 16 | lo);
@@ -919,20 +896,14 @@ unsafe fn softmax_avx2(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32
     softmax_loop(x, y, len, masked);
 }
 
-/// The softmax of the rows of `len` values of `x` (widened by `widen`; the difference rounded
-/// to bf16 where `round_difference`) into bf16 `y`, their `exp` in `e`
-/// ([`Libcall::SoftmaxRowsBf16`]), compiled for the widest vectors this CPU has.
-fn softmax_rows_to_bf16<X: Copy>(x: &[X], widen: impl Fn(X) -> f32 + Copy, round_difference: bool, y: &mut [u16], e: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    let widen_row = move |xr: &[X], er: &mut [f32]| {
-        for (w, &h) in er.iter_mut().zip(xr) {
-            *w = widen(h);
-        }
-    };
-    softmax_rows_to_low::<Bf16, X>(x, widen_row, round_difference, y, e, len, masked);
-}
-
 /// A 16-bit float type's roundings of rows of f32 values, as the softmax loop into it needs them.
 trait LowFloat {
+    /// A value as it is stored (its 16 bits).
+    type Stored: Copy;
+    /// The value of `h`, exactly.
+    fn widen(h: Self::Stored) -> f32;
+    /// `dst[i]` the value of `src[i]`.
+    fn widen_row(src: &[Self::Stored], dst: &mut [f32]);
     /// `x` rounded to nearest even, as `half` rounds it (its bits).
     fn round(x: f32) -> u16;
     /// Each value of `v` rounded to the type (and kept as the f32 it is).
@@ -946,6 +917,17 @@ trait LowFloat {
 struct Bf16;
 
 impl LowFloat for Bf16 {
+    type Stored = u16;
+    #[inline(always)]
+    fn widen(h: u16) -> f32 {
+        widen_bf16(h)
+    }
+    #[inline(always)]
+    fn widen_row(src: &[u16], dst: &mut [f32]) {
+        for (w, &h) in dst.iter_mut().zip(src) {
+            *w = widen_bf16(h);
+        }
+    }
     #[inline(always)]
     fn round(x: f32) -> u16 {
         bf16_bits(x)
@@ -969,6 +951,15 @@ impl LowFloat for Bf16 {
 struct Fp16;
 
 impl LowFloat for Fp16 {
+    type Stored = f16;
+    #[inline(always)]
+    fn widen(h: f16) -> f32 {
+        h.to_f32()
+    }
+    #[inline(always)]
+    fn widen_row(src: &[f16], dst: &mut [f32]) {
+        widen_f16(src, dst);
+    }
     #[inline(always)]
     fn round(x: f32) -> u16 {
         f16::from_f32(x).to_bits()
