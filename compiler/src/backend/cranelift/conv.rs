@@ -3,7 +3,7 @@
 
 use super::emit::{domain, mem, Emitted, Fx};
 use super::epilogue::{finish, finish_deferral, Bases, Columns, Finite};
-use super::gemm::widen_run;
+use super::pack::widen_run;
 use super::legal::LANES;
 use super::lower::{row_offset, Context};
 use super::plan::Planner;

@@ -1415,7 +1415,7 @@ impl RowsCall {
         let (off, _) = plan.slots[k].expect("a widened input has a slot");
         let src = fx.addr(self.bases[k], at, 2);
         let dst = fx.b.ins().iadd_imm_s(fx.scratch, (q * plan.stride + off) as i64);
-        super::gemm::widen_run(fx, r.inputs[k].dtype, src, dst, r.len, false);
+        super::pack::widen_run(fx, r.inputs[k].dtype, src, dst, r.len, false);
     }
 
     /// Where full value `v` of row `q` lives: (base, first index, element type as stored).

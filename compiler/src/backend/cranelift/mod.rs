@@ -29,6 +29,8 @@ pub mod emit;
 mod conv;
 mod epilogue;
 mod gemm;
+mod micro;
+mod pack;
 pub mod legal;
 mod lower;
 mod math;
@@ -177,7 +179,7 @@ pub struct Compiled {
     /// The buffer table (after [`Layout::finish`]: the arena plan includes the temporaries).
     pub layout: Layout,
     /// The functions, with their names. Functions 0 and 1 are the GEMM micro-kernels (packed
-    /// A, A's rows in place: [`gemm::AForm`]), which kernels call as `UserExternalName(0, i)`:
+    /// A, A's rows in place: [`micro::AForm`]), which kernels call as `UserExternalName(0, i)`:
     /// a module must declare the functions in this order.
     pub functions: Vec<(String, Function)>,
     /// Per function, a shared body's [`BodyKey`] ([`CodeCache`]'s key); `None` for the
@@ -601,9 +603,9 @@ pub fn compile(program: &Program, options: &Options) -> BackendResult<Compiled> 
     let mut cx = lower::Context::new(program, options);
     // The generated micro-kernels, where the GEMMs call no runtime loop (a CPU without AVX2):
     // functions 0 and 1, which the tiles call by index. Elsewhere nothing calls them.
-    let generated = if options.loops == Loops::Generated { gemm::AForm::ALL.len() } else { 0 };
-    for form in &gemm::AForm::ALL[..generated] {
-        let micro = gemm::micro_kernel_function(&mut cx.fctx, options.fma, *form);
+    let generated = if options.loops == Loops::Generated { micro::AForm::ALL.len() } else { 0 };
+    for form in &micro::AForm::ALL[..generated] {
+        let micro = micro::micro_kernel_function(&mut cx.fctx, options.fma, *form);
         cx.functions.push((form.name().to_string(), micro));
     }
     crate::timing::phase("cranelift build CLIF", || (0..program.kernels.len()).try_for_each(|k| cx.kernel(k)))?;
