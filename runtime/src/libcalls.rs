@@ -236,7 +236,9 @@ const SILU_F16_BLOCK: usize = 64;
 /// by F16C into f32 (exactly), the contract's sigmoid over the block (a loop LLVM vectorises),
 /// rounded to f16 and back, the product rounded to f16 (`vcvtps2ph` to nearest even, as
 /// `half`); returns how many values it computed. A block is read whole before it is written
-/// (in place or apart).
+/// (in place or apart). (The same conversions as [`widen_f16`], [`round_f16_in_place`] and
+/// [`narrow_f16`], inline: calling those per block, in five passes, ran EfficientNet-B0's
+/// largest SiLU 0.77 → 0.91–1.38 ms.)
 ///
 /// # Safety
 /// AVX2, FMA and F16C; `n` elements at `src` and `dst`, the same or not overlapping.
@@ -611,7 +613,7 @@ mod tests {
     }
 
     /// The same of the fp16 softmax loop (where this CPU has it), with fp16 in place of bf16
-    /// and values that reach fp16's subnormals and its largest finite ones.
+    /// (results down to fp16's subnormals and zero).
     #[test]
     fn the_f16_softmax_loop_gives_the_stage_by_stage_bits() {
         if table()[Libcall::SoftmaxRowsF16 as usize] == 0 {

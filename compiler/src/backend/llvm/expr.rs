@@ -53,7 +53,7 @@ impl LaneRules {
     }
 
     /// A float type stored as f32, f16 or bf16 that lanes round to.
-    fn stored(&self, d: DType) -> bool {
+    pub fn stored(&self, d: DType) -> bool {
         matches!(d, DType::F32 | DType::F16 | DType::BF16) && self.rounds(d)
     }
 

@@ -261,13 +261,12 @@ impl RowVectors {
             }
             let end = r.run_end(si);
             let fulls = r.stages[si..end].iter().any(|st| matches!(st, RowStage::Map { full: true, .. }));
-            let full = |v: RowValue| if v < n_in { r.inputs[v].full } else { matches!(r.stages[v - n_in], RowStage::Map { full: true, .. }) };
             // A value in f32 lanes: f32, or f16/bf16 rounded lane by lane (kept as f32 in the
             // row's temporary, widened exactly as an input is loaded).
-            let lane = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16) && rules.rounds(d);
+            let lane = |d: DType| rules.stored(d);
             let in_lanes = r.stages[si..end].iter().enumerate().all(|(e, st)| match st {
                 // A select on a row's scalar condition (PyTorch's all-masked test) picks a vector.
-                RowStage::Map { op, full: true } if op.kind == EwKind::Select => !full(op.args[0]) && lane(r.dtypes[si + e]) && op.args[1..].iter().all(|&a| lane(r.dtype(a))),
+                RowStage::Map { op, full: true } if op.kind == EwKind::Select => !r.full(op.args[0]) && lane(r.dtypes[si + e]) && op.args[1..].iter().all(|&a| lane(r.dtype(a))),
                 RowStage::Map { op, full: true } => {
                     let types: Vec<DType> = op.args.iter().map(|&a| r.dtype(a)).collect();
                     lane(r.dtypes[si + e]) && types.iter().all(|&d| lane(d)) && rules.op(op, &types)
