@@ -111,6 +111,25 @@ func.func @long_rows(%x: tensor<768x256xf32>) -> tensor<768x256xf32> {
   return %y : tensor<768x256xf32>
 }
 
+// Rows that the vectors do not divide (300 = 18 · 16 + 12): on AVX-512, whose loads and stores
+// take a mask, a row's last elements go as one more vector under a mask (in the elementwise
+// runs and the sums side by side) and the maximum's four chains take its tail and fold in
+// vectors; on AVX2 the tails go one element at a time.
+// RUN: %f16c compile %s --function=tail_rows --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TAIL
+// RUN: %f16c compile %s --function=tail_rows --target=x86_64 --backend=llvm --cpu=x86-64-v3 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TAIL-V3
+// TAIL: strategy: 12 rows of 300 per work item, {{.*}} maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask
+// TAIL-V3: strategy: 12 rows of 300 per work item, {{.*}} maxima/minima in 4 chains of 16 lanes{{$}}
+func.func @tail_rows(%x: tensor<768x300xf32>) -> tensor<768x300xf32> {
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<768x300xf32>) -> tensor<768x1xf32>
+  %d = tosa.sub %x, %m : (tensor<768x300xf32>, tensor<768x1xf32>) -> tensor<768x300xf32>
+  %e = tosa.exp %d : (tensor<768x300xf32>) -> tensor<768x300xf32>
+  %s = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<768x300xf32>) -> tensor<768x1xf32>
+  %r = tosa.reciprocal %s : (tensor<768x1xf32>) -> tensor<768x1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %y = tosa.mul %e, %r, %shift : (tensor<768x300xf32>, tensor<768x1xf32>, tensor<1xi8>) -> tensor<768x300xf32>
+  return %y : tensor<768x300xf32>
+}
+
 // A matrix of 128 rows or more whose columns fill 64-wide panels runs on AVX-512's wide tile
 // (6 × 64: half the A rows per step); one of 64 rows, or without AVX-512, on the machine's tile
 // (of 8 rows for 64: they fill it).

@@ -306,9 +306,10 @@ fn a_concatenation_pads_into_the_convolution_with_the_same_bits() {
 /// Long rows, many of them, run twelve per work item (`families::row_group`): a softmax and a
 /// layer norm's mean and variance over 775 rows of 300 (the last group repeats the last row)
 /// give the reference's bits, the sums in each row's index order — on AVX-512 the twelve rows'
-/// sums side by side in one vector's lanes (blocks of sixteen transposed in registers, the
-/// last twelve elements of each row one by one) and the elementwise runs sixteen lanes at a
-/// time (`families::RowVectors`).
+/// sums side by side in one vector's lanes (blocks of sixteen transposed in registers), the
+/// elementwise runs sixteen lanes at a time, and the last twelve elements of each row under a
+/// mask in both, as the maximum's last 44 (`families::RowVectors`), with a NaN, the maximum and
+/// a zero maximum in those tails.
 #[test]
 fn long_rows_twelve_at_a_time_give_the_reference_bits() {
     let text = r#"
@@ -333,7 +334,23 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
     let module = f16c_dialect::import::parse_module(text, "rows.mlir").unwrap();
     let g = &module.functions[0];
     let n = 775 * 300;
-    let x = Tensor::from_f32(vec![775, 300], (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32) * 20.0 - 10.0).collect()).unwrap();
+    let mut values: Vec<f32> = (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32) * 20.0 - 10.0).collect();
+    // Rows whose tails (elements 288.. past the last 16-lane block, 256.. past the last block
+    // of the maximum's four chains) decide: a NaN there, the maximum there, a row of zeros
+    // (its maximum found again in order: -0 first), -∞ everywhere but the tail.
+    values[300 + 295] = f32::NAN;
+    values[2 * 300 + 299] = 50.0;
+    for (j, v) in values[3 * 300..4 * 300].iter_mut().enumerate() {
+        *v = if j % 7 == 0 { -0.0 } else { 0.0 };
+    }
+    for v in &mut values[5 * 300..5 * 300 + 256] {
+        *v = f32::NEG_INFINITY;
+    }
+    // (and a row below zero: a masked-off lane must not count as +0)
+    for v in &mut values[6 * 300..7 * 300] {
+        *v = -v.abs() - 1.0;
+    }
+    let x = Tensor::from_f32(vec![775, 300], values).unwrap();
     use f16c_compiler::backend::llvm_cpu::x86_64;
     use f16c_compiler::target::{Cpu, X86Level};
     let want = reference::run(g, std::slice::from_ref(&x)).unwrap();
@@ -342,7 +359,7 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
     let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
     let native = x86_64(Cpu::Native).expect("a level");
     let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
-    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time"), (v4, "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time")];
+    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time"), (v4, "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask")];
     for (backend, plan) in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
         let program = driver::lower_for(g, backend).unwrap();
         let artifact = backend.artifact(&program).unwrap();

@@ -237,15 +237,25 @@ pub struct RowVectors {
     /// `q` adds row `q`'s elements in index order (the bits of a chain per row) at one vector
     /// add per block column, where a chain per row took one scalar add per element.
     pub sums: Vec<usize>,
+    /// The machine loads and stores some lanes of a vector under a mask
+    /// ([`crate::target::CpuMachine::masked_lanes`]): a vector run's last `len % lanes`
+    /// elements and a side-by-side sum's go as one more vector under a mask (the others zero:
+    /// adding +0 to a sum from +0 changes nothing), and a maximum's or minimum's last elements
+    /// as whole vectors and one under a mask (the others its start, ±∞), its chains then folded
+    /// in vectors, halving the lanes each step, where each row took one scalar compare and
+    /// select per element of its tail and per lane (a row of 1,500 lost a fifth of its time
+    /// there; every lane holds what the scalar code computes, and a maximum's value does not
+    /// depend on the order it was found in).
+    pub masked_tails: bool,
 }
 
 impl RowVectors {
     /// The vectors a group of [`row_group`] rows of `r` uses on a machine of `lanes` f32 lanes
-    /// whose lanes follow `rules`.
-    pub fn of(r: &Rows, rules: &LaneRules, lanes: usize) -> RowVectors {
+    /// whose lanes follow `rules` (and which loads and stores under a mask where `masked`).
+    pub fn of(r: &Rows, rules: &LaneRules, lanes: usize, masked: bool) -> RowVectors {
         let n_in = r.inputs.len();
         let group = row_group(r);
-        let mut v = RowVectors { lanes, ..RowVectors::default() };
+        let mut v = RowVectors { lanes, masked_tails: masked && lanes == EXTREMUM_LANES, ..RowVectors::default() };
         if lanes < 2 || r.len < lanes {
             return v;
         }
@@ -1712,13 +1722,17 @@ impl<'ctx> Ir<'ctx> {
     /// block of [`EXTREMUM_BLOCK`] into lane `j % EXTREMUM_LANES` of chain `j / EXTREMUM_LANES`),
     /// the rest of the row and then every lane folded into one scalar chain: the same value
     /// for the same reasons (a NaN stays in its lane, a non-zero extremum has one bit pattern,
-    /// a zero one is found again in order), at a sixteenth of the compares and selects.
+    /// a zero one is found again in order), at a sixteenth of the compares and selects. With
+    /// `masked` ([`RowVectors::masked_tails`]) the rest of the row goes into the chains too,
+    /// whole vectors and one under a mask, and the chains fold in vectors
+    /// ([`Ir::fold_extremum_lanes`]).
     pub fn reduce_extremum_lanes(
         &mut self,
         kind: ReduceKind,
         len: usize,
         (base, at, t): (PointerValue<'ctx>, IntValue<'ctx>, DType),
         load: &dyn Fn(&mut Self, IntValue<'ctx>) -> BasicValueEnum<'ctx>,
+        masked: bool,
     ) -> BasicValueEnum<'ctx> {
         let pred = if kind == ReduceKind::Max { inkwell::FloatPredicate::OGE } else { inkwell::FloatPredicate::OLE };
         let vty = self.cx.f32_type().vec_type(EXTREMUM_LANES as u32);
@@ -1734,18 +1748,39 @@ impl<'ctx> Ir<'ctx> {
                 ir.set(chain, next);
             }
         });
-        let mut r: BasicValueEnum<'ctx> = init.into();
-        for j in blocks * EXTREMUM_BLOCK..len {
-            let x = load(self, self.i64(j as i64));
-            r = self.reduce_step(kind, r, x);
-        }
-        for &chain in &chains {
-            let v = self.get(chain).into_vector_value();
-            for lane in 0..EXTREMUM_LANES {
-                let x = self.b.build_extract_element(v, self.i64(lane as i64), "").built();
+        let r = if masked {
+            // The rest: whole vectors, then the last elements under a mask (the others ±∞).
+            let starts = (blocks * EXTREMUM_BLOCK..len).step_by(EXTREMUM_LANES);
+            for (u, j) in starts.enumerate() {
+                let chain = chains[u % EXTREMUM_VECTORS];
+                let at_j = self.add(at, self.i64(j as i64));
+                let x = if j + EXTREMUM_LANES <= len {
+                    self.load_lanes(t, base, at_j, EXTREMUM_LANES as u32)
+                } else {
+                    let mask = self.first_lanes(EXTREMUM_LANES as u32, self.i64((len - j) as i64));
+                    let x = self.load_lanes_masked(t, base, at_j, mask);
+                    self.b.build_select(mask, x, self.splat(vty, init), "").built().into_vector_value()
+                };
+                let next = self.tosa_select_any(pred, self.get(chain).into_vector_value(), x, nan);
+                self.set(chain, next);
+            }
+            let vectors: Vec<VectorValue<'ctx>> = chains.iter().map(|&c| self.get(c).into_vector_value()).collect();
+            self.fold_extremum_lanes(kind, vectors)
+        } else {
+            let mut r: BasicValueEnum<'ctx> = init.into();
+            for j in blocks * EXTREMUM_BLOCK..len {
+                let x = load(self, self.i64(j as i64));
                 r = self.reduce_step(kind, r, x);
             }
-        }
+            for &chain in &chains {
+                let v = self.get(chain).into_vector_value();
+                for lane in 0..EXTREMUM_LANES {
+                    let x = self.b.build_extract_element(v, self.i64(lane as i64), "").built();
+                    r = self.reduce_step(kind, r, x);
+                }
+            }
+            r
+        };
         let result = self.var(r);
         let rf = r.into_float_value();
         let zero = self.b.build_float_compare(inkwell::FloatPredicate::OEQ, rf, rf.get_type().const_float(0.0), "").built();
@@ -1756,20 +1791,39 @@ impl<'ctx> Ir<'ctx> {
         self.get(result)
     }
 
+    /// The maximum or minimum of the lanes of `vectors` (as [`Ir::reduce_step`] finds it): the
+    /// vectors pairwise, then the lanes of the one left, half against half until one lane.
+    fn fold_extremum_lanes(&mut self, kind: ReduceKind, mut vectors: Vec<VectorValue<'ctx>>) -> BasicValueEnum<'ctx> {
+        while vectors.len() > 1 {
+            let pairs: Vec<VectorValue<'ctx>> = vectors.chunks(2).map(|p| if let [a, b] = p { self.reduce_step(kind, (*a).into(), (*b).into()).into_vector_value() } else { p[0] }).collect();
+            vectors = pairs;
+        }
+        let mut v = vectors[0];
+        let i32t = self.cx.i32_type();
+        while v.get_type().get_size() > 1 {
+            let half = v.get_type().get_size() / 2;
+            let lanes = |from: u32| VectorType::const_vector(&(from..from + half).map(|x| i32t.const_int(u64::from(x), false)).collect::<Vec<_>>());
+            let low = self.b.build_shuffle_vector(v, v, lanes(0), "").built();
+            let high = self.b.build_shuffle_vector(v, v, lanes(half), "").built();
+            v = self.reduce_step(kind, low.into(), high.into()).into_vector_value();
+        }
+        self.b.build_extract_element(v, self.i64(0), "").built()
+    }
+
     /// A reduction of each of a group's rows, `len` contiguous values of the type each place
     /// says (base, first element, stored type), in the domain of `d`: maxima and minima in
     /// chains of their own per row ([`Ir::reduce_extremum_lanes`], [`Ir::reduce_extremum`]: a
     /// maximum's chain waits on a compare and two selects), sums side by side in vectors of
     /// `side` lanes where the plan says so ([`Ir::sums_side_by_side`]), else the rows' chains
-    /// interleaved in one loop, each row's in index order.
-    fn rows_reduce_group(&mut self, kind: ReduceKind, d: DType, places: &[(PointerValue<'ctx>, IntValue<'ctx>, DType)], len: usize, side: Option<usize>) -> Vec<BasicValueEnum<'ctx>> {
+    /// interleaved in one loop, each row's in index order. `masked`: [`RowVectors::masked_tails`].
+    fn rows_reduce_group(&mut self, kind: ReduceKind, d: DType, places: &[(PointerValue<'ctx>, IntValue<'ctx>, DType)], len: usize, side: Option<usize>, masked: bool) -> Vec<BasicValueEnum<'ctx>> {
         if extremum_in_chains(kind, d, len) {
             return places
                 .iter()
                 .map(|&(base, at0, t)| {
                     let load = move |ir: &mut Self, j: IntValue<'ctx>| ir.load(t, base, ir.add(at0, j));
                     if t == d && extremum_in_lanes(kind, d, len) {
-                        self.reduce_extremum_lanes(kind, len, (base, at0, t), &load)
+                        self.reduce_extremum_lanes(kind, len, (base, at0, t), &load, masked)
                     } else {
                         self.reduce_extremum(kind, d, len, &load)
                     }
@@ -1778,7 +1832,7 @@ impl<'ctx> Ir<'ctx> {
         }
         if let Some(lanes) = side {
             let rows: Vec<(PointerValue<'ctx>, IntValue<'ctx>)> = places.iter().map(|&(base, at, _)| (base, at)).collect();
-            return self.sums_side_by_side(&rows, len, lanes);
+            return self.sums_side_by_side(&rows, len, lanes, masked);
         }
         let accs: Vec<Var<'ctx>> = places.iter().map(|_| self.var(self.reduce_init(kind, d))).collect();
         self.for_n(0, len, |ir, j| {
@@ -1795,18 +1849,20 @@ impl<'ctx> Ir<'ctx> {
     /// in index order from +0 ([`RowVectors::sums`]): blocks of `lanes` elements of every row
     /// (rows past the last: poison lanes, never read) transposed in registers, so that column
     /// `i` holds each row's element `i` of the block in the row's lane and one vector add per
-    /// column steps every row's chain; the last `len % lanes` elements row by row.
-    fn sums_side_by_side(&mut self, rows: &[(PointerValue<'ctx>, IntValue<'ctx>)], len: usize, lanes: usize) -> Vec<BasicValueEnum<'ctx>> {
+    /// column steps every row's chain; the last `len % lanes` elements row by row, or with
+    /// `masked` as one more block under a mask (its other columns +0, which leave a sum from +0
+    /// as it is: such a sum is never -0).
+    fn sums_side_by_side(&mut self, rows: &[(PointerValue<'ctx>, IntValue<'ctx>)], len: usize, lanes: usize, masked: bool) -> Vec<BasicValueEnum<'ctx>> {
         let f32t = self.cx.f32_type();
         let vty = f32t.vec_type(lanes as u32);
         let acc = self.var(vty.const_zero().into());
         let blocks = len / lanes;
-        self.for_range(self.i64(0), self.i64(blocks as i64), self.i64(1), |ir, b| {
-            let j0 = ir.muli(b, lanes);
+        let add_block = |ir: &mut Self, j0: IntValue<'ctx>, mask: Option<VectorValue<'ctx>>| {
             let block: Vec<VectorValue<'ctx>> = (0..lanes)
-                .map(|q| match rows.get(q) {
-                    Some(&(base, at)) => ir.load_lanes(DType::F32, base, ir.add(at, j0), lanes as u32),
-                    None => vty.get_poison(),
+                .map(|q| match (rows.get(q), mask) {
+                    (Some(&(base, at)), None) => ir.load_lanes(DType::F32, base, ir.add(at, j0), lanes as u32),
+                    (Some(&(base, at)), Some(mask)) => ir.load_lanes_masked(DType::F32, base, ir.add(at, j0), mask),
+                    (None, _) => vty.get_poison(),
                 })
                 .collect();
             let mut sum = ir.get(acc).into_vector_value();
@@ -1814,10 +1870,20 @@ impl<'ctx> Ir<'ctx> {
                 sum = ir.b.build_float_add(sum, column, "").built();
             }
             ir.set(acc, sum.into());
+        };
+        self.for_range(self.i64(0), self.i64(blocks as i64), self.i64(1), |ir, b| {
+            let j0 = ir.muli(b, lanes);
+            add_block(ir, j0, None);
         });
+        let mut from = blocks * lanes;
+        if masked && from < len {
+            let mask = self.first_lanes(lanes as u32, self.i64((len - from) as i64));
+            add_block(self, self.i64(from as i64), Some(mask));
+            from = len;
+        }
         let total = self.get(acc).into_vector_value();
         let accs: Vec<Var<'ctx>> = (0..rows.len()).map(|q| self.var(self.b.build_extract_element(total, self.i64(q as i64), "").built())).collect();
-        self.for_n(blocks * lanes, len, |ir, j| {
+        self.for_n(from, len, |ir, j| {
             for (&(base, at), &a) in rows.iter().zip(&accs) {
                 let x = ir.load(DType::F32, base, ir.add(at, j)).into_float_value();
                 let next = ir.b.build_float_add(ir.get(a).into_float_value(), x, "").built();
@@ -1893,7 +1959,8 @@ impl<'ctx> Ir<'ctx> {
                 RowStage::Reduce { kind, arg, dtype } => {
                     let places: Vec<(PointerValue<'ctx>, IntValue<'ctx>, DType)> = (0..rows.len()).map(|q| place(self, q, *arg)).collect();
                     let side = share.vectors.filter(|vs| vs.sums.contains(&si)).map(|vs| vs.lanes);
-                    for (q, a) in self.rows_reduce_group(*kind, dtypes[*arg], &places, len, side).into_iter().enumerate() {
+                    let masked = share.vectors.is_some_and(|vs| vs.masked_tails);
+                    for (q, a) in self.rows_reduce_group(*kind, dtypes[*arg], &places, len, side, masked).into_iter().enumerate() {
                         scalars[q][v] = Some(self.round_to(*dtype, a));
                     }
                 }
@@ -1920,7 +1987,7 @@ impl<'ctx> Ir<'ctx> {
                     for (q, row_scalars) in scalars.iter().enumerate() {
                         // Element `j` of every full stage of the run, or with `vector` the
                         // `lanes` elements from `j`, each lane what the scalar code computes.
-                        let step = |ir: &mut Self, j: IntValue<'ctx>, vector: bool| -> Result<(), String> {
+                        let step = |ir: &mut Self, j: IntValue<'ctx>, vector: bool, mask: Option<VectorValue<'ctx>>| -> Result<(), String> {
                             let vty = ir.cx.f32_type().vec_type(lanes as u32);
                             let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
                             for &(fv, op) in &fulls {
@@ -1932,7 +1999,11 @@ impl<'ctx> Ir<'ctx> {
                                         (Some(x), _) => x,
                                         (None, true) => {
                                             let (base, at0, t) = place(ir, q, a);
-                                            if vector { ir.load_lanes(t, base, ir.add(at0, j), lanes as u32).into() } else { ir.load(t, base, ir.add(at0, j)) }
+                                            match (vector, mask) {
+                                                (true, Some(mask)) => ir.load_lanes_masked(t, base, ir.add(at0, j), mask).into(),
+                                                (true, None) => ir.load_lanes(t, base, ir.add(at0, j), lanes as u32).into(),
+                                                (false, _) => ir.load(t, base, ir.add(at0, j)),
+                                            }
                                         }
                                         // (A select's condition stays the row's scalar.)
                                         (None, false) if !vector || select && n == 0 => row_scalars[a].expect("a scalar argument"),
@@ -1952,7 +2023,9 @@ impl<'ctx> Ir<'ctx> {
                                 }
                                 if read_after(fv) {
                                     let (obase, oat, ot) = place(ir, q, fv);
-                                    if vector {
+                                    if let (true, Some(mask)) = (vector, mask) {
+                                        ir.store_lanes_masked(ot, obase, ir.add(oat, j), y.into_vector_value(), mask);
+                                    } else if vector {
                                         ir.store_lanes(ot, obase, ir.add(oat, j), y.into_vector_value());
                                     } else {
                                         ir.store(ot, obase, ir.add(oat, j), y);
@@ -1965,17 +2038,23 @@ impl<'ctx> Ir<'ctx> {
                         let mut failure = Ok(());
                         if whole > 0 {
                             self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
-                                if let Err(e) = step(ir, j, true) {
+                                if let Err(e) = step(ir, j, true, None) {
                                     failure = Err(e);
                                 }
                             });
                         }
-                        let start = if whole > 0 { self.i64(whole as i64) } else { share.start };
-                        self.for_range(start, self.i64(len as i64), share.step, |ir, j| {
-                            if let Err(e) = step(ir, j, false) {
-                                failure = Err(e);
-                            }
-                        });
+                        // The last elements: one vector under a mask, or one at a time.
+                        if whole > 0 && whole < len && share.vectors.is_some_and(|vs| vs.masked_tails) {
+                            let mask = self.first_lanes(lanes as u32, self.i64((len - whole) as i64));
+                            step(self, self.i64(whole as i64), true, Some(mask))?;
+                        } else {
+                            let start = if whole > 0 { self.i64(whole as i64) } else { share.start };
+                            self.for_range(start, self.i64(len as i64), share.step, |ir, j| {
+                                if let Err(e) = step(ir, j, false, None) {
+                                    failure = Err(e);
+                                }
+                            });
+                        }
                         failure?;
                     }
                     si = run_end;

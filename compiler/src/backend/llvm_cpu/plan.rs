@@ -116,7 +116,7 @@ impl LlvmCpuBackend {
     pub fn plan(&self, program: &Program, kernel: &Kernel) -> KernelPlan {
         let m = &self.machine;
         match &kernel.kind {
-            KernelKind::Rows(r) => return KernelPlan::Rows(RowVectors::of(r, &self.lane_rules(), m.gemm.lanes)),
+            KernelKind::Rows(r) => return KernelPlan::Rows(RowVectors::of(r, &self.lane_rules(), m.gemm.lanes, m.masked_lanes())),
             KernelKind::Contraction(c) => {
                 let lanes = depthwise::lanes(m, c);
                 if depthwise::applies(c, lanes) {
@@ -202,7 +202,7 @@ impl KernelPlan {
                 let arg_type = |a: usize| if a < r.inputs.len() { r.inputs[a].dtype } else { r.dtypes[a - r.inputs.len()] };
                 let extrema = |test: fn(f16c_dialect::ReduceKind, DType, usize) -> bool| r.stages.iter().any(|st| matches!(st, crate::lower::RowStage::Reduce { kind, arg, .. } if test(*kind, arg_type(*arg), r.len)));
                 let chains = if extrema(extremum_in_lanes) {
-                    format!(", maxima/minima in {EXTREMUM_VECTORS} chains of {EXTREMUM_LANES} lanes")
+                    format!(", maxima/minima in {EXTREMUM_VECTORS} chains of {EXTREMUM_LANES} lanes{}", if vectors.masked_tails { " folded as vectors" } else { "" })
                 } else if extrema(extremum_in_chains) {
                     format!(", maxima/minima in {EXTREMUM_CHAINS} chains")
                 } else {
@@ -221,7 +221,9 @@ impl KernelPlan {
                     n if n == loops => format!(", {lanes} lanes at a time"),
                     n => format!(" ({n} of them {lanes} lanes at a time)"),
                 };
-                format!("{group} rows of {} per work item, each row's sums in index order, {sums}, elementwise stages in {loops} loop{}{vector}{chains}", r.len, if loops == 1 { "" } else { "s" })
+                let tail = r.len % lanes;
+                let tails = if vectors.masked_tails && tail != 0 && !(vectors.runs.is_empty() && vectors.sums.is_empty()) { format!(", a row's last {tail} elements under a mask") } else { String::new() };
+                format!("{group} rows of {} per work item, each row's sums in index order, {sums}, elementwise stages in {loops} loop{}{vector}{chains}{tails}", r.len, if loops == 1 { "" } else { "s" })
             }
             (KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
                 format!("depthwise: {lanes} channels × {} pixels of a row per work item, {} accumulators", depthwise::pixels(c), if *f16_acc { "f16" } else { "f32" })
