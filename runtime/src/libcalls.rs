@@ -563,6 +563,32 @@ mod tests {
         x
     }
 
+    /// The AVX-512 `exp` (where this CPU has it) gives `exp_f32`'s bits on every f32 of the
+    /// binades `[64, 128)` and `[-128, -64)` (where results overflow, are subnormal or underflow
+    /// to zero: `vscalefps` in place of two multiplications), on every 257th f32 elsewhere, and
+    /// on NaNs, infinities and zeros.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_avx512_exp_gives_exp_f32s_bits() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512 on this CPU: nothing to test");
+            return;
+        }
+        let edges = [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, f32::from_bits(0x7fa0_0001), f32::MIN_POSITIVE, 88.72283, 88.72284, -103.97208, -103.9721];
+        let binades = (0x4280_0000u32..0x4300_0000).chain(0xc280_0000..0xc300_0000);
+        let inputs: Vec<f32> = binades.chain((0..=u32::MAX / 257).map(|i| i * 257)).map(f32::from_bits).chain(edges).collect();
+        let mut got = vec![0f32; inputs.len()];
+        for (x, y) in inputs.chunks(4096).zip(got.chunks_mut(4096)) {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            unsafe { super::exp_row_avx512(x, 0.0, y) };
+        }
+        for (&x, &g) in inputs.iter().zip(&got) {
+            // (`x - 0` is `x`, bit for bit, a NaN's payload included.)
+            let want = f16c_core::math::exp_f32(x);
+            assert_eq!(g.to_bits(), want.to_bits(), "exp({x:e}) = {x:?} bits {:#x}", x.to_bits());
+        }
+    }
+
     /// The table's softmax loop (the widest vectors this CPU has) gives, for rows of every
     /// length around its sixteen-value blocks and groups of every size, the bits of the
     /// stages computed one by one as the reference does: the maximum folded from -inf in index
@@ -889,13 +915,63 @@ fn softmax_rows(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn softmax_avx512(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
-    softmax_loop(x, y, len, masked);
+    // SAFETY: this function's AVX-512F.
+    softmax_loop_with(x, y, len, masked, |xr, m, yr| unsafe { exp_row_avx512(xr, m, yr) });
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn softmax_avx2(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
     softmax_loop(x, y, len, masked);
+}
+
+/// `y[i] = exp_f32(x[i] - m)` sixteen lanes at a time ([`exp_avx512`]), the last `len % 16`
+/// under a mask.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn exp_row_avx512(x: &[f32], m: f32, y: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let n = x.len().min(y.len());
+    let mv = _mm512_set1_ps(m);
+    let mut i = 0;
+    while i < n {
+        let lanes = (n - i).min(16);
+        let mask: __mmask16 = if lanes == 16 { 0xffff } else { (1u16 << lanes) - 1 };
+        // SAFETY: lanes `i .. i + lanes` are within both slices; the others are masked off.
+        unsafe {
+            let v = _mm512_maskz_loadu_ps(mask, x.as_ptr().add(i));
+            _mm512_mask_storeu_ps(y.as_mut_ptr().add(i), mask, exp_avx512(_mm512_sub_ps(v, mv)));
+        }
+        i += 16;
+    }
+}
+
+/// [`f16c_core::math::exp_f32`] of sixteen lanes, step for step (no fused multiply-add), but
+/// `y · 2^k` in one `vscalefps` where it multiplies by two built powers of two: both round
+/// the exact product once (the LLVM backend's AVX-512 `exp` makes the same substitution;
+/// `the_avx512_exp_gives_exp_f32s_bits` checks it where results are subnormal or overflow).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use f16c_core::math as m;
+    use std::arch::x86_64::*;
+    let k1 = _mm512_set1_ps;
+    let (max, min) = (k1(m::EXP_MAX), k1(m::EXP_MIN));
+    let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, max);
+    let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, min);
+    let xc = _mm512_mask_mov_ps(_mm512_mask_mov_ps(x, below, min), above, max);
+    let k = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(xc, k1(m::INV_LN2)));
+    let hi = _mm512_sub_ps(xc, _mm512_mul_ps(k, k1(m::LN2_HI)));
+    let lo = _mm512_mul_ps(k, k1(m::LN2_LO));
+    let r = _mm512_sub_ps(hi, lo);
+    let rr = _mm512_mul_ps(r, r);
+    let p = _mm512_add_ps(_mm512_mul_ps(k1(m::EXP_P[1]), rr), k1(m::EXP_P[0]));
+    let c = _mm512_sub_ps(r, _mm512_mul_ps(rr, p));
+    let q = _mm512_div_ps(_mm512_mul_ps(r, c), _mm512_sub_ps(k1(2.0), c));
+    let y = _mm512_add_ps(k1(1.0), _mm512_add_ps(_mm512_sub_ps(q, lo), hi));
+    let e = _mm512_scalef_ps(y, k);
+    let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+    _mm512_mask_add_ps(e, nan, x, x)
 }
 
 /// A 16-bit float type's roundings of rows of f32 values, as the softmax loop into it needs them.
@@ -1083,6 +1159,16 @@ const SOFTMAX_GROUP: usize = 8;
 /// then `y · (1 / s)` or the all-masked fill.
 #[inline(always)]
 fn softmax_loop(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>) {
+    softmax_loop_with(x, y, len, masked, |xr, m, yr| {
+        for (e, &v) in yr.iter_mut().zip(xr) {
+            *e = f16c_core::math::exp_f32(v - m);
+        }
+    });
+}
+
+/// [`softmax_loop`] with `exp_row(x, m, y)` computing `y[i] = exp_f32(x[i] - m)`.
+#[inline(always)]
+fn softmax_loop_with(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>, exp_row: impl Fn(&[f32], f32, &mut [f32])) {
     if len == 0 {
         return;
     }
@@ -1091,9 +1177,7 @@ fn softmax_loop(x: &[f32], y: &mut [f32], len: usize, masked: Option<(f32, f32)>
         let mut maxima = [0f32; SOFTMAX_GROUP];
         for ((m, xr), yr) in maxima.iter_mut().zip(xs.chunks_exact(len)).zip(ys.chunks_exact_mut(len)) {
             *m = row_max(xr);
-            for (e, &v) in yr.iter_mut().zip(xr) {
-                *e = f16c_core::math::exp_f32(v - *m);
-            }
+            exp_row(xr, *m, yr);
         }
         let sums = group_sums(ys, len, rows);
         for ((yr, &m), &s) in ys.chunks_exact_mut(len).zip(&maxima).zip(&sums) {
