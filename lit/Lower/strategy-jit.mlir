@@ -347,3 +347,49 @@ func.func @deep(%a: tensor<1x49x64xf32>) -> tensor<1x49x320xf32> {
   %y = tosa.matmul %a, %w, %z, %z : (tensor<1x49x64xf32>, tensor<1x64x320xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x49x320xf32>
   return %y : tensor<1x49x320xf32>
 }
+
+// A matmul → rows kernel → matmul chain runs in bands of rows (each band's intermediate stays
+// in cache) unless a band would stream a matmul's weight from memory again: a weight over
+// 1 MiB and at least four times the A it multiplies (`bands::b_streams`; 64 tokens against
+// 4.5 MiB here, as in a decoder's layers). The LLVM backend runs such a matmul a column panel
+// at a time, unbanded, by the same rule.
+// RUN: %f16c compile %s --function=chain_cached --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CHAIN-CACHED
+// RUN: %f16c compile %s --function=chain_streamed --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CHAIN-STREAMED
+// RUN: %f16c compile %s --function=chain_streamed --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=CHAIN-STREAMED-LLVM
+// CHAIN-CACHED: k0_matmul: contraction matmul batch=1 m=64 n=128 k=128
+// CHAIN-CACHED: strategy: {{.*}}; 2 bands of 32 rows, interleaved with each other: k0_matmul → k1_rows_reduce_max → k2_matmul
+// CHAIN-STREAMED: k0_matmul: contraction matmul batch=1 m=64 n=1536 k=768
+// CHAIN-STREAMED-NOT: bands of
+// CHAIN-STREAMED-LLVM: k0_matmul: contraction matmul batch=1 m=64 n=1536 k=768
+// CHAIN-STREAMED-LLVM: strategy: {{.*}}; a column panel's tiles one after the other{{$}}
+// CHAIN-STREAMED-LLVM-NOT: bands of
+func.func @chain_cached(%x: tensor<1x64x128xf32>) -> tensor<1x64x128xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %w1 = "tosa.const"() <{values = dense<0.01> : tensor<1x128x128xf32>}> : () -> tensor<1x128x128xf32>
+  %w2 = "tosa.const"() <{values = dense<0.02> : tensor<1x128x128xf32>}> : () -> tensor<1x128x128xf32>
+  %s = tosa.matmul %x, %w1, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x128xf32>
+  %m = tosa.reduce_max %s {axis = 2 : i32} : (tensor<1x64x128xf32>) -> tensor<1x64x1xf32>
+  %d = tosa.sub %s, %m : (tensor<1x64x128xf32>, tensor<1x64x1xf32>) -> tensor<1x64x128xf32>
+  %e = tosa.exp %d : (tensor<1x64x128xf32>) -> tensor<1x64x128xf32>
+  %z = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<1x64x128xf32>) -> tensor<1x64x1xf32>
+  %r = tosa.reciprocal %z : (tensor<1x64x1xf32>) -> tensor<1x64x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<1x64x128xf32>, tensor<1x64x1xf32>, tensor<1xi8>) -> tensor<1x64x128xf32>
+  %o = tosa.matmul %p, %w2, %zp, %zp : (tensor<1x64x128xf32>, tensor<1x128x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x128xf32>
+  return %o : tensor<1x64x128xf32>
+}
+func.func @chain_streamed(%x: tensor<1x64x768xf32>) -> tensor<1x64x768xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %w1 = "tosa.const"() <{values = dense<0.01> : tensor<1x768x1536xf32>}> : () -> tensor<1x768x1536xf32>
+  %w2 = "tosa.const"() <{values = dense<0.02> : tensor<1x1536x768xf32>}> : () -> tensor<1x1536x768xf32>
+  %s = tosa.matmul %x, %w1, %zp, %zp : (tensor<1x64x768xf32>, tensor<1x768x1536xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x1536xf32>
+  %m = tosa.reduce_max %s {axis = 2 : i32} : (tensor<1x64x1536xf32>) -> tensor<1x64x1xf32>
+  %d = tosa.sub %s, %m : (tensor<1x64x1536xf32>, tensor<1x64x1xf32>) -> tensor<1x64x1536xf32>
+  %e = tosa.exp %d : (tensor<1x64x1536xf32>) -> tensor<1x64x1536xf32>
+  %z = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<1x64x1536xf32>) -> tensor<1x64x1xf32>
+  %r = tosa.reciprocal %z : (tensor<1x64x1xf32>) -> tensor<1x64x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<1x64x1536xf32>, tensor<1x64x1xf32>, tensor<1xi8>) -> tensor<1x64x1536xf32>
+  %o = tosa.matmul %p, %w2, %zp, %zp : (tensor<1x64x1536xf32>, tensor<1x1536x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x768xf32>
+  return %o : tensor<1x64x768xf32>
+}

@@ -102,6 +102,20 @@ impl Chain {
     }
 }
 
+/// Whether a matmul's B would stream from memory for every band of its rows: larger than a
+/// core's cache ([`B_CACHED_MAX`]) and at least four times the A it multiplies (a decoder's 64
+/// tokens against a 9 MB weight: two bands read it twice, to keep in cache an intermediate of
+/// 64 rows that fits there anyway). A backend neither bands such a matmul nor runs its tiles a
+/// row of tiles at a time (the LLVM backend's column panels, `llvm_cpu::gemm::rows_fastest`).
+pub fn b_streams(c: &Contraction) -> bool {
+    let a_bytes = c.m * c.k * c.a.ty.dtype.byte_size();
+    let b_bytes = c.k * c.n * c.b.ty.dtype.byte_size();
+    b_bytes > B_CACHED_MAX && b_bytes >= 4 * a_bytes
+}
+
+/// The most bytes of B that [`b_streams`] leaves to the cache.
+pub const B_CACHED_MAX: usize = 1 << 20;
+
 /// The least common multiple.
 pub fn lcm(a: usize, b: usize) -> usize {
     let gcd = |mut x: usize, mut y: usize| {

@@ -1097,7 +1097,8 @@ fn column_groups(row_items: usize, panels: usize, prepares_a: bool) -> usize {
 /// that divides the rows into whole groups: the largest multiple of [`MR`] up to
 /// [`BAND_ROWS_MAX`] that does.
 pub fn bands(program: &Program) -> Vec<crate::backend::bands::Band> {
-    let float = |c: &Contraction, _: bool| domain(c.a.ty.dtype) == F32 && domain(c.b.ty.dtype) == F32;
+    // (Not where a band would stream a weight from memory again: `bands::b_streams`.)
+    let float = |c: &Contraction, _: bool| domain(c.a.ty.dtype) == F32 && domain(c.b.ty.dtype) == F32 && !crate::backend::bands::b_streams(c);
     crate::backend::bands::chains(program, float)
         .into_iter()
         .filter_map(|chain| (1..=BAND_ROWS_MAX / MR).rev().map(|i| i * MR).find(|&rows| chain.m % rows == 0 && rows % ROW_GROUP == 0).and_then(|rows| chain.band(rows)))

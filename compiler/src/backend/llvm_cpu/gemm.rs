@@ -233,14 +233,8 @@ pub fn work(c: &Contraction, shape: GemmShape) -> usize {
 /// stage, 49 pixels against 9 MB of weights: row by row, every row of tiles streamed all of B
 /// from memory again).
 pub fn rows_fastest(machine: &CpuMachine, c: &Contraction) -> bool {
-    let shape = shape(machine, c);
-    let a_bytes = c.m * c.k * c.a.ty.dtype.byte_size();
-    let b_bytes = c.k * c.n * c.b.ty.dtype.byte_size();
-    c.m > shape.mr && b_bytes > B_CACHED_MAX && b_bytes >= 4 * a_bytes
+    c.m > shape(machine, c).mr && crate::backend::bands::b_streams(c)
 }
-
-/// The most bytes of B that [`rows_fastest`] leaves to the cache.
-const B_CACHED_MAX: usize = 1 << 20;
 
 /// Whether `c` multiplies bf16 pairs on `machine` ([`CpuMachine::dot_bf16`]): bf16 A and B,
 /// f32 accumulation, and every run of A values along `k` ([`Ir::contraction_runs`]) of even
