@@ -1987,7 +1987,8 @@ impl<'ctx> Ir<'ctx> {
                     for (q, row_scalars) in scalars.iter().enumerate() {
                         // Element `j` of every full stage of the run, or with `vector` the
                         // `lanes` elements from `j`, each lane what the scalar code computes.
-                        let step = |ir: &mut Self, j: IntValue<'ctx>, vector: bool, mask: Option<VectorValue<'ctx>>| -> Result<(), String> {
+                        let step = |ir: &mut Self, j: IntValue<'ctx>, width: Width<'ctx>| -> Result<(), String> {
+                            let vector = width != Width::One;
                             let vty = ir.cx.f32_type().vec_type(lanes as u32);
                             let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
                             for &(fv, op) in &fulls {
@@ -1999,11 +2000,7 @@ impl<'ctx> Ir<'ctx> {
                                         (Some(x), _) => x,
                                         (None, true) => {
                                             let (base, at0, t) = place(ir, q, a);
-                                            match (vector, mask) {
-                                                (true, Some(mask)) => ir.load_lanes_masked(t, base, ir.add(at0, j), mask).into(),
-                                                (true, None) => ir.load_lanes(t, base, ir.add(at0, j), lanes as u32).into(),
-                                                (false, _) => ir.load(t, base, ir.add(at0, j)),
-                                            }
+                                            ir.load_width(t, base, ir.add(at0, j), lanes, width)
                                         }
                                         // (A select's condition stays the row's scalar.)
                                         (None, false) if !vector || select && n == 0 => row_scalars[a].expect("a scalar argument"),
@@ -2023,13 +2020,7 @@ impl<'ctx> Ir<'ctx> {
                                 }
                                 if read_after(fv) {
                                     let (obase, oat, ot) = place(ir, q, fv);
-                                    if let (true, Some(mask)) = (vector, mask) {
-                                        ir.store_lanes_masked(ot, obase, ir.add(oat, j), y.into_vector_value(), mask);
-                                    } else if vector {
-                                        ir.store_lanes(ot, obase, ir.add(oat, j), y.into_vector_value());
-                                    } else {
-                                        ir.store(ot, obase, ir.add(oat, j), y);
-                                    }
+                                    ir.store_width(ot, obase, ir.add(oat, j), y, width);
                                 }
                                 here[fv] = Some(y);
                             }
@@ -2038,7 +2029,7 @@ impl<'ctx> Ir<'ctx> {
                         let mut failure = Ok(());
                         if whole > 0 {
                             self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
-                                if let Err(e) = step(ir, j, true, None) {
+                                if let Err(e) = step(ir, j, Width::Lanes) {
                                     failure = Err(e);
                                 }
                             });
@@ -2046,11 +2037,11 @@ impl<'ctx> Ir<'ctx> {
                         // The last elements: one vector under a mask, or one at a time.
                         if whole > 0 && whole < len && share.vectors.is_some_and(|vs| vs.masked_tails) {
                             let mask = self.first_lanes(lanes as u32, self.i64((len - whole) as i64));
-                            step(self, self.i64(whole as i64), true, Some(mask))?;
+                            step(self, self.i64(whole as i64), Width::Masked(mask))?;
                         } else {
                             let start = if whole > 0 { self.i64(whole as i64) } else { share.start };
                             self.for_range(start, self.i64(len as i64), share.step, |ir, j| {
-                                if let Err(e) = step(ir, j, false, None) {
+                                if let Err(e) = step(ir, j, Width::One) {
                                     failure = Err(e);
                                 }
                             });
@@ -2064,6 +2055,36 @@ impl<'ctx> Ir<'ctx> {
             si += 1;
         }
         Ok(())
+    }
+}
+
+/// How many elements a step of a rows kernel's elementwise run computes: one, the machine's
+/// lanes, or the lanes where a mask holds (a row's last elements).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Width<'ctx> {
+    One,
+    Lanes,
+    Masked(VectorValue<'ctx>),
+}
+
+impl<'ctx> Ir<'ctx> {
+    /// The elements of `base` (stored as `t`) a step of `width` reads from `at`, in f32 lanes
+    /// of `lanes` (masked-off lanes zero), or the one element.
+    fn load_width(&mut self, t: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, lanes: usize, width: Width<'ctx>) -> BasicValueEnum<'ctx> {
+        match width {
+            Width::One => self.load(t, base, at),
+            Width::Lanes => self.load_lanes(t, base, at, lanes as u32).into(),
+            Width::Masked(mask) => self.load_lanes_masked(t, base, at, mask).into(),
+        }
+    }
+
+    /// Stores what a step of `width` computed, `y`, as `t` from element `at` of `base`.
+    fn store_width(&mut self, t: DType, base: PointerValue<'ctx>, at: IntValue<'ctx>, y: BasicValueEnum<'ctx>, width: Width<'ctx>) {
+        match width {
+            Width::One => self.store(t, base, at, y),
+            Width::Lanes => self.store_lanes(t, base, at, y.into_vector_value()),
+            Width::Masked(mask) => self.store_lanes_masked(t, base, at, y.into_vector_value(), mask),
+        }
     }
 }
 
