@@ -412,6 +412,13 @@ impl CpuMachine {
         self.requires.contains(&"avx512bw")
     }
 
+    /// Loads and stores of some 32-bit lanes of a vector under a mask are native: AVX-512's
+    /// mask registers, or AVX's `vmaskmovps` (whose 16-bit counterpart does not exist: LLVM
+    /// would load those one element at a time).
+    pub fn masked_f32_lanes(&self) -> bool {
+        self.masked_lanes() || self.requires.contains(&"avx")
+    }
+
     /// `y · 2^k` with one rounding is one instruction (AVX-512 `vscalefps`, what LLVM makes of
     /// `llvm.ldexp`): the contract's `exp` scales by it rather than by two built powers of two
     /// (the same bits: both round the exact product once).

@@ -111,14 +111,18 @@ func.func @long_rows(%x: tensor<768x256xf32>) -> tensor<768x256xf32> {
   return %y : tensor<768x256xf32>
 }
 
-// Rows that the vectors do not divide (300 = 18 · 16 + 12): on AVX-512, whose loads and stores
-// take a mask, a row's last elements go as one more vector under a mask (in the elementwise
-// runs and the sums side by side) and the maximum's four chains take its tail and fold in
-// vectors; on AVX2 the tails go one element at a time.
+// Rows that the vectors do not divide (300 = 18 · 16 + 12): where loads and stores take a mask,
+// a row's last elements go as one more vector under a mask (in the elementwise runs and the sums
+// side by side) and the maximum's four chains take its tail and fold in vectors — on AVX-512
+// for every element size, on AVX2 (`vmaskmovps`) for f32 rows only: fp16 rows there take their
+// tails one element at a time.
 // RUN: %f16c compile %s --function=tail_rows --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TAIL
+// RUN: %f16c compile %s --function=tail_rows --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=TAIL
 // RUN: %f16c compile %s --function=tail_rows --target=x86_64 --backend=llvm --cpu=x86-64-v3 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TAIL-V3
-// TAIL: strategy: 12 rows of 300 per work item, {{.*}} maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask
-// TAIL-V3: strategy: 12 rows of 300 per work item, {{.*}} maxima/minima in 4 chains of 16 lanes{{$}}
+// RUN: %f16c compile %s --function=tail_rows --target=x86_64 --backend=llvm --cpu=x86-64-v3 --precision=fp16 --policy=O3 --io-types=low --emit=kernels | FileCheck %s --check-prefix=TAIL-V3-F16
+// TAIL: strategy: 12 rows of 300 per work item, {{.*}}, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask
+// TAIL-V3: strategy: 12 rows of 300 per work item, {{.*}}, 8 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 4 elements under a mask
+// TAIL-V3-F16: strategy: 12 rows of 300 per work item, {{.*}}, 8 lanes at a time, maxima/minima in 4 chains of 16 lanes{{$}}
 func.func @tail_rows(%x: tensor<768x300xf32>) -> tensor<768x300xf32> {
   %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<768x300xf32>) -> tensor<768x1xf32>
   %d = tosa.sub %x, %m : (tensor<768x300xf32>, tensor<768x1xf32>) -> tensor<768x300xf32>

@@ -308,8 +308,8 @@ fn a_concatenation_pads_into_the_convolution_with_the_same_bits() {
 /// give the reference's bits, the sums in each row's index order — on AVX-512 the twelve rows'
 /// sums side by side in one vector's lanes (blocks of sixteen transposed in registers), the
 /// elementwise runs sixteen lanes at a time, and the last twelve elements of each row under a
-/// mask in both, as the maximum's last 44 (`families::RowVectors`), with a NaN, the maximum and
-/// a zero maximum in those tails.
+/// mask in both, as the maximum's last 44 (`families::RowVectors`; on AVX2, eight lanes, the
+/// last four under `vmaskmovps`), with a NaN, the maximum and a zero maximum in those tails.
 #[test]
 fn long_rows_twelve_at_a_time_give_the_reference_bits() {
     let text = r#"
@@ -359,7 +359,7 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
     let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
     let native = x86_64(Cpu::Native).expect("a level");
     let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
-    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time"), (v4, "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask")];
+    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 4 elements under a mask"), (v4, "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask")];
     for (backend, plan) in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
         let program = driver::lower_for(g, backend).unwrap();
         let artifact = backend.artifact(&program).unwrap();

@@ -116,7 +116,13 @@ impl LlvmCpuBackend {
     pub fn plan(&self, program: &Program, kernel: &Kernel) -> KernelPlan {
         let m = &self.machine;
         match &kernel.kind {
-            KernelKind::Rows(r) => return KernelPlan::Rows(RowVectors::of(r, &self.lane_rules(), m.gemm.lanes, m.masked_lanes())),
+            KernelKind::Rows(r) => {
+                // Under a mask where the machine has it for every element the tails read and
+                // write: 16-bit ones on AVX-512 only.
+                let f32_only = r.inputs.iter().all(|i| !i.full || i.dtype == DType::F32) && r.dtypes.last() == Some(&DType::F32);
+                let masked = m.masked_lanes() || f32_only && m.masked_f32_lanes();
+                return KernelPlan::Rows(RowVectors::of(r, &self.lane_rules(), m.gemm.lanes, masked));
+            }
             KernelKind::Contraction(c) => {
                 let lanes = depthwise::lanes(m, c);
                 if depthwise::applies(c, lanes) {
