@@ -412,11 +412,12 @@ impl CpuMachine {
         self.requires.contains(&"avx512bw")
     }
 
-    /// Loads and stores of some 32-bit lanes of a vector under a mask are native: AVX-512's
-    /// mask registers, or AVX's `vmaskmovps` (whose 16-bit counterpart does not exist: LLVM
-    /// would load those one element at a time).
-    pub fn masked_f32_lanes(&self) -> bool {
-        self.masked_lanes() || self.requires.contains(&"avx")
+    /// Loads and stores of some lanes of a vector of `d` values under a mask are native:
+    /// AVX-512's mask registers for every type ([`CpuMachine::masked_lanes`]), or AVX's
+    /// `vmaskmovps` for f32 (its 16-bit counterpart does not exist: LLVM would load those one
+    /// element at a time).
+    pub fn masks(&self, d: DType) -> bool {
+        self.masked_lanes() || d == DType::F32 && self.requires.contains(&"avx")
     }
 
     /// `y · 2^k` with one rounding is one instruction (AVX-512 `vscalefps`, what LLVM makes of

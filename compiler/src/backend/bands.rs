@@ -114,7 +114,7 @@ pub fn b_streams(c: &Contraction) -> bool {
 }
 
 /// The most bytes of B that [`b_streams`] leaves to the cache.
-pub const B_CACHED_MAX: usize = 1 << 20;
+const B_CACHED_MAX: usize = 1 << 20;
 
 /// The least common multiple.
 pub fn lcm(a: usize, b: usize) -> usize {

@@ -237,10 +237,9 @@ pub struct RowVectors {
     /// `q` adds row `q`'s elements in index order (the bits of a chain per row) at one vector
     /// add per block column, where a chain per row took one scalar add per element.
     pub sums: Vec<usize>,
-    /// The machine loads and stores some lanes of a vector under a mask, every value the tails
-    /// touch ([`crate::target::CpuMachine::masked_lanes`]; `masked_f32_lanes` for f32 rows): a
-    /// vector run's last `len % lanes`
-    /// elements and a side-by-side sum's go as one more vector under a mask (the others zero:
+    /// The machine loads and stores under a mask every type the tails touch
+    /// ([`crate::target::CpuMachine::masks`]): a vector run's last `len % lanes` elements and a
+    /// side-by-side sum's go as one more vector under a mask (the others zero:
     /// adding +0 to a sum from +0 changes nothing), and a maximum's or minimum's last elements
     /// as whole vectors and one under a mask (the others its start, ±∞), its chains then folded
     /// in vectors, halving the lanes each step, where each row took one scalar compare and

@@ -117,10 +117,10 @@ impl LlvmCpuBackend {
         let m = &self.machine;
         match &kernel.kind {
             KernelKind::Rows(r) => {
-                // Under a mask where the machine has it for every element the tails read and
-                // write: 16-bit ones on AVX-512 only.
-                let f32_only = r.inputs.iter().all(|i| !i.full || i.dtype == DType::F32) && r.dtypes.last() == Some(&DType::F32);
-                let masked = m.masked_lanes() || f32_only && m.masked_f32_lanes();
+                // Under a mask where the machine masks every type the tails read and write (the
+                // full inputs and the result; the row's temporaries are f32).
+                let mut touched = r.inputs.iter().filter(|i| i.full).map(|i| i.dtype).chain(r.dtypes.last().copied());
+                let masked = touched.all(|d| m.masks(d));
                 return KernelPlan::Rows(RowVectors::of(r, &self.lane_rules(), m.gemm.lanes, masked));
             }
             KernelKind::Contraction(c) => {
