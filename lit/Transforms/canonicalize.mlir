@@ -361,6 +361,51 @@ func.func @lone(%x: tensor<1x4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// A pair a chain apart (the Whisper encoder's first GELU, after its conv1d written as a 1-row
+// conv2d): the GELU runs on the value reshaped to 3-D, is reshaped back, and the last multiply
+// reads the value at 4-D. The reshape moves up the chain, a step per round, until it meets its
+// pair: every op at the 4-D shape, no reshape left. @two_computed: a chain op with a second
+// computed operand would need a reshape nothing cancels; the reshapes stay.
+// CHECK-LABEL: func.func @gelu_pair_chain
+// CHECK-NOT: tosa.reshape
+// CHECK: tosa.erf %{{.*}} : (tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+// CHECK-NOT: tosa.reshape
+// CHECK: tosa.mul %arg0, %{{.*}} : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1xi8>) -> tensor<1x1x4x8xf32>
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @two_computed
+// CHECK: tosa.reshape %arg0
+// CHECK: tosa.erf %{{.*}} : (tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+// CHECK-NEXT: tosa.reshape
+func.func @gelu_pair_chain(%x: tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %r2 = "tosa.const"() <{values = dense<0.707106769> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %half = "tosa.const"() <{values = dense<0.5> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %s3 = tosa.const_shape {values = dense<[1, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 1, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %v = tosa.reshape %x, %s3 : (tensor<1x1x4x8xf32>, !tosa.shape<3>) -> tensor<1x4x8xf32>
+  %a = tosa.mul %v, %r2, %shift : (tensor<1x4x8xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+  %e = tosa.erf %a : (tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %p = tosa.add %e, %one : (tensor<1x4x8xf32>, tensor<1x1x1xf32>) -> tensor<1x4x8xf32>
+  %h = tosa.mul %half, %p, %shift : (tensor<1x1x1xf32>, tensor<1x4x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+  %b = tosa.reshape %h, %s4 : (tensor<1x4x8xf32>, !tosa.shape<4>) -> tensor<1x1x4x8xf32>
+  %g = tosa.mul %x, %b, %shift : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1xi8>) -> tensor<1x1x4x8xf32>
+  return %g : tensor<1x1x4x8xf32>
+}
+func.func @two_computed(%x: tensor<1x1x4x8xf32>, %y: tensor<1x4x8xf32>) -> tensor<1x1x4x8xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %s3 = tosa.const_shape {values = dense<[1, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %s4 = tosa.const_shape {values = dense<[1, 1, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %v = tosa.reshape %x, %s3 : (tensor<1x1x4x8xf32>, !tosa.shape<3>) -> tensor<1x4x8xf32>
+  %p = tosa.add %v, %y : (tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %e = tosa.erf %p : (tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %b = tosa.reshape %e, %s4 : (tensor<1x4x8xf32>, !tosa.shape<4>) -> tensor<1x1x4x8xf32>
+  %g = tosa.mul %x, %b, %shift : (tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1xi8>) -> tensor<1x1x4x8xf32>
+  return %g : tensor<1x1x4x8xf32>
+}
+
+// -----
+
 // A concatenation of NHWC values transposed to NCHW, transposed back for the next convolution
 // (a U-Net's skip and upsampled value): the concat takes the NHWC values along their channels
 // and no transpose is left. A bilinear interpolation `a + (b - a)·w` reads each transposed

@@ -66,8 +66,13 @@
 //!   reshape without its pair stays (inside a softmax it would split the row kernel). torch-mlir writes a
 //!   linear layer's bias add between `reshape`s to 2-D and back (`matmul` → `[128, 3072]` →
 //!   `add` → `[1, 128, 3072]` → GELU); with the add on the matmul's own shape, the add and the
-//!   GELU after it are one group of elementwise ops and the matmul's epilogue. The same values,
-//!   so results are bit-identical.
+//!   GELU after it are one group of elementwise ops and the matmul's epilogue. The pair may
+//!   also be a chain apart: `reshape(E_n(…E_1(reshape(x), c_1)…, c_n))`, each `E_i` read only
+//!   by the next and its other operands constants, loses its reshapes a step per round (the
+//!   Whisper encoder's first GELU: computed on its convolution's value reshaped to 3-D and
+//!   reshaped back for the last multiply, which reads the value at 4-D; at one shape, the GELU
+//!   is the convolution's epilogue instead of two elementwise kernels). The same values, so
+//!   results are bit-identical.
 //! - **gather indices as sums**: `reduce_sum(mul(concat(p_0, …, p_{k-1}), s), axis)` on
 //!   integers, the concat along the last axis of parts one wide there, `s` a constant along
 //!   that axis (a reshape keeping the last axis may stand between the concat and the
@@ -770,6 +775,27 @@ fn to_rank(shape: &[usize], rank: usize) -> Option<Vec<usize>> {
     }
 }
 
+/// How many elementwise ops [`leads_to_pair`] looks through (a GELU's chain is four).
+const UNIT_RESHAPE_CHAIN: usize = 8;
+
+/// Whether `x`, a data operand of an elementwise op of shape `shape` that a reshape to `to`
+/// reads, is a reshape from `to` (the pair that cancels), or leads to one through at most
+/// `depth` elementwise ops of `shape`, each read only there and each with constants for its
+/// other data operands ([`unit_reshape_above_elementwise`] moves the reshape above each in
+/// turn; a second computed operand would need a reshape of its own, which nothing cancels).
+fn leads_to_pair(g: &Graph, x: NodeId, shape: &[usize], to: &[usize], depth: usize) -> bool {
+    let op = g.op(x);
+    if matches!(op, Op::Reshape) {
+        return g.tensor_ty(g.operands(x)[0]).is_some_and(|t| t.shape == to);
+    }
+    if depth == 0 || !op.is_elementwise() || matches!(op, Op::Rescale(_)) || g.outputs().contains(&x) || g.users(x).len() != 1 || g.tensor_ty(x).is_none_or(|t| t.shape != shape) {
+        return false;
+    }
+    let operands = g.operands(x);
+    let computed: Vec<NodeId> = (0..operands.len()).filter(|p| !op.side_operands().contains(p)).map(|p| operands[p]).filter(|&o| !g.op(o).is_constant()).collect();
+    matches!(computed[..], [y] if leads_to_pair(g, y, shape, to, depth - 1))
+}
+
 /// `reshape(E(..))` at `id`, a reshape that only adds or drops leading ones of the elementwise
 /// op `E` it reads, where nothing else reads `E`, becomes `E(..)` at the reshape's shape with
 /// each data operand reshaped the same way (see the module comment). In place: `E` keeps its
@@ -791,11 +817,12 @@ fn unit_reshape_above_elementwise(g: &mut Graph, id: NodeId) -> bool {
     }
     let operands = g.operands(e);
     let data: Vec<usize> = (0..operands.len()).filter(|p| !op.side_operands().contains(p)).collect();
-    // Only a pair: an operand that is itself a reshape from the target shape (which then
-    // cancels). A lone reshape stays where it is: moved into the middle of a softmax or a
-    // layer norm, it would split the row kernel.
-    let undone = |x: NodeId| matches!(g.op(x), Op::Reshape) && g.tensor_ty(g.operands(x)[0]).is_some_and(|t| t.shape == to.shape);
-    if !data.iter().any(|&pos| undone(operands[pos])) {
+    // Only toward a pair: an operand that is itself a reshape from the target shape (which
+    // then cancels), or a chain of elementwise ops that leads to one (the reshape moves up a
+    // step per round until it cancels: a GELU computed on a convolution's value reshaped, whose
+    // last multiply reads the value as it was). A lone reshape stays where it is: moved into
+    // the middle of a softmax or a layer norm, it would split the row kernel.
+    if !data.iter().any(|&pos| leads_to_pair(g, operands[pos], &from.shape, &to.shape, UNIT_RESHAPE_CHAIN)) {
         return false;
     }
     let mut shapes = Vec::with_capacity(data.len());
