@@ -553,9 +553,8 @@ pub fn cast(x: &Tensor, to: DType) -> Tensor {
             }
         }
         (_, DType::F64) => Data::F64(x.to_f64_vec()),
-        (d, DType::F32 | DType::F16 | DType::BF16) => {
+        (_, DType::F32 | DType::F16 | DType::BF16) => {
             // Integer or bool → float: exact in f64 (|x| < 2^53), then one rounding.
-            let _ = d;
             let w = x.to_f64_vec();
             match to {
                 DType::F32 => Data::F32(w.into_iter().map(|v| v as f32).collect()),

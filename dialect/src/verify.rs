@@ -21,19 +21,16 @@ use crate::graph::{Graph, Module, NodeId};
 use crate::op::{BinaryOp, Op, Region, Rounding, UnaryOp};
 use crate::types::{DType, TensorType, ValueType};
 
-/// Proof that a module passed [`verify_module`]; backends take it as an argument.
-#[derive(Clone, Copy, Debug)]
-pub struct Verified(());
-
-/// Verifies every function of a module.
-pub fn verify_module(m: &Module) -> Result<Verified, Diagnostics> {
+/// Verifies every function of a module (the pass manager, before and after its passes; the
+/// driver verifies each function again before lowering it, [`verify`]).
+pub fn verify_module(m: &Module) -> Result<(), Diagnostics> {
     let mut errors = Vec::new();
     for g in &m.functions {
         if let Err(d) = verify(g) {
             errors.extend(d.0);
         }
     }
-    if errors.is_empty() { Ok(Verified(())) } else { Err(Diagnostics(errors)) }
+    if errors.is_empty() { Ok(()) } else { Err(Diagnostics(errors)) }
 }
 
 /// Verifies one function.

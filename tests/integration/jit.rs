@@ -10,7 +10,8 @@ use f16c_tests::cases::{argmax_graph, constant, contraction_tolerance, conv_grap
 use f16c_tests::{max_rel_to_peak, model_path, MODELS};
 use half::{bf16, f16};
 
-/// Sizes that hit every edge of 4-lane vectors and 6×8 GEMM tiles, and a large odd one.
+/// Sizes on both sides of every 4-, 8-, 16- and 32-element edge (vectors of 4 to 16 lanes, GEMM
+/// panels of 8 to 32 columns), and a large odd one.
 const SIZES: &[usize] = &[1, 3, 7, 8, 9, 15, 16, 17, 33, 1031];
 
 /// f32 runs of the shared models: the JIT meets the same bound against PyTorch as the reference.

@@ -8,7 +8,7 @@
 //!   comparisons) over one iteration space, operands broadcast by stride 0;
 //! - [`Reduction`]: reduce_* and argmax along one axis;
 //! - [`Pool`]: max and average pooling;
-//! - [`Copy`] and [`Gather`]: data movement. Transpose, slice, tile, pad and concat are strided
+//! - [`CopyKernel`] and [`Gather`]: data movement. Transpose, slice, tile, pad and concat are strided
 //!   copies (pad first fills the output); reshape is a view of its input's buffer and costs
 //!   nothing.
 //!
@@ -520,7 +520,7 @@ pub struct Move {
 /// The copies convert their elements when `source` is not the output's element type (a float
 /// cast folded into the copy, [`fold`]); else they copy bits.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Copy {
+pub struct CopyKernel {
     /// The output.
     pub output: Operand,
     /// The element type of every move's source.
@@ -531,7 +531,7 @@ pub struct Copy {
     pub moves: Vec<Move>,
 }
 
-impl Copy {
+impl CopyKernel {
     /// Whether the copy converts its elements (`source` is not the output's element type).
     pub fn converts(&self) -> bool {
         self.source != self.output.ty.dtype
@@ -855,7 +855,7 @@ pub enum KernelKind {
     /// Pooling.
     Pool(Pool),
     /// Strided copies (transpose, slice, tile, pad, concat).
-    Copy(Copy),
+    Copy(CopyKernel),
     /// Gather.
     Gather(Gather),
     /// Row-wise fused reductions and elementwise ops.
@@ -1782,7 +1782,7 @@ impl<'g> Lowering<'g> {
             _ => unreachable!("called on data movement"),
         };
         let output = Operand { buffer: self.intermediate(id), ty: out_ty.clone() };
-        self.push(KernelKind::Copy(Copy { output, source: out_ty.dtype, fill, moves }), vec![id]);
+        self.push(KernelKind::Copy(CopyKernel { output, source: out_ty.dtype, fill, moves }), vec![id]);
     }
 
     fn make_move(&self, src: NodeId, src_offset: usize, src_strides: Vec<usize>, dst_offset: usize, dst_strides: Vec<usize>, shape: Vec<usize>) -> Move {

@@ -10,7 +10,7 @@
 use f16c_core::abi::{CType, Libcall};
 use crate::lower::{EwKind, EwOp};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::types::{F32, F32X4, F64, I16X8, I32, I64, I64X2, I8};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, I32, I64, I64X2, I8};
 use cranelift_codegen::ir::{AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, Type, Value};
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
@@ -583,7 +583,6 @@ impl<'a> Fx<'a> {
             }
             other => unreachable!("{other} has no four-lane store"),
         }
-        let _ = I16X8;
     }
 
     /// Stores four consecutive elements starting at `index`.

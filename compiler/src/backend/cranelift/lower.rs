@@ -9,7 +9,7 @@ use crate::backend::layout::Layout;
 use crate::backend::{BackendError, BackendErrorKind};
 use f16c_core::abi::Libcall;
 use f16c_core::artifact::Step;
-use crate::lower::{Copy, Elementwise, Expr, Gather, IndexSum, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows, SumRun};
+use crate::lower::{CopyKernel, Elementwise, Expr, Gather, IndexSum, KernelKind, Pool, Program, Reduction, RowStage, RowValue, Rows, SumRun};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F32X4, F64, I16, I32, I32X4, I64, I8, I8X16};
 use cranelift_codegen::ir::{Function, InstBuilder, Value};
@@ -409,7 +409,7 @@ impl<'p> Context<'p> {
     // -----------------------------------------------------------------------------------------
 
     /// A copy as `plan` says ([`CopyPlan`]).
-    fn copy(&mut self, c: &Copy, plan: CopyPlan) -> Result<(), BackendError> {
+    fn copy(&mut self, c: &CopyKernel, plan: CopyPlan) -> Result<(), BackendError> {
         let c = c.clone();
         let bytes = c.output.ty.byte_size();
         if let Some(most) = plan.staged() {
@@ -869,13 +869,12 @@ fn clip(fx: &mut Fx, start: Value, k: usize, len: usize) -> (Value, Value) {
 }
 
 fn reduce_init(fx: &mut Fx, kind: ReduceKind, ty: cranelift_codegen::ir::Type) -> Value {
-    let f = |v: f64| v;
     match (ty, kind) {
         (F32 | F32X4, ReduceKind::Sum) => fx.f(ty, 0.0),
         (F32 | F32X4, ReduceKind::Prod) => fx.f(ty, 1.0),
         (F32 | F32X4, ReduceKind::Max) => fx.f(ty, f32::NEG_INFINITY),
         (F32 | F32X4, _) => fx.f(ty, f32::INFINITY),
-        (F64, ReduceKind::Sum) => fx.b.ins().f64const(f(0.0)),
+        (F64, ReduceKind::Sum) => fx.b.ins().f64const(0.0),
         (F64, ReduceKind::Prod) => fx.b.ins().f64const(1.0),
         (F64, ReduceKind::Max) => fx.b.ins().f64const(f64::NEG_INFINITY),
         (F64, _) => fx.b.ins().f64const(f64::INFINITY),

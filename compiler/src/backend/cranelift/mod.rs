@@ -25,7 +25,7 @@
 //! Kernel legality (what element types each family handles) is data in [`legal`], checked for
 //! the whole program before anything is emitted.
 
-pub mod emit;
+pub(crate) mod emit;
 mod conv;
 mod epilogue;
 mod gemm;
@@ -35,7 +35,7 @@ pub mod legal;
 mod lower;
 mod math;
 mod plan;
-pub mod narrow;
+pub(crate) mod narrow;
 mod share;
 mod softfloat;
 

@@ -12,7 +12,7 @@ use super::legal::{LANES, NR};
 use super::lower::{how_moved, in_slices, loop_order, split_long_row, Bulk, ElementwisePlan, RowsPlan, TileTranspose, POOL_UNROLLED_TAPS, REDUCE_BLOCK, SPLIT_COPY_MIN_BYTES};
 use super::Loops;
 use crate::backend::bands::Band;
-use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Kernel, KernelKind, Move, Pool, Program, Reduction, Softmax, SoftmaxForm};
+use crate::lower::{Contraction, ContractionKind, CopyKernel, Elementwise, Kernel, KernelKind, Move, Pool, Program, Reduction, Softmax, SoftmaxForm};
 use f16c_dialect::ReduceKind;
 use cranelift_codegen::ir::types::{F32, I64, I8};
 use f16c_core::abi::Libcall;
@@ -171,7 +171,7 @@ pub enum CopyForm {
 }
 
 impl CopyPlan {
-    fn new(c: &Copy) -> CopyPlan {
+    fn new(c: &CopyKernel) -> CopyPlan {
         // An f32 ↔ f16 conversion: runs of the output staged in scratch ([`Bulk`]).
         let bulk: Vec<Option<Bulk>> = c.moves.iter().map(|m| Bulk::of(m, c.source, c.output.ty.dtype)).collect();
         let plain = bulk.iter().all(Option::is_none) && c.fill.is_none();

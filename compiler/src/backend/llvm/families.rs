@@ -20,7 +20,7 @@ use super::{Built, Ir, Var};
 
 /// Rows and columns of the output tile a register-blocked contraction work item computes.
 pub const TILE: usize = 4;
-use crate::lower::{Contraction, ContractionKind, Copy, Elementwise, Epilogue, EwKind, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
+use crate::lower::{Contraction, ContractionKind, CopyKernel, Elementwise, Epilogue, EwKind, Gather, KernelKind, Pool, Reduction, RowStage, RowValue, Rows};
 use f16c_dialect::{DType, ReduceKind};
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
@@ -97,9 +97,9 @@ pub enum Items<'k> {
     /// One row of a rows kernel (in its temporary).
     Rows(&'k Rows),
     /// The fill of a copy kernel's output.
-    Fill(&'k Copy),
+    Fill(&'k CopyKernel),
     /// One element of move `.1` of a copy kernel.
-    Move(&'k Copy, usize),
+    Move(&'k CopyKernel, usize),
 }
 
 impl<'k> Items<'k> {
@@ -750,7 +750,7 @@ impl<'ctx> Ir<'ctx> {
     // -----------------------------------------------------------------------------------------
 
     /// Element `i` of a copy kernel's fill (`mv`: `None`) or of its move `mv`.
-    fn copy_item(&mut self, c: &Copy, mv: Option<usize>, i: IntValue<'ctx>) {
+    fn copy_item(&mut self, c: &CopyKernel, mv: Option<usize>, i: IntValue<'ctx>) {
         let dst = self.buffer(c.output.buffer.0);
         match mv {
             None => {
@@ -769,7 +769,7 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// Rows of move `m` of a copy kernel: its elements grouped along the last dimension.
-    pub fn copy_rows(c: &Copy, m: usize) -> usize {
+    pub fn copy_rows(c: &CopyKernel, m: usize) -> usize {
         let shape = &c.moves[m].shape;
         shape[..shape.len().saturating_sub(1)].iter().product()
     }
@@ -777,7 +777,7 @@ impl<'ctx> Ir<'ctx> {
     /// Row `r` of move `m` ([`Ir::copy_rows`]): its elements along the last dimension, the
     /// source and destination offsets computed once per row and stepped by their strides
     /// (one address computation per row instead of per element).
-    pub fn copy_row(&mut self, c: &Copy, m: usize, r: IntValue<'ctx>) {
+    pub fn copy_row(&mut self, c: &CopyKernel, m: usize, r: IntValue<'ctx>) {
         let mv = &c.moves[m];
         let outer = mv.shape.len().saturating_sub(1);
         let len = mv.shape.get(outer).copied().unwrap_or(1);
@@ -794,19 +794,19 @@ impl<'ctx> Ir<'ctx> {
 
     /// Side of the square tiles [`Ir::transpose_band`] transposes in registers: a row of the
     /// narrower of the copy's element types fills 16 bytes (8 f16, 4 f32).
-    pub fn transpose_tile(c: &Copy) -> usize {
+    pub fn transpose_tile(c: &CopyKernel) -> usize {
         16 / c.source.byte_size().min(c.output.ty.dtype.byte_size()).clamp(1, 16)
     }
 
     /// Whether move `m` of `c` transposes its last two dimensions, both at least a tile long
     /// ([`Ir::transpose_tile`]; the source contiguous along the first, the destination along
     /// the second), with any conversion done on whole vectors: [`Ir::transpose_band`] can copy it.
-    pub fn transposes_in_tiles(&self, c: &Copy, m: usize) -> bool {
+    pub fn transposes_in_tiles(&self, c: &CopyKernel, m: usize) -> bool {
         Self::transposes_in_tiles_by(&self.lane_rules(), c, m)
     }
 
     /// [`Ir::transposes_in_tiles`] by a module's rules (what `--emit=kernels` says before any IR).
-    pub fn transposes_in_tiles_by(rules: &super::expr::LaneRules, c: &Copy, m: usize) -> bool {
+    pub fn transposes_in_tiles_by(rules: &super::expr::LaneRules, c: &CopyKernel, m: usize) -> bool {
         let (mv, l) = (&c.moves[m], Self::transpose_tile(c));
         let r = mv.shape.len();
         let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
@@ -815,7 +815,7 @@ impl<'ctx> Ir<'ctx> {
     }
 
     /// Work items of [`Ir::transpose_band`]: bands of a tile's destination rows.
-    pub fn transpose_bands(c: &Copy, m: usize) -> usize {
+    pub fn transpose_bands(c: &CopyKernel, m: usize) -> usize {
         let shape = &c.moves[m].shape;
         let r = shape.len();
         shape[..r - 2].iter().product::<usize>() * shape[r - 2].div_ceil(Self::transpose_tile(c))
@@ -826,7 +826,7 @@ impl<'ctx> Ir<'ctx> {
     /// shuffles (log2 of the tile's side rounds of interleaving) and stored along the
     /// destination's; the last tile of a row overlaps the one before it. A last band shorter
     /// than a tile copies its rows one element at a time.
-    pub fn transpose_band(&mut self, c: &Copy, m: usize, t: IntValue<'ctx>) {
+    pub fn transpose_band(&mut self, c: &CopyKernel, m: usize, t: IntValue<'ctx>) {
         let l = Self::transpose_tile(c);
         let mv = &c.moves[m];
         let r = mv.shape.len();
