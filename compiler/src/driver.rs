@@ -131,6 +131,77 @@ pub fn choose_function(module: &Module, name: Option<&str>) -> Result<usize, Str
     })
 }
 
+/// A module through the standard pipeline ([`prepare`]) and the function to compile chosen
+/// in it ([`choose_function`]): what every front end (the command line, the JIT's `Model`, the
+/// Python module, the benchmark) has before it lowers the function for its backend
+/// ([`Compilation::lower`], or the JIT's staged path for a function with control flow).
+pub struct Compilation {
+    /// The prepared module.
+    pub module: Module,
+    /// The module after canonicalize and fold-batch-norm, before precision assignment, where
+    /// [`compile`] was asked to keep it (the report and `check` compare with it).
+    pub before: Option<Module>,
+    /// The chosen function's index (the same in both: the passes keep every function).
+    pub function: usize,
+    /// The passes' notes and counters.
+    pub prepared: Prepared,
+}
+
+impl Compilation {
+    /// The chosen function, prepared.
+    pub fn graph(&self) -> &Graph {
+        &self.module.functions[self.function]
+    }
+
+    /// The chosen function before precision assignment, if kept.
+    pub fn graph_before(&self) -> Option<&Graph> {
+        self.before.as_ref().map(|m| &m.functions[self.function])
+    }
+
+    /// Lowers the chosen function for `backend` ([`lower_for`]).
+    pub fn lower(&self, backend: &dyn Backend) -> Result<Program, Diagnostics> {
+        lower_for(self.graph(), backend)
+    }
+}
+
+/// Why [`compile`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// Located problems in the model (render them against its source).
+    #[error(transparent)]
+    Diagnostics(Diagnostics),
+    /// No function of that name, or none to choose by default (the message names the module's
+    /// functions).
+    #[error("{0}")]
+    Function(String),
+    /// A malformed option (a policy file, a pattern).
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl From<PassError> for CompileError {
+    fn from(e: PassError) -> CompileError {
+        match e {
+            PassError::Diagnostics(d) => CompileError::Diagnostics(d),
+            PassError::Usage(m) => CompileError::Usage(m),
+        }
+    }
+}
+
+/// Chooses the function (`function`, else the only one, else `forward`), then runs the
+/// standard pipeline on `module` ([`prepare`]; with `keep_before`, [`prepare_beside_f32`]):
+/// the one call before lowering.
+pub fn compile(mut module: Module, options: &Options, function: Option<&str>, calibration: &[Tensor], keep_before: bool) -> Result<Compilation, CompileError> {
+    let function = choose_function(&module, function).map_err(CompileError::Function)?;
+    let (before, prepared) = if keep_before {
+        let (before, prepared) = prepare_beside_f32(&mut module, options, calibration)?;
+        (Some(before), prepared)
+    } else {
+        (None, prepare(&mut module, options, calibration)?)
+    };
+    Ok(Compilation { module, before, function, prepared })
+}
+
 /// Verifies and lowers one function for any backend.
 pub fn lower(g: &Graph) -> Result<Program, Diagnostics> {
     lower_with(g, LowerOptions::default())
@@ -240,4 +311,57 @@ pub fn emit_with(g: &Graph, backend: &dyn Backend, form: Emit) -> Result<Vec<u8>
     }
     let program = lower_for(g, backend)?;
     crate::timing::phase(format!("backend {}", backend.name()), || backend.emit(&program, form)).map_err(|e| Diagnostics::single(e.to_diagnostic()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = r#"
+func.func @first(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = tosa.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+func.func @second(%a: tensor<2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<1x2x4xf32> {
+  %s = tosa.const_shape {values = dense<[1, 2, 3]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %a3 = tosa.reshape %a, %s : (tensor<2x3xf32>, !tosa.shape<3>) -> tensor<1x2x3xf32>
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %m = tosa.matmul %a3, %b, %z, %z : (tensor<1x2x3xf32>, tensor<1x3x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x2x4xf32>
+  return %m : tensor<1x2x4xf32>
+}
+"#;
+
+    fn module() -> Module {
+        f16c_dialect::import::parse_module(TWO, "two.mlir").unwrap()
+    }
+
+    fn casts(g: &Graph) -> usize {
+        g.node_ids().filter(|&id| matches!(g.op(id), f16c_dialect::Op::Cast)).count()
+    }
+
+    #[test]
+    fn compile_chooses_the_function_then_prepares_the_module() {
+        let options = Options::new(Target::Reference).with_precision(Precision::Fp16);
+        // Two functions and neither is `forward`: the choice is the caller's, and the message
+        // names both; nothing was prepared.
+        match compile(module(), &options, None, &[], false) {
+            Err(CompileError::Function(m)) => assert!(m.contains("first, second") && m.contains("--function"), "{m}"),
+            other => panic!("expected a function error, got {:?}", other.err()),
+        }
+        match compile(module(), &options, Some("third"), &[], false) {
+            Err(CompileError::Function(m)) => assert!(m.contains("named 'third'"), "{m}"),
+            other => panic!("expected a function error, got {:?}", other.err()),
+        }
+        // The matmul runs in fp16 between casts; the module before precision assignment, kept
+        // on request, has none, and the same function is chosen in both.
+        let c = compile(module(), &options, Some("second"), &[], true).unwrap();
+        assert_eq!((c.function, c.graph().name.as_str()), (1, "second"));
+        let before = c.graph_before().expect("kept");
+        assert_eq!((before.name.as_str(), casts(before)), ("second", 0));
+        assert!(casts(c.graph()) > 0, "the prepared matmul has its casts");
+        assert!(compile(module(), &options, Some("first"), &[], false).unwrap().before.is_none());
+        // A malformed option is a usage error, not a diagnostic.
+        let bad = Options { policy: "O9".into(), ..options };
+        assert!(matches!(compile(module(), &bad, Some("first"), &[], false), Err(CompileError::Usage(_))), "policy O9");
+    }
 }

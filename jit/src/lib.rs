@@ -182,17 +182,17 @@ impl Model {
     pub fn compile_source(source: &str, file: &str, options: &CompileOptions) -> Result<Model> {
         let render = |d: Diagnostics| JitError::Compile(d.render(Some(source)));
         let t0 = Instant::now();
-        let mut module = f16c_dialect::import::parse_module(source, file).map_err(render)?;
+        let module = f16c_dialect::import::parse_module(source, file).map_err(render)?;
         let parse = t0.elapsed();
         let t1 = Instant::now();
-        prepare(&mut module, options).map_err(|e| match e {
-            JitError::Diagnostics(d) => render(d),
-            e => e,
+        let compiled = driver::compile(module, &options.driver_options()?, options.function.as_deref(), &[], false).map_err(|e| match e {
+            driver::CompileError::Diagnostics(d) => render(d),
+            driver::CompileError::Function(m) => JitError::Usage(format!("{file}: {m}")),
+            driver::CompileError::Usage(m) => JitError::Usage(m),
         })?;
         let passes = t1.elapsed();
-        let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| JitError::Usage(format!("{file}: {e}")))?;
         let backend_options = options.backend_options()?;
-        let mut model = Model::compile_graph_with(&module.functions[index], options.threads, &backend_options).map_err(|e| match e {
+        let mut model = Model::compile_graph_with(compiled.graph(), options.threads, &backend_options).map_err(|e| match e {
             JitError::Diagnostics(d) => render(d),
             e => e,
         })?;

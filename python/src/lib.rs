@@ -319,17 +319,17 @@ fn driver_options(o: &Options) -> Result<driver::Options, Failure> {
     })
 }
 
-/// Parses and prepares `source` (canonicalize, fold-batch-norm, assign-precision, insert-casts);
-/// returns the module before precision assignment, the prepared module, and the pipeline's
-/// notes rendered (warnings), or the rendered diagnostics that stopped it.
-fn prepare(source: &str, file: &str, options: &driver::Options, calibration: &[Tensor]) -> Result<(f16c_dialect::Module, f16c_dialect::Module, driver::Prepared), Failure> {
+/// Parses `source`, chooses the function and prepares the module (canonicalize,
+/// fold-batch-norm, assign-precision, insert-casts; [`driver::compile`], the module before
+/// precision assignment kept), or the rendered diagnostics that stopped it.
+fn prepare(source: &str, file: &str, options: &driver::Options, function: Option<&str>, calibration: &[Tensor]) -> Result<driver::Compilation, Failure> {
     let render = |d: Diagnostics| Failure::Compile(d.render(Some(source)));
-    let mut module = f16c_dialect::import::parse_module(source, file).map_err(render)?;
-    match driver::prepare_beside_f32(&mut module, options, calibration) {
-        Ok((before, prepared)) => Ok((before, module, prepared)),
-        Err(f16c_compiler::PassError::Diagnostics(d)) => Err(render(d)),
-        Err(e) => Err(Failure::Compile(e.to_string())),
-    }
+    let module = f16c_dialect::import::parse_module(source, file).map_err(render)?;
+    driver::compile(module, options, function, calibration, true).map_err(|e| match e {
+        driver::CompileError::Diagnostics(d) => render(d),
+        driver::CompileError::Function(m) => Failure::Usage(format!("{file}: {m}")),
+        driver::CompileError::Usage(m) => Failure::Compile(m),
+    })
 }
 
 /// Calibration tensors from raw arrays (no argument types to fit them to).
@@ -356,14 +356,14 @@ fn compile(py: Python<'_>, source: String, file: String, options: Options, calib
         } else {
             Some(driver::backend_named(o.target, name, cpu).map_err(|d| Failure::Usage(d.to_string()))?)
         };
-        let (before, module, prepared) = prepare(&source, &file, &o, &calibration(calibrate)?)?;
-        let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
-        let g = &module.functions[index];
+        let mut compiled = prepare(&source, &file, &o, options.function.as_deref(), &calibration(calibrate)?)?;
+        let g = compiled.graph();
         let settings: BTreeMap<String, String> =
             [("target", &options.target), ("precision", &options.precision), ("policy", &options.policy), ("io-types", &options.io_types)].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let report = Report::build(&file, settings, &before.functions[index], g, &prepared.stats);
+        let report = Report::build(&file, settings, compiled.graph_before().expect("kept"), g, &compiled.prepared.stats);
         let report = Some((report.to_json(), report.to_table()));
-        drop(before);
+        compiled.before = None;
+        let g = compiled.graph();
         let types = |ids: &[f16c_dialect::NodeId]| ids.iter().filter_map(|&i| g.tensor_ty(i).cloned()).collect::<Vec<_>>();
         let (inputs, outputs) = (types(g.inputs()), types(g.outputs()));
         let render = |d: Diagnostics| Failure::Compile(d.render(Some(&source)));
@@ -419,9 +419,8 @@ fn fix(py: Python<'_>, source: String, file: String, options: Options, samples: 
         use f16c_compiler::fix::{self, Metric};
         let metric = Metric::parse(&metric).ok_or_else(|| Failure::Usage(format!("metric='{metric}': one of {}", Metric::NAMES.join(", "))))?;
         let o = driver_options(&options)?;
-        let (before, module, _) = prepare(&source, &file, &o, &[])?;
-        let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
-        let g = &before.functions[index];
+        let compiled = prepare(&source, &file, &o, options.function.as_deref(), &[])?;
+        let g = compiled.graph_before().expect("kept");
         let want: Vec<TensorType> = g.inputs().iter().filter_map(|&i| g.tensor_ty(i).cloned()).collect();
         let sets = samples.into_iter().map(|raw| tensors(&g.name, raw, &want)).collect::<Result<Vec<_>, _>>()?;
         let threads = options.threads.unwrap_or_else(f16c_jit::default_threads);
@@ -461,9 +460,8 @@ fn check(py: Python<'_>, source: String, file: String, options: Options, inputs:
             return Err(Failure::Usage(format!("tolerance={tolerance}: the tolerance must be a finite number >= 0")));
         }
         let o = driver_options(&options)?;
-        let (before, module, _) = prepare(&source, &file, &o, &[])?;
-        let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| Failure::Usage(format!("{file}: {e}")))?;
-        let (f32_graph, mixed) = (&before.functions[index], &module.functions[index]);
+        let compiled = prepare(&source, &file, &o, options.function.as_deref(), &[])?;
+        let (f32_graph, mixed) = (compiled.graph_before().expect("kept"), compiled.graph());
         let want: Vec<TensorType> = f32_graph.inputs().iter().filter_map(|&i| f32_graph.tensor_ty(i).cloned()).collect();
         let inputs = tensors(&f32_graph.name, raw, &want)?;
         let result = f16c_compiler::check::check(f32_graph, mixed, &inputs, tolerance).map_err(|e| Failure::Run(e.to_string()))?;

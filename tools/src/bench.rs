@@ -99,10 +99,9 @@ pub(crate) fn llvm_executor(g: &Graph, llvm: &llvm_cpu::LlvmCpuBackend, threads:
 
 /// `source`'s chosen function after the precision pipeline of `options`.
 fn prepared(source: &str, name: &str, options: &CompileOptions) -> anyhow::Result<Graph> {
-    let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
-    f16c_jit::prepare(&mut module, options)?;
-    let index = driver::choose_function(&module, options.function.as_deref()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    Ok(module.functions.swap_remove(index))
+    let module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
+    let mut c = driver::compile(module, &options.driver_options()?, options.function.as_deref(), &[], false).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    Ok(c.module.functions.swap_remove(c.function))
 }
 
 /// The instructions one call of `g`'s AArch64 library executes on `inputs` under qemu.
@@ -249,11 +248,10 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
                 insns.push(aarch64_instructions(&g, inputs)?);
                 if options.precision != "fp32" {
                     // The same with fp16 accumulation (--accumulate=f16).
-                    let mut module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
+                    let module = f16c_dialect::import::parse_module(source, name).map_err(|d| anyhow::anyhow!(d.render(Some(source))))?;
                     let o = driver::Options { f16_accumulate: true, ..driver::Options::new(f16c_compiler::target::Target::Aarch64 { bf16: false }).with_precision(f16c_compiler::policy::Precision::Fp16) };
-                    driver::prepare(&mut module, &o, &[]).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-                    let index = driver::choose_function(&module, None).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-                    insns.push(aarch64_instructions(&module.functions[index], inputs)?);
+                    let c = driver::compile(module, &o, None, &[], false).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                    insns.push(aarch64_instructions(c.graph(), inputs)?);
                 }
             }
             let t0 = Instant::now();

@@ -182,10 +182,8 @@ fn f16c_side(r: &Request, name: &str, Loaded { module, inputs, want }: &Loaded) 
     let mut rows = Vec::new();
     for (precision, sides) in [("fp32", &["jit", "llvm"][..]), ("bf16", &["jit", "llvm"][..]), ("fp16", &["llvm"][..])] {
         let options = CompileOptions { precision: precision.into(), threads: r.threads, ..CompileOptions::default() };
-        let mut m = module.clone();
-        f16c_jit::prepare(&mut m, &options)?;
-        let index = f16c_compiler::driver::choose_function(&m, None).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-        let g = m.functions.swap_remove(index);
+        let mut c = f16c_compiler::driver::compile(module.clone(), &options.driver_options()?, None, &[], false).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let g = c.module.functions.swap_remove(c.function);
         let label = if precision == "fp32" { "f32" } else { precision };
         for &side in sides {
             eprintln!("bench: {name}: compiling for f16c {side} {label}");
