@@ -364,4 +364,24 @@ func.func @second(%a: tensor<2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<1x2x4xf3
         let bad = Options { policy: "O9".into(), ..options };
         assert!(matches!(compile(module(), &bad, Some("first"), &[], false), Err(CompileError::Usage(_))), "policy O9");
     }
+
+    /// The JIT's one-kernel `configure` gives the plan `configure_all` gives that kernel (its
+    /// plans need the whole program; it had stated legality only), and `check_legal` passes.
+    #[cfg(feature = "cranelift")]
+    #[test]
+    fn the_jit_configures_one_kernel_with_its_plan() {
+        let backend = &crate::backend::cranelift::CRANELIFT;
+        let c = compile(module(), &Options::new(Target::X86_64), Some("second"), &[], false).unwrap();
+        let program = c.lower(backend).unwrap();
+        let all = backend.configure_all(&program);
+        assert_eq!(all.len(), program.kernels.len());
+        let mut planned = 0;
+        for (k, whole) in program.kernels.iter().zip(all) {
+            let one = backend.configure(&program, k).unwrap();
+            assert_eq!(one, whole.unwrap(), "{}", k.name);
+            planned += usize::from(one.plan.is_some());
+        }
+        assert!(planned > 0, "the matmul has a plan");
+        crate::backend::check_legal(backend, &program).unwrap();
+    }
 }

@@ -211,9 +211,9 @@ pub trait Backend: Sync {
     }
     /// Can this kernel of `program` be compiled, and how will it run? Called on every kernel
     /// before any code is emitted (an `Err` is a located error naming the op and the target):
-    /// the backend's plan of the kernel, from the same function its emitter reads, where it
-    /// makes one per kernel (a backend whose plans are made as it builds the whole program
-    /// says so in [`Backend::configure_all`] and returns no plan here).
+    /// the backend's plan of the kernel, from the same function its emitter reads (a backend
+    /// whose plans depend on the whole program plans it and takes this kernel's: call
+    /// [`Backend::configure_all`] for many kernels).
     fn configure(&self, program: &Program, kernel: &Kernel) -> Result<KernelConfig, Unsupported>;
     /// [`Backend::configure`] of every kernel of `program`, in order, with every plan
     /// (`f16c compile --emit=kernels`): a backend that plans as it builds the program's code
@@ -286,13 +286,14 @@ impl KernelConfig {
     }
 }
 
-/// Configures every kernel of `program` on `backend` ([`Backend::configure`]); every kernel it
-/// cannot compile is reported.
+/// Configures every kernel of `program` on `backend` in one pass ([`Backend::configure_all`]);
+/// every kernel it cannot compile is reported.
 pub fn check_legal(backend: &dyn Backend, program: &Program) -> Result<(), Vec<BackendError>> {
     let errors: Vec<BackendError> = program
         .kernels
         .iter()
-        .filter_map(|k| backend.configure(program, k).err().map(|u| BackendError::at(k, backend.name(), BackendErrorKind::Unsupported(u))))
+        .zip(backend.configure_all(program))
+        .filter_map(|(k, c)| c.err().map(|u| BackendError::at(k, backend.name(), BackendErrorKind::Unsupported(u))))
         .collect();
     if errors.is_empty() {
         Ok(())
