@@ -119,6 +119,9 @@ fn run_prepare(module: &mut Module, options: &Options, calibration: &[Tensor], a
 /// The function a command works on: the one named, else the only one, else `forward`.
 pub fn choose_function(module: &Module, name: Option<&str>) -> Result<usize, String> {
     let fs = &module.functions;
+    if fs.is_empty() {
+        return Err("the module defines no function (nothing to compile: a 'func.func' is expected)".into());
+    }
     let index = match name {
         Some(name) => fs.iter().position(|g| g.name == name),
         None if fs.len() == 1 => Some(0),
@@ -360,6 +363,12 @@ func.func @second(%a: tensor<2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<1x2x4xf3
         assert_eq!((before.name.as_str(), casts(before)), ("second", 0));
         assert!(casts(c.graph()) > 0, "the prepared matmul has its casts");
         assert!(compile(module(), &options, Some("first"), &[], false).unwrap().before.is_none());
+        // An empty module says so rather than listing no functions.
+        let empty = f16c_dialect::import::parse_module("", "empty.mlir").unwrap();
+        match compile(empty, &options, None, &[], false) {
+            Err(CompileError::Function(m)) => assert!(m.contains("defines no function"), "{m}"),
+            other => panic!("expected a function error, got {:?}", other.err()),
+        }
         // A malformed option is a usage error, not a diagnostic.
         let bad = Options { policy: "O9".into(), ..options };
         assert!(matches!(compile(module(), &bad, Some("first"), &[], false), Err(CompileError::Usage(_))), "policy O9");
