@@ -204,8 +204,10 @@ impl X86Level {
             X86Level::V4 => ("x86-64-v4", "-prefer-256-bit", GemmShape { mr: 12, nr: 32, lanes: 16 }),
             X86Level::V4Bf16 => ("x86-64-v4", "+avx512bf16,-prefer-256-bit", GemmShape { mr: 12, nr: 32, lanes: 16 }),
         };
-        // The same 24 accumulators as 6 × 4: half the A rows per step, twice the B vectors.
+        // The same 24 accumulators as 6 × 4: half the A rows per step, twice the B vectors;
+        // and 6 × 2 where the columns do not fill four vectors.
         let gemm_wide = if self.avx512() { Some(GemmShape { mr: 6, nr: 64, lanes: 16 }) } else { None };
+        let gemm_long = if self.avx512() { Some(GemmShape { mr: 6, nr: 32, lanes: 16 }) } else { None };
         Some(CpuMachine {
             triple: "x86_64-unknown-linux-gnu",
             cpu,
@@ -214,6 +216,7 @@ impl X86Level {
             native_bf16: false,
             gemm,
             gemm_wide,
+            gemm_long,
             fmlal: false,
             fp16_fma: false,
             fma_by_element: false,
@@ -365,7 +368,8 @@ pub struct GemmShape {
 }
 
 impl GemmShape {
-    /// The fewest rows a matrix has for [`CpuMachine::gemm_wide`] to be taken.
+    /// The fewest rows a matrix has for [`CpuMachine::gemm_wide`] or [`CpuMachine::gemm_long`]
+    /// to be taken.
     pub const WIDE_MIN_ROWS: usize = 128;
 }
 
@@ -391,6 +395,14 @@ pub struct CpuMachine {
     /// k = 3072 products of BERT-base 6.05 → 5.55 ms, ResNet-50 78.9 → 75.2 ms at one thread;
     /// the 64-row matrices of GPT-2 and Llama ran 2–3 % slower on it, hence the floor).
     pub gemm_wide: Option<GemmShape>,
+    /// The tile for matrices of at least [`GemmShape::WIDE_MIN_ROWS`] rows whose columns do not
+    /// fill [`CpuMachine::gemm_wide`]'s panels, where the machine has one: [`CpuMachine::gemm`]'s
+    /// panels in half its rows (on AVX-512, 6 × 32 beside 12 × 32: six of A's strided rows per
+    /// step instead of twelve, whatever the reason — in L1 both run at the FMA rate — the
+    /// U-Net's 32-channel convolutions 48.6 → 48.0 ms, EfficientNet-B0's convolutions 9.41 →
+    /// 9.03 ms, the Whisper encoder's 1500 × 1500 × 64 products 65.7 → 64.6 ms, ViT-S/16's
+    /// 197-row ones 0.33 → 0.30 ms each, at one thread; bf16 pairs and fp16 within noise).
+    pub gemm_long: Option<GemmShape>,
     /// fp16 × fp16 accumulates into f32 in one instruction (AArch64 `FMLAL`, `+fp16fml`).
     pub fmlal: bool,
     /// Native fp16 fused multiply-add (AArch64 `+fullfp16`): `--accumulate=f16` uses it.
@@ -441,6 +453,7 @@ pub const fn aarch64_machine(bf16: bool) -> CpuMachine {
         native_bf16: bf16,
         gemm: GemmShape { mr: 8, nr: 8, lanes: 4 },
         gemm_wide: None,
+        gemm_long: None,
         fmlal: true,
         fp16_fma: true,
         fma_by_element: true,

@@ -176,8 +176,9 @@ pub fn shape(machine: &CpuMachine, c: &Contraction) -> GemmShape {
             F16_TILE
         }
     } else {
-        match machine.gemm_wide {
-            Some(wide) if c.m >= GemmShape::WIDE_MIN_ROWS && c.n.is_multiple_of(wide.nr) => wide,
+        match (machine.gemm_wide, machine.gemm_long) {
+            (Some(wide), _) if c.m >= GemmShape::WIDE_MIN_ROWS && c.n.is_multiple_of(wide.nr) => wide,
+            (_, Some(long)) if c.m >= GemmShape::WIDE_MIN_ROWS => long,
             _ => GemmShape { mr: tile_rows(machine.gemm.mr, c.m), ..machine.gemm },
         }
     }
