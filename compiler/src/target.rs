@@ -398,8 +398,9 @@ pub struct CpuMachine {
     /// The tile for matrices of at least [`GemmShape::WIDE_MIN_ROWS`] rows whose columns do not
     /// fill [`CpuMachine::gemm_wide`]'s panels, where the machine has one: [`CpuMachine::gemm`]'s
     /// panels in half its rows (on AVX-512, 6 × 32 beside 12 × 32: six of A's strided rows per
-    /// step instead of twelve, whatever the reason — in L1 both run at the FMA rate — the
-    /// U-Net's 32-channel convolutions 48.6 → 48.0 ms, EfficientNet-B0's convolutions 9.41 →
+    /// step instead of twelve; why it is faster is not established — in L1 both run at the FMA
+    /// rate — but it is on every such product measured: the U-Net's 32-channel convolutions
+    /// 48.6 → 48.0 ms, EfficientNet-B0's convolutions 9.41 →
     /// 9.03 ms, the Whisper encoder's 1500 × 1500 × 64 products 65.7 → 64.6 ms, ViT-S/16's
     /// 197-row ones 0.33 → 0.30 ms each, at one thread; bf16 pairs and fp16 within noise).
     pub gemm_long: Option<GemmShape>,
