@@ -132,6 +132,9 @@ def test_compile_errors_carry_the_located_diagnostic():
         f16c.compile(MODELS / "mlp_small.tosa.mlir", target="sm_80", backend="llvm")
     with pytest.raises(f16c.CompileError, match="policy"):
         f16c.compile(MODELS / "mlp_small.tosa.mlir", policy_file="no-such-policy.toml")
+    # A function that is not there: the module's functions and the keyword that chooses one.
+    with pytest.raises(ValueError, match=r"no function named 'nope' \(functions: forward\); choose one with function=NAME"):
+        f16c.compile(MODELS / "mlp_small.tosa.mlir", function="nope")
 
 
 def test_artifacts_for_other_machines_save_but_do_not_run(tmp_path):
