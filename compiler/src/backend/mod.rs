@@ -221,6 +221,13 @@ pub trait Backend: Sync {
     fn configure_all(&self, program: &Program) -> Vec<Result<KernelConfig, Unsupported>> {
         program.kernels.iter().map(|k| self.configure(program, k)).collect()
     }
+    /// Whether each kernel of `program` can be compiled, in order ([`check_legal`]): the
+    /// outcome of [`Backend::configure_all`] without the plans, which a backend whose plans
+    /// cost a planning pass of the whole program answers without making them (its compile
+    /// plans the program anyway).
+    fn legal_all(&self, program: &Program) -> Vec<Result<(), Unsupported>> {
+        self.configure_all(program).into_iter().map(|c| c.map(|_| ())).collect()
+    }
     /// The forms [`Backend::emit`] can print.
     fn forms(&self) -> &'static [Emit];
     /// The code format of its artifacts.
@@ -286,13 +293,13 @@ impl KernelConfig {
     }
 }
 
-/// Configures every kernel of `program` on `backend` in one pass ([`Backend::configure_all`]);
-/// every kernel it cannot compile is reported.
+/// Checks every kernel of `program` on `backend` in one pass ([`Backend::legal_all`]); every
+/// kernel it cannot compile is reported.
 pub fn check_legal(backend: &dyn Backend, program: &Program) -> Result<(), Vec<BackendError>> {
     let errors: Vec<BackendError> = program
         .kernels
         .iter()
-        .zip(backend.configure_all(program))
+        .zip(backend.legal_all(program))
         .filter_map(|(k, c)| c.err().map(|u| BackendError::at(k, backend.name(), BackendErrorKind::Unsupported(u))))
         .collect();
     if errors.is_empty() {

@@ -497,7 +497,7 @@ impl Backend for CraneliftBackend {
     /// program (the attention chains that run in bands, the column groups its work items
     /// share), so the program is planned ([`plans`]) and this kernel's plan taken: O(kernels)
     /// per call, where [`Backend::configure_all`] plans every kernel in one pass (what
-    /// [`crate::backend::check_legal`] and `--emit=kernels` call).
+    /// `--emit=kernels` calls; [`crate::backend::check_legal`] asks [`Backend::legal_all`]).
     fn configure(&self, program: &Program, kernel: &Kernel) -> Result<crate::backend::KernelConfig, Unsupported> {
         legal::legal(kernel)?;
         let index = program.kernels.iter().position(|k| std::ptr::eq(k, kernel));
@@ -512,7 +512,7 @@ impl Backend for CraneliftBackend {
     /// prints on every machine), the plans the code is built from, made without building it
     /// ([`plans`]); a program it cannot plan has none.
     fn configure_all(&self, program: &Program) -> Vec<Result<crate::backend::KernelConfig, Unsupported>> {
-        let checked: Vec<Result<crate::backend::KernelConfig, Unsupported>> = program.kernels.iter().map(|k| legal::legal(k).map(|()| crate::backend::KernelConfig::default())).collect();
+        let checked: Vec<Result<crate::backend::KernelConfig, Unsupported>> = self.legal_all(program).into_iter().map(|l| l.map(|()| crate::backend::KernelConfig::default())).collect();
         if checked.iter().any(Result::is_err) {
             return checked;
         }
@@ -520,6 +520,11 @@ impl Backend for CraneliftBackend {
             Ok(plans) => plans.into_iter().map(|plan| Ok(crate::backend::KernelConfig { plan })).collect(),
             Err(_) => checked,
         }
+    }
+
+    /// Legality alone ([`legal::legal`]): the plans are made when the program is compiled.
+    fn legal_all(&self, program: &Program) -> Vec<Result<(), Unsupported>> {
+        program.kernels.iter().map(legal::legal).collect()
     }
 
     fn target(&self) -> Target {
