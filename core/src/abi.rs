@@ -244,7 +244,7 @@ pub const MICRO_KERNELS: [MicroKernel; 8] = [
     MicroKernel { libcall: Libcall::GemvPanels, what: "the runtime's AVX2 one-row loop", requires: AVX2 },
     MicroKernel { libcall: Libcall::DepthwiseRow, what: "the runtime's AVX2 loop", requires: AVX2 },
     MicroKernel { libcall: Libcall::DepthwiseRowAvx512, what: "the runtime's AVX-512 loop", requires: AVX512 },
-    MicroKernel { libcall: Libcall::GemmPairsBf16, what: "bf16 pairs on VDPBF16PS into f32 (the runtime's loop)", requires: &["avx512bf16"] },
+    MicroKernel { libcall: Libcall::GemmPairsBf16, what: "the runtime's AVX512-BF16 loop", requires: &["avx512bf16"] },
     MicroKernel { libcall: Libcall::SiluArrayF16, what: "the runtime's F16C loop", requires: AVX2 },
     MicroKernel { libcall: Libcall::SoftmaxRowsF16, what: "the runtime's sixteen-lane loop", requires: AVX2 },
 ];

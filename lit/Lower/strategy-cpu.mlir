@@ -19,13 +19,13 @@
 // the machine's (12 on AVX-512, 6 on AVX2, 8 on NEON; tile_rows), except with fp16
 // accumulators.
 // W-V4: k{{[0-9]+}}_matmul: contraction matmul batch=1 m=4 n=40 k=64
-// W-V4: strategy: micro-kernel 4x32 (16 lanes), f32 FMA; B packed at compile time (f32)
-// W-V3: strategy: micro-kernel 4x16 (8 lanes), f32 FMA; B packed at compile time (f32)
-// W-PAIRS: strategy: micro-kernel 4x32 (16 lanes), bf16 pairs on VDPBF16PS into f32; B packed at compile time (bf16)
-// W-BF16: strategy: micro-kernel 4x32 (16 lanes), f32 FMA; B packed at compile time (bf16); A widened to f32 once per run
-// W-A64: strategy: micro-kernel 4x8 (4 lanes), fp16 FMLAL into f32; B packed at compile time (f16)
-// W-A64ACC: strategy: micro-kernel 8x16 (8 lanes), fp16 FMA, fp16 accumulators; B packed at compile time (f16)
-// PROFILE: k{{[0-9]+}}_matmul {{.*}}(micro-kernel 4x32 (16 lanes), f32 FMA; B packed at compile time (f32))
+// W-V4: strategy: tiles 4x32 (16 lanes), a tile per work item, f32 FMA, generated; B packed at compile time (f32)
+// W-V3: strategy: tiles 4x16 (8 lanes), a tile per work item, f32 FMA, generated; B packed at compile time (f32)
+// W-PAIRS: strategy: tiles 4x32 (16 lanes), a tile per work item, bf16 pairs on VDPBF16PS into f32, generated; B packed at compile time (bf16)
+// W-BF16: strategy: tiles 4x32 (16 lanes), a tile per work item, f32 FMA, generated; B packed at compile time (bf16); A widened to f32 once per run, read in place
+// W-A64: strategy: tiles 4x8 (4 lanes), a tile per work item, fp16 FMLAL into f32, generated; B packed at compile time (f16)
+// W-A64ACC: strategy: tiles 8x16 (8 lanes), a tile per work item, fp16 FMA, fp16 accumulators, generated; B packed at compile time (f16)
+// PROFILE: k{{[0-9]+}}_matmul {{.*}}(tiles 4x32 (16 lanes), a tile per work item, f32 FMA, generated; B packed at compile time (f32); A read in place)
 func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
   %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
   %r = tosa.reshape %a, %shape : (tensor<4x64xf32>, !tosa.shape<3>) -> tensor<1x4x64xf32>
@@ -37,8 +37,8 @@ func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
 
 // Both operands computed at run time (attention's Q·Kᵀ): B packed per run, in the type the
 // tiles read.
-// ACT: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B computed at run time, packed per run (f32)
-// ACT-PAIRS: strategy: micro-kernel 12x32 (16 lanes), bf16 pairs on VDPBF16PS into f32; B computed at run time, packed per run (bf16)
+// ACT: strategy: tiles 12x32 (16 lanes), a tile per work item, f32 FMA, generated; B computed at run time, packed per run (f32)
+// ACT-PAIRS: strategy: tiles 12x32 (16 lanes), a tile per work item, bf16 pairs on VDPBF16PS into f32, generated; B computed at run time, packed per run (bf16)
 func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tensor<2x24x24xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.matmul %a, %b, %z, %z : (tensor<2x24x64xf32>, tensor<2x64x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x24xf32>
@@ -141,17 +141,17 @@ func.func @tail_rows(%x: tensor<768x300xf32>) -> tensor<768x300xf32> {
 // RUN: %f16c compile %s --function=tall --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TALL-V4
 // RUN: %f16c compile %s --function=tall --target=x86_64 --backend=llvm --cpu=x86-64-v3 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TALL-V3
 // TALL-V4: k0_matmul: contraction matmul batch=1 m=128 n=64 k=32
-// TALL-V4: strategy: micro-kernel 6x64 (16 lanes), f32 FMA
+// TALL-V4: strategy: tiles 6x64 (16 lanes), a tile per work item, f32 FMA
 // TALL-V4: k1_matmul: contraction matmul batch=1 m=64 n=64 k=32
-// TALL-V4: strategy: micro-kernel 8x32 (16 lanes), f32 FMA
+// TALL-V4: strategy: tiles 8x32 (16 lanes), a tile per work item, f32 FMA
 // TALL-V4: k2_matmul: contraction matmul batch=1 m=128 n=48 k=32
-// TALL-V4: strategy: micro-kernel 6x32 (16 lanes), f32 FMA
+// TALL-V4: strategy: tiles 6x32 (16 lanes), a tile per work item, f32 FMA
 // TALL-V4: k3_matmul: contraction matmul batch=1 m=64 n=48 k=32
-// TALL-V4: strategy: micro-kernel 8x32 (16 lanes), f32 FMA
-// TALL-V3: strategy: micro-kernel 6x16 (8 lanes), f32 FMA
-// TALL-V3: strategy: micro-kernel 6x16 (8 lanes), f32 FMA
-// TALL-V3: strategy: micro-kernel 6x16 (8 lanes), f32 FMA
-// TALL-V3: strategy: micro-kernel 6x16 (8 lanes), f32 FMA
+// TALL-V4: strategy: tiles 8x32 (16 lanes), a tile per work item, f32 FMA
+// TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
+// TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
+// TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
+// TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
 func.func @tall(%a: tensor<1x128x32xf32>, %b: tensor<1x64x32xf32>) -> (tensor<1x128x64xf32>, tensor<1x64x64xf32>, tensor<1x128x48xf32>, tensor<1x64x48xf32>) {
   %w = "tosa.const"() <{values = dense<0.5> : tensor<1x32x64xf32>}> : () -> tensor<1x32x64xf32>
   %w48 = "tosa.const"() <{values = dense<0.25> : tensor<1x32x48xf32>}> : () -> tensor<1x32x48xf32>
@@ -196,9 +196,9 @@ func.func @silu(%a: tensor<1x24x64xf32>) -> tensor<1x24x40xf32> {
 // RUN: %f16c compile %s --function=attention --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=BANDS
 // RUN: %f16c compile %s --function=attention --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp16 --emit=kernels | FileCheck %s --check-prefix=BANDS-F16
 // BANDS: k{{[0-9]+}}_matmul: contraction matmul batch=2 m=24 n=8 k=36
-// BANDS: strategy: micro-kernel 12x32 (16 lanes), f32 FMA; B computed at run time, packed per run (f32); 4 bands of 12 rows, interleaved with each other: {{.*}}, 2 of their intermediates in cache only{{$}}
+// BANDS: strategy: tiles 12x32 (16 lanes), a tile per work item, f32 FMA, generated; B computed at run time, packed per run (f32); A read in place; 4 bands of 12 rows, interleaved with each other: {{.*}}, 2 of their intermediates in cache only{{$}}
 // BANDS-F16: k{{[0-9]+}}_matmul: contraction matmul batch=2 m=24 n=8 k=36
-// BANDS-F16: strategy: {{.*}}; A widened to f32 band by band; 4 bands of 12 rows, interleaved with each other: {{.*}}, the products' A widened band by band{{$}}
+// BANDS-F16: strategy: {{.*}}; A widened to f32 band by band, read in place; 4 bands of 12 rows, interleaved with each other: {{.*}}, the products' A widened band by band{{$}}
 func.func @attention(%q: tensor<2x24x16xf32>, %k: tensor<2x16x36xf32>, %v: tensor<2x36x8xf32>) -> tensor<2x24x8xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>

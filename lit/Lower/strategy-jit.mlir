@@ -37,11 +37,11 @@
 // place takes at least six panels: the runtime's loop fetches B ahead only within a call). In fp16 the weight stays fp16 (one row block widens it chunk by chunk) and the
 // rows are widened to f32 per row block, in one column group (each group would widen them).
 // W: k{{[0-9]+}}_matmul: contraction matmul batch=1 m=4 n=40 k=64
-// W: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place{{$}}
-// W-F16: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f16); A's rows read in place, widened to f32 per row block{{$}}
-// W-V2: strategy: tiles 4x8, 4 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A's rows read in place{{$}}
+// W: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A read in place{{$}}
+// W-F16: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f16); A widened to f32 per row block, read in place{{$}}
+// W-V2: strategy: tiles 4x8 (4 lanes), 4 rows per work item, f32 multiply and add, generated; B packed at compile time (f32); A read in place{{$}}
 // W-V4: strategy: tiles 4x8, 4 rows per work item, f32 FMA on the runtime's AVX-512 loop (12x16 or 4x48 per pass); B packed at compile time (f32)
-// W-PAIRS: strategy: {{.*}}bf16 pairs on VDPBF16PS into f32 (the runtime's loop); B packed at compile time (bf16)
+// W-PAIRS: strategy: {{.*}}bf16 pairs on VDPBF16PS into f32 on the runtime's AVX512-BF16 loop; B packed at compile time (bf16) in pairs of rows
 // PROFILE: k{{[0-9]+}}_matmul {{.*}}(tiles 4x8, 4 rows per work item, f32 FMA
 func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
   %shape = tosa.const_shape {values = dense<[1, 4, 64]> : tensor<3xindex>} : () -> !tosa.shape<3>
@@ -53,7 +53,7 @@ func.func @weight(%a: tensor<4x64xf32>) -> tensor<1x4x40xf32> {
 }
 
 // Both operands computed at run time (attention's Q·Kᵀ): B packed per run, in f32.
-// ACT: strategy: tiles 4x8, 24 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B computed at run time, packed per run (f32); A's rows read in place{{$}}
+// ACT: strategy: tiles 4x8, 24 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B computed at run time, packed per run (f32); A read in place{{$}}
 func.func @activations(%a: tensor<2x24x64xf32>, %b: tensor<2x64x24xf32>) -> tensor<2x24x24xf32> {
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %y = tosa.matmul %a, %b, %z, %z : (tensor<2x24x64xf32>, tensor<2x64x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x24x24xf32>
@@ -77,10 +77,10 @@ func.func @conv(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x4xf32> {
 // (a window row's 3 × 8 values) is read in place from the input, padded once per run in a step
 // of its own, its rows 8 values apart: nothing is packed. The generated loops (x86-64-v2) pack.
 // CONV-ROWS: k{{[0-9]+}}_conv2d: contraction conv2d batch=1 m=64 n=4 k=72
-// CONV-ROWS: strategy: tiles 4x8, 16 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place as window rows of the input padded once per run, k in 3 chunks{{$}}
-// CONV-ROWS-V2: strategy: tiles 4x8, 64 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A packed per chunk{{$}}
+// CONV-ROWS: strategy: tiles 4x8, 16 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A padded once per run, read in place as window rows, k in 3 chunks{{$}}
+// CONV-ROWS-V2: strategy: tiles 4x8 (4 lanes), 64 rows per work item, f32 multiply and add, generated; B packed at compile time (f32); A packed per chunk{{$}}
 // An fp16 input is widened to f32 in the same step that pads it.
-// CONV-ROWS-F16: strategy: tiles 4x8, 16 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f16), widened to f32 once per run; A's rows read in place as window rows of the input padded and widened to f32 once per run, k in 3 chunks{{$}}
+// CONV-ROWS-F16: strategy: tiles 4x8, 16 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f16), widened to f32 once per run; A padded and widened to f32 once per run, read in place as window rows, k in 3 chunks{{$}}
 func.func @conv_rows(%x: tensor<1x4x16x8xf32>) -> tensor<1x4x16x4xf32> {
   %w = "tosa.const"() <{values = dense<0.125> : tensor<4x3x3x8xf32>}> : () -> tensor<4x3x3x8xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<4xf32>}> : () -> tensor<4xf32>
@@ -124,8 +124,8 @@ func.func @depthwise(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 // the generated micro-kernel (x86-64-v2) packs all of A.
 // RUN: %f16c compile %s --function=tail --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TAIL
 // RUN: %f16c compile %s --function=tail --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=TAIL-V2
-// TAIL: strategy: tiles 4x8, 5 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A's rows read in place, the last micro-panel packed{{$}}
-// TAIL-V2: strategy: tiles 4x8, 5 rows per work item, f32 multiply and add on the generated 4x8 micro-kernel; B packed at compile time (f32); A packed per chunk
+// TAIL: strategy: tiles 4x8, 5 rows per work item, f32 FMA on the runtime's AVX2 loop (12x8 or 4x24 per pass); B packed at compile time (f32); A read in place, the last micro-panel packed{{$}}
+// TAIL-V2: strategy: tiles 4x8 (4 lanes), 5 rows per work item, f32 multiply and add, generated; B packed at compile time (f32); A packed per chunk
 func.func @tail(%a: tensor<1x5x64xf32>) -> tensor<1x5x40xf32> {
   %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x40xf32>}> : () -> tensor<1x64x40xf32>
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
@@ -339,8 +339,8 @@ func.func @depthwise_silu(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
 // in pairs, so there each group is a whole number of pairs (8 panels: 5 groups, not 6 of 7).
 // RUN: %f16c compile %s --function=deep --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DEEP
 // RUN: %f16c compile %s --function=deep --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v4 | FileCheck %s --check-prefix=DEEP-V4
-// DEEP: strategy: tiles 4x8, 49 rows per work item, f32 FMA on the runtime's AVX2 loop {{.*}}; A's rows read in place, the last micro-panel packed, 6 column groups{{$}}
-// DEEP-V4: strategy: tiles 4x8, 49 rows per work item, f32 FMA on the runtime's AVX-512 loop {{.*}}; A's rows read in place, the last micro-panel packed, 5 column groups{{$}}
+// DEEP: strategy: tiles 4x8, 49 rows and 7 panels per work item (6 column groups), f32 FMA on the runtime's AVX2 loop {{.*}}; A read in place, the last micro-panel packed{{$}}
+// DEEP-V4: strategy: tiles 4x8, 49 rows and 8 panels per work item (5 column groups), f32 FMA on the runtime's AVX-512 loop {{.*}}; A read in place, the last micro-panel packed{{$}}
 func.func @deep(%a: tensor<1x49x64xf32>) -> tensor<1x49x320xf32> {
   %w = "tosa.const"() <{values = dense<0.25> : tensor<1x64x320xf32>}> : () -> tensor<1x64x320xf32>
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
@@ -361,7 +361,7 @@ func.func @deep(%a: tensor<1x49x64xf32>) -> tensor<1x49x320xf32> {
 // CHAIN-STREAMED: k0_matmul: contraction matmul batch=1 m=64 n=1536 k=768
 // CHAIN-STREAMED-NOT: bands of
 // CHAIN-STREAMED-LLVM: k0_matmul: contraction matmul batch=1 m=64 n=1536 k=768
-// CHAIN-STREAMED-LLVM: strategy: {{.*}}; a column panel's tiles one after the other{{$}}
+// CHAIN-STREAMED-LLVM: strategy: tiles 8x32 (16 lanes), a tile per work item, a column panel's tiles one after the other, f32 FMA, generated; B packed at compile time (f32); A read in place{{$}}
 // CHAIN-STREAMED-LLVM-NOT: bands of
 func.func @chain_cached(%x: tensor<1x64x128xf32>) -> tensor<1x64x128xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>

@@ -40,6 +40,7 @@
 #[cfg(feature = "cranelift")]
 pub mod bands;
 pub mod cranelift;
+pub mod cpu;
 pub mod layout;
 #[cfg(any(feature = "cranelift", feature = "llvm"))]
 pub mod link;

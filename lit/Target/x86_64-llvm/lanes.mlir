@@ -51,7 +51,7 @@
 // RUN: cmp %t.jit.bf16.max.npy %t.ref.bf16.max.npy
 // CHECK: contraction conv2d batch=1 m=576 n=40 k=20
 // CHECK: epilogue v1 = sigmoid(v0) : f32; v2 = mul(v0, v1) : f32
-// CHECK: strategy: micro-kernel 6x32 (16 lanes), f32 FMA
+// CHECK: strategy: tiles 6x32 (16 lanes), a tile per work item, f32 FMA
 // CHECK: contraction depthwise_conv2d batch=1 m=576 n=40 k=9
 // CHECK: strategy: depthwise: 16 channels × 8 pixels of a row per work item, f32 accumulators
 // CHECK: reduction reduce_max outer=1 len=24 inner=960

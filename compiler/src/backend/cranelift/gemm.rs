@@ -40,7 +40,9 @@ use super::plan::Planner;
 use super::narrow::{Deferral, Staging};
 #[cfg(doc)]
 use super::Loops;
+use crate::backend::cpu::{self, AStaging, BPlan, Multiply, WidenB};
 use crate::backend::BackendError;
+use crate::target::GemmShape;
 use crate::lower::{Contraction, ContractionKind, ConvGeometry, Program};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{F32, F32X4};
@@ -101,10 +103,10 @@ impl Context<'_> {
         }
         // Packed when the constants section is put together (one weight and its packed copy
         // alive at a time, not every weight and every copy).
-        let (pc, pchunks, dot) = (c.clone(), plan.chunks.clone(), plan.dot);
+        let (pc, pchunks, dot) = (c.clone(), plan.cpu.chunks.clone(), plan.dot());
         let pack = crate::backend::layout::Pack(std::sync::Arc::new(move |bytes: &[u8], dst: &mut [u8]| pack_b_constant(&pc, bytes, dst, &pchunks, dot)));
         let packed_slot = self.layout.replace_constant_packed(self.current, c.b.buffer, packed_elems * bdt.byte_size(), pack);
-        if bdt == DType::F32 || !plan.widen_once {
+        if plan.cpu.b.widen != WidenB::PerRun {
             // An f16/bf16 one used by few row blocks stays in its type: the compute step widens
             // one chunk of a panel at a time into scratch, next to the A chunk that uses it, and
             // no f32 copy of the weight is ever made.
@@ -130,40 +132,28 @@ impl Context<'_> {
 /// code is emitted; the emitters below only read them, and [`GemmPlan::describe`] prints them.
 #[derive(Clone, Debug)]
 pub(super) struct GemmPlan {
+    /// The decisions both CPU backends plan in one vocabulary ([`cpu::GemmPlan`]): the 4 × 8
+    /// tile of the runtime's contract, the runtime micro-kernel (or the generated one), the
+    /// reduction's chunks, B's packing and widening, A's staging and form, the work items
+    /// (rows: a row block's or a band's; panels: a column group's).
+    pub(super) cpu: cpu::GemmPlan,
     /// Batches.
     batch: usize,
-    /// Rows of A per work item (a band's rows where the GEMM runs in bands).
-    mc: usize,
     /// Row blocks per batch.
     blocks: usize,
     /// B panels of [`NR`] columns.
     panels: usize,
-    /// The reduction's chunks.
-    chunks: Vec<(usize, usize)>,
     /// A one-row matmul ([`Context::gemv`]).
     pub(super) gemv: bool,
     /// (A one-row matmul) the runtime's loop it calls (`None`: generated code).
     pub(super) gemv_loop: Option<Libcall>,
-    /// bf16 A and B multiplied in pairs (`VDPBF16PS`).
-    pub(super) dot: bool,
-    /// A narrow constant B widened once per run into the kernel's temporary.
-    widen_once: bool,
     /// B's type as the compute step reads it.
     pub(super) packed_dt: DType,
     /// Micro-panels of [`MR`] rows per row block.
     a_panels: usize,
-    /// (fp16 A) the bound on the span of A a row block widens at once.
-    band: Option<usize>,
-    /// How the micro-kernel reads A.
-    a_form: AForm,
-    /// (A convolution, `a_form` rows in place) A's rows read as window rows of the input,
+    /// (A convolution, A read as window rows) A's rows read as window rows of the input,
     /// padded first where it has padding ([`WindowRows`]).
     windows: Option<WindowRows>,
-    /// (Rows in place, `m` not a multiple of [`MR`]) the last micro-panel, which has rows past
-    /// `m`, packed on its own (zero rows past `m`) and multiplied by a second call of the
-    /// runtime's loop: the other rows stay where they lie instead of the whole of A being
-    /// packed per chunk and column group (a ViT's 197 tokens: its GEMMs 1.25× slower).
-    a_tail: bool,
     /// Bytes of an element of A as the micro-kernel reads it.
     a_elem: usize,
     /// Column groups, and B panels per group.
@@ -177,8 +167,6 @@ pub(super) struct GemmPlan {
     stage_block: bool,
     /// Elements between two staged rows.
     stage_stride: usize,
-    /// The runtime micro-kernel the multiply calls (`None`: the generated one per tile).
-    pub(super) micro: Option<Libcall>,
     /// (f32 result) an epilogue op, a sigmoid, erf, tanh or exp of the contraction's value,
     /// computed for the whole block by the runtime's sixteen-lane loop: the op and the libcall.
     wide: Option<(usize, Libcall)>,
@@ -292,22 +280,52 @@ impl GemmPlan {
         let arg_offset = stage_offset + stage_bytes;
         let sig_offset = arg_offset + if staged_op { block_bytes } else { 0 };
         let wide_end = sig_offset + if staged_op { block_bytes } else { 0 };
+        // The plan both CPU backends read.
+        let b = BPlan {
+            run_time: (!c.b_constant).then_some(DType::F32),
+            widen: match () {
+                _ if !c.b_constant || bdt == DType::F32 || dot => WidenB::No,
+                _ if widen_once => WidenB::PerRun,
+                // The runtime's loop reads B in its type; the generated micro-kernel's chunks
+                // are widened into scratch.
+                _ if micro.is_some() => WidenB::No,
+                _ => WidenB::PerChunk,
+            },
+        };
+        let staging = match (&windows, band) {
+            (Some(w), _) => match w.padded {
+                Some((ih, iw)) => AStaging::Padded { geometry: ConvGeometry { ih, iw, pad: [0; 4], ..w.g.clone() }, dtype: if w.widen { DType::F32 } else { c.a.ty.dtype }, slack: 0 },
+                None if w.widen => AStaging::Widened,
+                None => AStaging::AsIs,
+            },
+            (None, Some(bound)) => AStaging::WidenedPerRowBlock { bound },
+            (None, None) => AStaging::AsIs,
+        };
+        let form = match a_form {
+            _ if windows.is_some() => cpu::AForm::WindowRows,
+            AForm::Packed => cpu::AForm::Packed,
+            AForm::Rows if a_tail => cpu::AForm::InPlaceLastPacked,
+            AForm::Rows => cpu::AForm::InPlace,
+        };
+        let cpu = cpu::GemmPlan {
+            tile: GemmShape { mr: MR, nr: NR, lanes: LANES },
+            multiply: if dot { Multiply::Bf16Pairs } else if cx.fma { Multiply::F32Fma } else { Multiply::F32MulAdd },
+            micro,
+            chunks,
+            b,
+            a: cpu::APlan { staging, form },
+            work: cpu::Work { rows: mc, panels: if groups == 1 { 0 } else { group_panels }, items: batch * blocks * groups, rows_fastest: false },
+        };
         GemmPlan {
+            cpu,
             batch,
-            mc,
             blocks,
             panels,
-            chunks,
             gemv,
             gemv_loop: if gemv { cx.loops.gemv() } else { None },
-            dot,
-            widen_once,
             packed_dt,
             a_panels,
-            band,
-            a_form,
             windows,
-            a_tail,
             a_elem,
             groups,
             group_panels,
@@ -315,7 +333,6 @@ impl GemmPlan {
             narrowed,
             stage_block,
             stage_stride,
-            micro,
             wide,
             silu,
             arg_offset,
@@ -333,29 +350,47 @@ impl GemmPlan {
         self.batch * self.blocks * self.groups
     }
 
-    /// The plan in words (`--emit=kernels`, the profile), its multiply's in `multiply`.
-    pub(super) fn describe(&self, c: &Contraction, multiply: &str) -> String {
-        let bdt = c.b.ty.dtype;
-        let b_text = b_plan(c, bdt, self.widen_once && bdt != DType::F32);
-        let a_text = match (self.a_form, self.band.is_some()) {
-            _ if self.windows.as_ref().is_some_and(|w| w.padded.is_some() && w.widen) => "A's rows read in place as window rows of the input padded and widened to f32 once per run",
-            _ if self.windows.as_ref().is_some_and(|w| w.widen) => "A's rows read in place as window rows of the input widened to f32 once per run",
-            _ if self.windows.as_ref().is_some_and(|w| w.padded.is_some()) => "A's rows read in place as window rows of the input padded once per run",
-            _ if self.windows.is_some() => "A's rows read in place as window rows of the input",
-            (AForm::Rows, true) => "A's rows read in place, widened to f32 per row block",
-            (AForm::Rows, false) if self.a_tail => "A's rows read in place, the last micro-panel packed",
-            (AForm::Rows, false) => "A's rows read in place",
-            (AForm::Packed, true) => "A widened to f32 per row block, packed per chunk",
-            (AForm::Packed, false) => "A packed per chunk",
-        };
-        let chunks_text = if self.chunks.len() > 1 { format!(", k in {} chunks", self.chunks.len()) } else { String::new() };
-        let groups_text = if self.groups > 1 { format!(", {} column groups", self.groups) } else { String::new() };
+    /// Bf16 A and B multiplied in pairs (`VDPBF16PS`).
+    pub(super) fn dot(&self) -> bool {
+        self.cpu.multiply == Multiply::Bf16Pairs
+    }
+
+    /// Rows of A per work item (a band's rows where the GEMM runs in bands).
+    fn mc(&self) -> usize {
+        self.cpu.work.rows
+    }
+
+    /// How the micro-kernel reads A: packed micro-panels, or rows where they lie.
+    fn a_form(&self) -> AForm {
+        if self.cpu.a.form == cpu::AForm::Packed { AForm::Packed } else { AForm::Rows }
+    }
+
+    /// (Rows in place, `m` not a multiple of [`MR`]) the last micro-panel, which has rows past
+    /// `m`, packed on its own (zero rows past `m`) and multiplied by a second call of the
+    /// runtime's loop: the other rows stay where they lie instead of the whole of A being
+    /// packed per chunk and column group (a ViT's 197 tokens: its GEMMs 1.25× slower).
+    fn a_tail(&self) -> bool {
+        self.cpu.a.form == cpu::AForm::InPlaceLastPacked
+    }
+
+    /// (fp16 A) the bound on the span of A a row block widens at once.
+    fn band(&self) -> Option<usize> {
+        match self.cpu.a.staging {
+            AStaging::WidenedPerRowBlock { bound } => Some(bound),
+            _ => None,
+        }
+    }
+
+    /// The plan in words (`--emit=kernels`, the profile): the shared plan's
+    /// ([`cpu::GemmPlan::describe`]), then the block-wide epilogue call.
+    pub(super) fn describe(&self, c: &Contraction) -> String {
+        let what = self.cpu.micro.and_then(f16c_core::abi::MicroKernel::of).map(|m| m.what);
         let wide_text = match self.wide {
             Some(_) if self.silu => "; the block stored as x, then x · sigmoid(x) in place by the runtime's 16-lane loop".to_string(),
             Some((_, call)) => format!("; the epilogue's {} for the block at once by the runtime's 16-lane loop", wide_name(call)),
             None => String::new(),
         };
-        format!("tiles {MR}x{NR}, {} rows per work item, {multiply}; {b_text}; {a_text}{chunks_text}{groups_text}{wide_text}", self.mc.min(c.m))
+        format!("{}{wide_text}", self.cpu.describe(c, what, false))
     }
 
     /// The C tile of panel `p` and micro-panel `ip` in scratch.
@@ -530,7 +565,7 @@ fn gemm_item(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, item:
     let rows_item = fx.b.ins().udiv_imm_s(item, groups as i64);
     let bi = fx.b.ins().udiv_imm_s(rows_item, blocks as i64);
     let blk = fx.b.ins().urem_imm_s(rows_item, blocks as i64);
-    let row0 = fx.b.ins().imul_imm_s(blk, plan.mc as i64);
+    let row0 = fx.b.ins().imul_imm_s(blk, plan.mc() as i64);
     let p0 = fx.b.ins().imul_imm_s(g, plan.group_panels as i64);
     let p1 = fx.b.ins().iadd_imm_s(p0, plan.group_panels as i64);
     let all = fx.i(plan.panels as i64);
@@ -543,7 +578,7 @@ fn gemm_item(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, item:
     let live = fx.b.ins().smin(live, most);
     let it = Item { bi, row0, p0, p1, live, m };
     let a = a_source(fx, plan, c, bases.a, &it);
-    for (ci, &chunk) in plan.chunks.iter().enumerate() {
+    for (ci, &chunk) in plan.cpu.chunks.iter().enumerate() {
         multiply_chunk(fx, plan, c, bases, &it, a, ci, chunk)?;
     }
     if let Some((op, _)) = plan.wide.filter(|_| plan.silu) {
@@ -580,7 +615,7 @@ fn live_panels(fx: &mut Fx, plan: &GemmPlan, it: &Item, panel: &mut dyn FnMut(&m
 /// Where the item reads A, and its type: A itself, or (fp16 A in a band) the span its row
 /// block reads, widened in one runtime call and addressed as A is.
 fn a_source(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, a: Value, it: &Item) -> (Value, DType) {
-    match plan.band {
+    match plan.band() {
         Some(bound) => {
             let (lo, len) = a_band_ir(fx, c, it.bi, it.row0, plan.a_panels * MR, bound);
             let wide = fx.b.ins().iadd_imm_s(fx.scratch, plan.band_offset as i64);
@@ -600,10 +635,10 @@ fn a_source(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, a: Value, it: &Item) 
 #[allow(clippy::too_many_arguments, reason = "an emitter's IR values, each computed by its caller")]
 fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: &Item, (a_src, a_dt): (Value, DType), ci: usize, (k0, k1): (usize, usize)) -> Emitted {
     let (m, k, panels) = (c.m, c.k, plan.panels);
-    let (a_form, packed_dt, scratch) = (plan.a_form, plan.packed_dt, fx.scratch);
+    let (a_form, packed_dt, scratch) = (plan.a_form(), plan.packed_dt, fx.scratch);
     let Item { bi, row0, .. } = *it;
     if a_form == AForm::Packed {
-        pack_a(fx, c, (a_src, a_dt), bi, row0, scratch, (k0, k1), plan.dot, plan.a_panels);
+        pack_a(fx, c, (a_src, a_dt), bi, row0, scratch, (k0, k1), plan.dot(), plan.a_panels);
     }
     let kc = k1 - k0;
     // A constant B is packed chunk by chunk (its panels' chunks in a row), one packed at run
@@ -641,12 +676,12 @@ fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
         let at = fx.b.ins().iadd_imm_s(at, chunk_at.base as i64);
         fx.addr(bases.b, at, packed_dt.byte_size())
     };
-    if let Some(lc) = plan.micro {
+    if let Some(lc) = plan.cpu.micro {
         // One call for the group's panels and the block's micro-panels; it reads B in its
         // type.
         use f16c_core::abi::tiles::{ACCUMULATE, PACKED_A};
         // (bf16 pairs: A's bf16 rows, in place or packed as rows.)
-        let a_flag = if a_form == AForm::Packed && !plan.dot { PACKED_A } else { 0 };
+        let a_flag = if a_form == AForm::Packed && !plan.dot() { PACKED_A } else { 0 };
         let flags = fx.i((a_flag | b_flag(packed_dt) | if ci > 0 { ACCUMULATE } else { 0 }) as i64);
         let zero = fx.i(0);
         // None for the last groups when the panels run out before them.
@@ -655,12 +690,12 @@ fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
         let (a, b, tiles) = (a_at(fx, zero), b_at(fx, it.p0), plan.tile_at(fx, it.p0, zero));
         let a_stride = fx.i(match &plan.windows {
             Some(w) => w.stride() * 4,
-            None if plan.dot && a_form == AForm::Packed => kc * 2,
+            None if plan.dot() && a_form == AForm::Packed => kc * 2,
             None => k * plan.a_elem,
         } as i64);
         let b_stride = fx.i((chunk_at.panel * packed_dt.byte_size()) as i64);
         let (kv, tiles_stride) = (fx.i(kc as i64), fx.i((plan.a_panels * TILE_BYTES) as i64));
-        if !plan.a_tail {
+        if !plan.a_tail() {
             fx.libcall(lc, &[a, a_stride, b, b_stride, kv, tiles, tiles_stride, it.live, count, flags]);
             return Ok(());
         }

@@ -274,7 +274,7 @@ impl KernelPlan {
     pub fn micro_kernel(&self) -> Option<Libcall> {
         match self {
             KernelPlan::Gemm(p, _) if p.gemv => p.gemv_loop,
-            KernelPlan::Gemm(p, _) => p.micro,
+            KernelPlan::Gemm(p, _) => p.cpu.micro,
             KernelPlan::Depthwise(p, _) => p.micro,
             KernelPlan::Elementwise(p, _) => p.micro_kernel(),
             KernelPlan::Softmax(p) => f16c_core::abi::MicroKernel::of(p.call).map(|m| m.libcall),
@@ -293,13 +293,7 @@ impl KernelPlan {
                 };
                 format!("one row against {GEMV_ITEM} panels of {NR} columns per work item, {multiply}; {}", b_plan(c, p.packed_dt, false))
             }
-            (KernelPlan::Gemm(p, _), KernelKind::Contraction(c)) => {
-                let multiply = match p.micro {
-                    Some(lc) => format!("{}{}", if p.dot { "" } else { multiply_plan(planner.fma) }, micro_words(lc, if p.dot { "" } else { " on " })),
-                    None => format!("{} on the generated 4x8 micro-kernel", multiply_plan(planner.fma)),
-                };
-                p.describe(c, &multiply)
-            }
+            (KernelPlan::Gemm(p, _), KernelKind::Contraction(c)) => p.describe(c),
             (KernelPlan::Depthwise(p, _), _) => p.describe(&p.micro.map_or_else(String::new, |lc| micro_words(lc, " "))),
             (KernelPlan::TransposeConv(_), _) => "an output row per work item, its taps gathered (no micro-kernel)".to_string(),
             (KernelPlan::Integer, _) => "an output row per work item, integer multiply-adds (no micro-kernel)".to_string(),

@@ -34,7 +34,8 @@ use super::llvm::machine::{self, MachineSpec};
 use super::llvm::parts;
 use super::llvm::{Built, Ir, MathImpl};
 use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupported};
-use plan::{AStaging, GemmPlan, ItemsForm, KernelPlan, WidenB};
+use crate::backend::cpu::{AStaging, GemmPlan, Multiply, WidenB};
+use plan::{ItemsForm, KernelPlan};
 use crate::lower::{Kernel, KernelKind, Program};
 use crate::target::{Cpu, Target, X86Level};
 use f16c_core::artifact::{Artifact, CodeFormat, Step};
@@ -268,10 +269,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
     /// by a first step) and widened once per run if planned, A padded or widened once per run
     /// if planned, then the tiles.
     fn gemm(&mut self, machine: &CpuMachine, plan: &GemmPlan, c: &crate::lower::Contraction) -> Result<(), String> {
-        let (k, shape, pairs) = (self.k, plan.shape, plan.pairs);
+        let (k, shape, pairs) = (self.k, plan.tile, plan.multiply == Multiply::Bf16Pairs);
         let cost = 2.0 * (c.batch * c.m * c.n * c.k) as f64;
         let mut c = c.clone();
-        let mut packed = match plan.b_at_run_time {
+        let mut packed = match plan.b.run_time {
             Some(dt) => {
                 // B computed at run time (an attention's keys and values): packed per run, a
                 // panel per work item, in the type the tiles read.
@@ -297,7 +298,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
         };
         // fp16/bf16 operands the tiles would widen over and over: a constant's by the runtime
         // when it loads the artifact, one computed at run time once per run into a temporary.
-        match plan.widen_b {
+        match plan.b.widen {
             WidenB::No => {}
             WidenB::AtLoad => {
                 self.layout.widen_at_load(packed, c.b.ty.dtype);
@@ -308,9 +309,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 packed = self.widen("_widen_b", (packed, c.b.ty.dtype), elements)?;
                 c.b.ty.dtype = DType::F32;
             }
+            WidenB::PerChunk => return Err(format!("{}: B widened a chunk at a time is not a plan of this backend", self.name)),
         }
         let mut a_slack = 0;
-        match &plan.a {
+        match &plan.a.staging {
             AStaging::Padded { geometry: g, dtype, slack } => {
                 // Padded (and widened) in one step, a padded row per work item.
                 a_slack = *slack;
@@ -336,9 +338,10 @@ impl<'ctx> Emitter<'_, 'ctx> {
                 c.a.ty.dtype = DType::F32;
             }
             AStaging::AsIs => {}
+            AStaging::WidenedPerRowBlock { .. } => return Err(format!("{}: A widened per row block is not a plan of this backend", self.name)),
         }
-        let rows_fastest = plan.rows_fastest;
-        self.step("", gemm::work(&c, shape), cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack), (pairs, rows_fastest), t))
+        let rows_fastest = plan.work.rows_fastest;
+        self.step("", plan.work.items, cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack), (pairs, rows_fastest), t))
     }
 
     /// A step concatenating `parts` (each dense `[.., c_i]`, of one type) along their last

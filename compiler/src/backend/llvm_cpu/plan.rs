@@ -7,7 +7,8 @@
 use super::{depthwise, gemm, LlvmCpuBackend, POOL_LANES};
 use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, RowVectors, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
 use crate::backend::llvm::Ir;
-use crate::lower::{ConvGeometry, Kernel, KernelKind, Program};
+use crate::backend::cpu::{AForm, APlan, AStaging, BPlan, GemmPlan, Multiply, WidenB, Work};
+use crate::lower::{Kernel, KernelKind, Program};
 use f16c_dialect::DType;
 
 /// How one kernel runs.
@@ -24,62 +25,11 @@ pub enum KernelPlan {
         /// Accumulates in fp16 (`--accumulate=f16` on a CPU with fp16 FMA).
         f16_acc: bool,
     },
-    /// A matmul or convolution on the machine's GEMM micro-kernel.
+    /// A matmul or convolution on the machine's register tile (the plan both CPU backends
+    /// read, [`crate::backend::cpu`]).
     Gemm(GemmPlan),
     /// Plain loops of work items, one per part of [`Items::of`], each in its form.
     Items(Vec<ItemsForm>),
-}
-
-/// A GEMM's decisions.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GemmPlan {
-    /// The micro-kernel's tile.
-    pub shape: gemm::GemmShape,
-    /// bf16 pairs on `VDPBF16PS` (B packed in interleaved pairs).
-    pub pairs: bool,
-    /// The multiply, in words.
-    pub multiply: &'static str,
-    /// B computed at run time (an attention's keys and values), packed per run in this type;
-    /// `None`: a constant, packed at compile time.
-    pub b_at_run_time: Option<DType>,
-    /// Whether and when the packed B (f16/bf16) is widened to f32 for the tiles.
-    pub widen_b: WidenB,
-    /// What is done to A before the tiles read it.
-    pub a: AStaging,
-    /// A column panel's tiles one after the other (rows fastest).
-    pub rows_fastest: bool,
-}
-
-/// When a GEMM's fp16/bf16 B is widened to f32 for tiles that multiply in f32, where they
-/// would otherwise widen each value again for every row tile ([`gemm::widens_b`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WidenB {
-    /// Not widened: the tiles read B as packed.
-    No,
-    /// A constant B: by the runtime when it loads the artifact (16-bit in the file, f32 in
-    /// memory; no conversion per run).
-    AtLoad,
-    /// B computed at run time: once per run, in a step of its own before the tiles.
-    PerRun,
-}
-
-/// What a GEMM does to A before its tiles read it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AStaging {
-    /// Read as it lies.
-    AsIs,
-    /// Widened to f32 once per run.
-    Widened,
-    /// (A convolution) its input padded (and widened to `dtype`) once per run into a
-    /// temporary of this geometry, with `slack` elements after it.
-    Padded {
-        /// The padded input's geometry (no padding left).
-        geometry: ConvGeometry,
-        /// Its element type (f32 where A is widened).
-        dtype: DType,
-        /// Elements past the end that a run read as one vector may touch.
-        slack: usize,
-    },
 }
 
 /// The form of one loop of work items ([`Items`]).
@@ -155,20 +105,21 @@ impl LlvmCpuBackend {
         KernelPlan::Items(forms)
     }
 
-    /// The plan of a contraction that runs on the micro-kernel ([`gemm::applies`]).
+    /// The plan of a contraction that runs on the machine's register tile
+    /// ([`gemm::applies`]): one chunk (each tile runs the whole reduction), a tile per work
+    /// item, A read where it lies (after padding or widening where planned).
     fn gemm_plan(&self, program: &Program, c: &crate::lower::Contraction) -> GemmPlan {
         let m = &self.machine;
         let shape = gemm::shape(m, c);
         let run_time_b = gemm::packs_at_run_time(program, c);
-        let pairs = gemm::dot(m, c, run_time_b);
-        let multiply = if pairs {
-            "bf16 pairs on VDPBF16PS into f32"
+        let multiply = if gemm::dot(m, c, run_time_b) {
+            Multiply::Bf16Pairs
         } else if gemm::uses_fmlal(m, c) {
-            "fp16 FMLAL into f32"
+            Multiply::Fp16Fmlal
         } else if gemm::accumulates_f16(m, c) {
-            "fp16 FMA, fp16 accumulators"
+            Multiply::Fp16Acc
         } else {
-            "f32 FMA"
+            Multiply::F32Fma
         };
         // The tiles read B in the type it is packed in (a run-time B's may differ).
         let b_at_run_time = run_time_b.then(|| gemm::run_time_b_type(m, c));
@@ -182,7 +133,7 @@ impl LlvmCpuBackend {
             (true, Some(_)) => WidenB::PerRun,
         };
         let a_dtype = if gemm::widens_a(m, c, run_time_b) { DType::F32 } else { c.a.ty.dtype };
-        let a = match gemm::padded_input(c) {
+        let staging = match gemm::padded_input(c) {
             // A run read as one vector may read past the last pixel's channels.
             Some(geometry) => AStaging::Padded { geometry, dtype: a_dtype, slack: if m.fma_by_element { gemm::a_run(m, c) } else { 0 } },
             None if a_dtype != c.a.ty.dtype => AStaging::Widened,
@@ -194,7 +145,16 @@ impl LlvmCpuBackend {
             seen.b.ty.dtype = DType::F32;
         }
         seen.a.ty.dtype = a_dtype;
-        GemmPlan { shape, pairs, multiply, b_at_run_time, widen_b, a, rows_fastest: gemm::rows_fastest(m, &seen) }
+        let work = Work { rows: shape.mr, panels: 1, items: gemm::work(c, shape), rows_fastest: gemm::rows_fastest(m, &seen) };
+        GemmPlan {
+            tile: shape,
+            multiply,
+            micro: None,
+            chunks: vec![(0, c.k)],
+            b: BPlan { run_time: b_at_run_time, widen: widen_b },
+            a: APlan { staging, form: AForm::InPlace },
+            work,
+        }
     }
 }
 
@@ -234,7 +194,7 @@ impl KernelPlan {
             (KernelPlan::Depthwise { lanes, f16_acc }, KernelKind::Contraction(c)) => {
                 format!("depthwise: {lanes} channels × {} pixels of a row per work item, {} accumulators", depthwise::pixels(c), if *f16_acc { "f16" } else { "f32" })
             }
-            (KernelPlan::Gemm(g), KernelKind::Contraction(c)) => g.describe(c, a_per_band),
+            (KernelPlan::Gemm(g), KernelKind::Contraction(c)) => g.describe(c, None, a_per_band),
             (KernelPlan::Items(forms), kind) => {
                 let parts: Vec<String> = Items::of(kind).iter().zip(forms).map(|(items, form)| ItemsForm::describe(*form, items)).collect();
                 match kind {
@@ -245,38 +205,6 @@ impl KernelPlan {
             }
             (plan, _) => format!("{plan:?}"),
         }
-    }
-}
-
-impl GemmPlan {
-    /// The plan in words (A widened band by band rather than once per run where `a_per_band`).
-    fn describe(&self, c: &crate::lower::Contraction, a_per_band: bool) -> String {
-        let mut s = format!("micro-kernel {}x{} ({} lanes), {}; B ", self.shape.mr, self.shape.nr, self.shape.lanes, self.multiply);
-        match self.b_at_run_time {
-            Some(dt) => s.push_str(&format!("computed at run time, packed per run ({dt})")),
-            None => s.push_str(&format!("packed at compile time ({})", c.b.ty.dtype)),
-        }
-        match self.widen_b {
-            WidenB::No => {}
-            WidenB::AtLoad => s.push_str(", widened to f32 when loaded"),
-            WidenB::PerRun => s.push_str(", widened to f32 once per run"),
-        }
-        if self.rows_fastest {
-            s.push_str("; a column panel's tiles one after the other");
-        }
-        match &self.a {
-            AStaging::Padded { dtype, .. } => {
-                let parts = if c.a_parts.is_empty() { String::new() } else { format!(" from its {} parts (a concatenation folded in)", c.a_parts.len()) };
-                s.push_str(&format!("; A padded{} once per run{parts}", if *dtype != c.a.ty.dtype { " and widened to f32" } else { "" }))
-            }
-            AStaging::Widened => s.push_str(if a_per_band { "; A widened to f32 band by band" } else { "; A widened to f32 once per run" }),
-            AStaging::AsIs => {}
-        }
-        let views: Vec<&str> = [(c.views.a, "A"), (c.views.b, "B"), (c.views.out, "the output")].into_iter().filter_map(|(v, name)| v.map(|_| name)).collect();
-        if !views.is_empty() {
-            s.push_str(&format!("; {} through a view (a copy folded in)", views.join(", ")));
-        }
-        s
     }
 }
 
