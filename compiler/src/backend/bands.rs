@@ -92,7 +92,7 @@ impl Chain {
     /// two bands in all.
     pub fn band(&self, rows: usize) -> Option<Band> {
         let blocks = self.batch * self.m / rows.max(1);
-        (rows > 0 && self.m % rows == 0 && blocks > 1).then(|| Band {
+        (rows > 0 && self.m.is_multiple_of(rows) && blocks > 1).then(|| Band {
             first: self.first,
             rows,
             blocks,

@@ -52,7 +52,10 @@ pub struct Layout {
 /// the packed bytes into their place (zeroed, of the slot's size: the section's, or the JIT's
 /// buffer), without a copy between.
 #[derive(Clone)]
-pub struct Pack(pub std::sync::Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>);
+pub struct Pack(pub std::sync::Arc<PackFn>);
+
+/// A packing: the source's bytes into the destination.
+pub type PackFn = dyn Fn(&[u8], &mut [u8]) + Send + Sync;
 
 impl std::fmt::Debug for Pack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -596,7 +596,7 @@ fn all_masked_rows(g: &mut Graph, id: NodeId) -> bool {
         return false;
     }
     let ops = g.operands(eq);
-    let neg_inf = |g: &Graph, n: NodeId| matches!(g.op(n), Op::Const(t) if t.is_splat() && t.len() > 0 && t.to_f64_vec()[0] == f64::NEG_INFINITY);
+    let neg_inf = |g: &Graph, n: NodeId| matches!(g.op(n), Op::Const(t) if t.is_splat() && !t.is_empty() && t.to_f64_vec()[0] == f64::NEG_INFINITY);
     let (cast, c) = match (neg_inf(g, ops[0]), neg_inf(g, ops[1])) {
         (false, true) => (ops[0], ops[1]),
         (true, false) => (ops[1], ops[0]),

@@ -56,8 +56,8 @@ impl Context<'_> {
             fx.try_for_items(|fx, row| {
                 let b = fx.b.ins().udiv_imm_s(row, g.oh as i64);
                 let oy = fx.b.ins().urem_imm_s(row, g.oh as i64);
-                fx.try_for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
-                    fx.try_for_n(0, g.oc as i64, 1, &[], |fx, o, _| {
+                fx.try_each_n(0, g.ow as i64, 1, |fx, ox| {
+                    fx.try_each_n(0, g.oc as i64, 1, |fx, o| {
                         let init = fx.f(F32, 0.0);
                         // Contributions in input order (iy, ix), as the reference adds them.
                         let acc = fx.for_n(0, g.ih as i64, 1, &[init], |fx, iy, acc| {
@@ -108,11 +108,10 @@ impl Context<'_> {
                         let at = fx.b.ins().imul_imm_s(pix, g.oc as i64);
                         let at = fx.b.ins().iadd(at, o);
                         fx.store(od, out, at, v);
-                        Ok(vec![])
+                        Ok(())
                     })?;
-                    Ok(vec![])
+                    Ok(())
                 })
-                .map(|_| ())
             })
         })
     }
@@ -152,7 +151,7 @@ impl Context<'_> {
                 }
             };
             fx.for_items(|fx, row| {
-                fx.for_n(0, c.n as i64, 1, &[], |fx, j, _| {
+                fx.each_n(0, c.n as i64, 1, |fx, j| {
                     let zero = fx.i(0);
                     let acc = match &c.kind {
                         ContractionKind::MatMul => {
@@ -233,9 +232,7 @@ impl Context<'_> {
                     let at = fx.b.ins().imul_imm_s(row, c.n as i64);
                     let at = fx.b.ins().iadd(at, j);
                     fx.store(c.result, out, at, v);
-                    vec![]
                 });
-                vec![]
             });
             Ok(())
         })
@@ -628,7 +625,7 @@ fn depthwise_each_channel(fx: &mut Fx, plan: &DepthwisePlan, body: &mut dyn FnMu
             continue;
         }
         let step = if lanes { LANES } else { 1 };
-        fx.try_for_n(from as i64, to as i64, step as i64, &[], |fx, o, _| body(fx, o, lanes).map(|()| vec![]))?;
+        fx.try_each_n(from as i64, to as i64, step as i64, |fx, o| body(fx, o, lanes))?;
     }
     Ok(())
 }
@@ -658,9 +655,9 @@ fn depthwise_generated(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, call:
         let len = class.end - class.start;
         let strip = if len >= DEPTHWISE_STRIP { DEPTHWISE_STRIP } else { 1 };
         let full = class.start + len / strip * strip;
-        fx.try_for_n(class.start as i64, full as i64, strip as i64, &[], |fx, ox, _| channels(fx, ox, strip, class.taps).map(|()| vec![]))?;
+        fx.try_each_n(class.start as i64, full as i64, strip as i64, |fx, ox| channels(fx, ox, strip, class.taps))?;
         if full < class.end {
-            fx.try_for_n(full as i64, class.end as i64, 1, &[], |fx, ox, _| channels(fx, ox, 1, class.taps).map(|()| vec![]))?;
+            fx.try_each_n(full as i64, class.end as i64, 1, |fx, ox| channels(fx, ox, 1, class.taps))?;
         }
     }
     Ok(())
@@ -704,14 +701,13 @@ fn depthwise_native_row(fx: &mut Fx, plan: &DepthwisePlan, c: &Contraction, call
     }
     depthwise_each_channel(fx, plan, &mut |fx, o, lanes| {
         let cols = Columns::load(fx, c, o, &call.bases, lanes);
-        fx.try_for_n(0, g.ow as i64, 1, &[], |fx, ox, _| {
+        fx.try_each_n(0, g.ow as i64, 1, |fx, ox| {
             let px = depthwise_pixel(fx, plan, c, r, ox);
             let at = fx.b.ins().imul_imm_s(ox, g.oc as i64);
             let at = fx.b.ins().iadd(at, o);
             let acc = if lanes { fx.load4(DType::F32, sums, at) } else { fx.load(DType::F32, sums, at) };
-            depthwise_put(fx, plan, c, call, &px, o, acc, lanes, &cols).map(|()| vec![])
+            depthwise_put(fx, plan, c, call, &px, o, acc, lanes, &cols)
         })
-        .map(|_| ())
     })
 }
 

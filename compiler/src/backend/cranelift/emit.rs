@@ -300,10 +300,24 @@ impl<'a> Fx<'a> {
         self.b.block_params(exit).to_vec()
     }
 
+    /// A counted loop `for iv in (start..end).step_by(step)` that carries no values.
+    pub fn each(&mut self, start: Value, end: Value, step: i64, body: impl FnOnce(&mut Self, Value)) {
+        self.for_range(start, end, step, &[], |fx, iv, _| {
+            body(fx, iv);
+            Vec::new()
+        });
+    }
+
+    /// [`Fx::each`] with constant bounds.
+    pub fn each_n(&mut self, start: i64, end: i64, step: i64, body: impl FnOnce(&mut Self, Value)) {
+        let (s, e) = (self.i(start), self.i(end));
+        self.each(s, e, step, body);
+    }
+
     /// The loop over this call's work items `begin..end`.
-    pub fn for_items(&mut self, body: impl FnOnce(&mut Self, Value) -> Vec<Value>) {
+    pub fn for_items(&mut self, body: impl FnOnce(&mut Self, Value)) {
         let (begin, end) = (self.begin, self.end);
-        self.for_range(begin, end, 1, &[], |fx, item, _| body(fx, item));
+        self.each(begin, end, 1, body);
     }
 
     /// A loop with constant bounds.
@@ -343,6 +357,22 @@ impl<'a> Fx<'a> {
         self.b.block_params(join).to_vec()
     }
 
+    /// `then` when `cond` (an `i8`) is non-zero, else `otherwise`: branches that produce no
+    /// values.
+    pub fn if_or(&mut self, cond: Value, then: impl FnOnce(&mut Self), otherwise: impl FnOnce(&mut Self)) {
+        self.if_else(
+            cond,
+            |fx| {
+                then(fx);
+                Vec::new()
+            },
+            |fx| {
+                otherwise(fx);
+                Vec::new()
+            },
+        );
+    }
+
     /// [`Fx::for_range`] with a body that can fail: the first error is returned (the loop is
     /// still closed, its carried values passed on unchanged, so the function stays well formed).
     pub fn try_for_range(
@@ -369,10 +399,21 @@ impl<'a> Fx<'a> {
         self.try_for_range(s, e, step, carried, body)
     }
 
+    /// [`Fx::each`] with a body that can fail.
+    pub fn try_each(&mut self, start: Value, end: Value, step: i64, body: impl FnOnce(&mut Self, Value) -> Emitted) -> Emitted {
+        self.try_for_range(start, end, step, &[], |fx, iv, _| body(fx, iv).map(|()| Vec::new())).map(|_| ())
+    }
+
+    /// [`Fx::each_n`] with a body that can fail.
+    pub fn try_each_n(&mut self, start: i64, end: i64, step: i64, body: impl FnOnce(&mut Self, Value) -> Emitted) -> Emitted {
+        let (s, e) = (self.i(start), self.i(end));
+        self.try_each(s, e, step, body)
+    }
+
     /// [`Fx::for_items`] with a body that can fail.
     pub fn try_for_items(&mut self, body: impl FnOnce(&mut Self, Value) -> Emitted) -> Emitted {
         let (begin, end) = (self.begin, self.end);
-        self.try_for_range(begin, end, 1, &[], |fx, item, _| body(fx, item).map(|()| Vec::new())).map(|_| ())
+        self.try_each(begin, end, 1, body)
     }
 
     /// [`Fx::if_then`] with a branch that can fail.

@@ -97,15 +97,13 @@ pub(super) fn store_tile(fx: &mut Fx, c: &Contraction, tile: Value, bi: Value, r
             fx.b.ins().band(tall, wide)
         };
         let (mut inside, mut edges) = (Ok(()), Ok(()));
-        fx.if_else(
+        fx.if_or(
             full,
             |fx| {
                 inside = store_full_tile(fx, c, tile, bi, r0, col0, bases, staged, given);
-                vec![]
             },
             |fx| {
                 edges = store_tile_edges(fx, c, tile, bi, r0, col0, bases, staged, given, rows);
-                vec![]
             },
         );
         return inside.and(edges);
@@ -166,7 +164,7 @@ pub(super) fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Va
     let (m, n) = (c.m, c.n);
     let od = c.out.ty.dtype;
     let vector_epilogue = c.epilogue.as_ref().is_none_or(|e| e.expr.is_f32_domain());
-    fx.try_for_n(0, NR as i64, LANES as i64, &[], |fx, v, _| {
+    fx.try_each_n(0, NR as i64, LANES as i64, |fx, v| {
         let col = fx.b.ins().iadd(col0, v);
         let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col, (n as i64) - LANES as i64);
         let full = if vector_epilogue { full } else { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) };
@@ -206,31 +204,28 @@ pub(super) fn store_tile_edges(fx: &mut Fx, c: &Contraction, tile: Value, bi: Va
         let column = |fx: &mut Fx, tv: Value, col: Value, lanes: bool| {
             let cols = Columns::load(fx, c, col, bases, lanes);
             let zero = fx.i(0);
-            fx.try_for_range(zero, rows, 1, &[], |fx, r, _| {
+            fx.try_each(zero, rows, 1, |fx, r| {
                 let at = tile_at(fx, r, tv);
-                put(fx, r, at, col, lanes, &cols).map(|()| vec![])
+                put(fx, r, at, col, lanes, &cols)
             })
-            .map(|_| ())
         };
         fx.try_if_else(
             full,
             |fx| column(fx, v, col, true),
             |fx| {
-                fx.try_for_n(0, LANES as i64, 1, &[], |fx, l, _| {
+                fx.try_each_n(0, LANES as i64, 1, |fx, l| {
                     let cl = fx.b.ins().iadd(col, l);
                     let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, cl, n as i64);
                     fx.try_if_then(ok, |fx| {
                         let vl = fx.b.ins().iadd(v, l);
                         column(fx, vl, cl, false)
                     })?;
-                    Ok(vec![])
+                    Ok(())
                 })
-                .map(|_| ())
             },
         )?;
-        Ok(vec![])
+        Ok(())
     })
-    .map(|_| ())
 }
 
 /// An epilogue op's values computed before the finish, for a block of tiles: the value of op

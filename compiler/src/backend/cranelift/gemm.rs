@@ -90,7 +90,6 @@ impl Context<'_> {
                 let (src, dst) = (fx.buffer(bbuf), fx.buffer(b_slot));
                 fx.for_items(|fx, item| {
                     pack_b_panel(fx, &c, src, dst, item);
-                    vec![]
                 });
                 Ok(())
             })?;
@@ -120,7 +119,6 @@ impl Context<'_> {
                 let base = fx.b.ins().imul_imm_s(p, panel_elems as i64);
                 let (from, to) = (fx.addr(src, base, bdt.byte_size()), fx.addr(dst, base, 4));
                 widen_run(fx, bdt, from, to, panel_elems, b_finite);
-                vec![]
             });
             Ok(())
         })?;
@@ -508,7 +506,7 @@ impl Context<'_> {
                 let dst = fx.b.ins().imul_imm_s(r, row_bytes as i64);
                 let dst = fx.b.ins().iadd(to, dst);
                 let inside = in_range(fx, y, g.ih);
-                fx.if_else(
+                fx.if_or(
                     inside,
                     |fx| {
                         zero_bytes(fx, dst, left);
@@ -525,14 +523,11 @@ impl Context<'_> {
                         }
                         let d = fx.b.ins().iadd_imm_s(dst, (left + in_row_bytes) as i64);
                         zero_bytes(fx, d, row_bytes - left - in_row_bytes);
-                        vec![]
                     },
                     |fx| {
                         zero_bytes(fx, dst, row_bytes);
-                        vec![]
                     },
                 );
-                vec![]
             });
             Ok(())
         })?;
@@ -601,15 +596,14 @@ fn gemm_item(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, item:
 /// For each B panel `p` of the item's group: `panel(p)` (its result is handed on), then
 /// `body(p, ip, tile, ..)` for each micro-panel `ip` with rows.
 fn live_panels(fx: &mut Fx, plan: &GemmPlan, it: &Item, panel: &mut dyn FnMut(&mut Fx, Value) -> Value, body: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value) -> Emitted) -> Emitted {
-    fx.try_for_range(it.p0, it.p1, 1, &[], |fx, p, _| {
+    fx.try_each(it.p0, it.p1, 1, |fx, p| {
         let per_panel = panel(fx, p);
         let zero = fx.i(0);
-        fx.try_for_range(zero, it.live, 1, &[], |fx, ip, _| {
+        fx.try_each(zero, it.live, 1, |fx, ip| {
             let tile = plan.tile_at(fx, p, ip);
-            body(fx, p, ip, tile, per_panel).map(|()| vec![])
+            body(fx, p, ip, tile, per_panel)
         })
     })
-    .map(|_| ())
 }
 
 /// Where the item reads A, and its type: A itself, or (fp16 A in a band) the span its row
@@ -765,15 +759,14 @@ fn store_silu(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: 
     let origin = fx.b.ins().imul_imm_s(p0, NR as i64);
     let cols = group_width(fx, origin, p1, n);
     let zero = fx.i(0);
-    fx.try_for_range(zero, rows, 1, &[], |fx, r, _| {
+    fx.try_each(zero, rows, 1, |fx, r| {
         let row = fx.b.ins().iadd(first, r);
         let at = fx.b.ins().imul_imm_s(row, n as i64);
         let at = fx.b.ins().iadd(at, origin);
         let at = fx.addr(bases.out, at, 4);
         fx.libcall(Libcall::SiluArrayF32, &[at, at, cols]);
-        Ok(vec![])
+        Ok(())
     })
-    .map(|_| ())
 }
 
 /// The block's finish with an epilogue op computed for all of it at once ([`GemmPlan::wide`]):
@@ -796,16 +789,15 @@ fn store_wide(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: 
     let bare = up_to_argument(c, op);
     let tiles = |fx: &mut Fx, each: &mut dyn FnMut(&mut Fx, Value, Value, Value, Value) -> Emitted| -> Emitted {
         let zero = fx.i(0);
-        fx.try_for_range(zero, live, 1, &[], |fx, ip, _| {
+        fx.try_each(zero, live, 1, |fx, ip| {
             let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
             let r0 = fx.b.ins().iadd(r0, row0);
-            fx.try_for_range(p0, p1, 1, &[], |fx, p, _| {
+            fx.try_each(p0, p1, 1, |fx, p| {
                 let tile = plan.tile_at(fx, p, ip);
                 let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-                each(fx, ip, tile, r0, col0).map(|()| vec![])
+                each(fx, ip, tile, r0, col0)
             })
         })
-        .map(|_| ())
     };
     tiles(fx, &mut |fx, ip, tile, r0, col0| {
         let staged = Staged { stage: Staging::new(rows_at(fx, arg_base, ip), None), stride, origin, deferral: None };
@@ -884,7 +876,7 @@ fn store_narrowed(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
         Staging::new(stage_base, deferral).narrow(fx, zero, bases.out, to, count);
     };
     let zero = fx.i(0);
-    fx.try_for_range(zero, live, 1, &[], |fx, ip, _| {
+    fx.try_each(zero, live, 1, |fx, ip| {
         let r0 = fx.b.ins().imul_imm_s(ip, MR as i64);
         let r0 = fx.b.ins().iadd(r0, row0);
         let base = if plan.stage_block {
@@ -894,10 +886,10 @@ fn store_narrowed(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
             stage_base
         };
         let staged = Staged { stage: Staging::new(base, deferral), stride: stage_stride, origin, deferral: plan.deferral.clone() };
-        fx.try_for_range(p0, p1, 1, &[], |fx, p, _| {
+        fx.try_each(p0, p1, 1, |fx, p| {
             let tile = plan.tile_at(fx, p, ip);
             let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
-            store_tile(fx, c, tile, bi, r0, col0, bases, Some(&staged), None).map(|()| vec![])
+            store_tile(fx, c, tile, bi, r0, col0, bases, Some(&staged), None)
         })?;
         let mr = fx.i(MR as i64);
         if plan.stage_block {
@@ -911,15 +903,14 @@ fn store_narrowed(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
             let width = group_width(fx, origin, p1, n);
             let zero = fx.i(0);
             let to = fx.b.ins().iadd(to, origin);
-            fx.for_range(zero, rows, 1, &[], |fx, r, _| {
+            fx.each(zero, rows, 1, |fx, r| {
                 let from = fx.b.ins().imul_imm_s(r, stage_stride as i64);
                 let row = fx.b.ins().imul_imm_s(r, n as i64);
                 let to = fx.b.ins().iadd(to, row);
                 staged.stage.narrow(fx, from, bases.out, to, width);
-                vec![]
             });
         }
-        Ok(vec![])
+        Ok(())
     })?;
     if plan.stage_block {
         let most = fx.b.ins().imul_imm_s(live, MR as i64);
@@ -1002,19 +993,18 @@ impl Context<'_> {
                         fx.libcall(lc, &[a_at, b_at, b_stride, kv, tile, count, flags]);
                     }
                     None => {
-                        fx.for_n(0, (GEMV_ITEM / GEMV_PANELS) as i64, 1, &[], |fx, sub, _| {
+                        fx.each_n(0, (GEMV_ITEM / GEMV_PANELS) as i64, 1, |fx, sub| {
                             let off = fx.b.ins().imul_imm_s(sub, GEMV_PANELS as i64);
                             let sums = fx.addr(tile, off, NR * 4);
                             let from = fx.b.ins().iadd(first, off);
                             gemv_panels(fx, (a, a_row), (bases.b, packed_dt, chunks), (from, batch_panels), &c, bases.finite.weight, fma, sums);
-                            vec![]
                         });
                     }
                 }
                 // Panel j's values are row j of the scratch tile; one store_tile call in a loop
                 // over the panels keeps the epilogue emitted once.
                 let r0 = fx.i(0);
-                fx.try_for_n(0, GEMV_ITEM as i64, 1, &[], |fx, j, _| {
+                fx.try_each_n(0, GEMV_ITEM as i64, 1, |fx, j| {
                     let p = fx.b.ins().iadd(first, j);
                     let real = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, p, panels as i64);
                     fx.try_if_then(real, |fx| {
@@ -1022,7 +1012,7 @@ impl Context<'_> {
                         let col0 = fx.b.ins().imul_imm_s(p, NR as i64);
                         store_tile(fx, &c, row, bi, r0, col0, &bases, None, None)
                     })?;
-                    Ok(vec![])
+                    Ok(())
                 })?;
                 Ok(())
             })

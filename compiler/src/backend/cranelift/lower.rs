@@ -156,14 +156,14 @@ impl<'p> Context<'p> {
                     });
                 }
                 if !rest {
-                    return vec![];
+                    return;
                 }
                 // The last block, short of REDUCE_BLOCK outputs (or every output, where they do
                 // not go in lanes): a vector at a time, then one at a time.
                 let in_rest = fx.b.ins().icmp_imm_s(IntCC::Equal, blk, full as i64);
                 fx.if_then(in_rest, |fx| {
                     if let Some(kind) = r.kind.filter(|_| vector) {
-                        fx.for_n((full * REDUCE_BLOCK) as i64, vec_end as i64, LANES as i64, &[], |fx, i, _| {
+                        fx.each_n((full * REDUCE_BLOCK) as i64, vec_end as i64, LANES as i64, |fx, i| {
                             let init = reduce_init(fx, kind, F32X4);
                             let at0 = fx.b.ins().iadd(base, i);
                             let acc = fx.for_n(0, len as i64, 1, &[init], |fx, k, acc| {
@@ -174,10 +174,9 @@ impl<'p> Context<'p> {
                             });
                             let at = fx.b.ins().iadd(out_base, i);
                             fx.store4(dout, dst, at, acc[0]);
-                            vec![]
                         });
                     }
-                    fx.for_n(vec_end as i64, inner as i64, 1, &[], |fx, i, _| {
+                    fx.each_n(vec_end as i64, inner as i64, 1, |fx, i| {
                         let at0 = fx.b.ins().iadd(base, i);
                         let value = match r.kind {
                             Some(kind) => {
@@ -194,10 +193,8 @@ impl<'p> Context<'p> {
                         let at = fx.b.ins().iadd(out_base, i);
                         let v = fx.round_to(dout, value);
                         fx.store(dout, dst, at, v);
-                        vec![]
                     });
                 });
-                vec![]
             });
             Ok(())
         })
@@ -263,7 +260,6 @@ impl<'p> Context<'p> {
                 } else {
                     fx.libcall(call, &[xp, yp, n, len, mask, fill]);
                 }
-                vec![]
             });
             Ok(())
         })
@@ -292,7 +288,7 @@ impl<'p> Context<'p> {
                 let y0 = fx.b.ins().imul_imm_s(oy, p.stride[0] as i64);
                 let y0 = fx.b.ins().iadd_imm_s(y0, -(p.pad[0] as i64));
                 let (ky_lo, ky_hi) = clip(fx, y0, p.kernel[0], ih);
-                fx.for_n(0, ow as i64, 1, &[], |fx, ox, _| {
+                fx.each_n(0, ow as i64, 1, |fx, ox| {
                     let x0 = fx.b.ins().imul_imm_s(ox, p.stride[1] as i64);
                     let x0 = fx.b.ins().iadd_imm_s(x0, -(p.pad[2] as i64));
                     let (kx_lo, kx_hi) = clip(fx, x0, p.kernel[1], iw);
@@ -347,11 +343,10 @@ impl<'p> Context<'p> {
                     };
                     let vec_end = if vector { c - c % LANES } else { 0 };
                     let clipped = |fx: &mut Fx| {
-                        fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, ch, _| {
+                        fx.each_n(0, vec_end as i64, LANES as i64, |fx, ch| {
                             let v = window(fx, ch, F32X4);
                             let at = fx.b.ins().iadd(out_base, ch);
                             fx.store4(dout, dst, at, v);
-                            vec![]
                         });
                     };
                     // Emitted only when it can run: an f64 window has no four-lane form.
@@ -364,41 +359,35 @@ impl<'p> Context<'p> {
                             fx.b.ins().band(low, high)
                         });
                         let inside = fx.b.ins().band(inside[0], inside[1]);
-                        fx.if_else(
+                        fx.if_or(
                             inside,
                             |fx| {
                                 let y = fx.b.ins().imul_imm_s(y0, (iw * c) as i64);
                                 let x = fx.b.ins().imul_imm_s(x0, c as i64);
                                 let first = fx.b.ins().iadd(in_base, y);
                                 let first = fx.b.ins().iadd(first, x);
-                                fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, ch, _| {
+                                fx.each_n(0, vec_end as i64, LANES as i64, |fx, ch| {
                                     let at = fx.b.ins().iadd(first, ch);
                                     let from = fx.addr(src, at, din.byte_size());
                                     let v = whole_window(fx, &p, din, from, (iw, c));
                                     let at = fx.b.ins().iadd(out_base, ch);
                                     fx.store4(dout, dst, at, v);
-                                    vec![]
                                 });
-                                vec![]
                             },
                             |fx| {
                                 clipped(fx);
-                                vec![]
                             },
                         );
                     } else if vector {
                         clipped(fx);
                     }
-                    fx.for_n(vec_end as i64, c as i64, 1, &[], |fx, ch, _| {
+                    fx.each_n(vec_end as i64, c as i64, 1, |fx, ch| {
                         let v = window(fx, ch, domain(din));
                         let at = fx.b.ins().iadd(out_base, ch);
                         let v = fx.round_to(dout, v);
                         fx.store(dout, dst, at, v);
-                        vec![]
                     });
-                    vec![]
                 });
-                vec![]
             });
             Ok(())
         })
@@ -423,7 +412,6 @@ impl<'p> Context<'p> {
                     let (src, dst) = (fx.buffer(m.src.0), fx.buffer(c.output.buffer.0));
                     fx.for_items(|fx, item| {
                         t.band(fx, &m, (src, dst), item);
-                        vec![]
                     });
                     Ok(())
                 });
@@ -440,7 +428,6 @@ impl<'p> Context<'p> {
                         let t = fx.b.ins().imul_imm_s(item, dst_stride as i64);
                         let t = fx.b.ins().iadd_imm_s(t, order.dst_offset as i64);
                         copy_dims(fx, &order, 1, s, t, src, dst, how);
-                        vec![]
                     });
                     Ok(())
                 });
@@ -455,10 +442,9 @@ impl<'p> Context<'p> {
                 let f = fx.buffer(fill.0);
                 let v = fx.b.ins().load(ety, super::emit::mem(), f, 0);
                 let total = c.output.ty.num_elements();
-                fx.for_n(0, total as i64, 1, &[], |fx, i, _| {
+                fx.each_n(0, total as i64, 1, |fx, i| {
                     let p = fx.addr(dst, i, elem);
                     fx.b.ins().store(super::emit::mem(), v, p, 0);
-                    vec![]
                 });
             }
             for (m, bulk) in c.moves.iter().zip(&bulk) {
@@ -512,7 +498,6 @@ impl<'p> Context<'p> {
                     let from = fx.b.ins().select(found, from_input, from_values);
                     let to = fx.b.ins().iadd(out, here);
                     copy_bytes(fx, from, to, c * elem);
-                    vec![]
                 });
                 Ok(())
             });
@@ -544,12 +529,10 @@ impl<'p> Context<'p> {
                     vec![fx.b.ins().bor(acc[0], outside)]
                 })[0];
                 fx.fail_if(bad, 1);
-                fx.for_range(p0, p1, 1, &[], |fx, p, _| {
+                fx.each(p0, p1, 1, |fx, p| {
                     let i = fx.load(g.indices.ty.dtype, idx, p);
                     shape.copy(fx, vals, out, p, i);
-                    vec![]
                 });
-                vec![]
             });
             Ok(())
         })
@@ -608,11 +591,11 @@ fn gather_summed(fx: &mut Fx, g: &Gather, sum: &IndexSum, r: SumRun, shape: Gath
             })
         })[0];
         fx.fail_if(bad, 1);
-        fx.for_range(row0, row1, 1, &[], |fx, row, _| {
+        fx.each(row0, row1, 1, |fx, row| {
             let at = SumRow::new(fx, sum, &parts, row, lanes);
             let first = fx.b.ins().imul_imm_s(row, inner as i64);
             if lanes {
-                fx.for_range(col0, quads, 4, &[], |fx, j, _| {
+                fx.each(col0, quads, 4, |fx, j| {
                     let v = at.four(fx, j);
                     let p = fx.b.ins().iadd(first, j);
                     for l in 0..4u8 {
@@ -621,18 +604,14 @@ fn gather_summed(fx: &mut Fx, g: &Gather, sum: &IndexSum, r: SumRun, shape: Gath
                         let p = fx.b.ins().iadd_imm_s(p, i64::from(l));
                         shape.copy(fx, vals, out, p, i);
                     }
-                    vec![]
                 });
             }
-            fx.for_range(quads, col1, 1, &[], |fx, j, _| {
+            fx.each(quads, col1, 1, |fx, j| {
                 let i = at.one(fx, j, d);
                 let p = fx.b.ins().iadd(first, j);
                 shape.copy(fx, vals, out, p, i);
-                vec![]
             });
-            vec![]
         });
-        vec![]
     });
 }
 
@@ -1003,13 +982,12 @@ impl Bulk {
     /// and `t` of `dst`), then converts their runs.
     fn copy(&self, fx: &mut Fx, m: &crate::lower::Move, d: usize, (s, t): (Value, Value), (src, dst): (Value, Value)) {
         if d < self.dim {
-            fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
+            fx.each_n(0, m.shape[d] as i64, 1, |fx, i| {
                 let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
                 let si = fx.b.ins().iadd(s, si);
                 let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
                 let ti = fx.b.ins().iadd(t, ti);
                 self.copy(fx, m, d + 1, (si, ti), (src, dst));
-                vec![]
             });
             return;
         }
@@ -1035,9 +1013,8 @@ impl Bulk {
         };
         let n = m.shape[d];
         let full = n / self.rows * self.rows;
-        fx.for_n(0, full as i64, self.rows as i64, &[], |fx, first, _| {
+        fx.each_n(0, full as i64, self.rows as i64, |fx, first| {
             run(fx, first, self.rows);
-            vec![]
         });
         if full < n {
             let first = fx.i(full as i64);
@@ -1098,7 +1075,7 @@ impl TileTranspose {
         let outer: usize = (0..m.shape.len()).filter(|&d| d != a && d != b).map(|d| m.shape[d]).product();
         // The tile's rows and columns at constant byte offsets of an i32.
         let offsets_fit = [m.src_strides[b], m.dst_strides[a]].iter().all(|&st| i32::try_from(st * 16).is_ok());
-        (m.shape[a] % 4 == 0 && m.shape[b] % 4 == 0 && m.shape[a] >= 8 && offsets_fit).then_some(TileTranspose { a, b, bands: outer * m.shape[b] / 4 })
+        (m.shape[a].is_multiple_of(4) && m.shape[b].is_multiple_of(4) && m.shape[a] >= 8 && offsets_fit).then_some(TileTranspose { a, b, bands: outer * m.shape[b] / 4 })
     }
 
     /// Band `item` of `m`: four indices of `b`, every index of `a`, in tiles.
@@ -1122,7 +1099,7 @@ impl TileTranspose {
         let (s, t) = (at(fx, &m.src_strides, m.src_offset), at(fx, &m.dst_strides, m.dst_offset));
         let (from, to) = (fx.addr(src, s, 4), fx.addr(dst, t, 4));
         let mem = super::emit::mem();
-        fx.for_n(0, m.shape[a] as i64, 4, &[], |fx, a0, _| {
+        fx.each_n(0, m.shape[a] as i64, 4, |fx, a0| {
             // Rows r of the tile: four values along `a` at index b0 + r of `b`.
             let at = fx.b.ins().imul_imm_s(a0, 4);
             let p = fx.b.ins().iadd(from, at);
@@ -1133,7 +1110,6 @@ impl TileTranspose {
             for (l, v) in cols.into_iter().enumerate() {
                 fx.b.ins().store(mem, v, q, (l as isize * m.dst_strides[a] * 4) as i32);
             }
-            vec![]
         });
     }
 }
@@ -1205,7 +1181,7 @@ fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, 
             return;
         }
     }
-    fx.for_n(0, m.shape[d] as i64, 1, &[], |fx, i, _| {
+    fx.each_n(0, m.shape[d] as i64, 1, |fx, i| {
         let si = fx.b.ins().imul_imm_s(i, m.src_strides[d] as i64);
         let si = fx.b.ins().iadd(s, si);
         let ti = fx.b.ins().imul_imm_s(i, m.dst_strides[d] as i64);
@@ -1224,7 +1200,6 @@ fn copy_dims(fx: &mut Fx, m: &crate::lower::Move, d: usize, s: Value, t: Value, 
                 fx.store(to, dst, ti, v);
             }
         }
-        vec![]
     });
 }
 
@@ -1235,14 +1210,13 @@ pub fn copy_bytes(fx: &mut Fx, from: Value, to: Value, n: usize) {
     let blocks = if n >= 128 { n / 64 } else { 0 };
     // (No loop where there are no blocks: a gather's four-byte rows ran an empty one per value.)
     if blocks > 0 {
-        fx.for_n(0, blocks as i64, 1, &[], |fx, i, _| {
+        fx.each_n(0, blocks as i64, 1, |fx, i| {
             let off = fx.b.ins().imul_imm_s(i, 64);
             let (f, t) = (fx.b.ins().iadd(from, off), fx.b.ins().iadd(to, off));
             for at in (0..64).step_by(16) {
                 let v = fx.b.ins().load(I8X16, m, f, at);
                 fx.b.ins().store(m, v, t, at);
             }
-            vec![]
         });
     }
     let mut at = blocks * 64;
@@ -1597,7 +1571,7 @@ fn row_map(fx: &mut Fx, plan: &RowsPlan, len: usize, op: &crate::lower::EwOp, sc
         }
         let args_at: Vec<Option<Value>> = op.args.iter().map(|&a| scalars[a].map(|s| if vector && domain(dtypes[a]) == F32 { fx.b.ins().splat(F32X4, s) } else { s })).collect();
         let step = if vector { LANES } else { 1 };
-        fx.try_for_n(from as i64, to as i64, step as i64, &[], |fx, j, _| {
+        fx.try_each_n(from as i64, to as i64, step as i64, |fx, j| {
             let args: Vec<Value> = places
                 .iter()
                 .zip(&args_at)
@@ -1618,13 +1592,15 @@ fn row_map(fx: &mut Fx, plan: &RowsPlan, len: usize, op: &crate::lower::EwOp, sc
             let y = fx.ew(op, &args, &types)?;
             let at = fx.b.ins().iadd(oat, j);
             if vector { fx.store4(ot, obase, at, y) } else { fx.store(ot, obase, at, y) }
-            Ok(vec![])
+            Ok(())
         })
-        .map(|_| ())
     };
     run(fx, 0, vec_end, true)?;
     run(fx, vec_end, len, false)
 }
+
+/// Where a row value of a fused run is kept: `(row, value)` to its base, offset and type.
+type PlaceValue<'a> = dyn FnMut(&mut Fx, usize, RowValue) -> (Value, Value, DType) + 'a;
 
 /// The full stages of `run` (and the reduction after it, where it takes it) for every row of
 /// the group in one loop over the row: four lanes at a time and then one by one, or one by one,
@@ -1632,7 +1608,7 @@ fn row_map(fx: &mut Fx, plan: &RowsPlan, len: usize, op: &crate::lower::EwOp, sc
 /// result. Each op computes what [`row_map`] computes on the same values (f32 and f64 values
 /// are kept exactly as they would be stored), and a reduction adds each row's values in index
 /// order as [`rows_item`]'s own loop does: the same bits.
-fn fused_run(fx: &mut Fx, plan: &RowsPlan, r: &Rows, run: FusedRun, group_scalars: &mut [Vec<Option<Value>>], place: &mut dyn FnMut(&mut Fx, usize, RowValue) -> (Value, Value, DType)) -> Emitted {
+fn fused_run(fx: &mut Fx, plan: &RowsPlan, r: &Rows, run: FusedRun, group_scalars: &mut [Vec<Option<Value>>], place: &mut PlaceValue<'_>) -> Emitted {
     let n_in = plan.n_in;
     let fulls: Vec<(RowValue, &crate::lower::EwOp)> = (run.start..run.end)
         .filter_map(|e| match &r.stages[e] {
@@ -1941,7 +1917,7 @@ fn elementwise_row(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store: 
     if plan.vector {
         elementwise_lanes(fx, plan, e, store, &r, vec_end)?;
     }
-    fx.try_for_n(vec_end as i64, inner as i64, 1, &[], |fx, j, _| {
+    fx.try_each_n(vec_end as i64, inner as i64, 1, |fx, j| {
         let args: Vec<Value> = e
             .inputs
             .iter()
@@ -1958,7 +1934,7 @@ fn elementwise_row(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store: 
             .collect();
         let v = eval_with(fx, &e.expr, args, plan.deferral.as_ref())?;
         store.put(fx, out_off, j, v, false);
-        Ok(vec![])
+        Ok(())
     })?;
     if let Some(stage) = store.stage {
         let (zero, n) = (fx.i(0), fx.i(inner as i64));
@@ -2005,7 +1981,7 @@ fn elementwise_lanes(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store
         Ok(())
     };
     let Some((op, call, source)) = plan.wide else {
-        return fx.try_for_n(0, vec_end as i64, LANES as i64, &[], |fx, j, _| lanes(fx, j, None).map(|()| vec![])).map(|_| ());
+        return fx.try_each_n(0, vec_end as i64, LANES as i64, |fx, j| lanes(fx, j, None));
     };
     // Blocks of WIDE_BLOCK columns, then the rest of the vector part.
     let x = e.expr.ops[op].args[0];
@@ -2019,28 +1995,27 @@ fn elementwise_lanes(fx: &mut Fx, plan: &ElementwisePlan, e: &Elementwise, store
                 (fx.addr(r.bases[x], at, 4), area)
             }
             None => {
-                fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+                fx.try_each_n(0, len as i64, LANES as i64, |fx, j| {
                     let col = fx.b.ins().iadd(b0, j);
                     let args = lane_args(fx, col);
                     // An input (bf16, widened as loaded) or the value the ops compute.
                     let a = if x < e.inputs.len() { args[x] } else { eval_with(fx, &upto, args, None)? };
                     fx.store4(DType::F32, area, j, a);
-                    Ok(vec![])
+                    Ok(())
                 })?;
                 (area, fx.b.ins().iadd_imm_s(area, (WIDE_BLOCK * 4) as i64))
             }
         };
         let n = fx.i(len as i64);
         fx.libcall(call, &[src, dst, n]);
-        fx.try_for_n(0, len as i64, LANES as i64, &[], |fx, j, _| {
+        fx.try_each_n(0, len as i64, LANES as i64, |fx, j| {
             let s = fx.load4(DType::F32, dst, j);
             let col = fx.b.ins().iadd(b0, j);
-            lanes(fx, col, Some((op, s))).map(|()| vec![])
+            lanes(fx, col, Some((op, s)))
         })
-        .map(|_| ())
     };
     let whole = vec_end / WIDE_BLOCK * WIDE_BLOCK;
-    fx.try_for_n(0, whole as i64, WIDE_BLOCK as i64, &[], |fx, b0, _| block(fx, b0, WIDE_BLOCK).map(|()| vec![]))?;
+    fx.try_each_n(0, whole as i64, WIDE_BLOCK as i64, |fx, b0| block(fx, b0, WIDE_BLOCK))?;
     if vec_end > whole {
         let b0 = fx.i(whole as i64);
         block(fx, b0, vec_end - whole)?;

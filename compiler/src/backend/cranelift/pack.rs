@@ -32,13 +32,13 @@ pub(super) fn pack_b_panel(fx: &mut Fx, c: &Contraction, src: Value, dst: Value,
     let row0 = fx.b.ins().imul_imm_s(bi, (k * n) as i64);
     let full = fx.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, col0, (n - NR.min(n)) as i64);
     let full = if n < NR || col_major { fx.b.ins().iconst(cranelift_codegen::ir::types::I8, 0) } else { full };
-    fx.for_n(0, k as i64, 1, &[], |fx, kk, _| {
+    fx.each_n(0, k as i64, 1, |fx, kk| {
         let src_row = fx.b.ins().imul_imm_s(kk, n as i64);
         let src_row = fx.b.ins().iadd(src_row, row0);
         let src_at = fx.b.ins().iadd(src_row, col0);
         let dst_at = fx.b.ins().imul_imm_s(kk, NR as i64);
         let dst_at = fx.b.ins().iadd(dst_at, out0);
-        fx.if_else(
+        fx.if_or(
             full,
             |fx| {
                 for v in 0..NR / LANES {
@@ -47,7 +47,6 @@ pub(super) fn pack_b_panel(fx: &mut Fx, c: &Contraction, src: Value, dst: Value,
                     let d = fx.b.ins().iadd_imm_s(dst_at, (v * LANES) as i64);
                     fx.store4(DType::F32, dst, d, x);
                 }
-                vec![]
             },
             |fx| {
                 for j in 0..NR {
@@ -69,10 +68,8 @@ pub(super) fn pack_b_panel(fx: &mut Fx, c: &Contraction, src: Value, dst: Value,
                     let d = fx.b.ins().iadd_imm_s(dst_at, j as i64);
                     fx.store(DType::F32, dst, d, x);
                 }
-                vec![]
             },
         );
-        vec![]
     });
 }
 
@@ -219,7 +216,7 @@ pub(super) fn window_inside(fx: &mut Fx, g: &ConvGeometry, y0: Value, x0: Value)
 pub(super) fn pack_a_panels(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType), bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), a_panels: usize) {
     const { assert!(MR == LANES, "the in-register transpose is 4×4") };
     let (m, k) = (c.m, k1 - k0);
-    fx.for_n(0, a_panels as i64, 1, &[], |fx, p, _| {
+    fx.each_n(0, a_panels as i64, 1, |fx, p| {
         let at = fx.b.ins().imul_imm_s(p, (k * MR * 4) as i64);
         let panel = fx.b.ins().iadd(scratch, at);
         let first = fx.b.ins().imul_imm_s(p, MR as i64);
@@ -240,23 +237,20 @@ pub(super) fn pack_a_panels(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType
                     fx.b.ins().iadd_imm_s(s, k0 as i64)
                 };
                 // Rows run in order: the last one inside means all are.
-                fx.if_else(
+                fx.if_or(
                     inside[MR - 1],
                     |fx| {
                         let srcs = rows.map(|r| src_of(fx, r));
                         copy_panel(fx, (a, ad), srcs, panel, 0, k);
-                        vec![]
                     },
                     |fx| {
-                        fx.for_n(0, MR as i64, 1, &[], |fx, i, _| {
+                        fx.each_n(0, MR as i64, 1, |fx, i| {
                             let row = fx.b.ins().iadd(first, i);
                             let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
                             let lane = lane_at(fx, i);
                             let src = src_of(fx, row);
                             copy_lane(fx, (a, ad), ok, src, lane, 0, k);
-                            vec![]
                         });
-                        vec![]
                     },
                 );
             }
@@ -268,7 +262,7 @@ pub(super) fn pack_a_panels(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType
                     let w = window_inside(fx, g, y0, x0);
                     whole = fx.b.ins().band(whole, w);
                 }
-                fx.if_else(
+                fx.if_or(
                     whole,
                     |fx| {
                         let zero = fx.i(0);
@@ -277,7 +271,6 @@ pub(super) fn pack_a_panels(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType
                             let srcs = firsts.map(|f| fx.b.ins().iadd_imm_s(f, at as i64));
                             copy_panel(fx, (a, ad), srcs, panel, dst0, len);
                         }
-                        vec![]
                     },
                     |fx| {
                         // Tap by tap: the panel's rows together where the tap is inside the
@@ -294,33 +287,28 @@ pub(super) fn pack_a_panels(fx: &mut Fx, c: &Contraction, (a, ad): (Value, DType
                             for &(ok, _) in &at[1..] {
                                 all = fx.b.ins().band(all, ok);
                             }
-                            fx.if_else(
+                            fx.if_or(
                                 all,
                                 |fx| {
                                     copy_panel(fx, (a, ad), at.map(|(_, src)| src), panel, dst0, c1 - c0);
-                                    vec![]
                                 },
                                 |fx| {
-                                    fx.for_n(0, MR as i64, 1, &[], |fx, i, _| {
+                                    fx.each_n(0, MR as i64, 1, |fx, i| {
                                         let row = fx.b.ins().iadd(first, i);
                                         let ok = fx.b.ins().icmp_imm_s(IntCC::SignedLessThan, row, m as i64);
                                         let window = window_of(fx, g, row);
                                         let (ok, src) = tap_of(fx, window, ok);
                                         let lane = lane_at(fx, i);
                                         copy_lane(fx, (a, ad), ok, src, lane, dst0, c1 - c0);
-                                        vec![]
                                     });
-                                    vec![]
                                 },
                             );
                         }
-                        vec![]
                     },
                 );
             }
             _ => unreachable!("only GEMM contractions pack A"),
         }
-        vec![]
     });
 }
 
@@ -365,16 +353,14 @@ pub(super) fn copy_lane(fx: &mut Fx, (a, ad): (Value, DType), ok: Value, src: Va
         let p = fx.b.ins().iadd(lane, at);
         fx.b.ins().store(super::emit::mem(), v, p, (dst0 * MR * 4) as i32);
     };
-    fx.if_else(
+    fx.if_or(
         ok,
         |fx| {
             copy_run(fx, ad, a, src, len, store);
-            vec![]
         },
         |fx| {
             let z = fx.f(F32, 0.0);
             each_short(fx, 0, len, 1, |fx, kk| store(fx, kk, z));
-            vec![]
         },
     );
 }
@@ -386,7 +372,7 @@ pub(super) fn copy_lane(fx: &mut Fx, (a, ad): (Value, DType), ok: Value, src: Va
 pub(super) fn pack_a_rows(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row0: Value, scratch: Value, (k0, k1): (usize, usize), rows: usize) {
     let m = c.m;
     let k = k1 - k0;
-    fx.for_n(0, rows as i64, 1, &[], |fx, r, _| {
+    fx.each_n(0, rows as i64, 1, |fx, r| {
         let row = fx.b.ins().iadd(row0, r);
         // Destination of (r, kk): r * k + kk, two bytes each.
         let at = fx.b.ins().imul_imm_s(r, (k * 2) as i64);
@@ -402,7 +388,7 @@ pub(super) fn pack_a_rows(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row
             let to = fx.b.ins().iadd_imm_s(dbase, (dst0 * 2) as i64);
             zero_bytes(fx, to, len * 2);
         };
-        fx.if_else(
+        fx.if_or(
             inside,
             |fx| {
                 match &c.kind {
@@ -417,7 +403,7 @@ pub(super) fn pack_a_rows(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row
                         let taps = chunk_taps(g, (k0, k1));
                         let (nb, y0, x0) = window_of(fx, g, row);
                         let whole = window_inside(fx, g, y0, x0);
-                        fx.if_else(
+                        fx.if_or(
                             whole,
                             |fx| {
                                 let zero = fx.i(0);
@@ -426,39 +412,32 @@ pub(super) fn pack_a_rows(fx: &mut Fx, c: &Contraction, a: Value, bi: Value, row
                                     let src = fx.b.ins().iadd_imm_s(first, at as i64);
                                     copy(fx, src, dst0, len);
                                 }
-                                vec![]
                             },
                             |fx| {
                                 for &(tap, c0, c1, dst0) in &taps {
                                     let (ok, y, x) = tap_input(fx, g, (y0, x0), tap);
-                                    fx.if_else(
+                                    fx.if_or(
                                         ok,
                                         |fx| {
                                             let ch = fx.i(c0 as i64);
                                             let src = nhwc_index(fx, g, nb, y, x, ch);
                                             copy(fx, src, dst0, c1 - c0);
-                                            vec![]
                                         },
                                         |fx| {
                                             zeros(fx, dst0, c1 - c0);
-                                            vec![]
                                         },
                                     );
                                 }
-                                vec![]
                             },
                         );
                     }
                     _ => unreachable!("only GEMM contractions pack A"),
                 }
-                vec![]
             },
             |fx| {
                 zeros(fx, 0, k);
-                vec![]
             },
         );
-        vec![]
     });
 }
 
@@ -566,15 +545,13 @@ pub(super) fn widen_run(fx: &mut Fx, d: DType, src: Value, dst: Value, len: usiz
         return;
     }
     let vec_end = len - len % LANES;
-    fx.for_n(0, vec_end as i64, LANES as i64, &[], |fx, i, _| {
+    fx.each_n(0, vec_end as i64, LANES as i64, |fx, i| {
         let v = fx.load4_checked(d, src, i, finite);
         fx.store4(DType::F32, dst, i, v);
-        vec![]
     });
-    fx.for_n(vec_end as i64, len as i64, 1, &[], |fx, i, _| {
+    fx.each_n(vec_end as i64, len as i64, 1, |fx, i| {
         let v = fx.load(d, src, i);
         fx.store(DType::F32, dst, i, v);
-        vec![]
     });
 }
 
@@ -608,9 +585,8 @@ pub(super) fn each_short(fx: &mut Fx, start: usize, end: usize, step: usize, mut
             body(fx, kk);
         }
     } else {
-        fx.for_n(start as i64, end as i64, step as i64, &[], |fx, kk, _| {
+        fx.each_n(start as i64, end as i64, step as i64, |fx, kk| {
             body(fx, kk);
-            vec![]
         });
     }
 }

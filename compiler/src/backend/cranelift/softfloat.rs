@@ -227,7 +227,6 @@ mod tests {
                     let v = round.map_or(v, |d| fx.round_f32(d, v));
                     fx.store(to, dst, item, v);
                 }
-                vec![]
             });
             Ok(())
         })

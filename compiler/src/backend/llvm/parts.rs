@@ -26,6 +26,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// One part's object and its optimisation and code generation times.
+type PartObject = (Vec<u8>, Duration, Duration);
+
 /// Below this many instructions (before optimisation) a module is compiled whole unless the
 /// user asked for parts: threads would cost more than they save.
 const SPLIT_ABOVE: usize = 5_000;
@@ -158,7 +161,7 @@ pub fn objects(module: Module<'_>, spec: &MachineSpec, jobs: usize) -> Result<Ve
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     let bitcode = crate::timing::phase("llvm bitcode", || module.write_bitcode_to_memory().as_slice().to_vec());
     let all: Vec<&str> = names.iter().flatten().map(|n| n.as_str()).collect();
-    let results: Vec<Result<(Vec<u8>, Duration, Duration), String>> = crate::timing::phase(format!("llvm optimise+codegen, {parts} parts"), || {
+    let results: Vec<Result<PartObject, String>> = crate::timing::phase(format!("llvm optimise+codegen, {parts} parts"), || {
         std::thread::scope(|s| {
             let handles: Vec<_> = names[1..]
                 .iter()
