@@ -28,6 +28,11 @@ pub(super) fn lanes() -> MemFlagsData {
     MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little)
 }
 
+/// The calling convention of every generated function and of the libcalls it calls: x86-64
+/// System V, the C ABI of the runtime's `extern "C"` kernels and libcalls on the Linux hosts
+/// that load the artifacts (the one place it is decided).
+pub const CALL_CONV: CallConv = CallConv::SystemV;
+
 /// The Cranelift signature of a libcall, from its C types ([`f16c_core::abi`]).
 pub fn libcall_signature(lc: Libcall) -> Signature {
     let ty = |c: CType| match c {
@@ -36,7 +41,7 @@ pub fn libcall_signature(lc: Libcall) -> Signature {
         CType::Ptr | CType::U64 => I64,
     };
     let (params, ret) = lc.c_types();
-    let mut s = Signature::new(CallConv::SystemV);
+    let mut s = Signature::new(CALL_CONV);
     s.params.extend(params.iter().map(|&c| AbiParam::new(ty(c))));
     s.returns.push(AbiParam::new(ty(ret)));
     s
@@ -101,7 +106,7 @@ impl<'a> Fx<'a> {
 
     /// The kernel signature ([`f16c_core::abi::KernelFn`]).
     pub fn signature() -> Signature {
-        let mut s = Signature::new(CallConv::SystemV);
+        let mut s = Signature::new(CALL_CONV);
         s.params.extend([I64; 5].map(AbiParam::new));
         s.returns.push(AbiParam::new(I32));
         s

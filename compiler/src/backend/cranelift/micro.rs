@@ -189,7 +189,7 @@ impl AForm {
 
     fn signature(self) -> cranelift_codegen::ir::Signature {
         use cranelift_codegen::ir::{types::I64, AbiParam, Signature};
-        let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+        let mut sig = Signature::new(super::emit::CALL_CONV);
         let params = match self {
             AForm::Packed => 5,
             AForm::Rows => 6,

@@ -46,7 +46,7 @@ use super::{Backend, BackendError, BackendErrorKind, BackendResult, Emit, Unsupp
 use crate::lower::{Kernel, Program};
 use crate::target::{Cpu, Target, X86Level};
 use cranelift_codegen::ir::{Function, UserFuncName};
-use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetFrontendConfig};
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetFrontendConfig};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{Linkage, Module as _};
@@ -606,7 +606,7 @@ pub fn compile_function<'c>(
 /// The frontend configuration of x86-64 System V, which the generated functions assume.
 pub fn frontend_config() -> TargetFrontendConfig {
     TargetFrontendConfig {
-        default_call_conv: CallConv::SystemV,
+        default_call_conv: emit::CALL_CONV,
         pointer_width: target_lexicon::PointerWidth::U64,
         page_size_align_log2: 12,
     }
