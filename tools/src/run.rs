@@ -33,9 +33,10 @@ pub fn command() -> Command {
              the same bits as the artifact of f16c compile -o.\n\n\
              Examples:\n  f16c run net.mlir --input x.npy --output y.npy\n  \
              f16c run net.mlir --precision=fp16 --policy=O1 --input x.npy --output y.npy --threads=2\n  \
-             f16c run net.mlir --target=reference --input x.npy --compare y_ref.npy",
+             f16c run net.mlir --target=reference --input x.npy --compare y_ref.npy\n  \
+             f16c compile net.mlir --target=x86_64 -o net.f16c && f16c run net.f16c --input x.npy",
         )
-        .arg(input_arg())
+        .arg(input_arg().help("Input .mlir file ('-' for standard input), or an artifact of f16c compile -o (run as f16c-run runs it)"))
         .arg(
             Arg::new("target")
                 .long("target")
@@ -83,6 +84,18 @@ pub fn main(m: &ArgMatches) -> anyhow::Result<ExitCode> {
     }
     if m.get_flag("profile") {
         f16c_runtime::exec::set_profiling(true);
+    }
+    // A compiled artifact (f16c compile -o) runs as f16c-run runs it: the options that shape a
+    // compilation have nothing to act on.
+    if path != "-" && is_artifact(Path::new(path)) {
+        const RUN_OPTIONS: &[&str] = &["input", "inputs", "outputs", "compare", "threads", "profile", "no-cache"];
+        let compile_options: Vec<String> = m.ids().map(|id| id.as_str()).filter(|id| !RUN_OPTIONS.contains(id) && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)).map(|id| format!("--{id}")).collect();
+        if !compile_options.is_empty() {
+            let verb = if compile_options.len() == 1 { "applies" } else { "apply" };
+            bail!("'{path}' is a compiled artifact: {} {verb} when compiling MLIR (the artifact's target, precision and function were chosen by f16c compile)", compile_options.join(", "));
+        }
+        let model = f16c_runtime::loader::open(Path::new(path), threads)?;
+        return run_loaded(model, m, path);
     }
     let target_value = f16c_compiler::target::Target::parse(target).expect("clap checked the name");
     // Targets whose program is an artifact (x86-64, GPUs) go through the compile cache: a run
@@ -245,6 +258,12 @@ fn run_loaded(model: f16c_runtime::loader::Loaded, m: &ArgMatches, path: &str) -
     let many = |k: &str| -> Vec<String> { m.get_many::<String>(k).into_iter().flatten().cloned().collect() };
     results::deliver(&manifest.function, &outputs, &many("outputs"), &many("compare"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `path` is a file that starts as a compiled artifact does.
+fn is_artifact(path: &Path) -> bool {
+    let mut head = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok() && &head == f16c_core::artifact::MAGIC
 }
 
 /// A run-time error of a kernel, located in the source and reported.

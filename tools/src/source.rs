@@ -53,7 +53,10 @@ impl Source {
                 Ok(_) => end,
                 // A character cut by the chunk's end: the next chunk starts with it.
                 Err(e) if e.error_len().is_none() && end < len && e.valid_up_to() > 0 => at + e.valid_up_to(),
-                Err(_) => bail!("cannot read '{path}': stream did not contain valid UTF-8"),
+                Err(_) if bytes.starts_with(f16c_core::artifact::MAGIC) => {
+                    bail!("'{path}' is a compiled f16c artifact, not MLIR source: run it with 'f16c run {path} --input X.npy' or 'f16c-run {path} --input X.npy' ('f16c-run {path} --info' says what it holds)")
+                }
+                Err(e) => bail!("cannot read '{path}': it is not text (no UTF-8 at byte {}); f16c reads MLIR source", at + e.valid_up_to()),
             };
             source.release_bytes(at, good);
             at = good;
