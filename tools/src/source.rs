@@ -56,7 +56,7 @@ impl Source {
                 Err(_) if bytes.starts_with(f16c_core::artifact::MAGIC) => {
                     bail!("'{path}' is a compiled f16c artifact, not MLIR source: run it with 'f16c run {path} --input X.npy' or 'f16c-run {path} --input X.npy' ('f16c-run {path} --info' says what it holds)")
                 }
-                Err(e) => bail!("cannot read '{path}': it is not text (no UTF-8 at byte {}); f16c reads MLIR source", at + e.valid_up_to()),
+                Err(e) => bail!("cannot read '{path}': it is not UTF-8 text (an invalid byte at offset {}); f16c reads MLIR source", at + e.valid_up_to()),
             };
             source.release_bytes(at, good);
             at = good;
