@@ -1125,7 +1125,7 @@ pub fn math_function_cases() -> Vec<Case> {
         (UnaryOp::Exp, f16c_core::math::exp_f32),
         (UnaryOp::Tanh, f16c_core::math::tanh_f32),
         (UnaryOp::Erf, f16c_core::math::erf_f32),
-        (UnaryOp::Sigmoid, |v| 1.0 / (1.0 + f16c_core::math::exp_f32(-v))),
+        (UnaryOp::Sigmoid, f16c_core::math::sigmoid_f32),
     ];
     defined
         .into_iter()
@@ -1136,23 +1136,26 @@ pub fn math_function_cases() -> Vec<Case> {
             same_bits_and_nans(&want[0], &direct).unwrap_or_else(|e| panic!("{op:?}: the reference against the definition: {e}"));
             Case { name: format!("math_{op:?}").to_lowercase(), graph, inputs: vec![x.clone()], tolerance: Tolerance::Exact }
         })
-        .chain([UnaryOp::Erf, UnaryOp::Exp].into_iter().flat_map(|op| [DType::BF16, DType::F16].map(|d| of_half_case(op, d))))
+        .chain([UnaryOp::Erf, UnaryOp::Exp, UnaryOp::Sigmoid].into_iter().flat_map(|op| [DType::BF16, DType::F16].map(|d| of_half_case(op, d, DType::F32))))
+        .chain([DType::BF16, DType::F16].map(|d| of_half_case(UnaryOp::Sigmoid, d, d)))
         .collect()
 }
 
 /// `op(cast(x))` of every value `x` of the 16-bit float type `d` (all 65,536 patterns, NaNs,
 /// infinities and subnormals included) widened to f32, as a bf16 or fp16 GELU computes its erf
-/// and a softmax its exp: the LLVM CPU backends look these up in a table
-/// ([`f16c_compiler::lower::Expr::holds_half`]); rows of 32,771 so that the last few of each
-/// row take the one-value path and the rest the vector one (the tables' ends and the
+/// and a softmax its exp, where `compute` is f32 (or `op(x)` in `d` itself, as an fp16 or bf16
+/// SiLU computes its sigmoid, where `compute` is `d`): the LLVM CPU backends look these up in a
+/// table ([`f16c_compiler::lower::Expr::holds_half`]); rows of 32,771 so that the last few of
+/// each row take the one-value path and the rest the vector one (the tables' ends and the
 /// infinities among both).
-fn of_half_case(op: UnaryOp, d: DType) -> Case {
+fn of_half_case(op: UnaryOp, d: DType, compute: DType) -> Case {
     let n = 32_771;
     let bits: Vec<u16> = (0..=u16::MAX).chain((0..2 * n - 65_536).map(|i| 0x4080 - 3 + i as u16)).collect();
     let mut bits = bits;
     // The vector path's values where the scalar one takes the tail, and the other way round:
     // the ends of the erf and exp tables in both types, infinities, -0.
-    for (tail, special) in [(n - 1, 0x4080), (n - 2, 0x42b2), (n - 3, 0xc2d0), (n - 4, 0x4400), (n - 5, 0x5590), (2 * n - 1, 0xff80), (2 * n - 2, 0x7f80), (2 * n - 3, 0x8000), (2 * n - 4, 0xd680), (2 * n - 5, 0xfc00)] {
+    // (The sigmoid tables end where the exp ones do, mirrored: 104 and -89.)
+    for (tail, special) in [(n - 1, 0x4080), (n - 2, 0x42b2), (n - 3, 0xc2d0), (n - 4, 0x4400), (n - 5, 0x5590), (n - 6, 0x42d0), (n - 7, 0xd590), (2 * n - 1, 0xff80), (2 * n - 2, 0x7f80), (2 * n - 3, 0x8000), (2 * n - 4, 0xd680), (2 * n - 5, 0xfc00), (2 * n - 6, 0xc2b2), (2 * n - 7, 0x5680)] {
         bits.swap(tail, special);
     }
     let data = match d {
@@ -1162,10 +1165,15 @@ fn of_half_case(op: UnaryOp, d: DType) -> Case {
     let x = Tensor::new(vec![2, n], data).unwrap();
     let mut g = Graph::new("of_half");
     let a = g.add_input(TensorType::new(d, [2, n]), loc());
-    let wide = g.add_node(Op::Cast, tensor_ty(DType::F32, &[2, n]), &[a], loc());
-    let y = g.add_node(Op::Unary(op), tensor_ty(DType::F32, &[2, n]), &[wide], loc());
+    let y = if compute == d {
+        g.add_node(Op::Unary(op), tensor_ty(d, &[2, n]), &[a], loc())
+    } else {
+        let wide = g.add_node(Op::Cast, tensor_ty(compute, &[2, n]), &[a], loc());
+        g.add_node(Op::Unary(op), tensor_ty(compute, &[2, n]), &[wide], loc())
+    };
     g.add_output(y);
-    Case { name: format!("math_{op:?}_of_{d}").to_lowercase(), graph: g, inputs: vec![x], tolerance: Tolerance::Exact }
+    let name = if compute == d { format!("math_{op:?}_in_{d}") } else { format!("math_{op:?}_of_{d}") };
+    Case { name: name.to_lowercase(), graph: g, inputs: vec![x], tolerance: Tolerance::Exact }
 }
 
 /// PyTorch's safe softmax (`tests/data/safe_softmax.mlir`, canonicalized: one row kernel with a

@@ -159,8 +159,15 @@ pub fn erf_f32(x: f32) -> f32 {
     }
 }
 
-/// A 16-bit float type (bf16 or IEEE fp16) whose values index the tables of [`erf_table`] and
-/// [`exp_table`]: a function of an f32 that holds such a value has at most 65,536 arguments,
+/// `sigmoid(x) = 1 / (1 + e^−x)`, with the contract's [`exp_f32`]: a negation, the exp, an add
+/// and an IEEE division (what every backend computes, and the reference's f32 sigmoid).
+#[inline]
+pub fn sigmoid_f32(x: f32) -> f32 {
+    1.0 / (1.0 + exp_f32(-x))
+}
+
+/// A 16-bit float type (bf16 or IEEE fp16) whose values index the tables of [`erf_table`],
+/// [`exp_table`] and [`sigmoid_table`]: a function of an f32 that holds such a value has at most 65,536 arguments,
 /// which a backend may look up rather than compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Half16 {
@@ -196,6 +203,12 @@ impl Half16 {
     /// (values of both types).
     pub const fn exp_last(self) -> (u32, u32) {
         (self.bits(EXP_MAX), self.bits(EXP_MIN) & 0x7fff)
+    }
+
+    /// The last magnitude indices of [`sigmoid_table`]'s halves: `−EXP_MIN`'s and `EXP_MAX`'s
+    /// (sigmoid takes the exp of `−x`, whose clamp is `exp_f32`'s).
+    pub const fn sigmoid_last(self) -> (u32, u32) {
+        (self.bits(EXP_MIN) & 0x7fff, self.bits(EXP_MAX))
     }
 }
 
@@ -252,6 +265,40 @@ pub fn exp_at(table: &[f32], t: Half16, h: u16) -> f32 {
         x + x
     } else {
         table[exp_index(t, h)]
+    }
+}
+
+/// [`sigmoid_f32`] at the values of `t` in `[−EXP_MAX, −EXP_MIN]` (34,180 f32 for bf16, 44,050
+/// for fp16): the non-negative ones from 0, then the negative ones. Outside, `exp_f32(−x)`
+/// clamps its argument, so sigmoid is the value at the nearer end: 1 above `−EXP_MIN`, 0 below
+/// `−EXP_MAX` ([`sigmoid_index`]).
+pub fn sigmoid_table(t: Half16) -> Vec<f32> {
+    let (pos, neg) = t.sigmoid_last();
+    let at = |h: u32| sigmoid_f32(t.to_f32(h as u16));
+    (0..=pos).map(at).chain((0..=neg).map(|i| at(i | 0x8000))).collect()
+}
+
+/// The entry of [`sigmoid_table`] for the value of `t` whose bits are `h` (a NaN's entry is
+/// some entry: [`sigmoid_at`] passes the NaN).
+pub fn sigmoid_index(t: Half16, h: u16) -> usize {
+    let (pos, neg) = t.sigmoid_last();
+    let magnitude = u32::from(h & 0x7fff);
+    if h & 0x8000 == 0 {
+        magnitude.min(pos) as usize
+    } else {
+        (pos + 1 + magnitude.min(neg)) as usize
+    }
+}
+
+/// [`sigmoid_f32`] of the value of `t` whose bits are `h`, from `table` ([`sigmoid_table`]): its
+/// entry, or for a NaN the NaN as `sigmoid_f32` passes it (negated, then quieted by `exp_f32`);
+/// what a backend's lookup computes.
+pub fn sigmoid_at(table: &[f32], t: Half16, h: u16) -> f32 {
+    let x = t.to_f32(h);
+    if x.is_nan() {
+        -x + -x
+    } else {
+        table[sigmoid_index(t, h)]
     }
 }
 
@@ -317,18 +364,20 @@ mod tests {
         }
     }
 
-    /// The tables give `exp_f32` and `erf_f32` bit for bit at every bf16 and every fp16 value,
-    /// NaNs, infinities, subnormals and the clamped ranges included.
+    /// The tables give `exp_f32`, `erf_f32` and `sigmoid_f32` bit for bit at every bf16 and
+    /// every fp16 value, NaNs, infinities, subnormals and the clamped ranges included.
     #[test]
     fn the_16_bit_tables_give_the_functions_at_every_value() {
         for t in [Half16::Bf16, Half16::F16] {
-            let (exp, erf) = (exp_table(t), erf_table(t));
+            let (exp, erf, sigmoid) = (exp_table(t), erf_table(t), sigmoid_table(t));
             for h in 0..=u16::MAX {
                 let x = t.to_f32(h);
                 assert_eq!(exp_at(&exp, t, h).to_bits(), exp_f32(x).to_bits(), "{t:?}: exp of {x} ({h:#06x})");
                 assert_eq!(erf_at(&erf, t, h).to_bits(), erf_f32(x).to_bits(), "{t:?}: erf of {x} ({h:#06x})");
+                assert_eq!(sigmoid_at(&sigmoid, t, h).to_bits(), sigmoid_f32(x).to_bits(), "{t:?}: sigmoid of {x} ({h:#06x})");
             }
         }
+        assert_eq!((sigmoid_table(Half16::Bf16).len(), sigmoid_table(Half16::F16).len()), (34_180, 44_050));
         assert_eq!((exp_table(Half16::Bf16).len(), exp_table(Half16::F16).len()), (34_180, 44_050));
         assert_eq!((erf_table(Half16::Bf16).len(), erf_table(Half16::F16).len()), (16_513, 17_409));
     }

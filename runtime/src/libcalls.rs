@@ -889,7 +889,7 @@ fn silu_bf16(x: u16) -> u16 {
 /// The reference's sigmoid, `1 / (1 + exp_f32(-x))`.
 #[inline(always)]
 fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + f16c_core::math::exp_f32(-x))
+    f16c_core::math::sigmoid_f32(x)
 }
 
 /// Returns `$avx512` on a CPU with AVX-512F, else `$avx2` on one with AVX2 (calls of one loop

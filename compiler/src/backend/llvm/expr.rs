@@ -123,6 +123,11 @@ impl<'ctx> Ir<'ctx> {
                 let r = self.lookup_half(f, t, args[0]);
                 Ok(self.round_to(op.dtype, r))
             }
+            // A sigmoid in bf16 or fp16 (a SiLU's): its argument is a value of its type.
+            (Some(HalfTable::Sigmoid), Some(t)) if self.math == MathImpl::RuntimeTable && arg_types == [t] => {
+                let r = self.lookup_half(HalfTable::Sigmoid, t, args[0]);
+                Ok(self.round_to(op.dtype, r))
+            }
             _ => self.ew(op, args, arg_types),
         }
     }

@@ -27,14 +27,20 @@ pub enum HalfTable {
     /// its values at the non-negative values up to `EXP_MAX`, then at the negative ones down
     /// to `EXP_MIN` (137 KB for bf16, 176 KB for fp16; a softmax reads the second half).
     Exp,
+    /// [`m::sigmoid_f32`] ([`m::sigmoid_table`]): the exp of `−x` clamps as `exp` does, so its
+    /// values at the non-negative values up to `−EXP_MIN`, then at the negative ones down to
+    /// `−EXP_MAX` (137 KB for bf16, 176 KB for fp16): an fp16 or bf16 SiLU's sigmoid, whose
+    /// exp and two divisions were most of a convolution's epilogue.
+    Sigmoid,
 }
 
 impl HalfTable {
-    /// The function `op` computes where a table holds it: an f32 `erf` or `exp`.
+    /// The function `op` computes where a table holds it: `erf`, `exp` or `sigmoid`.
     pub fn of(op: &crate::lower::EwOp) -> Option<HalfTable> {
         match op.kind {
             crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Erf) => Some(HalfTable::Erf),
             crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Exp) => Some(HalfTable::Exp),
+            crate::lower::EwKind::Unary(f16c_dialect::UnaryOp::Sigmoid) => Some(HalfTable::Sigmoid),
             _ => None,
         }
     }
@@ -343,9 +349,9 @@ impl<'ctx> Ir<'ctx> {
         };
         let index = match f {
             HalfTable::Erf => below(magnitude, ty.erf_last()),
-            HalfTable::Exp => {
+            HalfTable::Exp | HalfTable::Sigmoid => {
                 // Non-negative values from 0, negative ones after them.
-                let (pos, neg) = ty.exp_last();
+                let (pos, neg) = if f == HalfTable::Exp { ty.exp_last() } else { ty.sigmoid_last() };
                 let negative = self.fcmp(FloatPredicate::OLT, x, self.k(x, 0.0));
                 let low = below(magnitude, neg);
                 let low: F = ints!(self, build_int_add, low, self.ki(x, pos as i32 + 1));
@@ -373,22 +379,29 @@ impl<'ctx> Ir<'ctx> {
             }
             v => unreachable!("a table lookup of {v:?}"),
         };
-        let v = match f {
-            HalfTable::Erf => self.lane_intr("copysign", &[v, x]),
-            HalfTable::Exp => v,
-        };
-        self.nan_passes(x, v)
+        match f {
+            HalfTable::Erf => self.nan_passes(x, self.lane_intr("copysign", &[v, x])),
+            HalfTable::Exp => self.nan_passes(x, v),
+            // A NaN is negated first, as the sigmoid's exp of −x passes it.
+            HalfTable::Sigmoid => self.nan_passes(self.neg(x), v),
+        }
     }
 
     /// The module's table of `f` at the values of `t` ([`Ir::lookup_half`]), made on first use.
     fn half_table(&self, f: HalfTable, t: m::Half16) -> PointerValue<'ctx> {
-        let name = format!("f16c.{}.{}", if f == HalfTable::Erf { "erf" } else { "exp" }, if t == m::Half16::Bf16 { "bf16" } else { "f16" });
+        let function = match f {
+            HalfTable::Erf => "erf",
+            HalfTable::Exp => "exp",
+            HalfTable::Sigmoid => "sigmoid",
+        };
+        let name = format!("f16c.{function}.{}", if t == m::Half16::Bf16 { "bf16" } else { "f16" });
         if let Some(g) = self.module.get_global(&name) {
             return g.as_pointer_value();
         }
         let values = match f {
             HalfTable::Erf => m::erf_table(t),
             HalfTable::Exp => m::exp_table(t),
+            HalfTable::Sigmoid => m::sigmoid_table(t),
         };
         let f32t = self.cx.f32_type();
         let values: Vec<FloatValue> = values.into_iter().map(|v| f32t.const_float(f64::from(v))).collect();
