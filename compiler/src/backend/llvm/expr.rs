@@ -113,8 +113,8 @@ impl<'ctx> Ir<'ctx> {
 
     /// [`Ir::ew`], where `held` is the 16-bit float type the op's first argument holds values
     /// of ([`Expr::holds_half`], [`crate::lower::Rows::holds_half`]): on a CPU, whose math is
-    /// the contract's, an f32 `erf` of bf16 or fp16 values, or `exp` of bf16 ones, is looked up
-    /// ([`Ir::lookup_half`]). (The `exp` of fp16 values, a softmax's, measured slower looked
+    /// the contract's, an f32 `erf` of bf16 or fp16 values, or `exp` or `sigmoid` of bf16 ones,
+    /// or a bf16 `sigmoid`, is looked up ([`Ir::lookup_half`]). (The `exp` of fp16 values, a softmax's, measured slower looked
     /// up than computed: ViT-S/16's fp16 softmaxes 4.3–4.6 → 4.7–5.3 ms, each value converted
     /// to its fp16 bits first.)
     pub fn ew_of(&mut self, op: &EwOp, args: &[BasicValueEnum<'ctx>], arg_types: &[DType], held: Option<DType>) -> Result<BasicValueEnum<'ctx>, String> {
@@ -123,9 +123,11 @@ impl<'ctx> Ir<'ctx> {
                 let r = self.lookup_half(f, t, args[0]);
                 Ok(self.round_to(op.dtype, r))
             }
-            // A sigmoid in bf16 or fp16 (a SiLU's): its argument is a value of its type.
-            (Some(HalfTable::Sigmoid), Some(t)) if self.math == MathImpl::RuntimeTable && arg_types == [t] => {
-                let r = self.lookup_half(HalfTable::Sigmoid, t, args[0]);
+            // A sigmoid in bf16 (a SiLU's): its argument is a bf16 value. (In fp16, looked up
+            // measured no faster than computed: EfficientNet-B0 fp16 13.67 → 13.73 ms, its
+            // epilogues bound by the fp16 roundings around the sigmoid.)
+            (Some(HalfTable::Sigmoid), Some(DType::BF16)) if self.math == MathImpl::RuntimeTable && arg_types == [DType::BF16] => {
+                let r = self.lookup_half(HalfTable::Sigmoid, DType::BF16, args[0]);
                 Ok(self.round_to(op.dtype, r))
             }
             _ => self.ew(op, args, arg_types),

@@ -29,8 +29,8 @@ pub enum HalfTable {
     Exp,
     /// [`m::sigmoid_f32`] ([`m::sigmoid_table`]): the exp of `−x` clamps as `exp` does, so its
     /// values at the non-negative values up to `−EXP_MIN`, then at the negative ones down to
-    /// `−EXP_MAX` (137 KB for bf16, 176 KB for fp16): an fp16 or bf16 SiLU's sigmoid, whose
-    /// exp and two divisions were most of a convolution's epilogue.
+    /// `−EXP_MAX` (137 KB for bf16): a bf16 SiLU's sigmoid, in place of an exp and two
+    /// divisions (EfficientNet-B0 bf16 11.8 → 11.4 ms at one thread).
     Sigmoid,
 }
 
