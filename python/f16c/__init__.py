@@ -104,10 +104,16 @@ def _source(model: Union[str, os.PathLike]) -> tuple:
     if isinstance(model, os.PathLike) or (isinstance(model, str) and "\n" not in model and not model.lstrip().startswith(("module", "func.func"))):
         path = os.fspath(model)
         try:
-            with open(path, encoding="utf-8") as f:
-                return f.read(), path
+            with open(path, "rb") as f:
+                data = f.read()
         except OSError as e:
             raise FileNotFoundError(f"cannot read '{path}': {e.strerror}") from None
+        if data.startswith(b"F16CART\n"):
+            raise ValueError(f"'{path}' is a compiled f16c artifact, not MLIR source: load it with f16c.load('{path}')")
+        try:
+            return data.decode("utf-8"), path
+        except UnicodeDecodeError as e:
+            raise ValueError(f"cannot read '{path}': it is not UTF-8 text (an invalid byte at offset {e.start}); f16c reads MLIR source") from None
     if isinstance(model, str):
         return model, "<string>"
     raise TypeError(f"expected a path or MLIR text, got {type(model).__name__}")

@@ -147,6 +147,12 @@ def test_artifacts_for_other_machines_save_but_do_not_run(tmp_path):
         f16c.load(tmp_path / "arm.f16c")
     with pytest.raises(f16c.RunError, match="not an f16c artifact"):
         f16c.load(MODELS / "mlp_small.tosa.mlir")
+    # The other way round: an artifact (or any binary file) given to compile says what it is.
+    with pytest.raises(ValueError, match=r"is a compiled f16c artifact, not MLIR source: load it with f16c.load\("):
+        f16c.compile(tmp_path / "arm.f16c")
+    (tmp_path / "latin.mlir").write_bytes(b"func.func \xff")
+    with pytest.raises(ValueError, match=r"not UTF-8 text \(an invalid byte at offset 10\)"):
+        f16c.compile(tmp_path / "latin.mlir")
     with pytest.raises(ValueError, match="no artifact"):
         f16c.compile(MODELS / "mlp_small.tosa.mlir", target="reference").save(tmp_path / "ref.f16c")
 
