@@ -240,21 +240,32 @@ pub fn erf_at(table: &[f32], t: Half16, h: u16) -> f32 {
 /// fp16): the non-negative ones from 0, then the negative ones; [`exp_index`] finds a value's
 /// entry (exp clamps its argument to that range first).
 pub fn exp_table(t: Half16) -> Vec<f32> {
-    let (pos, neg) = t.exp_last();
-    let at = |h: u32| exp_f32(t.to_f32(h as u16));
+    two_sided_table(t, t.exp_last(), exp_f32)
+}
+
+/// `f` at the values of `t` from 0 up to magnitude index `pos`, then from −0 down to magnitude
+/// index `neg` (the layout of [`exp_table`] and [`sigmoid_table`], whose functions clamp
+/// their arguments at both ends).
+fn two_sided_table(t: Half16, (pos, neg): (u32, u32), f: fn(f32) -> f32) -> Vec<f32> {
+    let at = |h: u32| f(t.to_f32(h as u16));
     (0..=pos).map(at).chain((0..=neg).map(|i| at(i | 0x8000))).collect()
 }
 
-/// The entry of [`exp_table`] for the value of `t` whose bits are `h` (a NaN's entry is some
-/// entry: `exp_f32` of a NaN is the NaN itself, quieted).
-pub fn exp_index(t: Half16, h: u16) -> usize {
-    let (pos, neg) = t.exp_last();
+/// The entry of a [`two_sided_table`] with ends `(pos, neg)` for the bits `h` (a value past an
+/// end takes the end's entry).
+fn two_sided_index((pos, neg): (u32, u32), h: u16) -> usize {
     let magnitude = u32::from(h & 0x7fff);
     if h & 0x8000 == 0 {
         magnitude.min(pos) as usize
     } else {
         (pos + 1 + magnitude.min(neg)) as usize
     }
+}
+
+/// The entry of [`exp_table`] for the value of `t` whose bits are `h` (a NaN's entry is some
+/// entry: `exp_f32` of a NaN is the NaN itself, quieted).
+pub fn exp_index(t: Half16, h: u16) -> usize {
+    two_sided_index(t.exp_last(), h)
 }
 
 /// [`exp_f32`] of the value of `t` whose bits are `h`, from `table` ([`exp_table`]): its entry,
@@ -273,21 +284,13 @@ pub fn exp_at(table: &[f32], t: Half16, h: u16) -> f32 {
 /// clamps its argument, so sigmoid is the value at the nearer end: 1 above `−EXP_MIN`, 0 below
 /// `−EXP_MAX` ([`sigmoid_index`]).
 pub fn sigmoid_table(t: Half16) -> Vec<f32> {
-    let (pos, neg) = t.sigmoid_last();
-    let at = |h: u32| sigmoid_f32(t.to_f32(h as u16));
-    (0..=pos).map(at).chain((0..=neg).map(|i| at(i | 0x8000))).collect()
+    two_sided_table(t, t.sigmoid_last(), sigmoid_f32)
 }
 
 /// The entry of [`sigmoid_table`] for the value of `t` whose bits are `h` (a NaN's entry is
 /// some entry: [`sigmoid_at`] passes the NaN).
 pub fn sigmoid_index(t: Half16, h: u16) -> usize {
-    let (pos, neg) = t.sigmoid_last();
-    let magnitude = u32::from(h & 0x7fff);
-    if h & 0x8000 == 0 {
-        magnitude.min(pos) as usize
-    } else {
-        (pos + 1 + magnitude.min(neg)) as usize
-    }
+    two_sided_index(t.sigmoid_last(), h)
 }
 
 /// [`sigmoid_f32`] of the value of `t` whose bits are `h`, from `table` ([`sigmoid_table`]): its
