@@ -117,21 +117,42 @@ fn run_prepare(module: &mut Module, options: &Options, calibration: &[Tensor], a
 }
 
 /// The function a command works on: the one named, else the only one, else `forward`.
-pub fn choose_function(module: &Module, name: Option<&str>) -> Result<usize, String> {
+pub fn choose_function(module: &Module, name: Option<&str>) -> Result<usize, NoFunction> {
     let fs = &module.functions;
-    if fs.is_empty() {
-        return Err("the module defines no function (nothing to compile: a 'func.func' is expected)".into());
-    }
     let index = match name {
         Some(name) => fs.iter().position(|g| g.name == name),
         None if fs.len() == 1 => Some(0),
         None => fs.iter().position(|g| g.name == "forward"),
     };
-    index.ok_or_else(|| {
-        let names: Vec<&str> = fs.iter().map(|g| g.name.as_str()).collect();
-        let named = name.map(|w| format!(" named '{w}'")).unwrap_or_default();
-        format!("no function{named} (functions: {}); choose one with --function", names.join(", "))
-    })
+    index.ok_or_else(|| NoFunction { named: name.map(str::to_string), functions: fs.iter().map(|g| g.name.clone()).collect() })
+}
+
+/// No function to work on ([`choose_function`]): none of that name, none by default, or none
+/// at all. Its `Display` names the command line's `--function`; another front end says how it
+/// chooses one with [`NoFunction::message`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoFunction {
+    /// The name asked for, if any.
+    pub named: Option<String>,
+    /// The module's functions.
+    pub functions: Vec<String>,
+}
+
+impl NoFunction {
+    /// The message, `choose` saying how to choose a function (`--function`, `function=NAME`).
+    pub fn message(&self, choose: &str) -> String {
+        if self.functions.is_empty() {
+            return "the module defines no function (nothing to compile: a 'func.func' is expected)".into();
+        }
+        let named = self.named.as_ref().map(|w| format!(" named '{w}'")).unwrap_or_default();
+        format!("no function{named} (functions: {}); choose one with {choose}", self.functions.join(", "))
+    }
+}
+
+impl std::fmt::Display for NoFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message("--function"))
+    }
 }
 
 /// A module through the standard pipeline ([`prepare`]) and the function to compile chosen
@@ -176,7 +197,7 @@ pub enum CompileError {
     /// No function of that name, or none to choose by default (the message names the module's
     /// functions).
     #[error("{0}")]
-    Function(String),
+    Function(NoFunction),
     /// A malformed option (a policy file, a pattern).
     #[error("{0}")]
     Usage(String),
@@ -348,11 +369,11 @@ func.func @second(%a: tensor<2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<1x2x4xf3
         // Two functions and neither is `forward`: the choice is the caller's, and the message
         // names both; nothing was prepared.
         match compile(module(), &options, None, &[], false) {
-            Err(CompileError::Function(m)) => assert!(m.contains("first, second") && m.contains("--function"), "{m}"),
+            Err(CompileError::Function(m)) => assert!(m.to_string().contains("first, second") && m.to_string().contains("--function"), "{m}"),
             other => panic!("expected a function error, got {:?}", other.err()),
         }
         match compile(module(), &options, Some("third"), &[], false) {
-            Err(CompileError::Function(m)) => assert!(m.contains("named 'third'"), "{m}"),
+            Err(CompileError::Function(m)) => assert!(m.to_string().contains("named 'third'"), "{m}"),
             other => panic!("expected a function error, got {:?}", other.err()),
         }
         // The matmul runs in fp16 between casts; the module before precision assignment, kept
@@ -366,7 +387,7 @@ func.func @second(%a: tensor<2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<1x2x4xf3
         // An empty module says so rather than listing no functions.
         let empty = f16c_dialect::import::parse_module("", "empty.mlir").unwrap();
         match compile(empty, &options, None, &[], false) {
-            Err(CompileError::Function(m)) => assert!(m.contains("defines no function"), "{m}"),
+            Err(CompileError::Function(m)) => assert!(m.to_string().contains("defines no function"), "{m}"),
             other => panic!("expected a function error, got {:?}", other.err()),
         }
         // A malformed option is a usage error, not a diagnostic.

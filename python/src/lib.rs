@@ -327,8 +327,8 @@ fn prepare(source: &str, file: &str, options: &driver::Options, function: Option
     let module = f16c_dialect::import::parse_module(source, file).map_err(render)?;
     driver::compile(module, options, function, calibration, true).map_err(|e| match e {
         driver::CompileError::Diagnostics(d) => render(d),
-        // (The driver's hint names the command line's option; here it is a keyword argument.)
-        driver::CompileError::Function(m) => Failure::Usage(format!("{file}: {}", m.replace("with --function", "with function=NAME"))),
+        // Chosen here by a keyword argument, not the command line's option.
+        driver::CompileError::Function(m) => Failure::Usage(format!("{file}: {}", m.message("function=NAME"))),
         driver::CompileError::Usage(m) => Failure::Compile(m),
     })
 }

@@ -57,6 +57,11 @@ pub enum Multiply {
 }
 
 impl Multiply {
+    /// An f32 multiply: fused where the CPU has FMA.
+    pub fn f32(fma: bool) -> Multiply {
+        if fma { Multiply::F32Fma } else { Multiply::F32MulAdd }
+    }
+
     /// The multiply in words.
     pub fn words(self) -> &'static str {
         match self {
@@ -214,9 +219,10 @@ impl GemmPlan {
             AForm::WindowRows => "read in place as window rows",
             AForm::Packed => "packed per chunk",
         };
-        match staging.is_empty() {
-            true => s.push_str(&format!("; A {form}")),
-            false => s.push_str(&format!("; A {staging}, {form}")),
+        if staging.is_empty() {
+            s.push_str(&format!("; A {form}"));
+        } else {
+            s.push_str(&format!("; A {staging}, {form}"));
         }
         if self.chunks.len() > 1 {
             s.push_str(&format!(", k in {} chunks", self.chunks.len()));

@@ -69,7 +69,7 @@ impl Context<'_> {
         }
         let c = &c;
         let (c, cost) = (c.clone(), 2.0 * (c.batch * c.m * c.n * c.k) as f64);
-        self.add("", plan.items(), cost, move |fx| {
+        self.add("", plan.cpu.work.items, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
             fx.try_for_items(|fx, item| gemm_item(fx, &plan, &c, &bases, item))
         })
@@ -135,8 +135,6 @@ pub(super) struct GemmPlan {
     /// reduction's chunks, B's packing and widening, A's staging and form, the work items
     /// (rows: a row block's or a band's; panels: a column group's).
     pub(super) cpu: cpu::GemmPlan,
-    /// Batches.
-    batch: usize,
     /// Row blocks per batch.
     blocks: usize,
     /// B panels of [`NR`] columns.
@@ -307,7 +305,7 @@ impl GemmPlan {
         };
         let cpu = cpu::GemmPlan {
             tile: GemmShape { mr: MR, nr: NR, lanes: LANES },
-            multiply: if dot { Multiply::Bf16Pairs } else if cx.fma { Multiply::F32Fma } else { Multiply::F32MulAdd },
+            multiply: if dot { Multiply::Bf16Pairs } else { Multiply::f32(cx.fma) },
             micro,
             chunks,
             b,
@@ -316,7 +314,6 @@ impl GemmPlan {
         };
         GemmPlan {
             cpu,
-            batch,
             blocks,
             panels,
             gemv,
@@ -341,11 +338,6 @@ impl GemmPlan {
             stage_offset,
             scratch_bytes: wide_end,
         }
-    }
-
-    /// Work items: a row block of a batch and a column group each.
-    fn items(&self) -> usize {
-        self.batch * self.blocks * self.groups
     }
 
     /// Bf16 A and B multiplied in pairs (`VDPBF16PS`).
@@ -919,19 +911,10 @@ fn store_narrowed(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
     Ok(())
 }
 
-/// A plan's words for the multiply of an f32 contraction.
-pub(super) fn multiply_plan(fma: bool) -> &'static str {
-    if fma { "f32 FMA" } else { "f32 multiply and add" }
-}
-
-/// A plan's words for `c`'s B: packed at compile time in `packed` (then `widened` to f32 once
-/// per run, or not), or computed and packed (in f32) at run time.
-pub(super) fn b_plan(c: &Contraction, packed: DType, widened: bool) -> String {
-    match (c.b_constant, widened) {
-        (true, false) => format!("B packed at compile time ({packed})"),
-        (true, true) => format!("B packed at compile time ({packed}), widened to f32 once per run"),
-        (false, _) => "B computed at run time, packed per run (f32)".to_string(),
-    }
+/// A plan's words for `c`'s B: packed at compile time in `packed`, or computed and packed (in
+/// f32) at run time.
+pub(super) fn b_plan(c: &Contraction, packed: DType) -> String {
+    if c.b_constant { format!("B packed at compile time ({packed})") } else { "B computed at run time, packed per run (f32)".to_string() }
 }
 
 impl Context<'_> {

@@ -7,7 +7,8 @@
 use super::conv::DepthwisePlan;
 use super::emit::domain;
 use super::epilogue::Finite;
-use super::gemm::{b_plan, multiply_plan, GemmPlan, GEMV_ITEM, GEMV_PANELS};
+use super::gemm::{b_plan, GemmPlan, GEMV_ITEM, GEMV_PANELS};
+use crate::backend::cpu::Multiply;
 use super::legal::{LANES, NR};
 use super::lower::{how_moved, in_slices, loop_order, split_long_row, Bulk, ElementwisePlan, RowsPlan, TileTranspose, POOL_UNROLLED_TAPS, REDUCE_BLOCK, SPLIT_COPY_MIN_BYTES};
 use super::Loops;
@@ -288,10 +289,10 @@ impl KernelPlan {
         match (self, &kernel.kind) {
             (KernelPlan::Gemm(p, _), KernelKind::Contraction(c)) if p.gemv => {
                 let multiply = match p.gemv_loop {
-                    Some(lc) => format!("{}{}", multiply_plan(planner.fma), micro_words(lc, " on ")),
-                    None => format!("{}, generated ({GEMV_PANELS} panels at a time)", multiply_plan(planner.fma)),
+                    Some(lc) => format!("{}{}", Multiply::f32(planner.fma).words(), micro_words(lc, " on ")),
+                    None => format!("{}, generated ({GEMV_PANELS} panels at a time)", Multiply::f32(planner.fma).words()),
                 };
-                format!("one row against {GEMV_ITEM} panels of {NR} columns per work item, {multiply}; {}", b_plan(c, p.packed_dt, false))
+                format!("one row against {GEMV_ITEM} panels of {NR} columns per work item, {multiply}; {}", b_plan(c, p.packed_dt))
             }
             (KernelPlan::Gemm(p, _), KernelKind::Contraction(c)) => p.describe(c),
             (KernelPlan::Depthwise(p, _), _) => p.describe(&p.micro.map_or_else(String::new, |lc| micro_words(lc, " "))),

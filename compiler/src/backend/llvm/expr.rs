@@ -118,19 +118,21 @@ impl<'ctx> Ir<'ctx> {
     /// up than computed: ViT-S/16's fp16 softmaxes 4.3–4.6 → 4.7–5.3 ms, each value converted
     /// to its fp16 bits first.)
     pub fn ew_of(&mut self, op: &EwOp, args: &[BasicValueEnum<'ctx>], arg_types: &[DType], held: Option<DType>) -> Result<BasicValueEnum<'ctx>, String> {
-        match (HalfTable::of(op), held) {
-            (Some(f), Some(t)) if self.math == MathImpl::RuntimeTable && arg_types == [DType::F32] && (t == DType::BF16 || f == HalfTable::Erf) => {
-                let r = self.lookup_half(f, t, args[0]);
-                Ok(self.round_to(op.dtype, r))
-            }
+        let table = match (HalfTable::of(op), held) {
+            _ if self.math != MathImpl::RuntimeTable => None,
+            (Some(f), Some(t)) if arg_types == [DType::F32] && (t == DType::BF16 || f == HalfTable::Erf) => Some((f, t)),
             // A sigmoid in bf16 (a SiLU's): its argument is a bf16 value. (In fp16, looked up
             // measured no faster than computed: EfficientNet-B0 fp16 13.67 → 13.73 ms, its
             // epilogues bound by the fp16 roundings around the sigmoid.)
-            (Some(HalfTable::Sigmoid), Some(DType::BF16)) if self.math == MathImpl::RuntimeTable && arg_types == [DType::BF16] => {
-                let r = self.lookup_half(HalfTable::Sigmoid, DType::BF16, args[0]);
+            (Some(HalfTable::Sigmoid), Some(DType::BF16)) if arg_types == [DType::BF16] => Some((HalfTable::Sigmoid, DType::BF16)),
+            _ => None,
+        };
+        match table {
+            Some((f, t)) => {
+                let r = self.lookup_half(f, t, args[0]);
                 Ok(self.round_to(op.dtype, r))
             }
-            _ => self.ew(op, args, arg_types),
+            None => self.ew(op, args, arg_types),
         }
     }
 
