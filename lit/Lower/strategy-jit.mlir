@@ -393,3 +393,24 @@ func.func @chain_streamed(%x: tensor<1x64x768xf32>) -> tensor<1x64x768xf32> {
   %o = tosa.matmul %p, %w2, %zp, %zp : (tensor<1x64x1536xf32>, tensor<1x1536x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x768xf32>
   return %o : tensor<1x64x768xf32>
 }
+
+// A read in place by the runtime's loop takes twelve rows a pass; rows 4 KiB apart (k = 1024
+// f32) all fall in one set of the L1 data cache, more than its eight ways, so such an A is
+// packed per chunk instead (`rows_alias_in_l1`); rows 2 KiB apart (six a set) stay in place.
+// RUN: %f16c compile %s --function=aliased_rows --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=ALIASED
+// RUN: %f16c compile %s --function=aliased_rows --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v2 | FileCheck %s --check-prefix=ALIASED-V2
+// ALIASED: contraction matmul batch=1 m=24 n=16 k=1024
+// ALIASED: strategy: {{.*}}runtime's AVX2 loop {{.*}}; A packed per chunk{{.*}}
+// ALIASED: contraction matmul batch=1 m=24 n=16 k=512
+// ALIASED: strategy: {{.*}}runtime's AVX2 loop {{.*}}; A read in place{{.*}}
+// The generated 4-row tiles (x86-64-v2, no runtime loop) read it in place.
+// ALIASED-V2: contraction matmul batch=1 m=24 n=16 k=1024
+// ALIASED-V2: strategy: {{.*}}; A read in place{{.*}}
+func.func @aliased_rows(%a: tensor<1x24x1024xf32>, %b: tensor<1x24x512xf32>) -> (tensor<1x24x16xf32>, tensor<1x24x16xf32>) {
+  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<1x1024x16xf32>}> : () -> tensor<1x1024x16xf32>
+  %v = "tosa.const"() <{values = dense<0.25> : tensor<1x512x16xf32>}> : () -> tensor<1x512x16xf32>
+  %y = tosa.matmul %a, %w, %z, %z : (tensor<1x24x1024xf32>, tensor<1x1024x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x24x16xf32>
+  %x = tosa.matmul %b, %v, %z, %z : (tensor<1x24x512xf32>, tensor<1x512x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x24x16xf32>
+  return %y, %x : tensor<1x24x16xf32>, tensor<1x24x16xf32>
+}
