@@ -1984,10 +1984,10 @@ impl<'ctx> Ir<'ctx> {
                     let in_memory = |a: RowValue| if a < n_in { r.inputs[a].full } else { a < n_in + si && matches!(r.stages[a - n_in], RowStage::Map { full: true, .. }) };
                     let lanes = share.vectors.map_or(1, |vs| vs.lanes);
                     let whole = if share.vectors.is_some_and(|vs| vs.runs.contains(&si)) { len / lanes * lanes } else { 0 };
-                    for (q, row_scalars) in scalars.iter().enumerate() {
-                        // Element `j` of every full stage of the run, or with `vector` the
-                        // `lanes` elements from `j`, each lane what the scalar code computes.
-                        let step = |ir: &mut Self, j: IntValue<'ctx>, width: Width<'ctx>| -> Result<(), String> {
+                    // Element `j` of every full stage of the run for row `q`, or with `vector`
+                    // the `lanes` elements from `j`, each lane what the scalar code computes.
+                    let step = |ir: &mut Self, q: usize, j: IntValue<'ctx>, width: Width<'ctx>| -> Result<(), String> {
+                            let row_scalars = &scalars[q];
                             let vector = width != Width::One;
                             let vty = ir.cx.f32_type().vec_type(lanes as u32);
                             let mut here: Vec<Option<BasicValueEnum<'ctx>>> = vec![None; last + 1];
@@ -2026,10 +2026,25 @@ impl<'ctx> Ir<'ctx> {
                             }
                             Ok(())
                         };
-                        let mut failure = Ok(());
-                        if whole > 0 {
+                    let mut failure = Ok(());
+                    // The whole vectors of two rows in one loop, their steps side by side: a
+                    // step's chain (an exp's is twenty operations long) waits on latency,
+                    // and the other row's fills the gaps that the scheduler's window could
+                    // not reach across iterations (the Whisper encoder's softmax rows).
+                    let paired = if whole > 0 { rows.len() / 2 * 2 } else { 0 };
+                    for q0 in (0..paired).step_by(2) {
+                        self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
+                            for q in [q0, q0 + 1] {
+                                if let Err(e) = step(ir, q, j, Width::Lanes) {
+                                    failure = Err(e);
+                                }
+                            }
+                        });
+                    }
+                    for q in 0..rows.len() {
+                        if whole > 0 && q >= paired {
                             self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
-                                if let Err(e) = step(ir, j, Width::Lanes) {
+                                if let Err(e) = step(ir, q, j, Width::Lanes) {
                                     failure = Err(e);
                                 }
                             });
@@ -2037,17 +2052,17 @@ impl<'ctx> Ir<'ctx> {
                         // The last elements: one vector under a mask, or one at a time.
                         if whole > 0 && whole < len && share.vectors.is_some_and(|vs| vs.masked_tails) {
                             let mask = self.first_lanes(lanes as u32, self.i64((len - whole) as i64));
-                            step(self, self.i64(whole as i64), Width::Masked(mask))?;
+                            step(self, q, self.i64(whole as i64), Width::Masked(mask))?;
                         } else {
                             let start = if whole > 0 { self.i64(whole as i64) } else { share.start };
                             self.for_range(start, self.i64(len as i64), share.step, |ir, j| {
-                                if let Err(e) = step(ir, j, Width::One) {
+                                if let Err(e) = step(ir, q, j, Width::One) {
                                     failure = Err(e);
                                 }
                             });
                         }
-                        failure?;
                     }
+                    failure?;
                     si = run_end;
                     continue;
                 }
