@@ -372,6 +372,67 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
     }
 }
 
+/// torch-mlir's layer norm, its variance in f64, over 775 rows of 300: on AVX-512 the twelve
+/// rows' f64 sums go side by side in two vectors of eight lanes (rows 0–7 and 8–11, blocks of
+/// eight transposed in registers, the two chains in one loop) and the row's last four under a
+/// mask, the f32 sum in one vector of sixteen; each lane's chain is its row's sum in index
+/// order, so the bits are the reference's (a NaN, an infinity, zeros and a large value in some
+/// rows' tails). On AVX2 (four f64 lanes: three vectors) the f64 sums stay twelve chains.
+#[test]
+fn long_rows_f64_sums_side_by_side_give_the_reference_bits() {
+    let text = r#"
+func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
+  %n64 = "tosa.const"() <{values = dense<3.3333333333333335e-03> : tensor<1x1xf64>}> : () -> tensor<1x1xf64>
+  %n32 = "tosa.const"() <{values = dense<0.00333333> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %eps = "tosa.const"() <{values = dense<1.0e-05> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %sh = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %c = tosa.cast %x : (tensor<775x300xf32>) -> tensor<775x300xf64>
+  %s = tosa.reduce_sum %c {axis = 1 : i32} : (tensor<775x300xf64>) -> tensor<775x1xf64>
+  %m = tosa.mul %s, %n64, %sh : (tensor<775x1xf64>, tensor<1x1xf64>, tensor<1xi8>) -> tensor<775x1xf64>
+  %d = tosa.sub %c, %m : (tensor<775x300xf64>, tensor<775x1xf64>) -> tensor<775x300xf64>
+  %q = tosa.mul %d, %d, %sh : (tensor<775x300xf64>, tensor<775x300xf64>, tensor<1xi8>) -> tensor<775x300xf64>
+  %v = tosa.reduce_sum %q {axis = 1 : i32} : (tensor<775x300xf64>) -> tensor<775x1xf64>
+  %vm = tosa.mul %v, %n64, %sh : (tensor<775x1xf64>, tensor<1x1xf64>, tensor<1xi8>) -> tensor<775x1xf64>
+  %vf = tosa.cast %vm : (tensor<775x1xf64>) -> tensor<775x1xf32>
+  %s32 = tosa.reduce_sum %x {axis = 1 : i32} : (tensor<775x300xf32>) -> tensor<775x1xf32>
+  %mean = tosa.mul %s32, %n32, %sh : (tensor<775x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<775x1xf32>
+  %e = tosa.add %vf, %eps : (tensor<775x1xf32>, tensor<1x1xf32>) -> tensor<775x1xf32>
+  %r = tosa.rsqrt %e : (tensor<775x1xf32>) -> tensor<775x1xf32>
+  %y = tosa.sub %x, %mean : (tensor<775x300xf32>, tensor<775x1xf32>) -> tensor<775x300xf32>
+  %z = tosa.mul %y, %r, %sh : (tensor<775x300xf32>, tensor<775x1xf32>, tensor<1xi8>) -> tensor<775x300xf32>
+  return %z : tensor<775x300xf32>
+}
+"#;
+    let module = f16c_dialect::import::parse_module(text, "layer_norm_f64.mlir").unwrap();
+    let g = &module.functions[0];
+    let n = 775 * 300;
+    let mut values: Vec<f32> = (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32) * 20.0 - 10.0).collect();
+    values[300 + 297] = f32::NAN;
+    values[2 * 300 + 298] = f32::INFINITY;
+    values[9 * 300 + 299] = 3.0e7;
+    for v in &mut values[3 * 300..4 * 300] {
+        *v = 0.0;
+    }
+    let x = Tensor::from_f32(vec![775, 300], values).unwrap();
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    use f16c_compiler::target::{Cpu, X86Level};
+    let want = reference::run(g, std::slice::from_ref(&x)).unwrap();
+    let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
+    let native = x86_64(Cpu::Native).expect("a level");
+    let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
+    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved"), (v4, "sums side by side in the lanes of a vector (blocks of 16 f32 or 8 f64 elements of each row transposed in registers)")];
+    for (backend, plan) in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
+        let program = driver::lower_for(g, backend).unwrap();
+        let artifact = backend.artifact(&program).unwrap();
+        let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
+        assert!(plans.iter().any(|p| p.starts_with("12 rows of 300 per work item") && p.contains(plan)), "{plans:?}");
+        for threads in [1, 2] {
+            let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+            f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{plan}, {threads} threads: {e}"));
+        }
+    }
+}
+
 /// Gathers whose indices are sums of broadcast integer vectors (a U-Net's upsampling after
 /// canonicalize) add the parts as they read each index, on the JIT and on the LLVM backend:
 /// the plan says so, the values gathered are the reference's bits (whole rows of the sum per

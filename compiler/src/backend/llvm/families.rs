@@ -262,8 +262,12 @@ impl RowVectors {
         let mut si = 0;
         while si < r.stages.len() {
             if let RowStage::Reduce { kind, arg, .. } = r.stages[si] {
-                let fits = lanes.is_power_of_two() && group <= lanes && 2 * group > lanes;
-                if kind == ReduceKind::Sum && r.dtype(arg) == DType::F32 && (arg >= n_in || r.inputs[arg].full) && fits {
+                // f32 sums in one vector of `lanes`; f64 sums in up to two of `lanes / 2`
+                // (a group of twelve rows on AVX-512: eight and four).
+                let fits = |per: usize, most: usize| per >= 2 && per.is_power_of_two() && group.div_ceil(per) <= most && 2 * group > group.div_ceil(per) * per;
+                let d = r.dtype(arg);
+                let typed = (d == DType::F32 && fits(lanes, 1)) || (d == DType::F64 && fits(lanes / 2, 2));
+                if kind == ReduceKind::Sum && typed && (arg >= n_in || r.inputs[arg].full) {
                     v.sums.push(si);
                 }
                 si += 1;
@@ -1832,7 +1836,7 @@ impl<'ctx> Ir<'ctx> {
         }
         if let Some(lanes) = side {
             let rows: Vec<(PointerValue<'ctx>, IntValue<'ctx>)> = places.iter().map(|&(base, at, _)| (base, at)).collect();
-            return self.sums_side_by_side(&rows, len, lanes, masked);
+            return self.sums_side_by_side(d, &rows, len, lanes, masked);
         }
         let accs: Vec<Var<'ctx>> = places.iter().map(|_| self.var(self.reduce_init(kind, d))).collect();
         self.for_n(0, len, |ir, j| {
@@ -1845,52 +1849,58 @@ impl<'ctx> Ir<'ctx> {
         accs.iter().map(|&acc| self.get(acc)).collect()
     }
 
-    /// The f32 sums of `len` contiguous f32 values at each of `rows` (base, first element), each
-    /// in index order from +0 ([`RowVectors::sums`]): blocks of `lanes` elements of every row
-    /// (rows past the last: poison lanes, never read) transposed in registers, so that column
-    /// `i` holds each row's element `i` of the block in the row's lane and one vector add per
-    /// column steps every row's chain; the last `len % lanes` elements row by row, or with
-    /// `masked` as one more block under a mask (its other columns +0, which leave a sum from +0
-    /// as it is: such a sum is never -0).
-    fn sums_side_by_side(&mut self, rows: &[(PointerValue<'ctx>, IntValue<'ctx>)], len: usize, lanes: usize, masked: bool) -> Vec<BasicValueEnum<'ctx>> {
-        let f32t = self.cx.f32_type();
-        let vty = f32t.vec_type(lanes as u32);
-        let acc = self.var(vty.const_zero().into());
-        let blocks = len / lanes;
+    /// The sums of `len` contiguous values of `d` (f32, or f64 on half as many lanes) at each
+    /// of `rows` (base, first element), each in index order from +0 ([`RowVectors::sums`]):
+    /// blocks of `n` elements of every row (`n` the lanes of `d` in a vector of the machine's
+    /// `lanes` f32; rows past the last: poison lanes, never read) transposed in registers, so
+    /// that column `i` holds each row's element `i` of the block in the row's lane and one
+    /// vector add per column steps every row's chain, `n` rows to a vector (the vectors' chains
+    /// side by side in one loop); the last `len % n` elements row by row, or with `masked` as
+    /// one more block under a mask (its other columns +0, which leave a sum from +0 as it is:
+    /// such a sum is never -0).
+    fn sums_side_by_side(&mut self, d: DType, rows: &[(PointerValue<'ctx>, IntValue<'ctx>)], len: usize, lanes: usize, masked: bool) -> Vec<BasicValueEnum<'ctx>> {
+        let (ft, n) = if d == DType::F64 { (self.cx.f64_type(), lanes / 2) } else { (self.cx.f32_type(), lanes) };
+        let bytes = d.byte_size() as u32;
+        let vty = ft.vec_type(n as u32);
+        let groups: Vec<&[(PointerValue<'ctx>, IntValue<'ctx>)]> = rows.chunks(n).collect();
+        let accs: Vec<Var<'ctx>> = groups.iter().map(|_| self.var(vty.const_zero().into())).collect();
+        let blocks = len / n;
         let add_block = |ir: &mut Self, j0: IntValue<'ctx>, mask: Option<VectorValue<'ctx>>| {
-            let block: Vec<VectorValue<'ctx>> = (0..lanes)
-                .map(|q| match (rows.get(q), mask) {
-                    (Some(&(base, at)), None) => ir.load_lanes(DType::F32, base, ir.add(at, j0), lanes as u32),
-                    (Some(&(base, at)), Some(mask)) => ir.load_lanes_masked(DType::F32, base, ir.add(at, j0), mask),
-                    (None, _) => vty.get_poison(),
-                })
-                .collect();
-            let mut sum = ir.get(acc).into_vector_value();
-            for column in ir.transpose_vectors(block) {
-                sum = ir.b.build_float_add(sum, column, "").built();
+            for (group, &acc) in groups.iter().zip(&accs) {
+                let block: Vec<VectorValue<'ctx>> = (0..n)
+                    .map(|q| match (group.get(q), mask) {
+                        (Some(&(base, at)), None) => ir.load_vector(vty, base, ir.add(at, j0), bytes),
+                        (Some(&(base, at)), Some(mask)) => ir.load_vector_masked(vty, base, ir.add(at, j0), bytes, mask),
+                        (None, _) => vty.get_poison(),
+                    })
+                    .collect();
+                let mut sum = ir.get(acc).into_vector_value();
+                for column in ir.transpose_vectors(block) {
+                    sum = ir.b.build_float_add(sum, column, "").built();
+                }
+                ir.set(acc, sum.into());
             }
-            ir.set(acc, sum.into());
         };
         self.for_range(self.i64(0), self.i64(blocks as i64), self.i64(1), |ir, b| {
-            let j0 = ir.muli(b, lanes);
+            let j0 = ir.muli(b, n);
             add_block(ir, j0, None);
         });
-        let mut from = blocks * lanes;
+        let mut from = blocks * n;
         if masked && from < len {
-            let mask = self.first_lanes(lanes as u32, self.i64((len - from) as i64));
+            let mask = self.first_lanes(n as u32, self.i64((len - from) as i64));
             add_block(self, self.i64(from as i64), Some(mask));
             from = len;
         }
-        let total = self.get(acc).into_vector_value();
-        let accs: Vec<Var<'ctx>> = (0..rows.len()).map(|q| self.var(self.b.build_extract_element(total, self.i64(q as i64), "").built())).collect();
+        let totals: Vec<VectorValue<'ctx>> = accs.iter().map(|&a| self.get(a).into_vector_value()).collect();
+        let sums: Vec<Var<'ctx>> = (0..rows.len()).map(|q| self.var(self.b.build_extract_element(totals[q / n], self.i64((q % n) as i64), "").built())).collect();
         self.for_n(from, len, |ir, j| {
-            for (&(base, at), &a) in rows.iter().zip(&accs) {
-                let x = ir.load(DType::F32, base, ir.add(at, j)).into_float_value();
+            for (&(base, at), &a) in rows.iter().zip(&sums) {
+                let x = ir.load(d, base, ir.add(at, j)).into_float_value();
                 let next = ir.b.build_float_add(ir.get(a).into_float_value(), x, "").built();
                 ir.set(a, next.into());
             }
         });
-        accs.iter().map(|&a| self.get(a)).collect()
+        sums.iter().map(|&a| self.get(a)).collect()
     }
 
     /// `len` elements `load(j)` reduced in index order (the reference's), in the domain of `d`.

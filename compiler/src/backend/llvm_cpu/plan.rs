@@ -177,9 +177,15 @@ impl KernelPlan {
                 let group = crate::backend::llvm::families::row_group(r);
                 let lanes = vectors.lanes;
                 let sum_stages = r.stages.iter().filter(|st| matches!(st, crate::lower::RowStage::Reduce { kind: f16c_dialect::ReduceKind::Sum, .. })).count();
+                let side_types: Vec<DType> = vectors.sums.iter().filter_map(|&si| match r.stages[si] { crate::lower::RowStage::Reduce { arg, .. } => Some(arg_type(arg)), _ => None }).collect();
+                let blocks = match (side_types.contains(&DType::F32), side_types.contains(&DType::F64)) {
+                    (true, true) => format!("blocks of {lanes} f32 or {} f64 elements", lanes / 2),
+                    (false, true) => format!("blocks of {} f64 elements", lanes / 2),
+                    _ => format!("blocks of {lanes} elements"),
+                };
                 let sums = match vectors.sums.len() {
                     0 => "the rows' chains interleaved".to_string(),
-                    n => format!("{}sums side by side in the lanes of a vector (blocks of {lanes} elements of each row transposed in registers)", if n == sum_stages { "" } else { "some " }),
+                    n => format!("{}sums side by side in the lanes of a vector ({blocks} of each row transposed in registers)", if n == sum_stages { "" } else { "some " }),
                 };
                 let loops = row_loops(r);
                 let vector = match vectors.runs.len() {
