@@ -276,7 +276,10 @@ impl MicroKernel {
 /// `<=`, 3: `>=`; false where `v` is NaN). A maximum with a bound `b` is `(<, b, b)` (x86's
 /// `maxps b, v`), a minimum `(>, b, b)`; a staged f16 result's bounds are applied before its
 /// rounding, at thresholds. With `canonical` set every NaN then becomes f32's canonical quiet
-/// NaN (`0x7fc00000`).
+/// NaN (`0x7fc00000`). With `silu` set the value `x` so finished is stored as SiLU's
+/// `x · sigmoid(x)`, the sigmoid the reference's (`1 / (1 + exp_f32(-x))`, an IEEE division),
+/// the product rounded once: an EfficientNet's depthwise convolutions finish in the loop
+/// rather than in a second pass over the row.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[allow(missing_docs, reason = "the fields are the contract's operands, documented together above")]
@@ -297,6 +300,8 @@ pub struct DepthwiseParams {
     pub bound_tests: u64,
     /// 1: NaNs become the canonical one; 0: they keep their bits.
     pub canonical: u64,
+    /// 1: the finished value becomes `x · sigmoid(x)`; 0: it is stored as it is.
+    pub silu: u64,
     pub thresholds: [f32; 4],
     pub bound_values: [f32; 4],
 }
@@ -323,6 +328,7 @@ impl DepthwiseParams {
             self.bounds,
             self.bound_tests,
             self.canonical,
+            self.silu,
             pair(t, 0),
             pair(t, 2),
             pair(v, 0),
@@ -461,7 +467,7 @@ mod tests {
 
     #[test]
     fn depthwise_params_words_are_the_struct_in_memory() {
-        let p = DepthwiseParams { kh: 3, kw: 5, channels: 7, in_width: 9, out_width: 11, stride: 2, dilation: 3, pad: 4, bias: 0x1234_5678, bounds: 3, bound_tests: 0b10_01_11, canonical: 1, thresholds: [1.5, -0.0, 6.0, f32::NAN], bound_values: [0.25, 2.0, -3.0, f32::INFINITY] };
+        let p = DepthwiseParams { kh: 3, kw: 5, channels: 7, in_width: 9, out_width: 11, stride: 2, dilation: 3, pad: 4, bias: 0x1234_5678, bounds: 3, bound_tests: 0b10_01_11, canonical: 1, silu: 1, thresholds: [1.5, -0.0, 6.0, f32::NAN], bound_values: [0.25, 2.0, -3.0, f32::INFINITY] };
         // SAFETY: a repr(C) struct of u64 and f32 fields, 8-byte aligned, a whole number of words.
         let memory = unsafe { std::slice::from_raw_parts((&p as *const DepthwiseParams).cast::<u64>(), std::mem::size_of::<DepthwiseParams>() / 8) };
         assert_eq!(p.words().as_slice(), memory);

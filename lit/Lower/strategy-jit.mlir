@@ -322,6 +322,9 @@ func.func @pools(%x: tensor<1x14x14x8xf32>) -> tensor<1x1x1x8xf32> {
 // RUN: %f16c compile %s --function=depthwise_silu --target=x86_64 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=DW-SILU
 // DW-SILU: program @depthwise_silu: 1 kernels
 // DW-SILU: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX2 loop, the loop finishing x, SiLU's x · sigmoid(x) by the runtime's 16-lane loop on the row in place{{$}}
+// The AVX-512 loop finishes SiLU itself, in its registers (`DepthwiseParams::silu`).
+// RUN: %f16c compile %s --function=depthwise_silu --target=x86_64 --precision=fp32 --emit=kernels --cpu=x86-64-v4 | FileCheck %s --check-prefix=DW-SILU-V4
+// DW-SILU-V4: strategy: depthwise: a row of 8 pixels per work item by the runtime's AVX-512 loop, the loop finishing SiLU's x · sigmoid(x){{$}}
 func.func @depthwise_silu(%x: tensor<1x8x8x32xf32>) -> tensor<1x8x8x32xf32> {
   %w = "tosa.const"() <{values = dense<0.125> : tensor<3x3x32x1xf32>}> : () -> tensor<3x3x32x1xf32>
   %b = "tosa.const"() <{values = dense<0.0> : tensor<32xf32>}> : () -> tensor<32xf32>

@@ -888,7 +888,7 @@ fn silu_bf16(x: u16) -> u16 {
 
 /// The reference's sigmoid, `1 / (1 + exp_f32(-x))`.
 #[inline(always)]
-fn sigmoid(x: f32) -> f32 {
+pub(crate) fn sigmoid(x: f32) -> f32 {
     f16c_core::math::sigmoid_f32(x)
 }
 
@@ -958,7 +958,7 @@ unsafe fn exp_row_avx512(x: &[f32], m: f32, y: &mut [f32]) {
 /// `the_avx512_exp_gives_exp_f32s_bits` checks it where results are subnormal or overflow).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+pub(crate) fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
     use f16c_core::math as m;
     use std::arch::x86_64::*;
     let k1 = _mm512_set1_ps;

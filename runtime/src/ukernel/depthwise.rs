@@ -107,7 +107,7 @@ fn runs(p: &Params, most: usize) -> impl Iterator<Item = Run> + '_ {
 macro_rules! row_loop {
     ($isa:ident, $feature:literal, $v:ty, $lanes:literal, $mask:ty,
      zero: $zero:expr, splat: $splat:expr, load: $load:expr, store: $store:expr, mul: $mul:expr, add: $add:expr,
-     pick: $pick:expr, canonical: $canonical:expr,
+     pick: $pick:expr, canonical: $canonical:expr, silu: $silu:expr,
      mask: $mk:expr, load_masked: $mload:expr, store_masked: $mstore:expr) => {
         mod $isa {
             use super::*;
@@ -207,6 +207,9 @@ macro_rules! row_loop {
                         if p.canonical != 0 {
                             x = $canonical(x);
                         }
+                        if p.silu != 0 {
+                            x = $silu(x);
+                        }
                         let at = op.wrapping_add(v * LANES);
                         // SAFETY: the pixel's values (the contract); the tail's lanes masked.
                         unsafe {
@@ -235,6 +238,11 @@ row_loop!(avx512, "avx512f", __m512, 16, __mmask16,
         _mm512_mask_blend_ps(m, x, b)
     },
     canonical: |x: __m512| _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x, _mm512_set1_ps(f32::NAN)),
+    // x · (1 / (1 + exp(-x))), the runtime's sixteen-lane exp (exp_f32's bits).
+    silu: |x: __m512| {
+        let minus = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN)));
+        _mm512_mul_ps(x, _mm512_div_ps(_mm512_set1_ps(1.0), _mm512_add_ps(_mm512_set1_ps(1.0), crate::libcalls::exp_avx512(minus))))
+    },
     mask: |n: usize| ((1u32 << n) - 1) as __mmask16,
     load_masked: |at: *const f32, m: __mmask16| _mm512_maskz_loadu_ps(m, at),
     store_masked: |at: *mut f32, m: __mmask16, v: __m512| _mm512_mask_storeu_ps(at, m, v));
@@ -252,6 +260,18 @@ row_loop!(avx2, "avx2", __m256, 8, __m256i,
         _mm256_blendv_ps(x, b, m)
     },
     canonical: |x: __m256| _mm256_blendv_ps(x, _mm256_set1_ps(f32::NAN), _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x)),
+    // Lane by lane (the compiler asks this loop for it only where the AVX-512 one is absent:
+    // never, as it chooses; the contract holds either way).
+    silu: |x: __m256| {
+        let mut lanes = [0f32; 8];
+        // SAFETY: eight f32 in `lanes`.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), x) };
+        for v in &mut lanes {
+            *v *= crate::libcalls::sigmoid(*v);
+        }
+        // SAFETY: as above.
+        unsafe { _mm256_loadu_ps(lanes.as_ptr()) }
+    },
     mask: |n: usize| _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
     load_masked: |at: *const f32, m: __m256i| _mm256_maskload_ps(at, m),
     store_masked: |at: *mut f32, m: __m256i, v: __m256| _mm256_maskstore_ps(at, m, v));
@@ -270,7 +290,7 @@ mod tests {
     /// Parameters with no bias and no bounds.
     fn params(kw: usize, channels: usize, in_width: usize, out_width: usize, stride: usize, dilation: usize, pad: usize) -> Params {
         let u = |x: usize| x as u64;
-        Params { kh: 3, kw: u(kw), channels: u(channels), in_width: u(in_width), out_width: u(out_width), stride: u(stride), dilation: u(dilation), pad: u(pad), bias: 0, bounds: 0, bound_tests: 0, canonical: 0, thresholds: [0.0; 4], bound_values: [0.0; 4] }
+        Params { kh: 3, kw: u(kw), channels: u(channels), in_width: u(in_width), out_width: u(out_width), stride: u(stride), dilation: u(dilation), pad: u(pad), bias: 0, bounds: 0, bound_tests: 0, canonical: 0, silu: 0, thresholds: [0.0; 4], bound_values: [0.0; 4] }
     }
 
     /// The contract, tap by tap, then the finish: `rows[ky]` None for a row in the padding.
@@ -306,6 +326,9 @@ mod tests {
                 }
                 if p.canonical != 0 && s.is_nan() {
                     s = f32::NAN;
+                }
+                if p.silu != 0 {
+                    s *= f16c_core::math::sigmoid_f32(s);
                 }
                 out[ox * c + ch] = s;
             }
@@ -355,10 +378,10 @@ mod tests {
         // Channel counts around one and two vectors of either instruction set (tails masked),
         // strides, dilations and paddings that leave pixels with different inside columns,
         // and a window row in the padding; no finish, a bias, and ReLU6 bounds either way
-        // round, NaNs canonical or kept.
+        // round, NaNs canonical or kept; SiLU after a bias or alone.
         for channels in [1, 3, 8, 15, 16, 17, 24, 32, 33, 40, 72] {
             for (kw, stride, dilation, pad, in_width) in [(3, 1, 1, 1, 9), (3, 2, 1, 1, 9), (3, 2, 1, 1, 8), (5, 1, 2, 4, 7), (1, 1, 1, 0, 5), (3, 1, 1, 0, 3)] {
-                for finish in 0..4 {
+                for finish in 0..6 {
                     let out_width = (in_width + 2 * pad - (kw - 1) * dilation - 1) / stride + 1;
                     let mut p = params(kw, channels, in_width, out_width, stride, dilation, pad);
                     let mut rows: Vec<Option<Vec<f32>>> = (0..3).map(|ky| (ky != 1 || channels % 2 == 0).then(|| (0..in_width * channels).map(|_| next() * 4.0).collect())).collect();
@@ -373,7 +396,7 @@ mod tests {
                     w[channels.min(last)] = 0.0;
                     w[0] = -0.0;
                     let bias: Vec<f32> = (0..channels).map(|_| next()).collect();
-                    if finish > 0 {
+                    if (1..5).contains(&finish) {
                         p.bias = bias.as_ptr() as u64;
                     }
                     // A ReLU6 as maximum and minimum, NaNs canonical; then every test, zeros of
@@ -388,9 +411,12 @@ mod tests {
                             let (t0, t1) = (sum_at(sums.len() / 3), sum_at(sums.len() / 2));
                             (p.bounds, p.bound_tests, p.canonical, p.thresholds, p.bound_values) = (4, P::GREATER_EQUAL | P::LESS_EQUAL << 2 | P::LESS << 4 | P::GREATER << 6, 0, [t0, t1, -0.0, 0.0], [1.25, -0.0, 0.0, -0.0]);
                         }
+                        // SiLU after a bias (NaNs kept), and alone after NaNs made canonical.
+                        4 => p.silu = 1,
+                        5 => (p.silu, p.canonical) = (1, 1),
                         _ => {}
                     }
-                    let want = reference(&rows, &w, (finish > 0).then_some(&bias[..]), &p);
+                    let want = reference(&rows, &w, (p.bias != 0).then_some(&bias[..]), &p);
                     let ptrs: Vec<*const f32> = rows.iter().map(|r| r.as_ref().map_or(std::ptr::null(), |r| r.as_ptr())).collect();
                     // One pixel more than the row's: the call must not write past it.
                     let mut got = vec![f32::from_bits(0x7f80_0042); (out_width + 1) * channels];
