@@ -1218,6 +1218,7 @@ fn group_sums(ys: &[f32], len: usize, rows: usize) -> [f32; SOFTMAX_GROUP] {
 /// The sums of the first `N` rows of `len` values of `ys`, each from +0 in index order (the
 /// reference's), the rows' chains side by side.
 #[inline(always)]
+#[allow(clippy::needless_range_loop, reason = "the rows' chains interleaved: element `j` of every row, then `j + 1`")]
 fn row_sums<const N: usize>(ys: &[f32], len: usize) -> [f32; SOFTMAX_GROUP] {
     let mut s = [0f32; SOFTMAX_GROUP];
     let rows: [&[f32]; N] = std::array::from_fn(|q| &ys[q * len..(q + 1) * len]);

@@ -351,22 +351,29 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
         *v = -v.abs() - 1.0;
     }
     let x = Tensor::from_f32(vec![775, 300], values).unwrap();
-    use f16c_compiler::backend::llvm_cpu::x86_64;
-    use f16c_compiler::target::{Cpu, X86Level};
-    let want = reference::run(g, std::slice::from_ref(&x)).unwrap();
     // AVX2 (eight lanes: twelve scalar chains) and, where this machine has it, AVX-512 (the
     // sums side by side).
+    rows_on_both_levels(g, &x, ["the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 4 elements under a mask", "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask"]);
+}
+
+/// `g` (a rows kernel over 775 rows of 300) on the LLVM backend at x86-64-v3 and, where this
+/// machine has AVX-512, at x86-64-v4: each level's plan contains its `plans` text, and the
+/// output on one and two threads is the reference's bits.
+fn rows_on_both_levels(g: &Graph, x: &Tensor, plans: [&str; 2]) {
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    use f16c_compiler::target::{Cpu, X86Level};
+    let want = reference::run(g, std::slice::from_ref(x)).unwrap();
     let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
     let native = x86_64(Cpu::Native).expect("a level");
     let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
-    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 4 elements under a mask"), (v4, "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask")];
+    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), plans[0]), (v4, plans[1])];
     for (backend, plan) in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
         let program = driver::lower_for(g, backend).unwrap();
         let artifact = backend.artifact(&program).unwrap();
-        let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
-        assert!(plans.iter().any(|p| p.starts_with("12 rows of 300 per work item") && p.contains(plan)), "{plans:?}");
+        let kernels: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
+        assert!(kernels.iter().any(|p| p.starts_with("12 rows of 300 per work item") && p.contains(plan)), "{kernels:?}");
         for threads in [1, 2] {
-            let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+            let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(x)).unwrap();
             f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{plan}, {threads} threads: {e}"));
         }
     }
@@ -414,23 +421,7 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
         *v = 0.0;
     }
     let x = Tensor::from_f32(vec![775, 300], values).unwrap();
-    use f16c_compiler::backend::llvm_cpu::x86_64;
-    use f16c_compiler::target::{Cpu, X86Level};
-    let want = reference::run(g, std::slice::from_ref(&x)).unwrap();
-    let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
-    let native = x86_64(Cpu::Native).expect("a level");
-    let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
-    let levels = [(x86_64(Cpu::Level(X86Level::V3)).expect("a level"), "the rows' chains interleaved"), (v4, "sums side by side in the lanes of a vector (blocks of 16 f32 or 8 f64 elements of each row transposed in registers)")];
-    for (backend, plan) in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
-        let program = driver::lower_for(g, backend).unwrap();
-        let artifact = backend.artifact(&program).unwrap();
-        let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
-        assert!(plans.iter().any(|p| p.starts_with("12 rows of 300 per work item") && p.contains(plan)), "{plans:?}");
-        for threads in [1, 2] {
-            let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
-            f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{plan}, {threads} threads: {e}"));
-        }
-    }
+    rows_on_both_levels(g, &x, ["the rows' chains interleaved", "sums side by side in the lanes of a vector (blocks of 16 f32 or 8 f64 elements of each row transposed in registers)"]);
 }
 
 /// Gathers whose indices are sums of broadcast integer vectors (a U-Net's upsampling after
