@@ -397,8 +397,8 @@ impl GemmPlan {
 
 /// Whether the runtime loop's passes, which read twelve rows of A in place `stride` bytes
 /// apart, would find more of them in one set of the L1 data cache than it has ways (64 sets of
-/// 64-byte lines, eight ways, on Zen 4 as on most x86 cores): a power-of-two stride of 4 KiB
-/// or more puts all twelve in one set, and every `k` step then misses. BERT's and GPT-2's
+/// 64-byte lines, eight ways, on Zen 4 as on most x86 cores): a stride that is a multiple of
+/// 4 KiB puts all twelve in one set, and every `k` step then misses. BERT's and GPT-2's
 /// 768 × 3072 matmuls (12 KiB rows) ran at 86 GF/s in place and 101 GF/s packed; at six rows
 /// a set (`k` = 512, 1536) packing cost more than it saved (ViT-S/16's 197 × 1536 matmuls
 /// 2.18 → 2.33 ms).
