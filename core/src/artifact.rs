@@ -40,9 +40,7 @@ pub const MAGIC: &[u8; 8] = b"F16CART\n";
 /// stored as fp16/bf16 and widened to f32 when the artifact is loaded ([`Slot::Constant`]'s
 /// `widen`), which a version-11 runtime would hand to the code unwidened; and the libcalls
 /// `SoftmaxRowsF32` and `SiluArrayF32`; 13: the libcall `SiluArrayBf16`, which a version-12
-/// runtime's table lacks; 14: the libcall `SoftmaxRowsBf16`; 15: [`crate::abi::DepthwiseParams`]'s
-/// `silu` word (the depthwise row loops finish SiLU), which moved the bounds a version-14
-/// runtime reads.
+/// runtime's table lacks; 14: the libcall `SoftmaxRowsBf16`; 15: the libcall `FinishTilesF32`.
 pub const FORMAT_VERSION: u32 = 15;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 48;

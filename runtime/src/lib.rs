@@ -29,6 +29,7 @@
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod exec;
+pub mod finish;
 pub mod libcalls;
 pub mod loader;
 pub mod npy;

@@ -126,6 +126,12 @@ libcalls! {
         // SAFETY: the generated code passes the operands by the Libcall's contract.
         unsafe { softmax_rows_low::<Bf16>(x, y, rows, len, mask, fill, scratch, flags) }
     },
+    FinishTilesF32 => |tiles: *const u8, tiles_stride: u64, micro_panels: u64, panels: u64, out: *mut f32, out_stride: u64, rows: u64, cols: u64, p: *const f16c_core::abi::DepthwiseParams| -> u64 {
+        debug_assert!(rows <= micro_panels * 4 && cols <= panels * 8);
+        // SAFETY: the generated code passes the operands by the Libcall's contract.
+        unsafe { crate::finish::finish_tiles_f32(tiles, tiles_stride as usize, out, out_stride as usize, rows as usize, cols as usize, &*p) };
+        rows
+    },
     ;
     optional:
     GemmTiles => micro_kernel(Libcall::GemmTiles, crate::ukernel::tiles::avx2_entry),

@@ -309,27 +309,8 @@ mod tests {
                         }
                     }
                 }
-                if let Some(bias) = bias {
-                    s += bias[ch];
-                }
-                for i in 0..p.bounds as usize {
-                    let t = p.thresholds[i];
-                    let hit = match p.bound_tests >> (2 * i) & 3 {
-                        Params::LESS => s < t,
-                        Params::GREATER => s > t,
-                        Params::LESS_EQUAL => s <= t,
-                        _ => s >= t,
-                    };
-                    if hit {
-                        s = p.bound_values[i];
-                    }
-                }
-                if p.canonical != 0 && s.is_nan() {
-                    s = f32::NAN;
-                }
-                if p.silu != 0 {
-                    s *= f16c_core::math::sigmoid_f32(s);
-                }
+                // The finish, as the tile finish defines it (`finish::finish_one`).
+                let s = crate::finish::finish_one(s, ch, p, bias);
                 out[ox * c + ch] = s;
             }
         }

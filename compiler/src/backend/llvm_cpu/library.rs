@@ -81,7 +81,7 @@ fn c_function(lc: Libcall) -> Option<&'static str> {
         SinF64 => "sin",
         CosF64 => "cos",
         PowF64 => "pow",
-        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemmTilesAvx512 | GemvPanels | DepthwiseRow | DepthwiseRowAvx512 | ExpArrayF32 | GemmPairsBf16 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 | SoftmaxRowsF32 | SiluArrayF32 | SiluArrayBf16 | SoftmaxRowsBf16 | SiluArrayF16 | SoftmaxRowsF16 => return None,
+        F64ToF16 | F64ToBf16 | WidenF16 | NarrowF16 | NarrowF16Canonical | RoundF16 | GemmTiles | GemmTilesAvx512 | GemvPanels | DepthwiseRow | DepthwiseRowAvx512 | ExpArrayF32 | GemmPairsBf16 | SigmoidArrayF32 | ErfArrayF32 | TanhArrayF32 | SoftmaxRowsF32 | SiluArrayF32 | SiluArrayBf16 | SoftmaxRowsBf16 | SiluArrayF16 | SoftmaxRowsF16 | FinishTilesF32 => return None,
     })
 }
 
