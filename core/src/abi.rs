@@ -292,7 +292,7 @@ impl MicroKernel {
 /// the product rounded once: an EfficientNet's depthwise convolutions finish in the loop
 /// rather than in a second pass over the row.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[allow(missing_docs, reason = "the fields are the contract's operands, documented together above")]
 pub struct DepthwiseParams {
     pub kh: u64,

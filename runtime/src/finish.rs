@@ -91,25 +91,18 @@ unsafe fn avx512(tiles: *const u8, tiles_stride: usize, out: *mut f32, out_strid
             unsafe {
                 let lo = _mm256_loadu_ps(tiles.add((c0 / TILE_COLS) * tiles_stride + tile_row).cast());
                 let hi = if lanes > TILE_COLS { _mm256_loadu_ps(tiles.add((c0 / TILE_COLS + 1) * tiles_stride + tile_row).cast()) } else { _mm256_setzero_ps() };
-                let mut x = _mm512_insertf32x8_or(lo, hi);
+                let mut x = crate::ukernel::tiles::avx512::join(lo, hi);
                 if !bias.is_null() {
                     x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, bias.add(c0)));
                 }
                 for &(t, b, test) in &tests[..bounds] {
-                    let m = match test {
-                        0 => _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, t),
-                        1 => _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, t),
-                        2 => _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, t),
-                        _ => _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, t),
-                    };
-                    x = _mm512_mask_blend_ps(m, x, b);
+                    x = bound16(x, t, b, test);
                 }
                 if p.canonical != 0 {
-                    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x, _mm512_set1_ps(f32::NAN));
+                    x = canonical16(x);
                 }
                 if p.silu != 0 {
-                    let minus = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN)));
-                    x = _mm512_mul_ps(x, _mm512_div_ps(_mm512_set1_ps(1.0), _mm512_add_ps(_mm512_set1_ps(1.0), crate::libcalls::exp_avx512(minus))));
+                    x = silu16(x);
                 }
                 _mm512_mask_storeu_ps(out.add(r * out_stride + c0), mask, x);
             }
@@ -118,13 +111,40 @@ unsafe fn avx512(tiles: *const u8, tiles_stride: usize, out: *mut f32, out_strid
     }
 }
 
-/// Eight f32 `lo` and eight `hi` as one vector.
+/// `x test t ? b : x` on sixteen lanes, the test a [`DepthwiseParams`] bound code (false where
+/// `x` is NaN): a bound of the finishes ([`avx512`] here and the depthwise row loop's).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn _mm512_insertf32x8_or(lo: std::arch::x86_64::__m256, hi: std::arch::x86_64::__m256) -> std::arch::x86_64::__m512 {
+pub(crate) fn bound16(x: std::arch::x86_64::__m512, t: std::arch::x86_64::__m512, b: std::arch::x86_64::__m512, test: u64) -> std::arch::x86_64::__m512 {
     use std::arch::x86_64::*;
-    _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi)))
+    let m = match test {
+        DepthwiseParams::LESS => _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, t),
+        DepthwiseParams::GREATER => _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, t),
+        DepthwiseParams::LESS_EQUAL => _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, t),
+        _ => _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, t),
+    };
+    _mm512_mask_blend_ps(m, x, b)
+}
+
+/// Every NaN lane of `x` f32's canonical NaN.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn canonical16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x, _mm512_set1_ps(f32::NAN))
+}
+
+/// SiLU of sixteen lanes, `x · (1 / (1 + exp(-x)))` with the runtime's sixteen-lane exp
+/// (`exp_f32`'s bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn silu16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let minus = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN)));
+    _mm512_mul_ps(x, _mm512_div_ps(_mm512_set1_ps(1.0), _mm512_add_ps(_mm512_set1_ps(1.0), crate::libcalls::exp_avx512(minus))))
 }
 
 #[cfg(test)]
@@ -150,7 +170,7 @@ mod tests {
                 }
                 let bias: Vec<f32> = (0..cols).map(|_| next()).collect();
                 for finish in 0..5 {
-                    let mut p = DepthwiseParams { kh: 0, kw: 0, channels: 0, in_width: 0, out_width: 0, stride: 0, dilation: 0, pad: 0, bias: 0, bounds: 0, bound_tests: 0, canonical: 0, silu: 0, thresholds: [0.0; 4], bound_values: [0.0; 4] };
+                    let mut p = DepthwiseParams::default();
                     use DepthwiseParams as P;
                     match finish {
                         1 => p.bias = bias.as_ptr() as u64,

@@ -894,7 +894,7 @@ fn silu_bf16(x: u16) -> u16 {
 
 /// The reference's sigmoid, `1 / (1 + exp_f32(-x))`.
 #[inline(always)]
-pub(crate) fn sigmoid(x: f32) -> f32 {
+fn sigmoid(x: f32) -> f32 {
     f16c_core::math::sigmoid_f32(x)
 }
 

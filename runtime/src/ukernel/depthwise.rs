@@ -228,21 +228,7 @@ macro_rules! row_loop {
 #[cfg(target_arch = "x86_64")]
 row_loop!(avx512, "avx512f", __m512, 16, __mmask16,
     zero: _mm512_setzero_ps(), splat: _mm512_set1_ps, load: _mm512_loadu_ps, store: _mm512_storeu_ps, mul: _mm512_mul_ps, add: _mm512_add_ps,
-    pick: |x: __m512, t: __m512, b: __m512, test: u64| {
-        let m = match test {
-            0 => _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, t),
-            1 => _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, t),
-            2 => _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, t),
-            _ => _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, t),
-        };
-        _mm512_mask_blend_ps(m, x, b)
-    },
-    canonical: |x: __m512| _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x, _mm512_set1_ps(f32::NAN)),
-    // x · (1 / (1 + exp(-x))), the runtime's sixteen-lane exp (exp_f32's bits).
-    silu: |x: __m512| {
-        let minus = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN)));
-        _mm512_mul_ps(x, _mm512_div_ps(_mm512_set1_ps(1.0), _mm512_add_ps(_mm512_set1_ps(1.0), crate::libcalls::exp_avx512(minus))))
-    },
+    pick: crate::finish::bound16, canonical: crate::finish::canonical16, silu: crate::finish::silu16,
     mask: |n: usize| ((1u32 << n) - 1) as __mmask16,
     load_masked: |at: *const f32, m: __mmask16| _mm512_maskz_loadu_ps(m, at),
     store_masked: |at: *mut f32, m: __mmask16, v: __m512| _mm512_mask_storeu_ps(at, m, v));
@@ -267,7 +253,7 @@ row_loop!(avx2, "avx2", __m256, 8, __m256i,
         // SAFETY: eight f32 in `lanes`.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), x) };
         for v in &mut lanes {
-            *v *= crate::libcalls::sigmoid(*v);
+            *v *= f16c_core::math::sigmoid_f32(*v);
         }
         // SAFETY: as above.
         unsafe { _mm256_loadu_ps(lanes.as_ptr()) }
@@ -290,7 +276,7 @@ mod tests {
     /// Parameters with no bias and no bounds.
     fn params(kw: usize, channels: usize, in_width: usize, out_width: usize, stride: usize, dilation: usize, pad: usize) -> Params {
         let u = |x: usize| x as u64;
-        Params { kh: 3, kw: u(kw), channels: u(channels), in_width: u(in_width), out_width: u(out_width), stride: u(stride), dilation: u(dilation), pad: u(pad), bias: 0, bounds: 0, bound_tests: 0, canonical: 0, silu: 0, thresholds: [0.0; 4], bound_values: [0.0; 4] }
+        Params { kh: 3, kw: u(kw), channels: u(channels), in_width: u(in_width), out_width: u(out_width), stride: u(stride), dilation: u(dilation), pad: u(pad), ..Params::default() }
     }
 
     /// The contract, tap by tap, then the finish: `rows[ky]` None for a row in the padding.

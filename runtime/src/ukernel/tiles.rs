@@ -359,7 +359,7 @@ mod avx2 {
 /// micro-panel and f32 B (which streams its weights, where the wider lanes gain nothing), go
 /// to the AVX2 loops.
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(crate) mod avx512 {
     use super::avx2::load_b;
     use super::*;
     use std::arch::x86_64::*;
@@ -420,7 +420,7 @@ mod avx512 {
     /// Eight f32 at `lo` and eight at `hi`, as one vector.
     #[target_feature(enable = "avx512f")]
     #[inline]
-    fn join(lo: __m256, hi: __m256) -> __m512 {
+    pub(crate) fn join(lo: __m256, hi: __m256) -> __m512 {
         _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi)))
     }
 

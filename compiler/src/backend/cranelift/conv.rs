@@ -334,13 +334,7 @@ impl DepthwisePlan {
             stride: g.stride[1] as u64,
             dilation: g.dilation[1] as u64,
             pad: g.pad[2] as u64,
-            bias: 0,
-            bounds: 0,
-            bound_tests: 0,
-            canonical: 0,
-            silu: 0,
-            thresholds: [0.0; 4],
-            bound_values: [0.0; 4],
+            ..DepthwiseParams::default()
         };
         let params = native_finish.as_ref().map_or(params, |f| f.params(params));
         // The AVX-512 loop finishes SiLU in its registers (a second pass over each row, as the
@@ -452,11 +446,7 @@ impl DepthwiseCall {
         let params_at = fx.b.ins().iadd_imm_s(fx.scratch, plan.params_offset as i64);
         if plan.micro.is_some() {
             // The fixed words, then the bias address (0: none, or left to the finish here).
-            let bias_word = std::mem::offset_of!(DepthwiseParams, bias) / 8;
-            for (i, word) in plan.params.words().into_iter().enumerate().filter(|&(i, _)| i != bias_word) {
-                let word = fx.i(word as i64);
-                fx.b.ins().store(mem(), word, params_at, (8 * i) as i32);
-            }
+            store_params(fx, params_at, &plan.params);
             let bias = match (&plan.native_finish, bases.bias, &c.bias) {
                 (Some(_), Some(bias), Some(b)) if plan.widen_bias => {
                     let wide = fx.b.ins().iadd_imm_s(fx.scratch, plan.bias_offset as i64);
@@ -466,7 +456,7 @@ impl DepthwiseCall {
                 (Some(_), Some(bias), _) => bias,
                 _ => fx.i(0),
             };
-            fx.b.ins().store(mem(), bias, params_at, (8 * bias_word) as i32);
+            store_params_bias(fx, params_at, bias);
         }
         DepthwiseCall { bases, w, wd, tags, stage, x, xd, params_at }
     }
@@ -820,6 +810,22 @@ impl TapClasses {
 pub(super) fn in_range(fx: &mut Fx, v: Value, len: usize) -> Value {
     // One unsigned comparison covers both bounds.
     fx.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, v, len as i64)
+}
+
+/// `p`'s words at `at` (scratch) but its bias address, which [`store_params_bias`] writes: the
+/// parameters of a runtime loop that finishes values ([`Libcall::DepthwiseRow`]'s, and
+/// [`Libcall::FinishTilesF32`]'s finish fields).
+pub(super) fn store_params(fx: &mut Fx, at: Value, p: &DepthwiseParams) {
+    let bias_word = std::mem::offset_of!(DepthwiseParams, bias) / 8;
+    for (i, word) in p.words().into_iter().enumerate().filter(|&(i, _)| i != bias_word) {
+        let word = fx.i(word as i64);
+        fx.b.ins().store(mem(), word, at, (8 * i) as i32);
+    }
+}
+
+/// The bias address (0: none) of the parameters at `at` ([`store_params`]).
+pub(super) fn store_params_bias(fx: &mut Fx, at: Value, bias: Value) {
+    fx.b.ins().store(mem(), bias, at, std::mem::offset_of!(DepthwiseParams, bias) as i32);
 }
 
 /// What of a depthwise convolution's finish the native row loop ([`DepthwiseParams`]) does

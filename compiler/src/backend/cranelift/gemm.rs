@@ -31,7 +31,7 @@
 //! Accumulation is in f32 in index order of `k`, with FMA: results may differ from the
 //! reference interpreter (separate multiply and add) by the reduction tolerance.
 
-use super::conv::{in_range, NativeFinish};
+use super::conv::{in_range, store_params, store_params_bias, NativeFinish};
 use super::emit::{domain, Emitted, Fx};
 use super::epilogue::{finish_deferral, store_tile, Bases, Finite, Given, Staged};
 use super::legal::{KC, LANES, MC, MR, NR};
@@ -71,6 +71,11 @@ impl Context<'_> {
         let (c, cost) = (c.clone(), 2.0 * (c.batch * c.m * c.n * c.k) as f64);
         self.add("", plan.cpu.work.items, cost, move |fx| {
             let bases = Bases::new(fx, &c, b_slot, &finite);
+            if let Some(params) = &plan.finish {
+                // The native finish's fixed words, once per call (each item its bias address).
+                let at = fx.b.ins().iadd_imm_s(fx.scratch, plan.finish_offset as i64);
+                store_params(fx, at, params);
+            }
             fx.try_for_items(|fx, item| gemm_item(fx, &plan, &c, &bases, item))
         })
     }
@@ -289,7 +294,7 @@ impl GemmPlan {
         let native = micro == Some(Libcall::GemmTilesAvx512) && !gemv && !narrowed && !dot && deferral.is_none() && c.bias.as_ref().is_none_or(|b| b.ty.dtype == DType::F32);
         let finish = native
             .then(|| {
-                let blank = DepthwiseParams { kh: 0, kw: 0, channels: 0, in_width: 0, out_width: 0, stride: 0, dilation: 0, pad: 0, bias: 0, bounds: 0, bound_tests: 0, canonical: 0, silu: 0, thresholds: [0.0; 4], bound_values: [0.0; 4] };
+                let blank = DepthwiseParams::default();
                 if silu {
                     let bare = Contraction { epilogue: None, ..c.clone() };
                     NativeFinish::of(&bare, finite, None, n).map(|f| DepthwiseParams { silu: 1, ..f.params(blank) })
@@ -617,8 +622,8 @@ fn gemm_item(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, item:
     for (ci, &chunk) in plan.cpu.chunks.iter().enumerate() {
         multiply_chunk(fx, plan, c, bases, &it, a, ci, chunk)?;
     }
-    if let Some(params) = &plan.finish {
-        return finish_native(fx, plan, c, bases, &it, params);
+    if plan.finish.is_some() {
+        return finish_native(fx, plan, c, bases, &it);
     }
     if let Some((op, _)) = plan.wide.filter(|_| plan.silu) {
         return store_silu(fx, plan, c, bases, &it, op);
@@ -772,25 +777,18 @@ fn multiply_chunk(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, 
     })
 }
 
-/// The block's finish by the runtime's sixteen-lane loop ([`GemmPlan::finish`]): its
-/// parameters and the bias address in scratch, then one call for the item's tiles.
-fn finish_native(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: &Item, params: &DepthwiseParams) -> Emitted {
+/// The block's finish by the runtime's sixteen-lane loop ([`GemmPlan::finish`]): the bias
+/// address of the group's first column into the parameters (the rest written once per call),
+/// then one call for the item's tiles.
+fn finish_native(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, it: &Item) -> Emitted {
     let (m, n) = (c.m, c.n);
     let at = fx.b.ins().iadd_imm_s(fx.scratch, plan.finish_offset as i64);
-    let bias_word = std::mem::offset_of!(DepthwiseParams, bias) / 8;
-    for (i, word) in params.words().into_iter().enumerate().filter(|&(i, _)| i != bias_word) {
-        let word = fx.i(word as i64);
-        fx.b.ins().store(super::emit::mem(), word, at, (8 * i) as i32);
-    }
+    let col0 = fx.b.ins().imul_imm_s(it.p0, NR as i64);
     let bias = match bases.bias {
-        Some(b) => {
-            // The bias of the group's first column.
-            let col0 = fx.b.ins().imul_imm_s(it.p0, NR as i64);
-            fx.addr(b, col0, 4)
-        }
+        Some(b) => fx.addr(b, col0, 4),
         None => fx.i(0),
     };
-    fx.b.ins().store(super::emit::mem(), bias, at, (8 * bias_word) as i32);
+    store_params_bias(fx, at, bias);
     let zero = fx.i(0);
     let tiles = plan.tile_at(fx, it.p0, zero);
     let tiles_stride = fx.i((plan.a_panels * TILE_BYTES) as i64);
@@ -798,16 +796,13 @@ fn finish_native(fx: &mut Fx, plan: &GemmPlan, c: &Contraction, bases: &Bases, i
     let rows = fx.b.ins().imul_imm_s(it.live, MR as i64);
     let left = fx.b.ins().isub(it.m, it.row0);
     let rows = fx.b.ins().smin(rows, left);
-    let col0 = fx.b.ins().imul_imm_s(it.p0, NR as i64);
-    let cols = fx.b.ins().imul_imm_s(panels, NR as i64);
-    let n_v = fx.i(n as i64);
-    let right = fx.b.ins().isub(n_v, col0);
-    let cols = fx.b.ins().smin(cols, right);
+    let cols = group_width(fx, col0, it.p1, n);
     let first = fx.b.ins().imul_imm_s(it.bi, m as i64);
     let first = fx.b.ins().iadd(first, it.row0);
     let first = fx.b.ins().imul_imm_s(first, n as i64);
     let first = fx.b.ins().iadd(first, col0);
     let out = fx.addr(bases.out, first, 4);
+    let n_v = fx.i(n as i64);
     fx.libcall(Libcall::FinishTilesF32, &[tiles, tiles_stride, it.live, panels, out, n_v, rows, cols, at]);
     Ok(())
 }

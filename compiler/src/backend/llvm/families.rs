@@ -2041,10 +2041,10 @@ impl<'ctx> Ir<'ctx> {
                     // step's chain (an exp's is twenty operations long) waits on latency,
                     // and the other row's fills the gaps that the scheduler's window could
                     // not reach across iterations (the Whisper encoder's softmax rows).
-                    let paired = if whole > 0 { rows.len() / 2 * 2 } else { 0 };
-                    for q0 in (0..paired).step_by(2) {
+                    let all: Vec<usize> = (0..rows.len()).collect();
+                    for pair in all.chunks(2).filter(|_| whole > 0) {
                         self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
-                            for q in [q0, q0 + 1] {
+                            for &q in pair {
                                 if let Err(e) = step(ir, q, j, Width::Lanes) {
                                     failure = Err(e);
                                 }
@@ -2052,13 +2052,6 @@ impl<'ctx> Ir<'ctx> {
                         });
                     }
                     for q in 0..rows.len() {
-                        if whole > 0 && q >= paired {
-                            self.for_range(self.i64(0), self.i64(whole as i64), self.i64(lanes as i64), |ir, j| {
-                                if let Err(e) = step(ir, q, j, Width::Lanes) {
-                                    failure = Err(e);
-                                }
-                            });
-                        }
                         // The last elements: one vector under a mask, or one at a time.
                         if whole > 0 && whole < len && share.vectors.is_some_and(|vs| vs.masked_tails) {
                             let mask = self.first_lanes(lanes as u32, self.i64((len - whole) as i64));
