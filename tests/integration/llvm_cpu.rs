@@ -539,3 +539,78 @@ fn convolutions_read_the_value_their_input_was_sliced_from() {
         assert!(max_rel_to_peak(&llvm.0[0], &want[0]) < 1e-5, "{sliced}: far from the reference");
     }
 }
+
+/// A convolution padded once per run runs, in each tile, only the kernel rows that meet the
+/// image for some row of the tile (`Ir::kernel_rows_inside`): the same bits as the convolution
+/// of the input padded by hand (every tap multiplied, the zeros too), on both levels and at
+/// one and two threads — tiles in the first and last output rows and across two images, a
+/// stride of 2 with padding on top only, a dilation along both axes (the taps' loop), a 5 × 5
+/// kernel on a 3 × 3 image, padding taller than the kernel (output rows that meet no input row:
+/// the bias alone), an image one row tall.
+#[test]
+fn padded_convolutions_skip_the_kernel_rows_that_meet_only_padding_with_the_same_bits() {
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    use f16c_compiler::target::{Cpu, X86Level};
+    // (images, h, w, channels, outputs, kh, kw, pad [top, bottom, left, right], stride, dilation)
+    type Geometry = (usize, usize, usize, usize, usize, usize, usize, [usize; 4], [usize; 2], [usize; 2]);
+    let cases: [Geometry; 6] = [
+        (2, 7, 7, 8, 40, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]),
+        (1, 14, 14, 8, 24, 3, 3, [1, 0, 1, 0], [2, 2], [1, 1]),
+        (1, 9, 9, 4, 20, 3, 3, [2, 2, 2, 2], [1, 1], [2, 2]),
+        (2, 3, 3, 4, 20, 5, 5, [2, 2, 2, 2], [1, 1], [1, 1]),
+        (1, 4, 5, 4, 20, 3, 3, [4, 1, 1, 1], [1, 1], [1, 1]),
+        (1, 1, 6, 4, 20, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]),
+    ];
+    let conv = |name: &str, (n, h, w, c, o, kh, kw, pad, stride, dil): Geometry| -> String {
+        let out = |len: usize, before: usize, after: usize, k: usize, s: usize, d: usize| (len + before + after - (k - 1) * d - 1) / s + 1;
+        let (oh, ow) = (out(h, pad[0], pad[1], kh, stride[0], dil[0]), out(w, pad[2], pad[3], kw, stride[1], dil[1]));
+        let weights: Vec<String> = (0..o * kh * kw * c).map(|i| format!("{:.4}", ((i * 37 % 101) as f32 - 50.0) / 64.0)).collect();
+        let biases: Vec<String> = (0..o).map(|i| format!("{:.3}", i as f32 / 8.0 - 1.0)).collect();
+        format!(
+            "func.func @{name}(%x: tensor<{n}x{h}x{w}x{c}xf32>) -> tensor<{n}x{oh}x{ow}x{o}xf32> {{\n  %w0 = \"tosa.const\"() <{{values = dense<[{}]> : tensor<{}xf32>}}> : () -> tensor<{}xf32>\n  %ws = tosa.const_shape {{values = dense<[{o}, {kh}, {kw}, {c}]> : tensor<4xindex>}} : () -> !tosa.shape<4>\n  %w = tosa.reshape %w0, %ws : (tensor<{}xf32>, !tosa.shape<4>) -> tensor<{o}x{kh}x{kw}x{c}xf32>\n  %b = \"tosa.const\"() <{{values = dense<[{}]> : tensor<{o}xf32>}}> : () -> tensor<{o}xf32>\n  %z = \"tosa.const\"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>\n  %y = tosa.conv2d %x, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: {}, {}>, pad = array<i64: {}, {}, {}, {}>, stride = array<i64: {}, {}>}} : (tensor<{n}x{h}x{w}x{c}xf32>, tensor<{o}x{kh}x{kw}x{c}xf32>, tensor<{o}xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<{n}x{oh}x{ow}x{o}xf32>\n  return %y : tensor<{n}x{oh}x{ow}x{o}xf32>\n}}\n",
+            weights.join(", "),
+            weights.len(),
+            weights.len(),
+            weights.len(),
+            biases.join(", "),
+            dil[0],
+            dil[1],
+            pad[0],
+            pad[1],
+            pad[2],
+            pad[3],
+            stride[0],
+            stride[1]
+        )
+    };
+    let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
+    let native = x86_64(Cpu::Native).expect("a level");
+    let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
+    let levels = [x86_64(Cpu::Level(X86Level::V3)).expect("a level"), v4];
+    for (i, geometry) in cases.into_iter().enumerate() {
+        let (n, h, w, c, _, _, _, pad, _, _) = geometry;
+        let (ph, pw) = (h + pad[0] + pad[1], w + pad[2] + pad[3]);
+        let text = [conv("padded", geometry), conv("by_hand", (n, ph, pw, c, geometry.4, geometry.5, geometry.6, [0; 4], geometry.8, geometry.9))].concat();
+        let module = f16c_dialect::import::parse_module(&text, "padded.mlir").unwrap_or_else(|e| panic!("case {i}: {e}\n{text}"));
+        let x = values(&[n, h, w, c], 11 + i as u32);
+        let mut by_hand = vec![0.0f32; n * ph * pw * c];
+        for (at, v) in x.to_f32_vec().into_iter().enumerate() {
+            let (img, y, xx, ch) = (at / (h * w * c), at / (w * c) % h, at / c % w, at % c);
+            by_hand[((img * ph + y + pad[0]) * pw + xx + pad[2]) * c + ch] = v;
+        }
+        let by_hand = Tensor::from_f32(vec![n, ph, pw, c], by_hand).unwrap();
+        let want = reference::run(&module.functions[0], std::slice::from_ref(&x)).unwrap();
+        for backend in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
+            let artifact = |g: &Graph| backend.artifact(&driver::lower_for(g, backend).unwrap()).unwrap();
+            let (padded, plain) = (artifact(&module.functions[0]), artifact(&module.functions[1]));
+            let plans: Vec<&str> = padded.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
+            assert!(plans.iter().any(|p| p.contains("A padded once per run, read in place, a tile's kernel rows that meet only padding skipped")), "case {i}: {plans:?}");
+            for threads in [1, 2] {
+                let got = loader::load(padded.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+                let every_tap = loader::load(plain.clone(), threads).unwrap().run(std::slice::from_ref(&by_hand)).unwrap();
+                f16c_tests::cases::same_bits_and_nans(&got[0], &every_tap[0]).unwrap_or_else(|e| panic!("case {i} {geometry:?}, {threads} threads: {e}"));
+                assert!(max_rel_to_peak(&got[0], &want[0]) < 1e-5, "case {i}: far from the reference");
+            }
+        }
+    }
+}

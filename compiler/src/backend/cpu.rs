@@ -131,6 +131,10 @@ pub enum AStaging {
         dtype: DType,
         /// Elements past the end that a run read as one vector may touch.
         slack: usize,
+        /// The padding's rows above and below the image (`pad[0]`, `pad[1]`) where a tile
+        /// runs only the kernel rows that meet the image for some row of it; `(0, 0)` where
+        /// every tile runs them all.
+        zero_rows: (usize, usize),
     },
 }
 
@@ -223,6 +227,9 @@ impl GemmPlan {
             s.push_str(&format!("; A {form}"));
         } else {
             s.push_str(&format!("; A {staging}, {form}"));
+        }
+        if matches!(self.a.staging, AStaging::Padded { zero_rows, .. } if zero_rows != (0, 0)) {
+            s.push_str(", a tile's kernel rows that meet only padding skipped");
         }
         if self.chunks.len() > 1 {
             s.push_str(&format!(", k in {} chunks", self.chunks.len()));

@@ -1419,17 +1419,59 @@ impl<'ctx> Ir<'ctx> {
     /// padding loops over its kernel rows (or taps), then the values of a row (a tap's input
     /// channels), so that A's offset is the row's offset plus the step: no division per step,
     /// one addition per row.
-    pub fn contraction_k(&mut self, c: &Contraction, mut body: impl FnMut(&mut Self, KStep<'ctx>)) {
-        if self.contraction_runs(c, 1, |ir, step, _| body(ir, step)).is_none() {
+    pub fn contraction_k(&mut self, c: &Contraction, body: impl FnMut(&mut Self, KStep<'ctx>)) {
+        self.contraction_k_over(c, None, body);
+    }
+
+    /// [`Ir::contraction_k`] over kernel rows `ky` only ([`Ir::contraction_runs_over`]).
+    pub fn contraction_k_over(&mut self, c: &Contraction, ky: Option<(IntValue<'ctx>, IntValue<'ctx>)>, mut body: impl FnMut(&mut Self, KStep<'ctx>)) {
+        if self.contraction_runs_over(c, 1, ky, |ir, step, _| body(ir, step)).is_none() {
             self.for_n(0, c.k, |ir, kk| body(ir, KStep { kk, offset: kk }));
         }
+    }
+
+    /// The kernel rows `[lo, hi)` of convolution `c`, read from its copy zero-padded once per
+    /// run, that meet an input row for at least one of the tile rows `first..=last` (rows of
+    /// A, in order): its input's first `zero_rows.0` and last `zero_rows.1` rows are the
+    /// padding. A kernel row outside reads zeros for every row of the tile, and leaving its
+    /// products out changes no bit (with finite weights, [`Contraction::padding_hazard`], a sum
+    /// that starts at +0 never becomes −0, and adding ±0 leaves it as it is). All of them
+    /// where the rows span two images. `None` for a matmul or a convolution without such rows.
+    pub fn kernel_rows_inside(&self, c: &Contraction, zero_rows: (usize, usize), (first, last): (IntValue<'ctx>, IntValue<'ctx>)) -> Option<(IntValue<'ctx>, IntValue<'ctx>)> {
+        let ContractionKind::Conv(g) = &c.kind else { return None };
+        if zero_rows == (0, 0) || g.pad != [0; 4] {
+            return None;
+        }
+        let (top, inside) = (zero_rows.0 as i64, (g.ih - zero_rows.0 - zero_rows.1) as i64);
+        let (sy, dy) = (g.stride[0], g.dilation[0]);
+        let oy = |r: IntValue<'ctx>| self.remi(self.divi(r, g.ow), g.oh);
+        let (oy_a, oy_b) = (oy(first), oy(last));
+        let same = self.icmp(IntPredicate::EQ, self.divi(first, g.ow * g.oh), self.divi(last, g.ow * g.oh));
+        // ⌈max(v, 0) / dy⌉, at most kh.
+        let rows_below = |v: IntValue<'ctx>| {
+            let v = self.smax(v, self.i64(0));
+            self.smin(self.divi(self.addi(v, dy as i64 - 1), dy), self.i64(g.kh as i64))
+        };
+        // Kernel row ky reads input row oy·sy + ky·dy: below `top` for every row from the last's
+        // (the lowest) up, at or past `top + inside` for every row from the first's down.
+        let lo = rows_below(self.sub(self.i64(top), self.muli(oy_b, sy)));
+        let hi = self.smax(rows_below(self.sub(self.i64(top + inside), self.muli(oy_a, sy))), lo);
+        let lo = self.select(same, lo, self.i64(0)).into_int_value();
+        let hi = self.select(same, hi, self.i64(g.kh as i64)).into_int_value();
+        Some((lo, hi))
     }
 
     /// `body(ir, step, len)` for runs of `len` ≤ `run` steps along `k` from `step`, in index
     /// order, whose A values lie next to each other (a matmul row; a kernel row's taps, or a
     /// tap's channels, of a conv without padding), for [`Ir::contraction_a_run`]. `None` where
     /// the values are not (a padded convolution): use [`Ir::contraction_k`].
-    pub fn contraction_runs(&mut self, c: &Contraction, run: usize, mut body: impl FnMut(&mut Self, KStep<'ctx>, usize)) -> Option<()> {
+    pub fn contraction_runs(&mut self, c: &Contraction, run: usize, body: impl FnMut(&mut Self, KStep<'ctx>, usize)) -> Option<()> {
+        self.contraction_runs_over(c, run, None, body)
+    }
+
+    /// [`Ir::contraction_runs`], for a convolution without padding over kernel rows `ky`
+    /// `[lo, hi)` only where given ([`Ir::kernel_rows_inside`]; all of them where not).
+    pub fn contraction_runs_over(&mut self, c: &Contraction, run: usize, ky: Option<(IntValue<'ctx>, IntValue<'ctx>)>, mut body: impl FnMut(&mut Self, KStep<'ctx>, usize)) -> Option<()> {
         // `len`-step runs from `first` while they fit in `n`, then one shorter run.
         let runs = |ir: &mut Self, n: usize, kk0: IntValue<'ctx>, at: IntValue<'ctx>, body: &mut dyn FnMut(&mut Self, KStep<'ctx>, usize)| {
             ir.for_n(0, n / run, |ir, i| {
@@ -1444,15 +1486,33 @@ impl<'ctx> Ir<'ctx> {
         match &c.kind {
             // Undilated along x, a kernel row's taps lie next to each other: one run of
             // kw × ic values (9 for a 3 × 3 kernel on 3 channels, not three runs of 3).
-            ContractionKind::Conv(g) if g.pad == [0; 4] && g.dilation[1] == 1 => self.for_n(0, g.kh, |ir, ky| {
-                let at = ir.muli(ky, g.dilation[0] * g.iw * g.ic);
-                runs(ir, g.kw * g.ic, ir.muli(ky, g.kw * g.ic), at, &mut body);
-            }),
-            ContractionKind::Conv(g) if g.pad == [0; 4] => self.for_n(0, g.kh * g.kw, |ir, tap| {
-                let (ky, kx) = (ir.divi(tap, g.kw), ir.remi(tap, g.kw));
-                let at = ir.muli(ir.add(ir.muli(ky, g.dilation[0] * g.iw), ir.muli(kx, g.dilation[1])), g.ic);
-                runs(ir, g.ic, ir.muli(tap, g.ic), at, &mut body);
-            }),
+            ContractionKind::Conv(g) if g.pad == [0; 4] && g.dilation[1] == 1 => {
+                let kernel_row = |ir: &mut Self, ky: IntValue<'ctx>| {
+                    let at = ir.muli(ky, g.dilation[0] * g.iw * g.ic);
+                    runs(ir, g.kw * g.ic, ir.muli(ky, g.kw * g.ic), at, &mut body);
+                };
+                match ky {
+                    Some((lo, hi)) => {
+                        let one = self.i64(1);
+                        self.for_range(lo, hi, one, kernel_row);
+                    }
+                    None => self.for_n(0, g.kh, kernel_row),
+                }
+            }
+            ContractionKind::Conv(g) if g.pad == [0; 4] => {
+                let tap_at = |ir: &mut Self, tap: IntValue<'ctx>| {
+                    let (ky, kx) = (ir.divi(tap, g.kw), ir.remi(tap, g.kw));
+                    let at = ir.muli(ir.add(ir.muli(ky, g.dilation[0] * g.iw), ir.muli(kx, g.dilation[1])), g.ic);
+                    runs(ir, g.ic, ir.muli(tap, g.ic), at, &mut body);
+                };
+                match ky {
+                    Some((lo, hi)) => {
+                        let (lo, hi, one) = (self.muli(lo, g.kw), self.muli(hi, g.kw), self.i64(1));
+                        self.for_range(lo, hi, one, tap_at);
+                    }
+                    None => self.for_n(0, g.kh * g.kw, tap_at),
+                }
+            }
             ContractionKind::Conv(_) => return None,
             _ => {
                 let zero = self.i64(0);

@@ -407,7 +407,10 @@ pub fn copy_parts<'ctx>(ir: &mut Ir<'ctx>, parts: &[(PointerValue<'ctx>, usize)]
 /// On a machine with multiply-adds by element, a matmul and a convolution without padding
 /// read A a run of up to [`a_run`] values along `k` at a time (one vector load per row and
 /// run, each value then taken from its lane); `a_slack` elements past A's end may be read.
-pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack): (usize, usize), (pairs, rows_fastest): (bool, bool), t: IntValue<'ctx>) -> Result<(), String> {
+/// A convolution read from its copy padded once per run whose first `zero_rows.0` and last
+/// `zero_rows.1` input rows are the padding runs only the kernel rows that meet the image for
+/// some row of the tile ([`Ir::kernel_rows_inside`]).
+pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack, zero_rows): (usize, usize, (usize, usize)), (pairs, rows_fastest): (bool, bool), t: IntValue<'ctx>) -> Result<(), String> {
     let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let TileAt { bi, row0, col0, rows } = ir.tile_in_order(c, t, (mr, nr), rows_fastest);
@@ -419,7 +422,8 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     let b = ir.buffer(packed);
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
     let panel = ir.muli(ir.add(ir.muli(b_batch, c.n.div_ceil(nr)), tn), packed_k(c, pairs) * nr);
-    let tile = Tile { c, shape, acc, a_rows, b, panel, f16_acc, fmlal: uses_fmlal(machine, c) };
+    let ky = ir.kernel_rows_inside(c, zero_rows, (rows[0], rows[mr - 1]));
+    let tile = Tile { c, shape, acc, a_rows, b, panel, f16_acc, fmlal: uses_fmlal(machine, c), ky };
     let by_element = machine.fma_by_element && (tile.fmlal || f16_acc || c.a.ty.dtype == DType::F32);
     let ran = if pairs {
         tile.pair_steps(ir)?;
@@ -447,6 +451,8 @@ struct Tile<'a, 'ctx> {
     /// fp16 accumulators ([`accumulates_f16`]); FMLAL ([`uses_fmlal`]).
     f16_acc: bool,
     fmlal: bool,
+    /// The kernel rows to run, where some read only padding ([`Ir::kernel_rows_inside`]).
+    ky: Option<(IntValue<'ctx>, IntValue<'ctx>)>,
 }
 
 impl<'ctx> Tile<'_, 'ctx> {
@@ -500,7 +506,7 @@ impl<'ctx> Tile<'_, 'ctx> {
         let bf32 = ir.cx.bf16_type().vec_type(2 * lanes as u32);
         let i32v = ir.cx.i32_type().vec_type(lanes as u32);
         let f32v = self.f32v(ir);
-        let ran = ir.contraction_runs(c, 2, |ir, step, len| {
+        let ran = ir.contraction_runs_over(c, 2, self.ky, |ir, step, len| {
             debug_assert!(len == 2 || matches!(c.kind, ContractionKind::MatMul), "dot() checked that runs have even lengths");
             let row_at = ir.add(self.panel, ir.muli(step.kk, nr));
             let brow: Vec<VectorValue> = (0..per_row).map(|v| ir.load_vector(bf32, self.b, ir.addi(row_at, (2 * v * lanes) as i64), 2)).collect();
@@ -537,7 +543,7 @@ impl<'ctx> Tile<'_, 'ctx> {
     fn run_steps(&self, ir: &mut Ir<'ctx>, run: usize, a_slack: usize) -> bool {
         let (c, lanes, per_row) = (self.c, self.shape.lanes, self.per_row());
         let acc_ty = if self.f16_acc { Self::h8(ir) } else { self.f32v(ir) };
-        ir.contraction_runs(c, run, |ir, step, len| {
+        ir.contraction_runs_over(c, run, self.ky, |ir, step, len| {
             let brows: Vec<Vec<VectorValue>> = (0..len).map(|j| self.b_row(ir, ir.addi(step.kk, j as i64))).collect();
             // The whole run's vector where reading past its end is allowed.
             let load = if len < run && a_slack >= run { run } else { len };
@@ -567,7 +573,7 @@ impl<'ctx> Tile<'_, 'ctx> {
     fn single_steps(&self, ir: &mut Ir<'ctx>) {
         let (c, lanes, per_row) = (self.c, self.shape.lanes, self.per_row());
         let (h8, f32v) = (Self::h8(ir), self.f32v(ir));
-        ir.contraction_k(c, |ir, step| {
+        ir.contraction_k_over(c, self.ky, |ir, step| {
             let kk = step.kk;
             if self.f16_acc {
                 // Fast mode: products and sums in fp16, eight lanes per FMLA.

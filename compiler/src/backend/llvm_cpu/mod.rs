@@ -311,11 +311,11 @@ impl<'ctx> Emitter<'_, 'ctx> {
             }
             WidenB::PerChunk => return Err(format!("{}: B widened a chunk at a time is not a plan of this backend", self.name)),
         }
-        let mut a_slack = 0;
+        let (mut a_slack, mut zero_rows) = (0, (0, 0));
         match &plan.a.staging {
-            AStaging::Padded { geometry: g, dtype, slack } => {
+            AStaging::Padded { geometry: g, dtype, slack, zero_rows: skipped } => {
                 // Padded (and widened) in one step, a padded row per work item.
-                a_slack = *slack;
+                (a_slack, zero_rows) = (*slack, *skipped);
                 let padded = self.layout.temporary(k, (g.n * g.ih * g.iw * g.ic + a_slack) * dtype.byte_size());
                 let elements = (g.n * g.ih * g.iw * g.ic) as f64;
                 let (pc, pg, dt) = (c.clone(), g.clone(), *dtype);
@@ -341,7 +341,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             AStaging::WidenedPerRowBlock { .. } => return Err(format!("{}: A widened per row block is not a plan of this backend", self.name)),
         }
         let rows_fastest = plan.work.rows_fastest;
-        self.step("", plan.work.items, cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack), (pairs, rows_fastest), t))
+        self.step("", plan.work.items, cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack, zero_rows), (pairs, rows_fastest), t))
     }
 
     /// A step concatenating `parts` (each dense `[.., c_i]`, of one type) along their last

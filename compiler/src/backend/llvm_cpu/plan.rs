@@ -135,7 +135,13 @@ impl LlvmCpuBackend {
         let a_dtype = if gemm::widens_a(m, c, run_time_b) { DType::F32 } else { c.a.ty.dtype };
         let staging = match gemm::padded_input(c) {
             // A run read as one vector may read past the last pixel's channels.
-            Some(geometry) => AStaging::Padded { geometry, dtype: a_dtype, slack: if m.fma_by_element { gemm::a_run(m, c) } else { 0 } },
+            Some(geometry) => {
+                let zero_rows = match &c.kind {
+                    crate::lower::ContractionKind::Conv(g) => (g.pad[0], g.pad[1]),
+                    _ => (0, 0),
+                };
+                AStaging::Padded { geometry, dtype: a_dtype, slack: if m.fma_by_element { gemm::a_run(m, c) } else { 0 }, zero_rows }
+            }
             None if a_dtype != c.a.ty.dtype => AStaging::Widened,
             None => AStaging::AsIs,
         };
