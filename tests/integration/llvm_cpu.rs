@@ -614,3 +614,91 @@ fn padded_convolutions_skip_the_kernel_rows_that_meet_only_padding_with_the_same
         }
     }
 }
+
+/// A convolution whose epilogue adds a residual read for the last time (ResNet's bottleneck
+/// end, `relu(conv(u) + t)`) writes its output over the residual in the LLVM backend's arena
+/// (`plan::epilogue_in_place_inputs`): each tile reads a residual element in the finish that
+/// writes the output's. The bits are those of the same graph with the residual also returned
+/// (kept alive: no sharing), on both levels and at one and two threads, with tiles on the
+/// ragged bottom and right edges; a residual that is also the convolution's input, and the
+/// JIT's contractions, never share.
+#[test]
+fn a_residual_read_for_the_last_time_takes_the_convolutions_output() {
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    use f16c_compiler::lower::KernelKind;
+    use f16c_compiler::target::{Cpu, X86Level};
+    use f16c_core::artifact::Slot;
+    let weights = |name: &str, o: usize, k: usize, c: usize, seed: usize| {
+        let w: Vec<String> = (0..o * k * k * c).map(|i| format!("{:.4}", (((i + seed) * 37 % 101) as f32 - 50.0) / 256.0)).collect();
+        format!(
+            "  %{name}0 = \"tosa.const\"() <{{values = dense<[{}]> : tensor<{}xf32>}}> : () -> tensor<{}xf32>\n  %{name}s = tosa.const_shape {{values = dense<[{o}, {k}, {k}, {c}]> : tensor<4xindex>}} : () -> !tosa.shape<4>\n  %{name} = tosa.reshape %{name}0, %{name}s : (tensor<{}xf32>, !tosa.shape<4>) -> tensor<{o}x{k}x{k}x{c}xf32>\n",
+            w.join(", "),
+            w.len(),
+            w.len(),
+            w.len()
+        )
+    };
+    let conv = |y: &str, x: &str, w: &str, (o, k, c): (usize, usize, usize)| {
+        let p = k / 2;
+        format!("  {y} = tosa.conv2d {x}, {w}, %b{o}, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: {p}, {p}, {p}, {p}>, stride = array<i64: 1, 1>}} : (tensor<1x5x7x{c}xf32>, tensor<{o}x{k}x{k}x{c}xf32>, tensor<{o}xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x5x7x{o}xf32>\n")
+    };
+    // t = conv3x3(x); u = conv1x1(t); y = relu(conv1x1(u) + r), r = t (or x's conv itself).
+    let function = |name: &str, residual: &str, keep: bool| {
+        let results = if keep { "tensor<1x5x7x20xf32>, tensor<1x5x7x20xf32>" } else { "tensor<1x5x7x20xf32>" };
+        format!(
+            "func.func @{name}(%x: tensor<1x5x7x20xf32>) -> ({results}) {{\n{}{}{}  %b20 = \"tosa.const\"() <{{values = dense<0.125> : tensor<20xf32>}}> : () -> tensor<20xf32>\n  %b12 = \"tosa.const\"() <{{values = dense<-0.25> : tensor<12xf32>}}> : () -> tensor<12xf32>\n  %z = \"tosa.const\"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>\n{}{}{}  %s = tosa.add %c, {residual} : (tensor<1x5x7x20xf32>, tensor<1x5x7x20xf32>) -> tensor<1x5x7x20xf32>\n  %y = tosa.clamp %s {{max_val = 3.40282347E+38 : f32, min_val = 0.0 : f32}} : (tensor<1x5x7x20xf32>) -> tensor<1x5x7x20xf32>\n  return %y{} : {results}\n}}\n",
+            weights("w1", 20, 3, 20, 1),
+            weights("w2", 12, 1, 20, 2),
+            weights("w3", 20, 1, 12, 3),
+            conv("%t", "%x", "%w1", (20, 3, 20)),
+            conv("%u", "%t", "%w2", (12, 1, 20)),
+            conv("%c", "%u", "%w3", (20, 1, 12)),
+            if keep { format!(", {residual}") } else { String::new() },
+        )
+    };
+    // y = relu(conv1x1(t) + t): the residual is the convolution's A too.
+    let own_input = format!(
+        "func.func @own_input(%x: tensor<1x5x7x20xf32>) -> tensor<1x5x7x20xf32> {{\n{}{}  %b20 = \"tosa.const\"() <{{values = dense<0.125> : tensor<20xf32>}}> : () -> tensor<20xf32>\n  %z = \"tosa.const\"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>\n{}{}  %s = tosa.add %c, %t : (tensor<1x5x7x20xf32>, tensor<1x5x7x20xf32>) -> tensor<1x5x7x20xf32>\n  %y = tosa.clamp %s {{max_val = 3.40282347E+38 : f32, min_val = 0.0 : f32}} : (tensor<1x5x7x20xf32>) -> tensor<1x5x7x20xf32>\n  return %y : tensor<1x5x7x20xf32>\n}}\n",
+        weights("w1", 20, 3, 20, 1),
+        weights("w4", 20, 1, 20, 4),
+        conv("%t", "%x", "%w1", (20, 3, 20)),
+        conv("%c", "%t", "%w4", (20, 1, 20)),
+    );
+    let text = [function("shared", "%t", false), function("kept", "%t", true), own_input].concat();
+    let module = f16c_dialect::import::parse_module(&text, "residual.mlir").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let f = |name: &str| module.functions.iter().find(|g| g.name == name).unwrap();
+    let x = values(&[1, 5, 7, 20], 5);
+    // Whether the contraction with an epilogue input writes over it, and the artifact.
+    let shares = |backend: &dyn Backend, g: &Graph| {
+        let program = driver::lower_for(g, backend).unwrap();
+        let artifact = backend.artifact(&program).unwrap();
+        let offset = |b: usize| match artifact.manifest.slots[b] {
+            Slot::Arena { offset, .. } => Some(offset),
+            _ => None,
+        };
+        let (out, residual) = program
+            .kernels
+            .iter()
+            .find_map(|k| match &k.kind {
+                KernelKind::Contraction(c) => c.epilogue.as_ref().and_then(|e| e.inputs.first()).map(|i| (c.out.buffer.0, i.buffer.0)),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{}: a contraction with the residual in its epilogue:\n{program}", g.name));
+        (offset(out).is_some() && offset(out) == offset(residual), artifact)
+    };
+    let v4 = x86_64(Cpu::Level(X86Level::V4)).expect("a level");
+    let native = x86_64(Cpu::Native).expect("a level");
+    let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
+    for backend in [x86_64(Cpu::Level(X86Level::V3)).expect("a level"), v4].into_iter().take(if avx512 { 2 } else { 1 }) {
+        let (shared, artifact) = shares(backend, f("shared"));
+        let (kept, apart) = shares(backend, f("kept"));
+        assert!(shared && !kept, "the residual's place taken where it dies ({shared}), not where it is returned ({kept})");
+        assert!(!shares(backend, f("own_input")).0, "a residual that is also read as A keeps its place");
+        for threads in [1, 2] {
+            let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+            let want = loader::load(apart.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
+            f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        }
+    }
+    assert!(!shares(&f16c_compiler::backend::cranelift::CRANELIFT, f("shared")).0, "the JIT's contractions keep their outputs apart");
+}

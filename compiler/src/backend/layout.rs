@@ -33,7 +33,8 @@ pub struct Layout {
     /// Spans of kernels (first, last) whose steps run interleaved: planned as live together.
     pub together: Vec<(usize, usize)>,
     /// Kernels whose output may not take an input's place ([`plan::plan_with_temps`]); by
-    /// kernel index, none where shorter.
+    /// kernel index, none where shorter. Every contraction at first: a backend whose code lets
+    /// a contraction's output take an epilogue input's place says so.
     pub apart: Vec<bool>,
     /// The arena plan including temporaries (after [`Layout::finish`]).
     pub plan: BufferPlan,
@@ -95,7 +96,9 @@ impl Layout {
             temps: Vec::new(),
             scratch_bytes: 0,
             together: Vec::new(),
-            apart: Vec::new(),
+            // A contraction's output takes a residual's place only where its backend says
+            // that its code reads each epilogue element before writing the output's.
+            apart: program.kernels.iter().map(|k| matches!(k.kind, crate::lower::KernelKind::Contraction(_))).collect(),
             plan: BufferPlan::default(),
             program_buffers: program.buffers.len(),
             deferred: Default::default(),

@@ -54,6 +54,9 @@ fn aligned(n: usize) -> usize {
 /// output's own index (dense strides over the iteration space, the output's element size)
 /// through every operand that reads them.
 fn in_place_inputs(buffers: &[Buffer], kernel: &Kernel) -> Vec<usize> {
+    if let KernelKind::Contraction(c) = &kernel.kind {
+        return epilogue_in_place_inputs(buffers, c);
+    }
     let KernelKind::Elementwise(e) = &kernel.kind else { return Vec::new() };
     let size = e.expr.result_dtype().byte_size();
     let mut dense = vec![0; e.shape.len()];
@@ -72,9 +75,43 @@ fn in_place_inputs(buffers: &[Buffer], kernel: &Kernel) -> Vec<usize> {
         .collect()
 }
 
+/// The inputs a contraction's epilogue reads at the output's own element (a residual add's),
+/// which its output may be written over: intermediates of the output's element size that the
+/// contraction reads nowhere else (not as A, B, bias or a part of A), every epilogue operand
+/// of them at the output's dense index, the output not through a view. A backend's tiles read
+/// such an input's element in the finish that writes the output's, in the same work item;
+/// only a backend whose contraction code does so lets the plan use them ([`plan_with_temps`]).
+fn epilogue_in_place_inputs(buffers: &[Buffer], c: &super::Contraction) -> Vec<usize> {
+    let Some(e) = &c.epilogue else { return Vec::new() };
+    if c.views.out.is_some() {
+        return Vec::new();
+    }
+    let size = c.out.ty.dtype.byte_size();
+    let mut dense = vec![0; e.rows_shape.len()];
+    let mut step = c.n;
+    for d in (0..e.rows_shape.len()).rev() {
+        dense[d] = step;
+        step *= e.rows_shape[d];
+    }
+    let identity = |i: &super::EpilogueInput| {
+        i.dtype.byte_size() == size && (i.col_stride == 1 || c.n == 1) && i.row_strides.len() == dense.len() && (0..dense.len()).all(|d| e.rows_shape[d] == 1 || i.row_strides[d] == dense[d])
+    };
+    let elsewhere: Vec<BufferId> = [c.a.buffer, c.b.buffer].into_iter().chain(c.a_parts.iter().map(|p| p.buffer)).chain(c.bias.as_ref().map(|b| b.buffer)).collect();
+    let mut candidates: Vec<usize> = e
+        .inputs
+        .iter()
+        .map(|i| i.buffer)
+        .filter(|b| *b != c.out.buffer && !elsewhere.contains(b) && matches!(buffers[b.0].kind, BufferKind::Intermediate))
+        .filter(|b| e.inputs.iter().filter(|i| i.buffer == *b).all(identity))
+        .map(|b| b.0)
+        .collect();
+    candidates.dedup();
+    candidates
+}
+
 /// Plans the arena for `kernels` over `buffers`, with no kernel temporaries.
 pub fn plan(buffers: &[Buffer], kernels: &[Kernel], outputs: &[Operand]) -> BufferPlan {
-    plan_with_temps(buffers, kernels, outputs, &[], &[], &|_| true)
+    plan_with_temps(buffers, kernels, outputs, &[], &[], &|k| !matches!(kernels[k].kind, KernelKind::Contraction(_)))
 }
 
 /// Plans the arena; each `(k, bytes)` of `temps` is a temporary live during kernel `k`. Each

@@ -154,7 +154,10 @@ impl LlvmCpuBackend {
         // An elementwise kernel writes over its input only where its code is explicit vectors:
         // LLVM's loop vectoriser checks that a loop's output and input do not overlap and runs
         // its scalar loop where they do (the Whisper encoder's GELU kernels ran ten times slower).
-        layout.apart = plans.iter().map(|p| !matches!(p, KernelPlan::Items(forms) if forms.iter().all(|f| matches!(f, ItemsForm::ElementwiseRows { lanes: Some(_), .. })))).collect();
+        // A contraction's tiles (and a depthwise convolution's pixels) read each epilogue
+        // input's element in the finish that writes the output's, in one work item: their
+        // output may take a residual's place.
+        layout.apart = plans.iter().map(|p| !matches!(p, KernelPlan::Items(forms) if forms.iter().all(|f| matches!(f, ItemsForm::ElementwiseRows { lanes: Some(_), .. }))) && !matches!(p, KernelPlan::Gemm(_) | KernelPlan::Depthwise { .. })).collect();
         for (k, (kernel, plan)) in program.kernels.iter().zip(&plans).enumerate() {
             let name = format!("{SYMBOL_PREFIX}{}", kernel.name);
             let failed = |m: String| codegen(Some(kernel), m);
