@@ -735,14 +735,14 @@ pub fn special_value_cases() -> Vec<Case> {
             }
         }
         let mut g = Graph::new("pool");
-        // Eight channels (one vector), each the grid shifted: every window meets NaN, zeros of
-        // both signs and infinities in some channel.
-        let x = g.add_input(TensorType::new(d, [1, 4, 4, 8]), loc());
+        // Sixteen channels (one AVX-512 vector, two of eight lanes), each the grid shifted:
+        // every window meets NaN, zeros of both signs and infinities in some channel.
+        let x = g.add_input(TensorType::new(d, [1, 4, 4, 16]), loc());
         let attrs = f16c_dialect::PoolAttrs { kernel: [2, 2], stride: [2, 2], pad: [0, 0, 0, 0], acc: None };
-        let y = g.add_node(Op::MaxPool2d(attrs), tensor_ty(d, &[1, 2, 2, 8]), &[x], loc());
+        let y = g.add_node(Op::MaxPool2d(attrs), tensor_ty(d, &[1, 2, 2, 16]), &[x], loc());
         g.add_output(y);
-        let channels: Vec<f32> = (0..16 * 8).map(|i| grid[(i / 8 + 5 * (i % 8)) % 16]).collect();
-        cases.push(Case { name: format!("special_max_pool_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 8], &channels)], tolerance: Tolerance::Exact });
+        let channels: Vec<f32> = (0..16 * 16).map(|i| grid[(i / 16 + 5 * (i % 16)) % 16]).collect();
+        cases.push(Case { name: format!("special_max_pool_{dn}"), graph: g, inputs: vec![tensor(d, &[1, 4, 4, 16], &channels)], tolerance: Tolerance::Exact });
         // A convolution whose input holds NaN and infinities, into the fused residual add and
         // ReLU6s (clamp, maximum/minimum with one-element constants) on 32 channels: NaN
         // pixels stay NaN, infinite ones clamp, in vectors and at the edges alike.
@@ -887,7 +887,8 @@ pub fn parity_cases() -> Vec<Case> {
         for n in [7, 17] {
             for avg in [false, true] {
                 let mut g = Graph::new("pool");
-                // 19 channels: two runs of eight (pooled in vectors) and three after.
+                // 19 channels: runs of a vector (two of eight lanes, or one of sixteen) and the
+                // rest after, channel by channel; windows inside the input and clipped by it.
                 let ch = if n == 7 { 19 } else { 5 };
                 let x = g.add_input(TensorType::new(d, [1, n, n, ch]), loc());
                 let attrs = f16c_dialect::PoolAttrs { kernel: [2, 3], stride: [2, 1], pad: [1, 0, 1, 1], acc: if avg { Some(DType::F32) } else { None } };

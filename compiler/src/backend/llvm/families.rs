@@ -696,12 +696,29 @@ impl<'ctx> Ir<'ctx> {
             let init = ir.splat(f32v, ir.f32(if p.avg { 0.0 } else { f32::NEG_INFINITY }));
             let nan = ir.splat(f32v, ir.f32(f32::NAN));
             let acc = ir.var(init.into());
-            ir.pool_taps(&w, |ir, at| {
+            let tap = |ir: &mut Self, at: IntValue<'ctx>| {
                 let v = ir.load_lanes(din, src, ir.add(at, ch0), lanes as u32);
                 let a = ir.get(acc).into_vector_value();
                 let n = if p.avg { ir.b.build_float_add(a, v, "").built().into() } else { ir.tosa_select_any(inkwell::FloatPredicate::OGE, a, v, nan) };
                 ir.set(acc, n);
+            };
+            // A window inside the input (every pixel but the edges') in loops of the kernel's
+            // constant size, which LLVM unrolls; the same taps in the same order.
+            let zero = ir.i64(0);
+            let whole = [(w.ky, p.kernel[0]), (w.kx, p.kernel[1])].into_iter().fold(ir.cx.bool_type().const_all_ones(), |all, ((lo, hi), k)| {
+                let from_zero = ir.icmp(IntPredicate::EQ, lo, zero);
+                ir.and(all, ir.and(from_zero, ir.icmp(IntPredicate::EQ, hi, ir.i64(k as i64))))
             });
+            ir.if_else(
+                whole,
+                |ir| {
+                    ir.for_n(0, p.kernel[0], |ir, ky| {
+                        let row = ir.add(w.in_base, ir.muli(ir.add(w.y0, ky), w.row));
+                        ir.for_n(0, p.kernel[1], |ir, kx| tap(ir, ir.add(row, ir.muli(ir.add(w.x0, kx), w.c))));
+                    })
+                },
+                |ir| ir.pool_taps(&w, tap),
+            );
             let mut v = ir.get(acc).into_vector_value();
             if p.avg {
                 let count = ir.smax(ir.mul(ir.sub(w.ky.1, w.ky.0), ir.sub(w.kx.1, w.kx.0)), ir.i64(1));

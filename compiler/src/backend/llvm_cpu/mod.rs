@@ -409,9 +409,9 @@ impl<'ctx> Emitter<'_, 'ctx> {
         for (items, form) in Items::of(kind).into_iter().zip(forms) {
             let (suffix, cost) = (&items.suffix(), items.cost());
             match (*form, items) {
-                (ItemsForm::PoolLanes, Items::Pool(p)) => {
+                (ItemsForm::PoolLanes { lanes }, Items::Pool(p)) => {
                     // An output pixel's channels a vector at a time.
-                    self.step(suffix, Ir::pool_lanes_work(p, POOL_LANES), cost, |ir, i, _| ir.pool_lanes(p, i, POOL_LANES))?;
+                    self.step(suffix, Ir::pool_lanes_work(p, lanes), cost, |ir, i, _| ir.pool_lanes(p, i, lanes))?;
                 }
                 (ItemsForm::ElementwiseRows { rows, .. }, Items::Elementwise(e) | Items::Pairs(e)) => {
                     // A row along the last dimension per work item (vectorised).
@@ -468,9 +468,6 @@ impl<'ctx> Emitter<'_, 'ctx> {
     }
 }
 
-/// Channels a float pooling kernel computes per work item, in f32 lanes (two NEON registers,
-/// half an AVX-512 one).
-const POOL_LANES: usize = 8;
 
 /// The kernel functions of a program as they are emitted, with their symbols and the steps
 /// that call them.

@@ -4,7 +4,7 @@
 //! plan (`--emit=kernels`, the artifact's kernel plans, `f16c-run --profile`), so what is shown
 //! is what runs.
 
-use super::{depthwise, gemm, LlvmCpuBackend, POOL_LANES};
+use super::{depthwise, gemm, LlvmCpuBackend};
 use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, RowVectors, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
 use crate::backend::llvm::Ir;
 use crate::backend::cpu::{AForm, APlan, AStaging, BPlan, GemmPlan, Multiply, WidenB, Work};
@@ -35,8 +35,12 @@ pub enum KernelPlan {
 /// The form of one loop of work items ([`Items`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemsForm {
-    /// A pooling kernel: [`POOL_LANES`] channels of every pixel of an output row per item.
-    PoolLanes,
+    /// A pooling kernel: `lanes` channels (the machine's f32 vector) of every pixel of an
+    /// output row per item.
+    PoolLanes {
+        /// Channels per vector.
+        lanes: usize,
+    },
     /// An elementwise kernel: a row along the last dimension per item, `lanes` at a time
     /// where the row's values compute in f32 lanes (else one by one).
     ElementwiseRows {
@@ -88,7 +92,7 @@ impl LlvmCpuBackend {
         let forms = Items::of(&kernel.kind)
             .into_iter()
             .map(|items| match items {
-                Items::Pool(p) if Ir::pools_in_lanes_by(&rules, p) => ItemsForm::PoolLanes,
+                Items::Pool(p) if Ir::pools_in_lanes_by(&rules, p) => ItemsForm::PoolLanes { lanes: m.gemm.lanes },
                 Items::Elementwise(e) | Items::Pairs(e) if Ir::elementwise_rows(e).is_some() => {
                     let rows = Ir::elementwise_rows(e).expect("checked");
                     let len = e.shape[e.shape.len() - 1];
@@ -224,7 +228,7 @@ impl ItemsForm {
     /// One loop's form in words.
     fn describe(self, items: &Items<'_>) -> String {
         match (self, items) {
-            (ItemsForm::PoolLanes, _) => format!("{POOL_LANES} channels of every pixel of an output row per work item"),
+            (ItemsForm::PoolLanes { lanes }, _) => format!("{lanes} channels of every pixel of an output row per work item"),
             (ItemsForm::ElementwiseRows { rows, lanes }, Items::Elementwise(e) | Items::Pairs(e)) => {
                 let vectors = lanes.map_or(String::new(), |l| format!(", {l} lanes at a time"));
                 format!("a row of {} per work item ({rows} rows){vectors}", e.shape[e.shape.len() - 1])
