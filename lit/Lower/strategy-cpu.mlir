@@ -135,9 +135,11 @@ func.func @tail_rows(%x: tensor<768x300xf32>) -> tensor<768x300xf32> {
 }
 
 // A matrix of 128 rows or more whose columns fill 64-wide panels runs on AVX-512's wide tile
-// (6 × 64: half the A rows per step), one whose columns do not on its long tile (6 × 32: the
-// machine's panels in half its rows); one of 64 rows, or without AVX-512, on the machine's tile
-// (of 8 rows for 64: they fill it).
+// (6 × 64: half the A rows per step), also where 8 × 48 would fill it; one that 8 × 48 fills
+// and the wide tile does not on that exact tile (the same 24 accumulators: 128 rows are 22
+// tiles of six); one whose columns do not on its long tile (6 × 32: the machine's panels in
+// half its rows); one of 64 rows, or without AVX-512, on the machine's tile (of 8 rows for 64:
+// they fill it).
 // RUN: %f16c compile %s --function=tall --target=x86_64 --backend=llvm --cpu=x86-64-v4 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TALL-V4
 // RUN: %f16c compile %s --function=tall --target=x86_64 --backend=llvm --cpu=x86-64-v3 --precision=fp32 --emit=kernels | FileCheck %s --check-prefix=TALL-V3
 // TALL-V4: k0_matmul: contraction matmul batch=1 m=128 n=64 k=32
@@ -145,14 +147,20 @@ func.func @tail_rows(%x: tensor<768x300xf32>) -> tensor<768x300xf32> {
 // TALL-V4: k1_matmul: contraction matmul batch=1 m=64 n=64 k=32
 // TALL-V4: strategy: tiles 8x32 (16 lanes), a tile per work item, f32 FMA
 // TALL-V4: k2_matmul: contraction matmul batch=1 m=128 n=48 k=32
-// TALL-V4: strategy: tiles 6x32 (16 lanes), a tile per work item, f32 FMA
+// TALL-V4: strategy: tiles 8x48 (16 lanes), a tile per work item, f32 FMA
 // TALL-V4: k3_matmul: contraction matmul batch=1 m=64 n=48 k=32
-// TALL-V4: strategy: tiles 8x32 (16 lanes), a tile per work item, f32 FMA
+// TALL-V4: strategy: tiles 8x48 (16 lanes), a tile per work item, f32 FMA
+// TALL-V4: k4_matmul: contraction matmul batch=1 m=192 n=192 k=32
+// TALL-V4: strategy: tiles 6x64 (16 lanes), a tile per work item, f32 FMA
+// TALL-V4: k5_matmul: contraction matmul batch=1 m=130 n=48 k=32
+// TALL-V4: strategy: tiles 6x32 (16 lanes), a tile per work item, f32 FMA
 // TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
 // TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
 // TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
 // TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
-func.func @tall(%a: tensor<1x128x32xf32>, %b: tensor<1x64x32xf32>) -> (tensor<1x128x64xf32>, tensor<1x64x64xf32>, tensor<1x128x48xf32>, tensor<1x64x48xf32>) {
+// TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
+// TALL-V3: strategy: tiles 6x16 (8 lanes), a tile per work item, f32 FMA
+func.func @tall(%a: tensor<1x128x32xf32>, %b: tensor<1x64x32xf32>, %c: tensor<1x192x32xf32>, %d: tensor<1x130x32xf32>) -> (tensor<1x128x64xf32>, tensor<1x64x64xf32>, tensor<1x128x48xf32>, tensor<1x64x48xf32>, tensor<1x192x192xf32>, tensor<1x130x48xf32>) {
   %w = "tosa.const"() <{values = dense<0.5> : tensor<1x32x64xf32>}> : () -> tensor<1x32x64xf32>
   %w48 = "tosa.const"() <{values = dense<0.25> : tensor<1x32x48xf32>}> : () -> tensor<1x32x48xf32>
   %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
@@ -160,7 +168,10 @@ func.func @tall(%a: tensor<1x128x32xf32>, %b: tensor<1x64x32xf32>) -> (tensor<1x
   %y2 = tosa.matmul %b, %w, %z, %z : (tensor<1x64x32xf32>, tensor<1x32x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x64xf32>
   %y3 = tosa.matmul %a, %w48, %z, %z : (tensor<1x128x32xf32>, tensor<1x32x48xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x48xf32>
   %y4 = tosa.matmul %b, %w48, %z, %z : (tensor<1x64x32xf32>, tensor<1x32x48xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x64x48xf32>
-  return %y, %y2, %y3, %y4 : tensor<1x128x64xf32>, tensor<1x64x64xf32>, tensor<1x128x48xf32>, tensor<1x64x48xf32>
+  %w192 = "tosa.const"() <{values = dense<0.125> : tensor<1x32x192xf32>}> : () -> tensor<1x32x192xf32>
+  %y5 = tosa.matmul %c, %w192, %z, %z : (tensor<1x192x32xf32>, tensor<1x32x192xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x192x192xf32>
+  %y6 = tosa.matmul %d, %w48, %z, %z : (tensor<1x130x32xf32>, tensor<1x32x48xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x130x48xf32>
+  return %y, %y2, %y3, %y4, %y5, %y6 : tensor<1x128x64xf32>, tensor<1x64x64xf32>, tensor<1x128x48xf32>, tensor<1x64x48xf32>, tensor<1x192x192xf32>, tensor<1x130x48xf32>
 }
 
 // SiLU after a matmul reads the matmul's result twice: the LLVM backend finishes it in the

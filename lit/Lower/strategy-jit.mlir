@@ -366,7 +366,7 @@ func.func @deep(%a: tensor<1x49x64xf32>) -> tensor<1x49x320xf32> {
 // CHAIN-STREAMED: k0_matmul: contraction matmul batch=1 m=64 n=1536 k=768
 // CHAIN-STREAMED-NOT: bands of
 // CHAIN-STREAMED-LLVM: k0_matmul: contraction matmul batch=1 m=64 n=1536 k=768
-// CHAIN-STREAMED-LLVM: strategy: tiles 8x32 (16 lanes), a tile per work item, a column panel's tiles one after the other, f32 FMA, generated; B packed at compile time (f32); A read in place{{$}}
+// CHAIN-STREAMED-LLVM: strategy: tiles 8x48 (16 lanes), a tile per work item, a column panel's tiles one after the other, f32 FMA, generated; B packed at compile time (f32); A read in place{{$}}
 // CHAIN-STREAMED-LLVM-NOT: bands of
 func.func @chain_cached(%x: tensor<1x64x128xf32>) -> tensor<1x64x128xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>

@@ -702,3 +702,71 @@ fn a_residual_read_for_the_last_time_takes_the_convolutions_output() {
     }
     assert!(!shares(&f16c_compiler::backend::cranelift::CRANELIFT, f("shared")).0, "the JIT's contractions keep their outputs apart");
 }
+
+/// AVX-512's exact tile (8 × 48, `CpuMachine::gemm_exact`) where it fills the matrix: each
+/// output is its own chain of multiply-adds along `k` whatever the tile, so the rows it
+/// computes are the bits of the same rows computed on another tile (the same matmul with two
+/// more rows, which 8 × 48 does not fill), in f32 with a bias and a ReLU, with bf16 and fp16
+/// weights (VDPBF16PS pairs where the machine has AVX512-BF16; fp16 widened), and for a 1 × 1
+/// convolution (one more image row), at one and two threads.
+#[test]
+fn the_exact_tile_gives_the_bits_of_the_other_tiles() {
+    use f16c_compiler::backend::llvm_cpu::x86_64;
+    use f16c_compiler::target::{Cpu, X86Level};
+    let native = x86_64(Cpu::Native).expect("a level");
+    let (v4, v4_bf16) = (x86_64(Cpu::Level(X86Level::V4)).expect("a level"), x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
+    if !(std::ptr::eq(native, v4) || std::ptr::eq(native, v4_bf16)) {
+        return;
+    }
+    let weights = |n: usize| (0..n).map(|i| format!("{:.4}", ((i * 37 % 101) as f32 - 50.0) / 64.0)).collect::<Vec<_>>().join(", ");
+    let (k, n) = (40, 96);
+    let matmul = |name: &str, m: usize| {
+        format!(
+            "func.func @{name}(%a: tensor<1x{m}x{k}xf32>) -> tensor<1x{m}x{n}xf32> {{\n  %w = \"tosa.const\"() <{{values = dense<[{}]> : tensor<{}xf32>}}> : () -> tensor<{}xf32>\n  %ws = tosa.const_shape {{values = dense<[1, {k}, {n}]> : tensor<3xindex>}} : () -> !tosa.shape<3>\n  %w3 = tosa.reshape %w, %ws : (tensor<{}xf32>, !tosa.shape<3>) -> tensor<1x{k}x{n}xf32>\n  %z = \"tosa.const\"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>\n  %y = tosa.matmul %a, %w3, %z, %z : (tensor<1x{m}x{k}xf32>, tensor<1x{k}x{n}xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x{m}x{n}xf32>\n  %r = tosa.clamp %y {{max_val = 3.0e+38 : f32, min_val = 0.0 : f32}} : (tensor<1x{m}x{n}xf32>) -> tensor<1x{m}x{n}xf32>\n  return %r : tensor<1x{m}x{n}xf32>\n}}\n",
+            weights(k * n),
+            k * n,
+            k * n,
+            k * n
+        )
+    };
+    let conv = |name: &str, h: usize| {
+        format!(
+            "func.func @{name}(%x: tensor<1x{h}x6x{k}xf32>) -> tensor<1x{h}x6x{n}xf32> {{\n  %w0 = \"tosa.const\"() <{{values = dense<[{}]> : tensor<{}xf32>}}> : () -> tensor<{}xf32>\n  %ws = tosa.const_shape {{values = dense<[{n}, 1, 1, {k}]> : tensor<4xindex>}} : () -> !tosa.shape<4>\n  %w = tosa.reshape %w0, %ws : (tensor<{}xf32>, !tosa.shape<4>) -> tensor<{n}x1x1x{k}xf32>\n  %b = \"tosa.const\"() <{{values = dense<0.375> : tensor<{n}xf32>}}> : () -> tensor<{n}xf32>\n  %z = \"tosa.const\"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>\n  %y = tosa.conv2d %x, %w, %b, %z, %z {{acc_type = f32, dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>}} : (tensor<1x{h}x6x{k}xf32>, tensor<{n}x1x1x{k}xf32>, tensor<{n}xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x{h}x6x{n}xf32>\n  return %y : tensor<1x{h}x6x{n}xf32>\n}}\n",
+            weights(k * n),
+            k * n,
+            k * n,
+            k * n
+        )
+    };
+    let text = [matmul("exact", 16), matmul("other", 18), conv("conv_exact", 4), conv("conv_other", 5)].concat();
+    let module = f16c_dialect::import::parse_module(&text, "exact.mlir").unwrap_or_else(|e| panic!("{e}"));
+    let f = |name: &str| module.functions.iter().find(|g| g.name == name).unwrap().clone();
+    let (a, x) = (values(&[1, 18, k], 3), values(&[1, 5, 6, k], 4));
+    let first = |t: &Tensor, shape: Vec<usize>| {
+        let len: usize = shape.iter().product();
+        Tensor::from_f32(shape, t.to_f32_vec()[..len].to_vec()).unwrap()
+    };
+    let cases = [("exact", "other", a.clone(), first(&a, vec![1, 16, k])), ("conv_exact", "conv_other", x.clone(), first(&x, vec![1, 4, 6, k]))];
+    for precision in [Precision::Fp32, Precision::Bf16, Precision::Fp16] {
+        for (exact, other, input, part) in &cases {
+            let prepared = |name: &str| {
+                let mut m = f16c_dialect::Module { functions: vec![f(name)] };
+                driver::prepare(&mut m, &Options::new(Target::X86_64).with_precision(precision), &[]).unwrap();
+                m.functions.remove(0)
+            };
+            let (ge, go) = (prepared(exact), prepared(other));
+            let program = driver::lower_for(&ge, native).unwrap();
+            let artifact = native.artifact(&program).unwrap();
+            let plans: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
+            assert!(plans.iter().any(|p| p.starts_with("tiles 8x48")), "{exact} {precision:?}: {plans:?}");
+            let other_artifact = native.artifact(&driver::lower_for(&go, native).unwrap()).unwrap();
+            assert!(other_artifact.manifest.kernels.iter().all(|k| !k.plan.starts_with("tiles 8x48")), "{other} {precision:?}");
+            for threads in [1, 2] {
+                let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(part)).unwrap();
+                let all = loader::load(other_artifact.clone(), threads).unwrap().run(std::slice::from_ref(input)).unwrap();
+                let want = first(&all[0], got[0].shape().to_vec());
+                f16c_tests::cases::same_bits_and_nans(&got[0], &want).unwrap_or_else(|e| panic!("{exact} {precision:?}, {threads} threads: {e}"));
+            }
+        }
+    }
+}

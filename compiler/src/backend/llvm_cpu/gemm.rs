@@ -176,6 +176,14 @@ pub fn shape(machine: &CpuMachine, c: &Contraction) -> GemmShape {
             F16_TILE
         }
     } else {
+        let fills = |t: GemmShape| c.m.is_multiple_of(t.mr) && c.n.is_multiple_of(t.nr);
+        if let Some(exact) = machine.gemm_exact {
+            // Unless the wide tile fills the matrix too (measured as fast or faster there).
+            let wide_fills = machine.gemm_wide.is_some_and(|w| c.m >= GemmShape::WIDE_MIN_ROWS && fills(w));
+            if fills(exact) && !wide_fills {
+                return exact;
+            }
+        }
         match (machine.gemm_wide, machine.gemm_long) {
             (Some(wide), _) if c.m >= GemmShape::WIDE_MIN_ROWS && c.n.is_multiple_of(wide.nr) => wide,
             (_, Some(long)) if c.m >= GemmShape::WIDE_MIN_ROWS => long,
