@@ -310,8 +310,16 @@ fn a_concatenation_pads_into_the_convolution_with_the_same_bits() {
 /// elementwise runs sixteen lanes at a time, and the last twelve elements of each row under a
 /// mask in both, as the maximum's last 44 (`families::RowVectors`; on AVX2, eight lanes, the
 /// last four under `vmaskmovps`), with a NaN, the maximum and a zero maximum in those tails.
+/// Fewer of them (100 rows) run eight per work item, their sums side by side in half a vector
+/// on AVX-512 and in one of eight lanes on AVX2.
 #[test]
 fn long_rows_twelve_at_a_time_give_the_reference_bits() {
+    long_rows(775, "12 rows of 300 per work item", ["the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 4 elements under a mask", "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask"]);
+    long_rows(100, "8 rows of 300 per work item", ["sums side by side in the lanes of a vector (blocks of 8 elements of each row transposed in registers), elementwise stages in 4 loops, 8 lanes at a time", "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time"]);
+}
+
+/// [`long_rows_twelve_at_a_time_give_the_reference_bits`] over `rows` rows of 300.
+fn long_rows(rows: usize, group: &str, plans: [&str; 2]) {
     let text = r#"
 func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
@@ -330,10 +338,11 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
   %y = tosa.mul %c, %v, %shift : (tensor<775x300xf32>, tensor<775x1xf32>, tensor<1xi8>) -> tensor<775x300xf32>
   return %y : tensor<775x300xf32>
 }
-"#;
-    let module = f16c_dialect::import::parse_module(text, "rows.mlir").unwrap();
+"#
+    .replace("775x", &format!("{rows}x"));
+    let module = f16c_dialect::import::parse_module(&text, "rows.mlir").unwrap();
     let g = &module.functions[0];
-    let n = 775 * 300;
+    let n = rows * 300;
     let mut values: Vec<f32> = (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32) * 20.0 - 10.0).collect();
     // Rows whose tails (elements 288.. past the last 16-lane block, 256.. past the last block
     // of the maximum's four chains) decide: a NaN there, the maximum there, a row of zeros
@@ -350,16 +359,16 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
     for v in &mut values[6 * 300..7 * 300] {
         *v = -v.abs() - 1.0;
     }
-    let x = Tensor::from_f32(vec![775, 300], values).unwrap();
+    let x = Tensor::from_f32(vec![rows, 300], values).unwrap();
     // AVX2 (eight lanes: twelve scalar chains) and, where this machine has it, AVX-512 (the
     // sums side by side).
-    rows_on_both_levels(g, &x, ["the rows' chains interleaved, elementwise stages in 4 loops, 8 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 4 elements under a mask", "sums side by side in the lanes of a vector (blocks of 16 elements of each row transposed in registers), elementwise stages in 4 loops, 16 lanes at a time, maxima/minima in 4 chains of 16 lanes folded as vectors, a row's last 12 elements under a mask"]);
+    rows_on_both_levels(g, &x, group, plans);
 }
 
-/// `g` (a rows kernel over 775 rows of 300) on the LLVM backend at x86-64-v3 and, where this
-/// machine has AVX-512, at x86-64-v4: each level's plan contains its `plans` text, and the
-/// output on one and two threads is the reference's bits.
-fn rows_on_both_levels(g: &Graph, x: &Tensor, plans: [&str; 2]) {
+/// `g` (a rows kernel over rows of 300) on the LLVM backend at x86-64-v3 and, where this
+/// machine has AVX-512, at x86-64-v4: each level's plan starts with `group` and contains its
+/// `plans` text, and the output on one and two threads is the reference's bits.
+fn rows_on_both_levels(g: &Graph, x: &Tensor, group: &str, plans: [&str; 2]) {
     use f16c_compiler::backend::llvm_cpu::x86_64;
     use f16c_compiler::target::{Cpu, X86Level};
     let want = reference::run(g, std::slice::from_ref(x)).unwrap();
@@ -371,7 +380,7 @@ fn rows_on_both_levels(g: &Graph, x: &Tensor, plans: [&str; 2]) {
         let program = driver::lower_for(g, backend).unwrap();
         let artifact = backend.artifact(&program).unwrap();
         let kernels: Vec<&str> = artifact.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
-        assert!(kernels.iter().any(|p| p.starts_with("12 rows of 300 per work item") && p.contains(plan)), "{kernels:?}");
+        assert!(kernels.iter().any(|p| p.starts_with(group) && p.contains(plan)), "{kernels:?}");
         for threads in [1, 2] {
             let got = loader::load(artifact.clone(), threads).unwrap().run(std::slice::from_ref(x)).unwrap();
             f16c_tests::cases::same_bits_and_nans(&got[0], &want[0]).unwrap_or_else(|e| panic!("{plan}, {threads} threads: {e}"));
@@ -385,8 +394,16 @@ fn rows_on_both_levels(g: &Graph, x: &Tensor, plans: [&str; 2]) {
 /// mask, the f32 sum in one vector of sixteen; each lane's chain is its row's sum in index
 /// order, so the bits are the reference's (a NaN, an infinity, zeros and a large value in some
 /// rows' tails). On AVX2 (four f64 lanes: three vectors) the f64 sums stay twelve chains.
+/// Over 100 rows, eight per work item: the f64 sums in one vector of eight lanes (AVX2: two of
+/// four), the f32 sum in half of one of sixteen (AVX2: one of eight).
 #[test]
 fn long_rows_f64_sums_side_by_side_give_the_reference_bits() {
+    long_rows_f64(775, "12 rows of 300 per work item", ["the rows' chains interleaved", "sums side by side in the lanes of a vector (blocks of 16 f32 or 8 f64 elements of each row transposed in registers)"]);
+    long_rows_f64(100, "8 rows of 300 per work item", ["sums side by side in the lanes of a vector (blocks of 8 f32 or 4 f64 elements of each row transposed in registers)", "sums side by side in the lanes of a vector (blocks of 16 f32 or 8 f64 elements of each row transposed in registers)"]);
+}
+
+/// [`long_rows_f64_sums_side_by_side_give_the_reference_bits`] over `rows` rows of 300.
+fn long_rows_f64(rows: usize, group: &str, plans: [&str; 2]) {
     let text = r#"
 func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
   %n64 = "tosa.const"() <{values = dense<3.3333333333333335e-03> : tensor<1x1xf64>}> : () -> tensor<1x1xf64>
@@ -409,10 +426,11 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
   %z = tosa.mul %y, %r, %sh : (tensor<775x300xf32>, tensor<775x1xf32>, tensor<1xi8>) -> tensor<775x300xf32>
   return %z : tensor<775x300xf32>
 }
-"#;
-    let module = f16c_dialect::import::parse_module(text, "layer_norm_f64.mlir").unwrap();
+"#
+    .replace("775x", &format!("{rows}x"));
+    let module = f16c_dialect::import::parse_module(&text, "layer_norm_f64.mlir").unwrap();
     let g = &module.functions[0];
-    let n = 775 * 300;
+    let n = rows * 300;
     let mut values: Vec<f32> = (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / (1 << 24) as f32) * 20.0 - 10.0).collect();
     values[300 + 297] = f32::NAN;
     values[2 * 300 + 298] = f32::INFINITY;
@@ -420,8 +438,8 @@ func.func @forward(%x: tensor<775x300xf32>) -> tensor<775x300xf32> {
     for v in &mut values[3 * 300..4 * 300] {
         *v = 0.0;
     }
-    let x = Tensor::from_f32(vec![775, 300], values).unwrap();
-    rows_on_both_levels(g, &x, ["the rows' chains interleaved", "sums side by side in the lanes of a vector (blocks of 16 f32 or 8 f64 elements of each row transposed in registers)"]);
+    let x = Tensor::from_f32(vec![rows, 300], values).unwrap();
+    rows_on_both_levels(g, &x, group, plans);
 }
 
 /// Gathers whose indices are sums of broadcast integer vectors (a U-Net's upsampling after
