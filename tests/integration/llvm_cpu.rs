@@ -564,20 +564,31 @@ fn convolutions_read_the_value_their_input_was_sliced_from() {
 /// one and two threads — tiles in the first and last output rows and across two images, a
 /// stride of 2 with padding on top only, a dilation along both axes (the taps' loop), a 5 × 5
 /// kernel on a 3 × 3 image, padding taller than the kernel (output rows that meet no input row:
-/// the bias alone), an image one row tall.
+/// the bias alone), an image one row tall. Where the tiles never cross output rows, a tile at a
+/// row's start or end multiplies each kernel column into only its pixels whose tap meets the
+/// image (`Tile::edge_steps`; on AVX-512: rows of one tile, of two tiles, of three; a 5 × 5
+/// kernel; a dilation; a one-dimensional convolution padded along x only, as Whisper's).
 #[test]
 fn padded_convolutions_skip_the_kernel_rows_that_meet_only_padding_with_the_same_bits() {
     use f16c_compiler::backend::llvm_cpu::x86_64;
     use f16c_compiler::target::{Cpu, X86Level};
     // (images, h, w, channels, outputs, kh, kw, pad [top, bottom, left, right], stride, dilation)
     type Geometry = (usize, usize, usize, usize, usize, usize, usize, [usize; 4], [usize; 2], [usize; 2]);
-    let cases: [Geometry; 6] = [
-        (2, 7, 7, 8, 40, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]),
-        (1, 14, 14, 8, 24, 3, 3, [1, 0, 1, 0], [2, 2], [1, 1]),
-        (1, 9, 9, 4, 20, 3, 3, [2, 2, 2, 2], [1, 1], [2, 2]),
-        (2, 3, 3, 4, 20, 5, 5, [2, 2, 2, 2], [1, 1], [1, 1]),
-        (1, 4, 5, 4, 20, 3, 3, [4, 1, 1, 1], [1, 1], [1, 1]),
-        (1, 1, 6, 4, 20, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]),
+    // (and on AVX-512, whether the tiles leave out their edge pixels' taps in the padding
+    // columns: tiles of 7, 6 and 12 rows that divide the output rows — a row one tile;
+    // tiles at a row's start and end; and between them)
+    let cases: [(Geometry, bool); 11] = [
+        ((2, 7, 7, 8, 40, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]), true),
+        ((1, 14, 14, 8, 24, 3, 3, [1, 0, 1, 0], [2, 2], [1, 1]), true),
+        ((1, 9, 9, 4, 20, 3, 3, [2, 2, 2, 2], [1, 1], [2, 2]), false),
+        ((2, 3, 3, 4, 20, 5, 5, [2, 2, 2, 2], [1, 1], [1, 1]), false),
+        ((1, 4, 5, 4, 20, 3, 3, [4, 1, 1, 1], [1, 1], [1, 1]), false),
+        ((1, 1, 6, 4, 20, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]), true),
+        ((1, 2, 14, 8, 24, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]), true),
+        ((1, 1, 21, 8, 24, 3, 3, [1, 1, 1, 1], [1, 1], [1, 1]), true),
+        ((1, 2, 14, 8, 24, 5, 5, [2, 2, 2, 2], [1, 1], [1, 1]), true),
+        ((1, 1, 24, 8, 24, 1, 3, [0, 0, 1, 1], [1, 1], [1, 1]), true),
+        ((1, 2, 14, 8, 24, 3, 3, [2, 2, 2, 2], [1, 1], [2, 2]), true),
     ];
     let conv = |name: &str, (n, h, w, c, o, kh, kw, pad, stride, dil): Geometry| -> String {
         let out = |len: usize, before: usize, after: usize, k: usize, s: usize, d: usize| (len + before + after - (k - 1) * d - 1) / s + 1;
@@ -605,7 +616,7 @@ fn padded_convolutions_skip_the_kernel_rows_that_meet_only_padding_with_the_same
     let native = x86_64(Cpu::Native).expect("a level");
     let avx512 = std::ptr::eq(native, v4) || std::ptr::eq(native, x86_64(Cpu::Level(X86Level::V4Bf16)).expect("a level"));
     let levels = [x86_64(Cpu::Level(X86Level::V3)).expect("a level"), v4];
-    for (i, geometry) in cases.into_iter().enumerate() {
+    for (i, (geometry, edges)) in cases.into_iter().enumerate() {
         let (n, h, w, c, _, _, _, pad, _, _) = geometry;
         let (ph, pw) = (h + pad[0] + pad[1], w + pad[2] + pad[3]);
         let text = [conv("padded", geometry), conv("by_hand", (n, ph, pw, c, geometry.4, geometry.5, geometry.6, [0; 4], geometry.8, geometry.9))].concat();
@@ -618,11 +629,15 @@ fn padded_convolutions_skip_the_kernel_rows_that_meet_only_padding_with_the_same
         }
         let by_hand = Tensor::from_f32(vec![n, ph, pw, c], by_hand).unwrap();
         let want = reference::run(&module.functions[0], std::slice::from_ref(&x)).unwrap();
-        for backend in levels.into_iter().take(if avx512 { 2 } else { 1 }) {
+        for (level, backend) in levels.into_iter().take(if avx512 { 2 } else { 1 }).enumerate() {
             let artifact = |g: &Graph| backend.artifact(&driver::lower_for(g, backend).unwrap()).unwrap();
             let (padded, plain) = (artifact(&module.functions[0]), artifact(&module.functions[1]));
             let plans: Vec<&str> = padded.manifest.kernels.iter().map(|k| k.plan.as_str()).collect();
-            assert!(plans.iter().any(|p| p.contains("A padded once per run, read in place, a tile's kernel rows that meet only padding skipped")), "case {i}: {plans:?}");
+            let rows = pad[0] + pad[1] > 0;
+            assert!(plans.iter().any(|p| p.contains("A padded once per run, read in place") && p.contains("a tile's kernel rows that meet only padding skipped") == rows), "case {i}: {plans:?}");
+            if level == 1 {
+                assert_eq!(plans.iter().any(|p| p.contains("an output row's edge pixels' taps in the padding skipped")), edges, "case {i}: {plans:?}");
+            }
             for threads in [1, 2] {
                 let got = loader::load(padded.clone(), threads).unwrap().run(std::slice::from_ref(&x)).unwrap();
                 let every_tap = loader::load(plain.clone(), threads).unwrap().run(std::slice::from_ref(&by_hand)).unwrap();

@@ -131,11 +131,23 @@ pub enum AStaging {
         dtype: DType,
         /// Elements past the end that a run read as one vector may touch.
         slack: usize,
-        /// The padding's rows above and below the image (`pad[0]`, `pad[1]`) where a tile
-        /// runs only the kernel rows that meet the image for some row of it; `(0, 0)` where
-        /// every tile runs them all.
-        zero_rows: (usize, usize),
+        /// The padding the tiles leave out.
+        skipped: SkippedPadding,
     },
+}
+
+/// The padding of a convolution's input padded once per run ([`AStaging::Padded`]) whose
+/// products its tiles leave out: zeros times finite weights, which change no sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SkippedPadding {
+    /// The padding's rows above and below the image (`pad[0]`, `pad[1]`) where a tile runs only
+    /// the kernel rows that meet the image for some row of it; `(0, 0)` where every tile runs
+    /// them all.
+    pub rows: (usize, usize),
+    /// The padding's columns left and right of the image (`pad[2]`, `pad[3]`) where the tiles
+    /// never cross output rows and a tile at an output row's start or end multiplies, for each
+    /// kernel column, only its rows whose tap meets the image; `(0, 0)` where they multiply all.
+    pub cols: (usize, usize),
 }
 
 /// How the tiles read A.
@@ -228,8 +240,13 @@ impl GemmPlan {
         } else {
             s.push_str(&format!("; A {staging}, {form}"));
         }
-        if matches!(self.a.staging, AStaging::Padded { zero_rows, .. } if zero_rows != (0, 0)) {
-            s.push_str(", a tile's kernel rows that meet only padding skipped");
+        if let AStaging::Padded { skipped, .. } = self.a.staging {
+            if skipped.rows != (0, 0) {
+                s.push_str(", a tile's kernel rows that meet only padding skipped");
+            }
+            if skipped.cols != (0, 0) {
+                s.push_str(", an output row's edge pixels' taps in the padding skipped");
+            }
         }
         if self.chunks.len() > 1 {
             s.push_str(&format!(", k in {} chunks", self.chunks.len()));

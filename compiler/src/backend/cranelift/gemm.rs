@@ -321,7 +321,7 @@ impl GemmPlan {
         };
         let staging = match (&windows, band) {
             (Some(w), _) => match w.padded {
-                Some((ih, iw)) => AStaging::Padded { geometry: ConvGeometry { ih, iw, pad: [0; 4], ..w.g.clone() }, dtype: if w.widen { DType::F32 } else { c.a.ty.dtype }, slack: 0, zero_rows: (0, 0) },
+                Some((ih, iw)) => AStaging::Padded { geometry: ConvGeometry { ih, iw, pad: [0; 4], ..w.g.clone() }, dtype: if w.widen { DType::F32 } else { c.a.ty.dtype }, slack: 0, skipped: cpu::SkippedPadding::default() },
                 None if w.widen => AStaging::Widened,
                 None => AStaging::AsIs,
             },

@@ -71,7 +71,7 @@ pub struct KStep<'ctx> {
     /// The index along `k`.
     pub kk: IntValue<'ctx>,
     /// Where `A[row, kk]` is, from [`ARow::start`] (rows with a start only).
-    offset: IntValue<'ctx>,
+    pub(crate) offset: IntValue<'ctx>,
 }
 
 /// One loop of work items of a kernel, and which body computes an item: what a target that

@@ -25,7 +25,8 @@
 //! and bit-identical for fp16 inputs, whose products are exact in f32.
 
 use super::CpuMachine;
-use crate::backend::llvm::families::{ARow, TileAt};
+use crate::backend::cpu::SkippedPadding;
+use crate::backend::llvm::families::{ARow, KStep, TileAt};
 use crate::backend::llvm::{Built, Ir, Var};
 use crate::lower::{BufferKind, Contraction, ContractionKind, ConvGeometry, MatrixLayout, Program};
 use f16c_dialect::DType;
@@ -415,10 +416,11 @@ pub fn copy_parts<'ctx>(ir: &mut Ir<'ctx>, parts: &[(PointerValue<'ctx>, usize)]
 /// On a machine with multiply-adds by element, a matmul and a convolution without padding
 /// read A a run of up to [`a_run`] values along `k` at a time (one vector load per row and
 /// run, each value then taken from its lane); `a_slack` elements past A's end may be read.
-/// A convolution read from its copy padded once per run whose first `zero_rows.0` and last
-/// `zero_rows.1` input rows are the padding runs only the kernel rows that meet the image for
-/// some row of the tile ([`Ir::kernel_rows_inside`]).
-pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack, zero_rows): (usize, usize, (usize, usize)), (pairs, rows_fastest): (bool, bool), t: IntValue<'ctx>) -> Result<(), String> {
+/// A convolution read from its copy padded once per run leaves out the padding `skipped`
+/// says: the kernel rows that meet the image for no row of the tile
+/// ([`Ir::kernel_rows_inside`]), and at an output row's first or last pixels each kernel
+/// column's taps in the padding ([`Tile::edge_steps`]).
+pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (packed, a_slack, skipped): (usize, usize, SkippedPadding), (pairs, rows_fastest): (bool, bool), t: IntValue<'ctx>) -> Result<(), String> {
     let shape = shape(machine, c);
     let (mr, nr, lanes) = (shape.mr, shape.nr, shape.lanes);
     let TileAt { bi, row0, col0, rows } = ir.tile_in_order(c, t, (mr, nr), rows_fastest);
@@ -430,7 +432,7 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
     let b = ir.buffer(packed);
     let b_batch = if b_batches(c) == 1 { ir.i64(0) } else { bi };
     let panel = ir.muli(ir.add(ir.muli(b_batch, c.n.div_ceil(nr)), tn), packed_k(c, pairs) * nr);
-    let ky = ir.kernel_rows_inside(c, zero_rows, (rows[0], rows[mr - 1]));
+    let ky = ir.kernel_rows_inside(c, skipped.rows, (rows[0], rows[mr - 1]));
     let tile = Tile { c, shape, acc, a_rows, b, panel, f16_acc, fmlal: uses_fmlal(machine, c), ky };
     let by_element = machine.fma_by_element && (tile.fmlal || f16_acc || c.a.ty.dtype == DType::F32);
     let ran = if pairs {
@@ -440,9 +442,54 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
         by_element && tile.run_steps(ir, a_run(machine, c), a_slack)
     };
     if !ran {
-        tile.single_steps(ir);
+        match &c.kind {
+            ContractionKind::Conv(g) if skipped.cols != (0, 0) => {
+                // A tile at an output row's start, at its end, or (the row one tile) both.
+                let ow = g.ow;
+                if mr == ow {
+                    tile.edge_steps(ir, 0, skipped.cols);
+                } else {
+                    let x0 = ir.remi(row0, ow);
+                    let first = ir.icmp(IntPredicate::EQ, x0, ir.i64(0));
+                    let last = ir.icmp(IntPredicate::EQ, x0, ir.i64((ow - mr) as i64));
+                    ir.if_else(first, |ir| tile.edge_steps(ir, 0, skipped.cols), |ir| {
+                        ir.if_else(last, |ir| tile.edge_steps(ir, ow - mr, skipped.cols), |ir| tile.single_steps(ir));
+                    });
+                }
+            }
+            _ => tile.single_steps(ir),
+        }
     }
     tile.finish(ir, (bi, row0, col0), machine.masked_lanes())
+}
+
+/// Whether a convolution of (unpadded) geometry `g` on tiles of `mr` rows can leave out its
+/// edge pixels' taps in the padding columns ([`SkippedPadding::cols`]): it has such columns,
+/// its tiles never cross output rows (`mr` divides the output width), and the taps of every
+/// tile but those at a row's first and last pixels all meet the image.
+pub fn edge_pixels(g: &ConvGeometry, mr: usize) -> Option<()> {
+    let inside = |x: usize| (0..g.kw).all(|kx| tap_inside(g, x, kx));
+    let interior = || (mr..g.ow.saturating_sub(mr)).all(inside);
+    (g.pad[2] + g.pad[3] > 0 && mr > 0 && g.ow.is_multiple_of(mr) && interior()).then_some(())
+}
+
+/// Whether kernel column `kx` of output pixel `x` (of geometry `g`, with its padding) meets
+/// the image.
+fn tap_inside(g: &ConvGeometry, x: usize, kx: usize) -> bool {
+    let at = (x * g.stride[1] + kx * g.dilation[1]) as i64 - g.pad[2] as i64;
+    (0..g.iw as i64).contains(&at)
+}
+
+/// The rows of a tile of `mr` output pixels from pixel `x0` of an output row whose kernel
+/// column `kx` meets the image (contiguous: the pixels' taps move across the row together),
+/// for the padded copy's geometry `padded` and its padding columns `cols`.
+fn pixels_inside(padded: &ConvGeometry, cols: (usize, usize), x0: usize, mr: usize, kx: usize) -> std::ops::Range<usize> {
+    let g = ConvGeometry { iw: padded.iw - cols.0 - cols.1, pad: [0, 0, cols.0, cols.1], ..padded.clone() };
+    let inside = |r: &usize| tap_inside(&g, x0 + r, kx);
+    match (0..mr).find(inside) {
+        Some(lo) => lo..(lo..mr).find(|r| !inside(r)).unwrap_or(mr),
+        None => 0..0,
+    }
 }
 
 /// One tile of [`tile`] being emitted: its contraction, register tile and accumulators, the
@@ -579,8 +626,7 @@ impl<'ctx> Tile<'_, 'ctx> {
     /// One step of `k` at a time: each row's A value broadcast (or, for FMLAL, the tile's
     /// eight in one vector), a padded convolution's taps outside the image skipped.
     fn single_steps(&self, ir: &mut Ir<'ctx>) {
-        let (c, lanes, per_row) = (self.c, self.shape.lanes, self.per_row());
-        let (h8, f32v) = (Self::h8(ir), self.f32v(ir));
+        let (c, per_row, h8) = (self.c, self.per_row(), Self::h8(ir));
         ir.contraction_k_over(c, self.ky, |ir, step| {
             let kk = step.kk;
             if self.f16_acc {
@@ -619,17 +665,51 @@ impl<'ctx> Tile<'_, 'ctx> {
                 }
                 return;
             }
-            let bvecs = self.b_row(ir, kk);
-            for (r, row) in self.a_rows.iter().enumerate() {
-                let (a, inside) = ir.contraction_a(c, row, &step);
-                let a = ir.convert(c.a.ty.dtype, DType::F32, a).expect("float to float").into_float_value();
-                let av = ir.splat(f32v, a);
-                for (v, bv) in bvecs.iter().enumerate() {
-                    let x = self.acc[r * per_row + v];
-                    let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
-                    let s = ir.accumulate(inside, s, ir.get(x));
-                    ir.set(x, s);
+            self.f32_step(ir, &step, 0..self.a_rows.len());
+        });
+    }
+
+    /// Step `step` of the f32 multiply-adds ([`Tile::single_steps`]) for the tile's rows `rows`:
+    /// B's row, and each row's A value broadcast into its accumulators.
+    fn f32_step(&self, ir: &mut Ir<'ctx>, step: &KStep<'ctx>, rows: std::ops::Range<usize>) {
+        let (c, lanes, per_row, f32v) = (self.c, self.shape.lanes, self.per_row(), self.f32v(ir));
+        let bvecs = self.b_row(ir, step.kk);
+        for (r, row) in self.a_rows.iter().enumerate().skip(rows.start).take(rows.len()) {
+            let (a, inside) = ir.contraction_a(c, row, step);
+            let a = ir.convert(c.a.ty.dtype, DType::F32, a).expect("float to float").into_float_value();
+            let av = ir.splat(f32v, a);
+            for (v, bv) in bvecs.iter().enumerate() {
+                let x = self.acc[r * per_row + v];
+                let s = ir.intrinsic(&format!("llvm.fma.v{lanes}f32"), f32v.into(), &[av.into(), (*bv).into(), ir.get(x)]);
+                let s = ir.accumulate(inside, s, ir.get(x));
+                ir.set(x, s);
+            }
+        }
+    }
+
+    /// [`Tile::single_steps`] for a convolution's tile of the output row's pixels `x0..x0 +
+    /// mr` (at the row's start or end), read from its input padded once per run whose padding
+    /// columns are `cols`: each of its kernel rows ([`Tile::ky`]) a kernel column at a time,
+    /// each column's steps multiplied into only the rows whose tap meets the image
+    /// ([`pixels_inside`]) — in the same order along `k` as the whole run, without the products
+    /// of the padding's zeros, which change no sum.
+    fn edge_steps(&self, ir: &mut Ir<'ctx>, x0: usize, cols: (usize, usize)) {
+        let ContractionKind::Conv(g) = &self.c.kind else { unreachable!("edge pixels are a convolution's") };
+        let (lo, hi) = self.ky.unwrap_or((ir.i64(0), ir.i64(g.kh as i64)));
+        let one = ir.i64(1);
+        let mr = self.a_rows.len();
+        ir.for_range(lo, hi, one, |ir, ky| {
+            let (row_at, kk_row) = (ir.muli(ky, g.dilation[0] * g.iw * g.ic), ir.muli(ky, g.kw * g.ic));
+            for kx in 0..g.kw {
+                let rows = pixels_inside(g, cols, x0, mr, kx);
+                if rows.is_empty() {
+                    continue;
                 }
+                let (at, kk0) = (ir.addi(row_at, (kx * g.dilation[1] * g.ic) as i64), ir.addi(kk_row, (kx * g.ic) as i64));
+                ir.for_n(0, g.ic, |ir, ci| {
+                    let step = KStep { kk: ir.add(kk0, ci), offset: ir.add(at, ci) };
+                    self.f32_step(ir, &step, rows.clone());
+                });
             }
         });
     }

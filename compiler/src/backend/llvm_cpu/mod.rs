@@ -314,11 +314,11 @@ impl<'ctx> Emitter<'_, 'ctx> {
             }
             WidenB::PerChunk => return Err(format!("{}: B widened a chunk at a time is not a plan of this backend", self.name)),
         }
-        let (mut a_slack, mut zero_rows) = (0, (0, 0));
+        let (mut a_slack, mut skipped) = (0, crate::backend::cpu::SkippedPadding::default());
         match &plan.a.staging {
-            AStaging::Padded { geometry: g, dtype, slack, zero_rows: skipped } => {
+            AStaging::Padded { geometry: g, dtype, slack, skipped: padding } => {
                 // Padded (and widened) in one step, a padded row per work item.
-                (a_slack, zero_rows) = (*slack, *skipped);
+                (a_slack, skipped) = (*slack, *padding);
                 let padded = self.layout.temporary(k, (g.n * g.ih * g.iw * g.ic + a_slack) * dtype.byte_size());
                 let elements = (g.n * g.ih * g.iw * g.ic) as f64;
                 let (pc, pg, dt) = (c.clone(), g.clone(), *dtype);
@@ -344,7 +344,7 @@ impl<'ctx> Emitter<'_, 'ctx> {
             AStaging::WidenedPerRowBlock { .. } => return Err(format!("{}: A widened per row block is not a plan of this backend", self.name)),
         }
         let rows_fastest = plan.work.rows_fastest;
-        self.step("", plan.work.items, cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack, zero_rows), (pairs, rows_fastest), t))
+        self.step("", plan.work.items, cost, |ir, t, _| gemm::tile(ir, machine, &c, (packed, a_slack, skipped), (pairs, rows_fastest), t))
     }
 
     /// A step concatenating `parts` (each dense `[.., c_i]`, of one type) along their last

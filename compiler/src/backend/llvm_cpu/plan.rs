@@ -7,7 +7,7 @@
 use super::{depthwise, gemm, LlvmCpuBackend};
 use crate::backend::llvm::families::{extremum_in_chains, extremum_in_lanes, row_loops, Items, RowVectors, EXTREMUM_CHAINS, EXTREMUM_LANES, EXTREMUM_VECTORS};
 use crate::backend::llvm::Ir;
-use crate::backend::cpu::{AForm, APlan, AStaging, BPlan, GemmPlan, Multiply, WidenB, Work};
+use crate::backend::cpu::{AForm, APlan, AStaging, BPlan, GemmPlan, Multiply, SkippedPadding, WidenB, Work};
 use crate::lower::{Kernel, KernelKind, Program};
 use f16c_dialect::DType;
 
@@ -26,8 +26,9 @@ pub enum KernelPlan {
         f16_acc: bool,
     },
     /// A matmul or convolution on the machine's register tile (the plan both CPU backends
-    /// read, [`crate::backend::cpu`]).
-    Gemm(GemmPlan),
+    /// read, [`crate::backend::cpu`]; boxed, as the Cranelift backend's is: the other plans
+    /// are a few words).
+    Gemm(Box<GemmPlan>),
     /// Plain loops of work items, one per part of [`Items::of`], each in its form.
     Items(Vec<ItemsForm>),
 }
@@ -83,7 +84,7 @@ impl LlvmCpuBackend {
                     return KernelPlan::Depthwise { lanes, f16_acc: depthwise::accumulates_f16(m, c) };
                 }
                 if gemm::applies(program, c) {
-                    return KernelPlan::Gemm(self.gemm_plan(program, c));
+                    return KernelPlan::Gemm(Box::new(self.gemm_plan(program, c)));
                 }
             }
             _ => {}
@@ -140,11 +141,16 @@ impl LlvmCpuBackend {
         let staging = match gemm::padded_input(c) {
             // A run read as one vector may read past the last pixel's channels.
             Some(geometry) => {
-                let zero_rows = match &c.kind {
-                    crate::lower::ContractionKind::Conv(g) => (g.pad[0], g.pad[1]),
-                    _ => (0, 0),
+                let skipped = match &c.kind {
+                    crate::lower::ContractionKind::Conv(g) => {
+                        // Columns on the code path that multiplies one step at a time.
+                        let single = multiply == Multiply::F32Fma && !m.fma_by_element;
+                        let cols = if single && gemm::edge_pixels(g, shape.mr).is_some() { (g.pad[2], g.pad[3]) } else { (0, 0) };
+                        SkippedPadding { rows: (g.pad[0], g.pad[1]), cols }
+                    }
+                    _ => SkippedPadding::default(),
                 };
-                AStaging::Padded { geometry, dtype: a_dtype, slack: if m.fma_by_element { gemm::a_run(m, c) } else { 0 }, zero_rows }
+                AStaging::Padded { geometry, dtype: a_dtype, slack: if m.fma_by_element { gemm::a_run(m, c) } else { 0 }, skipped }
             }
             None if a_dtype != c.a.ty.dtype => AStaging::Widened,
             None => AStaging::AsIs,
