@@ -59,13 +59,7 @@ fn in_place_inputs(buffers: &[Buffer], kernel: &Kernel) -> Vec<usize> {
     }
     let KernelKind::Elementwise(e) = &kernel.kind else { return Vec::new() };
     let size = e.expr.result_dtype().byte_size();
-    let mut dense = vec![0; e.shape.len()];
-    let mut step = 1;
-    for d in (0..e.shape.len()).rev() {
-        dense[d] = step;
-        step *= e.shape[d];
-    }
-    let identity = |s: &super::Strided| s.rows.is_none() && s.dtype.byte_size() == size && s.strides.len() == dense.len() && (0..dense.len()).all(|d| e.shape[d] == 1 || s.strides[d] == dense[d]);
+    let identity = |s: &super::Strided| s.rows.is_none() && s.dtype.byte_size() == size && at_own_index(&e.shape, &s.strides, 1);
     e.inputs
         .iter()
         .map(|s| s.buffer)
@@ -87,26 +81,27 @@ fn epilogue_in_place_inputs(buffers: &[Buffer], c: &super::Contraction) -> Vec<u
         return Vec::new();
     }
     let size = c.out.ty.dtype.byte_size();
-    let mut dense = vec![0; e.rows_shape.len()];
-    let mut step = c.n;
-    for d in (0..e.rows_shape.len()).rev() {
-        dense[d] = step;
-        step *= e.rows_shape[d];
-    }
-    let identity = |i: &super::EpilogueInput| {
-        i.dtype.byte_size() == size && (i.col_stride == 1 || c.n == 1) && i.row_strides.len() == dense.len() && (0..dense.len()).all(|d| e.rows_shape[d] == 1 || i.row_strides[d] == dense[d])
-    };
+    let identity = |i: &super::EpilogueInput| i.dtype.byte_size() == size && (i.col_stride == 1 || c.n == 1) && at_own_index(&e.rows_shape, &i.row_strides, c.n);
     let elsewhere: Vec<BufferId> = [c.a.buffer, c.b.buffer].into_iter().chain(c.a_parts.iter().map(|p| p.buffer)).chain(c.bias.as_ref().map(|b| b.buffer)).collect();
-    let mut candidates: Vec<usize> = e
-        .inputs
+    e.inputs
         .iter()
         .map(|i| i.buffer)
         .filter(|b| *b != c.out.buffer && !elsewhere.contains(b) && matches!(buffers[b.0].kind, BufferKind::Intermediate))
         .filter(|b| e.inputs.iter().filter(|i| i.buffer == *b).all(identity))
         .map(|b| b.0)
-        .collect();
-    candidates.dedup();
-    candidates
+        .collect()
+}
+
+/// Whether element strides `strides` over `shape` are its row-major index, the innermost
+/// dimension `inner` elements apart (a unit dimension's stride aside).
+fn at_own_index(shape: &[usize], strides: &[usize], inner: usize) -> bool {
+    let mut step = inner;
+    strides.len() == shape.len()
+        && (0..shape.len()).rev().all(|d| {
+            let dense = step;
+            step *= shape[d];
+            shape[d] == 1 || strides[d] == dense
+        })
 }
 
 /// Plans the arena for `kernels` over `buffers`, with no kernel temporaries.

@@ -467,10 +467,9 @@ pub fn tile<'ctx>(ir: &mut Ir<'ctx>, machine: &CpuMachine, c: &Contraction, (pac
 /// edge pixels' taps in the padding columns ([`SkippedPadding::cols`]): it has such columns,
 /// its tiles never cross output rows (`mr` divides the output width), and the taps of every
 /// tile but those at a row's first and last pixels all meet the image.
-pub fn edge_pixels(g: &ConvGeometry, mr: usize) -> Option<()> {
+pub fn edge_pixels(g: &ConvGeometry, mr: usize) -> bool {
     let inside = |x: usize| (0..g.kw).all(|kx| tap_inside(g, x, kx));
-    let interior = || (mr..g.ow.saturating_sub(mr)).all(inside);
-    (g.pad[2] + g.pad[3] > 0 && mr > 0 && g.ow.is_multiple_of(mr) && interior()).then_some(())
+    g.pad[2] + g.pad[3] > 0 && mr > 0 && g.ow.is_multiple_of(mr) && (mr..g.ow.saturating_sub(mr)).all(inside)
 }
 
 /// Whether kernel column `kx` of output pixel `x` (of geometry `g`, with its padding) meets

@@ -145,7 +145,7 @@ impl LlvmCpuBackend {
                     crate::lower::ContractionKind::Conv(g) => {
                         // Columns on the code path that multiplies one step at a time.
                         let single = multiply == Multiply::F32Fma && !m.fma_by_element;
-                        let cols = if single && gemm::edge_pixels(g, shape.mr).is_some() { (g.pad[2], g.pad[3]) } else { (0, 0) };
+                        let cols = if single && gemm::edge_pixels(g, shape.mr) { (g.pad[2], g.pad[3]) } else { (0, 0) };
                         SkippedPadding { rows: (g.pad[0], g.pad[1]), cols }
                     }
                     _ => SkippedPadding::default(),
